@@ -1,0 +1,81 @@
+//! Canonical JSON (RFC 8785) and BLAKE3 content ids: the one place where casebook decides what
+//! "the same content" means. Every id is `BLAKE3(domain || 0x00 || canonical JSON)` in lowercase
+//! hex, with a domain per kind of object so a case and a version can never share an id.
+
+use serde::Serialize;
+
+/// What kind of object an id names. The domain string is hashed in front of the content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Case,
+    Task,
+    Manifest,
+    Version,
+}
+
+impl Kind {
+    fn domain(self) -> &'static str {
+        match self {
+            Kind::Case => "casebook/case/v1",
+            Kind::Task => "casebook/task/v1",
+            Kind::Manifest => "casebook/manifest/v1",
+            Kind::Version => "casebook/version/v1",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot canonicalize value: {0}")]
+pub struct CanonError(String);
+
+/// RFC 8785 canonical JSON text of `value`.
+pub fn canonical_json<T: Serialize>(value: &T) -> Result<String, CanonError> {
+    serde_json_canonicalizer::to_string(value).map_err(|err| CanonError(err.to_string()))
+}
+
+/// The content id of `value` as an object of `kind`: 64 lowercase hex digits.
+pub fn content_id<T: Serialize>(kind: Kind, value: &T) -> Result<String, CanonError> {
+    let canonical = canonical_json(value)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(kind.domain().as_bytes());
+    hasher.update(&[0]);
+    hasher.update(canonical.as_bytes());
+    Ok(hasher.finalize().to_hex().to_string())
+}
+
+/// The id casebook gives a case whose source has none: `t-` and the first 16 hex digits of the
+/// content id of its task half, so that re-ordering a file does not rename its cases.
+pub fn derived_case_id<T: Serialize>(task: &T) -> Result<String, CanonError> {
+    let id = content_id(Kind::Task, task)?;
+    Ok(format!("t-{}", &id[..16]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_and_number_spelling_do_not_change_the_id() {
+        let a: serde_json::Value = serde_json::from_str(r#"{"b":1.0,"a":{"y":"é","x":[1,2]}}"#).unwrap();
+        let b: serde_json::Value = serde_json::from_str(r#"{"a":{"x":[1,2],"y":"é"},"b":1}"#).unwrap();
+        assert_eq!(canonical_json(&a).unwrap(), r#"{"a":{"x":[1,2],"y":"é"},"b":1}"#);
+        assert_eq!(content_id(Kind::Case, &a).unwrap(), content_id(Kind::Case, &b).unwrap());
+    }
+
+    #[test]
+    fn kinds_are_separate_domains() {
+        let value = json!({"input": "hi"});
+        assert_ne!(content_id(Kind::Case, &value).unwrap(), content_id(Kind::Task, &value).unwrap());
+    }
+
+    #[test]
+    fn golden_vectors() {
+        // Fixed forever: changing them renames every stored object.
+        let task = json!({"input": "What is 2+2?"});
+        assert_eq!(canonical_json(&task).unwrap(), r#"{"input":"What is 2+2?"}"#);
+        let id = derived_case_id(&task).unwrap();
+        assert_eq!(id.len(), 18);
+        assert_eq!(id, derived_case_id(&json!({"input": "What is 2+2?"})).unwrap());
+    }
+}

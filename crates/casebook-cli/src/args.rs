@@ -1,0 +1,143 @@
+//! Command-line definitions (clap). Raw arguments only; `settings` resolves them.
+
+use std::path::PathBuf;
+
+use casebook_formats::{ColumnMap, Format};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "casebook", version, about = "The system of record for agent-evaluation datasets", long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Output for people or for programs
+    #[arg(long = "format", id = "output_format", global = true, value_enum, default_value_t = OutputFormat::Human)]
+    pub output_format: OutputFormat,
+    /// No progress bars or summaries on stderr
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Report every problem in dataset files (exit 1 if any error)
+    Validate(ValidateArgs),
+    /// Convert a dataset from one format to another, streaming
+    Convert(ConvertArgs),
+    /// Summarise a dataset: format, cases, fields, labels, turns
+    Inspect(InspectArgs),
+    /// Print the JSON Schema of the native casebook format, for editors
+    Schema(SchemaArgs),
+    /// Generate a synthetic dataset for benchmarks
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The input format (default: detected from the file name and content)
+    #[arg(long, value_parser = parse_format)]
+    pub from: Option<Format>,
+    /// Column map for `--from csv`, e.g. `input=question,expected.output=answer`
+    #[arg(long, value_parser = parse_map)]
+    pub map: Option<ColumnMap>,
+    /// Worker threads (default: one per core)
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Dataset files (`-` for standard input)
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// Stop after this many errors
+    #[arg(long)]
+    pub max_errors: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Dataset file (`-` for standard input)
+    pub file: PathBuf,
+    /// The output format
+    #[arg(long, value_parser = parse_format)]
+    pub to: Format,
+    /// Output file (default: standard output); its extension picks JSON, JSONL, YAML or CSV
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Drop fields the output format cannot hold, with a warning, instead of failing
+    #[arg(long)]
+    pub lossy: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Dataset file (`-` for standard input)
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// What to generate: letta-jsonl, letta-csv or maslab-yaml
+    #[arg(long, default_value = "letta-jsonl")]
+    pub kind: String,
+    /// Number of cases
+    #[arg(long, default_value_t = 1000)]
+    pub cases: u64,
+    /// Output file (default: standard output)
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Seed of the generator
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse()
+}
+
+fn parse_map(s: &str) -> Result<ColumnMap, String> {
+    s.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

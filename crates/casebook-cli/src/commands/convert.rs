@@ -1,0 +1,82 @@
+//! `casebook convert`: any format to any format, streaming. The output file is written beside
+//! its destination and moved into place only when every case converted, so a failed conversion
+//! never leaves a partial file.
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Context;
+use casebook_formats::{Format, Syntax, Target, convert, csv_columns};
+
+use crate::Outcome;
+use crate::args::ConvertArgs;
+use crate::progress::Progress;
+use crate::report::Reporter;
+use crate::settings::Global;
+
+pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
+    super::check_exists(&args.file)?;
+    let input = super::input(&args.file);
+    let opts = super::read_options(&args.read);
+    let syntax = args.to.syntax_for(args.output.as_deref());
+    if let Some(out) = &args.output {
+        if let Some(wanted) = Syntax::from_path(out) {
+            if wanted != syntax {
+                let list = args.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+                anyhow::bail!("`{}` cannot be written as {}: it uses {list}", args.to, wanted.name());
+            }
+        }
+        if same_file(&args.file, out) {
+            anyhow::bail!("the output `{}` is the input file; write to another file", out.display());
+        }
+    }
+    if args.to == Format::Csv && args.read.map.is_none() {
+        anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
+    }
+    let target = Target { format: args.to, syntax, lossy: args.lossy, column_map: args.read.map.clone() };
+    let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
+
+    let (temp, out): (Option<tempfile::NamedTempFile>, Box<dyn Write>) = match &args.output {
+        Some(path) => {
+            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let temp =
+                tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in `{}`", dir.display()))?;
+            let file = temp.reopen().with_context(|| format!("cannot write in `{}`", dir.display()))?;
+            (Some(temp), Box::new(BufWriter::with_capacity(1 << 20, file)))
+        }
+        None => (None, Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))),
+    };
+    let mut reporter = Reporter::new(settings, true);
+    let progress = Progress::for_file(settings, input.path.as_deref());
+    let mut on_batch = |diagnostics: &[casebook_model::Diagnostic], at: &casebook_formats::Progress| {
+        progress.set(at.bytes, at.cases);
+        for d in diagnostics {
+            reporter.emit(d);
+        }
+    };
+    let summary = convert(&input, &opts, &target, columns, out, &mut on_batch).context("cannot convert")?;
+    progress.finish();
+    if summary.errors > 0 {
+        if !settings.quiet {
+            let errors = summary.errors;
+            let place = args.output.as_ref().map_or(String::new(), |p| format!("; `{}` was not written", p.display()));
+            eprintln!("conversion failed: {errors} error{}{place}", if errors == 1 { "" } else { "s" });
+        }
+        return Ok(Outcome::Invalid);
+    }
+    if let (Some(temp), Some(path)) = (temp, &args.output) {
+        temp.persist(path).with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    if !settings.quiet && !settings.json {
+        let to = args.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
+        eprintln!("converted {} cases to {} ({}) on {to}", summary.written, args.to, syntax.name());
+    }
+    Ok(Outcome::Ok)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}

@@ -1,0 +1,153 @@
+//! `casebook inspect`: what a dataset holds: format, case count, fields used, labels, turns.
+
+use std::collections::BTreeMap;
+
+use casebook_formats::{Batch, Consumer, Flow, Start, read};
+use casebook_model::{Case, Role};
+use serde::Serialize;
+
+use crate::Outcome;
+use crate::args::InspectArgs;
+use crate::progress::Progress;
+use crate::report::Reporter;
+use crate::settings::Global;
+
+#[derive(Debug, Default, Serialize)]
+struct Report {
+    file: String,
+    format: String,
+    syntax: String,
+    name: Option<String>,
+    cases: u64,
+    errors: u64,
+    warnings: u64,
+    /// Cases whose id casebook derived from their content.
+    derived_ids: u64,
+    /// How many cases use each field.
+    fields: BTreeMap<String, u64>,
+    /// How many cases carry each label.
+    labels: BTreeMap<String, u64>,
+    /// How many cases send each number of messages (input plus turns).
+    messages: BTreeMap<usize, u64>,
+    hitl_turns: u64,
+}
+
+struct Inspector<'a> {
+    report: Report,
+    reporter: &'a mut Reporter,
+    progress: &'a Progress,
+}
+
+impl Consumer<()> for Inspector<'_> {
+    fn start(&mut self, start: &Start) -> Flow {
+        self.report.format = start.format.to_string();
+        self.report.syntax = start.syntax.name().into();
+        self.report.name = start.header.name.clone();
+        Flow::Continue
+    }
+
+    fn batch(&mut self, batch: Batch, _: ()) -> Flow {
+        for d in &batch.diagnostics {
+            if d.is_error() {
+                self.report.errors += 1;
+            } else {
+                self.report.warnings += 1;
+            }
+            self.reporter.emit(d);
+        }
+        for case in &batch.cases {
+            self.count(case);
+        }
+        self.progress.set(batch.end_offset, self.report.cases);
+        Flow::Continue
+    }
+}
+
+impl Inspector<'_> {
+    fn count(&mut self, case: &Case) {
+        let r = &mut self.report;
+        r.cases += 1;
+        if case.provenance.as_ref().is_some_and(|p| p.id_derived) {
+            r.derived_ids += 1;
+        }
+        if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(case) {
+            for (key, value) in &map {
+                if key == "provenance" {
+                    continue;
+                }
+                if let (true, serde_json::Value::Object(inner)) = (key == "expected", value) {
+                    for k in inner.keys() {
+                        *r.fields.entry(format!("expected.{k}")).or_default() += 1;
+                    }
+                } else {
+                    *r.fields.entry(key.clone()).or_default() += 1;
+                }
+            }
+        }
+        for label in case.labels.iter().flatten() {
+            *r.labels.entry(label.clone()).or_default() += 1;
+        }
+        let turns = case.task.turns.as_deref().unwrap_or_default();
+        *r.messages.entry(1 + turns.len()).or_default() += 1;
+        r.hitl_turns += turns.iter().filter(|t| t.role == Role::Hitl).count() as u64;
+    }
+}
+
+pub fn run(settings: &Global, args: InspectArgs) -> anyhow::Result<Outcome> {
+    super::check_exists(&args.file)?;
+    let input = super::input(&args.file);
+    let opts = super::read_options(&args.read);
+    let mut reporter = Reporter::new(settings, true);
+    let progress = Progress::for_file(settings, input.path.as_deref());
+    let mut inspector = Inspector {
+        report: Report { file: input.display.clone(), ..Report::default() },
+        reporter: &mut reporter,
+        progress: &progress,
+    };
+    read(&input, &opts, &|_: &Batch| (), &mut inspector)?;
+    progress.finish();
+    let r = inspector.report;
+    if settings.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print_human(&r);
+    }
+    Ok(if r.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
+}
+
+fn print_human(r: &Report) {
+    println!("file      {}", r.file);
+    println!("format    {} ({})", r.format, r.syntax);
+    if let Some(name) = &r.name {
+        println!("name      {name}");
+    }
+    println!(
+        "cases     {}{}",
+        r.cases,
+        if r.derived_ids > 0 { format!(" ({} with derived ids)", r.derived_ids) } else { String::new() }
+    );
+    if r.errors + r.warnings > 0 {
+        println!("problems  {} errors, {} warnings", r.errors, r.warnings);
+    }
+    let messages: Vec<String> = r.messages.iter().map(|(n, c)| format!("{n}: {c}")).collect();
+    println!(
+        "messages  {}{}",
+        messages.join(", "),
+        if r.hitl_turns > 0 { format!(" ({} hitl turns)", r.hitl_turns) } else { String::new() }
+    );
+    println!("fields");
+    for (field, count) in &r.fields {
+        println!("  {field:<22} {count}");
+    }
+    if !r.labels.is_empty() {
+        println!("labels");
+        let mut labels: Vec<_> = r.labels.iter().collect();
+        labels.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (label, count) in labels.iter().take(30) {
+            println!("  {label:<22} {count}");
+        }
+        if labels.len() > 30 {
+            println!("  … and {} more (all of them with `--format json`)", labels.len() - 30);
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The `casebook` command: parses arguments, resolves them into settings, runs a command, and
+//! maps the outcome to an exit status (0 success, 1 invalid input, 2 usage or environment).
+
+mod args;
+mod commands;
+mod progress;
+mod report;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// How a command ended, when it did not fail outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// The input is invalid (or an evaluation missed its threshold).
+    Invalid,
+}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let settings = settings::Global::resolve(&cli.global);
+    let result = match cli.command {
+        args::Command::Validate(a) => commands::validate::run(&settings, a),
+        args::Command::Convert(a) => commands::convert::run(&settings, a),
+        args::Command::Inspect(a) => commands::inspect::run(&settings, a),
+        args::Command::Schema(a) => commands::schema::run(&settings, a),
+        args::Command::Generate(a) => commands::generate::run(a),
+    };
+    match result {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Invalid) => ExitCode::from(1),
+        Err(err) => {
+            report::environment_error(&settings, &err);
+            ExitCode::from(2)
+        }
+    }
+}

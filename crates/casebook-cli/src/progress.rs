@@ -1,0 +1,40 @@
+//! A progress bar on stderr for long reads, shown only on a terminal.
+
+use std::path::Path;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::settings::Global;
+
+pub struct Progress(Option<ProgressBar>);
+
+impl Progress {
+    /// A bar over the bytes of `path`, or nothing when not on a terminal or reading stdin.
+    pub fn for_file(settings: &Global, path: Option<&Path>) -> Self {
+        let Some(len) = path.filter(|_| settings.progress).and_then(|p| fs_err::metadata(p).ok()).map(|m| m.len())
+        else {
+            return Self(None);
+        };
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr_with_hz(5));
+        let style =
+            ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        Self(Some(bar))
+    }
+
+    pub fn set(&self, bytes: u64, cases: u64) {
+        if let Some(bar) = &self.0 {
+            if bytes > 0 {
+                bar.set_position(bytes);
+            }
+            bar.set_message(format!("{cases} cases"));
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Rendering diagnostics: annotate-snippets with the source line and a caret for people, one
+//! JSON object a line for programs.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+use casebook_model::{Diagnostic, Severity};
+
+use crate::settings::Global;
+
+/// Characters of a long line shown on each side of the column.
+const WINDOW: usize = 60;
+
+pub struct Reporter {
+    json: bool,
+    color: bool,
+    stderr: bool,
+    /// Open files, to show the lines diagnostics point at.
+    files: HashMap<String, Option<BufReader<fs_err::File>>>,
+}
+
+impl Reporter {
+    /// `stderr`: diagnostics go to stderr (when stdout carries data).
+    pub fn new(settings: &Global, stderr: bool) -> Self {
+        Self {
+            json: settings.json,
+            color: if stderr { settings.color_stderr } else { settings.color_stdout },
+            stderr,
+            files: HashMap::new(),
+        }
+    }
+
+    pub fn emit(&mut self, d: &Diagnostic) {
+        let text = if self.json {
+            let mut line = serde_json::to_string(d).unwrap_or_default();
+            line.push('\n');
+            line
+        } else {
+            let mut s = self.render(d);
+            s.push_str("\n\n");
+            s
+        };
+        let _ = if self.stderr {
+            std::io::stderr().lock().write_all(text.as_bytes())
+        } else {
+            std::io::stdout().lock().write_all(text.as_bytes())
+        };
+    }
+
+    fn source_line(&mut self, d: &Diagnostic) -> Option<String> {
+        let offset = d.line_offset?;
+        if d.line == 0 {
+            return None;
+        }
+        let reader = self
+            .files
+            .entry(d.file.clone())
+            .or_insert_with(|| fs_err::File::open(&d.file).ok().map(BufReader::new))
+            .as_mut()?;
+        reader.seek(SeekFrom::Start(offset)).ok()?;
+        let mut line = Vec::new();
+        // Read at most what can be shown around the column (a line may be 50 MB).
+        let limit = (d.column as usize + WINDOW) * 4 + 16;
+        Read::by_ref(reader).take(limit as u64).read_until(b'\n', &mut line).ok()?;
+        let text = String::from_utf8_lossy(&line);
+        Some(text.trim_end_matches(['\n', '\r']).to_owned())
+    }
+
+    fn render(&mut self, d: &Diagnostic) -> String {
+        let level = match d.severity {
+            Severity::Error => Level::ERROR,
+            Severity::Warning => Level::WARNING,
+        };
+        let renderer = if self.color { Renderer::styled() } else { Renderer::plain() };
+        let line = self.source_line(d);
+        let title = level.primary_title(&d.message).id(d.code.as_str());
+        let label = if d.pointer.is_empty() { String::new() } else { format!("at {}", d.pointer) };
+        let mut groups = Vec::new();
+        let group = match &line {
+            Some(line) => {
+                // Show a window of a long line around the column.
+                let chars: Vec<(usize, char)> = line.char_indices().collect();
+                let col = (d.column.max(1) - 1) as usize;
+                let first = col.saturating_sub(WINDOW);
+                let last = (col + WINDOW).min(chars.len());
+                let start_byte = chars.get(first).map_or(line.len(), |c| c.0);
+                let end_byte = chars.get(last).map_or(line.len(), |c| c.0);
+                let shown = &line[start_byte..end_byte];
+                let at = chars.get(col).map_or(line.len(), |c| c.0).saturating_sub(start_byte).min(shown.len());
+                let width = shown[at..].chars().next().map_or(0, char::len_utf8);
+                title.element(
+                    Snippet::source(shown)
+                        .line_start(d.line as usize)
+                        .path(&d.file)
+                        .annotation(AnnotationKind::Primary.span(at..at + width).label(&label)),
+                )
+            }
+            None => {
+                let origin = annotate_snippets::Origin::path(&d.file);
+                let origin = if d.line == 0 {
+                    origin
+                } else {
+                    origin.line(d.line as usize).char_column(d.column.max(1) as usize - 1)
+                };
+                title.element(origin)
+            }
+        };
+        groups.push(group);
+        if let Some(hint) = &d.hint {
+            groups.push(Group::with_title(Level::HELP.secondary_title(hint)));
+        }
+        renderer.render(&groups)
+    }
+}
+
+/// An environment or usage error (exit 2), on stderr.
+pub fn environment_error(settings: &Global, err: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    if settings.json {
+        let value = serde_json::json!({"severity": "error", "code": "E-environment", "message": format!("{err:#}")});
+        let _ = writeln!(stderr, "{value}");
+    } else {
+        let renderer = if settings.color_stderr { Renderer::styled() } else { Renderer::plain() };
+        let report = [Group::with_title(Level::ERROR.primary_title(format!("{err:#}")))];
+        let _ = writeln!(stderr, "{}", renderer.render(&report));
+    }
+}

@@ -1,0 +1,35 @@
+//! Global settings resolved from arguments and the environment (`NO_COLOR`, terminals).
+
+use std::io::IsTerminal;
+
+use crate::args::{ColorChoice, GlobalArgs, OutputFormat};
+
+#[derive(Debug, Clone)]
+pub struct Global {
+    pub json: bool,
+    pub quiet: bool,
+    /// Colour on stdout / stderr.
+    pub color_stdout: bool,
+    pub color_stderr: bool,
+    /// Progress bars: only on a terminal, never with `--quiet`.
+    pub progress: bool,
+}
+
+impl Global {
+    pub fn resolve(args: &GlobalArgs) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let color = |terminal: bool| match args.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => terminal && !no_color,
+        };
+        let stderr_tty = std::io::stderr().is_terminal();
+        Self {
+            json: args.output_format == OutputFormat::Json,
+            quiet: args.quiet,
+            color_stdout: color(std::io::stdout().is_terminal()),
+            color_stderr: color(stderr_tty),
+            progress: stderr_tty && !args.quiet,
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! Agent Health test cases: a JSON array of cases or one case. Two shapes are read: the shipped
+//! one (`category`, `difficulty`, `context: [{description, value}]`, `labels: ["k:v"]`) that the
+//! app's importer validates, and the documented one (`context: [{type, source, content,
+//! metadata}]`, `labels: [{key, value}]`, `version`, `createdAt`). Legacy `expectedTrajectory`
+//! cases (without `expectedOutcomes`) are read too.
+
+use casebook_model::{Case, Code, ContextItem, Expectations, Map, Task};
+use serde_json::{Value, json};
+
+use crate::layout::{self, Lost};
+use crate::node::{Node, NodeValue};
+use crate::parts;
+use crate::pointer::Ptr;
+use crate::source::{Cx, Fields};
+
+pub const NAME: &str = "agenthealth";
+
+const KNOWN: &[&str] = &[
+    "id",
+    "name",
+    "description",
+    "category",
+    "difficulty",
+    "initialPrompt",
+    "context",
+    "tools",
+    "expectedOutcomes",
+    "expectedTrajectory",
+    "labels",
+];
+const DIFFICULTIES: &[&str] = &["Easy", "Medium", "Hard"];
+/// Fields whose value becomes a `key:value` label.
+const LABEL_FIELDS: &[&str] = &["category", "difficulty"];
+
+pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
+    let entries = cx.object(node, ptr)?;
+    let errors_before = cx.diags.len();
+    let mut f = Fields::new(cx, entries, ptr);
+    let mut layout = Map::new();
+    let documented = is_documented(node);
+    if documented {
+        layout.insert("shape".into(), json!("documented"));
+    }
+
+    let id = f.take("id").and_then(|n| cx.string(n, &ptr.key("id")));
+    let name = match f.take("name") {
+        Some(n) => cx.string(n, &ptr.key("name")),
+        None => {
+            cx.missing(node, ptr, "name", None);
+            None
+        }
+    };
+    let description = f.take("description").and_then(|n| cx.opt_string(n, &ptr.key("description")));
+    let mut labels: Option<Vec<String>> = None;
+    if let Some(n) = f.take("labels") {
+        let p = ptr.key("labels");
+        labels = parts::list(cx, n, &p, |cx, item, p| match &item.value {
+            NodeValue::String(s) => Some(s.clone()),
+            NodeValue::Object(_) => {
+                let key = item.get("key").and_then(Node::as_str);
+                let value = item.get("value").and_then(Node::as_str);
+                match (key, value) {
+                    (Some(k), Some(v)) => Some(format!("{k}:{v}")),
+                    _ => {
+                        cx.report(Code::WrongType, item.offset, p, "a label object needs string `key` and `value`");
+                        None
+                    }
+                }
+            }
+            _ => {
+                cx.wrong_type(item, p, "a string or `{key, value}`");
+                None
+            }
+        });
+        if labels.as_ref().is_some_and(|l| !l.is_empty())
+            && matches!(&n.value, NodeValue::Array(items) if items.iter().any(|i| matches!(i.value, NodeValue::Object(_))))
+        {
+            layout.insert("label_objects".into(), Value::Bool(true));
+        }
+        layout.insert("labels".into(), Value::Bool(true));
+    }
+    let mut label_fields = Vec::new();
+    for field in LABEL_FIELDS {
+        match f.take(field) {
+            Some(n) => {
+                let p = ptr.key(field);
+                if let Some(value) = cx.string(n, &p) {
+                    if *field == "difficulty" && !DIFFICULTIES.contains(&value.as_str()) {
+                        let d = cx.report(Code::InvalidValue, n.offset, &p, format!("unknown difficulty `{value}`"));
+                        d.hint = Some("use `Easy`, `Medium` or `Hard`".into());
+                    }
+                    labels.get_or_insert_with(Vec::new).push(format!("{field}:{value}"));
+                    label_fields.push(json!(field));
+                }
+            }
+            None if !documented => {
+                cx.missing(node, ptr, field, Some(format!("the Agent Health importer requires `{field}`")))
+            }
+            None => {}
+        }
+    }
+    if !label_fields.is_empty() {
+        layout.insert("label_fields".into(), Value::Array(label_fields));
+    }
+    let input = match f.take("initialPrompt") {
+        Some(n) => cx.string(n, &ptr.key("initialPrompt")),
+        None => {
+            cx.missing(
+                node,
+                ptr,
+                "initialPrompt",
+                Some("`initialPrompt` is the question or task for the agent".into()),
+            );
+            None
+        }
+    };
+    let context = f.take("context").and_then(|n| {
+        let p = ptr.key("context");
+        let shipped = matches!(&n.value, NodeValue::Array(items) if items.iter().any(|i| i.get("value").is_some()));
+        if shipped {
+            layout.insert("context_shape".into(), json!("shipped"));
+            parts::list(cx, n, &p, shipped_context_item)
+        } else {
+            parts::list(cx, n, &p, parts::context_item)
+        }
+    });
+    let tools = f.take("tools").and_then(|n| parts::list(cx, n, &ptr.key("tools"), parts::tool));
+    let mut expected = Expectations::default();
+    let trajectory = f.take("expectedTrajectory");
+    match f.take("expectedOutcomes") {
+        Some(n) => expected.outcomes = parts::list(cx, n, &ptr.key("expectedOutcomes"), parts::outcome),
+        None if trajectory.is_none() => {
+            cx.missing(node, ptr, "expectedOutcomes", Some("list the behaviour the agent should show".into()))
+        }
+        None => {}
+    }
+    expected.trajectory = trajectory.and_then(|n| cx.json(n, &ptr.key("expectedTrajectory")));
+    let mut metadata = None;
+    layout::lift_unknown(cx, &f, ptr, &mut metadata, &mut layout, KNOWN);
+
+    if cx.diags[errors_before..].iter().any(|d| d.is_error()) {
+        return None;
+    }
+    let mut task = Task::new(Value::String(input?));
+    task.context = context;
+    task.tools = tools;
+    let (id, derived) = match id {
+        Some(id) => (id, false),
+        None => (casebook_canon::derived_case_id(&task).ok()?, true),
+    };
+    Some(Case {
+        id,
+        name,
+        description,
+        labels,
+        task,
+        expected,
+        metadata,
+        confidence: None,
+        review: None,
+        provenance: layout::provenance(NAME, derived, layout),
+    })
+}
+
+fn is_documented(node: &Node) -> bool {
+    let object_labels = matches!(node.get("labels").map(|n| &n.value), Some(NodeValue::Array(items)) if items.iter().any(|i| matches!(i.value, NodeValue::Object(_))));
+    let typed_context = matches!(node.get("context").map(|n| &n.value), Some(NodeValue::Array(items)) if items.iter().any(|i| i.get("content").is_some()));
+    object_labels || typed_context || node.get("version").is_some() || node.get("createdAt").is_some()
+}
+
+fn shipped_context_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<ContextItem> {
+    let entries = cx.object(node, ptr)?;
+    let mut f = Fields::new(cx, entries, ptr);
+    let source = f.take("description").and_then(|n| cx.string(n, &ptr.key("description")));
+    let content = match f.take("value") {
+        Some(n) => cx.json(n, &ptr.key("value")),
+        None => {
+            cx.missing(node, ptr, "value", None);
+            None
+        }
+    };
+    parts::unknown_fields(cx, &f, ptr, &["description", "value"]);
+    Some(ContextItem { kind: None, source, content: content?, metadata: None })
+}
+
+pub fn write_case(case: &Case) -> (Map, Lost) {
+    let layout = layout::layout_for(case, NAME);
+    let documented = layout::text(layout, "shape") == Some("documented");
+    let mut out = Map::new();
+    let mut lost = Lost::default();
+    if !case.provenance.as_ref().is_some_and(|p| p.id_derived) {
+        out.insert("id".into(), json!(case.id));
+    }
+    out.insert("name".into(), json!(case.name.clone().unwrap_or_else(|| case.id.clone())));
+    if let Some(d) = &case.description {
+        out.insert("description".into(), json!(d));
+    }
+    // Labels that came from (or belong in) `category` and `difficulty` fields.
+    let mut labels: Vec<&str> = case.labels.iter().flatten().map(String::as_str).collect();
+    let label_fields: Vec<&str> = match layout.and_then(|l| l.get("label_fields")).and_then(Value::as_array) {
+        Some(fields) => fields.iter().filter_map(Value::as_str).collect(),
+        None if documented => Vec::new(),
+        None => LABEL_FIELDS.to_vec(),
+    };
+    for field in label_fields {
+        let prefix = format!("{field}:");
+        if let Some(pos) = labels.iter().rposition(|l| l.starts_with(&prefix)) {
+            let label = labels.remove(pos);
+            out.insert(field.into(), json!(&label[prefix.len()..]));
+        }
+    }
+    match &case.task.input {
+        Value::String(s) => out.insert("initialPrompt".into(), json!(s)),
+        other => {
+            lost.0.push("input (Agent Health prompts are strings)");
+            out.insert("initialPrompt".into(), json!(other.to_string()))
+        }
+    };
+    if let Some(context) = &case.task.context {
+        let shipped = layout::text(layout, "context_shape") == Some("shipped");
+        let items: Vec<Value> = context
+            .iter()
+            .map(|c| {
+                if shipped {
+                    json!({"description": c.source, "value": c.content})
+                } else {
+                    serde_json::to_value(c).unwrap_or(Value::Null)
+                }
+            })
+            .collect();
+        out.insert("context".into(), Value::Array(items));
+    }
+    if let Some(tools) = &case.task.tools {
+        out.insert("tools".into(), serde_json::to_value(tools).unwrap_or(Value::Null));
+    }
+    if let Some(outcomes) = &case.expected.outcomes {
+        out.insert("expectedOutcomes".into(), serde_json::to_value(outcomes).unwrap_or(Value::Null));
+    }
+    if let Some(t) = &case.expected.trajectory {
+        out.insert("expectedTrajectory".into(), t.clone());
+    }
+    if !labels.is_empty() || layout::flag(layout, "labels") {
+        let items: Vec<Value> = if layout::flag(layout, "label_objects") || (documented && layout.is_none()) {
+            labels
+                .iter()
+                .map(|l| match l.split_once(':') {
+                    Some((k, v)) => json!({"key": k, "value": v}),
+                    None => json!({"key": l, "value": ""}),
+                })
+                .collect()
+        } else {
+            labels.iter().map(|l| json!(l)).collect()
+        };
+        out.insert("labels".into(), Value::Array(items));
+    }
+    let (top, metadata) = layout::unlift(case.metadata.as_ref(), layout);
+    for (key, value) in top {
+        out.insert(key, value);
+    }
+    if metadata.is_some_and(|m| !m.is_empty()) {
+        lost.0.push("metadata");
+    }
+    let e = &case.expected;
+    lost.check("turns", &case.task.turns);
+    lost.check("memory_seeds", &case.task.memory_seeds);
+    lost.check("session_id", &case.task.session_id);
+    lost.check("agent_args", &case.task.agent_args);
+    lost.check("expected.output", &e.output);
+    lost.check("expected.per_turn", &e.per_turn);
+    lost.check("expected.acceptable", &e.acceptable);
+    lost.check("expected.rubric", &e.rubric);
+    lost.check("expected.rubric_path", &e.rubric_path);
+    lost.check("expected.rubric_vars", &e.rubric_vars);
+    lost.check("expected.tool_calls", &e.tool_calls);
+    lost.check("expected.governance", &e.governance);
+    if !e.extra.is_empty() {
+        lost.0.push("expected (other keys)");
+    }
+    lost.check("confidence", &case.confidence);
+    lost.check("review", &case.review);
+    (out, lost)
+}

@@ -1,0 +1,205 @@
+//! Conversion from any format to any format, streaming: read in batches, encode on the worker
+//! threads, write in file order. Diagnostics (the reader's, and cases the target cannot hold)
+//! go to a callback; the caller decides what to do with output that had errors.
+
+use std::io::Write;
+use std::sync::OnceLock;
+
+use casebook_model::{Code, DatasetHeader, Diagnostic};
+
+use crate::read::{Batch, Consumer, Flow, Input, ReadError, ReadOptions, Start, read};
+use crate::tabular::ColumnMap;
+use crate::write::{Encoded, Encoder, Writer};
+use crate::{Format, Syntax};
+
+/// What to convert to.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub format: Format,
+    pub syntax: Syntax,
+    /// Drop fields the target cannot hold (with a warning) instead of refusing the case.
+    pub lossy: bool,
+    /// Column map for the generic `csv` format.
+    pub column_map: Option<ColumnMap>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertSummary {
+    pub cases: u64,
+    pub written: u64,
+    pub errors: u64,
+    pub warnings: u64,
+}
+
+struct Converter<'a, 'w> {
+    encoder: &'a OnceLock<Encoder>,
+    target: &'a Target,
+    columns: Vec<String>,
+    out: Option<Box<dyn Write + 'w>>,
+    writer: Option<Writer<'w>>,
+    on_batch: &'a mut dyn FnMut(&[Diagnostic], &Progress),
+    file: String,
+    summary: ConvertSummary,
+    io_error: Option<std::io::Error>,
+}
+
+impl Consumer<Encoded> for Converter<'_, '_> {
+    fn start(&mut self, start: &Start) -> Flow {
+        let t = self.target;
+        let encoder = self.encoder.get_or_init(|| {
+            Encoder::new(
+                t.format,
+                t.syntax,
+                &start.header,
+                std::mem::take(&mut self.columns),
+                t.column_map.clone(),
+                t.lossy,
+            )
+        });
+        let Some(out) = self.out.take() else { return Flow::Stop };
+        let mut writer = Writer::new(out, encoder, &start.header);
+        if let Err(err) = writer.begin() {
+            self.io_error = Some(err);
+            return Flow::Stop;
+        }
+        self.writer = Some(writer);
+        Flow::Continue
+    }
+
+    fn batch(&mut self, mut batch: Batch, encoded: Encoded) -> Flow {
+        self.summary.cases += batch.cases.len() as u64;
+        self.summary.written += encoded.written as u64;
+        for (i, fields) in &encoded.lost {
+            let loc = batch.locs[*i];
+            let lossy = self.target.lossy;
+            let code = if lossy { Code::Dropped } else { Code::Unrepresentable };
+            let (id, format, list) = (&batch.cases[*i].id, self.target.format, fields.join(", "));
+            batch.diagnostics.push(Diagnostic {
+                severity: code.severity(),
+                code,
+                message: if lossy {
+                    format!("case `{id}`: dropped what `{format}` cannot hold: {list}")
+                } else {
+                    format!("case `{id}` has what `{format}` cannot hold: {list}")
+                },
+                file: self.file.clone(),
+                line: loc.line,
+                column: loc.column,
+                pointer: String::new(),
+                hint: (!lossy)
+                    .then(|| "convert to a format that holds these fields, or pass `--lossy` to drop them".into()),
+                line_offset: Some(loc.line_offset),
+            });
+        }
+        for d in &batch.diagnostics {
+            if d.is_error() {
+                self.summary.errors += 1;
+            } else {
+                self.summary.warnings += 1;
+            }
+        }
+        (self.on_batch)(&batch.diagnostics, &Progress { bytes: batch.end_offset, cases: self.summary.cases });
+        if let Some(writer) = &mut self.writer {
+            if let Err(err) = writer.write(&encoded) {
+                self.io_error = Some(err);
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+}
+
+/// How far a conversion is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of the input read (0 for whole-document files).
+    pub bytes: u64,
+    pub cases: u64,
+}
+
+/// Converts `input` to `target`, writing to `out`. `columns` are the CSV columns to write
+/// (see [`csv_columns`]). `on_batch` gets the problems of each batch, in file order.
+pub fn convert(
+    input: &Input,
+    opts: &ReadOptions,
+    target: &Target,
+    columns: Vec<String>,
+    out: Box<dyn Write + '_>,
+    on_batch: &mut dyn FnMut(&[Diagnostic], &Progress),
+) -> Result<ConvertSummary, ReadError> {
+    let encoder = OnceLock::new();
+    let work = |batch: &Batch| encoder.get().map(|e: &Encoder| e.encode(&batch.cases)).unwrap_or_default();
+    let mut converter = Converter {
+        encoder: &encoder,
+        target,
+        columns,
+        out: Some(out),
+        writer: None,
+        on_batch,
+        file: input.display.clone(),
+        summary: ConvertSummary::default(),
+        io_error: None,
+    };
+    read(input, opts, &work, &mut converter)?;
+    if let Some(err) = converter.io_error.take() {
+        return Err(ReadError::Io(err));
+    }
+    if let Some(writer) = converter.writer.take() {
+        writer.finish()?;
+    }
+    Ok(converter.summary)
+}
+
+/// The columns a CSV output needs: those of the source file when it was CSV, in its order, then
+/// any other a case uses (a first pass over the input).
+pub fn csv_columns(input: &Input, opts: &ReadOptions, target: &Target) -> Result<Vec<String>, ReadError> {
+    if input.path.is_none() {
+        return Err(ReadError::Usage(
+            "writing CSV takes two passes over the input: give a file, not standard input".into(),
+        ));
+    }
+    let probe = Encoder::new(
+        target.format,
+        Syntax::Csv,
+        &DatasetHeader::default(),
+        Vec::new(),
+        target.column_map.clone(),
+        true,
+    );
+    let work = |batch: &Batch| {
+        let mut columns = Vec::new();
+        probe.csv_columns(&batch.cases, &mut columns);
+        columns
+    };
+    struct Collect(Vec<String>, Option<Vec<String>>);
+    impl Consumer<Vec<String>> for Collect {
+        fn start(&mut self, start: &Start) -> Flow {
+            self.1 = start
+                .header
+                .provenance
+                .as_ref()
+                .and_then(|p| p.layout.get("columns"))
+                .and_then(|c| c.as_array())
+                .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+            Flow::Continue
+        }
+        fn batch(&mut self, _: Batch, columns: Vec<String>) -> Flow {
+            for c in columns {
+                if !self.0.contains(&c) {
+                    self.0.push(c);
+                }
+            }
+            Flow::Continue
+        }
+    }
+    let mut collect = Collect(Vec::new(), None);
+    read(input, opts, &work, &mut collect)?;
+    let mut columns = collect.1.unwrap_or_default();
+    columns.retain(|c| collect.0.contains(c));
+    for c in collect.0 {
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    Ok(columns)
+}

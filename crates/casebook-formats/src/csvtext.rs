@@ -1,0 +1,217 @@
+//! CSV (RFC 4180) records with the raw position of every field, so that a problem in a cell can
+//! be reported at its line and column. Cells keep their text exactly: `007`, `0.30`, `NA` and
+//! `null` are strings like any other.
+
+use std::borrow::Cow;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Byte range of the field in the text, quotes included.
+    pub start: usize,
+    pub end: usize,
+    pub quoted: bool,
+}
+
+impl Field {
+    /// The cell's value: quotes removed and `""` turned into `"`.
+    pub fn value<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let raw = &text[self.start..self.end];
+        if !self.quoted {
+            return Cow::Borrowed(raw);
+        }
+        let inner = &raw[1..raw.len() - 1];
+        if inner.contains("\"\"") { Cow::Owned(inner.replace("\"\"", "\"")) } else { Cow::Borrowed(inner) }
+    }
+
+    /// Byte offset of the cell's first character of content.
+    pub fn content_offset(&self) -> usize {
+        self.start + usize::from(self.quoted)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsvError {
+    pub offset: usize,
+    pub message: String,
+}
+
+/// Splits `text` into records. Each record is its start offset and its fields.
+pub struct Records<'t> {
+    text: &'t str,
+    pos: usize,
+}
+
+pub fn records(text: &str) -> Records<'_> {
+    Records { text, pos: 0 }
+}
+
+impl Iterator for Records<'_> {
+    type Item = Result<(usize, Vec<Field>), CsvError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let bytes = self.text.as_bytes();
+        // Blank lines between records are skipped.
+        while self.pos < bytes.len() && (bytes[self.pos] == b'\n' || bytes[self.pos] == b'\r') {
+            self.pos += 1;
+        }
+        if self.pos >= bytes.len() {
+            return None;
+        }
+        let start = self.pos;
+        let mut fields = Vec::new();
+        loop {
+            let field_start = self.pos;
+            if bytes.get(self.pos) == Some(&b'"') {
+                let mut i = self.pos + 1;
+                loop {
+                    match memchr::memchr(b'"', &bytes[i..]) {
+                        None => {
+                            self.pos = bytes.len();
+                            return Some(Err(CsvError {
+                                offset: field_start,
+                                message: "quoted field is never closed".into(),
+                            }));
+                        }
+                        Some(q) => {
+                            i += q;
+                            if bytes.get(i + 1) == Some(&b'"') {
+                                i += 2;
+                            } else {
+                                break;
+                            }
+                        }
+                    }
+                }
+                self.pos = i + 1;
+                fields.push(Field { start: field_start, end: self.pos, quoted: true });
+                match bytes.get(self.pos) {
+                    None => return Some(Ok((start, fields))),
+                    Some(b',') => self.pos += 1,
+                    Some(b'\n') => {
+                        self.pos += 1;
+                        return Some(Ok((start, fields)));
+                    }
+                    Some(b'\r') if bytes.get(self.pos + 1) == Some(&b'\n') => {
+                        self.pos += 2;
+                        return Some(Ok((start, fields)));
+                    }
+                    Some(_) => {
+                        let offset = self.pos;
+                        // Skip to the end of the line to resynchronise.
+                        self.pos = memchr::memchr(b'\n', &bytes[self.pos..]).map_or(bytes.len(), |n| self.pos + n + 1);
+                        return Some(Err(CsvError { offset, message: "unexpected text after a closing quote".into() }));
+                    }
+                }
+            } else {
+                let end = memchr::memchr3(b',', b'\n', b'\r', &bytes[self.pos..]).map_or(bytes.len(), |n| self.pos + n);
+                // A lone `\r` inside an unquoted field is kept as text.
+                let mut end = end;
+                while bytes.get(end) == Some(&b'\r') && bytes.get(end + 1) != Some(&b'\n') {
+                    end = memchr::memchr3(b',', b'\n', b'\r', &bytes[end + 1..]).map_or(bytes.len(), |n| end + 1 + n);
+                }
+                fields.push(Field { start: field_start, end, quoted: false });
+                self.pos = end;
+                match bytes.get(self.pos) {
+                    None => return Some(Ok((start, fields))),
+                    Some(b',') => self.pos += 1,
+                    Some(b'\r') => {
+                        self.pos += 2;
+                        return Some(Ok((start, fields)));
+                    }
+                    _ => {
+                        self.pos += 1;
+                        return Some(Ok((start, fields)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// End of the first record (its line break included), if `text` holds all of it.
+pub fn first_record_end(text: &str) -> Option<usize> {
+    let mut it = records(text);
+    match it.next()? {
+        Ok(_) if it.pos < text.len() || text.ends_with('\n') => Some(it.pos),
+        _ => None,
+    }
+}
+
+/// Length of the longest prefix of `bytes` that ends on a record boundary (after a newline that
+/// is not inside quotes), or `None` if there is none.
+pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
+    let mut in_quotes = false;
+    let mut last = None;
+    for i in memchr::memchr2_iter(b'"', b'\n', bytes) {
+        match bytes[i] {
+            b'"' => in_quotes = !in_quotes,
+            _ if !in_quotes => last = Some(i + 1),
+            _ => {}
+        }
+    }
+    last
+}
+
+/// Quotes a cell for writing when it needs it.
+pub fn write_cell(out: &mut Vec<u8>, cell: &str) {
+    let needs =
+        cell.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) || cell.starts_with(' ') || cell.ends_with(' ');
+    if needs {
+        out.push(b'"');
+        for part in cell.split('"').enumerate() {
+            if part.0 > 0 {
+                out.extend_from_slice(b"\"\"");
+            }
+            out.extend_from_slice(part.1.as_bytes());
+        }
+        out.push(b'"');
+    } else {
+        out.extend_from_slice(cell.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(text: &str) -> Vec<Vec<String>> {
+        records(text).map(|r| r.unwrap().1.iter().map(|f| f.value(text).into_owned()).collect()).collect()
+    }
+
+    #[test]
+    fn quoted_and_plain_cells_keep_their_text() {
+        let text = "a,b,c\r\n\"x, \"\"y\"\"\",007,{4}\n\n\"multi\nline\",NA,";
+        assert_eq!(
+            cells(text),
+            vec![vec!["a", "b", "c"], vec!["x, \"y\"", "007", "{4}"], vec!["multi\nline", "NA", ""],]
+        );
+    }
+
+    #[test]
+    fn field_positions() {
+        let text = "id,input\n1,\"hi\"\n";
+        let recs: Vec<_> = records(text).map(Result::unwrap).collect();
+        assert_eq!(recs[1].0, 9);
+        assert_eq!(recs[1].1[1], Field { start: 11, end: 15, quoted: true });
+        assert_eq!(recs[1].1[1].content_offset(), 12);
+    }
+
+    #[test]
+    fn unclosed_quote_is_an_error() {
+        let err = records("a\n\"abc").nth(1).unwrap().unwrap_err();
+        assert_eq!(err.offset, 2);
+    }
+
+    #[test]
+    fn prefix_stops_outside_quotes() {
+        assert_eq!(complete_prefix(b"a,b\n\"x\ny\",z\n\"open\n"), Some(12));
+    }
+
+    #[test]
+    fn writing_round_trips() {
+        let mut out = Vec::new();
+        write_cell(&mut out, "say \"hi\", then\nleave");
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(cells(&text), vec![vec!["say \"hi\", then\nleave"]]);
+    }
+}

@@ -1,0 +1,285 @@
+//! Whole-document formats (JSON and YAML files): finding the list of cases in the document,
+//! reading the dataset header around it, and remembering the rest of the document so that the
+//! same format's writer can reproduce it.
+
+use casebook_model::{Case, Code, DatasetHeader, Map};
+use serde_json::{Value, json};
+
+use crate::format::Format;
+use crate::node::{Node, NodeValue};
+use crate::pointer::Ptr;
+use crate::source::{Cx, Fields};
+use crate::{agenthealth, layout, maslab, native, voltagent};
+
+/// A case and the byte offset of its id (or of the case) in the document.
+pub type Located = (Case, usize);
+
+/// Reads every case of a document; errors are in `cx`.
+pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (DatasetHeader, Vec<Located>) {
+    let mut header = DatasetHeader::default();
+    let mut doc_layout = Map::new();
+    let root_ptr = Ptr::ROOT;
+    let items: Option<(&[Node], &'static [&'static str])>;
+    match format {
+        Format::Casebook => match &root.value {
+            NodeValue::Array(list) => items = Some((list, &[])),
+            _ => {
+                header = native::read_header(cx, root);
+                items = match root.get("cases") {
+                    Some(n) => cx.array(n, &root_ptr.key("cases")).map(|i| (i, &["cases"][..])),
+                    None => {
+                        if matches!(root.value, NodeValue::Object(_)) {
+                            cx.missing(
+                                root,
+                                &root_ptr,
+                                "cases",
+                                Some("a casebook dataset is `{name, cases: [...]}`".into()),
+                            );
+                        }
+                        None
+                    }
+                };
+            }
+        },
+        Format::AgentHealth => match &root.value {
+            NodeValue::Array(list) => items = Some((list, &[])),
+            NodeValue::Object(_) => {
+                doc_layout.insert("single_object".into(), Value::Bool(true));
+                items = Some((std::slice::from_ref(root), &[]));
+            }
+            _ => {
+                cx.wrong_type(root, &root_ptr, "an array of test cases or one test case");
+                items = None;
+            }
+        },
+        Format::Voltagent => {
+            items = match cx.object(root, &root_ptr) {
+                None => None,
+                Some(entries) => {
+                    let mut f = Fields::new(cx, entries, &root_ptr);
+                    header.name = f.take("name").and_then(|n| cx.string(n, &root_ptr.key("name")));
+                    header.description =
+                        f.take("description").and_then(|n| cx.opt_string(n, &root_ptr.key("description")));
+                    header.labels = f.take("tags").and_then(|n| cx.strings(n, &root_ptr.key("tags")));
+                    header.metadata = f.take("metadata").and_then(|n| cx.map(n, &root_ptr.key("metadata")));
+                    let data = f.take("data");
+                    keep_rest(cx, &f, &root_ptr, &mut doc_layout);
+                    match data {
+                        Some(n) => cx.array(n, &root_ptr.key("data")).map(|i| (i, &["data"][..])),
+                        None => {
+                            cx.missing(
+                                root,
+                                &root_ptr,
+                                "data",
+                                Some("a VoltAgent dataset lists its items in `data`".into()),
+                            );
+                            None
+                        }
+                    }
+                }
+            };
+        }
+        Format::Maslab => {
+            items = match cx.object(root, &root_ptr) {
+                None => None,
+                Some(entries) => {
+                    let manifest =
+                        root.get("kind").is_some() || root.get("apiVersion").is_some() || root.get("spec").is_some();
+                    if manifest {
+                        read_manifest_header(cx, root, entries, &mut header, &mut doc_layout)
+                    } else {
+                        doc_layout.insert("shape".into(), json!("flat"));
+                        let mut f = Fields::new(cx, entries, &root_ptr);
+                        header.name = f.take("name").and_then(|n| cx.string(n, &root_ptr.key("name")));
+                        header.description =
+                            f.take("description").and_then(|n| cx.opt_string(n, &root_ptr.key("description")));
+                        header.labels = f.take("tags").and_then(|n| cx.strings(n, &root_ptr.key("tags")));
+                        let list = f.take("items");
+                        keep_rest(cx, &f, &root_ptr, &mut doc_layout);
+                        match list {
+                            Some(n) => cx.array(n, &root_ptr.key("items")).map(|i| (i, &["items"][..])),
+                            None => {
+                                cx.missing(
+                                    root,
+                                    &root_ptr,
+                                    "items",
+                                    Some(
+                                        "a mas-lab dataset is a `kind: Dataset` manifest or `{name, items: [...]}`"
+                                            .into(),
+                                    ),
+                                );
+                                None
+                            }
+                        }
+                    }
+                }
+            };
+        }
+        Format::Letta | Format::Csv => unreachable!("letta and csv are read row by row"),
+    }
+    if header.name.is_none() {
+        header.name = Some(stem.to_owned());
+        doc_layout.insert("name_derived".into(), Value::Bool(true));
+    }
+    // A native document keeps the provenance it records (that of the file it came from).
+    if format != Format::Casebook {
+        header.provenance = layout::provenance(format.name(), false, doc_layout);
+    }
+    let Some((list, list_ptr)) = items else {
+        return (header, Vec::new());
+    };
+    let read_one: fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option<Case> = match format {
+        Format::Casebook => native::read_case,
+        Format::AgentHealth => agenthealth::read_case,
+        Format::Voltagent => voltagent::read_item,
+        Format::Maslab => maslab::read_item,
+        Format::Letta | Format::Csv => unreachable!(),
+    };
+    let mut cases = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        with_ptr(list_ptr, |p| {
+            let item_ptr = p.index(i);
+            if let Some(case) = read_one(cx, item, &item_ptr) {
+                let offset = item.get("id").map_or(item.offset, |n| n.offset);
+                cases.push((case, offset));
+            }
+        });
+    }
+    if list.is_empty() {
+        let node = root;
+        if format == Format::AgentHealth {
+            let d = cx.report(Code::EmptyDatasetAccepted, node.offset, &root_ptr, "the dataset has no test cases");
+            d.hint = Some("Agent Health's importer rejects an empty array".into());
+        } else {
+            let d = cx.report(
+                Code::EmptyDataset,
+                node.offset,
+                &root_ptr,
+                format!("the {} dataset has no cases", format.name()),
+            );
+            d.hint = Some("add at least one case".into());
+        }
+    }
+    (header, cases)
+}
+
+fn with_ptr(segments: &[&str], f: impl FnOnce(&Ptr<'_>)) {
+    fn go(segments: &[&str], ptr: &Ptr<'_>, f: impl FnOnce(&Ptr<'_>)) {
+        match segments.split_first() {
+            None => f(ptr),
+            Some((first, rest)) => go(rest, &ptr.key(first), f),
+        }
+    }
+    go(segments, &Ptr::ROOT, f);
+}
+
+/// Keeps the document keys no reader took, for the writer of the same format.
+fn keep_rest(cx: &mut Cx<'_>, f: &Fields<'_>, ptr: &Ptr<'_>, doc_layout: &mut Map) {
+    let mut rest = Map::new();
+    for entry in f.rest() {
+        if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
+            rest.insert(entry.key.clone(), v);
+        }
+    }
+    if !rest.is_empty() {
+        doc_layout.insert("document".into(), Value::Object(rest));
+    }
+}
+
+fn read_manifest_header<'n>(
+    cx: &mut Cx<'_>,
+    root: &'n Node,
+    entries: &'n [crate::node::Entry],
+    header: &mut DatasetHeader,
+    doc_layout: &mut Map,
+) -> Option<(&'n [Node], &'static [&'static str])> {
+    let root_ptr = Ptr::ROOT;
+    let mut f = Fields::new(cx, entries, &root_ptr);
+    let mut document = Map::new();
+    for key in ["apiVersion", "kind"] {
+        match f.take(key) {
+            Some(n) => {
+                if let Some(v) = cx.string(n, &root_ptr.key(key)) {
+                    if key == "kind" && v != "Dataset" {
+                        let d = cx.report(
+                            Code::InvalidValue,
+                            n.offset,
+                            &root_ptr.key(key),
+                            format!("expected `kind: Dataset`, found `{v}`"),
+                        );
+                        d.hint = Some("this file is not a mas-lab dataset manifest".into());
+                    }
+                    document.insert(key.into(), json!(v));
+                }
+            }
+            None => {
+                cx.missing(
+                    root,
+                    &root_ptr,
+                    key,
+                    Some("a mas-lab manifest starts with `apiVersion: lab/v1` and `kind: Dataset`".into()),
+                );
+            }
+        }
+    }
+    if let Some(meta) = f.take("metadata") {
+        let p = root_ptr.key("metadata");
+        if let Some(meta_entries) = cx.object(meta, &p) {
+            let mut mf = Fields::new(cx, meta_entries, &p);
+            header.name = mf.take("name").and_then(|n| cx.string(n, &p.key("name")));
+            header.description = mf.take("description").and_then(|n| cx.opt_string(n, &p.key("description")));
+            header.labels = mf.take("tags").and_then(|n| cx.strings(n, &p.key("tags")));
+            let mut rest = Map::new();
+            for entry in mf.rest() {
+                if let Some(v) = cx.json(&entry.value, &p.key(&entry.key)) {
+                    rest.insert(entry.key.clone(), v);
+                }
+            }
+            if !rest.is_empty() {
+                header.metadata = Some(rest);
+            }
+        }
+        document.insert("metadata".into(), json!({}));
+    }
+    let spec = f.take("spec");
+    let mut other = Map::new();
+    for entry in f.rest() {
+        if let Some(v) = cx.json(&entry.value, &root_ptr.key(&entry.key)) {
+            other.insert(entry.key.clone(), v);
+        }
+    }
+    let Some(spec) = spec else {
+        cx.missing(root, &root_ptr, "spec", Some("the items go in `spec.items`".into()));
+        return None;
+    };
+    let spec_ptr = root_ptr.key("spec");
+    let spec_entries = cx.object(spec, &spec_ptr)?;
+    let mut sf = Fields::new(cx, spec_entries, &spec_ptr);
+    let list = sf.take("items");
+    let mut spec_rest = Map::new();
+    for entry in sf.rest() {
+        if let Some(v) = cx.json(&entry.value, &spec_ptr.key(&entry.key)) {
+            spec_rest.insert(entry.key.clone(), v);
+        }
+    }
+    document.insert("spec".into(), Value::Object(spec_rest));
+    for (k, v) in other {
+        document.insert(k, v);
+    }
+    doc_layout.insert("document".into(), Value::Object(document));
+    match list {
+        Some(n) => {
+            let items = cx.array(n, &spec_ptr.key("items"))?;
+            Some((items, &["spec", "items"][..]))
+        }
+        None => {
+            let d = cx.report(Code::MissingField, spec.offset, &spec_ptr, "missing required field `items`");
+            d.hint = Some(if spec.get("path").is_some() {
+                "`spec.path` (items in another file) is not supported yet: inline the items".into()
+            } else {
+                "list the dataset's items in `spec.items`".into()
+            });
+            None
+        }
+    }
+}

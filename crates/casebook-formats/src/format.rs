@@ -1,0 +1,182 @@
+//! The formats casebook reads and writes, their file syntaxes, and detection from a file's
+//! extension and first bytes.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    Casebook,
+    AgentHealth,
+    Maslab,
+    Voltagent,
+    Letta,
+    Csv,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Syntax {
+    Json,
+    Jsonl,
+    Yaml,
+    Csv,
+}
+
+impl Format {
+    pub const ALL: [Format; 6] =
+        [Format::Casebook, Format::AgentHealth, Format::Maslab, Format::Voltagent, Format::Letta, Format::Csv];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Casebook => "casebook",
+            Format::AgentHealth => "agenthealth",
+            Format::Maslab => "maslab",
+            Format::Voltagent => "voltagent",
+            Format::Letta => "letta",
+            Format::Csv => "csv",
+        }
+    }
+
+    /// The syntaxes this format can be written in, the default first.
+    pub fn syntaxes(self) -> &'static [Syntax] {
+        match self {
+            Format::Casebook => &[Syntax::Jsonl, Syntax::Yaml, Syntax::Json],
+            Format::AgentHealth | Format::Voltagent => &[Syntax::Json],
+            Format::Maslab => &[Syntax::Yaml, Syntax::Json],
+            Format::Letta => &[Syntax::Jsonl, Syntax::Csv],
+            Format::Csv => &[Syntax::Csv],
+        }
+    }
+
+    /// The syntax to write: the one the output path's extension names, if this format has it.
+    pub fn syntax_for(self, path: Option<&Path>) -> Syntax {
+        let wanted = path.and_then(Syntax::from_path);
+        match wanted {
+            Some(s) if self.syntaxes().contains(&s) => s,
+            _ => self.syntaxes()[0],
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.to_ascii_lowercase();
+        let alias = match lower.as_str() {
+            "native" => "casebook",
+            "agent-health" | "agent_health" => "agenthealth",
+            "mas-lab" | "mas_lab" => "maslab",
+            "letta-evals" | "letta_evals" => "letta",
+            other => other,
+        };
+        Format::ALL.into_iter().find(|f| f.name() == alias).ok_or_else(|| {
+            format!(
+                "unknown format `{s}`; use one of {}",
+                Format::ALL.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            )
+        })
+    }
+}
+
+impl Syntax {
+    pub fn from_path(path: &Path) -> Option<Syntax> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "json" => Syntax::Json,
+            "jsonl" | "ndjson" => Syntax::Jsonl,
+            "yaml" | "yml" => Syntax::Yaml,
+            "csv" => Syntax::Csv,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Syntax::Json => "json",
+            Syntax::Jsonl => "jsonl",
+            Syntax::Yaml => "yaml",
+            Syntax::Csv => "csv",
+        }
+    }
+}
+
+/// Guesses the syntax of text whose file name says nothing.
+pub fn sniff_syntax(head: &[u8]) -> Syntax {
+    let text = String::from_utf8_lossy(head);
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    if text.starts_with('[') {
+        return Syntax::Json;
+    }
+    if text.starts_with('{') {
+        // JSONL if the first line is a whole value and another value starts on a later line.
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let first = lines.next().unwrap_or("");
+        if crate::json::parse(first).is_ok() && lines.next().is_some_and(|l| l.trim_start().starts_with('{')) {
+            return Syntax::Jsonl;
+        }
+        if crate::json::parse(first).is_ok() {
+            return Syntax::Jsonl;
+        }
+        return Syntax::Json;
+    }
+    let first_line = text.lines().next().unwrap_or("");
+    if first_line.contains(',') && !first_line.contains(": ") && !first_line.starts_with('#') {
+        return Syntax::Csv;
+    }
+    Syntax::Yaml
+}
+
+/// Which format a JSONL row, CSV header or document looks like.
+pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
+    const LETTA: &[&str] = &[
+        "ground_truth",
+        "prompt",
+        "sample_id",
+        "rubric_vars",
+        "rubric_path",
+        "extra_vars",
+        "rubric",
+        "tags",
+        "agent_args",
+    ];
+    const NATIVE: &[&str] =
+        &["expected", "turns", "labels", "context", "provenance", "tools", "memory_seeds", "review", "confidence"];
+    if NATIVE.iter().any(|k| row.get(k).is_some()) {
+        return Format::Casebook;
+    }
+    if LETTA.iter().any(|k| row.get(k).is_some()) {
+        return Format::Letta;
+    }
+    if matches!(row.get("input").map(|n| &n.value), Some(crate::node::NodeValue::Array(_))) {
+        return Format::Letta;
+    }
+    Format::Letta
+}
+
+pub fn sniff_document(root: &crate::node::Node) -> Option<Format> {
+    use crate::node::NodeValue;
+    match &root.value {
+        NodeValue::Array(_) => Some(Format::AgentHealth),
+        NodeValue::Object(_) => {
+            if root.get("kind").is_some() || root.get("apiVersion").is_some() || root.get("items").is_some() {
+                Some(Format::Maslab)
+            } else if root.get("data").is_some() {
+                Some(Format::Voltagent)
+            } else if root.get("cases").is_some() {
+                Some(Format::Casebook)
+            } else if root.get("initialPrompt").is_some() || root.get("expectedOutcomes").is_some() {
+                Some(Format::AgentHealth)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,147 @@
+//! Round-trip bookkeeping shared by the format mappers: unknown keys of a source record are
+//! lifted into the case's `metadata` (so they are kept and filterable), and the record's
+//! `provenance.layout` remembers which keys those were, so that the same format's writer puts
+//! them back where they came from.
+
+use casebook_model::{Case, Code, Map, Provenance};
+use serde_json::Value;
+
+use crate::pointer::Ptr;
+use crate::source::{Cx, Fields, did_you_mean};
+
+/// Layout keys used by every format.
+const TOP_LEVEL: &str = "top_level";
+const METADATA_ABSENT: &str = "metadata_absent";
+
+/// Moves the keys no mapper took into `metadata`, recording them in `layout`.
+///
+/// A key that looks like a misspelt `known` one gets a warning: it was probably meant as that.
+pub fn lift_unknown(
+    cx: &mut Cx<'_>,
+    fields: &Fields<'_>,
+    ptr: &Ptr<'_>,
+    metadata: &mut Option<Map>,
+    layout: &mut Map,
+    known: &[&str],
+) {
+    for entry in fields.rest() {
+        if let Some(k) = did_you_mean(&entry.key, known) {
+            cx.report(
+                Code::SuspiciousField,
+                entry.key_offset,
+                &ptr.key(&entry.key),
+                format!("unknown field `{}` is kept in `metadata`", entry.key),
+            )
+            .hint = Some(format!("did you mean `{k}`?"));
+        }
+    }
+    lift(cx, fields.rest(), ptr, metadata, layout, TOP_LEVEL);
+}
+
+/// Moves `entries` into `metadata`, recording their keys under `layout[layout_key]`.
+pub fn lift<'e>(
+    cx: &mut Cx<'_>,
+    entries: impl Iterator<Item = &'e crate::node::Entry>,
+    ptr: &Ptr<'_>,
+    metadata: &mut Option<Map>,
+    layout: &mut Map,
+    layout_key: &str,
+) {
+    let mut lifted = Vec::new();
+    for entry in entries {
+        let entry_ptr = ptr.key(&entry.key);
+        let Some(value) = cx.json(&entry.value, &entry_ptr) else { continue };
+        let target = metadata.get_or_insert_with(|| {
+            layout.insert(METADATA_ABSENT.into(), Value::Bool(true));
+            Map::new()
+        });
+        if target.contains_key(&entry.key) {
+            let d = cx.report(
+                Code::FieldConflict,
+                entry.key_offset,
+                &entry_ptr,
+                format!("key `{}` is both a top-level field and a key of `metadata`", entry.key),
+            );
+            d.hint = Some("rename one of them: unknown top-level fields are kept in `metadata`".into());
+            continue;
+        }
+        target.insert(entry.key.clone(), value);
+        lifted.push(Value::String(entry.key.clone()));
+    }
+    if !lifted.is_empty() {
+        layout.insert(layout_key.into(), Value::Array(lifted));
+    }
+}
+
+/// The layout a writer of `format` may use: only one recorded by a reader of that format.
+pub fn layout_for<'c>(case: &'c Case, format: &str) -> Option<&'c Map> {
+    let provenance = case.provenance.as_ref()?;
+    (provenance.format.as_deref() == Some(format)).then_some(&provenance.layout)
+}
+
+/// Splits a case's metadata back into the lifted top-level keys and the rest.
+pub fn unlift(metadata: Option<&Map>, layout: Option<&Map>) -> (Vec<(String, Value)>, Option<Map>) {
+    let (top, _, rest) = unlift_two(metadata, layout, "");
+    (top, rest)
+}
+
+/// Like [`unlift`], also splitting out the keys recorded under `layout[second_key]`.
+#[allow(clippy::type_complexity)]
+pub fn unlift_two(
+    metadata: Option<&Map>,
+    layout: Option<&Map>,
+    second_key: &str,
+) -> (Vec<(String, Value)>, Vec<(String, Value)>, Option<Map>) {
+    let Some(metadata) = metadata else { return (Vec::new(), Vec::new(), None) };
+    let keys = |name: &str| -> Vec<&str> {
+        layout
+            .and_then(|l| l.get(name))
+            .and_then(Value::as_array)
+            .map(|keys| keys.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    };
+    let lifted = keys(TOP_LEVEL);
+    let second = keys(second_key);
+    if lifted.is_empty() && second.is_empty() {
+        return (Vec::new(), Vec::new(), Some(metadata.clone()));
+    }
+    let mut top = Vec::new();
+    let mut other = Vec::new();
+    let mut rest = Map::new();
+    for (key, value) in metadata {
+        if lifted.contains(&key.as_str()) {
+            top.push((key.clone(), value.clone()));
+        } else if second.contains(&key.as_str()) {
+            other.push((key.clone(), value.clone()));
+        } else {
+            rest.insert(key.clone(), value.clone());
+        }
+    }
+    let absent = layout.and_then(|l| l.get(METADATA_ABSENT)).is_some_and(|v| v == &Value::Bool(true));
+    let rest = if rest.is_empty() && absent { None } else { Some(rest) };
+    (top, other, rest)
+}
+
+pub fn flag(layout: Option<&Map>, key: &str) -> bool {
+    layout.and_then(|l| l.get(key)).is_some_and(|v| v == &Value::Bool(true))
+}
+
+pub fn text<'l>(layout: Option<&'l Map>, key: &str) -> Option<&'l str> {
+    layout.and_then(|l| l.get(key)).and_then(Value::as_str)
+}
+
+pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {
+    Some(Provenance { format: Some(format.into()), id_derived, layout, extra: Map::new() })
+}
+
+/// Collects what a writer could not express in its format.
+#[derive(Debug, Default)]
+pub struct Lost(pub Vec<&'static str>);
+
+impl Lost {
+    pub fn check<T>(&mut self, field: &'static str, value: &Option<T>) {
+        if value.is_some() {
+            self.0.push(field);
+        }
+    }
+}

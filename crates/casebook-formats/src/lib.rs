@@ -1,0 +1,32 @@
+//! Readers and writers for every dataset format casebook speaks, format detection, and the
+//! source locations that turn problems into located diagnostics.
+//!
+//! Reading goes file → [`node::Node`] (a JSON or YAML value that remembers offsets) → a format
+//! mapper → [`casebook_model::Case`]. Writing goes the other way through each format's encoder.
+
+mod agenthealth;
+mod convert;
+mod csvtext;
+mod documents;
+mod format;
+pub mod json;
+mod layout;
+mod letta;
+mod maslab;
+mod native;
+pub mod node;
+mod parts;
+pub mod pointer;
+mod read;
+mod source;
+mod tabular;
+mod voltagent;
+mod write;
+pub mod yaml;
+mod yaml_out;
+
+pub use convert::{ConvertSummary, Progress, Target, convert, csv_columns};
+pub use format::{Format, Syntax};
+pub use read::{Batch, Consumer, Flow, Input, Loc, ReadError, ReadOptions, Start, Summary, read};
+pub use tabular::ColumnMap;
+pub use write::{Encoded, Encoder, Writer};

@@ -1,0 +1,341 @@
+//! Readers for the parts of a case that several formats share: turns, memory seeds, context
+//! items, tools and expected outcomes.
+
+use std::path::{Component, Path, PathBuf};
+
+use casebook_model::{Code, ContextItem, Map, MemorySeeds, Outcome, OutcomeRole, Role, Seed, Tool, Turn};
+
+use crate::node::{Node, NodeValue};
+use crate::pointer::Ptr;
+use crate::source::{Cx, Fields, Source, did_you_mean};
+
+pub fn role(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Role> {
+    let text = cx.string(node, ptr)?;
+    let role = Role::parse(&text);
+    if role.is_none() {
+        let d = cx.report(Code::UnknownRole, node.offset, ptr, format!("unknown turn role `{text}`"));
+        let suggestion = did_you_mean(&text.to_lowercase(), &["user", "hitl", "system"]);
+        d.hint = Some(match suggestion {
+            Some(s) => format!("did you mean `{s}`? roles are `user`, `hitl` and `system`"),
+            None => "roles are `user`, `hitl` (an operator stepping in) and `system`".into(),
+        });
+    }
+    role
+}
+
+/// One `{role, content}` message; `default_role` applies when `role` is absent.
+pub fn turn(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, default_role: Option<Role>) -> Option<Turn> {
+    let entries = cx.object(node, ptr)?;
+    let mut f = Fields::new(cx, entries, ptr);
+    let role = match f.take("role") {
+        Some(n) => role(cx, n, &ptr.key("role")),
+        None => {
+            if default_role.is_none() {
+                cx.missing(node, ptr, "role", Some("add `role: user`, `hitl` or `system`".into()));
+            }
+            default_role
+        }
+    };
+    let content = match f.take("content") {
+        Some(n) => cx.string(n, &ptr.key("content")),
+        None => {
+            cx.missing(node, ptr, "content", None);
+            None
+        }
+    };
+    unknown_fields(cx, &f, ptr, &["role", "content"]);
+    Some(Turn { role: role?, content: content? })
+}
+
+pub fn turns(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, default_role: Option<Role>) -> Option<Vec<Turn>> {
+    let items = cx.array(node, ptr)?;
+    let mut out = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        match turn(cx, item, &ptr.index(i), default_role) {
+            Some(t) => out.push(t),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Reports every key no mapper took as an unknown field, with a suggestion.
+pub fn unknown_fields(cx: &mut Cx<'_>, f: &Fields<'_>, ptr: &Ptr<'_>, known: &[&str]) {
+    for entry in f.rest() {
+        let d = cx.report(
+            Code::UnknownField,
+            entry.key_offset,
+            &ptr.key(&entry.key),
+            format!("unknown field `{}`", entry.key),
+        );
+        d.hint = Some(match did_you_mean(&entry.key, known) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => {
+                format!("known fields here: {}", known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "))
+            }
+        });
+    }
+}
+
+fn seed(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Seed> {
+    let entries = cx.object(node, ptr)?;
+    let mut f = Fields::new(cx, entries, ptr);
+    let source = f.take("source").and_then(|n| cx.string(n, &ptr.key("source")));
+    let content = match f.take("content") {
+        Some(n) => cx.string(n, &ptr.key("content")),
+        None => {
+            cx.missing(node, ptr, "content", Some("a seed is `{source, content, target_agent?, metadata?}`".into()));
+            None
+        }
+    };
+    if source.is_none() && !f.has("source") {
+        cx.missing(
+            node,
+            ptr,
+            "source",
+            Some("name where the knowledge comes from, e.g. `source: user_history`".into()),
+        );
+    }
+    let target_agent = f.take("target_agent").and_then(|n| cx.opt_string(n, &ptr.key("target_agent")));
+    let metadata = f.take("metadata").and_then(|n| cx.map(n, &ptr.key("metadata")));
+    let mut extra = Map::new();
+    for entry in f.rest() {
+        if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
+            extra.insert(entry.key.clone(), v);
+        }
+    }
+    Some(Seed { source: source?, content: content?, target_agent, metadata, extra })
+}
+
+/// `memory_seeds`: an inline list, or a path to a seed file that is resolved against the
+/// dataset's folder, loaded and validated here.
+pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<MemorySeeds> {
+    match &node.value {
+        NodeValue::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            let mut ok = true;
+            for (i, item) in items.iter().enumerate() {
+                match seed(cx, item, &ptr.index(i)) {
+                    Some(s) => out.push(s),
+                    None => ok = false,
+                }
+            }
+            ok.then_some(MemorySeeds::Inline(out))
+        }
+        NodeValue::String(path) => {
+            check_seed_file(cx, node, ptr, path);
+            Some(MemorySeeds::Path(path.clone()))
+        }
+        _ => {
+            cx.wrong_type(node, ptr, "a list of seeds or a path to a seed file");
+            None
+        }
+    }
+}
+
+fn check_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) {
+    let Some(base) = cx.base_dir else { return };
+    let Some(resolved) = inside(base, path) else {
+        let d = cx.report(
+            Code::SeedPathEscapes,
+            node.offset,
+            ptr,
+            format!("seed path `{path}` leaves the dataset's folder"),
+        );
+        d.hint = Some("keep seed files in the dataset's folder or below it".into());
+        return;
+    };
+    let text = match fs_err::read_to_string(&resolved) {
+        Ok(text) => text,
+        Err(err) => {
+            let d = cx.report(
+                Code::SeedPathMissing,
+                node.offset,
+                ptr,
+                format!("seed file `{path}` cannot be read: {}", err.kind()),
+            );
+            d.hint = Some(format!("looked for {}; paths are relative to the dataset file", resolved.display()));
+            return;
+        }
+    };
+    // Problems inside the seed file are reported at their place in that file.
+    let file = resolved.display().to_string();
+    let src = Source::new(&file, &text, 1, 0);
+    let mut seed_cx = Cx::new(&src, None);
+    match crate::yaml::parse(&text) {
+        Err(err) => {
+            seed_cx.report(Code::YamlSyntax, err.offset, &Ptr::ROOT, err.message);
+        }
+        Ok(root) => {
+            let list = match &root.value {
+                NodeValue::Array(_) => Some((&root, Ptr::ROOT)),
+                NodeValue::Object(_) => ["seeds", "items", "memory_seeds", "entries"]
+                    .iter()
+                    .find_map(|k| root.get(k).map(|n| (n, Ptr::ROOT.key(k)))),
+                _ => None,
+            };
+            match list {
+                None => {
+                    seed_cx.report(
+                        Code::WrongType,
+                        root.offset,
+                        &Ptr::ROOT,
+                        "a seed file holds a list, or a mapping with `seeds`, `items`, `memory_seeds` or `entries`",
+                    );
+                }
+                Some((list, p)) => {
+                    if let Some(items) = seed_cx.array(list, &p) {
+                        for (i, item) in items.iter().enumerate() {
+                            seed_file_entry(&mut seed_cx, item, &p.index(i));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cx.diags.extend(seed_cx.diags);
+}
+
+/// A seed file entry: a seed, or a `MemorySeed` entry `{key, content}`.
+fn seed_file_entry(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) {
+    if node.get("key").is_some() && node.get("source").is_none() {
+        let Some(entries) = cx.object(node, ptr) else { return };
+        let mut f = Fields::new(cx, entries, ptr);
+        if let Some(n) = f.take("key") {
+            cx.string(n, &ptr.key("key"));
+        }
+        match f.take("content") {
+            Some(n) => {
+                cx.string(n, &ptr.key("content"));
+            }
+            None => cx.missing(node, ptr, "content", None),
+        }
+    } else {
+        seed(cx, node, ptr);
+    }
+}
+
+/// `base.join(path)` if it stays inside `base` (lexically and after resolving links).
+fn inside(base: &Path, path: &str) -> Option<PathBuf> {
+    let relative = Path::new(path);
+    if relative.is_absolute() {
+        return None;
+    }
+    let mut depth = 0usize;
+    for component in relative.components() {
+        match component {
+            Component::ParentDir => depth = depth.checked_sub(1)?,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    let joined = base.join(relative);
+    if let (Ok(real_base), Ok(real)) = (base.canonicalize(), joined.canonicalize()) {
+        if !real.starts_with(real_base) {
+            return None;
+        }
+    }
+    Some(joined)
+}
+
+pub fn context_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<ContextItem> {
+    let entries = cx.object(node, ptr)?;
+    let mut f = Fields::new(cx, entries, ptr);
+    let kind = f.take("type").and_then(|n| cx.string(n, &ptr.key("type")));
+    let source = f.take("source").and_then(|n| cx.string(n, &ptr.key("source")));
+    let content = match f.take("content") {
+        Some(n) => cx.json(n, &ptr.key("content")),
+        None => {
+            cx.missing(node, ptr, "content", None);
+            None
+        }
+    };
+    let metadata = f.take("metadata").and_then(|n| cx.map(n, &ptr.key("metadata")));
+    unknown_fields(cx, &f, ptr, &["type", "source", "content", "metadata"]);
+    Some(ContextItem { kind, source, content: content?, metadata })
+}
+
+pub fn tool(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Tool> {
+    let entries = cx.object(node, ptr)?;
+    let mut f = Fields::new(cx, entries, ptr);
+    let name = match f.take("name") {
+        Some(n) => cx.string(n, &ptr.key("name")),
+        None => {
+            cx.missing(node, ptr, "name", None);
+            None
+        }
+    };
+    let description = f.take("description").and_then(|n| cx.string(n, &ptr.key("description")));
+    let parameters = f.take("parameters").and_then(|n| cx.json(n, &ptr.key("parameters")));
+    let mut extra = Map::new();
+    for entry in f.rest() {
+        if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
+            extra.insert(entry.key.clone(), v);
+        }
+    }
+    Some(Tool { name: name?, description, parameters, extra })
+}
+
+pub fn outcome(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Outcome> {
+    match &node.value {
+        NodeValue::String(s) => Some(Outcome::Text(s.clone())),
+        NodeValue::Object(entries) => {
+            let mut f = Fields::new(cx, entries, ptr);
+            let outcome = match f.take("outcome") {
+                Some(n) => cx.string(n, &ptr.key("outcome")),
+                None => {
+                    cx.missing(node, ptr, "outcome", None);
+                    None
+                }
+            };
+            let role = match f.take("role") {
+                Some(n) => match cx.string(n, &ptr.key("role")).as_deref() {
+                    Some("gate") => Some(OutcomeRole::Gate),
+                    Some("observe") => Some(OutcomeRole::Observe),
+                    Some(other) => {
+                        let d = cx.report(
+                            Code::InvalidValue,
+                            n.offset,
+                            &ptr.key("role"),
+                            format!("unknown outcome role `{other}`"),
+                        );
+                        d.hint = Some("use `gate` (must hold) or `observe` (reported only)".into());
+                        None
+                    }
+                    None => None,
+                },
+                None => {
+                    cx.missing(node, ptr, "role", Some("use `gate` or `observe`".into()));
+                    None
+                }
+            };
+            unknown_fields(cx, &f, ptr, &["outcome", "role"]);
+            Some(Outcome::Detailed { outcome: outcome?, role: role? })
+        }
+        _ => {
+            cx.wrong_type(node, ptr, "a string or `{outcome, role}`");
+            None
+        }
+    }
+}
+
+/// Reads each item of an array with `read`, keeping the list only if every item is valid.
+pub fn list<T>(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    read: impl Fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option<T>,
+) -> Option<Vec<T>> {
+    let items = cx.array(node, ptr)?;
+    let mut out = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        match read(cx, item, &ptr.index(i)) {
+            Some(v) => out.push(v),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}

@@ -1,0 +1,813 @@
+//! Reading any dataset file as a stream of case batches. Line-based files (JSONL, CSV) are cut
+//! into chunks at record boundaries and parsed on several threads; the batches come back to the
+//! caller in file order, so results never depend on the thread count. Whole-document files
+//! (JSON, YAML) are parsed in one piece. Duplicate ids are checked here, in file order, keeping
+//! 12 bytes a case (a 64-bit hash of the id and the line it was first seen on).
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use casebook_model::{Case, Code, DatasetHeader, Diagnostic};
+
+use crate::format::{Format, Syntax, sniff_document, sniff_jsonl_row, sniff_syntax};
+use crate::pointer::Ptr;
+use crate::source::{Cx, Source};
+use crate::tabular::{self, ColumnMap};
+use crate::{csvtext, documents, json, letta, native, yaml};
+
+/// Size of the chunks line-based files are cut into.
+const CHUNK: usize = 1 << 20;
+/// Cases per batch for whole-document files.
+const DOC_BATCH: usize = 4096;
+
+/// A dataset file, or standard input.
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub path: Option<PathBuf>,
+    /// The name diagnostics use for it.
+    pub display: String,
+}
+
+impl Input {
+    pub fn path(path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        Self { display: path.display().to_string(), path: Some(path) }
+    }
+
+    pub fn stdin() -> Self {
+        Self { path: None, display: "<stdin>".into() }
+    }
+
+    fn stem(&self) -> String {
+        self.path
+            .as_deref()
+            .and_then(Path::file_stem)
+            .map_or_else(|| "stdin".into(), |s| s.to_string_lossy().into_owned())
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// The format, when not detected.
+    pub format: Option<Format>,
+    /// The syntax, when the file name does not say it.
+    pub syntax: Option<Syntax>,
+    /// Worker threads for line-based files; 0 means one per core.
+    pub threads: usize,
+    /// Column map for the generic `csv` format.
+    pub column_map: Option<ColumnMap>,
+}
+
+/// What is known once reading has started.
+#[derive(Debug, Clone)]
+pub struct Start {
+    pub format: Format,
+    pub syntax: Syntax,
+    pub header: DatasetHeader,
+}
+
+/// Where something is in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Loc {
+    pub line: u64,
+    pub column: u64,
+    pub line_offset: u64,
+}
+
+/// Consecutive cases of a file, with the problems found in that stretch of it.
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub cases: Vec<Case>,
+    /// Where each case's id is (or the case, when it has none).
+    pub locs: Vec<Loc>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Bytes of the file read up to the end of this batch (0 for whole-document files).
+    pub end_offset: u64,
+}
+
+/// Whether to go on reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// The receiving end of [`read`].
+pub trait Consumer<W> {
+    fn start(&mut self, start: &Start) -> Flow;
+    /// Called in file order with each batch and what `work` made of it on a worker thread.
+    fn batch(&mut self, batch: Batch, work: W) -> Flow;
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub cases: u64,
+    pub errors: u64,
+    pub warnings: u64,
+    pub bytes: u64,
+    /// Reading stopped early because the consumer asked.
+    pub stopped: bool,
+}
+
+/// Problems with the environment rather than with the file's content.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Reads `input`, calling `work` on worker threads and `consumer` in file order.
+pub fn read<W: Send>(
+    input: &Input,
+    opts: &ReadOptions,
+    work: &(dyn Fn(&Batch) -> W + Sync),
+    consumer: &mut dyn Consumer<W>,
+) -> Result<Summary, ReadError> {
+    let mut reader: Box<dyn Read + Send> = match &input.path {
+        Some(path) => Box::new(fs_err::File::open(path)?),
+        None => Box::new(std::io::stdin()),
+    };
+    let mut head = Vec::with_capacity(64 * 1024);
+    (&mut reader).take(64 * 1024).read_to_end(&mut head)?;
+    let bom = head.starts_with(b"\xEF\xBB\xBF");
+    let syntax = opts
+        .syntax
+        .or_else(|| input.path.as_deref().and_then(Syntax::from_path))
+        .unwrap_or_else(|| sniff_syntax(&head));
+    let mut state = State::new(input, consumer, work);
+    if bom {
+        head.drain(..3);
+        let src = Source::new(&input.display, "", 1, 0);
+        let mut d = src.diagnostic(Code::Bom, 0, String::new(), "file starts with a UTF-8 byte order mark".into());
+        d.hint = Some(
+            "casebook skips it; letta-evals and `json.loads` fail on it: save the file as UTF-8 without BOM".into(),
+        );
+        state.pending.push(d);
+    }
+    let base = if bom { 3 } else { 0 };
+    match syntax {
+        Syntax::Jsonl => {
+            let format = match opts.format {
+                Some(f @ (Format::Letta | Format::Casebook)) => f,
+                Some(other) => return Err(incompatible(other, syntax)),
+                None => first_row_format(&head),
+            };
+            let header = line_header(input, format);
+            if state.start(Start { format, syntax, header }) == Flow::Stop {
+                return Ok(state.finish());
+            }
+            let worker = |chunk: &Chunk| {
+                jsonl_chunk(chunk, &input.display, format, input.path.as_deref().and_then(Path::parent))
+            };
+            stream(&mut state, reader, head, base, 1, opts.threads, &split_lines, &worker)?;
+        }
+        Syntax::Csv => {
+            let format = match (opts.format, &opts.column_map) {
+                (Some(Format::Letta), _) => Format::Letta,
+                (Some(Format::Csv), Some(_)) | (None, Some(_)) => Format::Csv,
+                (Some(Format::Csv), None) => {
+                    return Err(ReadError::Usage(
+                        "the `csv` format needs a column map: `--map input=COLUMN,...`".into(),
+                    ));
+                }
+                (Some(other), _) => return Err(incompatible(other, syntax)),
+                (None, None) => Format::Letta,
+            };
+            // The header record, which may be longer than the head we have.
+            let valid = |head: &[u8]| match std::str::from_utf8(head) {
+                Ok(t) => t.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            let mut header_len = csvtext::first_record_end(std::str::from_utf8(&head[..valid(&head)]).unwrap_or(""));
+            while header_len.is_none() {
+                let before = head.len();
+                (&mut reader).take(CHUNK as u64).read_to_end(&mut head)?;
+                let text = std::str::from_utf8(&head[..valid(&head)]).unwrap_or("");
+                header_len = csvtext::first_record_end(text);
+                if head.len() == before {
+                    header_len = Some(head.len());
+                }
+            }
+            let header_len = header_len.unwrap_or(head.len());
+            let header_text = match std::str::from_utf8(&head[..header_len]) {
+                Ok(t) => t.to_owned(),
+                Err(e) => {
+                    let src = Source::new(&input.display, "", 1, base as u64);
+                    let d = src.diagnostic(
+                        Code::InvalidUtf8,
+                        0,
+                        String::new(),
+                        format!("invalid UTF-8 in the CSV header at byte {}", e.valid_up_to()),
+                    );
+                    state.pending.push(d);
+                    String::new()
+                }
+            };
+            let columns: Vec<String> = match csvtext::records(&header_text).next() {
+                Some(Ok((_, fields))) => fields.iter().map(|f| f.value(&header_text).trim().to_owned()).collect(),
+                _ => Vec::new(),
+            };
+            if format == Format::Letta && !columns.is_empty() && !columns.iter().any(|c| c == "input" || c == "prompt")
+            {
+                let src = Source::new(&input.display, &header_text, 1, base as u64);
+                let mut d =
+                    src.diagnostic(Code::MissingField, 0, String::new(), "the CSV header has no `input` column".into());
+                d.hint = Some(format!(
+                    "letta CSV needs an `input` column; for other spreadsheets use `--from csv --map input=COLUMN` (columns: {})",
+                    columns.join(", ")
+                ));
+                state.pending.push(d);
+                let _ = state.start(Start { format, syntax, header: line_header(input, format) });
+                return Ok(state.finish());
+            }
+            let mut header = line_header(input, format);
+            if let Some(p) = header.provenance.as_mut() {
+                p.layout.insert("columns".into(), serde_json::json!(columns));
+            }
+            if state.start(Start { format, syntax, header }) == Flow::Stop {
+                return Ok(state.finish());
+            }
+            let first_line = 1 + memchr::memchr_iter(b'\n', &head[..header_len]).count() as u64;
+            let rest = head.split_off(header_len);
+            let map = opts.column_map.clone();
+            let worker = |chunk: &Chunk| csv_chunk(chunk, &input.display, format, &columns, map.as_ref());
+            stream(
+                &mut state,
+                reader,
+                rest,
+                base + header_len,
+                first_line,
+                opts.threads,
+                &csvtext::complete_prefix,
+                &worker,
+            )?;
+        }
+        Syntax::Json | Syntax::Yaml => {
+            let mut bytes = head;
+            reader.read_to_end(&mut bytes)?;
+            document(&mut state, input, opts, syntax, &bytes, base)?;
+        }
+    }
+    Ok(state.finish())
+}
+
+fn incompatible(format: Format, syntax: Syntax) -> ReadError {
+    let list = format.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+    ReadError::Usage(format!("the `{format}` format is not written in {}; it uses: {list}", syntax.name()))
+}
+
+fn first_row_format(head: &[u8]) -> Format {
+    let text = String::from_utf8_lossy(head);
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    match json::parse(first) {
+        Ok(node) => sniff_jsonl_row(&node),
+        Err(_) => Format::Letta,
+    }
+}
+
+fn line_header(input: &Input, format: Format) -> DatasetHeader {
+    let mut layout = casebook_model::Map::new();
+    layout.insert("name_derived".into(), serde_json::Value::Bool(true));
+    DatasetHeader {
+        name: Some(input.stem()),
+        provenance: crate::layout::provenance(format.name(), false, layout),
+        ..DatasetHeader::default()
+    }
+}
+
+/// Ordered delivery, duplicate ids and counting, on the calling thread.
+struct State<'c, W> {
+    file: String,
+    consumer: &'c mut dyn Consumer<W>,
+    work: &'c (dyn Fn(&Batch) -> W + Sync),
+    /// Diagnostics found before the first batch.
+    pending: Vec<Diagnostic>,
+    ids: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    summary: Summary,
+    stopped: bool,
+    needs_cases: bool,
+}
+
+impl<'c, W> State<'c, W> {
+    fn new(input: &Input, consumer: &'c mut dyn Consumer<W>, work: &'c (dyn Fn(&Batch) -> W + Sync)) -> Self {
+        Self {
+            file: input.display.clone(),
+            consumer,
+            work,
+            pending: Vec::new(),
+            ids: HashMap::default(),
+            summary: Summary::default(),
+            stopped: false,
+            needs_cases: true,
+        }
+    }
+
+    fn start(&mut self, start: Start) -> Flow {
+        self.needs_cases = start.format != Format::AgentHealth;
+        let flow = self.consumer.start(&start);
+        if flow == Flow::Stop {
+            self.stopped = true;
+        }
+        flow
+    }
+
+    /// Checks ids and hands the batch to the consumer. `work` is `None` when it must be redone.
+    fn deliver(&mut self, mut batch: Batch, work: Option<W>) -> Flow {
+        if self.stopped {
+            return Flow::Stop;
+        }
+        let mut renamed = false;
+        let mut keep = vec![true; batch.cases.len()];
+        for (i, case) in batch.cases.iter_mut().enumerate() {
+            let loc = batch.locs[i];
+            let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
+            let mut key = id_key(&case.id);
+            if derived {
+                // Identical tasks get `-2`, `-3`, ... in file order.
+                let base = case.id.clone();
+                let mut n = 1;
+                while self.ids.contains_key(&key) {
+                    n += 1;
+                    case.id = format!("{base}-{n}");
+                    key = id_key(&case.id);
+                    renamed = true;
+                }
+            } else if let Some(&first_line) = self.ids.get(&key) {
+                let mut d = Diagnostic {
+                    severity: Code::DuplicateId.severity(),
+                    code: Code::DuplicateId,
+                    message: format!("duplicate id `{}` (first used on line {first_line})", case.id),
+                    file: self.file.clone(),
+                    line: loc.line,
+                    column: loc.column,
+                    pointer: String::new(),
+                    hint: Some("ids must be unique within a dataset".into()),
+                    line_offset: Some(loc.line_offset),
+                };
+                d.pointer = "/id".into();
+                batch.diagnostics.push(d);
+                keep[i] = false;
+                continue;
+            }
+            self.ids.insert(key, u32::try_from(loc.line).unwrap_or(u32::MAX));
+        }
+        if keep.iter().any(|k| !k) {
+            let mut it = keep.iter();
+            batch.cases.retain(|_| *it.next().unwrap_or(&true));
+            let mut it = keep.iter();
+            batch.locs.retain(|_| *it.next().unwrap_or(&true));
+            batch.diagnostics.sort_by_key(|d| (d.line, d.column));
+        }
+        if !self.pending.is_empty() {
+            let mut pending = std::mem::take(&mut self.pending);
+            pending.append(&mut batch.diagnostics);
+            batch.diagnostics = pending;
+        }
+        self.count(&batch);
+        let work = match work {
+            Some(w) if !renamed && keep.iter().all(|k| *k) => w,
+            _ => (self.work)(&batch),
+        };
+        let flow = self.consumer.batch(batch, work);
+        if flow == Flow::Stop {
+            self.stopped = true;
+        }
+        flow
+    }
+
+    fn count(&mut self, batch: &Batch) {
+        self.summary.cases += batch.cases.len() as u64;
+        for d in &batch.diagnostics {
+            if d.is_error() {
+                self.summary.errors += 1;
+            } else {
+                self.summary.warnings += 1;
+            }
+        }
+    }
+
+    fn finish(mut self) -> Summary {
+        if !self.stopped {
+            let mut tail = Batch { diagnostics: std::mem::take(&mut self.pending), ..Batch::default() };
+            if self.summary.cases == 0
+                && self.summary.errors == 0
+                && self.needs_cases
+                && tail.diagnostics.iter().all(|d| !d.is_error())
+            {
+                let src = Source::new(&self.file, "", 1, 0);
+                let mut d = src.diagnostic(Code::EmptyDataset, 0, String::new(), "the file holds no cases".into());
+                d.hint = Some("a dataset needs at least one case".into());
+                tail.diagnostics.push(d);
+            }
+            if !tail.diagnostics.is_empty() {
+                self.count(&tail);
+                let work = (self.work)(&tail);
+                self.consumer.batch(tail, work);
+            }
+        }
+        self.summary.stopped = self.stopped;
+        self.summary
+    }
+}
+
+fn id_key(id: &str) -> u64 {
+    let hash = blake3::hash(id.as_bytes());
+    u64::from_le_bytes(hash.as_bytes()[..8].try_into().unwrap_or_default())
+}
+
+/// The keys are already uniform hashes.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// A stretch of a line-based file that ends on a record boundary.
+struct Chunk {
+    seq: u64,
+    bytes: Vec<u8>,
+    first_line: u64,
+    file_offset: u64,
+    last: bool,
+}
+
+fn split_lines(bytes: &[u8]) -> Option<usize> {
+    memchr::memrchr(b'\n', bytes).map(|i| i + 1)
+}
+
+/// Reads chunks on one thread, works on them on `threads` others, and delivers them in order.
+#[allow(clippy::too_many_arguments)]
+fn stream<W: Send>(
+    state: &mut State<'_, W>,
+    mut reader: Box<dyn Read + Send>,
+    initial: Vec<u8>,
+    first_offset: usize,
+    first_line: u64,
+    threads: usize,
+    split: &(dyn Fn(&[u8]) -> Option<usize> + Sync),
+    worker: &(dyn Fn(&Chunk) -> Batch + Sync),
+) -> Result<(), ReadError> {
+    let threads = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
+    let in_flight = threads * 4;
+    let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(in_flight);
+    let chunk_rx = Mutex::new(chunk_rx);
+    let (done_tx, done_rx) = sync_channel::<(u64, Batch, W)>(in_flight);
+    // Tokens bound the chunks alive at once, wherever they are.
+    let (token_tx, token_rx) = sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        let _ = token_tx.send(());
+    }
+    let stop = AtomicBool::new(false);
+    let work = state.work;
+    std::thread::scope(|scope| -> Result<(), ReadError> {
+        let stop = &stop;
+        let producer = scope
+            .spawn(move || produce(&mut reader, initial, first_offset, first_line, split, &chunk_tx, &token_rx, stop));
+        for _ in 0..threads {
+            let chunk_rx = &chunk_rx;
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    let chunk = match chunk_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(chunk) = chunk else { return };
+                    let batch = worker(&chunk);
+                    let out = work(&batch);
+                    if done_tx.send((chunk.seq, batch, out)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut next = 0u64;
+        let mut waiting: BTreeMap<u64, (Batch, W)> = BTreeMap::new();
+        'outer: for (seq, batch, out) in done_rx.iter() {
+            waiting.insert(seq, (batch, out));
+            while let Some((batch, out)) = waiting.remove(&next) {
+                next += 1;
+                let _ = token_tx.send(());
+                if state.deliver(batch, Some(out)) == Flow::Stop {
+                    stop.store(true, Ordering::Relaxed);
+                    break 'outer;
+                }
+            }
+        }
+        drop(done_rx);
+        drop(token_tx);
+        match producer.join() {
+            Ok(result) => result,
+            Err(_) => Err(ReadError::Usage("the reader thread failed".into())),
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn produce(
+    reader: &mut Box<dyn Read + Send>,
+    mut buf: Vec<u8>,
+    mut offset: usize,
+    mut line: u64,
+    split: &(dyn Fn(&[u8]) -> Option<usize> + Sync),
+    tx: &SyncSender<Chunk>,
+    tokens: &Receiver<()>,
+    stop: &AtomicBool,
+) -> Result<(), ReadError> {
+    let mut seq = 0;
+    let mut eof = false;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        while !eof && buf.len() < CHUNK {
+            let before = buf.len();
+            reader.take((CHUNK - before.min(CHUNK)).max(64 * 1024) as u64).read_to_end(&mut buf)?;
+            eof = buf.len() == before;
+        }
+        let cut = if eof { Some(buf.len()) } else { split(&buf) };
+        let Some(cut) = cut else {
+            // One record longer than a chunk: read on.
+            let before = buf.len();
+            reader.take(CHUNK as u64).read_to_end(&mut buf)?;
+            eof = buf.len() == before;
+            continue;
+        };
+        if cut == 0 && eof {
+            return Ok(());
+        }
+        let rest = buf.split_off(cut);
+        let chunk_lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
+        if tokens.recv().is_err() {
+            return Ok(());
+        }
+        let chunk = Chunk {
+            seq,
+            bytes: std::mem::replace(&mut buf, rest),
+            first_line: line,
+            file_offset: offset as u64,
+            last: eof,
+        };
+        seq += 1;
+        line += chunk_lines;
+        offset += cut;
+        if tx.send(chunk).is_err() || eof {
+            return Ok(());
+        }
+    }
+}
+
+fn utf8_error(file: &str, bytes: &[u8], line: u64, offset: u64, err: std::str::Utf8Error) -> Diagnostic {
+    let valid = std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or("");
+    let src = Source::new(file, valid, line, offset);
+    let mut d = src.diagnostic(
+        Code::InvalidUtf8,
+        valid.len(),
+        String::new(),
+        format!("invalid UTF-8 (byte 0x{:02X})", bytes[err.valid_up_to()]),
+    );
+    d.hint = Some("save the file as UTF-8".into());
+    d
+}
+
+fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path>) -> Batch {
+    let mut batch = Batch::default();
+    let mut line = chunk.first_line;
+    let mut start = 0;
+    let bytes = &chunk.bytes;
+    while start < bytes.len() {
+        let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+        let mut row = &bytes[start..end];
+        if row.last() == Some(&b'\r') {
+            row = &row[..row.len() - 1];
+        }
+        let row_offset = chunk.file_offset + start as u64;
+        let is_last = chunk.last && end >= bytes.len();
+        if !row.iter().all(u8::is_ascii_whitespace) {
+            match std::str::from_utf8(row) {
+                Err(err) => batch.diagnostics.push(utf8_error(file, row, line, row_offset, err)),
+                Ok(text) => jsonl_row(&mut batch, file, text, line, row_offset, format, base_dir, is_last),
+            }
+        }
+        start = end + 1;
+        line += 1;
+    }
+    batch.end_offset = chunk.file_offset + bytes.len() as u64;
+    batch
+}
+
+#[allow(clippy::too_many_arguments)]
+fn jsonl_row(
+    batch: &mut Batch,
+    file: &str,
+    text: &str,
+    line: u64,
+    offset: u64,
+    format: Format,
+    base_dir: Option<&Path>,
+    last: bool,
+) {
+    let src = Source::new(file, text, line, offset);
+    let mut cx = Cx::new(&src, base_dir);
+    match json::parse(text) {
+        Err(err) => {
+            let code = if err.too_deep { Code::TooDeep } else { Code::JsonSyntax };
+            let at_end = err.offset >= text.trim_end().len();
+            let d = cx.report(code, err.offset, &Ptr::ROOT, err.message);
+            d.hint = Some(if at_end && last {
+                "the file ends inside this value: it may be truncated".into()
+            } else if at_end {
+                "each line must hold one whole JSON object".into()
+            } else {
+                "fix the JSON syntax on this line".into()
+            });
+        }
+        Ok(node) => {
+            let case = match format {
+                Format::Casebook => native::read_case(&mut cx, &node, &Ptr::ROOT),
+                _ => letta::read_row(&mut cx, &node, &Ptr::ROOT),
+            };
+            if let Some(case) = case {
+                let at = node.get("id").or_else(|| node.get("sample_id")).map_or(node.offset, |n| n.offset);
+                batch.locs.push(loc(&src, at));
+                batch.cases.push(case);
+            }
+        }
+    }
+    batch.diagnostics.append(&mut cx.diags);
+}
+
+fn loc(src: &Source<'_>, offset: usize) -> Loc {
+    let (line, column, line_offset) = src.locate(offset);
+    Loc { line, column, line_offset }
+}
+
+fn csv_chunk(chunk: &Chunk, file: &str, format: Format, columns: &[String], map: Option<&ColumnMap>) -> Batch {
+    let mut batch = Batch::default();
+    let text = match std::str::from_utf8(&chunk.bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            // Report the bad byte, then read what comes before it.
+            let upto = err.valid_up_to();
+            let line = chunk.first_line + memchr::memchr_iter(b'\n', &chunk.bytes[..upto]).count() as u64;
+            let line_start = memchr::memrchr(b'\n', &chunk.bytes[..upto]).map_or(0, |i| i + 1);
+            batch.diagnostics.push(utf8_error(
+                file,
+                &chunk.bytes[line_start..],
+                line,
+                chunk.file_offset + line_start as u64,
+                {
+                    match std::str::from_utf8(&chunk.bytes[line_start..]) {
+                        Err(e) => e,
+                        Ok(_) => err,
+                    }
+                },
+            ));
+            std::str::from_utf8(&chunk.bytes[..line_start]).unwrap_or("")
+        }
+    };
+    let src = Source::new(file, text, chunk.first_line, chunk.file_offset);
+    let mut cx = Cx::new(&src, None);
+    for record in csvtext::records(text) {
+        match record {
+            Err(err) => {
+                cx.report(Code::CsvSyntax, err.offset, &Ptr::ROOT, err.message).hint =
+                    Some("a quoted cell ends with `\"`; a quote inside it is written `\"\"`".into());
+            }
+            Ok((start, fields)) => {
+                let read = match (format, map) {
+                    (Format::Csv, Some(map)) => tabular::mapped_record(&mut cx, columns, &fields, start, map),
+                    _ => tabular::letta_record(&mut cx, columns, &fields, start),
+                };
+                if let Some((case, at)) = read {
+                    batch.locs.push(loc(&src, at));
+                    batch.cases.push(case);
+                }
+            }
+        }
+    }
+    batch.diagnostics.append(&mut cx.diags);
+    batch.end_offset = chunk.file_offset + chunk.bytes.len() as u64;
+    batch
+}
+
+fn document<W>(
+    state: &mut State<'_, W>,
+    input: &Input,
+    opts: &ReadOptions,
+    syntax: Syntax,
+    bytes: &[u8],
+    base: usize,
+) -> Result<(), ReadError> {
+    let file = &input.display;
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let line = 1 + memchr::memchr_iter(b'\n', &bytes[..err.valid_up_to()]).count() as u64;
+            let line_start = memchr::memrchr(b'\n', &bytes[..err.valid_up_to()]).map_or(0, |i| i + 1);
+            let tail = &bytes[line_start..];
+            let e = std::str::from_utf8(tail).err().unwrap_or(err);
+            let d = utf8_error(file, tail, line, (base + line_start) as u64, e);
+            state.pending.push(d);
+            let format = opts.format.unwrap_or(Format::Casebook);
+            let _ = state.start(Start { format, syntax, header: line_header(input, format) });
+            state.needs_cases = false;
+            return Ok(());
+        }
+    };
+    let src = Source::new(file, text, 1, base as u64);
+    let mut cx = Cx::new(&src, input.path.as_deref().and_then(Path::parent));
+    let parsed = match syntax {
+        Syntax::Json => json::parse(text).map_err(|e| (e.offset, e.message, e.too_deep, Code::JsonSyntax)),
+        _ => yaml::parse(text).map_err(|e| (e.offset, e.message, e.too_deep, Code::YamlSyntax)),
+    };
+    let root = match parsed {
+        Ok(root) => root,
+        Err((offset, message, too_deep, code)) => {
+            let code = if too_deep { Code::TooDeep } else { code };
+            let empty = text.trim().is_empty();
+            let d = cx.report(
+                if empty { Code::EmptyDataset } else { code },
+                offset,
+                &Ptr::ROOT,
+                if empty { "the file is empty".into() } else { message },
+            );
+            d.hint = Some(if empty {
+                "a dataset needs at least one case".into()
+            } else if offset >= text.trim_end().len() {
+                "the file ends too early: it may be truncated".into()
+            } else {
+                format!("fix the {} syntax here", syntax.name().to_uppercase())
+            });
+            state.pending.append(&mut cx.diags);
+            let format = opts.format.unwrap_or(Format::Casebook);
+            let _ = state.start(Start { format, syntax, header: line_header(input, format) });
+            state.needs_cases = false;
+            return Ok(());
+        }
+    };
+    if root.is_null() {
+        cx.report(Code::EmptyDataset, 0, &Ptr::ROOT, "the file is empty").hint =
+            Some("a dataset needs at least one case".into());
+        state.pending.append(&mut cx.diags);
+        let format = opts.format.unwrap_or(Format::Casebook);
+        let _ = state.start(Start { format, syntax, header: line_header(input, format) });
+        state.needs_cases = false;
+        return Ok(());
+    }
+    let format = match opts.format {
+        Some(f @ (Format::Letta | Format::Csv)) => return Err(incompatible(f, syntax)),
+        Some(f) => f,
+        None => match sniff_document(&root) {
+            Some(f) => f,
+            None => {
+                return Err(ReadError::Usage(format!(
+                    "cannot tell the format of `{file}`: name it with `--from` (casebook, agenthealth, maslab, voltagent)"
+                )));
+            }
+        },
+    };
+    let (header, cases) = documents::read(&mut cx, &root, format, &input.stem());
+    drop(root);
+    state.needs_cases = false; // the document reader reports empty lists itself
+    state.pending.append(&mut cx.diags);
+    // Document diagnostics come in source order, before the cases they concern.
+    state.pending.sort_by_key(|d| (d.line, d.column));
+    if state.start(Start { format, syntax, header }) == Flow::Stop {
+        return Ok(());
+    }
+    let mut batch = Batch::default();
+    for (case, offset) in cases {
+        batch.locs.push(loc(&src, offset));
+        batch.cases.push(case);
+        if batch.cases.len() == DOC_BATCH {
+            let full = std::mem::take(&mut batch);
+            if state.deliver(full, None) == Flow::Stop {
+                return Ok(());
+            }
+        }
+    }
+    if !batch.cases.is_empty() {
+        state.deliver(batch, None);
+    }
+    Ok(())
+}

@@ -1,0 +1,293 @@
+//! Where a piece of text sits in its file, and the context that turns a problem found in it
+//! into a located [`Diagnostic`].
+
+use std::cell::OnceCell;
+use std::path::Path;
+
+use casebook_model::{Code, Diagnostic, Map};
+use serde_json::Value;
+
+use crate::node::{Entry, Node, NodeValue, ValueError};
+use crate::pointer::Ptr;
+
+/// A span of source text: a whole document, or one JSONL line or CSV cell.
+pub struct Source<'a> {
+    /// The file as the user named it.
+    pub file: &'a str,
+    pub text: &'a str,
+    /// 1-based line of the first character of `text` in the file.
+    pub first_line: u64,
+    /// 1-based column of the first character of `text` on that line.
+    pub first_column: u64,
+    /// Byte offset of `text` in the file.
+    pub file_offset: u64,
+    line_starts: OnceCell<Vec<usize>>,
+}
+
+impl<'a> Source<'a> {
+    pub fn new(file: &'a str, text: &'a str, first_line: u64, file_offset: u64) -> Self {
+        Self { file, text, first_line, first_column: 1, file_offset, line_starts: OnceCell::new() }
+    }
+
+    /// `(line, column, byte offset of the line in the file)` of a byte offset into `text`.
+    pub fn locate(&self, offset: usize) -> (u64, u64, u64) {
+        let offset = offset.min(self.text.len());
+        let starts = self.line_starts.get_or_init(|| {
+            let mut starts = vec![0];
+            starts.extend(memchr::memchr_iter(b'\n', self.text.as_bytes()).map(|i| i + 1));
+            starts
+        });
+        let line_index = starts.partition_point(|&start| start <= offset) - 1;
+        let line_start = starts[line_index];
+        let prefix = self.text.get(line_start..offset).unwrap_or("");
+        let chars = prefix.chars().count() as u64;
+        let column = if line_index == 0 { self.first_column + chars } else { chars + 1 };
+        (self.first_line + line_index as u64, column, self.file_offset + line_start as u64)
+    }
+
+    pub fn diagnostic(&self, code: Code, offset: usize, pointer: String, message: String) -> Diagnostic {
+        let (line, column, line_offset) = self.locate(offset);
+        Diagnostic {
+            severity: code.severity(),
+            code,
+            message,
+            file: self.file.to_owned(),
+            line,
+            column,
+            pointer,
+            hint: None,
+            line_offset: Some(line_offset),
+        }
+    }
+}
+
+/// What a format mapper works with: the source it reads and the diagnostics it finds.
+pub struct Cx<'a> {
+    pub src: &'a Source<'a>,
+    /// Folder of the dataset file, for resolving relative paths in it.
+    pub base_dir: Option<&'a Path>,
+    pub diags: Vec<Diagnostic>,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(src: &'a Source<'a>, base_dir: Option<&'a Path>) -> Self {
+        Self { src, base_dir, diags: Vec::new() }
+    }
+
+    pub fn report(&mut self, code: Code, offset: usize, ptr: &Ptr<'_>, message: impl Into<String>) -> &mut Diagnostic {
+        self.diags.push(self.src.diagnostic(code, offset, ptr.to_string(), message.into()));
+        self.diags.last_mut().expect("just pushed")
+    }
+
+    pub fn wrong_type(&mut self, node: &Node, ptr: &Ptr<'_>, expected: &str) {
+        let found = node.value.kind();
+        self.report(Code::WrongType, node.offset, ptr, format!("expected {expected}, found {found}"));
+    }
+
+    pub fn missing(&mut self, node: &Node, ptr: &Ptr<'_>, field: &str, hint: Option<String>) {
+        let d = self.report(Code::MissingField, node.offset, ptr, format!("missing required field `{field}`"));
+        d.hint = hint;
+    }
+
+    pub fn string(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<String> {
+        match &node.value {
+            NodeValue::String(s) => Some(s.clone()),
+            _ => {
+                self.wrong_type(node, ptr, "a string");
+                None
+            }
+        }
+    }
+
+    /// A string, or `None` without complaint for `null`.
+    pub fn opt_string(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<String> {
+        if node.is_null() { None } else { self.string(node, ptr) }
+    }
+
+    pub fn value(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<Value> {
+        match node.to_value(ptr) {
+            Ok(value) => Some(value),
+            Err(ValueError::IntegerRange { offset, pointer, text }) => {
+                self.diags.push(self.src.diagnostic(
+                    Code::IntegerRange,
+                    offset,
+                    pointer,
+                    format!("integer {text} is beyond ±2^53 and cannot be read exactly everywhere"),
+                ));
+                let d = self.diags.last_mut().expect("just pushed");
+                d.hint = Some("write it as a string".into());
+                None
+            }
+            Err(ValueError::NotFinite { offset, pointer, text }) => {
+                self.diags.push(self.src.diagnostic(
+                    Code::InvalidValue,
+                    offset,
+                    pointer,
+                    format!("number {text} cannot be represented in JSON"),
+                ));
+                None
+            }
+        }
+    }
+
+    pub fn object<'n>(&mut self, node: &'n Node, ptr: &Ptr<'_>) -> Option<&'n [Entry]> {
+        match &node.value {
+            NodeValue::Object(entries) => Some(entries),
+            _ => {
+                self.wrong_type(node, ptr, "an object");
+                None
+            }
+        }
+    }
+
+    pub fn array<'n>(&mut self, node: &'n Node, ptr: &Ptr<'_>) -> Option<&'n [Node]> {
+        match &node.value {
+            NodeValue::Array(items) => Some(items),
+            _ => {
+                self.wrong_type(node, ptr, "an array");
+                None
+            }
+        }
+    }
+
+    /// An object as a JSON map.
+    pub fn map(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<Map> {
+        self.object(node, ptr)?;
+        self.check_duplicate_keys_deep(node, ptr);
+        match self.value(node, ptr)? {
+            Value::Object(map) => Some(map),
+            _ => None,
+        }
+    }
+
+    pub fn strings(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<Vec<String>> {
+        let items = self.array(node, ptr)?;
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match self.string(item, &ptr.index(i)) {
+                Some(s) => out.push(s),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// Any JSON value; duplicate keys anywhere inside are reported.
+    pub fn json(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<Value> {
+        self.check_duplicate_keys_deep(node, ptr);
+        self.value(node, ptr)
+    }
+
+    pub fn check_duplicate_keys(&mut self, entries: &[Entry], ptr: &Ptr<'_>) {
+        if entries.len() < 2 {
+            return;
+        }
+        for (i, entry) in entries.iter().enumerate().skip(1) {
+            if let Some(first) = entries[..i].iter().find(|e| e.key == entry.key) {
+                let (line, column, _) = self.src.locate(first.key_offset);
+                let d = self.report(
+                    Code::DuplicateKey,
+                    entry.key_offset,
+                    &ptr.key(&entry.key),
+                    format!("duplicate key `{}` (first at line {line}, column {column})", entry.key),
+                );
+                d.hint = Some("remove one of them: readers disagree on which one wins".into());
+            }
+        }
+    }
+
+    fn check_duplicate_keys_deep(&mut self, node: &Node, ptr: &Ptr<'_>) {
+        match &node.value {
+            NodeValue::Object(entries) => {
+                self.check_duplicate_keys(entries, ptr);
+                for entry in entries {
+                    self.check_duplicate_keys_deep(&entry.value, &ptr.key(&entry.key));
+                }
+            }
+            NodeValue::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.check_duplicate_keys_deep(item, &ptr.index(i));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The keys of one object, taken one by one by a mapper; what is left are the unknown ones.
+pub struct Fields<'n> {
+    entries: &'n [Entry],
+    taken: Vec<bool>,
+}
+
+impl<'n> Fields<'n> {
+    pub fn new(cx: &mut Cx<'_>, entries: &'n [Entry], ptr: &Ptr<'_>) -> Self {
+        cx.check_duplicate_keys(entries, ptr);
+        Self { entries, taken: vec![false; entries.len()] }
+    }
+
+    /// The value of `key` (the first one if it is repeated), marking it as known.
+    pub fn take(&mut self, key: &str) -> Option<&'n Node> {
+        let mut found = None;
+        for (i, entry) in self.entries.iter().enumerate() {
+            if entry.key == key {
+                self.taken[i] = true;
+                found.get_or_insert(&entry.value);
+            }
+        }
+        found
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.entries.iter().any(|e| e.key == key)
+    }
+
+    /// Entries no `take` asked for, in source order.
+    pub fn rest(&self) -> impl Iterator<Item = &'n Entry> + '_ {
+        self.entries.iter().zip(&self.taken).filter(|(_, taken)| !**taken).map(|(e, _)| e)
+    }
+}
+
+/// Suggests the closest known key for a misspelt one.
+pub fn did_you_mean<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
+    known
+        .iter()
+        .map(|k| (edit_distance(key, k), *k))
+        .filter(|(d, k)| *d > 0 && *d < k.len() && *d <= (k.len().max(key.len()) / 4).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_counts_characters_and_lines() {
+        let src = Source::new("f.json", "ab\n é x\n", 10, 100);
+        assert_eq!(src.locate(0), (10, 1, 100));
+        assert_eq!(src.locate(7), (11, 4, 103));
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(did_you_mean("ground_trth", &["ground_truth", "input"]), Some("ground_truth"));
+        assert_eq!(did_you_mean("zzz", &["ground_truth", "input"]), None);
+    }
+}

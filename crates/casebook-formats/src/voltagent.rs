@@ -1,0 +1,129 @@
+//! VoltAgent datasets: `{name, description, tags, metadata, checksum, data: [{name, input,
+//! expected, extra}]}`, and viteval's cached form `{timestamp, data: [{input, expected, ...}]}`
+//! whose items carry extra keys at the top level.
+
+use casebook_model::{Case, Expectations, Map, Task};
+use serde_json::{Value, json};
+
+use crate::layout::{self, Lost};
+use crate::node::Node;
+use crate::pointer::Ptr;
+use crate::source::{Cx, Fields};
+
+pub const NAME: &str = "voltagent";
+const KNOWN: &[&str] = &["id", "name", "input", "expected", "extra"];
+const ACCEPTABLE: &str = "acceptableAnswers";
+
+pub fn read_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
+    let entries = cx.object(node, ptr)?;
+    let errors_before = cx.diags.len();
+    let mut f = Fields::new(cx, entries, ptr);
+    let mut layout = Map::new();
+    let id = f.take("id").and_then(|n| cx.string(n, &ptr.key("id")));
+    if id.is_some() {
+        layout.insert("id".into(), Value::Bool(true));
+    }
+    let name = f.take("name").and_then(|n| cx.opt_string(n, &ptr.key("name")));
+    let input = match f.take("input") {
+        Some(n) => cx.json(n, &ptr.key("input")),
+        None => {
+            cx.missing(node, ptr, "input", Some("`input` may be any JSON value".into()));
+            None
+        }
+    };
+    let mut expected = Expectations {
+        output: f.take("expected").and_then(|n| cx.json(n, &ptr.key("expected"))),
+        ..Expectations::default()
+    };
+    let mut extra = f.take("extra").and_then(|n| cx.map(n, &ptr.key("extra")));
+    if let Some(answers) = extra.as_mut().and_then(|e| e.shift_remove(ACCEPTABLE)) {
+        match answers {
+            Value::Array(items) => expected.acceptable = Some(items),
+            _ => {
+                let n = node.get("extra").and_then(|e| e.get(ACCEPTABLE)).unwrap_or(node);
+                cx.wrong_type(n, &ptr.key("extra").key(ACCEPTABLE), "an array");
+            }
+        }
+    }
+    layout::lift_unknown(cx, &f, ptr, &mut extra, &mut layout, KNOWN);
+    if cx.diags[errors_before..].iter().any(|d| d.is_error()) {
+        return None;
+    }
+    let task = Task::new(input?);
+    let (id, derived) = match id {
+        Some(id) => (id, false),
+        None => (casebook_canon::derived_case_id(&task).ok()?, true),
+    };
+    Some(Case {
+        id,
+        name,
+        description: None,
+        labels: None,
+        task,
+        expected,
+        metadata: extra,
+        confidence: None,
+        review: None,
+        provenance: layout::provenance(NAME, derived, layout),
+    })
+}
+
+pub fn write_item(case: &Case) -> (Map, Lost) {
+    let layout = layout::layout_for(case, NAME);
+    let mut out = Map::new();
+    let mut lost = Lost::default();
+    let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
+    if layout::flag(layout, "id") {
+        out.insert("id".into(), json!(case.id));
+    }
+    match &case.name {
+        Some(name) => {
+            out.insert("name".into(), json!(name));
+        }
+        // Items are identified by name in VoltAgent.
+        None if !derived && layout.is_none() => {
+            out.insert("name".into(), json!(case.id));
+        }
+        None => {}
+    }
+    out.insert("input".into(), case.task.input.clone());
+    if let Some(output) = &case.expected.output {
+        out.insert("expected".into(), output.clone());
+    }
+    let (top, mut extra) = layout::unlift(case.metadata.as_ref(), layout);
+    if let Some(acceptable) = &case.expected.acceptable {
+        extra.get_or_insert_with(Map::new).insert(ACCEPTABLE.into(), Value::Array(acceptable.clone()));
+    }
+    if let Some(labels) = &case.labels {
+        // VoltAgent keeps item tags in `extra` by convention.
+        extra.get_or_insert_with(Map::new).insert("tags".into(), json!(labels));
+    }
+    if let Some(extra) = extra {
+        out.insert("extra".into(), Value::Object(extra));
+    }
+    for (key, value) in top {
+        out.insert(key, value);
+    }
+    let e = &case.expected;
+    lost.check("description", &case.description);
+    lost.check("turns", &case.task.turns);
+    lost.check("context", &case.task.context);
+    lost.check("tools", &case.task.tools);
+    lost.check("memory_seeds", &case.task.memory_seeds);
+    lost.check("session_id", &case.task.session_id);
+    lost.check("agent_args", &case.task.agent_args);
+    lost.check("expected.per_turn", &e.per_turn);
+    lost.check("expected.outcomes", &e.outcomes);
+    lost.check("expected.rubric", &e.rubric);
+    lost.check("expected.rubric_path", &e.rubric_path);
+    lost.check("expected.rubric_vars", &e.rubric_vars);
+    lost.check("expected.trajectory", &e.trajectory);
+    lost.check("expected.tool_calls", &e.tool_calls);
+    lost.check("expected.governance", &e.governance);
+    if !e.extra.is_empty() {
+        lost.0.push("expected (other keys)");
+    }
+    lost.check("confidence", &case.confidence);
+    lost.check("review", &case.review);
+    (out, lost)
+}

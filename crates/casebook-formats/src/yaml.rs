@@ -1,0 +1,305 @@
+//! YAML to [`Node`], on saphyr-parser's event stream. Scalars are resolved with the YAML 1.2 core
+//! schema, strictly: only `true`/`false` (any case) are booleans, so `yes`, `on` and `no` stay
+//! strings, and numbers with leading zeros (`007`) stay strings rather than turning into 7.
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+
+use crate::json::MAX_DEPTH;
+use crate::node::{Entry, Node, NodeValue};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct YamlError {
+    pub offset: usize,
+    pub message: String,
+    pub too_deep: bool,
+}
+
+/// Parses the single YAML document in `text`. An empty document is `null`.
+pub fn parse(text: &str) -> Result<Node, YamlError> {
+    let mut builder =
+        Builder { parser: Parser::new_from_str(text), offsets: Offsets::new(text), anchors: HashMap::new(), depth: 0 };
+    builder.document()
+}
+
+struct Offsets<'a> {
+    text: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> Offsets<'a> {
+    fn new(text: &'a str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
+        Self { text, line_starts }
+    }
+
+    /// Byte offset of a saphyr marker (1-based line, 0-based column in characters).
+    fn of(&self, line: usize, col: usize) -> usize {
+        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
+            return self.text.len();
+        };
+        let rest = &self.text[start..];
+        rest.char_indices().nth(col).map_or(self.text.len(), |(i, _)| start + i)
+    }
+
+    fn start(&self, span: &Span) -> usize {
+        self.of(span.start.line(), span.start.col())
+    }
+}
+
+struct Builder<'a> {
+    parser: Parser<'a, saphyr_parser::StrInput<'a>>,
+    offsets: Offsets<'a>,
+    anchors: HashMap<usize, Node>,
+    depth: usize,
+}
+
+impl<'a> Builder<'a> {
+    fn next(&mut self) -> Result<(Event<'a>, Span), YamlError> {
+        match self.parser.next_event() {
+            Some(Ok(event)) => Ok(event),
+            Some(Err(err)) => {
+                let m = err.marker();
+                Err(YamlError {
+                    offset: self.offsets.of(m.line(), m.col()),
+                    message: err.info().to_owned(),
+                    too_deep: false,
+                })
+            }
+            None => Err(YamlError {
+                offset: self.offsets.text.len(),
+                message: "unexpected end of YAML".into(),
+                too_deep: false,
+            }),
+        }
+    }
+
+    fn document(&mut self) -> Result<Node, YamlError> {
+        let mut root = None;
+        loop {
+            let (event, span) = self.next()?;
+            match event {
+                Event::StreamStart | Event::DocumentEnd | Event::Nothing => {}
+                Event::DocumentStart(_) => {
+                    if root.is_some() {
+                        return Err(YamlError {
+                            offset: self.offsets.start(&span),
+                            message: "a dataset file holds one YAML document; found a second `---`".into(),
+                            too_deep: false,
+                        });
+                    }
+                    let (event, span) = self.next()?;
+                    if let Event::DocumentEnd = event {
+                        root = Some(Node { offset: 0, value: NodeValue::Null });
+                    } else {
+                        root = Some(self.node(event, span)?);
+                    }
+                }
+                Event::StreamEnd => return Ok(root.unwrap_or(Node { offset: 0, value: NodeValue::Null })),
+                _ => {
+                    return Err(YamlError {
+                        offset: self.offsets.start(&span),
+                        message: "unexpected YAML event outside a document".into(),
+                        too_deep: false,
+                    });
+                }
+            }
+        }
+    }
+
+    fn node(&mut self, event: Event<'a>, span: Span) -> Result<Node, YamlError> {
+        let offset = self.offsets.start(&span);
+        let (node, anchor) = match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let tag = tag.map(|t| t.suffix.clone());
+                let value = resolve_scalar(&text, style, tag.as_deref()).map_err(|message| YamlError {
+                    offset,
+                    message,
+                    too_deep: false,
+                })?;
+                (Node { offset, value }, anchor)
+            }
+            Event::Alias(id) => {
+                let node = self.anchors.get(&id).cloned().ok_or_else(|| YamlError {
+                    offset,
+                    message: "alias to an unknown anchor".into(),
+                    too_deep: false,
+                })?;
+                return Ok(Node { offset, ..node });
+            }
+            Event::SequenceStart(anchor, _) => {
+                self.enter(offset)?;
+                let mut items = Vec::new();
+                loop {
+                    let (event, span) = self.next()?;
+                    if let Event::SequenceEnd = event {
+                        break;
+                    }
+                    items.push(self.node(event, span)?);
+                }
+                self.depth -= 1;
+                (Node { offset, value: NodeValue::Array(items) }, anchor)
+            }
+            Event::MappingStart(anchor, _) => {
+                self.enter(offset)?;
+                let mut entries = Vec::new();
+                loop {
+                    let (event, span) = self.next()?;
+                    if let Event::MappingEnd = event {
+                        break;
+                    }
+                    let key_offset = self.offsets.start(&span);
+                    let key = match event {
+                        Event::Scalar(text, ..) => text.into_owned(),
+                        _ => {
+                            return Err(YamlError {
+                                offset: key_offset,
+                                message: "mapping keys must be plain strings".into(),
+                                too_deep: false,
+                            });
+                        }
+                    };
+                    let (event, span) = self.next()?;
+                    let value = self.node(event, span)?;
+                    entries.push(Entry { key, key_offset, value });
+                }
+                self.depth -= 1;
+                (Node { offset, value: NodeValue::Object(entries) }, anchor)
+            }
+            _ => {
+                return Err(YamlError { offset, message: "unexpected YAML event".into(), too_deep: false });
+            }
+        };
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        Ok(node)
+    }
+
+    fn enter(&mut self, offset: usize) -> Result<(), YamlError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(YamlError {
+                offset,
+                message: format!("nesting deeper than {MAX_DEPTH} levels"),
+                too_deep: true,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Resolves a scalar to a typed value (YAML 1.2 core schema, strict).
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Result<NodeValue, String> {
+    match tag {
+        Some("str") => return Ok(NodeValue::String(text.to_owned())),
+        Some("null") => return Ok(NodeValue::Null),
+        _ => {}
+    }
+    if style != ScalarStyle::Plain {
+        return Ok(NodeValue::String(text.to_owned()));
+    }
+    Ok(match text {
+        "" | "~" | "null" | "Null" | "NULL" => NodeValue::Null,
+        "true" | "True" | "TRUE" => NodeValue::Bool(true),
+        "false" | "False" | "FALSE" => NodeValue::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN" => {
+            return Err(format!("`{text}` is not a number JSON can hold; quote it to keep it as text"));
+        }
+        _ => match number(text) {
+            Some(number) => NodeValue::Number(number.into()),
+            None => NodeValue::String(text.to_owned()),
+        },
+    })
+}
+
+/// The JSON spelling of a YAML core-schema number, or `None` if `text` is not one.
+fn number(text: &str) -> Option<String> {
+    let (sign, body) = match text.as_bytes().first()? {
+        b'-' => ("-", &text[1..]),
+        b'+' => ("", &text[1..]),
+        _ => ("", text),
+    };
+    if let Some(hex) = body.strip_prefix("0x") {
+        return u128::from_str_radix(hex, 16).ok().map(|v| format!("{sign}{v}"));
+    }
+    if let Some(oct) = body.strip_prefix("0o") {
+        return u128::from_str_radix(oct, 8).ok().map(|v| format!("{sign}{v}"));
+    }
+    let bytes = body.as_bytes();
+    if !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit) {
+        if bytes.len() > 1 && bytes[0] == b'0' {
+            return None; // `007` stays a string
+        }
+        let digits = body.trim_start_matches('0');
+        return Some(format!("{sign}{}", if digits.is_empty() { "0" } else { digits }));
+    }
+    // Float: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let (int_part, frac_part) = match mantissa.find('.') {
+        Some(i) => (&mantissa[..i], Some(&mantissa[i + 1..])),
+        None => (mantissa, None),
+    };
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let valid_mantissa = digits(int_part)
+        && frac_part.is_none_or(digits)
+        && (!int_part.is_empty() || frac_part.is_some_and(|f| !f.is_empty()));
+    let valid_exponent = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    if !valid_mantissa || !valid_exponent || (frac_part.is_none() && exponent.is_none()) {
+        return None;
+    }
+    if int_part.len() > 1 && int_part.starts_with('0') {
+        return None;
+    }
+    let value: f64 = text.parse().ok()?;
+    serde_json::Number::from_f64(value).map(|n| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scalar(text: &str) -> NodeValue {
+        parse(text).unwrap().value
+    }
+
+    #[test]
+    fn core_schema_strict() {
+        assert_eq!(scalar("1"), NodeValue::Number("1".into()));
+        assert_eq!(scalar("'1'"), NodeValue::String("1".into()));
+        assert_eq!(scalar("007"), NodeValue::String("007".into()));
+        assert_eq!(scalar("yes"), NodeValue::String("yes".into()));
+        assert_eq!(scalar("True"), NodeValue::Bool(true));
+        assert_eq!(scalar("1.0"), NodeValue::Number("1.0".into()));
+        assert_eq!(scalar("0.30"), NodeValue::Number("0.3".into()));
+        assert_eq!(scalar("1e3"), NodeValue::Number("1000.0".into()));
+        assert_eq!(scalar("~"), NodeValue::Null);
+        assert_eq!(scalar("1.2.3"), NodeValue::String("1.2.3".into()));
+        assert_eq!(scalar("!!str 12"), NodeValue::String("12".into()));
+        assert!(parse(".inf").is_err());
+    }
+
+    #[test]
+    fn offsets_are_bytes_even_after_non_ascii() {
+        let text = "a: é\nb: [x, y]\n";
+        let node = parse(text).unwrap();
+        let NodeValue::Object(entries) = &node.value else { panic!() };
+        assert_eq!(entries[1].key_offset, text.find('b').unwrap());
+        let NodeValue::Array(items) = &entries[1].value.value else { panic!() };
+        assert_eq!(items[1].offset, text.find('y').unwrap());
+    }
+
+    #[test]
+    fn syntax_error_location() {
+        let err = parse("a: [1, 2\nb: 3\n").unwrap_err();
+        assert!(err.offset > 0, "{err:?}");
+    }
+}

@@ -1,0 +1,253 @@
+//! The case (SPEC §2). Its fields are split into two types on purpose: [`Task`] is everything an
+//! agent may see, [`Expectations`] everything it must never see. Code that builds agent requests
+//! takes a `&Task` and so has no path to the ground truth.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Map;
+
+/// One evaluation scenario.
+///
+/// Optional collections are `Option` so that "absent" and "empty" stay distinct: a source file
+/// with `"tags": []` converts back with `"tags": []`, one without tags converts back without.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Case {
+    /// Unique within the dataset and stable across versions.
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Plain tags (`math`) or `key:value` labels (`category:RCA`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+    /// What the agent may see.
+    #[serde(flatten)]
+    pub task: Task,
+    /// What the agent must never see.
+    #[serde(default, skip_serializing_if = "Expectations::is_empty")]
+    pub expected: Expectations,
+    /// Anything else; kept, filterable, never sent to the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map>,
+    /// How much the label itself is trusted, 0..1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
+    /// Where the case came from, and what a writer of that format needs to give it back as it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// The half of a case that an agent may see (the "world snapshot").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Task {
+    /// The first thing sent to the agent: a string, any JSON value, or a list of messages.
+    pub input: Value,
+    /// Later turns, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Vec<Turn>>,
+    /// Logs, metrics, documents and queries the agent is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Vec<ContextItem>>,
+    /// Tools the agent may call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Tool>>,
+    /// Memory loaded before turn 0: a list of seeds or a path to a seed file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_seeds: Option<MemorySeeds>,
+    /// Fixed conversation id; absent means a fresh session per run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Per-case agent configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_args: Option<Map>,
+}
+
+impl Task {
+    /// A task with only an input.
+    pub fn new(input: Value) -> Self {
+        Self { input, turns: None, context: None, tools: None, memory_seeds: None, session_id: None, agent_args: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    pub role: Role,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    /// An operator stepping in (human in the loop).
+    Hitl,
+    System,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::User, Role::Hitl, Role::System];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Hitl => "hitl",
+            Role::System => "system",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Role> {
+        Self::ALL.into_iter().find(|role| role.as_str() == text)
+    }
+}
+
+/// One item of context. All fields but `content` are optional because the systems casebook reads
+/// do not agree on them (Agent Health ships `{description, value}` and documents
+/// `{type, source, content, metadata}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextItem {
+    /// `log`, `metric`, `trace`, `document`, `query` or `custom`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub content: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+    /// Other keys of the source's tool definition.
+    #[serde(flatten)]
+    pub extra: Map,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum MemorySeeds {
+    /// Seeds given inline.
+    Inline(Vec<Seed>),
+    /// A seed file, relative to the dataset file.
+    Path(String),
+}
+
+/// A document pre-loaded into agent memory before the first turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Seed {
+    /// A provenance label such as `user_history`; not a path.
+    pub source: String,
+    pub content: String,
+    /// The agent that receives it; absent means every agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map>,
+    /// Other keys of the seed (for example a seed file's `key`).
+    #[serde(flatten)]
+    pub extra: Map,
+}
+
+/// The half of a case the agent must never see (the ground truth).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Expectations {
+    /// The expected answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// One expected value per turn; its length equals the number of messages sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_turn: Option<Vec<Value>>,
+    /// Behaviour the agent should show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcomes: Option<Vec<Outcome>>,
+    /// Other accepted answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptable: Option<Vec<Value>>,
+    /// A per-case judge rubric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<String>,
+    /// A rubric file, relative to the suite that runs the dataset (letta `rubric_path`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric_vars: Option<Map>,
+    /// Expected steps and tool use (Agent Health `expectedTrajectory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Value>,
+    /// Governance and human-in-the-loop expectations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governance: Option<Value>,
+    /// Other expectation keys of the source (mas-lab `metrics`, `recovery`, ...).
+    #[serde(flatten)]
+    pub extra: Map,
+}
+
+impl Expectations {
+    pub fn is_empty(&self) -> bool {
+        self == &Expectations::default()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Outcome {
+    Text(String),
+    Detailed { outcome: String, role: OutcomeRole },
+}
+
+impl Outcome {
+    pub fn text(&self) -> &str {
+        match self {
+            Outcome::Text(text) | Outcome::Detailed { outcome: text, .. } => text,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeRole {
+    /// Must hold for the case to pass.
+    Gate,
+    /// Reported, not required.
+    Observe,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Review {
+    Draft,
+    Reviewed,
+    Rejected,
+}
+
+/// Where a case came from. `format` names the source format; `id_derived` marks an id that
+/// casebook made up because the source had none (it is never written back to such a format);
+/// `layout` holds what that format's writer needs to reproduce the source shape exactly (which
+/// keys were at the top level, which spelling a field used). Other writers ignore `layout`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub id_derived: bool,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub layout: Map,
+    /// Anything else a producer recorded (a source trace id, say).
+    #[serde(flatten)]
+    pub extra: Map,
+}

@@ -1,0 +1,127 @@
+//! Diagnostics (SPEC §4): every problem casebook reports about a user's input, with a stable code,
+//! a 1-based location in the source file, a JSON Pointer into the case, and a hint.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// Stable diagnostic codes. The string form (`E-json-syntax`) is part of casebook's interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    JsonSyntax,
+    YamlSyntax,
+    CsvSyntax,
+    InvalidUtf8,
+    TooDeep,
+    DuplicateKey,
+    MissingField,
+    WrongType,
+    InvalidValue,
+    UnknownField,
+    DuplicateId,
+    UnknownRole,
+    PerTurnLength,
+    SeedPathMissing,
+    SeedPathEscapes,
+    RubricConflict,
+    IntegerRange,
+    EmptyDataset,
+    MixedShape,
+    FieldConflict,
+    UnknownFormat,
+    /// A value the target format cannot hold (convert only).
+    Unrepresentable,
+    Bom,
+    Dropped,
+    SuspiciousField,
+    EmptyDatasetAccepted,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::JsonSyntax => "E-json-syntax",
+            Code::YamlSyntax => "E-yaml-syntax",
+            Code::CsvSyntax => "E-csv-syntax",
+            Code::InvalidUtf8 => "E-invalid-utf8",
+            Code::TooDeep => "E-too-deep",
+            Code::DuplicateKey => "E-duplicate-key",
+            Code::MissingField => "E-missing-field",
+            Code::WrongType => "E-wrong-type",
+            Code::InvalidValue => "E-invalid-value",
+            Code::UnknownField => "E-unknown-field",
+            Code::DuplicateId => "E-duplicate-id",
+            Code::UnknownRole => "E-unknown-role",
+            Code::PerTurnLength => "E-per-turn-length",
+            Code::SeedPathMissing => "E-seed-path-missing",
+            Code::SeedPathEscapes => "E-seed-path-escapes",
+            Code::RubricConflict => "E-rubric-conflict",
+            Code::IntegerRange => "E-integer-range",
+            Code::EmptyDataset => "E-empty-dataset",
+            Code::MixedShape => "E-mixed-shape",
+            Code::FieldConflict => "E-field-conflict",
+            Code::UnknownFormat => "E-unknown-format",
+            Code::Unrepresentable => "E-unrepresentable",
+            Code::Bom => "W-bom",
+            Code::Dropped => "W-dropped",
+            Code::SuspiciousField => "W-unknown-field",
+            Code::EmptyDatasetAccepted => "W-empty-dataset",
+        }
+    }
+
+    pub fn severity(self) -> Severity {
+        if self.as_str().starts_with("W-") { Severity::Warning } else { Severity::Error }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// One problem in one file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: Code,
+    pub message: String,
+    /// The file, as the user named it.
+    pub file: String,
+    /// 1-based line; 0 when the problem concerns the file as a whole.
+    pub line: u64,
+    /// 1-based column, in characters; 0 when the problem concerns the file as a whole.
+    pub column: u64,
+    /// JSON Pointer into the case (or the dataset) the problem is in.
+    pub pointer: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Byte offset of the start of `line` in the file, so a renderer can show the source line.
+    #[serde(skip)]
+    pub line_offset: Option<u64>,
+}
+
+impl Diagnostic {
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.code, self.message)
+    }
+}

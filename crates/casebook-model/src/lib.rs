@@ -1,0 +1,16 @@
+//! casebook's data model: the case with its task and expectations halves, the dataset header,
+//! and the diagnostic every user-facing problem becomes. Pure data and serde; no I/O.
+
+mod case;
+mod dataset;
+mod diagnostic;
+
+pub use case::{
+    Case, ContextItem, Expectations, MemorySeeds, Outcome, OutcomeRole, Provenance, Review, Role, Seed, Task, Tool,
+    Turn,
+};
+pub use dataset::DatasetHeader;
+pub use diagnostic::{Code, Diagnostic, Severity};
+
+/// A JSON object with its keys in source order.
+pub type Map = serde_json::Map<String, serde_json::Value>;
