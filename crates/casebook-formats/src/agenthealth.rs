@@ -239,7 +239,7 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
     if let Some(t) = &case.expected.trajectory {
         out.insert("expectedTrajectory".into(), t.clone());
     }
-    if !labels.is_empty() || layout::flag(layout, "labels") {
+    if !labels.is_empty() || layout::flag(layout, "labels") || (layout.is_none() && case.labels.is_some()) {
         let items: Vec<Value> = if layout::flag(layout, "label_objects") || (documented && layout.is_none()) {
             labels
                 .iter()

@@ -150,6 +150,8 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
         if format == Format::AgentHealth {
             let d = cx.report(Code::EmptyDatasetAccepted, node.offset, &root_ptr, "the dataset has no test cases");
             d.hint = Some("Agent Health's importer rejects an empty array".into());
+        } else if format == Format::Casebook {
+            cx.report(Code::EmptyDatasetAccepted, node.offset, &root_ptr, "the dataset has no cases");
         } else {
             let d = cx.report(
                 Code::EmptyDataset,

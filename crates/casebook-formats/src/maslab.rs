@@ -392,7 +392,8 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
     for (field, value) in fields {
         out.insert(field.into(), value);
     }
-    if !labels.is_empty() || layout::flag(layout, "tags") {
+    // A casebook `labels: []` stays an empty list; one from a mas-lab field does not.
+    if !labels.is_empty() || layout::flag(layout, "tags") || (layout.is_none() && case.labels.is_some()) {
         out.insert("tags".into(), json!(labels));
     }
     if let Some(m) = metadata {

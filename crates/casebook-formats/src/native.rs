@@ -40,6 +40,8 @@ const EXPECTED_FIELDS: &[&str] = &[
     "tool_calls",
     "governance",
 ];
+/// The key of the header record a native JSONL file may start with.
+pub const HEADER_KEY: &str = "$dataset";
 pub const HEADER_FIELDS: &[&str] = &["name", "description", "labels", "metadata", "provenance", "cases"];
 
 pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {

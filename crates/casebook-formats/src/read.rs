@@ -159,13 +159,19 @@ pub fn read<W: Send>(
                 Some(other) => return Err(incompatible(other, syntax)),
                 None => first_row_format(&head),
             };
-            let header = line_header(input, format);
+            let mut header = line_header(input, format);
+            let mut header_line = None;
+            if format == Format::Casebook {
+                if let Some((line, h)) = native_jsonl_header(&mut state, input, &head, base) {
+                    header = h;
+                    header_line = Some(line);
+                }
+            }
             if state.start(Start { format, syntax, header }) == Flow::Stop {
                 return Ok(state.finish());
             }
-            let worker = |chunk: &Chunk| {
-                jsonl_chunk(chunk, &input.display, format, input.path.as_deref().and_then(Path::parent))
-            };
+            let base_dir = input.path.as_deref().and_then(Path::parent);
+            let worker = |chunk: &Chunk| jsonl_chunk(chunk, &input.display, format, base_dir, header_line);
             stream(&mut state, reader, head, base, 1, opts.threads, &split_lines, &worker)?;
         }
         Syntax::Csv => {
@@ -310,7 +316,8 @@ impl<'c, W> State<'c, W> {
     }
 
     fn start(&mut self, start: Start) -> Flow {
-        self.needs_cases = start.format != Format::AgentHealth;
+        // Agent Health and casebook datasets may be empty (a warning); the others need cases.
+        self.needs_cases = !matches!(start.format, Format::AgentHealth | Format::Casebook);
         let flow = self.consumer.start(&start);
         if flow == Flow::Stop {
             self.stopped = true;
@@ -589,7 +596,42 @@ fn utf8_error(file: &str, bytes: &[u8], line: u64, offset: u64, err: std::str::U
     d
 }
 
-fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path>) -> Batch {
+/// The header record `{"$dataset": {...}}` a native JSONL file may start with, and its line.
+fn native_jsonl_header<W>(
+    state: &mut State<'_, W>,
+    input: &Input,
+    head: &[u8],
+    base: usize,
+) -> Option<(u64, DatasetHeader)> {
+    let mut offset = 0;
+    let mut line = 1;
+    for raw in head.split(|b| *b == b'\n') {
+        if !raw.iter().all(u8::is_ascii_whitespace) {
+            break;
+        }
+        offset += raw.len() + 1;
+        line += 1;
+    }
+    let end = memchr::memchr(b'\n', &head[offset.min(head.len())..]).map_or(head.len(), |i| offset + i);
+    let text = std::str::from_utf8(head.get(offset..end)?).ok()?;
+    let node = json::parse(text).ok()?;
+    let inner = match &node.value {
+        crate::node::NodeValue::Object(entries) if entries.len() == 1 && entries[0].key == native::HEADER_KEY => {
+            &entries[0].value
+        }
+        _ => return None,
+    };
+    let src = Source::new(&input.display, text, line, (base + offset) as u64);
+    let mut cx = Cx::new(&src, None);
+    let mut header = native::read_header(&mut cx, inner);
+    state.pending.append(&mut cx.diags);
+    if header.name.is_none() {
+        header.name = Some(input.stem());
+    }
+    Some((line, header))
+}
+
+fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path>, skip_line: Option<u64>) -> Batch {
     let mut batch = Batch::default();
     let mut line = chunk.first_line;
     let mut start = 0;
@@ -602,7 +644,7 @@ fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path
         }
         let row_offset = chunk.file_offset + start as u64;
         let is_last = chunk.last && end >= bytes.len();
-        if !row.iter().all(u8::is_ascii_whitespace) {
+        if !row.iter().all(u8::is_ascii_whitespace) && skip_line != Some(line) {
             match std::str::from_utf8(row) {
                 Err(err) => batch.diagnostics.push(utf8_error(file, row, line, row_offset, err)),
                 Ok(text) => jsonl_row(&mut batch, file, text, line, row_offset, format, base_dir, is_last),

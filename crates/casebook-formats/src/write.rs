@@ -216,7 +216,13 @@ impl Encoder {
         let kept = doc_layout.and_then(|l| l.get("document")).and_then(Value::as_object).cloned().unwrap_or_default();
         let mark = json!(ITEMS_MARK);
         let doc: Option<Value> = match self.format {
-            Format::Casebook if self.syntax == Syntax::Jsonl => None,
+            Format::Casebook if self.syntax == Syntax::Jsonl => {
+                if !trivial(header) {
+                    let record = json!({ crate::native::HEADER_KEY: header });
+                    self.prologue = format!("{record}\n");
+                }
+                None
+            }
             Format::Casebook => {
                 let mut d = Map::new();
                 let mut h = serde_json::to_value(header).unwrap_or(json!({}));
@@ -290,6 +296,21 @@ impl Encoder {
             (_, None) => {}
         }
     }
+}
+
+/// Whether a header holds nothing a JSONL file needs to keep: a name made from the file name and
+/// where the data came from.
+fn trivial(header: &DatasetHeader) -> bool {
+    let layout_trivial = header
+        .provenance
+        .as_ref()
+        .is_none_or(|p| p.extra.is_empty() && p.layout.keys().all(|k| k == "name_derived" || k == "columns"));
+    let name_derived = header.provenance.as_ref().is_some_and(|p| layout::flag(Some(&p.layout), "name_derived"));
+    header.description.is_none()
+        && header.labels.is_none()
+        && header.metadata.is_none()
+        && layout_trivial
+        && (header.name.is_none() || name_derived)
 }
 
 fn native_value(case: &Case) -> Map {

@@ -1,0 +1,181 @@
+//! The real corpus (`shared/corpus`): every file its own system accepts reads without errors,
+//! converts to its own format as the same JSON value, and survives a trip through casebook's
+//! native format in each of its syntaxes.
+
+use casebook_formats::{Format, Syntax};
+use casebook_model::Code;
+
+use crate::harness::{cases_of, convert_file, corpus, errors, temp_file, value_of};
+
+/// `(path under corpus/, format, syntax)` of every dataset its source system accepts.
+const ACCEPTED: &[(&str, Format, Syntax)] = &[
+    ("agent-health/sample-import-test-cases.json", Format::AgentHealth, Syntax::Json),
+    ("agent-health/otel-benchmark-test-cases.json", Format::AgentHealth, Syntax::Json),
+    ("agent-health/observability-agent-benchmark.json", Format::AgentHealth, Syntax::Json),
+    ("agent-health/rca.json", Format::AgentHealth, Syntax::Json),
+    ("agent-health/conversational_queries.json", Format::AgentHealth, Syntax::Json),
+    ("letta-evals/multiturn-per-turn-grading/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/per-sample-rubric/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/programmatic-agent-creation/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/custom-tool-grader-and-extractor/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/letta-code-simple-edit/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/multi-model-simple-rubric-grader/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/multiturn-memory-block-extractor/dataset.jsonl", Format::Letta, Syntax::Jsonl),
+    ("letta-evals/reward-composition/dataset.csv", Format::Letta, Syntax::Csv),
+    ("letta-evals/simple-tool-grader/dataset.csv", Format::Letta, Syntax::Csv),
+    ("letta-evals/letta-agent-rubric-grader/dataset.csv", Format::Letta, Syntax::Csv),
+    ("voltagent/general.json", Format::Voltagent, Syntax::Json),
+    ("voltagent/geography.json", Format::Voltagent, Syntax::Json),
+    ("voltagent/history.json", Format::Voltagent, Syntax::Json),
+    ("voltagent/math.json", Format::Voltagent, Syntax::Json),
+    ("voltagent/science.json", Format::Voltagent, Syntax::Json),
+    ("voltagent/supervisor.json", Format::Voltagent, Syntax::Json),
+    ("mas-lab/tests/fixtures/lab-smoke/dataset.yaml", Format::Maslab, Syntax::Yaml),
+    ("mas-lab/labs/extensions.lab/datasets/fact-recall-smoke.yaml", Format::Maslab, Syntax::Yaml),
+    ("mas-lab/labs/lifecycle-control.lab/datasets/lifecycle-queries.yaml", Format::Maslab, Syntax::Yaml),
+    ("mas-lab/library-samples/datasets/qa-agent-default.yaml", Format::Maslab, Syntax::Yaml),
+    ("mas-lab/library-samples/datasets/qa-agent-default.json", Format::Maslab, Syntax::Json),
+    (
+        "mas-lab/docs/tutorials/01-building-an-agent/experiments/memory-provenance/dataset.yaml",
+        Format::Maslab,
+        Syntax::Yaml,
+    ),
+    ("mas-lab/docs/tutorials/03-experiments-and-analysis/dataset.yaml", Format::Maslab, Syntax::Yaml),
+    ("mas-lab/tests/fixtures/golden-runs/capture/dataset.yaml", Format::Maslab, Syntax::Yaml),
+];
+
+#[test]
+fn every_accepted_file_converts_to_its_own_format_unchanged() {
+    let mut failures = Vec::new();
+    for (rel, format, syntax) in ACCEPTED {
+        let path = corpus().join(rel);
+        // Detection alone must find the format.
+        let (out, diags) = convert_file(&path, None, *format, *syntax, None);
+        let errs = errors(&diags);
+        if !errs.is_empty() {
+            failures.push(format!("{rel}: errors {errs:?}"));
+            continue;
+        }
+        let original = value_of(&fs_err::read(&path).expect("corpus file"), *syntax);
+        let back = value_of(&out, *syntax);
+        if original != back {
+            failures.push(format!(
+                "{rel}: X → X differs\n--- original\n{}\n--- converted\n{}",
+                serde_json::to_string_pretty(&original).unwrap(),
+                serde_json::to_string_pretty(&back).unwrap()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn every_accepted_file_survives_a_trip_through_casebook() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (rel, format, syntax) in ACCEPTED {
+        let path = corpus().join(rel);
+        let original = value_of(&fs_err::read(&path).unwrap(), *syntax);
+        for native in [Syntax::Jsonl, Syntax::Yaml, Syntax::Json] {
+            let (middle, diags) = convert_file(&path, Some(*format), Format::Casebook, native, None);
+            if !errors(&diags).is_empty() {
+                failures.push(format!("{rel} → casebook {native:?}: {:?}", errors(&diags)));
+                continue;
+            }
+            // Keep the folder so relative paths (seed files) still resolve.
+            let name = format!("{}.{}", rel.replace('/', "_"), native.name());
+            let middle_path = temp_file(&dir, &name, &middle);
+            let (out, diags) = convert_file(&middle_path, Some(Format::Casebook), *format, *syntax, None);
+            if !errors(&diags).is_empty() {
+                failures.push(format!("{rel} → casebook {native:?} → back: {:?}", errors(&diags)));
+                continue;
+            }
+            let back = value_of(&out, *syntax);
+            if original != back {
+                failures.push(format!(
+                    "{rel} via casebook {native:?} differs\n--- original\n{}\n--- back\n{}\n--- middle\n{}",
+                    serde_json::to_string_pretty(&original).unwrap(),
+                    serde_json::to_string_pretty(&back).unwrap(),
+                    String::from_utf8_lossy(&middle)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn agent_health_invalid_import_gets_one_error_per_missing_field() {
+    let path = corpus().join("agent-health/invalid-import-test-cases.json");
+    let (_, diags) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    let missing: Vec<(&str, u64, u64, String)> =
+        diags.iter().map(|d| (d.code.as_str(), d.line, d.column, d.message.clone())).collect();
+    let expected: Vec<(&str, u64, u64, String)> = ["category", "difficulty", "initialPrompt", "expectedOutcomes"]
+        .iter()
+        .map(|f| (Code::MissingField.as_str(), 2, 3, format!("missing required field `{f}`")))
+        .collect();
+    assert_eq!(missing, expected);
+}
+
+#[test]
+fn strings_holding_json_stay_strings_and_integers_stay_integers() {
+    // custom-tool-grader: ground_truth is JSON text in a string.
+    let path = corpus().join("letta-evals/custom-tool-grader-and-extractor/dataset.jsonl");
+    let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    let rows = cases_of(&out);
+    let first = &rows[0]["expected"]["output"];
+    assert!(first.as_str().is_some_and(|s| s.starts_with("{\"category\"")), "{first}");
+    // rca.json: context values are JSON documents stored as strings.
+    let path = corpus().join("agent-health/rca.json");
+    let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    let rows = cases_of(&out);
+    assert!(rows[0]["context"][0]["content"].as_str().is_some_and(|s| s.starts_with("{\"appId\"")));
+    // lab-smoke: `id: 1` is the case id "1" and goes back as the integer 1.
+    let path = corpus().join("mas-lab/tests/fixtures/lab-smoke/dataset.yaml");
+    let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    assert_eq!(cases_of(&out)[0]["id"], "1");
+    let (out, _) = convert_file(&path, None, Format::Maslab, Syntax::Yaml, None);
+    assert_eq!(value_of(&out, Syntax::Yaml)["spec"]["items"][0]["id"], 1);
+}
+
+#[test]
+fn simple_tool_grader_braces_are_text_not_json() {
+    let path = corpus().join("letta-evals/simple-tool-grader/dataset.csv");
+    let (out, diags) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty());
+    let rows = cases_of(&out);
+    let truths: Vec<&str> =
+        rows.as_array().unwrap().iter().map(|r| r["expected"]["output"].as_str().unwrap()).collect();
+    assert_eq!(truths, ["{4}", "{Notepad}", "{.html}", "{BODY}", "{US English}"]);
+}
+
+#[test]
+fn multi_turn_letta_rows_become_turns_with_per_turn_expectations() {
+    let path = corpus().join("letta-evals/multiturn-per-turn-grading/dataset.jsonl");
+    let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    let rows = cases_of(&out);
+    assert_eq!(rows[0]["input"], "Answer with only the capital: France");
+    assert_eq!(rows[0]["turns"][1]["content"], "Answer with only the capital: Italy");
+    assert_eq!(rows[0]["turns"][1]["role"], "user");
+    assert_eq!(rows[0]["expected"]["per_turn"], serde_json::json!(["Paris", "Berlin", "Rome"]));
+}
+
+#[test]
+fn derived_ids_do_not_depend_on_row_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = corpus().join("voltagent/general.json");
+    let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    let ids = |v: serde_json::Value| -> Vec<String> {
+        let mut ids: Vec<String> = v.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    let forward = ids(cases_of(&out));
+    let mut doc = value_of(&fs_err::read(&path).unwrap(), Syntax::Json);
+    doc["data"].as_array_mut().unwrap().reverse();
+    let reversed = temp_file(&dir, "general.json", serde_json::to_string(&doc).unwrap().as_bytes());
+    let (out, _) = convert_file(&reversed, None, Format::Casebook, Syntax::Jsonl, None);
+    assert_eq!(forward, ids(cases_of(&out)));
+    // Near-duplicates (' versus ’) are different cases.
+    assert_eq!(forward.len(), 10);
+}
