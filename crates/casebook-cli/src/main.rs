@@ -11,6 +11,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Parsing allocates many small strings on worker threads and frees them on another; mimalloc
+/// handles that without the lock contention of the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How a command ended, when it did not fail outright.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

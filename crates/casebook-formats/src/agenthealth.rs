@@ -55,7 +55,7 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     if let Some(n) = f.take("labels") {
         let p = ptr.key("labels");
         labels = parts::list(cx, n, &p, |cx, item, p| match &item.value {
-            NodeValue::String(s) => Some(s.clone()),
+            NodeValue::String(s) => Some(s.to_string()),
             NodeValue::Object(_) => {
                 let key = item.get("key").and_then(Node::as_str);
                 let value = item.get("value").and_then(Node::as_str);

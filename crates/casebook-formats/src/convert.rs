@@ -66,7 +66,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
         Flow::Continue
     }
 
-    fn batch(&mut self, mut batch: Batch, encoded: Encoded) -> Flow {
+    fn batch(&mut self, batch: &mut Batch, encoded: Encoded) -> Flow {
         self.summary.cases += batch.cases.len() as u64;
         self.summary.written += encoded.written as u64;
         for (i, fields) in &encoded.lost {
@@ -183,7 +183,7 @@ pub fn csv_columns(input: &Input, opts: &ReadOptions, target: &Target) -> Result
                 .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
             Flow::Continue
         }
-        fn batch(&mut self, _: Batch, columns: Vec<String>) -> Flow {
+        fn batch(&mut self, _: &mut Batch, columns: Vec<String>) -> Flow {
             for c in columns {
                 if !self.0.contains(&c) {
                     self.0.push(c);

@@ -176,11 +176,11 @@ fn with_ptr(segments: &[&str], f: impl FnOnce(&Ptr<'_>)) {
 }
 
 /// Keeps the document keys no reader took, for the writer of the same format.
-fn keep_rest(cx: &mut Cx<'_>, f: &Fields<'_>, ptr: &Ptr<'_>, doc_layout: &mut Map) {
+fn keep_rest(cx: &mut Cx<'_>, f: &Fields<'_, '_>, ptr: &Ptr<'_>, doc_layout: &mut Map) {
     let mut rest = Map::new();
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
-            rest.insert(entry.key.clone(), v);
+            rest.insert(entry.key.to_string(), v);
         }
     }
     if !rest.is_empty() {
@@ -188,13 +188,13 @@ fn keep_rest(cx: &mut Cx<'_>, f: &Fields<'_>, ptr: &Ptr<'_>, doc_layout: &mut Ma
     }
 }
 
-fn read_manifest_header<'n>(
+fn read_manifest_header<'n, 's>(
     cx: &mut Cx<'_>,
-    root: &'n Node,
-    entries: &'n [crate::node::Entry],
+    root: &'n Node<'s>,
+    entries: &'n [crate::node::Entry<'s>],
     header: &mut DatasetHeader,
     doc_layout: &mut Map,
-) -> Option<(&'n [Node], &'static [&'static str])> {
+) -> Option<(&'n [Node<'s>], &'static [&'static str])> {
     let root_ptr = Ptr::ROOT;
     let mut f = Fields::new(cx, entries, &root_ptr);
     let mut document = Map::new();
@@ -234,7 +234,7 @@ fn read_manifest_header<'n>(
             let mut rest = Map::new();
             for entry in mf.rest() {
                 if let Some(v) = cx.json(&entry.value, &p.key(&entry.key)) {
-                    rest.insert(entry.key.clone(), v);
+                    rest.insert(entry.key.to_string(), v);
                 }
             }
             if !rest.is_empty() {
@@ -247,7 +247,7 @@ fn read_manifest_header<'n>(
     let mut other = Map::new();
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &root_ptr.key(&entry.key)) {
-            other.insert(entry.key.clone(), v);
+            other.insert(entry.key.to_string(), v);
         }
     }
     let Some(spec) = spec else {
@@ -261,7 +261,7 @@ fn read_manifest_header<'n>(
     let mut spec_rest = Map::new();
     for entry in sf.rest() {
         if let Some(v) = cx.json(&entry.value, &spec_ptr.key(&entry.key)) {
-            spec_rest.insert(entry.key.clone(), v);
+            spec_rest.insert(entry.key.to_string(), v);
         }
     }
     document.insert("spec".into(), Value::Object(spec_rest));

@@ -2,6 +2,8 @@
 //! deeper than [`MAX_DEPTH`] instead of overflowing the stack, and keeps numbers as written so
 //! integers stay integers and out-of-range ones can be reported with their location.
 
+use std::borrow::Cow;
+
 use crate::node::{Entry, Node, NodeValue};
 
 /// Deeper documents are refused: no dataset needs it, and recursion must stay bounded.
@@ -16,7 +18,7 @@ pub struct SyntaxError {
 }
 
 /// Parses one JSON value that must fill `text` (surrounding whitespace allowed).
-pub fn parse(text: &str) -> Result<Node, SyntaxError> {
+pub fn parse(text: &str) -> Result<Node<'_>, SyntaxError> {
     let mut parser = Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0 };
     parser.skip_ws();
     let node = parser.value()?;
@@ -34,7 +36,7 @@ struct Parser<'a> {
     depth: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, message: impl Into<String>) -> SyntaxError {
         SyntaxError { offset: self.pos, message: message.into(), too_deep: false }
     }
@@ -49,7 +51,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<Node, SyntaxError> {
+    fn value(&mut self) -> Result<Node<'a>, SyntaxError> {
         let offset = self.pos;
         let value = match self.peek() {
             None => return Err(self.error("unexpected end of input, expected a value")),
@@ -68,7 +70,7 @@ impl Parser<'_> {
         Ok(Node { offset, value })
     }
 
-    fn literal(&mut self, word: &str, value: NodeValue) -> Result<NodeValue, SyntaxError> {
+    fn literal(&mut self, word: &str, value: NodeValue<'a>) -> Result<NodeValue<'a>, SyntaxError> {
         if self.bytes[self.pos..].starts_with(word.as_bytes()) {
             self.pos += word.len();
             Ok(value)
@@ -87,7 +89,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn object(&mut self) -> Result<NodeValue, SyntaxError> {
+    fn object(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
         self.enter()?;
         self.pos += 1;
         let mut entries = Vec::new();
@@ -131,7 +133,7 @@ impl Parser<'_> {
         Ok(NodeValue::Object(entries))
     }
 
-    fn array(&mut self) -> Result<NodeValue, SyntaxError> {
+    fn array(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
         self.enter()?;
         self.pos += 1;
         let mut items = Vec::new();
@@ -162,7 +164,7 @@ impl Parser<'_> {
         Ok(NodeValue::Array(items))
     }
 
-    fn string(&mut self) -> Result<String, SyntaxError> {
+    fn string(&mut self) -> Result<Cow<'a, str>, SyntaxError> {
         self.pos += 1; // opening quote
         let start = self.pos;
         // Fast path: no escapes.
@@ -170,9 +172,9 @@ impl Parser<'_> {
             match self.peek() {
                 None => return Err(self.error("unexpected end of input inside a string")),
                 Some(b'"') => {
-                    let s = self.text[start..self.pos].to_owned();
+                    let s = &self.text[start..self.pos];
                     self.pos += 1;
-                    return Ok(s);
+                    return Ok(Cow::Borrowed(s));
                 }
                 Some(b'\\') => break,
                 Some(b) if b < 0x20 => return Err(self.control_error(b)),
@@ -194,7 +196,7 @@ impl Parser<'_> {
                 None => return Err(self.error("unexpected end of input inside a string")),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(Cow::Owned(out));
                 }
                 Some(b'\\') => self.escape(&mut out)?,
                 Some(b) => return Err(self.control_error(b)),
@@ -260,7 +262,7 @@ impl Parser<'_> {
         Ok(value)
     }
 
-    fn number(&mut self) -> Result<NodeValue, SyntaxError> {
+    fn number(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -292,7 +294,7 @@ impl Parser<'_> {
             }
             self.digits();
         }
-        Ok(NodeValue::Number(self.text[start..self.pos].into()))
+        Ok(NodeValue::Number(Cow::Borrowed(&self.text[start..self.pos])))
     }
 
     fn digits(&mut self) {

@@ -18,7 +18,7 @@ const METADATA_ABSENT: &str = "metadata_absent";
 /// A key that looks like a misspelt `known` one gets a warning: it was probably meant as that.
 pub fn lift_unknown(
     cx: &mut Cx<'_>,
-    fields: &Fields<'_>,
+    fields: &Fields<'_, '_>,
     ptr: &Ptr<'_>,
     metadata: &mut Option<Map>,
     layout: &mut Map,
@@ -39,9 +39,9 @@ pub fn lift_unknown(
 }
 
 /// Moves `entries` into `metadata`, recording their keys under `layout[layout_key]`.
-pub fn lift<'e>(
+pub fn lift<'e, 's: 'e>(
     cx: &mut Cx<'_>,
-    entries: impl Iterator<Item = &'e crate::node::Entry>,
+    entries: impl Iterator<Item = &'e crate::node::Entry<'s>>,
     ptr: &Ptr<'_>,
     metadata: &mut Option<Map>,
     layout: &mut Map,
@@ -55,7 +55,7 @@ pub fn lift<'e>(
             layout.insert(METADATA_ABSENT.into(), Value::Bool(true));
             Map::new()
         });
-        if target.contains_key(&entry.key) {
+        if target.contains_key(entry.key.as_ref()) {
             let d = cx.report(
                 Code::FieldConflict,
                 entry.key_offset,
@@ -65,8 +65,8 @@ pub fn lift<'e>(
             d.hint = Some("rename one of them: unknown top-level fields are kept in `metadata`".into());
             continue;
         }
-        target.insert(entry.key.clone(), value);
-        lifted.push(Value::String(entry.key.clone()));
+        target.insert(entry.key.to_string(), value);
+        lifted.push(Value::String(entry.key.to_string()));
     }
     if !lifted.is_empty() {
         layout.insert(layout_key.into(), Value::Array(lifted));

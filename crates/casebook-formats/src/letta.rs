@@ -67,7 +67,7 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         Some(n) => {
             let p = ptr.key(input_key);
             match &n.value {
-                NodeValue::String(s) => task = Some(Task::new(Value::String(s.clone()))),
+                NodeValue::String(s) => task = Some(Task::new(Value::String(s.to_string()))),
                 NodeValue::Array(items) if items.is_empty() => {
                     cx.report(Code::InvalidValue, n.offset, &p, "`input` is an empty list").hint =
                         Some("give at least one message".into());
@@ -95,7 +95,7 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     if let Some(n) = f.take("ground_truth") {
         let p = ptr.key("ground_truth");
         match &n.value {
-            NodeValue::String(s) => expected.output = Some(Value::String(s.clone())),
+            NodeValue::String(s) => expected.output = Some(Value::String(s.to_string())),
             NodeValue::Null => expected.output = Some(Value::Null),
             NodeValue::Array(items) => {
                 if let Some(values) = cx.strings(n, &p) {
@@ -174,7 +174,7 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
 
 fn read_id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, layout: &mut Map) -> Option<String> {
     match &node.value {
-        NodeValue::String(s) if !s.is_empty() => Some(s.clone()),
+        NodeValue::String(s) if !s.is_empty() => Some(s.to_string()),
         NodeValue::Number(text) if is_integer(text) => {
             // Out-of-range integers are reported by `value`.
             cx.value(node, ptr)?;

@@ -64,7 +64,7 @@ pub fn read_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
 
     let id = match f.take("id") {
         Some(n) => match &n.value {
-            NodeValue::String(s) if !s.is_empty() => Some(s.clone()),
+            NodeValue::String(s) if !s.is_empty() => Some(s.to_string()),
             NodeValue::Number(text) if is_integer(text) => {
                 cx.value(n, &ptr.key("id"))?;
                 layout.insert("id_int".into(), Value::Bool(true));
@@ -220,7 +220,7 @@ fn read_expectations(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Expe
     };
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
-            e.extra.insert(entry.key.clone(), v);
+            e.extra.insert(entry.key.to_string(), v);
         }
     }
     Some(e)
@@ -236,7 +236,7 @@ fn merge_expectations(into: &mut Expectations, from: Expectations) {
 fn read_flat(
     cx: &mut Cx<'_>,
     node: &Node,
-    f: &mut Fields<'_>,
+    f: &mut Fields<'_, '_>,
     ptr: &Ptr<'_>,
     expected: &mut Expectations,
     layout: &mut Map,

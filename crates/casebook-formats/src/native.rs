@@ -49,7 +49,7 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     let errors_before = cx.diags.len();
     let mut f = Fields::new(cx, entries, ptr);
     let id = f.take("id").and_then(|n| match &n.value {
-        NodeValue::String(s) if !s.is_empty() => Some(s.clone()),
+        NodeValue::String(s) if !s.is_empty() => Some(s.to_string()),
         NodeValue::String(_) => {
             cx.report(Code::InvalidValue, n.offset, &ptr.key("id"), "the case id is empty");
             None
@@ -185,7 +185,7 @@ fn expectations(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, messages: usize) ->
             .hint = Some(format!("did you mean `{known}`?"));
         }
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
-            e.extra.insert(entry.key.clone(), v);
+            e.extra.insert(entry.key.to_string(), v);
         }
     }
     Some(e)
@@ -237,7 +237,7 @@ pub fn provenance(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Provena
     }
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
-            p.extra.insert(entry.key.clone(), v);
+            p.extra.insert(entry.key.to_string(), v);
         }
     }
     Some(p)

@@ -1,6 +1,8 @@
 //! A parsed JSON or YAML value that remembers where each part of it was in the source, so that
 //! problems found while mapping it onto the case model can name a line and column.
 
+use std::borrow::Cow;
+
 use serde_json::{Number, Value};
 
 use crate::pointer::Ptr;
@@ -9,28 +11,29 @@ use crate::pointer::Ptr;
 pub const MAX_SAFE_INTEGER: u64 = 1 << 53;
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+pub struct Node<'s> {
     /// Byte offset of the node's first character in its document.
     pub offset: usize,
-    pub value: NodeValue,
+    pub value: NodeValue<'s>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum NodeValue {
+pub enum NodeValue<'s> {
     Null,
     Bool(bool),
     /// A number as written: its JSON spelling, already checked against the JSON grammar.
-    Number(Box<str>),
-    String(String),
-    Array(Vec<Node>),
-    Object(Vec<Entry>),
+    Number(Cow<'s, str>),
+    /// Borrowed from the source text unless it had escapes.
+    String(Cow<'s, str>),
+    Array(Vec<Node<'s>>),
+    Object(Vec<Entry<'s>>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub key: String,
+pub struct Entry<'s> {
+    pub key: Cow<'s, str>,
     pub key_offset: usize,
-    pub value: Node,
+    pub value: Node<'s>,
 }
 
 /// Why a node could not become a JSON value.
@@ -42,7 +45,7 @@ pub enum ValueError {
     NotFinite { offset: usize, pointer: String, text: String },
 }
 
-impl NodeValue {
+impl NodeValue<'_> {
     /// What a user would call this kind of value, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -57,7 +60,7 @@ impl NodeValue {
     }
 }
 
-impl Node {
+impl<'s> Node<'s> {
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {
             NodeValue::String(text) => Some(text),
@@ -69,8 +72,30 @@ impl Node {
         matches!(self.value, NodeValue::Null)
     }
 
+    /// The same node, owning all its text.
+    pub fn into_owned(self) -> Node<'static> {
+        let value = match self.value {
+            NodeValue::Null => NodeValue::Null,
+            NodeValue::Bool(b) => NodeValue::Bool(b),
+            NodeValue::Number(n) => NodeValue::Number(Cow::Owned(n.into_owned())),
+            NodeValue::String(s) => NodeValue::String(Cow::Owned(s.into_owned())),
+            NodeValue::Array(items) => NodeValue::Array(items.into_iter().map(Node::into_owned).collect()),
+            NodeValue::Object(entries) => NodeValue::Object(
+                entries
+                    .into_iter()
+                    .map(|e| Entry {
+                        key: Cow::Owned(e.key.into_owned()),
+                        key_offset: e.key_offset,
+                        value: e.value.into_owned(),
+                    })
+                    .collect(),
+            ),
+        };
+        Node { offset: self.offset, value }
+    }
+
     /// Looks up a key of an object node.
-    pub fn get(&self, key: &str) -> Option<&Node> {
+    pub fn get(&self, key: &str) -> Option<&Node<'s>> {
         match &self.value {
             NodeValue::Object(entries) => entries.iter().find(|e| e.key == key).map(|e| &e.value),
             _ => None,
@@ -83,7 +108,7 @@ impl Node {
             NodeValue::Null => Value::Null,
             NodeValue::Bool(b) => Value::Bool(*b),
             NodeValue::Number(text) => Value::Number(number(text, self.offset, ptr)?),
-            NodeValue::String(s) => Value::String(s.clone()),
+            NodeValue::String(s) => Value::String(s.to_string()),
             NodeValue::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
@@ -94,7 +119,7 @@ impl Node {
             NodeValue::Object(entries) => {
                 let mut out = serde_json::Map::with_capacity(entries.len());
                 for entry in entries {
-                    out.insert(entry.key.clone(), entry.value.to_value(&ptr.key(&entry.key))?);
+                    out.insert(entry.key.to_string(), entry.value.to_value(&ptr.key(&entry.key))?);
                 }
                 Value::Object(out)
             }

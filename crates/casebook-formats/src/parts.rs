@@ -61,7 +61,7 @@ pub fn turns(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, default_role: Option<R
 }
 
 /// Reports every key no mapper took as an unknown field, with a suggestion.
-pub fn unknown_fields(cx: &mut Cx<'_>, f: &Fields<'_>, ptr: &Ptr<'_>, known: &[&str]) {
+pub fn unknown_fields(cx: &mut Cx<'_>, f: &Fields<'_, '_>, ptr: &Ptr<'_>, known: &[&str]) {
     for entry in f.rest() {
         let d = cx.report(
             Code::UnknownField,
@@ -102,7 +102,7 @@ fn seed(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Seed> {
     let mut extra = Map::new();
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
-            extra.insert(entry.key.clone(), v);
+            extra.insert(entry.key.to_string(), v);
         }
     }
     Some(Seed { source: source?, content: content?, target_agent, metadata, extra })
@@ -125,7 +125,7 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
         }
         NodeValue::String(path) => {
             check_seed_file(cx, node, ptr, path);
-            Some(MemorySeeds::Path(path.clone()))
+            Some(MemorySeeds::Path(path.to_string()))
         }
         _ => {
             cx.wrong_type(node, ptr, "a list of seeds or a path to a seed file");
@@ -272,7 +272,7 @@ pub fn tool(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Tool> {
     let mut extra = Map::new();
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
-            extra.insert(entry.key.clone(), v);
+            extra.insert(entry.key.to_string(), v);
         }
     }
     Some(Tool { name: name?, description, parameters, extra })
@@ -280,7 +280,7 @@ pub fn tool(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Tool> {
 
 pub fn outcome(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Outcome> {
     match &node.value {
-        NodeValue::String(s) => Some(Outcome::Text(s.clone())),
+        NodeValue::String(s) => Some(Outcome::Text(s.to_string())),
         NodeValue::Object(entries) => {
             let mut f = Fields::new(cx, entries, ptr);
             let outcome = match f.take("outcome") {

@@ -21,7 +21,7 @@ use crate::tabular::{self, ColumnMap};
 use crate::{csvtext, documents, json, letta, native, yaml};
 
 /// Size of the chunks line-based files are cut into.
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 18;
 /// Cases per batch for whole-document files.
 const DOC_BATCH: usize = 4096;
 
@@ -88,6 +88,14 @@ pub struct Batch {
     pub diagnostics: Vec<Diagnostic>,
     /// Bytes of the file read up to the end of this batch (0 for whole-document files).
     pub end_offset: u64,
+    /// Hashes of the case ids, computed on the worker.
+    keys: Vec<u64>,
+}
+
+impl Batch {
+    fn hash_ids(&mut self) {
+        self.keys = self.cases.iter().map(|c| id_key(&c.id)).collect();
+    }
 }
 
 /// Whether to go on reading.
@@ -101,7 +109,8 @@ pub enum Flow {
 pub trait Consumer<W> {
     fn start(&mut self, start: &Start) -> Flow;
     /// Called in file order with each batch and what `work` made of it on a worker thread.
-    fn batch(&mut self, batch: Batch, work: W) -> Flow;
+    /// The batch is dropped on a worker thread afterwards, off the ordered path.
+    fn batch(&mut self, batch: &mut Batch, work: W) -> Flow;
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -326,16 +335,17 @@ impl<'c, W> State<'c, W> {
     }
 
     /// Checks ids and hands the batch to the consumer. `work` is `None` when it must be redone.
-    fn deliver(&mut self, mut batch: Batch, work: Option<W>) -> Flow {
+    /// Returns the batch so that it can be dropped elsewhere.
+    fn deliver(&mut self, mut batch: Batch, work: Option<W>) -> (Flow, Batch) {
         if self.stopped {
-            return Flow::Stop;
+            return (Flow::Stop, batch);
         }
         let mut renamed = false;
         let mut keep = vec![true; batch.cases.len()];
         for (i, case) in batch.cases.iter_mut().enumerate() {
             let loc = batch.locs[i];
             let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
-            let mut key = id_key(&case.id);
+            let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
             if derived {
                 // Identical tasks get `-2`, `-3`, ... in file order.
                 let base = case.id.clone();
@@ -370,6 +380,7 @@ impl<'c, W> State<'c, W> {
             batch.cases.retain(|_| *it.next().unwrap_or(&true));
             let mut it = keep.iter();
             batch.locs.retain(|_| *it.next().unwrap_or(&true));
+            batch.keys.clear();
             batch.diagnostics.sort_by_key(|d| (d.line, d.column));
         }
         if !self.pending.is_empty() {
@@ -382,11 +393,11 @@ impl<'c, W> State<'c, W> {
             Some(w) if !renamed && keep.iter().all(|k| *k) => w,
             _ => (self.work)(&batch),
         };
-        let flow = self.consumer.batch(batch, work);
+        let flow = self.consumer.batch(&mut batch, work);
         if flow == Flow::Stop {
             self.stopped = true;
         }
-        flow
+        (flow, batch)
     }
 
     fn count(&mut self, batch: &Batch) {
@@ -416,7 +427,7 @@ impl<'c, W> State<'c, W> {
             if !tail.diagnostics.is_empty() {
                 self.count(&tail);
                 let work = (self.work)(&tail);
-                self.consumer.batch(tail, work);
+                self.consumer.batch(&mut tail, work);
             }
         }
         self.summary.stopped = self.stopped;
@@ -473,10 +484,13 @@ fn stream<W: Send>(
     worker: &(dyn Fn(&Chunk) -> Batch + Sync),
 ) -> Result<(), ReadError> {
     let threads = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
-    let in_flight = threads * 4;
+    let in_flight = threads * 2;
     let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(in_flight);
     let chunk_rx = Mutex::new(chunk_rx);
     let (done_tx, done_rx) = sync_channel::<(u64, Batch, W)>(in_flight);
+    // Delivered batches go back to the workers to be freed there, in parallel.
+    let (spent_tx, spent_rx) = sync_channel::<Batch>(in_flight);
+    let spent_rx = Mutex::new(spent_rx);
     // Tokens bound the chunks alive at once, wherever they are.
     let (token_tx, token_rx) = sync_channel::<()>(in_flight);
     for _ in 0..in_flight {
@@ -490,17 +504,26 @@ fn stream<W: Send>(
             .spawn(move || produce(&mut reader, initial, first_offset, first_line, split, &chunk_tx, &token_rx, stop));
         for _ in 0..threads {
             let chunk_rx = &chunk_rx;
+            let spent_rx = &spent_rx;
             let done_tx = done_tx.clone();
             scope.spawn(move || {
                 loop {
+                    if let Ok(spent) = spent_rx.lock() {
+                        while let Ok(batch) = spent.try_recv() {
+                            drop(batch);
+                        }
+                    }
                     let chunk = match chunk_rx.lock() {
                         Ok(rx) => rx.recv(),
                         Err(_) => return,
                     };
                     let Ok(chunk) = chunk else { return };
-                    let batch = worker(&chunk);
+                    let mut batch = worker(&chunk);
+                    let seq = chunk.seq;
+                    drop(chunk);
+                    batch.hash_ids();
                     let out = work(&batch);
-                    if done_tx.send((chunk.seq, batch, out)).is_err() {
+                    if done_tx.send((seq, batch, out)).is_err() {
                         return;
                     }
                 }
@@ -514,7 +537,11 @@ fn stream<W: Send>(
             while let Some((batch, out)) = waiting.remove(&next) {
                 next += 1;
                 let _ = token_tx.send(());
-                if state.deliver(batch, Some(out)) == Flow::Stop {
+                let (flow, spent) = state.deliver(batch, Some(out));
+                if let Err(std::sync::mpsc::TrySendError::Full(spent)) = spent_tx.try_send(spent) {
+                    drop(spent);
+                }
+                if flow == Flow::Stop {
                     stop.store(true, Ordering::Relaxed);
                     break 'outer;
                 }
@@ -522,6 +549,7 @@ fn stream<W: Send>(
         }
         drop(done_rx);
         drop(token_tx);
+        drop(spent_tx);
         match producer.join() {
             Ok(result) => result,
             Err(_) => Err(ReadError::Usage("the reader thread failed".into())),
@@ -843,7 +871,7 @@ fn document<W>(
         batch.cases.push(case);
         if batch.cases.len() == DOC_BATCH {
             let full = std::mem::take(&mut batch);
-            if state.deliver(full, None) == Flow::Stop {
+            if state.deliver(full, None).0 == Flow::Stop {
                 return Ok(());
             }
         }

@@ -32,6 +32,11 @@ impl<'a> Source<'a> {
     /// `(line, column, byte offset of the line in the file)` of a byte offset into `text`.
     pub fn locate(&self, offset: usize) -> (u64, u64, u64) {
         let offset = offset.min(self.text.len());
+        if self.line_starts.get().is_none() && memchr::memchr(b'\n', &self.text.as_bytes()[..offset]).is_none() {
+            // On the first line (always, for a JSONL row): no line table needed.
+            let chars = self.text.get(..offset).unwrap_or("").chars().count() as u64;
+            return (self.first_line, self.first_column + chars, self.file_offset);
+        }
         let starts = self.line_starts.get_or_init(|| {
             let mut starts = vec![0];
             starts.extend(memchr::memchr_iter(b'\n', self.text.as_bytes()).map(|i| i + 1));
@@ -91,7 +96,7 @@ impl<'a> Cx<'a> {
 
     pub fn string(&mut self, node: &Node, ptr: &Ptr<'_>) -> Option<String> {
         match &node.value {
-            NodeValue::String(s) => Some(s.clone()),
+            NodeValue::String(s) => Some(s.to_string()),
             _ => {
                 self.wrong_type(node, ptr, "a string");
                 None
@@ -130,7 +135,7 @@ impl<'a> Cx<'a> {
         }
     }
 
-    pub fn object<'n>(&mut self, node: &'n Node, ptr: &Ptr<'_>) -> Option<&'n [Entry]> {
+    pub fn object<'n, 's>(&mut self, node: &'n Node<'s>, ptr: &Ptr<'_>) -> Option<&'n [Entry<'s>]> {
         match &node.value {
             NodeValue::Object(entries) => Some(entries),
             _ => {
@@ -140,7 +145,7 @@ impl<'a> Cx<'a> {
         }
     }
 
-    pub fn array<'n>(&mut self, node: &'n Node, ptr: &Ptr<'_>) -> Option<&'n [Node]> {
+    pub fn array<'n, 's>(&mut self, node: &'n Node<'s>, ptr: &Ptr<'_>) -> Option<&'n [Node<'s>]> {
         match &node.value {
             NodeValue::Array(items) => Some(items),
             _ => {
@@ -183,6 +188,13 @@ impl<'a> Cx<'a> {
         if entries.len() < 2 {
             return;
         }
+        if entries.len() > 32 {
+            // Many keys: look for a repeat in a set before the quadratic search that names it.
+            let mut seen = std::collections::HashSet::with_capacity(entries.len());
+            if entries.iter().all(|e| seen.insert(e.key.as_ref())) {
+                return;
+            }
+        }
         for (i, entry) in entries.iter().enumerate().skip(1) {
             if let Some(first) = entries[..i].iter().find(|e| e.key == entry.key) {
                 let (line, column, _) = self.src.locate(first.key_offset);
@@ -216,23 +228,26 @@ impl<'a> Cx<'a> {
 }
 
 /// The keys of one object, taken one by one by a mapper; what is left are the unknown ones.
-pub struct Fields<'n> {
-    entries: &'n [Entry],
-    taken: Vec<bool>,
+pub struct Fields<'n, 's> {
+    entries: &'n [Entry<'s>],
+    /// Which entries were taken: a bit mask, or a list for objects of more than 64 keys.
+    taken: u64,
+    taken_more: Vec<bool>,
 }
 
-impl<'n> Fields<'n> {
-    pub fn new(cx: &mut Cx<'_>, entries: &'n [Entry], ptr: &Ptr<'_>) -> Self {
+impl<'n, 's> Fields<'n, 's> {
+    pub fn new(cx: &mut Cx<'_>, entries: &'n [Entry<'s>], ptr: &Ptr<'_>) -> Self {
         cx.check_duplicate_keys(entries, ptr);
-        Self { entries, taken: vec![false; entries.len()] }
+        let taken_more = if entries.len() > 64 { vec![false; entries.len()] } else { Vec::new() };
+        Self { entries, taken: 0, taken_more }
     }
 
     /// The value of `key` (the first one if it is repeated), marking it as known.
-    pub fn take(&mut self, key: &str) -> Option<&'n Node> {
+    pub fn take(&mut self, key: &str) -> Option<&'n Node<'s>> {
         let mut found = None;
         for (i, entry) in self.entries.iter().enumerate() {
             if entry.key == key {
-                self.taken[i] = true;
+                self.mark(i);
                 found.get_or_insert(&entry.value);
             }
         }
@@ -243,9 +258,21 @@ impl<'n> Fields<'n> {
         self.entries.iter().any(|e| e.key == key)
     }
 
+    fn mark(&mut self, i: usize) {
+        if self.taken_more.is_empty() {
+            self.taken |= 1 << i;
+        } else {
+            self.taken_more[i] = true;
+        }
+    }
+
+    fn is_taken(&self, i: usize) -> bool {
+        if self.taken_more.is_empty() { self.taken & (1 << i) != 0 } else { self.taken_more[i] }
+    }
+
     /// Entries no `take` asked for, in source order.
-    pub fn rest(&self) -> impl Iterator<Item = &'n Entry> + '_ {
-        self.entries.iter().zip(&self.taken).filter(|(_, taken)| !**taken).map(|(e, _)| e)
+    pub fn rest(&self) -> impl Iterator<Item = &'n Entry<'s>> + '_ {
+        self.entries.iter().enumerate().filter(|(i, _)| !self.is_taken(*i)).map(|(_, e)| e)
     }
 }
 

@@ -70,11 +70,11 @@ impl ColumnMap {
     }
 }
 
-fn string_node(cx_text: &str, field: &Field) -> Node {
-    Node { offset: field.content_offset(), value: NodeValue::String(field.value(cx_text).into_owned()) }
+fn string_node<'t>(cx_text: &'t str, field: &Field) -> Node<'t> {
+    Node { offset: field.content_offset(), value: NodeValue::String(field.value(cx_text)) }
 }
 
-fn shift(node: &mut Node, by: usize) {
+fn shift(node: &mut Node<'_>, by: usize) {
     node.offset += by;
     match &mut node.value {
         NodeValue::Array(items) => items.iter_mut().for_each(|n| shift(n, by)),
@@ -87,10 +87,11 @@ fn shift(node: &mut Node, by: usize) {
 }
 
 /// Decodes a cell holding JSON, reporting syntax errors at their place in the cell.
-fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node> {
+fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'static>> {
     let text = field.value(cx.src.text);
     match json::parse(&text) {
-        Ok(mut node) => {
+        Ok(node) => {
+            let mut node = node.into_owned();
             shift(&mut node, field.content_offset());
             Some(node)
         }
@@ -147,12 +148,12 @@ pub fn letta_record(
                 && value.bytes().all(|b| b.is_ascii_digit())
                 && !value.is_empty() =>
             {
-                Some(Node { offset: field.content_offset(), value: NodeValue::Number(value.as_ref().into()) })
+                Some(Node { offset: field.content_offset(), value: NodeValue::Number(value.clone()) })
             }
             _ => Some(string_node(cx.src.text, field)),
         };
         match node {
-            Some(value) => entries.push(Entry { key: column.clone(), key_offset: field.start, value }),
+            Some(value) => entries.push(Entry { key: column.as_str().into(), key_offset: field.start, value }),
             None => ok = false,
         }
     }
@@ -212,13 +213,15 @@ pub fn mapped_record(
                     .split([',', ';'])
                     .map(str::trim)
                     .filter(|s| !s.is_empty())
-                    .map(|s| Node { offset: field.content_offset(), value: NodeValue::String(s.to_owned()) })
+                    .map(|s| Node { offset: field.content_offset(), value: NodeValue::String(s.to_owned().into()) })
                     .collect();
                 Node { offset: field.content_offset(), value: NodeValue::Array(items) }
             }
         } else if target == "confidence" {
             match text.trim().parse::<f64>() {
-                Ok(_) => Node { offset: field.content_offset(), value: NodeValue::Number(text.trim().into()) },
+                Ok(_) => {
+                    Node { offset: field.content_offset(), value: NodeValue::Number(text.trim().to_owned().into()) }
+                }
                 Err(_) => {
                     cx.report(
                         Code::WrongType,
@@ -233,7 +236,7 @@ pub fn mapped_record(
         } else {
             string_node(cx.src.text, field)
         };
-        let entry = |key: &str| Entry { key: key.to_owned(), key_offset: field.start, value: value.clone() };
+        let entry = |key: &str| Entry { key: key.to_owned().into(), key_offset: field.start, value: value.clone() };
         if let Some(key) = target.strip_prefix("expected.") {
             expected.push(entry(key));
         } else if let Some(key) = target.strip_prefix("metadata.") {

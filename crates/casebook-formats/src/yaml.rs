@@ -2,6 +2,7 @@
 //! schema, strictly: only `true`/`false` (any case) are booleans, so `yes`, `on` and `no` stay
 //! strings, and numbers with leading zeros (`007`) stay strings rather than turning into 7.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
@@ -17,7 +18,7 @@ pub struct YamlError {
 }
 
 /// Parses the single YAML document in `text`. An empty document is `null`.
-pub fn parse(text: &str) -> Result<Node, YamlError> {
+pub fn parse(text: &str) -> Result<Node<'_>, YamlError> {
     let mut builder =
         Builder { parser: Parser::new_from_str(text), offsets: Offsets::new(text), anchors: HashMap::new(), depth: 0 };
     builder.document()
@@ -52,7 +53,7 @@ impl<'a> Offsets<'a> {
 struct Builder<'a> {
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     offsets: Offsets<'a>,
-    anchors: HashMap<usize, Node>,
+    anchors: HashMap<usize, Node<'a>>,
     depth: usize,
 }
 
@@ -76,7 +77,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn document(&mut self) -> Result<Node, YamlError> {
+    fn document(&mut self) -> Result<Node<'a>, YamlError> {
         let mut root = None;
         loop {
             let (event, span) = self.next()?;
@@ -109,12 +110,12 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn node(&mut self, event: Event<'a>, span: Span) -> Result<Node, YamlError> {
+    fn node(&mut self, event: Event<'a>, span: Span) -> Result<Node<'a>, YamlError> {
         let offset = self.offsets.start(&span);
         let (node, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let tag = tag.map(|t| t.suffix.clone());
-                let value = resolve_scalar(&text, style, tag.as_deref()).map_err(|message| YamlError {
+                let value = resolve_scalar(text, style, tag.as_deref()).map_err(|message| YamlError {
                     offset,
                     message,
                     too_deep: false,
@@ -152,7 +153,7 @@ impl<'a> Builder<'a> {
                     }
                     let key_offset = self.offsets.start(&span);
                     let key = match event {
-                        Event::Scalar(text, ..) => text.into_owned(),
+                        Event::Scalar(text, ..) => text,
                         _ => {
                             return Err(YamlError {
                                 offset: key_offset,
@@ -192,25 +193,25 @@ impl<'a> Builder<'a> {
 }
 
 /// Resolves a scalar to a typed value (YAML 1.2 core schema, strict).
-fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&str>) -> Result<NodeValue, String> {
+fn resolve_scalar<'a>(text: Cow<'a, str>, style: ScalarStyle, tag: Option<&str>) -> Result<NodeValue<'a>, String> {
     match tag {
-        Some("str") => return Ok(NodeValue::String(text.to_owned())),
+        Some("str") => return Ok(NodeValue::String(text)),
         Some("null") => return Ok(NodeValue::Null),
         _ => {}
     }
     if style != ScalarStyle::Plain {
-        return Ok(NodeValue::String(text.to_owned()));
+        return Ok(NodeValue::String(text));
     }
-    Ok(match text {
+    Ok(match text.as_ref() {
         "" | "~" | "null" | "Null" | "NULL" => NodeValue::Null,
         "true" | "True" | "TRUE" => NodeValue::Bool(true),
         "false" | "False" | "FALSE" => NodeValue::Bool(false),
         ".inf" | ".Inf" | ".INF" | "+.inf" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN" => {
             return Err(format!("`{text}` is not a number JSON can hold; quote it to keep it as text"));
         }
-        _ => match number(text) {
-            Some(number) => NodeValue::Number(number.into()),
-            None => NodeValue::String(text.to_owned()),
+        t => match number(t) {
+            Some(number) => NodeValue::Number(Cow::Owned(number)),
+            None => NodeValue::String(text),
         },
     })
 }
@@ -267,7 +268,7 @@ fn number(text: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    fn scalar(text: &str) -> NodeValue {
+    fn scalar(text: &str) -> NodeValue<'_> {
         parse(text).unwrap().value
     }
 

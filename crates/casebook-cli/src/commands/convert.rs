@@ -39,8 +39,11 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     let (temp, out): (Option<tempfile::NamedTempFile>, Box<dyn Write>) = match &args.output {
         Some(path) => {
             let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            let temp =
-                tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in `{}`", dir.display()))?;
+            // Written beside the destination, then renamed into place: never a partial file.
+            let mut builder = tempfile::Builder::new();
+            #[cfg(unix)]
+            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
+            let temp = builder.tempfile_in(dir).with_context(|| format!("cannot write in `{}`", dir.display()))?;
             let file = temp.reopen().with_context(|| format!("cannot write in `{}`", dir.display()))?;
             (Some(temp), Box::new(BufWriter::with_capacity(1 << 20, file)))
         }

@@ -1,5 +1,6 @@
 //! Integration tests of the formats crate: the real corpus of every system, round trips, and
 //! generated cases in every format.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod corpus;
 mod harness;
