@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Output for people or for programs
-    #[arg(long = "format", id = "output_format", global = true, value_enum, default_value_t = OutputFormat::Human)]
+    #[arg(long = "format", id = "output_format", value_name = "FORMAT", global = true, value_enum, default_value_t = OutputFormat::Human)]
     pub output_format: OutputFormat,
     /// No progress bars or summaries on stderr
     #[arg(long, short, global = true)]

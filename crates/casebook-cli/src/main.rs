@@ -37,9 +37,28 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
+        // The reader of our output went away (`casebook ... | head`): nothing left to say.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             report::environment_error(&settings, &err);
             ExitCode::from(2)
         }
     }
+}
+
+/// Writes command output to stdout.
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<casebook_formats::ReadError>().is_some_and(
+                |e| matches!(e, casebook_formats::ReadError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe),
+            )
+    })
 }

@@ -11,6 +11,8 @@ use crate::settings::Global;
 
 /// Characters of a long line shown on each side of the column.
 const WINDOW: usize = 60;
+/// Lines whose column is past this are cut before they are rendered (a line can be 50 MB).
+const LONG_LINE: usize = 100_000;
 
 pub struct Reporter {
     json: bool,
@@ -61,7 +63,7 @@ impl Reporter {
         reader.seek(SeekFrom::Start(offset)).ok()?;
         let mut line = Vec::new();
         // Read at most what can be shown around the column (a line may be 50 MB).
-        let limit = (d.column as usize + WINDOW) * 4 + 16;
+        let limit = (d.column as usize + WINDOW.max(LONG_LINE)) * 4 + 16;
         Read::by_ref(reader).take(limit as u64).read_until(b'\n', &mut line).ok()?;
         let text = String::from_utf8_lossy(&line);
         Some(text.trim_end_matches(['\n', '\r']).to_owned())
@@ -73,6 +75,8 @@ impl Reporter {
             Severity::Warning => Level::WARNING,
         };
         let renderer = if self.color { Renderer::styled() } else { Renderer::plain() };
+        // Long lines are cut to this width around the caret by the renderer.
+        let renderer = renderer.term_width(120);
         let line = self.source_line(d);
         let title = level.primary_title(&d.message).id(d.code.as_str());
         let label = if d.pointer.is_empty() { String::new() } else { format!("at {}", d.pointer) };
@@ -82,19 +86,26 @@ impl Reporter {
                 // Show a window of a long line around the column.
                 let chars: Vec<(usize, char)> = line.char_indices().collect();
                 let col = (d.column.max(1) - 1) as usize;
-                let first = col.saturating_sub(WINDOW);
+                // Short lines are shown whole; a long one around the column.
+                let first = if col > LONG_LINE { col - WINDOW } else { 0 };
                 let last = (col + WINDOW).min(chars.len());
                 let start_byte = chars.get(first).map_or(line.len(), |c| c.0);
                 let end_byte = chars.get(last).map_or(line.len(), |c| c.0);
                 let shown = &line[start_byte..end_byte];
                 let at = chars.get(col).map_or(line.len(), |c| c.0).saturating_sub(start_byte).min(shown.len());
                 let width = shown[at..].chars().next().map_or(0, char::len_utf8);
-                title.element(
-                    Snippet::source(shown)
-                        .line_start(d.line as usize)
-                        .path(&d.file)
-                        .annotation(AnnotationKind::Primary.span(at..at + width).label(&label)),
-                )
+                let snippet = Snippet::source(shown)
+                    .line_start(d.line as usize)
+                    .annotation(AnnotationKind::Primary.span(at..at + width).label(&label));
+                if first == 0 {
+                    title.element(snippet.path(&d.file))
+                } else {
+                    // The excerpt's own column would be wrong: name the place first.
+                    let origin = annotate_snippets::Origin::path(&d.file)
+                        .line(d.line as usize)
+                        .char_column(d.column.max(1) as usize);
+                    title.element(origin).element(snippet)
+                }
             }
             None => {
                 let origin = annotate_snippets::Origin::path(&d.file);

@@ -23,6 +23,21 @@ impl Field {
         if inner.contains("\"\"") { Cow::Owned(inner.replace("\"\"", "\"")) } else { Cow::Borrowed(inner) }
     }
 
+    /// Where the byte `offset` of the cell's value is in the text: past the opening quote, and
+    /// past every `""` before it.
+    pub fn raw_offset(&self, text: &str, offset: usize) -> usize {
+        if !self.quoted {
+            return self.start + offset;
+        }
+        let inner = &text.as_bytes()[self.start + 1..self.end.saturating_sub(1).max(self.start + 1)];
+        let (mut raw, mut value) = (0, 0);
+        while value < offset && raw < inner.len() {
+            raw += if inner[raw] == b'"' && inner.get(raw + 1) == Some(&b'"') { 2 } else { 1 };
+            value += 1;
+        }
+        self.start + 1 + raw
+    }
+
     /// Byte offset of the cell's first character of content.
     pub fn content_offset(&self) -> usize {
         self.start + usize::from(self.quoted)

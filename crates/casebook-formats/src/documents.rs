@@ -19,14 +19,15 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
     let mut header = DatasetHeader::default();
     let mut doc_layout = Map::new();
     let root_ptr = Ptr::ROOT;
-    let items: Option<(&[Node], &'static [&'static str])>;
+    // The list of cases, where it is (a path of keys), and its offset.
+    let items: Option<(&[Node], &'static [&'static str], usize)>;
     match format {
         Format::Casebook => match &root.value {
-            NodeValue::Array(list) => items = Some((list, &[])),
+            NodeValue::Array(list) => items = Some((list, &[], root.offset)),
             _ => {
                 header = native::read_header(cx, root);
                 items = match root.get("cases") {
-                    Some(n) => cx.array(n, &root_ptr.key("cases")).map(|i| (i, &["cases"][..])),
+                    Some(n) => cx.array(n, &root_ptr.key("cases")).map(|i| (i, &["cases"][..], n.offset)),
                     None => {
                         if matches!(root.value, NodeValue::Object(_)) {
                             cx.missing(
@@ -42,10 +43,10 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
             }
         },
         Format::AgentHealth => match &root.value {
-            NodeValue::Array(list) => items = Some((list, &[])),
+            NodeValue::Array(list) => items = Some((list, &[], root.offset)),
             NodeValue::Object(_) => {
                 doc_layout.insert("single_object".into(), Value::Bool(true));
-                items = Some((std::slice::from_ref(root), &[]));
+                items = Some((std::slice::from_ref(root), &[], root.offset));
             }
             _ => {
                 cx.wrong_type(root, &root_ptr, "an array of test cases or one test case");
@@ -65,7 +66,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
                     let data = f.take("data");
                     keep_rest(cx, &f, &root_ptr, &mut doc_layout);
                     match data {
-                        Some(n) => cx.array(n, &root_ptr.key("data")).map(|i| (i, &["data"][..])),
+                        Some(n) => cx.array(n, &root_ptr.key("data")).map(|i| (i, &["data"][..], n.offset)),
                         None => {
                             cx.missing(
                                 root,
@@ -97,7 +98,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
                         let list = f.take("items");
                         keep_rest(cx, &f, &root_ptr, &mut doc_layout);
                         match list {
-                            Some(n) => cx.array(n, &root_ptr.key("items")).map(|i| (i, &["items"][..])),
+                            Some(n) => cx.array(n, &root_ptr.key("items")).map(|i| (i, &["items"][..], n.offset)),
                             None => {
                                 cx.missing(
                                     root,
@@ -125,7 +126,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
     if format != Format::Casebook {
         header.provenance = layout::provenance(format.name(), false, doc_layout);
     }
-    let Some((list, list_ptr)) = items else {
+    let Some((list, list_ptr, list_offset)) = items else {
         return (header, Vec::new());
     };
     let read_one: fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option<Case> = match format {
@@ -146,21 +147,20 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
         });
     }
     if list.is_empty() {
-        let node = root;
-        if format == Format::AgentHealth {
-            let d = cx.report(Code::EmptyDatasetAccepted, node.offset, &root_ptr, "the dataset has no test cases");
-            d.hint = Some("Agent Health's importer rejects an empty array".into());
-        } else if format == Format::Casebook {
-            cx.report(Code::EmptyDatasetAccepted, node.offset, &root_ptr, "the dataset has no cases");
-        } else {
-            let d = cx.report(
+        let (code, message, hint) = match format {
+            Format::AgentHealth => (
+                Code::EmptyDatasetAccepted,
+                "the dataset has no test cases".to_owned(),
+                Some("Agent Health's importer rejects an empty array"),
+            ),
+            Format::Casebook => (Code::EmptyDatasetAccepted, "the dataset has no cases".to_owned(), None),
+            _ => (
                 Code::EmptyDataset,
-                node.offset,
-                &root_ptr,
                 format!("the {} dataset has no cases", format.name()),
-            );
-            d.hint = Some("add at least one case".into());
-        }
+                Some("add at least one case"),
+            ),
+        };
+        with_ptr(list_ptr, |p| cx.report(code, list_offset, p, message).hint = hint.map(Into::into));
     }
     (header, cases)
 }
@@ -194,7 +194,7 @@ fn read_manifest_header<'n, 's>(
     entries: &'n [crate::node::Entry<'s>],
     header: &mut DatasetHeader,
     doc_layout: &mut Map,
-) -> Option<(&'n [Node<'s>], &'static [&'static str])> {
+) -> Option<(&'n [Node<'s>], &'static [&'static str], usize)> {
     let root_ptr = Ptr::ROOT;
     let mut f = Fields::new(cx, entries, &root_ptr);
     let mut document = Map::new();
@@ -272,7 +272,7 @@ fn read_manifest_header<'n, 's>(
     match list {
         Some(n) => {
             let items = cx.array(n, &spec_ptr.key("items"))?;
-            Some((items, &["spec", "items"][..]))
+            Some((items, &["spec", "items"][..], n.offset))
         }
         None => {
             let d = cx.report(Code::MissingField, spec.offset, &spec_ptr, "missing required field `items`");

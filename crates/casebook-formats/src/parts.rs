@@ -231,8 +231,12 @@ fn inside(base: &Path, path: &str) -> Option<PathBuf> {
             _ => return None,
         }
     }
+    // A dataset named without a folder lives in the current one.
+    let base = if base.as_os_str().is_empty() { Path::new(".") } else { base };
     let joined = base.join(relative);
-    if let (Ok(real_base), Ok(real)) = (base.canonicalize(), joined.canonicalize()) {
+    // Links must not lead out either. A file that does not exist is reported by the caller.
+    if let Ok(real) = joined.canonicalize() {
+        let real_base = base.canonicalize().ok()?;
         if !real.starts_with(real_base) {
             return None;
         }

@@ -733,29 +733,46 @@ fn loc(src: &Source<'_>, offset: usize) -> Loc {
 
 fn csv_chunk(chunk: &Chunk, file: &str, format: Format, columns: &[String], map: Option<&ColumnMap>) -> Batch {
     let mut batch = Batch::default();
-    let text = match std::str::from_utf8(&chunk.bytes) {
-        Ok(text) => text,
-        Err(err) => {
-            // Report the bad byte, then read what comes before it.
-            let upto = err.valid_up_to();
-            let line = chunk.first_line + memchr::memchr_iter(b'\n', &chunk.bytes[..upto]).count() as u64;
-            let line_start = memchr::memrchr(b'\n', &chunk.bytes[..upto]).map_or(0, |i| i + 1);
-            batch.diagnostics.push(utf8_error(
-                file,
-                &chunk.bytes[line_start..],
-                line,
-                chunk.file_offset + line_start as u64,
-                {
-                    match std::str::from_utf8(&chunk.bytes[line_start..]) {
-                        Err(e) => e,
-                        Ok(_) => err,
-                    }
-                },
-            ));
-            std::str::from_utf8(&chunk.bytes[..line_start]).unwrap_or("")
+    // Lines with invalid UTF-8 are reported and skipped; the text around them is read.
+    let bytes = &chunk.bytes[..];
+    let (mut pos, mut line) = (0, chunk.first_line);
+    while pos < bytes.len() {
+        let (valid, bad) = match std::str::from_utf8(&bytes[pos..]) {
+            Ok(text) => (text, None),
+            Err(err) => {
+                let upto = pos + err.valid_up_to();
+                let line_start = memchr::memrchr(b'\n', &bytes[pos..upto]).map_or(pos, |i| pos + i + 1);
+                let line_end = memchr::memchr(b'\n', &bytes[upto..]).map_or(bytes.len(), |i| upto + i + 1);
+                (std::str::from_utf8(&bytes[pos..line_start]).unwrap_or(""), Some((line_start, line_end)))
+            }
+        };
+        let offset = chunk.file_offset + pos as u64;
+        csv_text(&mut batch, file, valid, line, offset, format, columns, map);
+        line += memchr::memchr_iter(b'\n', valid.as_bytes()).count() as u64;
+        let Some((line_start, line_end)) = bad else { break };
+        let bad_line = &bytes[line_start..line_end];
+        if let Err(err) = std::str::from_utf8(bad_line) {
+            batch.diagnostics.push(utf8_error(file, bad_line, line, chunk.file_offset + line_start as u64, err));
         }
-    };
-    let src = Source::new(file, text, chunk.first_line, chunk.file_offset);
+        line += 1;
+        pos = line_end;
+    }
+    batch.end_offset = chunk.file_offset + chunk.bytes.len() as u64;
+    batch
+}
+
+#[allow(clippy::too_many_arguments)]
+fn csv_text(
+    batch: &mut Batch,
+    file: &str,
+    text: &str,
+    first_line: u64,
+    offset: u64,
+    format: Format,
+    columns: &[String],
+    map: Option<&ColumnMap>,
+) {
+    let src = Source::new(file, text, first_line, offset);
     let mut cx = Cx::new(&src, None);
     for record in csvtext::records(text) {
         match record {
@@ -776,8 +793,6 @@ fn csv_chunk(chunk: &Chunk, file: &str, format: Format, columns: &[String], map:
         }
     }
     batch.diagnostics.append(&mut cx.diags);
-    batch.end_offset = chunk.file_offset + chunk.bytes.len() as u64;
-    batch
 }
 
 fn document<W>(

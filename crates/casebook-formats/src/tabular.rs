@@ -74,13 +74,14 @@ fn string_node<'t>(cx_text: &'t str, field: &Field) -> Node<'t> {
     Node { offset: field.content_offset(), value: NodeValue::String(field.value(cx_text)) }
 }
 
-fn shift(node: &mut Node<'_>, by: usize) {
-    node.offset += by;
+/// Moves the offsets of a node parsed from a cell's value to where they are in the file.
+fn relocate(node: &mut Node<'_>, at: &dyn Fn(usize) -> usize) {
+    node.offset = at(node.offset);
     match &mut node.value {
-        NodeValue::Array(items) => items.iter_mut().for_each(|n| shift(n, by)),
+        NodeValue::Array(items) => items.iter_mut().for_each(|n| relocate(n, at)),
         NodeValue::Object(entries) => entries.iter_mut().for_each(|e| {
-            e.key_offset += by;
-            shift(&mut e.value, by);
+            e.key_offset = at(e.key_offset);
+            relocate(&mut e.value, at);
         }),
         _ => {}
     }
@@ -89,16 +90,18 @@ fn shift(node: &mut Node<'_>, by: usize) {
 /// Decodes a cell holding JSON, reporting syntax errors at their place in the cell.
 fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'static>> {
     let text = field.value(cx.src.text);
+    let at = |offset: usize| field.raw_offset(cx.src.text, offset);
     match json::parse(&text) {
         Ok(node) => {
             let mut node = node.into_owned();
-            shift(&mut node, field.content_offset());
+            relocate(&mut node, &at);
             Some(node)
         }
         Err(err) => {
+            let offset = at(err.offset);
             let d = cx.report(
                 Code::JsonSyntax,
-                field.content_offset() + err.offset,
+                offset,
                 &Ptr::ROOT.key(column),
                 format!("the `{column}` cell holds invalid JSON: {}", err.message),
             );
@@ -124,6 +127,11 @@ fn check_width(cx: &mut Cx<'_>, fields: &[Field], columns: &[String], record_sta
     false
 }
 
+/// Digits without a leading zero: an id letta reads as an integer. `007` stays text.
+fn is_canonical_integer(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'))
+}
+
 /// A letta CSV record.
 pub fn letta_record(
     cx: &mut Cx<'_>,
@@ -144,17 +152,22 @@ pub fn letta_record(
         let node = match letta::csv_json_column(column) {
             CsvJson::IfList if value.starts_with('[') && value.ends_with(']') => json_cell(cx, field, column),
             CsvJson::Object => json_cell(cx, field, column),
-            _ if (column == "id" || column == "sample_id")
-                && value.bytes().all(|b| b.is_ascii_digit())
-                && !value.is_empty() =>
-            {
+            _ if (column == "id" || column == "sample_id") && is_canonical_integer(&value) => {
                 Some(Node { offset: field.content_offset(), value: NodeValue::Number(value.clone()) })
             }
             _ => Some(string_node(cx.src.text, field)),
         };
         match node {
             Some(value) => entries.push(Entry { key: column.as_str().into(), key_offset: field.start, value }),
-            None => ok = false,
+            None => {
+                // Reported already; keep the text so the field is not also reported missing.
+                ok = false;
+                entries.push(Entry {
+                    key: column.as_str().into(),
+                    key_offset: field.start,
+                    value: string_node(cx.src.text, field),
+                });
+            }
         }
     }
     let node = Node { offset: record_start, value: NodeValue::Object(entries) };

@@ -19,8 +19,13 @@ pub struct YamlError {
 
 /// Parses the single YAML document in `text`. An empty document is `null`.
 pub fn parse(text: &str) -> Result<Node<'_>, YamlError> {
-    let mut builder =
-        Builder { parser: Parser::new_from_str(text), offsets: Offsets::new(text), anchors: HashMap::new(), depth: 0 };
+    let mut builder = Builder {
+        parser: Parser::new_from_str(text),
+        offsets: Offsets::new(text),
+        anchors: HashMap::new(),
+        depth: 0,
+        values: 0,
+    };
     builder.document()
 }
 
@@ -53,9 +58,15 @@ impl<'a> Offsets<'a> {
 struct Builder<'a> {
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     offsets: Offsets<'a>,
-    anchors: HashMap<usize, Node<'a>>,
+    /// Anchored nodes and how many values each holds.
+    anchors: HashMap<usize, (Node<'a>, usize)>,
     depth: usize,
+    /// Values produced so far, aliases counted in full, against [`MAX_VALUES`].
+    values: usize,
 }
+
+/// Aliases can make a small file expand exponentially ("billion laughs"): refuse beyond this.
+const MAX_VALUES: usize = 2_000_000;
 
 impl<'a> Builder<'a> {
     fn next(&mut self) -> Result<(Event<'a>, Span), YamlError> {
@@ -63,11 +74,11 @@ impl<'a> Builder<'a> {
             Some(Ok(event)) => Ok(event),
             Some(Err(err)) => {
                 let m = err.marker();
-                Err(YamlError {
-                    offset: self.offsets.of(m.line(), m.col()),
-                    message: err.info().to_owned(),
-                    too_deep: false,
-                })
+                // saphyr-parser stops deep nesting itself; it is the same problem as ours.
+                let too_deep = err.info().contains("recursion limit");
+                let message =
+                    if too_deep { format!("nesting deeper than {MAX_DEPTH} levels") } else { err.info().to_owned() };
+                Err(YamlError { offset: self.offsets.of(m.line(), m.col()), message, too_deep })
             }
             None => Err(YamlError {
                 offset: self.offsets.text.len(),
@@ -123,12 +134,18 @@ impl<'a> Builder<'a> {
                 (Node { offset, value }, anchor)
             }
             Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned().ok_or_else(|| YamlError {
-                    offset,
-                    message: "alias to an unknown anchor".into(),
-                    too_deep: false,
-                })?;
-                return Ok(Node { offset, ..node });
+                let Some((node, size)) = self.anchors.get(&id) else {
+                    return Err(YamlError { offset, message: "alias to an unknown anchor".into(), too_deep: false });
+                };
+                self.values += size;
+                if self.values > MAX_VALUES {
+                    return Err(YamlError {
+                        offset,
+                        message: format!("aliases expand this document beyond {MAX_VALUES} values"),
+                        too_deep: false,
+                    });
+                }
+                return Ok(Node { offset, ..node.clone() });
             }
             Event::SequenceStart(anchor, _) => {
                 self.enter(offset)?;
@@ -173,8 +190,9 @@ impl<'a> Builder<'a> {
                 return Err(YamlError { offset, message: "unexpected YAML event".into(), too_deep: false });
             }
         };
+        self.values += 1;
         if anchor != 0 {
-            self.anchors.insert(anchor, node.clone());
+            self.anchors.insert(anchor, (node.clone(), count(&node)));
         }
         Ok(node)
     }
@@ -189,6 +207,15 @@ impl<'a> Builder<'a> {
             });
         }
         Ok(())
+    }
+}
+
+/// How many values a node holds, itself included.
+fn count(node: &Node<'_>) -> usize {
+    1 + match &node.value {
+        NodeValue::Array(items) => items.iter().map(count).sum(),
+        NodeValue::Object(entries) => entries.iter().map(|e| count(&e.value)).sum(),
+        _ => 0,
     }
 }
 

@@ -60,7 +60,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     let summary = convert(&input, &opts, &target, columns, out, &mut on_batch).context("cannot convert")?;
     progress.finish();
     if summary.errors > 0 {
-        if !settings.quiet {
+        if !settings.quiet && !settings.json {
             let errors = summary.errors;
             let place = args.output.as_ref().map_or(String::new(), |p| format!("; `{}` was not written", p.display()));
             eprintln!("conversion failed: {errors} error{}{place}", if errors == 1 { "" } else { "s" });

@@ -107,47 +107,49 @@ pub fn run(settings: &Global, args: InspectArgs) -> anyhow::Result<Outcome> {
     read(&input, &opts, &|_: &Batch| (), &mut inspector)?;
     progress.finish();
     let r = inspector.report;
-    if settings.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        print_human(&r);
-    }
+    let text = if settings.json { serde_json::to_string_pretty(&r)? + "\n" } else { human(&r) };
+    crate::write_stdout(&text)?;
     Ok(if r.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
 }
 
-fn print_human(r: &Report) {
-    println!("file      {}", r.file);
-    println!("format    {} ({})", r.format, r.syntax);
+fn human(r: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(out, "file      {}", r.file);
+    let _ = writeln!(out, "format    {} ({})", r.format, r.syntax);
     if let Some(name) = &r.name {
-        println!("name      {name}");
+        let _ = writeln!(out, "name      {name}");
     }
-    println!(
+    let _ = writeln!(
+        out,
         "cases     {}{}",
         r.cases,
         if r.derived_ids > 0 { format!(" ({} with derived ids)", r.derived_ids) } else { String::new() }
     );
     if r.errors + r.warnings > 0 {
-        println!("problems  {} errors, {} warnings", r.errors, r.warnings);
+        let _ = writeln!(out, "problems  {} errors, {} warnings", r.errors, r.warnings);
     }
     let messages: Vec<String> = r.messages.iter().map(|(n, c)| format!("{n}: {c}")).collect();
-    println!(
+    let _ = writeln!(
+        out,
         "messages  {}{}",
         messages.join(", "),
         if r.hitl_turns > 0 { format!(" ({} hitl turns)", r.hitl_turns) } else { String::new() }
     );
-    println!("fields");
+    let _ = writeln!(out, "fields");
     for (field, count) in &r.fields {
-        println!("  {field:<22} {count}");
+        let _ = writeln!(out, "  {field:<22} {count}");
     }
     if !r.labels.is_empty() {
-        println!("labels");
+        let _ = writeln!(out, "labels");
         let mut labels: Vec<_> = r.labels.iter().collect();
         labels.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (label, count) in labels.iter().take(30) {
-            println!("  {label:<22} {count}");
+            let _ = writeln!(out, "  {label:<22} {count}");
         }
         if labels.len() > 30 {
-            println!("  … and {} more (all of them with `--format json`)", labels.len() - 30);
+            let _ = writeln!(out, "  … and {} more (all of them with `--format json`)", labels.len() - 30);
         }
     }
+    out
 }

@@ -19,6 +19,6 @@ struct Dataset {
 pub fn run(_settings: &Global, _args: SchemaArgs) -> anyhow::Result<Outcome> {
     let mut schema = schemars::schema_for!(Dataset);
     schema.insert("$id".into(), "https://casebook.dev/schema/dataset.json".into());
-    println!("{}", serde_json::to_string_pretty(&schema)?);
+    crate::write_stdout(&(serde_json::to_string_pretty(&schema)? + "\n"))?;
     Ok(Outcome::Ok)
 }

@@ -1,0 +1,175 @@
+//! Running the `casebook` binary on files in a temporary folder, and reading what it prints:
+//! exit status, JSON diagnostics (one object a line) and their locations.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A temporary folder holding a test's dataset files.
+pub struct Folder {
+    dir: tempfile::TempDir,
+}
+
+impl Folder {
+    pub fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("create a temporary folder") }
+    }
+
+    /// Writes `contents` to `name` (folders created as needed) and returns its path.
+    pub fn file(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            fs_err::create_dir_all(parent).expect("create the folder");
+        }
+        fs_err::write(&path, contents).expect("write the file");
+        path
+    }
+
+    /// The path `name` would have in the folder (the file may not exist).
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Names of the entries of the folder, sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs_err::read_dir(self.dir.path())
+            .expect("list the folder")
+            .map(|e| e.expect("read a folder entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// `text` with the folder's path replaced by `[TMP]`, for snapshots.
+    pub fn normalise(&self, text: &str) -> String {
+        text.replace(&self.dir.path().display().to_string(), "[TMP]")
+    }
+}
+
+/// The binary, with colours off and no stray colour settings from the environment.
+pub fn casebook() -> Command {
+    let mut cmd = Command::cargo_bin("casebook").expect("the casebook binary is built");
+    cmd.env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE").env_remove("CLICOLOR");
+    cmd
+}
+
+/// What one run of the binary did.
+pub struct Run {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl fmt::Debug for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "exit status {:?}\n--- stdout\n{}\n--- stderr\n{}", self.status, self.stdout, self.stderr)
+    }
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let out = cmd.output().expect("run casebook");
+    Run {
+        status: out.status.code(),
+        stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// `casebook validate --format json FILE`.
+pub fn validate(file: &Path) -> Run {
+    run(casebook().arg("validate").arg("--format").arg("json").arg(file))
+}
+
+impl Run {
+    /// Checks the exit status, showing everything the run printed if it is not `code`.
+    #[track_caller]
+    pub fn expect_status(&self, code: i32) -> &Self {
+        assert_eq!(self.status, Some(code), "unexpected exit status:\n{self:?}");
+        self
+    }
+
+    /// Every line of stdout as a JSON object (`--format json` diagnostics).
+    #[track_caller]
+    pub fn diagnostics(&self) -> Vec<Value> {
+        json_lines(&self.stdout, self)
+    }
+
+    /// The lines of stderr that are JSON objects (convert reports on stderr, its data is on stdout).
+    #[track_caller]
+    pub fn stderr_diagnostics(&self) -> Vec<Value> {
+        let lines: String =
+            self.stderr.lines().filter(|l| l.starts_with('{')).map(|l| format!("{l}\n")).collect::<String>();
+        json_lines(&lines, self)
+    }
+
+    /// Code, line, column and pointer of each stdout diagnostic, in order.
+    #[track_caller]
+    pub fn locations(&self) -> Vec<Loc> {
+        self.diagnostics().iter().map(Loc::of).collect()
+    }
+}
+
+#[track_caller]
+fn json_lines(text: &str, run: &Run) -> Vec<Value> {
+    text.lines()
+        .map(|line| {
+            let value: Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}\n{run:?}"));
+            assert!(value.is_object(), "not a JSON object: {line}");
+            value
+        })
+        .collect()
+}
+
+/// Where a diagnostic says a problem is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loc {
+    pub code: String,
+    pub line: u64,
+    pub column: u64,
+    pub pointer: String,
+}
+
+impl Loc {
+    #[track_caller]
+    pub fn of(d: &Value) -> Loc {
+        Loc {
+            code: d["code"].as_str().unwrap_or_else(|| panic!("no code in {d}")).to_owned(),
+            line: d["line"].as_u64().unwrap_or_else(|| panic!("no line in {d}")),
+            column: d["column"].as_u64().unwrap_or_else(|| panic!("no column in {d}")),
+            pointer: d["pointer"].as_str().unwrap_or_else(|| panic!("no pointer in {d}")).to_owned(),
+        }
+    }
+}
+
+pub fn at(code: &str, line: u64, column: u64, pointer: &str) -> Loc {
+    Loc { code: code.to_owned(), line, column, pointer: pointer.to_owned() }
+}
+
+/// The message of a diagnostic.
+pub fn message(d: &Value) -> &str {
+    d["message"].as_str().unwrap_or_default()
+}
+
+/// Parses JSON Lines output (native casebook JSONL).
+pub fn jsonl(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}"))).collect()
+}
+
+/// `casebook convert FILE --to casebook` (native JSONL on stdout): the run and the cases,
+/// without the `{"$dataset": ...}` header record.
+#[track_caller]
+pub fn to_native(file: &Path) -> (Run, Vec<Value>) {
+    let run = run(casebook().arg("convert").arg(file).args(["--to", "casebook", "--format", "json"]));
+    run.expect_status(0);
+    let mut cases = jsonl(&run.stdout);
+    cases.retain(|row| row.get("$dataset").is_none());
+    (run, cases)
+}
+
+/// The `id` of each case.
+pub fn ids(cases: &[Value]) -> Vec<&str> {
+    cases.iter().map(|c| c["id"].as_str().unwrap_or_else(|| panic!("no string id in {c}"))).collect()
+}

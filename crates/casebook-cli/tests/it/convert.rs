@@ -1,0 +1,115 @@
+//! `casebook convert`: fields the target cannot hold are refused (or dropped with `--lossy`),
+//! a failed conversion leaves no output file, and a round trip gives the same samples back.
+
+use serde_json::json;
+
+use crate::cli::{Folder, at, casebook, jsonl, message, run};
+
+const WITH_CONTEXT: &str = "{\"id\": \"a\", \"input\": \"why?\", \"context\": [{\"type\": \"log\", \"content\": \"boom\"}], \"expected\": {\"output\": \"x\"}}\n";
+
+#[test]
+fn a_field_the_target_cannot_hold_is_refused_and_nothing_is_written() {
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", WITH_CONTEXT);
+    let out = dir.join("out.jsonl");
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--format", "json", "-o"]).arg(&out));
+    r.expect_status(1);
+    let diagnostics = r.stderr_diagnostics();
+    assert_eq!(diagnostics.len(), 1, "{r:?}");
+    assert_eq!(diagnostics[0]["code"], "E-unrepresentable");
+    assert!(message(&diagnostics[0]).contains("context"), "the message names the field:\n{r:?}");
+    assert_eq!(diagnostics[0]["line"], 1);
+    assert!(!out.exists(), "out.jsonl must not be created");
+    assert_eq!(dir.entries(), ["cases.jsonl"], "no temporary file is left behind");
+}
+
+#[test]
+fn lossy_drops_the_field_with_a_warning() {
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", WITH_CONTEXT);
+    let out = dir.join("out.jsonl");
+    let r = run(casebook()
+        .arg("convert")
+        .arg(&file)
+        .args(["--to", "letta", "--lossy", "--format", "json", "-o"])
+        .arg(&out));
+    r.expect_status(0);
+    let diagnostics = r.stderr_diagnostics();
+    assert_eq!(diagnostics.len(), 1, "{r:?}");
+    assert_eq!(diagnostics[0]["code"], "W-dropped");
+    assert_eq!(diagnostics[0]["severity"], "warning");
+    assert!(message(&diagnostics[0]).contains("context"), "the message names the field:\n{r:?}");
+    let rows = jsonl(&fs_err::read_to_string(&out).unwrap());
+    assert_eq!(rows, [json!({"id": "a", "input": "why?", "ground_truth": "x"})]);
+}
+
+#[test]
+fn a_file_with_errors_leaves_no_output_file() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "cases.jsonl",
+        "{\"id\": \"a\", \"input\": \"fine\"}\n{\"id\": \"b\", \"input\": 1}\n{\"id\": \"c\", \"input\": \"fine\"}\n",
+    );
+    let out = dir.join("out.jsonl");
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "casebook", "--format", "json", "-o"]).arg(&out));
+    r.expect_status(1);
+    let locations: Vec<_> = r.stderr_diagnostics().iter().map(crate::cli::Loc::of).collect();
+    assert_eq!(locations, [at("E-wrong-type", 2, 22, "/input")]);
+    assert!(!out.exists(), "no partial output file");
+    assert_eq!(dir.entries(), ["cases.jsonl"], "no temporary file is left behind");
+}
+
+#[test]
+fn a_failed_conversion_leaves_an_existing_output_file_as_it_was() {
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", WITH_CONTEXT);
+    let out = dir.file("out.jsonl", "previous contents\n");
+    run(casebook().arg("convert").arg(&file).args(["--to", "letta", "-q", "-o"]).arg(&out)).expect_status(1);
+    assert_eq!(fs_err::read_to_string(&out).unwrap(), "previous contents\n");
+}
+
+#[test]
+fn convert_json_reports_only_json_on_stderr() {
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", WITH_CONTEXT);
+    let out = dir.join("out.jsonl");
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--format", "json", "-o"]).arg(&out));
+    r.expect_status(1);
+    for line in r.stderr.lines() {
+        assert!(
+            serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.is_object()),
+            "with `--format json`, every line on stderr is a JSON object; found {line:?}\n{r:?}"
+        );
+    }
+}
+
+/// The output file gets the permissions any new file gets (the umask's), not a temporary
+/// file's private ones.
+#[cfg(unix)]
+#[test]
+fn the_output_file_has_ordinary_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", "{\"id\": \"a\", \"input\": \"x\"}\n");
+    let reference = dir.file("reference.txt", "");
+    let out = dir.join("out.jsonl");
+    run(casebook().arg("convert").arg(&file).args(["--to", "letta", "-q", "-o"]).arg(&out)).expect_status(0);
+    let mode = |p: &std::path::Path| fs_err::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(format!("{:o}", mode(&out)), format!("{:o}", mode(&reference)));
+}
+
+#[test]
+fn letta_to_casebook_and_back_gives_the_same_samples() {
+    let dir = Folder::new();
+    let source = r#"{"id": 1, "input": "a", "ground_truth": "x", "tags": ["math"], "metadata": {"k": 1}, "custom": true}
+{"sample_id": "s2", "input": ["b", "c"], "ground_truth": ["y", "z"], "rubric_vars": {"r": "v"}}
+{"input": "no id", "rubric": "be nice"}
+"#;
+    let file = dir.file("samples.jsonl", source);
+    let native = dir.join("samples.yaml");
+    let back = dir.join("back.jsonl");
+    run(casebook().arg("convert").arg(&file).args(["--to", "casebook", "-q", "-o"]).arg(&native)).expect_status(0);
+    run(casebook().arg("convert").arg(&native).args(["--to", "letta", "-q", "-o"]).arg(&back)).expect_status(0);
+    assert_eq!(jsonl(&fs_err::read_to_string(&back).unwrap()), jsonl(source));
+}

@@ -1,0 +1,138 @@
+//! Exit statuses (0 valid, 1 invalid input, 2 usage or environment), `--help` everywhere, and
+//! the shape of `--format json` output.
+
+use crate::cli::{Folder, casebook, run, validate};
+
+const VALID: &str = "{\"id\": \"a\", \"input\": \"x\"}\n";
+const INVALID: &str = "{\"id\": \"a\", \"input\": 1}\n";
+
+#[test]
+fn valid_input_exits_0_and_invalid_input_exits_1() {
+    let dir = Folder::new();
+    let good = dir.file("good.jsonl", VALID);
+    let bad = dir.file("bad.jsonl", INVALID);
+    for command in ["validate", "inspect"] {
+        run(casebook().arg(command).arg(&good)).expect_status(0);
+        run(casebook().arg(command).arg(&bad)).expect_status(1);
+    }
+    run(casebook().arg("convert").arg(&good).args(["--to", "letta"])).expect_status(0);
+    run(casebook().arg("convert").arg(&bad).args(["--to", "letta"])).expect_status(1);
+    // One invalid file among valid ones.
+    run(casebook().arg("validate").arg(&good).arg(&bad).arg(&good)).expect_status(1);
+}
+
+#[test]
+fn warnings_alone_exit_0() {
+    let dir = Folder::new();
+    let file = dir.file("bom.jsonl", format!("\u{feff}{VALID}"));
+    validate(&file).expect_status(0);
+}
+
+#[test]
+fn missing_file_exits_2_and_names_it() {
+    let dir = Folder::new();
+    let good = dir.file("good.jsonl", VALID);
+    let missing = dir.join("nope.jsonl");
+    let runs = [
+        run(casebook().arg("validate").arg(&missing)),
+        run(casebook().arg("validate").arg(&good).arg(&missing)),
+        run(casebook().arg("inspect").arg(&missing)),
+        run(casebook().arg("convert").arg(&missing).args(["--to", "casebook"])),
+    ];
+    for r in &runs {
+        r.expect_status(2);
+        assert!(r.stderr.contains("nope.jsonl"), "the error names the file:\n{r:?}");
+        assert!(r.stdout.is_empty(), "{r:?}");
+    }
+}
+
+#[test]
+fn bad_flags_and_unknown_formats_exit_2() {
+    let dir = Folder::new();
+    let good = dir.file("good.jsonl", VALID);
+    let unknown_to = run(casebook().arg("convert").arg(&good).args(["--to", "parquet"]));
+    unknown_to.expect_status(2);
+    assert!(unknown_to.stderr.contains("parquet"), "{unknown_to:?}");
+    assert!(unknown_to.stderr.contains("letta"), "the error lists the formats:\n{unknown_to:?}");
+
+    let cases: [&[&str]; 6] = [
+        &["validate", "--bogus"],
+        &["validate", "--from", "nope"],
+        &["validate", "--max-errors", "many"],
+        &["validate", "--format", "xml"],
+        &["convert"], // no `--to`
+        &["frobnicate"],
+    ];
+    for args in cases {
+        let r = run(casebook().args(args).arg(&good));
+        r.expect_status(2);
+        assert!(!r.stderr.is_empty(), "{args:?} says what is wrong:\n{r:?}");
+    }
+    run(casebook().arg("validate")).expect_status(2);
+}
+
+#[test]
+fn output_syntax_the_target_format_cannot_have_exits_2_and_writes_nothing() {
+    let dir = Folder::new();
+    let good = dir.file("good.jsonl", VALID);
+    let out = dir.join("out.yaml");
+    run(casebook().arg("convert").arg(&good).args(["--to", "letta", "-o"]).arg(&out)).expect_status(2);
+    assert!(!out.exists());
+}
+
+#[test]
+fn help_works_on_every_command() {
+    for command in ["validate", "convert", "inspect", "schema"] {
+        let r = run(casebook().args([command, "--help"]));
+        r.expect_status(0);
+        assert!(r.stdout.contains(&format!("Usage: casebook {command}")), "{r:?}");
+        let r = run(casebook().args(["help", command]));
+        r.expect_status(0);
+        assert!(r.stdout.contains(&format!("Usage: casebook {command}")), "{r:?}");
+    }
+    let r = run(casebook().arg("--help"));
+    r.expect_status(0);
+    for command in ["validate", "convert", "inspect", "schema"] {
+        assert!(r.stdout.contains(command), "{r:?}");
+    }
+}
+
+#[test]
+fn validate_json_prints_one_diagnostic_object_a_line_on_stdout() {
+    let dir = Folder::new();
+    let file = dir.file("data.jsonl", "{\"id\": \"a\", \"input\": 1}\n{\"id\": \"b\"}\n{\"id\": \"c\", \"input\": \"x\"}\n{\"id\": \"c\", \"input\": \"y\"}\n");
+    let r = validate(&file);
+    r.expect_status(1);
+    let diagnostics = r.diagnostics();
+    assert_eq!(diagnostics.len(), 3, "{r:?}");
+    assert_eq!(r.stdout.lines().count(), 3, "nothing but diagnostics on stdout:\n{r:?}");
+    for d in &diagnostics {
+        for key in ["severity", "code", "message", "file", "line", "column", "pointer"] {
+            assert!(d.get(key).is_some(), "`{key}` missing from {d}");
+        }
+        assert!(d["line"].is_u64() && d["column"].is_u64(), "{d}");
+        assert!(d["code"].as_str().unwrap().starts_with("E-"), "{d}");
+    }
+}
+
+#[test]
+fn validate_json_of_a_valid_file_prints_nothing_on_stdout() {
+    let dir = Folder::new();
+    let file = dir.file("data.jsonl", VALID);
+    let r = validate(&file);
+    r.expect_status(0);
+    assert_eq!(r.stdout, "");
+}
+
+#[test]
+fn human_output_says_how_many_errors_on_stderr() {
+    let dir = Folder::new();
+    let file = dir.file("data.jsonl", INVALID);
+    let r = run(casebook().arg("validate").arg(&file));
+    r.expect_status(1);
+    assert!(r.stdout.contains("E-wrong-type"), "{r:?}");
+    assert!(r.stderr.contains("1 error"), "{r:?}");
+    let r = run(casebook().arg("validate").arg("--quiet").arg(&file));
+    r.expect_status(1);
+    assert_eq!(r.stderr, "", "--quiet hides the summary");
+}

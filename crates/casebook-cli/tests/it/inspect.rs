@@ -1,0 +1,77 @@
+//! `casebook inspect --format json`: the format, the number of cases and how labels are used.
+
+use serde_json::{Value, json};
+
+use crate::cli::{Folder, casebook, run};
+
+fn inspect_json(file: &std::path::Path) -> (crate::cli::Run, Value) {
+    let r = run(casebook().arg("inspect").arg(file).args(["--format", "json"]));
+    let report: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("not one JSON object ({e}):\n{r:?}"));
+    (r, report)
+}
+
+#[test]
+fn inspect_a_letta_file() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "samples.jsonl",
+        r#"{"id": 1, "input": "a", "ground_truth": "x", "tags": ["math", "easy"]}
+{"id": 2, "input": ["b", "c"], "ground_truth": ["y", "z"], "tags": ["math"]}
+{"id": 3, "input": "d"}
+"#,
+    );
+    let (r, report) = inspect_json(&file);
+    r.expect_status(0);
+    assert_eq!(report["format"], "letta");
+    assert_eq!(report["syntax"], "jsonl");
+    assert_eq!(report["cases"], 3);
+    assert_eq!(report["errors"], 0);
+    assert_eq!(report["labels"], json!({"easy": 1, "math": 2}));
+    assert_eq!(report["messages"], json!({"1": 2, "2": 1}));
+}
+
+#[test]
+fn inspect_a_maslab_manifest() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "trips.yaml",
+        "apiVersion: lab/v1
+kind: Dataset
+metadata:
+  name: trips
+spec:
+  items:
+  - id: one
+    prompt: Cheapest train to Turin?
+    category: cold-start
+  - id: two
+    inputs:
+      user:
+      - role: user
+        content: Book my usual route.
+      hitl:
+      - role: hitl
+        content: Approved.
+    category: personalised
+    tags: [travel]
+",
+    );
+    let (r, report) = inspect_json(&file);
+    r.expect_status(0);
+    assert_eq!(report["format"], "maslab");
+    assert_eq!(report["syntax"], "yaml");
+    assert_eq!(report["name"], "trips");
+    assert_eq!(report["cases"], 2);
+    assert_eq!(report["labels"], json!({"category:cold-start": 1, "category:personalised": 1, "travel": 1}));
+    assert_eq!(report["hitl_turns"], 1);
+}
+
+#[test]
+fn inspect_counts_the_errors_of_an_invalid_file() {
+    let dir = Folder::new();
+    let file = dir.file("samples.jsonl", "{\"id\": 1, \"input\": \"a\"}\n{\"id\": 2}\n");
+    let (r, report) = inspect_json(&file);
+    r.expect_status(1);
+    assert_eq!(report["cases"], 1);
+    assert_eq!(report["errors"], 1);
+}

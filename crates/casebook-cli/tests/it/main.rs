@@ -1,0 +1,15 @@
+//! Integration tests of the `casebook` binary: what a user sees when they run it on their files.
+//! Every test writes its input into a temporary folder, runs the real binary with `NO_COLOR=1`
+//! and checks the exit status and the diagnostics, down to the line and column they name.
+
+mod cli;
+
+mod convert;
+mod csv_cells;
+mod exit_codes;
+mod human;
+mod inspect;
+mod terminal;
+mod unusual_input;
+mod validate_fields;
+mod validate_syntax;
