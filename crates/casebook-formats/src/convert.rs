@@ -25,6 +25,9 @@ pub struct Target {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConvertSummary {
+    /// The input had header keys after its cases that the output could not hold, because it
+    /// writes its header first (only long YAML documents are read that way).
+    pub late_header_dropped: bool,
     pub cases: u64,
     pub written: u64,
     pub errors: u64,
@@ -41,6 +44,8 @@ struct Converter<'a, 'w> {
     file: String,
     summary: ConvertSummary,
     io_error: Option<std::io::Error>,
+    /// The header as the end of the input left it, when it grew after the start.
+    final_header: Option<DatasetHeader>,
 }
 
 impl Consumer<Encoded> for Converter<'_, '_> {
@@ -64,6 +69,10 @@ impl Consumer<Encoded> for Converter<'_, '_> {
         }
         self.writer = Some(writer);
         Flow::Continue
+    }
+
+    fn header(&mut self, header: &DatasetHeader) {
+        self.final_header = Some(header.clone());
     }
 
     fn batch(&mut self, batch: &mut Batch, encoded: Encoded) -> Flow {
@@ -139,13 +148,15 @@ pub fn convert(
         file: input.display.clone(),
         summary: ConvertSummary::default(),
         io_error: None,
+        final_header: None,
     };
     read(input, opts, &work, &mut converter)?;
     if let Some(err) = converter.io_error.take() {
         return Err(ReadError::Io(err));
     }
     if let Some(writer) = converter.writer.take() {
-        writer.finish()?;
+        let kept = writer.finish(converter.final_header.as_ref())?;
+        converter.summary.late_header_dropped = !kept;
     }
     Ok(converter.summary)
 }

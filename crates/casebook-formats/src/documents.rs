@@ -14,8 +14,16 @@ use crate::{agenthealth, layout, maslab, native, voltagent};
 /// A case and the byte offset of its id (or of the case) in the document.
 pub type Located = (Case, usize);
 
-/// Reads every case of a document; errors are in `cx`.
-pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (DatasetHeader, Vec<Located>) {
+/// Reads every case of a document; errors are in `cx`. `streamed` is the number of cases that
+/// were read as the document was parsed (see [`crate::yaml::parse_streaming`]); their list is
+/// empty in `root`.
+pub fn read(
+    cx: &mut Cx<'_>,
+    root: &Node,
+    format: Format,
+    stem: &str,
+    streamed: Option<usize>,
+) -> (DatasetHeader, Vec<Located>) {
     let mut header = DatasetHeader::default();
     let mut doc_layout = Map::new();
     let root_ptr = Ptr::ROOT;
@@ -64,7 +72,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
                     header.labels = f.take("tags").and_then(|n| cx.strings(n, &root_ptr.key("tags")));
                     header.metadata = f.take("metadata").and_then(|n| cx.map(n, &root_ptr.key("metadata")));
                     let data = f.take("data");
-                    keep_rest(cx, &f, &root_ptr, &mut doc_layout);
+                    keep_rest(cx, &f, &root_ptr, &mut doc_layout, "data");
                     match data {
                         Some(n) => cx.array(n, &root_ptr.key("data")).map(|i| (i, &["data"][..], n.offset)),
                         None => {
@@ -96,7 +104,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
                             f.take("description").and_then(|n| cx.opt_string(n, &root_ptr.key("description")));
                         header.labels = f.take("tags").and_then(|n| cx.strings(n, &root_ptr.key("tags")));
                         let list = f.take("items");
-                        keep_rest(cx, &f, &root_ptr, &mut doc_layout);
+                        keep_rest(cx, &f, &root_ptr, &mut doc_layout, "items");
                         match list {
                             Some(n) => cx.array(n, &root_ptr.key("items")).map(|i| (i, &["items"][..], n.offset)),
                             None => {
@@ -129,13 +137,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
     let Some((list, list_ptr, list_offset)) = items else {
         return (header, Vec::new());
     };
-    let read_one: fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option<Case> = match format {
-        Format::Casebook => native::read_case,
-        Format::AgentHealth => agenthealth::read_case,
-        Format::Voltagent => voltagent::read_item,
-        Format::Maslab => maslab::read_item,
-        Format::Letta | Format::Csv => unreachable!(),
-    };
+    let read_one = item_reader(format);
     let mut cases = Vec::with_capacity(list.len());
     for (i, item) in list.iter().enumerate() {
         with_ptr(list_ptr, |p| {
@@ -146,7 +148,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
             }
         });
     }
-    if list.is_empty() {
+    if list.is_empty() && streamed.unwrap_or(0) == 0 {
         let (code, message, hint) = match format {
             Format::AgentHealth => (
                 Code::EmptyDatasetAccepted,
@@ -165,7 +167,7 @@ pub fn read(cx: &mut Cx<'_>, root: &Node, format: Format, stem: &str) -> (Datase
     (header, cases)
 }
 
-fn with_ptr(segments: &[&str], f: impl FnOnce(&Ptr<'_>)) {
+pub fn with_ptr(segments: &[&str], f: impl FnOnce(&Ptr<'_>)) {
     fn go(segments: &[&str], ptr: &Ptr<'_>, f: impl FnOnce(&Ptr<'_>)) {
         match segments.split_first() {
             None => f(ptr),
@@ -175,17 +177,37 @@ fn with_ptr(segments: &[&str], f: impl FnOnce(&Ptr<'_>)) {
     go(segments, &Ptr::ROOT, f);
 }
 
+/// The mapper of one list item of a document format.
+pub fn item_reader(format: Format) -> fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option<Case> {
+    match format {
+        Format::Casebook => native::read_case,
+        Format::AgentHealth => agenthealth::read_case,
+        Format::Voltagent => voltagent::read_item,
+        Format::Maslab => maslab::read_item,
+        Format::Letta | Format::Csv => |_, _, _| None,
+    }
+}
+
 /// Keeps the document keys no reader took, for the writer of the same format.
-fn keep_rest(cx: &mut Cx<'_>, f: &Fields<'_, '_>, ptr: &Ptr<'_>, doc_layout: &mut Map) {
+fn keep_rest(cx: &mut Cx<'_>, f: &Fields<'_, '_>, ptr: &Ptr<'_>, doc_layout: &mut Map, list_key: &str) {
+    let rest = kept(cx, f, ptr, list_key);
+    if rest.keys().any(|k| k != list_key) {
+        doc_layout.insert("document".into(), Value::Object(rest));
+    }
+}
+
+/// The keys no reader took, with `null` where the list of cases (`list_key`) was, so that a
+/// writer puts the cases back between the same keys.
+fn kept(cx: &mut Cx<'_>, f: &Fields<'_, '_>, ptr: &Ptr<'_>, list_key: &str) -> Map {
     let mut rest = Map::new();
-    for entry in f.rest() {
-        if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
+    for entry in f.rest_and(list_key) {
+        if entry.key == list_key {
+            rest.insert(entry.key.to_string(), Value::Null);
+        } else if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
             rest.insert(entry.key.to_string(), v);
         }
     }
-    if !rest.is_empty() {
-        doc_layout.insert("document".into(), Value::Object(rest));
-    }
+    rest
 }
 
 fn read_manifest_header<'n, 's>(
@@ -258,13 +280,7 @@ fn read_manifest_header<'n, 's>(
     let spec_entries = cx.object(spec, &spec_ptr)?;
     let mut sf = Fields::new(cx, spec_entries, &spec_ptr);
     let list = sf.take("items");
-    let mut spec_rest = Map::new();
-    for entry in sf.rest() {
-        if let Some(v) = cx.json(&entry.value, &spec_ptr.key(&entry.key)) {
-            spec_rest.insert(entry.key.to_string(), v);
-        }
-    }
-    document.insert("spec".into(), Value::Object(spec_rest));
+    document.insert("spec".into(), Value::Object(kept(cx, &sf, &spec_ptr, "items")));
     for (k, v) in other {
         document.insert(k, v);
     }

@@ -148,7 +148,7 @@ pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
     ];
     const NATIVE: &[&str] =
         &["expected", "turns", "labels", "context", "provenance", "tools", "memory_seeds", "review", "confidence"];
-    if NATIVE.iter().any(|k| row.get(k).is_some()) {
+    if NATIVE.iter().any(|k| row.get(k).is_some()) || crate::native::header_record(row).is_some() {
         return Format::Casebook;
     }
     if LETTA.iter().any(|k| row.get(k).is_some()) {

@@ -42,6 +42,14 @@ const EXPECTED_FIELDS: &[&str] = &[
 ];
 /// The key of the header record a native JSONL file may start with.
 pub const HEADER_KEY: &str = "$dataset";
+/// The header in a `{"$dataset": {...}}` record, if `node` is one.
+pub fn header_record<'n, 's>(node: &'n Node<'s>) -> Option<&'n Node<'s>> {
+    match &node.value {
+        NodeValue::Object(entries) if entries.len() == 1 && entries[0].key == HEADER_KEY => Some(&entries[0].value),
+        _ => None,
+    }
+}
+
 pub const HEADER_FIELDS: &[&str] = &["name", "description", "labels", "metadata", "provenance", "cases"];
 
 pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {

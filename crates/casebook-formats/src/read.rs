@@ -61,6 +61,8 @@ pub struct ReadOptions {
     pub threads: usize,
     /// Column map for the generic `csv` format.
     pub column_map: Option<ColumnMap>,
+    /// Size from which YAML documents are read as they are parsed (default 16 MiB).
+    pub stream_yaml_from: Option<usize>,
 }
 
 /// What is known once reading has started.
@@ -90,6 +92,8 @@ pub struct Batch {
     pub end_offset: u64,
     /// Hashes of the case ids, computed on the worker.
     keys: Vec<u64>,
+    /// A header record met after the first line (native JSONL).
+    header: Option<DatasetHeader>,
 }
 
 impl Batch {
@@ -111,6 +115,9 @@ pub trait Consumer<W> {
     /// Called in file order with each batch and what `work` made of it on a worker thread.
     /// The batch is dropped on a worker thread afterwards, off the ordered path.
     fn batch(&mut self, batch: &mut Batch, work: W) -> Flow;
+    /// The dataset header as the end of the file left it, when the file had more header after
+    /// its cases than before them (YAML documents are read as they go).
+    fn header(&mut self, _header: &DatasetHeader) {}
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -265,7 +272,11 @@ pub fn read<W: Send>(
             )?;
         }
         Syntax::Json | Syntax::Yaml => {
-            let mut bytes = head;
+            // Sized once: growing a 50 MB buffer by doubling would hold two copies at the peak.
+            let size = input.path.as_deref().and_then(|p| fs_err::metadata(p).ok()).map_or(0, |m| m.len() as usize);
+            let mut bytes = Vec::with_capacity(size + 1);
+            bytes.extend_from_slice(&head);
+            drop(head);
             reader.read_to_end(&mut bytes)?;
             document(&mut state, input, opts, syntax, &bytes, base)?;
         }
@@ -393,6 +404,9 @@ impl<'c, W> State<'c, W> {
             Some(w) if !renamed && keep.iter().all(|k| *k) => w,
             _ => (self.work)(&batch),
         };
+        if let Some(header) = batch.header.take() {
+            self.consumer.header(&header);
+        }
         let flow = self.consumer.batch(&mut batch, work);
         if flow == Flow::Stop {
             self.stopped = true;
@@ -643,12 +657,7 @@ fn native_jsonl_header<W>(
     let end = memchr::memchr(b'\n', &head[offset.min(head.len())..]).map_or(head.len(), |i| offset + i);
     let text = std::str::from_utf8(head.get(offset..end)?).ok()?;
     let node = json::parse(text).ok()?;
-    let inner = match &node.value {
-        crate::node::NodeValue::Object(entries) if entries.len() == 1 && entries[0].key == native::HEADER_KEY => {
-            &entries[0].value
-        }
-        _ => return None,
-    };
+    let inner = native::header_record(&node)?;
     let src = Source::new(&input.display, text, line, (base + offset) as u64);
     let mut cx = Cx::new(&src, None);
     let mut header = native::read_header(&mut cx, inner);
@@ -712,6 +721,15 @@ fn jsonl_row(
             });
         }
         Ok(node) => {
+            if format == Format::Casebook {
+                if let Some(inner) = native::header_record(&node) {
+                    let mut header = native::read_header(&mut cx, inner);
+                    header.name = header.name.or_else(|| batch.header.take().and_then(|h| h.name));
+                    batch.header = Some(header);
+                    batch.diagnostics.append(&mut cx.diags);
+                    return;
+                }
+            }
             let case = match format {
                 Format::Casebook => native::read_case(&mut cx, &node, &Ptr::ROOT),
                 _ => letta::read_row(&mut cx, &node, &Ptr::ROOT),
@@ -820,10 +838,14 @@ fn document<W>(
         }
     };
     let src = Source::new(file, text, 1, base as u64);
-    let mut cx = Cx::new(&src, input.path.as_deref().and_then(Path::parent));
+    let base_dir = input.path.as_deref().and_then(Path::parent);
+    let mut cx = Cx::new(&src, base_dir);
     let parsed = match syntax {
         Syntax::Json => json::parse(text).map_err(|e| (e.offset, e.message, e.too_deep, Code::JsonSyntax)),
-        _ => yaml::parse(text).map_err(|e| (e.offset, e.message, e.too_deep, Code::YamlSyntax)),
+        _ => match yaml_streamed(state, input, opts, &src, base_dir)? {
+            Streaming::Done => return Ok(()),
+            Streaming::Parsed(result) => result.map_err(|e| (e.offset, e.message, e.too_deep, Code::YamlSyntax)),
+        },
     };
     let root = match parsed {
         Ok(root) => root,
@@ -871,7 +893,7 @@ fn document<W>(
             }
         },
     };
-    let (header, cases) = documents::read(&mut cx, &root, format, &input.stem());
+    let (header, cases) = documents::read(&mut cx, &root, format, &input.stem(), None);
     drop(root);
     state.needs_cases = false; // the document reader reports empty lists itself
     state.pending.append(&mut cx.diags);
@@ -895,4 +917,102 @@ fn document<W>(
         state.deliver(batch, None);
     }
     Ok(())
+}
+
+/// Lists of cases in YAML documents that are read while the document is parsed: mas-lab's
+/// `spec.items` and `items`, casebook's `cases`.
+const STREAMED: &[&[&str]] = &[&["spec", "items"], &["items"], &["cases"]];
+
+/// YAML documents longer than this are read as they are parsed, in bounded memory; shorter
+/// ones are parsed whole, which keeps header keys that come after the cases in every output.
+const STREAM_YAML_FROM: usize = 16 << 20;
+
+enum Streaming<'t> {
+    /// The document had a streamed list and has been delivered.
+    Done,
+    /// It had none: here it is, parsed, for the general path.
+    Parsed(Result<crate::node::Node<'t>, yaml::YamlError>),
+}
+
+/// Reads a YAML document whose list of cases is at one of the [`STREAMED`] paths one case at a
+/// time, so memory holds the text and a batch, never a tree of the whole document.
+fn yaml_streamed<'t, W>(
+    state: &mut State<'_, W>,
+    input: &Input,
+    opts: &ReadOptions,
+    src: &Source<'t>,
+    base_dir: Option<&Path>,
+) -> Result<Streaming<'t>, ReadError> {
+    let paths: &[&'static [&'static str]] = match opts.format {
+        _ if src.text.len() < opts.stream_yaml_from.unwrap_or(STREAM_YAML_FROM) => &[],
+        None => STREAMED,
+        Some(Format::Maslab) => &STREAMED[..2],
+        Some(Format::Casebook) => &STREAMED[2..],
+        Some(_) => &[],
+    };
+    let stem = input.stem();
+    // The format, the path and the number of items so far, once the list has begun.
+    let mut current: Option<(Format, &'static [&'static str], usize)> = None;
+    let mut cx = Cx::new(src, base_dir);
+    let mut batch = Batch::default();
+    let mut stopped = false;
+    let result = yaml::parse_streaming(src.text, paths, &mut |event| match event {
+        yaml::Streamed::Begin { path, root, .. } => {
+            let format = opts.format.unwrap_or(if path == ["cases"] { Format::Casebook } else { Format::Maslab });
+            // The header so far; its problems are reported once, from the whole document.
+            let mut scratch = Cx::new(src, base_dir);
+            let (header, _) = documents::read(&mut scratch, &root, format, &stem, Some(1));
+            state.needs_cases = false;
+            current = Some((format, path, 0));
+            if state.start(Start { format, syntax: Syntax::Yaml, header }) == Flow::Stop {
+                stopped = true;
+            }
+            !stopped
+        }
+        yaml::Streamed::Item(node) => {
+            let Some((format, path, count)) = current.as_mut() else { return true };
+            let index = *count;
+            *count += 1;
+            documents::with_ptr(path, |p| {
+                if let Some(case) = documents::item_reader(*format)(&mut cx, &node, &p.index(index)) {
+                    let at = node.get("id").map_or(node.offset, |n| n.offset);
+                    batch.locs.push(loc(src, at));
+                    batch.cases.push(case);
+                }
+            });
+            if batch.cases.len() >= DOC_BATCH {
+                batch.diagnostics.append(&mut cx.diags);
+                if state.deliver(std::mem::take(&mut batch), None).0 == Flow::Stop {
+                    stopped = true;
+                }
+            }
+            !stopped
+        }
+    });
+    let Some((format, _, count)) = current else {
+        return Ok(Streaming::Parsed(result));
+    };
+    if stopped {
+        return Ok(Streaming::Done);
+    }
+    match result {
+        Ok(root) => {
+            let (header, _) = documents::read(&mut cx, &root, format, &stem, Some(count));
+            state.consumer.header(&header);
+        }
+        Err(err) => {
+            let code = if err.too_deep { Code::TooDeep } else { Code::YamlSyntax };
+            let truncated = err.offset >= src.text.trim_end().len();
+            cx.report(code, err.offset, &Ptr::ROOT, err.message).hint = Some(if truncated {
+                "the file ends too early: it may be truncated".into()
+            } else {
+                "fix the YAML syntax here".into()
+            });
+        }
+    }
+    batch.diagnostics.append(&mut cx.diags);
+    if !batch.cases.is_empty() || !batch.diagnostics.is_empty() {
+        state.deliver(batch, None);
+    }
+    Ok(Streaming::Done)
 }

@@ -1,7 +1,7 @@
 //! Where a piece of text sits in its file, and the context that turns a problem found in it
 //! into a located [`Diagnostic`].
 
-use std::cell::OnceCell;
+use std::cell::Cell;
 use std::path::Path;
 
 use casebook_model::{Code, Diagnostic, Map};
@@ -21,33 +21,30 @@ pub struct Source<'a> {
     pub first_column: u64,
     /// Byte offset of `text` in the file.
     pub file_offset: u64,
-    line_starts: OnceCell<Vec<usize>>,
+    /// A byte offset and the number of line breaks before it: locations are mostly asked for
+    /// in increasing order, so counting goes on from the last one.
+    cursor: Cell<(usize, u64)>,
 }
 
 impl<'a> Source<'a> {
     pub fn new(file: &'a str, text: &'a str, first_line: u64, file_offset: u64) -> Self {
-        Self { file, text, first_line, first_column: 1, file_offset, line_starts: OnceCell::new() }
+        Self { file, text, first_line, first_column: 1, file_offset, cursor: Cell::new((0, 0)) }
     }
 
     /// `(line, column, byte offset of the line in the file)` of a byte offset into `text`.
     pub fn locate(&self, offset: usize) -> (u64, u64, u64) {
         let offset = offset.min(self.text.len());
-        if self.line_starts.get().is_none() && memchr::memchr(b'\n', &self.text.as_bytes()[..offset]).is_none() {
-            // On the first line (always, for a JSONL row): no line table needed.
-            let chars = self.text.get(..offset).unwrap_or("").chars().count() as u64;
-            return (self.first_line, self.first_column + chars, self.file_offset);
+        let bytes = self.text.as_bytes();
+        let (mut at, mut lines) = self.cursor.get();
+        if offset < at {
+            (at, lines) = (0, 0);
         }
-        let starts = self.line_starts.get_or_init(|| {
-            let mut starts = vec![0];
-            starts.extend(memchr::memchr_iter(b'\n', self.text.as_bytes()).map(|i| i + 1));
-            starts
-        });
-        let line_index = starts.partition_point(|&start| start <= offset) - 1;
-        let line_start = starts[line_index];
-        let prefix = self.text.get(line_start..offset).unwrap_or("");
-        let chars = prefix.chars().count() as u64;
-        let column = if line_index == 0 { self.first_column + chars } else { chars + 1 };
-        (self.first_line + line_index as u64, column, self.file_offset + line_start as u64)
+        lines += memchr::memchr_iter(b'\n', &bytes[at..offset]).count() as u64;
+        self.cursor.set((offset, lines));
+        let line_start = memchr::memrchr(b'\n', &bytes[..offset]).map_or(0, |i| i + 1);
+        let chars = self.text.get(line_start..offset).unwrap_or("").chars().count() as u64;
+        let column = if lines == 0 { self.first_column + chars } else { chars + 1 };
+        (self.first_line + lines, column, self.file_offset + line_start as u64)
     }
 
     pub fn diagnostic(&self, code: Code, offset: usize, pointer: String, message: String) -> Diagnostic {
@@ -268,6 +265,11 @@ impl<'n, 's> Fields<'n, 's> {
 
     fn is_taken(&self, i: usize) -> bool {
         if self.taken_more.is_empty() { self.taken & (1 << i) != 0 } else { self.taken_more[i] }
+    }
+
+    /// Entries no `take` asked for and the entry `key`, in source order.
+    pub fn rest_and<'k>(&'k self, key: &'k str) -> impl Iterator<Item = &'n Entry<'s>> + 'k {
+        self.entries.iter().enumerate().filter(move |(i, e)| !self.is_taken(*i) || e.key == key).map(|(_, e)| e)
     }
 
     /// Entries no `take` asked for, in source order.

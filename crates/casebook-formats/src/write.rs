@@ -224,13 +224,10 @@ impl Encoder {
                 None
             }
             Format::Casebook => {
-                let mut d = Map::new();
-                let mut h = serde_json::to_value(header).unwrap_or(json!({}));
-                if let Some(obj) = h.as_object_mut() {
-                    for (k, v) in std::mem::take(obj) {
-                        d.insert(k, v);
-                    }
-                }
+                let mut d = match serde_json::to_value(header) {
+                    Ok(Value::Object(map)) => map,
+                    _ => Map::new(),
+                };
                 d.insert("cases".into(), mark);
                 Some(Value::Object(d))
             }
@@ -386,6 +383,9 @@ fn maslab_document(
 /// Puts encoded batches into one file, in order.
 pub struct Writer<'w> {
     out: Box<dyn Write + 'w>,
+    /// The header the writing started with.
+    header: DatasetHeader,
+    format: Format,
     syntax: Syntax,
     columns: Vec<String>,
     prologue: String,
@@ -402,6 +402,8 @@ impl<'w> Writer<'w> {
         });
         Self {
             out,
+            header: header.clone(),
+            format: encoder.format,
             syntax: encoder.syntax,
             columns: encoder.columns.clone(),
             prologue: encoder.prologue.clone(),
@@ -447,7 +449,24 @@ impl<'w> Writer<'w> {
         }
     }
 
-    pub fn finish(mut self) -> io::Result<()> {
+    /// Ends the file. `header` is the dataset header as it was at the end of the input, when it
+    /// had more to say than at the start (keys after the list of cases in a long document).
+    /// Returns `false` when that could not be written: the header went before the cases.
+    pub fn finish(mut self, header: Option<&DatasetHeader>) -> io::Result<bool> {
+        let mut kept = true;
+        if let Some(header) = header.filter(|h| **h != self.header) {
+            if self.format == Format::Casebook && self.syntax == Syntax::Jsonl {
+                // A native JSONL file takes a header record at its end too.
+                self.epilogue = format!("{}\n", json!({ crate::native::HEADER_KEY: header }));
+            } else {
+                let late = Encoder::new(self.format, self.syntax, header, Vec::new(), None, true);
+                if late.prologue == self.prologue {
+                    self.epilogue = late.epilogue;
+                } else {
+                    kept = false;
+                }
+            }
+        }
         if let Some(buf) = self.single.take() {
             if self.written == 1 {
                 let text = String::from_utf8_lossy(&buf);
@@ -467,6 +486,7 @@ impl<'w> Writer<'w> {
             }
             self.out.write_all(self.epilogue.as_bytes())?;
         }
-        self.out.flush()
+        self.out.flush()?;
+        Ok(kept)
     }
 }

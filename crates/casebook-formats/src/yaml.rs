@@ -19,43 +19,81 @@ pub struct YamlError {
 
 /// Parses the single YAML document in `text`. An empty document is `null`.
 pub fn parse(text: &str) -> Result<Node<'_>, YamlError> {
+    parse_streaming(text, &[], &mut |_| true)
+}
+
+/// What [`parse_streaming`] hands over while it parses.
+pub enum Streamed<'a> {
+    /// A list at one of the streamed paths begins. `root` is the document so far, with that list
+    /// present and empty; `path` says which one it is.
+    Begin { path: &'static [&'static str], root: Node<'a>, offset: usize },
+    /// The next item of that list.
+    Item(Node<'a>),
+}
+
+/// Parses like [`parse`], but the items of a list at one of `paths` (keys from the root
+/// mapping) are handed to `on` one by one instead of being kept, so a document with a million
+/// items never holds them all. In the returned document that list is empty. `on` returns
+/// `false` to stop.
+pub fn parse_streaming<'a>(
+    text: &'a str,
+    paths: &[&'static [&'static str]],
+    on: &mut dyn FnMut(Streamed<'a>) -> bool,
+) -> Result<Node<'a>, YamlError> {
     let mut builder = Builder {
         parser: Parser::new_from_str(text),
         offsets: Offsets::new(text),
         anchors: HashMap::new(),
         depth: 0,
         values: 0,
+        open: Vec::new(),
+        paths: paths.to_vec(),
+        on,
     };
     builder.document()
 }
 
+/// A container being built: a mapping's entries so far and the key being read, or a sequence.
+enum Open<'a> {
+    Map(Vec<Entry<'a>>, Option<(Cow<'a, str>, usize)>),
+    Seq,
+}
+
+/// Turns saphyr's character indexes into byte offsets, going on from the last one asked for
+/// (they come in increasing order), so no table of the whole text is kept.
 struct Offsets<'a> {
     text: &'a str,
-    line_starts: Vec<usize>,
+    ascii: bool,
+    /// A character index and its byte offset.
+    cursor: std::cell::Cell<(usize, usize)>,
 }
 
 impl<'a> Offsets<'a> {
     fn new(text: &'a str) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
-        Self { text, line_starts }
+        Self { text, ascii: text.is_ascii(), cursor: std::cell::Cell::new((0, 0)) }
     }
 
-    /// Byte offset of a saphyr marker (1-based line, 0-based column in characters).
-    fn of(&self, line: usize, col: usize) -> usize {
-        let Some(&start) = self.line_starts.get(line.saturating_sub(1)) else {
-            return self.text.len();
-        };
-        let rest = &self.text[start..];
-        rest.char_indices().nth(col).map_or(self.text.len(), |(i, _)| start + i)
+    /// Byte offset of the character at `index`.
+    fn of_index(&self, index: usize) -> usize {
+        if self.ascii {
+            return index.min(self.text.len());
+        }
+        let (mut chars, mut byte) = self.cursor.get();
+        if index < chars {
+            (chars, byte) = (0, 0);
+        }
+        let rest = &self.text[byte..];
+        let byte = rest.char_indices().nth(index - chars).map_or(self.text.len(), |(i, _)| byte + i);
+        self.cursor.set((index, byte));
+        byte
     }
 
     fn start(&self, span: &Span) -> usize {
-        self.of(span.start.line(), span.start.col())
+        self.of_index(span.start.index())
     }
 }
 
-struct Builder<'a> {
+struct Builder<'a, 'b> {
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     offsets: Offsets<'a>,
     /// Anchored nodes and how many values each holds.
@@ -63,12 +101,16 @@ struct Builder<'a> {
     depth: usize,
     /// Values produced so far, aliases counted in full, against [`MAX_VALUES`].
     values: usize,
+    /// The containers being built, outermost first.
+    open: Vec<Open<'a>>,
+    paths: Vec<&'static [&'static str]>,
+    on: &'b mut dyn FnMut(Streamed<'a>) -> bool,
 }
 
 /// Aliases can make a small file expand exponentially ("billion laughs"): refuse beyond this.
 const MAX_VALUES: usize = 2_000_000;
 
-impl<'a> Builder<'a> {
+impl<'a> Builder<'a, '_> {
     fn next(&mut self) -> Result<(Event<'a>, Span), YamlError> {
         match self.parser.next_event() {
             Some(Ok(event)) => Ok(event),
@@ -78,7 +120,7 @@ impl<'a> Builder<'a> {
                 let too_deep = err.info().contains("recursion limit");
                 let message =
                     if too_deep { format!("nesting deeper than {MAX_DEPTH} levels") } else { err.info().to_owned() };
-                Err(YamlError { offset: self.offsets.of(m.line(), m.col()), message, too_deep })
+                Err(YamlError { offset: self.offsets.of_index(m.index()), message, too_deep })
             }
             None => Err(YamlError {
                 offset: self.offsets.text.len(),
@@ -149,20 +191,33 @@ impl<'a> Builder<'a> {
             }
             Event::SequenceStart(anchor, _) => {
                 self.enter(offset)?;
+                let streamed = self.streamed_path();
+                let mut go_on = true;
+                if let Some(path) = streamed {
+                    let root = self.snapshot(offset);
+                    go_on = (self.on)(Streamed::Begin { path, root, offset });
+                }
+                self.open.push(Open::Seq);
                 let mut items = Vec::new();
                 loop {
                     let (event, span) = self.next()?;
                     if let Event::SequenceEnd = event {
                         break;
                     }
-                    items.push(self.node(event, span)?);
+                    let item = self.node(event, span)?;
+                    if streamed.is_none() {
+                        items.push(item);
+                    } else if go_on {
+                        go_on = (self.on)(Streamed::Item(item));
+                    }
                 }
+                self.open.pop();
                 self.depth -= 1;
                 (Node { offset, value: NodeValue::Array(items) }, anchor)
             }
             Event::MappingStart(anchor, _) => {
                 self.enter(offset)?;
-                let mut entries = Vec::new();
+                self.open.push(Open::Map(Vec::new(), None));
                 loop {
                     let (event, span) = self.next()?;
                     if let Event::MappingEnd = event {
@@ -179,10 +234,20 @@ impl<'a> Builder<'a> {
                             });
                         }
                     };
+                    if let Some(Open::Map(_, pending)) = self.open.last_mut() {
+                        *pending = Some((key.clone(), key_offset));
+                    }
                     let (event, span) = self.next()?;
                     let value = self.node(event, span)?;
-                    entries.push(Entry { key, key_offset, value });
+                    if let Some(Open::Map(entries, pending)) = self.open.last_mut() {
+                        *pending = None;
+                        entries.push(Entry { key, key_offset, value });
+                    }
                 }
+                let entries = match self.open.pop() {
+                    Some(Open::Map(entries, _)) => entries,
+                    _ => Vec::new(),
+                };
                 self.depth -= 1;
                 (Node { offset, value: NodeValue::Object(entries) }, anchor)
             }
@@ -195,6 +260,40 @@ impl<'a> Builder<'a> {
             self.anchors.insert(anchor, (node.clone(), count(&node)));
         }
         Ok(node)
+    }
+
+    /// The streamed path a sequence starting here is at, if any: every open container is a
+    /// mapping and their keys being read spell the path.
+    fn streamed_path(&self) -> Option<&'static [&'static str]> {
+        if self.paths.is_empty() || self.open.len() != self.open.iter().filter(|o| matches!(o, Open::Map(..))).count() {
+            return None;
+        }
+        let keys: Vec<&str> = self
+            .open
+            .iter()
+            .filter_map(|o| match o {
+                Open::Map(_, Some((key, _))) => Some(key.as_ref()),
+                _ => None,
+            })
+            .collect();
+        if keys.len() != self.open.len() {
+            return None;
+        }
+        self.paths.iter().copied().find(|p| *p == keys.as_slice())
+    }
+
+    /// The document so far, with the list that starts at `offset` present and empty.
+    fn snapshot(&self, offset: usize) -> Node<'a> {
+        let mut inner = Node { offset, value: NodeValue::Array(Vec::new()) };
+        for open in self.open.iter().rev() {
+            if let Open::Map(entries, Some((key, key_offset))) = open {
+                let mut entries = entries.clone();
+                entries.push(Entry { key: key.clone(), key_offset: *key_offset, value: inner });
+                let first = entries.first().map_or(*key_offset, |e| e.key_offset);
+                inner = Node { offset: first, value: NodeValue::Object(entries) };
+            }
+        }
+        inner
     }
 
     fn enter(&mut self, offset: usize) -> Result<(), YamlError> {

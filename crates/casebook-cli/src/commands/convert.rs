@@ -59,6 +59,13 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     };
     let summary = convert(&input, &opts, &target, columns, out, &mut on_batch).context("cannot convert")?;
     progress.finish();
+    if summary.late_header_dropped && !settings.quiet {
+        eprintln!(
+            "warning: `{}` has dataset header keys after its cases, which `{}` writes before them: they were not kept; \
+             move them above the cases, or convert to casebook JSONL",
+            input.display, args.to
+        );
+    }
     if summary.errors > 0 {
         if !settings.quiet && !settings.json {
             let errors = summary.errors;

@@ -5,7 +5,7 @@
 use casebook_formats::{Format, Syntax};
 use casebook_model::Code;
 
-use crate::harness::{cases_of, convert_file, corpus, errors, temp_file, value_of};
+use crate::harness::{cases_of, convert_file, convert_with, corpus, errors, temp_file, value_of};
 
 /// `(path under corpus/, format, syntax)` of every dataset its source system accepts.
 const ACCEPTED: &[(&str, Format, Syntax)] = &[
@@ -178,4 +178,30 @@ fn derived_ids_do_not_depend_on_row_order() {
     assert_eq!(forward, ids(cases_of(&out)));
     // Near-duplicates (' versus ’) are different cases.
     assert_eq!(forward.len(), 10);
+}
+
+/// YAML documents read as they are parsed (as long ones are) give the same results: the same
+/// format back exactly, and casebook JSONL keeps header keys that come after the cases.
+#[test]
+fn streamed_yaml_converts_like_parsed_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, format, syntax) in ACCEPTED.iter().filter(|(_, _, s)| *s == Syntax::Yaml) {
+        let path = corpus().join(rel);
+        let original = value_of(&fs_err::read(&path).unwrap(), *syntax);
+        let ((out, diags), dropped) = convert_with(&path, None, *format, *syntax, None, Some(0));
+        assert!(errors(&diags).is_empty(), "{rel}: {:?}", errors(&diags));
+        assert!(!dropped, "{rel}");
+        assert_eq!(value_of(&out, *syntax), original, "{rel} streamed → itself");
+
+        let ((middle, _), dropped) = convert_with(&path, None, Format::Casebook, Syntax::Jsonl, None, Some(0));
+        assert!(!dropped, "{rel}");
+        let middle_path = temp_file(&dir, &format!("{}.jsonl", rel.replace('/', "_")), &middle);
+        let (back, diags) = convert_file(&middle_path, None, *format, *syntax, None);
+        assert!(errors(&diags).is_empty(), "{rel}: {:?}", errors(&diags));
+        assert_eq!(value_of(&back, *syntax), original, "{rel} streamed → casebook JSONL → back");
+    }
+    // Keys after the cases cannot go into a header written before them: that is said.
+    let path = corpus().join("mas-lab/labs/lifecycle-control.lab/datasets/lifecycle-queries.yaml");
+    let (_, dropped) = convert_with(&path, None, Format::Casebook, Syntax::Yaml, None, Some(0));
+    assert!(dropped, "spec.groups comes after spec.items");
 }

@@ -18,18 +18,32 @@ pub fn convert_file(
     syntax: Syntax,
     map: Option<ColumnMap>,
 ) -> (Vec<u8>, Vec<Diagnostic>) {
+    convert_with(path, from, format, syntax, map, None).0
+}
+
+/// Like [`convert_file`], reading YAML documents as they are parsed from `stream_yaml_from`
+/// bytes; also says whether header keys after the cases were dropped.
+pub fn convert_with(
+    path: &Path,
+    from: Option<Format>,
+    format: Format,
+    syntax: Syntax,
+    map: Option<ColumnMap>,
+    stream_yaml_from: Option<usize>,
+) -> ((Vec<u8>, Vec<Diagnostic>), bool) {
     let input = Input::path(path);
-    let opts = ReadOptions { format: from, column_map: map.clone(), threads: 2, ..ReadOptions::default() };
+    let opts =
+        ReadOptions { format: from, column_map: map.clone(), threads: 2, stream_yaml_from, ..ReadOptions::default() };
     let target = Target { format, syntax, lossy: false, column_map: map };
     let columns =
         if syntax == Syntax::Csv { csv_columns(&input, &opts, &target).expect("first pass") } else { Vec::new() };
     let mut out = Vec::new();
     let mut diags = Vec::new();
-    {
+    let summary = {
         let mut on_batch = |d: &[Diagnostic], _: &casebook_formats::Progress| diags.extend_from_slice(d);
-        convert(&input, &opts, &target, columns, Box::new(&mut out), &mut on_batch).expect("convert");
-    }
-    (out, diags)
+        convert(&input, &opts, &target, columns, Box::new(&mut out), &mut on_batch).expect("convert")
+    };
+    ((out, diags), summary.late_header_dropped)
 }
 
 pub fn errors(diags: &[Diagnostic]) -> Vec<String> {
