@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::node::{Entry, Node, NodeValue};
+use crate::node::{Entry, Node, NodeValue, Streamed};
 
 /// Deeper documents are refused: no dataset needs it, and recursion must stay bounded.
 pub const MAX_DEPTH: usize = 128;
@@ -19,7 +19,57 @@ pub struct SyntaxError {
 
 /// Parses one JSON value that must fill `text` (surrounding whitespace allowed).
 pub fn parse(text: &str) -> Result<Node<'_>, SyntaxError> {
-    let mut parser = Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0 };
+    run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: None })
+}
+
+/// Parses like [`parse`], handing the items of an array at one of `paths` (keys from the root
+/// object; the empty path is a root array) to `on` one by one instead of keeping them. In the
+/// returned document that array is empty. `on` returns `false` to stop.
+pub fn parse_streaming<'a>(
+    text: &'a str,
+    paths: &[&'static [&'static str]],
+    on: &mut dyn FnMut(Streamed<'a>) -> bool,
+) -> Result<Node<'a>, SyntaxError> {
+    let stream = Stream { paths: paths.to_vec(), open: Vec::new(), on };
+    run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: Some(stream) })
+}
+
+/// The objects being built while streaming: entries so far and the key whose value is read.
+struct Stream<'a, 'b> {
+    paths: Vec<&'static [&'static str]>,
+    open: Vec<Option<(Vec<Entry<'a>>, Option<(Cow<'a, str>, usize)>)>>,
+    on: &'b mut dyn FnMut(Streamed<'a>) -> bool,
+}
+
+impl<'a> Stream<'a, '_> {
+    /// The streamed path an array starting now is at, if every open container is an object.
+    fn path(&self) -> Option<&'static [&'static str]> {
+        let mut keys = Vec::with_capacity(self.open.len());
+        for open in &self.open {
+            match open {
+                Some((_, Some((key, _)))) => keys.push(key.as_ref()),
+                _ => return None,
+            }
+        }
+        self.paths.iter().copied().find(|p| *p == keys.as_slice())
+    }
+
+    /// The document so far, with the array that starts at `offset` present and empty.
+    fn snapshot(&self, offset: usize) -> Node<'a> {
+        let mut inner = Node { offset, value: NodeValue::Array(Vec::new()) };
+        for (entries, pending) in self.open.iter().rev().flatten() {
+            if let Some((key, key_offset)) = pending {
+                let mut entries = entries.clone();
+                entries.push(Entry { key: key.clone(), key_offset: *key_offset, value: inner });
+                let first = entries.first().map_or(*key_offset, |e| e.key_offset);
+                inner = Node { offset: first, value: NodeValue::Object(entries) };
+            }
+        }
+        inner
+    }
+}
+
+fn run<'a>(mut parser: Parser<'a, '_>) -> Result<Node<'a>, SyntaxError> {
     parser.skip_ws();
     let node = parser.value()?;
     parser.skip_ws();
@@ -29,14 +79,15 @@ pub fn parse(text: &str) -> Result<Node<'_>, SyntaxError> {
     Ok(node)
 }
 
-struct Parser<'a> {
+struct Parser<'a, 'b> {
     bytes: &'a [u8],
     text: &'a str,
     pos: usize,
     depth: usize,
+    stream: Option<Stream<'a, 'b>>,
 }
 
-impl<'a> Parser<'a> {
+impl<'a> Parser<'a, '_> {
     fn error(&self, message: impl Into<String>) -> SyntaxError {
         SyntaxError { offset: self.pos, message: message.into(), too_deep: false }
     }
@@ -99,66 +150,123 @@ impl<'a> Parser<'a> {
             self.depth -= 1;
             return Ok(NodeValue::Object(entries));
         }
+        if let Some(stream) = &mut self.stream {
+            stream.open.push(Some((Vec::new(), None)));
+        }
         loop {
-            self.skip_ws();
-            if self.peek() != Some(b'"') {
-                return Err(match self.peek() {
-                    None => self.error("unexpected end of input inside an object"),
-                    Some(b'}') => self.error("trailing comma before `}`"),
-                    Some(_) => self.error("expected a string key in double quotes"),
+            let (key, key_offset) = self.key()?;
+            if self.stream.is_none() {
+                let value = self.value()?;
+                entries.push(Entry { key, key_offset, value });
+            } else {
+                // Streaming: the entries so far live on the stream, for its snapshots.
+                self.open_map(|_, pending| *pending = Some((key.clone(), key_offset)));
+                let value = self.value()?;
+                self.open_map(move |so_far, pending| {
+                    *pending = None;
+                    so_far.push(Entry { key, key_offset, value });
                 });
             }
-            let key_offset = self.pos;
-            let key = self.string()?;
-            self.skip_ws();
-            if self.peek() != Some(b':') {
-                return Err(self.error("expected `:` after the object key"));
+            if !self.more(b'}', "object value")? {
+                break;
             }
-            self.pos += 1;
-            self.skip_ws();
-            let value = self.value()?;
-            entries.push(Entry { key, key_offset, value });
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b'}') => {
-                    self.pos += 1;
-                    break;
-                }
-                None => return Err(self.error("unexpected end of input, expected `,` or `}`")),
-                Some(_) => return Err(self.error("expected `,` or `}` after the object value")),
+        }
+        if let Some(stream) = &mut self.stream {
+            if let Some(Some((so_far, _))) = stream.open.pop() {
+                entries = so_far;
             }
         }
         self.depth -= 1;
         Ok(NodeValue::Object(entries))
     }
 
+    /// Works on the innermost object being built while streaming.
+    #[allow(clippy::type_complexity)]
+    fn open_map(&mut self, f: impl FnOnce(&mut Vec<Entry<'a>>, &mut Option<(Cow<'a, str>, usize)>)) {
+        if let Some(Some((so_far, pending))) = self.stream.as_mut().and_then(|s| s.open.last_mut()) {
+            f(so_far, pending);
+        }
+    }
+
+    /// An object key and the `:` after it.
+    fn key(&mut self) -> Result<(Cow<'a, str>, usize), SyntaxError> {
+        self.skip_ws();
+        if self.peek() != Some(b'"') {
+            return Err(match self.peek() {
+                None => self.error("unexpected end of input inside an object"),
+                Some(b'}') => self.error("trailing comma before `}`"),
+                Some(_) => self.error("expected a string key in double quotes"),
+            });
+        }
+        let key_offset = self.pos;
+        let key = self.string()?;
+        self.skip_ws();
+        if self.peek() != Some(b':') {
+            return Err(self.error("expected `:` after the object key"));
+        }
+        self.pos += 1;
+        self.skip_ws();
+        Ok((key, key_offset))
+    }
+
+    /// After a value in a container closed by `close`: whether another one follows.
+    fn more(&mut self, close: u8, what: &str) -> Result<bool, SyntaxError> {
+        self.skip_ws();
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(true)
+            }
+            Some(b) if b == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            None => Err(self.error(format!("unexpected end of input, expected `,` or `{}`", close as char))),
+            Some(_) => Err(self.error(format!("expected `,` or `{}` after the {what}", close as char))),
+        }
+    }
+
     fn array(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
+        let offset = self.pos;
         self.enter()?;
         self.pos += 1;
         let mut items = Vec::new();
+        // Whether this array's items go to the stream instead of into the tree.
+        let mut streamed = false;
+        let mut go_on = true;
+        if let Some(stream) = &mut self.stream {
+            if let Some(path) = stream.path() {
+                streamed = true;
+                let root = stream.snapshot(offset);
+                go_on = (stream.on)(Streamed::Begin { path, root, offset });
+            }
+            stream.open.push(None);
+        }
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            self.depth -= 1;
-            return Ok(NodeValue::Array(items));
-        }
-        loop {
-            self.skip_ws();
-            if self.peek() == Some(b']') {
-                return Err(self.error("trailing comma before `]`"));
-            }
-            items.push(self.value()?);
-            self.skip_ws();
-            match self.peek() {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
+        } else {
+            loop {
+                self.skip_ws();
+                if self.peek() == Some(b']') {
+                    return Err(self.error("trailing comma before `]`"));
+                }
+                let item = self.value()?;
+                match &mut self.stream {
+                    Some(stream) if streamed => {
+                        if go_on {
+                            go_on = (stream.on)(Streamed::Item(item));
+                        }
+                    }
+                    _ => items.push(item),
+                }
+                if !self.more(b']', "array item")? {
                     break;
                 }
-                None => return Err(self.error("unexpected end of input, expected `,` or `]`")),
-                Some(_) => return Err(self.error("expected `,` or `]` after the array item")),
             }
+        }
+        if let Some(stream) = &mut self.stream {
+            stream.open.pop();
         }
         self.depth -= 1;
         Ok(NodeValue::Array(items))

@@ -36,6 +36,16 @@ pub struct Entry<'s> {
     pub value: Node<'s>,
 }
 
+/// What a streaming parser hands over while it parses (see `json::parse_streaming` and
+/// `yaml::parse_streaming`).
+pub enum Streamed<'a> {
+    /// A list at one of the streamed paths begins. `root` is the document so far, with that list
+    /// present and empty; `path` says which one it is.
+    Begin { path: &'static [&'static str], root: Node<'a>, offset: usize },
+    /// The next item of that list.
+    Item(Node<'a>),
+}
+
 /// Why a node could not become a JSON value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ValueError {

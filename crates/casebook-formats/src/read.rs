@@ -61,8 +61,8 @@ pub struct ReadOptions {
     pub threads: usize,
     /// Column map for the generic `csv` format.
     pub column_map: Option<ColumnMap>,
-    /// Size from which YAML documents are read as they are parsed (default 16 MiB).
-    pub stream_yaml_from: Option<usize>,
+    /// Size from which JSON and YAML documents are read as they are parsed (default 16 MiB).
+    pub stream_from: Option<usize>,
 }
 
 /// What is known once reading has started.
@@ -840,12 +840,9 @@ fn document<W>(
     let src = Source::new(file, text, 1, base as u64);
     let base_dir = input.path.as_deref().and_then(Path::parent);
     let mut cx = Cx::new(&src, base_dir);
-    let parsed = match syntax {
-        Syntax::Json => json::parse(text).map_err(|e| (e.offset, e.message, e.too_deep, Code::JsonSyntax)),
-        _ => match yaml_streamed(state, input, opts, &src, base_dir)? {
-            Streaming::Done => return Ok(()),
-            Streaming::Parsed(result) => result.map_err(|e| (e.offset, e.message, e.too_deep, Code::YamlSyntax)),
-        },
+    let parsed = match streamed_document(state, input, opts, syntax, &src, base_dir)? {
+        Streaming::Done => return Ok(()),
+        Streaming::Parsed(result) => result,
     };
     let root = match parsed {
         Ok(root) => root,
@@ -919,57 +916,68 @@ fn document<W>(
     Ok(())
 }
 
-/// Lists of cases in YAML documents that are read while the document is parsed: mas-lab's
-/// `spec.items` and `items`, casebook's `cases`.
-const STREAMED: &[&[&str]] = &[&["spec", "items"], &["items"], &["cases"]];
+/// Where lists of cases are in documents, from the root: Agent Health's root array,
+/// VoltAgent's `data`, casebook's `cases`, mas-lab's `items` and `spec.items`.
+const STREAMED: &[(&[&str], Format)] = &[
+    (&[], Format::AgentHealth),
+    (&["data"], Format::Voltagent),
+    (&["cases"], Format::Casebook),
+    (&["items"], Format::Maslab),
+    (&["spec", "items"], Format::Maslab),
+];
 
-/// YAML documents longer than this are read as they are parsed, in bounded memory; shorter
-/// ones are parsed whole, which keeps header keys that come after the cases in every output.
-const STREAM_YAML_FROM: usize = 16 << 20;
+/// Documents longer than this are read as they are parsed, in bounded memory; shorter ones are
+/// parsed whole, which keeps header keys that come after the cases in every output.
+const STREAM_FROM: usize = 16 << 20;
+
+/// A syntax error: offset, message, too deep, code.
+type DocError = (usize, String, bool, Code);
 
 enum Streaming<'t> {
     /// The document had a streamed list and has been delivered.
     Done,
     /// It had none: here it is, parsed, for the general path.
-    Parsed(Result<crate::node::Node<'t>, yaml::YamlError>),
+    Parsed(Result<crate::node::Node<'t>, DocError>),
 }
 
-/// Reads a YAML document whose list of cases is at one of the [`STREAMED`] paths one case at a
+/// Reads a document whose list of cases is at one of the [`STREAMED`] paths one case at a
 /// time, so memory holds the text and a batch, never a tree of the whole document.
-fn yaml_streamed<'t, W>(
+fn streamed_document<'t, W>(
     state: &mut State<'_, W>,
     input: &Input,
     opts: &ReadOptions,
+    syntax: Syntax,
     src: &Source<'t>,
     base_dir: Option<&Path>,
 ) -> Result<Streaming<'t>, ReadError> {
-    let paths: &[&'static [&'static str]] = match opts.format {
-        _ if src.text.len() < opts.stream_yaml_from.unwrap_or(STREAM_YAML_FROM) => &[],
-        None => STREAMED,
-        Some(Format::Maslab) => &STREAMED[..2],
-        Some(Format::Casebook) => &STREAMED[2..],
-        Some(_) => &[],
-    };
+    let long = src.text.len() >= opts.stream_from.unwrap_or(STREAM_FROM);
+    let paths: Vec<&'static [&'static str]> = STREAMED
+        .iter()
+        .filter(|(path, format)| {
+            long && opts.format.is_none_or(|f| f == *format) && !(path.is_empty() && syntax == Syntax::Yaml)
+        })
+        .map(|(path, _)| *path)
+        .collect();
     let stem = input.stem();
     // The format, the path and the number of items so far, once the list has begun.
     let mut current: Option<(Format, &'static [&'static str], usize)> = None;
     let mut cx = Cx::new(src, base_dir);
     let mut batch = Batch::default();
     let mut stopped = false;
-    let result = yaml::parse_streaming(src.text, paths, &mut |event| match event {
-        yaml::Streamed::Begin { path, root, .. } => {
-            let format = opts.format.unwrap_or(if path == ["cases"] { Format::Casebook } else { Format::Maslab });
+    let mut on = |event: crate::node::Streamed<'t>| match event {
+        crate::node::Streamed::Begin { path, root, .. } => {
+            let format = STREAMED.iter().find(|(p, _)| *p == path).map_or(Format::Casebook, |(_, f)| *f);
             // The header so far; its problems are reported once, from the whole document.
             let mut scratch = Cx::new(src, base_dir);
             let (header, _) = documents::read(&mut scratch, &root, format, &stem, Some(1));
             state.needs_cases = false;
             current = Some((format, path, 0));
-            if state.start(Start { format, syntax: Syntax::Yaml, header }) == Flow::Stop {
+            if state.start(Start { format, syntax, header }) == Flow::Stop {
                 stopped = true;
             }
             !stopped
         }
-        yaml::Streamed::Item(node) => {
+        crate::node::Streamed::Item(node) => {
             let Some((format, path, count)) = current.as_mut() else { return true };
             let index = *count;
             *count += 1;
@@ -988,7 +996,14 @@ fn yaml_streamed<'t, W>(
             }
             !stopped
         }
-    });
+    };
+    let result = match syntax {
+        Syntax::Json => json::parse_streaming(src.text, &paths, &mut on)
+            .map_err(|e| (e.offset, e.message, e.too_deep, Code::JsonSyntax)),
+        _ => yaml::parse_streaming(src.text, &paths, &mut on)
+            .map_err(|e| (e.offset, e.message, e.too_deep, Code::YamlSyntax)),
+    };
+    drop(on);
     let Some((format, _, count)) = current else {
         return Ok(Streaming::Parsed(result));
     };
@@ -1000,13 +1015,13 @@ fn yaml_streamed<'t, W>(
             let (header, _) = documents::read(&mut cx, &root, format, &stem, Some(count));
             state.consumer.header(&header);
         }
-        Err(err) => {
-            let code = if err.too_deep { Code::TooDeep } else { Code::YamlSyntax };
-            let truncated = err.offset >= src.text.trim_end().len();
-            cx.report(code, err.offset, &Ptr::ROOT, err.message).hint = Some(if truncated {
+        Err((offset, message, too_deep, code)) => {
+            let code = if too_deep { Code::TooDeep } else { code };
+            let truncated = offset >= src.text.trim_end().len();
+            cx.report(code, offset, &Ptr::ROOT, message).hint = Some(if truncated {
                 "the file ends too early: it may be truncated".into()
             } else {
-                "fix the YAML syntax here".into()
+                format!("fix the {} syntax here", syntax.name().to_uppercase())
             });
         }
     }

@@ -454,8 +454,13 @@ impl<'w> Writer<'w> {
     /// Returns `false` when that could not be written: the header went before the cases.
     pub fn finish(mut self, header: Option<&DatasetHeader>) -> io::Result<bool> {
         let mut kept = true;
+        let native_jsonl = self.format == Format::Casebook && self.syntax == Syntax::Jsonl;
+        if native_jsonl && self.written == 0 && self.prologue.is_empty() {
+            // An empty file would read as nothing in particular: say what it is.
+            self.epilogue = format!("{}\n", json!({ crate::native::HEADER_KEY: self.header }));
+        }
         if let Some(header) = header.filter(|h| **h != self.header) {
-            if self.format == Format::Casebook && self.syntax == Syntax::Jsonl {
+            if native_jsonl {
                 // A native JSONL file takes a header record at its end too.
                 self.epilogue = format!("{}\n", json!({ crate::native::HEADER_KEY: header }));
             } else {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 
 use crate::json::MAX_DEPTH;
-use crate::node::{Entry, Node, NodeValue};
+use crate::node::{Entry, Node, NodeValue, Streamed};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct YamlError {
@@ -20,15 +20,6 @@ pub struct YamlError {
 /// Parses the single YAML document in `text`. An empty document is `null`.
 pub fn parse(text: &str) -> Result<Node<'_>, YamlError> {
     parse_streaming(text, &[], &mut |_| true)
-}
-
-/// What [`parse_streaming`] hands over while it parses.
-pub enum Streamed<'a> {
-    /// A list at one of the streamed paths begins. `root` is the document so far, with that list
-    /// present and empty; `path` says which one it is.
-    Begin { path: &'static [&'static str], root: Node<'a>, offset: usize },
-    /// The next item of that list.
-    Item(Node<'a>),
 }
 
 /// Parses like [`parse`], but the items of a list at one of `paths` (keys from the root

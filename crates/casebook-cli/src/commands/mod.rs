@@ -22,7 +22,7 @@ pub fn read_options(args: &ReadArgs) -> ReadOptions {
         syntax: None,
         threads: args.threads,
         column_map: args.map.clone(),
-        stream_yaml_from: None,
+        stream_from: None,
     }
 }
 

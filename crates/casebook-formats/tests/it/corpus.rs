@@ -180,12 +180,12 @@ fn derived_ids_do_not_depend_on_row_order() {
     assert_eq!(forward.len(), 10);
 }
 
-/// YAML documents read as they are parsed (as long ones are) give the same results: the same
-/// format back exactly, and casebook JSONL keeps header keys that come after the cases.
+/// Documents read as they are parsed (as long ones are) give the same results: the same format
+/// back exactly, and casebook JSONL keeps header keys that come after the cases.
 #[test]
-fn streamed_yaml_converts_like_parsed_yaml() {
+fn streamed_documents_convert_like_parsed_ones() {
     let dir = tempfile::tempdir().unwrap();
-    for (rel, format, syntax) in ACCEPTED.iter().filter(|(_, _, s)| *s == Syntax::Yaml) {
+    for (rel, format, syntax) in ACCEPTED.iter().filter(|(_, _, s)| matches!(s, Syntax::Yaml | Syntax::Json)) {
         let path = corpus().join(rel);
         let original = value_of(&fs_err::read(&path).unwrap(), *syntax);
         let ((out, diags), dropped) = convert_with(&path, None, *format, *syntax, None, Some(0));

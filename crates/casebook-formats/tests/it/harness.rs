@@ -21,7 +21,7 @@ pub fn convert_file(
     convert_with(path, from, format, syntax, map, None).0
 }
 
-/// Like [`convert_file`], reading YAML documents as they are parsed from `stream_yaml_from`
+/// Like [`convert_file`], reading YAML documents as they are parsed from `stream_from`
 /// bytes; also says whether header keys after the cases were dropped.
 pub fn convert_with(
     path: &Path,
@@ -29,11 +29,10 @@ pub fn convert_with(
     format: Format,
     syntax: Syntax,
     map: Option<ColumnMap>,
-    stream_yaml_from: Option<usize>,
+    stream_from: Option<usize>,
 ) -> ((Vec<u8>, Vec<Diagnostic>), bool) {
     let input = Input::path(path);
-    let opts =
-        ReadOptions { format: from, column_map: map.clone(), threads: 2, stream_yaml_from, ..ReadOptions::default() };
+    let opts = ReadOptions { format: from, column_map: map.clone(), threads: 2, stream_from, ..ReadOptions::default() };
     let target = Target { format, syntax, lossy: false, column_map: map };
     let columns =
         if syntax == Syntax::Csv { csv_columns(&input, &opts, &target).expect("first pass") } else { Vec::new() };
