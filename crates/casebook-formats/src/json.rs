@@ -34,10 +34,13 @@ pub fn parse_streaming<'a>(
     run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: Some(stream) })
 }
 
-/// The objects being built while streaming: entries so far and the key whose value is read.
+/// An object being built while streaming: its entries so far and the key whose value is read.
+type OpenObject<'a> = (Vec<Entry<'a>>, Option<(Cow<'a, str>, usize)>);
+
+/// The containers being built while streaming, outermost first: objects, or `None` for arrays.
 struct Stream<'a, 'b> {
     paths: Vec<&'static [&'static str]>,
-    open: Vec<Option<(Vec<Entry<'a>>, Option<(Cow<'a, str>, usize)>)>>,
+    open: Vec<Option<OpenObject<'a>>>,
     on: &'b mut dyn FnMut(Streamed<'a>) -> bool,
 }
 

@@ -1003,7 +1003,6 @@ fn streamed_document<'t, W>(
         _ => yaml::parse_streaming(src.text, &paths, &mut on)
             .map_err(|e| (e.offset, e.message, e.too_deep, Code::YamlSyntax)),
     };
-    drop(on);
     let Some((format, _, count)) = current else {
         return Ok(Streaming::Parsed(result));
     };
