@@ -99,7 +99,7 @@ impl Consumer<()> for Count {
         Flow::Continue
     }
 
-    fn batch(&mut self, batch: &mut Batch, _: ()) -> Flow {
+    fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
         self.cases += batch.cases.len() as u64;
         self.errors += batch.diagnostics.iter().filter(|d| d.is_error()).count() as u64;
         Flow::Continue

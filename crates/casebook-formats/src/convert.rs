@@ -75,7 +75,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
         self.final_header = Some(header.clone());
     }
 
-    fn batch(&mut self, batch: &mut Batch, encoded: Encoded) -> Flow {
+    fn batch(&mut self, batch: &mut Batch, encoded: &mut Encoded) -> Flow {
         self.summary.cases += batch.cases.len() as u64;
         self.summary.written += encoded.written as u64;
         for (i, fields) in &encoded.lost {
@@ -109,7 +109,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
         }
         (self.on_batch)(&batch.diagnostics, &Progress { bytes: batch.end_offset, cases: self.summary.cases });
         if let Some(writer) = &mut self.writer {
-            if let Err(err) = writer.write(&encoded) {
+            if let Err(err) = writer.write(encoded) {
                 self.io_error = Some(err);
                 return Flow::Stop;
             }
@@ -194,8 +194,8 @@ pub fn csv_columns(input: &Input, opts: &ReadOptions, target: &Target) -> Result
                 .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
             Flow::Continue
         }
-        fn batch(&mut self, _: &mut Batch, columns: Vec<String>) -> Flow {
-            for c in columns {
+        fn batch(&mut self, _: &mut Batch, columns: &mut Vec<String>) -> Flow {
+            for c in columns.drain(..) {
                 if !self.0.contains(&c) {
                     self.0.push(c);
                 }

@@ -20,27 +20,55 @@ impl Field {
             return Cow::Borrowed(raw);
         }
         let inner = &raw[1..raw.len() - 1];
-        if inner.contains("\"\"") { Cow::Owned(inner.replace("\"\"", "\"")) } else { Cow::Borrowed(inner) }
+        // Inside a quoted cell every quote is doubled: keep one of each pair.
+        let Some(first) = memchr::memchr(b'"', inner.as_bytes()) else { return Cow::Borrowed(inner) };
+        let mut out = String::with_capacity(inner.len());
+        let mut rest = inner;
+        let mut at = first;
+        loop {
+            out.push_str(&rest[..=at]);
+            rest = rest.get(at + 2..).unwrap_or("");
+            match memchr::memchr(b'"', rest.as_bytes()) {
+                Some(next) => at = next,
+                None => break,
+            }
+        }
+        out.push_str(rest);
+        Cow::Owned(out)
     }
 
-    /// Where the byte `offset` of the cell's value is in the text: past the opening quote, and
-    /// past every `""` before it.
-    pub fn raw_offset(&self, text: &str, offset: usize) -> usize {
-        if !self.quoted {
-            return self.start + offset;
+    /// Where the bytes of the cell's value are in the text (see [`Offsets`]).
+    pub fn offsets(&self, text: &str) -> Offsets {
+        let mut pairs = Vec::new();
+        if self.quoted {
+            let inner = &text.as_bytes()[self.start + 1..self.end.saturating_sub(1).max(self.start + 1)];
+            let mut i = 0;
+            while let Some(q) = memchr::memchr(b'"', &inner[i..]) {
+                // Position in the value of the quote this pair stands for.
+                pairs.push(i + q - pairs.len());
+                i += q + 2;
+            }
         }
-        let inner = &text.as_bytes()[self.start + 1..self.end.saturating_sub(1).max(self.start + 1)];
-        let (mut raw, mut value) = (0, 0);
-        while value < offset && raw < inner.len() {
-            raw += if inner[raw] == b'"' && inner.get(raw + 1) == Some(&b'"') { 2 } else { 1 };
-            value += 1;
-        }
-        self.start + 1 + raw
+        Offsets { start: self.content_offset(), pairs }
     }
 
     /// Byte offset of the cell's first character of content.
     pub fn content_offset(&self) -> usize {
         self.start + usize::from(self.quoted)
+    }
+}
+
+/// Maps byte offsets in a cell's value to the text: past the opening quote, and past every `""`
+/// before them.
+pub struct Offsets {
+    start: usize,
+    /// Offsets in the value of the quotes that are written `""`.
+    pairs: Vec<usize>,
+}
+
+impl Offsets {
+    pub fn raw(&self, offset: usize) -> usize {
+        self.start + offset + self.pairs.partition_point(|&p| p < offset)
     }
 }
 
@@ -215,6 +243,17 @@ mod tests {
     fn unclosed_quote_is_an_error() {
         let err = records("a\n\"abc").nth(1).unwrap().unwrap_err();
         assert_eq!(err.offset, 2);
+    }
+
+    #[test]
+    fn offsets_skip_doubled_quotes() {
+        let text = r#"a,"{""k"": 1}""#;
+        let field = records(text).next().unwrap().unwrap().1[1];
+        assert_eq!(field.value(text), r#"{"k": 1}"#);
+        let offsets = field.offsets(text);
+        // `1` is at 6 in the value and at 11 in the text.
+        assert_eq!((offsets.raw(0), offsets.raw(1), offsets.raw(6)), (3, 4, 11));
+        assert_eq!(&text[11..12], "1");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod convert;
 mod csvtext;
 mod documents;
 mod format;
+mod ids;
 pub mod json;
 mod layout;
 mod letta;

@@ -4,8 +4,7 @@
 //! (JSON, YAML) are parsed in one piece. Duplicate ids are checked here, in file order, keeping
 //! 12 bytes a case (a 64-bit hash of the id and the line it was first seen on).
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -15,6 +14,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use casebook_model::{Case, Code, DatasetHeader, Diagnostic};
 
 use crate::format::{Format, Syntax, sniff_document, sniff_jsonl_row, sniff_syntax};
+use crate::ids::IdTable;
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 use crate::tabular::{self, ColumnMap};
@@ -113,8 +113,8 @@ pub enum Flow {
 pub trait Consumer<W> {
     fn start(&mut self, start: &Start) -> Flow;
     /// Called in file order with each batch and what `work` made of it on a worker thread.
-    /// The batch is dropped on a worker thread afterwards, off the ordered path.
-    fn batch(&mut self, batch: &mut Batch, work: W) -> Flow;
+    /// Both are dropped on a worker thread afterwards, off the ordered path.
+    fn batch(&mut self, batch: &mut Batch, work: &mut W) -> Flow;
     /// The dataset header as the end of the file left it, when the file had more header after
     /// its cases than before them (YAML documents are read as they go).
     fn header(&mut self, _header: &DatasetHeader) {}
@@ -203,22 +203,22 @@ pub fn read<W: Send>(
                 (None, None) => Format::Letta,
             };
             // The header record, which may be longer than the head we have.
-            let valid = |head: &[u8]| match std::str::from_utf8(head) {
+            let valid = |head: &[u8]| match utf8(head) {
                 Ok(t) => t.len(),
                 Err(e) => e.valid_up_to(),
             };
-            let mut header_len = csvtext::first_record_end(std::str::from_utf8(&head[..valid(&head)]).unwrap_or(""));
+            let mut header_len = csvtext::first_record_end(utf8(&head[..valid(&head)]).unwrap_or(""));
             while header_len.is_none() {
                 let before = head.len();
                 (&mut reader).take(CHUNK as u64).read_to_end(&mut head)?;
-                let text = std::str::from_utf8(&head[..valid(&head)]).unwrap_or("");
+                let text = utf8(&head[..valid(&head)]).unwrap_or("");
                 header_len = csvtext::first_record_end(text);
                 if head.len() == before {
                     header_len = Some(head.len());
                 }
             }
             let header_len = header_len.unwrap_or(head.len());
-            let header_text = match std::str::from_utf8(&head[..header_len]) {
+            let header_text = match utf8(&head[..header_len]) {
                 Ok(t) => t.to_owned(),
                 Err(e) => {
                     let src = Source::new(&input.display, "", 1, base as u64);
@@ -315,7 +315,7 @@ struct State<'c, W> {
     work: &'c (dyn Fn(&Batch) -> W + Sync),
     /// Diagnostics found before the first batch.
     pending: Vec<Diagnostic>,
-    ids: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    ids: IdTable,
     summary: Summary,
     stopped: bool,
     needs_cases: bool,
@@ -328,7 +328,7 @@ impl<'c, W> State<'c, W> {
             consumer,
             work,
             pending: Vec::new(),
-            ids: HashMap::default(),
+            ids: IdTable::default(),
             summary: Summary::default(),
             stopped: false,
             needs_cases: true,
@@ -347,9 +347,9 @@ impl<'c, W> State<'c, W> {
 
     /// Checks ids and hands the batch to the consumer. `work` is `None` when it must be redone.
     /// Returns the batch so that it can be dropped elsewhere.
-    fn deliver(&mut self, mut batch: Batch, work: Option<W>) -> (Flow, Batch) {
+    fn deliver(&mut self, mut batch: Batch, work: Option<W>) -> (Flow, Batch, Option<W>) {
         if self.stopped {
-            return (Flow::Stop, batch);
+            return (Flow::Stop, batch, work);
         }
         let mut renamed = false;
         let mut keep = vec![true; batch.cases.len()];
@@ -361,13 +361,13 @@ impl<'c, W> State<'c, W> {
                 // Identical tasks get `-2`, `-3`, ... in file order.
                 let base = case.id.clone();
                 let mut n = 1;
-                while self.ids.contains_key(&key) {
+                while self.ids.get(key).is_some() {
                     n += 1;
                     case.id = format!("{base}-{n}");
                     key = id_key(&case.id);
                     renamed = true;
                 }
-            } else if let Some(&first_line) = self.ids.get(&key) {
+            } else if let Some(first_line) = self.ids.get(key) {
                 let mut d = Diagnostic {
                     severity: Code::DuplicateId.severity(),
                     code: Code::DuplicateId,
@@ -400,18 +400,18 @@ impl<'c, W> State<'c, W> {
             batch.diagnostics = pending;
         }
         self.count(&batch);
-        let work = match work {
+        let mut work = match work {
             Some(w) if !renamed && keep.iter().all(|k| *k) => w,
             _ => (self.work)(&batch),
         };
         if let Some(header) = batch.header.take() {
             self.consumer.header(&header);
         }
-        let flow = self.consumer.batch(&mut batch, work);
+        let flow = self.consumer.batch(&mut batch, &mut work);
         if flow == Flow::Stop {
             self.stopped = true;
         }
-        (flow, batch)
+        (flow, batch, Some(work))
     }
 
     fn count(&mut self, batch: &Batch) {
@@ -440,8 +440,8 @@ impl<'c, W> State<'c, W> {
             }
             if !tail.diagnostics.is_empty() {
                 self.count(&tail);
-                let work = (self.work)(&tail);
-                self.consumer.batch(&mut tail, work);
+                let mut work = (self.work)(&tail);
+                self.consumer.batch(&mut tail, &mut work);
             }
         }
         self.summary.stopped = self.stopped;
@@ -450,26 +450,7 @@ impl<'c, W> State<'c, W> {
 }
 
 fn id_key(id: &str) -> u64 {
-    let hash = blake3::hash(id.as_bytes());
-    u64::from_le_bytes(hash.as_bytes()[..8].try_into().unwrap_or_default())
-}
-
-/// The keys are already uniform hashes.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) | u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
+    IdTable::key(id)
 }
 
 /// A stretch of a line-based file that ends on a record boundary.
@@ -503,7 +484,7 @@ fn stream<W: Send>(
     let chunk_rx = Mutex::new(chunk_rx);
     let (done_tx, done_rx) = sync_channel::<(u64, Batch, W)>(in_flight);
     // Delivered batches go back to the workers to be freed there, in parallel.
-    let (spent_tx, spent_rx) = sync_channel::<Batch>(in_flight);
+    let (spent_tx, spent_rx) = sync_channel::<(Batch, Option<W>)>(in_flight);
     let spent_rx = Mutex::new(spent_rx);
     // Tokens bound the chunks alive at once, wherever they are.
     let (token_tx, token_rx) = sync_channel::<()>(in_flight);
@@ -523,8 +504,8 @@ fn stream<W: Send>(
             scope.spawn(move || {
                 loop {
                     if let Ok(spent) = spent_rx.lock() {
-                        while let Ok(batch) = spent.try_recv() {
-                            drop(batch);
+                        while let Ok(spent) = spent.try_recv() {
+                            drop(spent);
                         }
                     }
                     let chunk = match chunk_rx.lock() {
@@ -551,8 +532,8 @@ fn stream<W: Send>(
             while let Some((batch, out)) = waiting.remove(&next) {
                 next += 1;
                 let _ = token_tx.send(());
-                let (flow, spent) = state.deliver(batch, Some(out));
-                if let Err(std::sync::mpsc::TrySendError::Full(spent)) = spent_tx.try_send(spent) {
+                let (flow, spent, out) = state.deliver(batch, Some(out));
+                if let Err(std::sync::mpsc::TrySendError::Full(spent)) = spent_tx.try_send((spent, out)) {
                     drop(spent);
                 }
                 if flow == Flow::Stop {
@@ -626,7 +607,7 @@ fn produce(
 }
 
 fn utf8_error(file: &str, bytes: &[u8], line: u64, offset: u64, err: std::str::Utf8Error) -> Diagnostic {
-    let valid = std::str::from_utf8(&bytes[..err.valid_up_to()]).unwrap_or("");
+    let valid = utf8(&bytes[..err.valid_up_to()]).unwrap_or("");
     let src = Source::new(file, valid, line, offset);
     let mut d = src.diagnostic(
         Code::InvalidUtf8,
@@ -655,7 +636,7 @@ fn native_jsonl_header<W>(
         line += 1;
     }
     let end = memchr::memchr(b'\n', &head[offset.min(head.len())..]).map_or(head.len(), |i| offset + i);
-    let text = std::str::from_utf8(head.get(offset..end)?).ok()?;
+    let text = utf8(head.get(offset..end)?).ok()?;
     let node = json::parse(text).ok()?;
     let inner = native::header_record(&node)?;
     let src = Source::new(&input.display, text, line, (base + offset) as u64);
@@ -682,7 +663,7 @@ fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path
         let row_offset = chunk.file_offset + start as u64;
         let is_last = chunk.last && end >= bytes.len();
         if !row.iter().all(u8::is_ascii_whitespace) && skip_line != Some(line) {
-            match std::str::from_utf8(row) {
+            match utf8(row) {
                 Err(err) => batch.diagnostics.push(utf8_error(file, row, line, row_offset, err)),
                 Ok(text) => jsonl_row(&mut batch, file, text, line, row_offset, format, base_dir, is_last),
             }
@@ -755,13 +736,13 @@ fn csv_chunk(chunk: &Chunk, file: &str, format: Format, columns: &[String], map:
     let bytes = &chunk.bytes[..];
     let (mut pos, mut line) = (0, chunk.first_line);
     while pos < bytes.len() {
-        let (valid, bad) = match std::str::from_utf8(&bytes[pos..]) {
+        let (valid, bad) = match utf8(&bytes[pos..]) {
             Ok(text) => (text, None),
             Err(err) => {
                 let upto = pos + err.valid_up_to();
                 let line_start = memchr::memrchr(b'\n', &bytes[pos..upto]).map_or(pos, |i| pos + i + 1);
                 let line_end = memchr::memchr(b'\n', &bytes[upto..]).map_or(bytes.len(), |i| upto + i + 1);
-                (std::str::from_utf8(&bytes[pos..line_start]).unwrap_or(""), Some((line_start, line_end)))
+                (utf8(&bytes[pos..line_start]).unwrap_or(""), Some((line_start, line_end)))
             }
         };
         let offset = chunk.file_offset + pos as u64;
@@ -769,7 +750,7 @@ fn csv_chunk(chunk: &Chunk, file: &str, format: Format, columns: &[String], map:
         line += memchr::memchr_iter(b'\n', valid.as_bytes()).count() as u64;
         let Some((line_start, line_end)) = bad else { break };
         let bad_line = &bytes[line_start..line_end];
-        if let Err(err) = std::str::from_utf8(bad_line) {
+        if let Err(err) = utf8(bad_line) {
             batch.diagnostics.push(utf8_error(file, bad_line, line, chunk.file_offset + line_start as u64, err));
         }
         line += 1;
@@ -822,13 +803,13 @@ fn document<W>(
     base: usize,
 ) -> Result<(), ReadError> {
     let file = &input.display;
-    let text = match std::str::from_utf8(bytes) {
+    let text = match utf8(bytes) {
         Ok(text) => text,
         Err(err) => {
             let line = 1 + memchr::memchr_iter(b'\n', &bytes[..err.valid_up_to()]).count() as u64;
             let line_start = memchr::memrchr(b'\n', &bytes[..err.valid_up_to()]).map_or(0, |i| i + 1);
             let tail = &bytes[line_start..];
-            let e = std::str::from_utf8(tail).err().unwrap_or(err);
+            let e = utf8(tail).err().unwrap_or(err);
             let d = utf8_error(file, tail, line, (base + line_start) as u64, e);
             state.pending.push(d);
             let format = opts.format.unwrap_or(Format::Casebook);
@@ -1029,4 +1010,12 @@ fn streamed_document<'t, W>(
         state.deliver(batch, None);
     }
     Ok(Streaming::Done)
+}
+
+/// UTF-8 validation: SIMD for the common case, the standard library to locate an error.
+fn utf8(bytes: &[u8]) -> Result<&str, std::str::Utf8Error> {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(_) => std::str::from_utf8(bytes),
+    }
 }

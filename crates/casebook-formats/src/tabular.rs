@@ -90,7 +90,8 @@ fn relocate(node: &mut Node<'_>, at: &dyn Fn(usize) -> usize) {
 /// Decodes a cell holding JSON, reporting syntax errors at their place in the cell.
 fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'static>> {
     let text = field.value(cx.src.text);
-    let at = |offset: usize| field.raw_offset(cx.src.text, offset);
+    let offsets = field.offsets(cx.src.text);
+    let at = |offset: usize| offsets.raw(offset);
     match json::parse(&text) {
         Ok(node) => {
             let mut node = node.into_owned();

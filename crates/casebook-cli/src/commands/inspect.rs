@@ -46,7 +46,7 @@ impl Consumer<()> for Inspector<'_> {
         Flow::Continue
     }
 
-    fn batch(&mut self, batch: &mut Batch, _: ()) -> Flow {
+    fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
         for d in &batch.diagnostics {
             if d.is_error() {
                 self.report.errors += 1;

@@ -21,7 +21,7 @@ impl Consumer<()> for Printer<'_> {
         Flow::Continue
     }
 
-    fn batch(&mut self, batch: &mut Batch, _: ()) -> Flow {
+    fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
         self.cases += batch.cases.len() as u64;
         self.progress.set(batch.end_offset, self.cases);
         for d in &batch.diagnostics {
