@@ -9,6 +9,7 @@ mod csv_cells;
 mod exit_codes;
 mod human;
 mod inspect;
+mod schema;
 mod terminal;
 mod unusual_input;
 mod validate_fields;
