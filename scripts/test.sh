@@ -10,5 +10,5 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo nextest run --workspace --locked --no-fail-fast
 cargo test --doc --workspace --locked
+cargo nextest run --workspace --locked --no-fail-fast

@@ -65,6 +65,15 @@ impl fmt::Display for Format {
     }
 }
 
+/// Format names as users type them, aliases included.
+///
+/// ```
+/// use casebook_formats::Format;
+///
+/// assert_eq!("mas-lab".parse::<Format>(), Ok(Format::Maslab));
+/// assert_eq!("native".parse::<Format>(), Ok(Format::Casebook));
+/// assert!("excel".parse::<Format>().unwrap_err().contains("`letta`"));
+/// ```
 impl FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -39,6 +39,15 @@ pub const TARGETS: &[&str] = &[
     "metadata.<key>",
 ];
 
+/// A column map as given to `--map`.
+///
+/// ```
+/// use casebook_formats::ColumnMap;
+///
+/// let map: ColumnMap = "input=question, expected.output=answer, metadata.topic=topic".parse().unwrap();
+/// assert_eq!(map.target_of("answer"), Some("expected.output"));
+/// assert!("expected.output=answer".parse::<ColumnMap>().unwrap_err().contains("`input`"));
+/// ```
 impl FromStr for ColumnMap {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
