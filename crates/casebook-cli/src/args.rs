@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use casebook_formats::{ColumnMap, Format};
+use casebook_formats::{ColumnMap, Format, Syntax};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -90,6 +90,10 @@ pub struct ConvertArgs {
     /// Output file (default: standard output); its extension picks JSON, JSONL, YAML or CSV
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// The output syntax, when the output's extension does not say it (standard output):
+    /// jsonl, json, yaml or csv
+    #[arg(long, value_parser = parse_syntax)]
+    pub syntax: Option<Syntax>,
     /// Drop fields the output format cannot hold, with a warning, instead of failing
     #[arg(long)]
     pub lossy: bool,
@@ -126,6 +130,11 @@ pub struct GenerateArgs {
 
 fn parse_format(s: &str) -> Result<Format, String> {
     s.parse()
+}
+
+fn parse_syntax(s: &str) -> Result<Syntax, String> {
+    Syntax::from_path(std::path::Path::new(&format!("x.{s}")))
+        .ok_or_else(|| format!("unknown syntax `{s}`; use `jsonl`, `json`, `yaml` or `csv`"))
 }
 
 fn parse_map(s: &str) -> Result<ColumnMap, String> {

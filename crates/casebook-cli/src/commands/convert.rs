@@ -18,14 +18,13 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     super::check_exists(&args.file)?;
     let input = super::input(&args.file);
     let opts = super::read_options(&args.read);
-    let syntax = args.to.syntax_for(args.output.as_deref());
+    let wanted = args.syntax.or_else(|| args.output.as_deref().and_then(Syntax::from_path));
+    let syntax = wanted.unwrap_or_else(|| args.to.syntax_for(None));
+    if !args.to.syntaxes().contains(&syntax) {
+        let list = args.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+        anyhow::bail!("`{}` cannot be written as {}: it uses {list}", args.to, syntax.name());
+    }
     if let Some(out) = &args.output {
-        if let Some(wanted) = Syntax::from_path(out) {
-            if wanted != syntax {
-                let list = args.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
-                anyhow::bail!("`{}` cannot be written as {}: it uses {list}", args.to, wanted.name());
-            }
-        }
         if same_file(&args.file, out) {
             anyhow::bail!("the output `{}` is the input file; write to another file", out.display());
         }

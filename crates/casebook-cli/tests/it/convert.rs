@@ -113,3 +113,23 @@ fn letta_to_casebook_and_back_gives_the_same_samples() {
     run(casebook().arg("convert").arg(&native).args(["--to", "letta", "-q", "-o"]).arg(&back)).expect_status(0);
     assert_eq!(jsonl(&fs_err::read_to_string(&back).unwrap()), jsonl(source));
 }
+
+/// `--syntax` picks the syntax on standard output; casebook reads it back from there.
+#[test]
+fn syntax_flag_writes_yaml_to_standard_output() {
+    let dir = Folder::new();
+    let source = dir
+        .file("support.jsonl", "{\"id\": 1, \"input\": \"Refunds?\\nPlease answer.\", \"ground_truth\": \"5 days\"}\n");
+    let out = run(casebook().args(["convert", "--to", "casebook", "--syntax", "yaml", "-q"]).arg(&source));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(out.stdout.starts_with("name: support\n"), "{}", out.stdout);
+    let yaml = dir.file("back.yaml", &out.stdout);
+    let back = run(casebook().args(["convert", "--to", "letta", "-q"]).arg(&yaml));
+    assert_eq!(back.status, Some(0), "{back:?}");
+    let row: serde_json::Value = serde_json::from_str(back.stdout.trim()).expect("one letta row");
+    assert_eq!(row, json!({"id": 1, "input": "Refunds?\nPlease answer.", "ground_truth": "5 days"}));
+    // A syntax the format does not have is a usage error.
+    let bad = run(casebook().args(["convert", "--to", "letta", "--syntax", "yaml"]).arg(&source));
+    assert_eq!(bad.status, Some(2), "{bad:?}");
+    assert!(bad.stderr.contains("`letta` cannot be written as yaml: it uses jsonl, csv"), "{}", bad.stderr);
+}
