@@ -43,6 +43,33 @@ pub fn content_id<T: Serialize>(kind: Kind, value: &T) -> Result<String, CanonEr
     Ok(hasher.finalize().to_hex().to_string())
 }
 
+/// The content id of a dataset version, fed its changes one by one so that a version of a
+/// million cases is never held in memory:
+/// `BLAKE3("casebook/version/v1" || 0x00 || canonical(head) || for each change: "\n" || canonical([case id, case content id or null]))`,
+/// where `head` names the dataset, the parent version's id and the order (if it changed), and
+/// the changes come in case-id order.
+pub struct VersionHasher(blake3::Hasher);
+
+impl VersionHasher {
+    pub fn new<T: Serialize>(head: &T) -> Result<Self, CanonError> {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(Kind::Version.domain().as_bytes());
+        hasher.update(&[0]);
+        hasher.update(canonical_json(head)?.as_bytes());
+        Ok(Self(hasher))
+    }
+
+    pub fn change(&mut self, case_id: &str, content_id: Option<&str>) -> Result<(), CanonError> {
+        self.0.update(b"\n");
+        self.0.update(canonical_json(&(case_id, content_id))?.as_bytes());
+        Ok(())
+    }
+
+    pub fn finish(&self) -> String {
+        self.0.finalize().to_hex().to_string()
+    }
+}
+
 /// The id casebook gives a case whose source has none: `t-` and the first 16 hex digits of the
 /// content id of its task half, so that re-ordering a file does not rename its cases.
 pub fn derived_case_id<T: Serialize>(task: &T) -> Result<String, CanonError> {

@@ -1,0 +1,226 @@
+//! casebook's stores: immutable, content-addressed dataset versions.
+//!
+//! A [`Store`] keeps datasets as numbered versions (v1, v2, …), each named also by a content id
+//! (`casebook-canon`). A version never changes once written; a commit that names a parent fails
+//! with [`StoreError::Conflict`] if the head moved, and writes nothing. Every backend passes the
+//! conformance suite in `tests/it/conformance.rs`. The embedded backend is [`SqliteStore`].
+
+mod diff;
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+
+use casebook_model::{Case, DatasetHeader};
+use serde::Serialize;
+
+pub use diff::{FieldChange, field_changes};
+pub use sqlite::SqliteStore;
+
+/// The folder a store lives in, found by walking up from the working directory.
+pub const STORE_DIR: &str = ".casebook";
+/// The database file in it.
+pub const STORE_FILE: &str = "store.db";
+
+/// The nearest `.casebook/` folder at or above `start`.
+pub fn find_store(start: &Path) -> Option<PathBuf> {
+    start.ancestors().map(|dir| dir.join(STORE_DIR)).find(|dir| dir.join(STORE_FILE).is_file())
+}
+
+/// A dataset and its head.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DatasetInfo {
+    pub name: String,
+    /// The head version number; 0 before the first commit.
+    pub head: u64,
+    pub cases: u64,
+    pub header: DatasetHeader,
+}
+
+/// One version of a dataset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VersionInfo {
+    pub dataset: String,
+    pub number: u64,
+    /// Content id of the version.
+    pub id: String,
+    pub parent: Option<u64>,
+    pub author: String,
+    /// RFC 3339.
+    pub time: String,
+    pub message: String,
+    pub added: u64,
+    pub removed: u64,
+    pub modified: u64,
+    pub cases: u64,
+}
+
+/// Which version: `v3`, `latest`, a tag, or a prefix of a content id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ref {
+    Number(u64),
+    Latest,
+    /// A tag or a content-id prefix, tried in that order.
+    Name(String),
+}
+
+impl std::str::FromStr for Ref {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.is_empty() {
+            return Err("empty version reference".into());
+        }
+        if s == "latest" {
+            return Ok(Ref::Latest);
+        }
+        if let Some(n) = s.strip_prefix('v').and_then(|n| n.parse::<u64>().ok()) {
+            return Ok(Ref::Number(n));
+        }
+        Ok(Ref::Name(s.to_owned()))
+    }
+}
+
+/// How a commit's cases relate to the head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitMode {
+    /// The cases are the whole new version.
+    Replace,
+    /// The cases are added or replace those with their id; all others stay.
+    Upsert,
+    /// These ids are removed; all others stay.
+    Remove(Vec<String>),
+}
+
+/// Who, when, why, and on top of what.
+#[derive(Debug, Clone)]
+pub struct CommitRequest {
+    pub dataset: String,
+    /// The dataset header (name, description, labels, metadata); edits are logged, not versioned.
+    pub header: Option<DatasetHeader>,
+    pub mode: CommitMode,
+    /// The version the commit builds on; `None` means the head as it is at commit time.
+    pub parent: Option<u64>,
+    pub author: String,
+    /// RFC 3339.
+    pub time: String,
+    pub message: String,
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommitOutcome {
+    Created(VersionInfo),
+    /// The content is the head's: no version was made.
+    Unchanged(Option<VersionInfo>),
+}
+
+/// A case as it was in one stretch of versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Revision {
+    pub from_version: u64,
+    /// The first version without this content; `None` while it is in the head.
+    pub to_version: Option<u64>,
+    pub content_id: String,
+}
+
+/// What changed between two versions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Diff {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub modified: Vec<ModifiedCase>,
+    /// Cases whose content is the same but whose place in the order changed.
+    pub moved: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModifiedCase {
+    pub id: String,
+    pub changes: Vec<FieldChange>,
+}
+
+/// A tag change, a header edit: what the log shows beside versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    pub time: String,
+    pub author: String,
+    pub kind: String,
+    pub detail: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no dataset named `{0}`")]
+    NoDataset(String),
+    #[error("dataset `{dataset}` has no version `{reference}`")]
+    NoVersion { dataset: String, reference: String },
+    #[error("`{reference}` names several versions of `{dataset}`: {candidates}")]
+    Ambiguous { dataset: String, reference: String, candidates: String },
+    #[error("dataset `{dataset}` moved on: its head is v{head}, the commit was made on v{parent}")]
+    Conflict { dataset: String, parent: u64, head: u64 },
+    #[error("the store at `{0}` was written by a newer casebook (schema version {1})")]
+    Newer(PathBuf, i64),
+    #[error("no store at `{0}`")]
+    Missing(PathBuf),
+    #[error("a stored case cannot be read back: {0}")]
+    Corrupt(String),
+    #[error("the commit was cancelled: its input had errors")]
+    Cancelled,
+    #[error(transparent)]
+    Canon(#[from] casebook_canon::CanonError),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("cannot prepare the store: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// A case ready to be stored: its id, content id and body. Preparing is the costly part of a
+/// commit (serialising and hashing), so callers do it on as many threads as they have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    pub id: String,
+    pub content_id: String,
+    pub body: String,
+}
+
+/// Prepares a case for [`Store::commit`].
+pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
+    Ok(Prepared {
+        id: case.id.clone(),
+        content_id: casebook_canon::content_id(casebook_canon::Kind::Case, case)?,
+        body: serde_json::to_string(case).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+    })
+}
+
+/// Batches of prepared cases for a commit; `Err(())` cancels it (its input had errors).
+pub type CaseBatches = tokio::sync::mpsc::Receiver<Result<Vec<Prepared>, ()>>;
+
+/// The contract every backend keeps.
+///
+/// - Versions are immutable: what `cases` returns for a version never changes.
+/// - `commit` is one transaction: it either makes one version or writes nothing. With a
+///   `parent`, it fails with [`StoreError::Conflict`] if the head is not that version.
+/// - Content identical to the head makes no version ([`CommitOutcome::Unchanged`]).
+/// - A case's content id depends on its content only; a case stored once is stored once.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError>;
+    async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError>;
+    async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError>;
+    async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError>;
+    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError>;
+    async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError>;
+    async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError>;
+    /// The cases of a version in order, in batches of at most `batch` to `each`.
+    async fn cases(
+        &self,
+        dataset: &str,
+        version: u64,
+        batch: usize,
+        each: &mut (dyn FnMut(Vec<Case>) -> bool + Send),
+    ) -> Result<u64, StoreError>;
+    async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
+    async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
+    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;
+}

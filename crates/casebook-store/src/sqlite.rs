@@ -1,0 +1,701 @@
+//! The embedded store: one SQLite file in WAL mode, foreign keys on.
+//!
+//! Membership is kept as intervals (see `migrations/sqlite/0001_init.sql`). A commit loads the
+//! incoming cases into a temporary table, compares it with the head in SQL, closes the rows that
+//! changed and opens new ones, all in one `BEGIN IMMEDIATE` transaction; its cost is the size of
+//! the input for a whole-dataset commit and the size of the change for `put` and `rm`.
+//!
+//! Order: each row has a real-valued `ord`. Cases that stay keep theirs; a new case takes the
+//! midpoint between its neighbours (or the end, for `put`); a commit that changes the relative
+//! order of the cases it keeps renumbers them all.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use casebook_canon::VersionHasher;
+use casebook_model::{Case, DatasetHeader};
+use serde_json::{Value, json};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+
+use crate::{
+    CaseBatches, CommitMode, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, ModifiedCase, Prepared, Ref,
+    Revision, StoreError, VersionInfo, field_changes,
+};
+
+/// Schema migrations, in order. The store records the last one it applied.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
+/// Rows a multi-row `INSERT` carries.
+const ROWS: usize = 256;
+
+pub struct SqliteStore {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl SqliteStore {
+    /// Creates the store file if it does not exist, and brings its schema up to date.
+    pub async fn create(path: &Path) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs_err::create_dir_all(dir)?;
+        }
+        Self::connect(path, true).await
+    }
+
+    /// Opens an existing store.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Missing(path.to_owned()));
+        }
+        Self::connect(path, false).await
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn connect(path: &Path, create: bool) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(create)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(30));
+        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        let store = Self { pool, path: path.to_owned() };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").execute(&mut *tx).await?;
+        let current: Option<i64> =
+            sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&mut *tx).await?;
+        let current = current.unwrap_or(0);
+        let known = MIGRATIONS.len() as i64;
+        if current > known {
+            return Err(StoreError::Newer(self.path.clone(), current));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            sqlx::raw_sql(*sql).execute(&mut *tx).await?;
+            sqlx::query("INSERT INTO schema_version (version) VALUES (?)").bind(i as i64 + 1).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
+        let row =
+            sqlx::query("SELECT id, head FROM datasets WHERE name = ?").bind(name).fetch_optional(&self.pool).await?;
+        let row = row.ok_or_else(|| StoreError::NoDataset(name.to_owned()))?;
+        Ok((row.get(0), row.get::<i64, _>(1) as u64))
+    }
+
+    async fn version_row(&self, dataset: &str, id: i64, number: u64) -> Result<Option<VersionInfo>, StoreError> {
+        let row = sqlx::query(
+            "SELECT number, cid, parent, author, time, message, added, removed, modified, cases
+             FROM versions WHERE dataset = ? AND number = ?",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| version_info(dataset, &r)))
+    }
+}
+
+fn version_info(dataset: &str, r: &sqlx::sqlite::SqliteRow) -> VersionInfo {
+    VersionInfo {
+        dataset: dataset.to_owned(),
+        number: r.get::<i64, _>("number") as u64,
+        id: r.get("cid"),
+        parent: r.get::<Option<i64>, _>("parent").map(|p| p as u64),
+        author: r.get("author"),
+        time: r.get("time"),
+        message: r.get("message"),
+        added: r.get::<i64, _>("added") as u64,
+        removed: r.get::<i64, _>("removed") as u64,
+        modified: r.get::<i64, _>("modified") as u64,
+        cases: r.get::<i64, _>("cases") as u64,
+    }
+}
+
+fn parse_case(body: &str) -> Result<Case, StoreError> {
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Stores the bodies of `cases` and lists them in the `incoming` table, from position `pos`.
+async fn load_incoming(
+    tx: &mut Transaction<'static, Sqlite>,
+    cases: &[Prepared],
+    pos: &mut i64,
+) -> Result<(), StoreError> {
+    for chunk in cases.chunks(ROWS) {
+        let values = vec!["(?, ?)"; chunk.len()].join(", ");
+        let sql = format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}");
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for case in chunk {
+            query = query.bind(&case.content_id).bind(&case.body);
+        }
+        query.execute(&mut **tx).await?;
+        let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+        let sql = format!("INSERT OR REPLACE INTO incoming (case_id, cid, pos) VALUES {values}");
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for case in chunk {
+            query = query.bind(&case.id).bind(&case.content_id).bind(*pos);
+            *pos += 1;
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
+impl crate::Store for SqliteStore {
+    async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
+        let rows =
+            sqlx::query("SELECT name, head, cases, header FROM datasets ORDER BY name").fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(DatasetInfo {
+                    name: r.get("name"),
+                    head: r.get::<i64, _>("head") as u64,
+                    cases: r.get::<i64, _>("cases") as u64,
+                    header: serde_json::from_str(r.get("header")).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn commit(&self, request: CommitRequest, mut cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        // The dataset, created on its first commit.
+        let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE name = ?")
+            .bind(&request.dataset)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
+        let (id, head) = match &existing {
+            Some(row) => (row.get::<i64, _>("id"), row.get::<i64, _>("head") as u64),
+            None => {
+                if matches!(request.mode, CommitMode::Remove(_)) {
+                    return Err(StoreError::NoDataset(request.dataset.clone()));
+                }
+                let header = request.header.clone().unwrap_or_default();
+                let id: i64 = sqlx::query_scalar("INSERT INTO datasets (name, header) VALUES (?, ?) RETURNING id")
+                    .bind(&request.dataset)
+                    .bind(header_json(&header))
+                    .fetch_one(&mut *tx)
+                    .await?;
+                (id, 0)
+            }
+        };
+        if let Some(parent) = request.parent {
+            if parent != head {
+                return Err(StoreError::Conflict { dataset: request.dataset.clone(), parent, head });
+            }
+        }
+        // Header edits are logged, not versioned.
+        if let (Some(row), Some(header)) = (&existing, &request.header) {
+            let old: String = row.get("header");
+            let new = header_json(header);
+            if old != new {
+                sqlx::query("UPDATE datasets SET header = ? WHERE id = ?")
+                    .bind(&new)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES (?, ?, ?, 'header', ?)")
+                    .bind(id)
+                    .bind(&request.time)
+                    .bind(&request.author)
+                    .bind(&new)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+
+        sqlx::query(
+            "CREATE TEMP TABLE IF NOT EXISTS incoming (case_id TEXT PRIMARY KEY, cid TEXT NOT NULL, pos INTEGER NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM incoming").execute(&mut *tx).await?;
+        let mut pos = 0i64;
+        match &request.mode {
+            CommitMode::Remove(ids) => {
+                for id_chunk in ids.chunks(ROWS) {
+                    let values = vec!["(?, '', 0)"; id_chunk.len()].join(", ");
+                    let sql = format!("INSERT OR IGNORE INTO incoming (case_id, cid, pos) VALUES {values}");
+                    let mut query = sqlx::query(AssertSqlSafe(sql));
+                    for case_id in id_chunk {
+                        query = query.bind(case_id);
+                    }
+                    query.execute(&mut *tx).await?;
+                }
+            }
+            _ => {
+                while let Some(batch) = cases.recv().await {
+                    let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
+                    load_incoming(&mut tx, &batch, &mut pos).await?;
+                }
+            }
+        }
+
+        let live = "dataset = ?1 AND to_v IS NULL";
+        // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
+        sqlx::query(
+            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, cid TEXT)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM changes").execute(&mut *tx).await?;
+        match &request.mode {
+            CommitMode::Remove(_) => {
+                let sql = format!(
+                    "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m JOIN incoming i ON i.case_id = m.case_id WHERE m.{live}"
+                );
+                sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
+            }
+            mode => {
+                let sql = format!(
+                    "INSERT INTO changes SELECT i.case_id, CASE WHEN m.cid IS NULL THEN 1 ELSE 3 END, i.cid
+                     FROM incoming i LEFT JOIN (SELECT case_id, cid FROM members WHERE {live}) m ON m.case_id = i.case_id
+                     WHERE m.cid IS NULL OR m.cid != i.cid"
+                );
+                sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
+                if *mode == CommitMode::Replace {
+                    let sql = format!(
+                        "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m
+                         WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
+                    );
+                    sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
+                }
+            }
+        }
+        // In a whole-dataset commit, does the order of the cases that stay change?
+        let reordered = request.mode == CommitMode::Replace && {
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT m.ord AS ord, lag(m.ord) OVER (ORDER BY i.pos) AS prev
+                 FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}) WHERE ord < prev"
+            );
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql)).bind(id).fetch_one(&mut *tx).await?;
+            n > 0
+        };
+        let counts = sqlx::query(
+            "SELECT coalesce(sum(kind = 1), 0), coalesce(sum(kind = 2), 0), coalesce(sum(kind = 3), 0) FROM changes",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let (added, removed, modified): (i64, i64, i64) = (counts.get(0), counts.get(1), counts.get(2));
+        let head_info = if head > 0 { self.version_row_tx(&mut tx, &request.dataset, id, head).await? } else { None };
+        if added + removed + modified == 0 && !reordered && head > 0 {
+            tx.rollback().await?;
+            return Ok(CommitOutcome::Unchanged(head_info));
+        }
+        let number = head + 1;
+
+        // The version's content id: its parent, its order if that changed, its changes.
+        let order = if reordered {
+            use futures_util::TryStreamExt;
+            let mut hasher = VersionHasher::new(&json!({"order": request.dataset}))?;
+            let mut ids = sqlx::query_scalar::<_, String>("SELECT case_id FROM incoming ORDER BY pos").fetch(&mut *tx);
+            while let Some(case_id) = ids.try_next().await? {
+                hasher.change(&case_id, None)?;
+            }
+            Some(hasher.finish())
+        } else {
+            None
+        };
+        let mut hasher = VersionHasher::new(&json!({
+            "dataset": request.dataset,
+            "parent": head_info.as_ref().map(|h| h.id.clone()),
+            "order": order,
+        }))?;
+        {
+            use futures_util::TryStreamExt;
+            let mut rows = sqlx::query("SELECT case_id, cid FROM changes ORDER BY case_id").fetch(&mut *tx);
+            while let Some(r) = rows.try_next().await? {
+                hasher.change(r.get::<&str, _>(0), r.get::<Option<&str>, _>(1))?;
+            }
+        }
+        let cid = hasher.finish();
+
+        // Close the rows that change, then open the new ones.
+        let close = if reordered {
+            format!(
+                "UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
+            )
+        } else {
+            format!("UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
+        };
+        // Orders of the rows to open are computed before closing (they read the head).
+        if reordered {
+            sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO members (dataset, case_id, from_v, to_v, cid, ord) SELECT ?1, case_id, ?2, NULL, cid, pos FROM incoming",
+            )
+            .bind(id)
+            .bind(number as i64)
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            let (max_ord,): (Option<f64>,) =
+                sqlx::query_as(AssertSqlSafe(format!("SELECT max(ord) FROM members WHERE {live}")))
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            let end = max_ord.unwrap_or(-1.0);
+            // Modified cases keep their place; added ones go between the neighbours they have in
+            // the input (for a whole-dataset commit) or at the end (for `put`).
+            if request.mode == CommitMode::Replace {
+                // The places of the cases that stay, by input position (their order is unchanged,
+                // so the nearest one before a position has the largest place before it).
+                sqlx::query("CREATE TEMP TABLE IF NOT EXISTS kept (pos INTEGER PRIMARY KEY, ord REAL NOT NULL)")
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM kept").execute(&mut *tx).await?;
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO kept SELECT i.pos, m.ord FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                )))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            let neighbours = if request.mode == CommitMode::Replace {
+                "WITH added AS (SELECT c.case_id, c.cid, i.pos,
+                        (SELECT k.ord FROM kept k WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
+                        (SELECT k.ord FROM kept k WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
+                        FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1),
+                     ranked AS (SELECT *, row_number() OVER (PARTITION BY lo, hi ORDER BY pos) AS k,
+                        count(*) OVER (PARTITION BY lo, hi) AS n FROM added)
+                     SELECT case_id, cid, CASE
+                        WHEN lo IS NULL AND hi IS NULL THEN pos
+                        WHEN lo IS NULL THEN hi - (n + 1 - k)
+                        WHEN hi IS NULL THEN lo + k
+                        ELSE lo + (hi - lo) * k / (n + 1) END AS ord FROM ranked"
+                    .to_owned()
+            } else {
+                "SELECT c.case_id, c.cid, ?3 + row_number() OVER (ORDER BY i.pos) AS ord
+                 FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1"
+                    .to_owned()
+            };
+            sqlx::query(
+                "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, cid TEXT NOT NULL, ord REAL NOT NULL)",
+            )
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM opening").execute(&mut *tx).await?;
+            let insert = sqlx::query(AssertSqlSafe(format!("INSERT INTO opening {neighbours}")));
+            let insert = if request.mode == CommitMode::Replace {
+                insert
+            } else {
+                insert.bind(id).bind(number as i64).bind(end)
+            };
+            insert.execute(&mut *tx).await?;
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO opening SELECT c.case_id, c.cid, m.ord FROM changes c JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
+            sqlx::query(
+                "INSERT INTO members (dataset, case_id, from_v, to_v, cid, ord) SELECT ?1, case_id, ?2, NULL, cid, ord FROM opening",
+            )
+            .bind(id)
+            .bind(number as i64)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT count(*) FROM members WHERE {live}")))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO versions (dataset, number, cid, parent, author, time, message, added, removed, modified, cases)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .bind(&cid)
+        .bind((head > 0).then_some(head as i64))
+        .bind(&request.author)
+        .bind(&request.time)
+        .bind(&request.message)
+        .bind(added)
+        .bind(removed)
+        .bind(modified)
+        .bind(count)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE datasets SET head = ?, cases = ? WHERE id = ?")
+            .bind(number as i64)
+            .bind(count)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(CommitOutcome::Created(VersionInfo {
+            dataset: request.dataset,
+            number,
+            id: cid,
+            parent: (head > 0).then_some(head),
+            author: request.author,
+            time: request.time,
+            message: request.message,
+            added: added as u64,
+            removed: removed as u64,
+            modified: modified as u64,
+            cases: count as u64,
+        }))
+    }
+
+    async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows = sqlx::query(
+            "SELECT number, cid, parent, author, time, message, added, removed, modified, cases
+             FROM versions WHERE dataset = ? ORDER BY number",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| version_info(dataset, r)).collect())
+    }
+
+    async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows = sqlx::query("SELECT time, author, kind, detail FROM events WHERE dataset = ? ORDER BY id")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| Event { time: r.get(0), author: r.get(1), kind: r.get(2), detail: r.get(3) }).collect())
+    }
+
+    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
+        let (id, head) = self.dataset_id(dataset).await?;
+        let missing = || StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference) };
+        let number = match reference {
+            Ref::Latest => head,
+            Ref::Number(n) => *n,
+            Ref::Name(name) => {
+                let tagged: Option<i64> = sqlx::query_scalar("SELECT version FROM tags WHERE dataset = ? AND name = ?")
+                    .bind(id)
+                    .bind(name)
+                    .fetch_optional(&self.pool)
+                    .await?;
+                match tagged {
+                    Some(v) => v as u64,
+                    None => {
+                        let pattern = format!("{}%", name.replace(['%', '_'], ""));
+                        let found: Vec<i64> =
+                            sqlx::query_scalar("SELECT number FROM versions WHERE dataset = ? AND cid LIKE ? LIMIT 5")
+                                .bind(id)
+                                .bind(&pattern)
+                                .fetch_all(&self.pool)
+                                .await?;
+                        match found.as_slice() {
+                            [one] => *one as u64,
+                            [] => return Err(missing()),
+                            many => {
+                                return Err(StoreError::Ambiguous {
+                                    dataset: dataset.to_owned(),
+                                    reference: name.clone(),
+                                    candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        self.version_row(dataset, id, number).await?.ok_or_else(missing)
+    }
+
+    async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
+        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE name = ?")
+            .bind(dataset)
+            .fetch_optional(&self.pool)
+            .await?;
+        let header = header.ok_or_else(|| StoreError::NoDataset(dataset.to_owned()))?;
+        serde_json::from_str(&header).map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+
+    async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let body: Option<String> = sqlx::query_scalar(
+            "SELECT b.body FROM members m JOIN blobs b ON b.cid = m.cid
+             WHERE m.dataset = ? AND m.case_id = ? AND m.from_v <= ?3 AND (m.to_v IS NULL OR m.to_v > ?3)",
+        )
+        .bind(id)
+        .bind(case_id)
+        .bind(version as i64)
+        .fetch_optional(&self.pool)
+        .await?;
+        body.as_deref().map(parse_case).transpose()
+    }
+
+    async fn cases(
+        &self,
+        dataset: &str,
+        version: u64,
+        batch: usize,
+        each: &mut (dyn FnMut(Vec<Case>) -> bool + Send),
+    ) -> Result<u64, StoreError> {
+        use futures_util::TryStreamExt;
+        let (id, _) = self.dataset_id(dataset).await?;
+        let mut rows = sqlx::query(
+            "SELECT b.body FROM members m JOIN blobs b ON b.cid = m.cid
+             WHERE m.dataset = ?1 AND m.from_v <= ?2 AND (m.to_v IS NULL OR m.to_v > ?2) ORDER BY m.ord",
+        )
+        .bind(id)
+        .bind(version as i64)
+        .fetch(&self.pool);
+        let mut out = Vec::with_capacity(batch);
+        let mut total = 0;
+        while let Some(row) = rows.try_next().await? {
+            out.push(parse_case(row.get(0))?);
+            total += 1;
+            if out.len() == batch && !each(std::mem::take(&mut out)) {
+                return Ok(total);
+            }
+        }
+        if !out.is_empty() {
+            each(out);
+        }
+        Ok(total)
+    }
+
+    async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows =
+            sqlx::query("SELECT from_v, to_v, cid FROM members WHERE dataset = ? AND case_id = ? ORDER BY from_v")
+                .bind(id)
+                .bind(case_id)
+                .fetch_all(&self.pool)
+                .await?;
+        // Rows that only moved keep their content: merge them into one revision.
+        let mut out: Vec<Revision> = Vec::new();
+        for r in rows {
+            let (from, to, cid): (i64, Option<i64>, String) = (r.get(0), r.get(1), r.get(2));
+            match out.last_mut() {
+                Some(last) if last.content_id == cid && last.to_version == Some(from as u64) => {
+                    last.to_version = to.map(|t| t as u64);
+                }
+                _ => {
+                    out.push(Revision { from_version: from as u64, to_version: to.map(|t| t as u64), content_id: cid })
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
+        // Only rows that begin or end between the two versions can differ.
+        let rows = sqlx::query(
+            "SELECT case_id, from_v, to_v, m.cid, b.body FROM members m JOIN blobs b ON b.cid = m.cid
+             WHERE m.dataset = ?1 AND ((m.from_v > ?2 AND m.from_v <= ?3) OR (m.to_v > ?2 AND m.to_v <= ?3))
+             ORDER BY case_id, from_v",
+        )
+        .bind(id)
+        .bind(lo)
+        .bind(hi)
+        .fetch_all(&self.pool)
+        .await?;
+        let alive = |v: i64, f: i64, t: Option<i64>| f <= v && t.is_none_or(|t| t > v);
+        let mut diff = Diff::default();
+        let mut i = 0;
+        while i < rows.len() {
+            let case_id: String = rows[i].get(0);
+            let mut at_from: Option<(String, String)> = None;
+            let mut at_to: Option<(String, String)> = None;
+            while i < rows.len() && rows[i].get::<String, _>(0) == case_id {
+                let r = &rows[i];
+                let (f, t, cid, body): (i64, Option<i64>, String, String) = (r.get(1), r.get(2), r.get(3), r.get(4));
+                if alive(from as i64, f, t) {
+                    at_from = Some((cid.clone(), body.clone()));
+                }
+                if alive(to as i64, f, t) {
+                    at_to = Some((cid, body));
+                }
+                i += 1;
+            }
+            match (at_from, at_to) {
+                (None, Some(_)) => diff.added.push(case_id),
+                (Some(_), None) => diff.removed.push(case_id),
+                (Some((a, _)), Some((b, _))) if a == b => diff.moved.push(case_id),
+                (Some((_, old)), Some((_, new))) => {
+                    let old: Value = serde_json::from_str(&old).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    let new: Value = serde_json::from_str(&new).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(diff)
+    }
+
+    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        if self.version_row(dataset, id, version).await?.is_none() {
+            return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: format!("v{version}") });
+        }
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let before: Option<i64> = sqlx::query_scalar("SELECT version FROM tags WHERE dataset = ? AND name = ?")
+            .bind(id)
+            .bind(tag)
+            .fetch_optional(&mut *tx)
+            .await?;
+        sqlx::query("INSERT OR REPLACE INTO tags (dataset, name, version) VALUES (?, ?, ?)")
+            .bind(id)
+            .bind(tag)
+            .bind(version as i64)
+            .execute(&mut *tx)
+            .await?;
+        let detail = match before {
+            Some(v) => format!("{tag}: v{v} → v{version}"),
+            None => format!("{tag}: v{version}"),
+        };
+        sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES (?, ?, ?, 'tag', ?)")
+            .bind(id)
+            .bind(time)
+            .bind(author)
+            .bind(detail)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl SqliteStore {
+    async fn version_row_tx(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        dataset: &str,
+        id: i64,
+        number: u64,
+    ) -> Result<Option<VersionInfo>, StoreError> {
+        let row = sqlx::query(
+            "SELECT number, cid, parent, author, time, message, added, removed, modified, cases
+             FROM versions WHERE dataset = ? AND number = ?",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .fetch_optional(&mut **tx)
+        .await?;
+        Ok(row.map(|r| version_info(dataset, &r)))
+    }
+}
+
+fn describe(reference: &Ref) -> String {
+    match reference {
+        Ref::Number(n) => format!("v{n}"),
+        Ref::Latest => "latest".into(),
+        Ref::Name(name) => name.clone(),
+    }
+}

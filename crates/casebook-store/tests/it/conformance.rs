@@ -1,0 +1,220 @@
+//! What every store must do, whatever keeps the data. Each function takes a fresh, empty store.
+
+use casebook_model::{Case, Expectations, Task};
+use casebook_store::{CaseBatches, CommitMode, CommitOutcome, CommitRequest, Ref, Store, StoreError, VersionInfo};
+use serde_json::json;
+
+pub fn case(id: &str, input: &str) -> Case {
+    Case {
+        id: id.into(),
+        name: None,
+        description: None,
+        labels: None,
+        task: Task::new(json!(input)),
+        expected: Expectations { output: Some(json!(format!("answer to {input}"))), ..Expectations::default() },
+        metadata: None,
+        confidence: None,
+        review: None,
+        provenance: None,
+    }
+}
+
+pub fn batches(cases: Vec<Case>) -> CaseBatches {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::spawn(async move {
+        for chunk in cases.chunks(2) {
+            let prepared = chunk.iter().map(|c| casebook_store::prepare(c).unwrap()).collect();
+            if tx.send(Ok(prepared)).await.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+pub fn request(mode: CommitMode, message: &str) -> CommitRequest {
+    CommitRequest {
+        dataset: "support".into(),
+        header: None,
+        mode,
+        parent: None,
+        author: "tester".into(),
+        time: "2026-11-23T00:00:00Z".into(),
+        message: message.into(),
+    }
+}
+
+pub async fn commit(store: &impl Store, mode: CommitMode, cases: Vec<Case>) -> Result<CommitOutcome, StoreError> {
+    store.commit(request(mode, "m"), batches(cases)).await
+}
+
+pub async fn created(store: &impl Store, mode: CommitMode, cases: Vec<Case>) -> VersionInfo {
+    match commit(store, mode, cases).await.unwrap() {
+        CommitOutcome::Created(v) => v,
+        other => panic!("expected a new version, got {other:?}"),
+    }
+}
+
+pub async fn ids(store: &impl Store, version: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    store
+        .cases("support", version, 2, &mut |batch| {
+            out.extend(batch.into_iter().map(|c| c.id));
+            true
+        })
+        .await
+        .unwrap();
+    out
+}
+
+pub async fn versions_are_immutable_and_numbered(store: impl Store) {
+    let v1 = created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2"), case("c", "3")]).await;
+    assert_eq!((v1.number, v1.added, v1.cases, v1.parent), (1, 3, 3, None));
+    assert_eq!(v1.id.len(), 64);
+    // Identical content: no version.
+    match commit(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2"), case("c", "3")]).await.unwrap() {
+        CommitOutcome::Unchanged(Some(head)) => assert_eq!(head.number, 1),
+        other => panic!("{other:?}"),
+    }
+    let v2 = created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2 changed"), case("d", "4")]).await;
+    assert_eq!((v2.number, v2.added, v2.removed, v2.modified, v2.cases, v2.parent), (2, 1, 1, 1, 3, Some(1)));
+    // v1 is as it was; v2 is in file order.
+    assert_eq!(ids(&store, 1).await, ["a", "b", "c"]);
+    assert_eq!(ids(&store, 2).await, ["a", "b", "d"]);
+    assert_eq!(store.case("support", 1, "b").await.unwrap().unwrap().task.input, json!("2"));
+    assert_eq!(store.case("support", 2, "b").await.unwrap().unwrap().task.input, json!("2 changed"));
+    assert_eq!(store.case("support", 2, "c").await.unwrap(), None);
+    let datasets = store.datasets().await.unwrap();
+    assert_eq!((datasets.len(), datasets[0].head, datasets[0].cases), (1, 2, 3));
+    let log = store.versions("support").await.unwrap();
+    assert_eq!(log.iter().map(|v| v.number).collect::<Vec<_>>(), [1, 2]);
+}
+
+pub async fn put_and_rm_touch_only_their_cases(store: impl Store) {
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2"), case("c", "3")]).await;
+    let v2 = created(&store, CommitMode::Upsert, vec![case("z", "26"), case("b", "two")]).await;
+    assert_eq!((v2.added, v2.modified, v2.removed, v2.cases), (1, 1, 0, 4));
+    // A modified case keeps its place; a new one goes at the end.
+    assert_eq!(ids(&store, 2).await, ["a", "b", "c", "z"]);
+    let v3 = created(&store, CommitMode::Remove(vec!["a".into(), "nope".into()]), Vec::new()).await;
+    assert_eq!((v3.removed, v3.cases), (1, 3));
+    assert_eq!(ids(&store, 3).await, ["b", "c", "z"]);
+    // Removing what is not there changes nothing.
+    assert!(matches!(
+        commit(&store, CommitMode::Remove(vec!["a".into()]), Vec::new()).await.unwrap(),
+        CommitOutcome::Unchanged(_)
+    ));
+}
+
+pub async fn new_cases_go_between_their_neighbours(store: impl Store) {
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("c", "3"), case("e", "5")]).await;
+    created(
+        &store,
+        CommitMode::Replace,
+        vec![
+            case("x", "0"),
+            case("a", "1"),
+            case("b", "2"),
+            case("b2", "2.5"),
+            case("c", "3"),
+            case("e", "5"),
+            case("f", "6"),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&store, 2).await, ["x", "a", "b", "b2", "c", "e", "f"]);
+    // Re-ordering is a version of its own: the content is the same, the cases moved.
+    let v3 = created(
+        &store,
+        CommitMode::Replace,
+        vec![
+            case("f", "6"),
+            case("e", "5"),
+            case("c", "3"),
+            case("b2", "2.5"),
+            case("b", "2"),
+            case("a", "1"),
+            case("x", "0"),
+        ],
+    )
+    .await;
+    assert_eq!((v3.added, v3.removed, v3.modified), (0, 0, 0));
+    assert_eq!(ids(&store, 3).await, ["f", "e", "c", "b2", "b", "a", "x"]);
+    let diff = store.diff("support", 2, 3).await.unwrap();
+    assert!(diff.added.is_empty() && diff.modified.is_empty() && diff.removed.is_empty());
+    assert_eq!(diff.moved.len(), 7);
+}
+
+pub async fn diff_names_changed_fields(store: impl Store) {
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2"), case("c", "3")]).await;
+    let mut b = case("b", "2");
+    b.expected.output = Some(json!("new answer"));
+    b.labels = Some(vec!["math".into()]);
+    created(&store, CommitMode::Replace, vec![case("a", "1"), b, case("d", "4")]).await;
+    let diff = store.diff("support", 1, 2).await.unwrap();
+    assert_eq!(diff.added, ["d"]);
+    assert_eq!(diff.removed, ["c"]);
+    assert_eq!(diff.modified.len(), 1);
+    let changes = &diff.modified[0].changes;
+    let pointers: Vec<&str> = changes.iter().map(|c| c.pointer.as_str()).collect();
+    // Fields the old version had come first, in its order; then the new ones.
+    assert_eq!(pointers, ["/expected/output", "/labels"]);
+    assert_eq!(changes[0].old, Some(json!("answer to 2")));
+    assert_eq!(changes[0].new, Some(json!("new answer")));
+    assert_eq!((changes[1].old.clone(), changes[1].new.clone()), (None, Some(json!(["math"]))));
+}
+
+pub async fn history_lists_distinct_contents(store: impl Store) {
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    created(&store, CommitMode::Upsert, vec![case("b", "2b")]).await;
+    created(&store, CommitMode::Upsert, vec![case("a", "1a")]).await;
+    created(&store, CommitMode::Upsert, vec![case("b", "2c")]).await;
+    let history = store.history("support", "b").await.unwrap();
+    let spans: Vec<(u64, Option<u64>)> = history.iter().map(|r| (r.from_version, r.to_version)).collect();
+    assert_eq!(spans, [(1, Some(2)), (2, Some(4)), (4, None)]);
+    // A case that did not change keeps its content id.
+    let a = store.history("support", "a").await.unwrap();
+    assert_eq!(a.len(), 2);
+}
+
+pub async fn references_resolve(store: impl Store) {
+    let v1 = created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    let v2 = created(&store, CommitMode::Upsert, vec![case("b", "2")]).await;
+    assert_eq!(store.resolve("support", &Ref::Latest).await.unwrap().number, 2);
+    assert_eq!(store.resolve("support", &"v1".parse().unwrap()).await.unwrap(), v1);
+    assert_eq!(store.resolve("support", &Ref::Name(v2.id[..10].into())).await.unwrap().number, 2);
+    store.tag("support", 1, "prod", "tester", "2026-11-23T01:00:00Z").await.unwrap();
+    assert_eq!(store.resolve("support", &Ref::Name("prod".into())).await.unwrap().number, 1);
+    store.tag("support", 2, "prod", "tester", "2026-11-23T02:00:00Z").await.unwrap();
+    assert_eq!(store.resolve("support", &Ref::Name("prod".into())).await.unwrap().number, 2);
+    // Moving a tag is in the log.
+    let events = store.events("support").await.unwrap();
+    assert_eq!(events.iter().map(|e| e.detail.as_str()).collect::<Vec<_>>(), ["prod: v1", "prod: v1 → v2"]);
+    assert!(matches!(store.resolve("support", &Ref::Number(9)).await, Err(StoreError::NoVersion { .. })));
+    assert!(matches!(store.resolve("nope", &Ref::Latest).await, Err(StoreError::NoDataset(_))));
+    assert!(matches!(store.tag("support", 7, "x", "t", "now").await, Err(StoreError::NoVersion { .. })));
+}
+
+pub async fn a_moved_head_is_a_conflict_and_writes_nothing(store: impl Store) {
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    created(&store, CommitMode::Upsert, vec![case("b", "2")]).await;
+    let mut stale = request(CommitMode::Upsert, "on v1");
+    stale.parent = Some(1);
+    match store.commit(stale, batches(vec![case("c", "3")])).await {
+        Err(StoreError::Conflict { parent: 1, head: 2, .. }) => {}
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(store.versions("support").await.unwrap().len(), 2);
+    assert_eq!(store.case("support", 2, "c").await.unwrap(), None);
+}
+
+pub async fn cancelled_input_writes_nothing(store: impl Store) {
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(Ok(vec![casebook_store::prepare(&case("b", "2")).unwrap()])).await.unwrap();
+    tx.send(Err(())).await.unwrap();
+    drop(tx);
+    assert!(matches!(store.commit(request(CommitMode::Upsert, "bad"), rx).await, Err(StoreError::Cancelled)));
+    assert_eq!(store.versions("support").await.unwrap().len(), 1);
+    assert_eq!(ids(&store, 1).await, ["a"]);
+}

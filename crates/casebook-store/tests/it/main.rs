@@ -1,0 +1,5 @@
+//! The store conformance suite, run on every backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod conformance;
+mod sqlite;

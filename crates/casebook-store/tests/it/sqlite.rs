@@ -1,0 +1,74 @@
+//! The conformance suite on the embedded SQLite store, and what is particular to it.
+
+use casebook_store::{CommitMode, SqliteStore, Store, StoreError};
+use sqlx::Row;
+
+use crate::conformance::{self, case, created};
+
+async fn fresh() -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::create(&dir.path().join(".casebook/store.db")).await.unwrap();
+    (dir, store)
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (_dir, store) = fresh().await;
+            conformance::$name(store).await;
+        }
+    )*};
+}
+
+conformance!(
+    versions_are_immutable_and_numbered,
+    put_and_rm_touch_only_their_cases,
+    new_cases_go_between_their_neighbours,
+    diff_names_changed_fields,
+    history_lists_distinct_contents,
+    references_resolve,
+    a_moved_head_is_a_conflict_and_writes_nothing,
+    cancelled_input_writes_nothing,
+);
+
+#[tokio::test]
+async fn a_case_is_stored_once_across_versions_and_datasets() {
+    let (dir, store) = fresh().await;
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    created(&store, CommitMode::Upsert, vec![case("c", "3")]).await;
+    let mut other = conformance::request(CommitMode::Replace, "copy");
+    other.dataset = "copy".into();
+    store.commit(other, conformance::batches(vec![case("a", "1")])).await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join(".casebook/store.db").display()))
+        .await
+        .unwrap();
+    let blobs: i64 = sqlx::query("SELECT count(*) FROM blobs").fetch_one(&pool).await.unwrap().get(0);
+    assert_eq!(blobs, 3);
+}
+
+#[tokio::test]
+async fn a_store_from_a_newer_casebook_is_refused() {
+    let (dir, store) = fresh().await;
+    drop(store);
+    let path = dir.path().join(".casebook/store.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    sqlx::query("INSERT INTO schema_version (version) VALUES (99)").execute(&pool).await.unwrap();
+    pool.close().await;
+    match SqliteStore::open(&path).await {
+        Err(StoreError::Newer(_, 99)) => {}
+        other => panic!("expected a newer-store error, got {:?}", other.err()),
+    }
+    assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
+}
+
+#[test]
+fn the_store_is_found_from_a_subfolder() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(SqliteStore::create(&dir.path().join(".casebook/store.db"))).unwrap();
+    let deep = dir.path().join("a/b/c");
+    fs_err::create_dir_all(&deep).unwrap();
+    assert_eq!(casebook_store::find_store(&deep), Some(dir.path().join(".casebook")));
+    assert_eq!(casebook_store::find_store(std::path::Path::new("/")), None);
+}
