@@ -25,6 +25,9 @@ pub struct GlobalArgs {
     /// Colour: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// The store folder (default: the nearest `.casebook/` at or above the working directory)
+    #[arg(long, global = true, env = "CASEBOOK_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -50,9 +53,150 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Print the JSON Schema of the native casebook format, for editors
     Schema(SchemaArgs),
+    /// Create a store (`.casebook/`) in the working directory
+    Init(InitArgs),
+    /// Store a file as a dataset: its first version, or its next one
+    Import(ImportArgs),
+    /// Make a file's cases the next version of a dataset
+    Commit(CommitArgs),
+    /// Add or replace a file's cases in a dataset; all others stay
+    Put(PutArgs),
+    /// Remove cases from a dataset; all others stay
+    Rm(RmArgs),
+    /// List the datasets of the store
+    Datasets(DatasetsArgs),
+    /// The versions of a dataset and what happened to it
+    Log(LogArgs),
+    /// A version of a dataset, or one case in it
+    Show(ShowArgs),
+    /// The contents one case has had across versions
+    History(HistoryArgs),
+    /// What changed between two versions
+    Diff(DiffArgs),
+    /// Write a version of a dataset in any format
+    Export(ExportArgs),
+    /// Name a version (`prod`); moving a tag is logged
+    Tag(TagArgs),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Dataset file
+    pub file: PathBuf,
+    /// The dataset (default: the file's dataset name)
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// What this version is about
+    #[arg(long, short)]
+    pub message: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CommitArgs {
+    /// The dataset
+    pub name: String,
+    /// Dataset file: its cases are the whole next version
+    pub file: PathBuf,
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// The version this builds on (default: the head when the command starts)
+    #[arg(long)]
+    pub parent: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// The dataset
+    pub name: String,
+    /// Dataset file with the cases to add or replace
+    pub file: PathBuf,
+    #[arg(long, short)]
+    pub message: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The dataset
+    pub name: String,
+    /// Ids of the cases to remove
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+    #[arg(long, short)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DatasetsArgs {}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The dataset
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// `NAME@REF`: REF is v3, latest, a tag or a content-id prefix (default: latest)
+    pub target: String,
+    /// A case id: show that case
+    pub case: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The dataset
+    pub name: String,
+    /// The case id
+    pub case: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// `NAME@REF` of the older version
+    pub from: String,
+    /// `NAME@REF` of the newer version
+    pub to: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// `NAME@REF` (default: latest)
+    pub target: String,
+    /// The output format
+    #[arg(long, value_parser = parse_format)]
+    pub to: Format,
+    /// Output file (default: standard output); its extension picks the syntax
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// The output syntax on standard output: jsonl, json, yaml or csv
+    #[arg(long, value_parser = parse_syntax)]
+    pub syntax: Option<Syntax>,
+    /// Drop fields the output format cannot hold, with a warning, instead of failing
+    #[arg(long)]
+    pub lossy: bool,
+    /// Column map for `--to csv`
+    #[arg(long, value_parser = parse_map)]
+    pub map: Option<ColumnMap>,
+}
+
+#[derive(Debug, Args)]
+pub struct TagArgs {
+    /// `NAME@REF`: the version to name
+    pub target: String,
+    /// The tag
+    pub tag: String,
 }
 
 #[derive(Debug, Args)]

@@ -3,9 +3,11 @@
 
 mod args;
 mod commands;
+mod output;
 mod progress;
 mod report;
 mod settings;
+mod stores;
 
 use std::process::ExitCode;
 
@@ -32,6 +34,18 @@ fn main() -> ExitCode {
         args::Command::Convert(a) => commands::convert::run(&settings, a),
         args::Command::Inspect(a) => commands::inspect::run(&settings, a),
         args::Command::Schema(a) => commands::schema::run(&settings, a),
+        args::Command::Init(a) => commands::versions::init(&settings, a),
+        args::Command::Import(a) => commands::versions::import(&settings, a),
+        args::Command::Commit(a) => commands::versions::commit(&settings, a),
+        args::Command::Put(a) => commands::versions::put(&settings, a),
+        args::Command::Rm(a) => commands::versions::rm(&settings, a),
+        args::Command::Tag(a) => commands::versions::tag(&settings, a),
+        args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
+        args::Command::Log(a) => commands::browse::log(&settings, a),
+        args::Command::Show(a) => commands::browse::show(&settings, a),
+        args::Command::History(a) => commands::browse::history(&settings, a),
+        args::Command::Diff(a) => commands::browse::diff(&settings, a),
+        args::Command::Export(a) => commands::browse::export(&settings, a),
         args::Command::Generate(a) => commands::generate::run(a),
     };
     match result {

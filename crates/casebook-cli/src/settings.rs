@@ -1,6 +1,7 @@
 //! Global settings resolved from arguments and the environment (`NO_COLOR`, terminals).
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 
 use crate::args::{ColorChoice, GlobalArgs, OutputFormat};
 
@@ -13,6 +14,12 @@ pub struct Global {
     pub color_stderr: bool,
     /// Progress bars: only on a terminal, never with `--quiet`.
     pub progress: bool,
+    /// `--store` or `CASEBOOK_STORE`.
+    pub store: Option<PathBuf>,
+    /// Who commits: `CASEBOOK_AUTHOR`, else the login name.
+    pub author: String,
+    /// When: `CASEBOOK_TIME` (RFC 3339, for reproducible runs and tests), else now.
+    pub time: String,
 }
 
 impl Global {
@@ -30,6 +37,11 @@ impl Global {
             color_stdout: color(std::io::stdout().is_terminal()),
             color_stderr: color(stderr_tty),
             progress: stderr_tty && !args.quiet,
+            store: args.store.clone(),
+            author: std::env::var("CASEBOOK_AUTHOR")
+                .or_else(|_| std::env::var("USER"))
+                .unwrap_or_else(|_| "unknown".into()),
+            time: std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| jiff::Timestamp::now().to_string()),
         }
     }
 }

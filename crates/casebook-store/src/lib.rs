@@ -218,7 +218,7 @@ pub trait Store {
         dataset: &str,
         version: u64,
         batch: usize,
-        each: &mut (dyn FnMut(Vec<Case>) -> bool + Send),
+        each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError>;
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;

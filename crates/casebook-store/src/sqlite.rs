@@ -62,7 +62,11 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(30));
+            .busy_timeout(Duration::from_secs(30))
+            // A page cache that holds a large commit's working set, temporary tables in memory,
+            // and reads through the OS page cache without copying.
+            .pragma("cache_size", "-65536")
+            .pragma("temp_store", "memory");
         let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
         let store = Self { pool, path: path.to_owned() };
         store.migrate().await?;
@@ -135,17 +139,18 @@ async fn load_incoming(
 ) -> Result<(), StoreError> {
     for chunk in cases.chunks(ROWS) {
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
+        let keys: Vec<Vec<u8>> = chunk.iter().map(|c| unhex(&c.content_id)).collect::<Result<_, _>>()?;
         let sql = format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}");
         let mut query = sqlx::query(AssertSqlSafe(sql));
-        for case in chunk {
-            query = query.bind(&case.content_id).bind(&case.body);
+        for (case, key) in chunk.iter().zip(&keys) {
+            query = query.bind(key).bind(&case.body);
         }
         query.execute(&mut **tx).await?;
-        let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
-        let sql = format!("INSERT OR REPLACE INTO incoming (case_id, cid, pos) VALUES {values}");
+        let values = vec!["(?, (SELECT id FROM blobs WHERE cid = ?), ?)"; chunk.len()].join(", ");
+        let sql = format!("INSERT OR REPLACE INTO incoming (case_id, blob, pos) VALUES {values}");
         let mut query = sqlx::query(AssertSqlSafe(sql));
-        for case in chunk {
-            query = query.bind(&case.id).bind(&case.content_id).bind(*pos);
+        for (case, key) in chunk.iter().zip(&keys) {
+            query = query.bind(&case.id).bind(key).bind(*pos);
             *pos += 1;
         }
         query.execute(&mut **tx).await?;
@@ -218,7 +223,7 @@ impl crate::Store for SqliteStore {
         }
 
         sqlx::query(
-            "CREATE TEMP TABLE IF NOT EXISTS incoming (case_id TEXT PRIMARY KEY, cid TEXT NOT NULL, pos INTEGER NOT NULL)",
+            "CREATE TEMP TABLE IF NOT EXISTS incoming (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, pos INTEGER NOT NULL)",
         )
         .execute(&mut *tx)
         .await?;
@@ -228,7 +233,7 @@ impl crate::Store for SqliteStore {
             CommitMode::Remove(ids) => {
                 for id_chunk in ids.chunks(ROWS) {
                     let values = vec!["(?, '', 0)"; id_chunk.len()].join(", ");
-                    let sql = format!("INSERT OR IGNORE INTO incoming (case_id, cid, pos) VALUES {values}");
+                    let sql = format!("INSERT OR IGNORE INTO incoming (case_id, blob, pos) VALUES {values}");
                     let mut query = sqlx::query(AssertSqlSafe(sql));
                     for case_id in id_chunk {
                         query = query.bind(case_id);
@@ -247,7 +252,7 @@ impl crate::Store for SqliteStore {
         let live = "dataset = ?1 AND to_v IS NULL";
         // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
         sqlx::query(
-            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, cid TEXT)",
+            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, blob INTEGER)",
         )
         .execute(&mut *tx)
         .await?;
@@ -261,9 +266,9 @@ impl crate::Store for SqliteStore {
             }
             mode => {
                 let sql = format!(
-                    "INSERT INTO changes SELECT i.case_id, CASE WHEN m.cid IS NULL THEN 1 ELSE 3 END, i.cid
-                     FROM incoming i LEFT JOIN (SELECT case_id, cid FROM members WHERE {live}) m ON m.case_id = i.case_id
-                     WHERE m.cid IS NULL OR m.cid != i.cid"
+                    "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
+                     FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
+                     WHERE m.blob IS NULL OR m.blob != i.blob"
                 );
                 sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
                 if *mode == CommitMode::Replace {
@@ -316,7 +321,10 @@ impl crate::Store for SqliteStore {
         }))?;
         {
             use futures_util::TryStreamExt;
-            let mut rows = sqlx::query("SELECT case_id, cid FROM changes ORDER BY case_id").fetch(&mut *tx);
+            let mut rows = sqlx::query(
+                "SELECT c.case_id, lower(hex(b.cid)) FROM changes c LEFT JOIN blobs b ON b.id = c.blob ORDER BY c.case_id",
+            )
+            .fetch(&mut *tx);
             while let Some(r) = rows.try_next().await? {
                 hasher.change(r.get::<&str, _>(0), r.get::<Option<&str>, _>(1))?;
             }
@@ -335,7 +343,7 @@ impl crate::Store for SqliteStore {
         if reordered {
             sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
             sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, cid, ord) SELECT ?1, case_id, ?2, NULL, cid, pos FROM incoming",
+                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord) SELECT ?1, case_id, ?2, NULL, blob, pos FROM incoming",
             )
             .bind(id)
             .bind(number as i64)
@@ -365,25 +373,25 @@ impl crate::Store for SqliteStore {
                 .await?;
             }
             let neighbours = if request.mode == CommitMode::Replace {
-                "WITH added AS (SELECT c.case_id, c.cid, i.pos,
+                "WITH added AS (SELECT c.case_id, c.blob, i.pos,
                         (SELECT k.ord FROM kept k WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
                         (SELECT k.ord FROM kept k WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
                         FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1),
                      ranked AS (SELECT *, row_number() OVER (PARTITION BY lo, hi ORDER BY pos) AS k,
                         count(*) OVER (PARTITION BY lo, hi) AS n FROM added)
-                     SELECT case_id, cid, CASE
+                     SELECT case_id, blob, CASE
                         WHEN lo IS NULL AND hi IS NULL THEN pos
                         WHEN lo IS NULL THEN hi - (n + 1 - k)
                         WHEN hi IS NULL THEN lo + k
                         ELSE lo + (hi - lo) * k / (n + 1) END AS ord FROM ranked"
                     .to_owned()
             } else {
-                "SELECT c.case_id, c.cid, ?3 + row_number() OVER (ORDER BY i.pos) AS ord
+                "SELECT c.case_id, c.blob, ?3 + row_number() OVER (ORDER BY i.pos) AS ord
                  FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1"
                     .to_owned()
             };
             sqlx::query(
-                "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, cid TEXT NOT NULL, ord REAL NOT NULL)",
+                "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, ord REAL NOT NULL)",
             )
             .execute(&mut *tx)
             .await?;
@@ -396,14 +404,14 @@ impl crate::Store for SqliteStore {
             };
             insert.execute(&mut *tx).await?;
             sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO opening SELECT c.case_id, c.cid, m.ord FROM changes c JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
+                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
             )))
             .bind(id)
             .execute(&mut *tx)
             .await?;
             sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
             sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, cid, ord) SELECT ?1, case_id, ?2, NULL, cid, ord FROM opening",
+                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord) SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening",
             )
             .bind(id)
             .bind(number as i64)
@@ -526,7 +534,7 @@ impl crate::Store for SqliteStore {
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
         let body: Option<String> = sqlx::query_scalar(
-            "SELECT b.body FROM members m JOIN blobs b ON b.cid = m.cid
+            "SELECT b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ? AND m.case_id = ? AND m.from_v <= ?3 AND (m.to_v IS NULL OR m.to_v > ?3)",
         )
         .bind(id)
@@ -542,12 +550,12 @@ impl crate::Store for SqliteStore {
         dataset: &str,
         version: u64,
         batch: usize,
-        each: &mut (dyn FnMut(Vec<Case>) -> bool + Send),
+        each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
         let (id, _) = self.dataset_id(dataset).await?;
         let mut rows = sqlx::query(
-            "SELECT b.body FROM members m JOIN blobs b ON b.cid = m.cid
+            "SELECT b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ?1 AND m.from_v <= ?2 AND (m.to_v IS NULL OR m.to_v > ?2) ORDER BY m.ord",
         )
         .bind(id)
@@ -570,12 +578,14 @@ impl crate::Store for SqliteStore {
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
-        let rows =
-            sqlx::query("SELECT from_v, to_v, cid FROM members WHERE dataset = ? AND case_id = ? ORDER BY from_v")
-                .bind(id)
-                .bind(case_id)
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = sqlx::query(
+            "SELECT m.from_v, m.to_v, lower(hex(b.cid)) FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = ? AND m.case_id = ? ORDER BY m.from_v",
+        )
+        .bind(id)
+        .bind(case_id)
+        .fetch_all(&self.pool)
+        .await?;
         // Rows that only moved keep their content: merge them into one revision.
         let mut out: Vec<Revision> = Vec::new();
         for r in rows {
@@ -597,7 +607,7 @@ impl crate::Store for SqliteStore {
         let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
         // Only rows that begin or end between the two versions can differ.
         let rows = sqlx::query(
-            "SELECT case_id, from_v, to_v, m.cid, b.body FROM members m JOIN blobs b ON b.cid = m.cid
+            "SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ?1 AND ((m.from_v > ?2 AND m.from_v <= ?3) OR (m.to_v > ?2 AND m.to_v <= ?3))
              ORDER BY case_id, from_v",
         )
@@ -611,13 +621,13 @@ impl crate::Store for SqliteStore {
         let mut i = 0;
         while i < rows.len() {
             let case_id: String = rows[i].get(0);
-            let mut at_from: Option<(String, String)> = None;
-            let mut at_to: Option<(String, String)> = None;
+            let mut at_from: Option<(i64, String)> = None;
+            let mut at_to: Option<(i64, String)> = None;
             while i < rows.len() && rows[i].get::<String, _>(0) == case_id {
                 let r = &rows[i];
-                let (f, t, cid, body): (i64, Option<i64>, String, String) = (r.get(1), r.get(2), r.get(3), r.get(4));
+                let (f, t, cid, body): (i64, Option<i64>, i64, String) = (r.get(1), r.get(2), r.get(3), r.get(4));
                 if alive(from as i64, f, t) {
-                    at_from = Some((cid.clone(), body.clone()));
+                    at_from = Some((cid, body.clone()));
                 }
                 if alive(to as i64, f, t) {
                     at_to = Some((cid, body));
@@ -690,6 +700,23 @@ impl SqliteStore {
         .await?;
         Ok(row.map(|r| version_info(dataset, &r)))
     }
+}
+
+/// The 32 bytes of a content id written in hex.
+fn unhex(text: &str) -> Result<Vec<u8>, StoreError> {
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
+        return Err(StoreError::Corrupt(format!("content id `{text}` is not hex")));
+    }
+    bytes
+        .chunks(2)
+        .map(|pair| {
+            let digit = |b: u8| {
+                (b as char).to_digit(16).ok_or_else(|| StoreError::Corrupt(format!("content id `{text}` is not hex")))
+            };
+            Ok((digit(pair[0])? * 16 + digit(pair[1])?) as u8)
+        })
+        .collect()
 }
 
 fn describe(reference: &Ref) -> String {

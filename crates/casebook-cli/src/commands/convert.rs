@@ -1,8 +1,6 @@
-//! `casebook convert`: any format to any format, streaming. The output file is written beside
-//! its destination and moved into place only when every case converted, so a failed conversion
-//! never leaves a partial file.
+//! `casebook convert`: any format to any format, streaming. A failed conversion leaves no output
+//! file (see `output.rs`).
 
-use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context;
@@ -10,6 +8,7 @@ use casebook_formats::{Format, Syntax, Target, convert, csv_columns};
 
 use crate::Outcome;
 use crate::args::ConvertArgs;
+use crate::output::Output;
 use crate::progress::Progress;
 use crate::report::Reporter;
 use crate::settings::Global;
@@ -35,19 +34,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     let target = Target { format: args.to, syntax, lossy: args.lossy, column_map: args.read.map.clone() };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
 
-    let (temp, out): (Option<tempfile::NamedTempFile>, Box<dyn Write>) = match &args.output {
-        Some(path) => {
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            // Written beside the destination, then renamed into place: never a partial file.
-            let mut builder = tempfile::Builder::new();
-            #[cfg(unix)]
-            builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
-            let temp = builder.tempfile_in(dir).with_context(|| format!("cannot write in `{}`", dir.display()))?;
-            let file = temp.reopen().with_context(|| format!("cannot write in `{}`", dir.display()))?;
-            (Some(temp), Box::new(BufWriter::with_capacity(1 << 20, file)))
-        }
-        None => (None, Box::new(BufWriter::with_capacity(1 << 20, std::io::stdout().lock()))),
-    };
+    let (output, out) = Output::create(args.output.as_deref())?;
     let mut reporter = Reporter::new(settings, true);
     let progress = Progress::for_file(settings, input.path.as_deref());
     let mut on_batch = |diagnostics: &[casebook_model::Diagnostic], at: &casebook_formats::Progress| {
@@ -73,9 +60,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Invalid);
     }
-    if let (Some(temp), Some(path)) = (temp, &args.output) {
-        temp.persist(path).with_context(|| format!("cannot write `{}`", path.display()))?;
-    }
+    output.keep()?;
     if !settings.quiet && !settings.json {
         let to = args.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
         eprintln!("converted {} cases to {} ({}) on {to}", summary.written, args.to, syntax.name());

@@ -1,10 +1,12 @@
 //! One module per command.
 
+pub mod browse;
 pub mod convert;
 pub mod generate;
 pub mod inspect;
 pub mod schema;
 pub mod validate;
+pub mod versions;
 
 use std::path::Path;
 

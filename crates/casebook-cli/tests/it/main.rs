@@ -10,6 +10,7 @@ mod exit_codes;
 mod human;
 mod inspect;
 mod schema;
+mod store;
 mod terminal;
 mod unusual_input;
 mod validate_fields;

@@ -4,11 +4,13 @@
 -- writes two rows, a diff reads only the rows that start or end between two versions, and any
 -- old version lists as fast as the head.
 
--- Case bodies, once each, whatever dataset or version uses them.
+-- Case bodies, once each, whatever dataset or version uses them. `cid` is the case's content
+-- id (32 bytes); rows are found by it, and members point at them by rowid.
 CREATE TABLE blobs (
-    cid TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
+    cid BLOB NOT NULL UNIQUE,
     body TEXT NOT NULL
-) WITHOUT ROWID;
+);
 
 CREATE TABLE datasets (
     id INTEGER PRIMARY KEY,
@@ -40,7 +42,7 @@ CREATE TABLE members (
     case_id TEXT NOT NULL,
     from_v INTEGER NOT NULL,
     to_v INTEGER,
-    cid TEXT NOT NULL REFERENCES blobs (cid),
+    blob INTEGER NOT NULL REFERENCES blobs (id),
     ord REAL NOT NULL,
     PRIMARY KEY (dataset, case_id, from_v)
 ) WITHOUT ROWID;

@@ -1,0 +1,188 @@
+//! The store commands on a real SQLite file: versions, diffs, exports, and what must survive a
+//! crash or a race.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::cli::{Folder, casebook, run};
+
+/// `casebook` working in `dir`, with a fixed author and clock.
+fn cb(dir: &Folder) -> assert_cmd::Command {
+    let mut cmd = casebook();
+    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
+    cmd.env_remove("CASEBOOK_STORE");
+    cmd
+}
+
+fn ok(cmd: &mut assert_cmd::Command) -> String {
+    let out = run(cmd);
+    assert_eq!(out.status, Some(0), "{out:?}");
+    out.stdout
+}
+
+const V1: &str = "{\"id\": \"a\", \"input\": \"What is 2+2?\", \"ground_truth\": \"4\"}\n{\"id\": \"b\", \"input\": \"Capital of France?\", \"ground_truth\": \"Paris\"}\n";
+
+#[test]
+fn versions_diffs_and_exports() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    assert!(ok(cb(&dir).args(["import", "--dataset", "qa", "-m", "first"]).arg(&v1)).starts_with("created qa v1 "));
+    // The same content again: no version.
+    assert!(ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1)).starts_with("no change: qa v1 "));
+    let v2 = dir.file(
+        "qa2.jsonl",
+        V1.replace("Paris", "Paris, France") + "{\"id\": \"c\", \"input\": \"2*3?\", \"ground_truth\": \"6\"}\n",
+    );
+    let created = ok(cb(&dir).args(["commit", "qa"]).arg(&v2).args(["-m", "more"]));
+    assert!(created.contains("v2") && created.contains("+1 -0 ~1"), "{created}");
+
+    let diff = ok(cb(&dir).args(["diff", "qa@v1", "qa@latest"]));
+    assert_eq!(diff, "qa v1 → v2\n+ c\n~ b\n    /expected/output: \"Paris\" → \"Paris, France\"\n");
+    let json: Value = serde_json::from_str(&ok(cb(&dir).args(["diff", "qa@v1", "qa@v2", "--format", "json"]))).unwrap();
+    assert_eq!(json["diff"]["added"], serde_json::json!(["c"]));
+
+    // An old version exports as it was, in the letta shape it came in.
+    ok(cb(&dir).args(["tag", "qa@v1", "prod"]));
+    let exported = ok(cb(&dir).args(["export", "qa@prod", "--to", "letta", "-q"]));
+    let rows: Vec<Value> = exported.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let original: Vec<Value> = V1.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows, original);
+
+    let log = ok(cb(&dir).args(["log", "qa"]));
+    assert!(log.contains("v2 ") && log.contains("more") && log.contains("prod: v1"), "{log}");
+    let history = ok(cb(&dir).args(["history", "qa", "b"]));
+    assert_eq!(history.lines().count(), 2, "{history}");
+    let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
+    let first: Value = serde_json::from_str(datasets.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (first["name"].as_str(), first["head"].as_u64(), first["cases"].as_u64()),
+        (Some("qa"), Some(2), Some(3))
+    );
+
+    // rm and put touch only their cases.
+    ok(cb(&dir).args(["rm", "qa", "a"]));
+    let put = dir.file("put.jsonl", "{\"id\": \"d\", \"input\": \"new\"}\n");
+    ok(cb(&dir).args(["put", "qa"]).arg(&put));
+    let ids: Vec<String> = ok(cb(&dir).args(["export", "qa", "--to", "casebook", "-q"]))
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["b", "c", "d"]);
+    let case: Value = serde_json::from_str(&ok(cb(&dir).args(["show", "qa@v1", "b"]))).unwrap();
+    assert_eq!(case["expected"]["output"], "Paris");
+}
+
+#[test]
+fn bad_input_commits_nothing() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    let bad = dir.file("bad.jsonl", format!("{V1}{{\"id\": \"c\", \"input\": 3\n"));
+    let out = run(cb(&dir).args(["commit", "qa"]).arg(&bad));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(out.stderr.contains("nothing was committed"), "{}", out.stderr);
+    assert!(ok(cb(&dir).args(["log", "qa"])).lines().count() == 1);
+}
+
+#[test]
+fn no_store_is_a_usage_error_that_says_what_to_do() {
+    let dir = Folder::new();
+    let out = run(cb(&dir).args(["datasets"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("run `casebook init`"), "{}", out.stderr);
+}
+
+/// A commit killed at any point leaves the previous head as it was.
+#[test]
+fn a_killed_import_leaves_the_previous_head_intact() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    // A file that takes a while to commit.
+    let big: String = (0..150_000)
+        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"question number {i} with some text to store\"}}\n"))
+        .collect();
+    let big = dir.file("big.jsonl", big);
+    for delay in [50u64, 300, 800] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
+            .current_dir(dir.join(""))
+            .args(["commit", "qa"])
+            .arg(&big)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let log = ok(cb(&dir).args(["log", "qa", "--format", "json"]));
+        let log: Value = serde_json::from_str(&log).unwrap();
+        let versions = log["versions"].as_array().unwrap();
+        // Either the commit had landed whole before the kill, or it left no trace.
+        match versions.len() {
+            1 => {
+                let rows = ok(cb(&dir).args(["export", "qa", "--to", "letta", "-q"]));
+                assert_eq!(rows.lines().count(), 2);
+            }
+            2 => assert_eq!(versions[1]["cases"], 150_000),
+            n => panic!("{n} versions"),
+        }
+    }
+}
+
+/// Several writers at once: each commit lands or reports a conflict; none is lost.
+#[test]
+fn racing_commits_land_or_conflict() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    let files: Vec<_> = (0..4)
+        .map(|k| {
+            let rows: String =
+                (0..2000).map(|i| format!("{{\"id\": \"{k}-{i}\", \"input\": \"writer {k} case {i}\"}}\n")).collect();
+            dir.file(&format!("w{k}.jsonl"), rows)
+        })
+        .collect();
+    let start = Instant::now();
+    let children: Vec<_> = files
+        .iter()
+        .map(|f| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
+                .current_dir(dir.join(""))
+                .env("NO_COLOR", "1")
+                .args(["commit", "qa"])
+                .arg(f)
+                .output_async()
+        })
+        .collect();
+    let mut landed = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => landed += 1,
+            Some(2) => assert!(stderr.contains("moved on while this commit was prepared"), "{stderr}"),
+            other => panic!("{other:?}: {stderr}"),
+        }
+    }
+    assert!(landed >= 1, "at least one commit lands");
+    let log: Value = serde_json::from_str(&ok(cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
+    assert_eq!(log["versions"].as_array().unwrap().len(), 1 + landed, "every landed commit is a version");
+    assert!(start.elapsed() < Duration::from_secs(60));
+}
+
+trait Spawn {
+    fn output_async(&mut self) -> std::process::Child;
+}
+
+impl Spawn for std::process::Command {
+    fn output_async(&mut self) -> std::process::Child {
+        self.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start casebook")
+    }
+}
