@@ -220,6 +220,14 @@ pub trait Store {
         batch: usize,
         each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError>;
+    /// Like [`Store::cases`], the native JSON of each case as stored.
+    async fn bodies(
+        &self,
+        dataset: &str,
+        version: u64,
+        batch: usize,
+        each: &mut dyn FnMut(Vec<String>) -> bool,
+    ) -> Result<u64, StoreError>;
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;

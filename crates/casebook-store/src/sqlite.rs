@@ -27,7 +27,7 @@ use crate::{
 /// Schema migrations, in order. The store records the last one it applied.
 const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
 /// Rows a multi-row `INSERT` carries.
-const ROWS: usize = 256;
+const ROWS: usize = 1000;
 
 pub struct SqliteStore {
     pool: SqlitePool,
@@ -63,17 +63,29 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30))
-            // A page cache that holds a large commit's working set, temporary tables in memory,
-            // and reads through the OS page cache without copying.
-            .pragma("cache_size", "-65536")
+            // A page cache for a large commit's working set (32 MiB a connection), and
+            // temporary tables in memory.
+            .pragma("cache_size", "-32768")
             .pragma("temp_store", "memory");
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await?;
         let store = Self { pool, path: path.to_owned() };
         store.migrate().await?;
         Ok(store)
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
+        // Most opens find the schema current: check without taking the write lock.
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'schema_version')")
+                .fetch_one(&self.pool)
+                .await?;
+        if exists {
+            let current: Option<i64> =
+                sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&self.pool).await?;
+            if current == Some(MIGRATIONS.len() as i64) {
+                return Ok(());
+            }
+        }
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").execute(&mut *tx).await?;
         let current: Option<i64> =
@@ -147,7 +159,7 @@ async fn load_incoming(
         }
         query.execute(&mut **tx).await?;
         let values = vec!["(?, (SELECT id FROM blobs WHERE cid = ?), ?)"; chunk.len()].join(", ");
-        let sql = format!("INSERT OR REPLACE INTO incoming (case_id, blob, pos) VALUES {values}");
+        let sql = format!("INSERT INTO incoming (case_id, blob, pos) VALUES {values}");
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for (case, key) in chunk.iter().zip(&keys) {
             query = query.bind(&case.id).bind(key).bind(*pos);
@@ -222,21 +234,26 @@ impl crate::Store for SqliteStore {
             }
         }
 
-        sqlx::query(
-            "CREATE TEMP TABLE IF NOT EXISTS incoming (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, pos INTEGER NOT NULL)",
+        // The input, in input order; its id index is built once it is all there (faster than
+        // inserting into it at random).
+        sqlx::raw_sql(
+            "DROP TABLE IF EXISTS temp.incoming;
+             CREATE TEMP TABLE incoming (pos INTEGER PRIMARY KEY, case_id TEXT NOT NULL, blob INTEGER NOT NULL);",
         )
         .execute(&mut *tx)
         .await?;
-        sqlx::query("DELETE FROM incoming").execute(&mut *tx).await?;
         let mut pos = 0i64;
         match &request.mode {
             CommitMode::Remove(ids) => {
-                for id_chunk in ids.chunks(ROWS) {
-                    let values = vec!["(?, '', 0)"; id_chunk.len()].join(", ");
-                    let sql = format!("INSERT OR IGNORE INTO incoming (case_id, blob, pos) VALUES {values}");
+                let mut unique: Vec<&String> = ids.iter().collect();
+                unique.sort();
+                unique.dedup();
+                for id_chunk in unique.chunks(ROWS) {
+                    let values = vec!["(?, 0)"; id_chunk.len()].join(", ");
+                    let sql = format!("INSERT INTO incoming (case_id, blob) VALUES {values}");
                     let mut query = sqlx::query(AssertSqlSafe(sql));
                     for case_id in id_chunk {
-                        query = query.bind(case_id);
+                        query = query.bind(*case_id);
                     }
                     query.execute(&mut *tx).await?;
                 }
@@ -247,6 +264,11 @@ impl crate::Store for SqliteStore {
                     load_incoming(&mut tx, &batch, &mut pos).await?;
                 }
             }
+        }
+        sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
+
+        if head == 0 && !matches!(request.mode, CommitMode::Remove(_)) {
+            return self.first_version(tx, request, id).await;
         }
 
         let live = "dataset = ?1 AND to_v IS NULL";
@@ -343,7 +365,8 @@ impl crate::Store for SqliteStore {
         if reordered {
             sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
             sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord) SELECT ?1, case_id, ?2, NULL, blob, pos FROM incoming",
+                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+                 SELECT ?1, case_id, ?2, NULL, blob, pos FROM incoming ORDER BY case_id",
             )
             .bind(id)
             .bind(number as i64)
@@ -411,42 +434,17 @@ impl crate::Store for SqliteStore {
             .await?;
             sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
             sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord) SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening",
+                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+                 SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening ORDER BY case_id",
             )
             .bind(id)
             .bind(number as i64)
             .execute(&mut *tx)
             .await?;
         }
-        let count: i64 = sqlx::query_scalar(AssertSqlSafe(format!("SELECT count(*) FROM members WHERE {live}")))
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO versions (dataset, number, cid, parent, author, time, message, added, removed, modified, cases)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id)
-        .bind(number as i64)
-        .bind(&cid)
-        .bind((head > 0).then_some(head as i64))
-        .bind(&request.author)
-        .bind(&request.time)
-        .bind(&request.message)
-        .bind(added)
-        .bind(removed)
-        .bind(modified)
-        .bind(count)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("UPDATE datasets SET head = ?, cases = ? WHERE id = ?")
-            .bind(number as i64)
-            .bind(count)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(CommitOutcome::Created(VersionInfo {
+        // Kept up to date by every commit: counting the head would cost a scan of it.
+        let count = head_info.as_ref().map_or(0, |h| h.cases as i64) + added - removed;
+        let version = VersionInfo {
             dataset: request.dataset,
             number,
             id: cid,
@@ -458,7 +456,10 @@ impl crate::Store for SqliteStore {
             removed: removed as u64,
             modified: modified as u64,
             cases: count as u64,
-        }))
+        };
+        insert_version(&mut tx, id, &version).await?;
+        tx.commit().await?;
+        Ok(CommitOutcome::Created(version))
     }
 
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
@@ -552,10 +553,37 @@ impl crate::Store for SqliteStore {
         batch: usize,
         each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError> {
+        let mut failed = None;
+        let total = self
+            .bodies(dataset, version, batch, &mut |bodies| match bodies
+                .iter()
+                .map(|b| parse_case(b))
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(cases) => each(cases),
+                Err(err) => {
+                    failed = Some(err);
+                    false
+                }
+            })
+            .await?;
+        match failed {
+            Some(err) => Err(err),
+            None => Ok(total),
+        }
+    }
+
+    async fn bodies(
+        &self,
+        dataset: &str,
+        version: u64,
+        batch: usize,
+        each: &mut dyn FnMut(Vec<String>) -> bool,
+    ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
         let (id, _) = self.dataset_id(dataset).await?;
         let mut rows = sqlx::query(
-            "SELECT b.body FROM members m JOIN blobs b ON b.id = m.blob
+            "SELECT b.body FROM members m INDEXED BY members_ord JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ?1 AND m.from_v <= ?2 AND (m.to_v IS NULL OR m.to_v > ?2) ORDER BY m.ord",
         )
         .bind(id)
@@ -564,7 +592,7 @@ impl crate::Store for SqliteStore {
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
         while let Some(row) = rows.try_next().await? {
-            out.push(parse_case(row.get(0))?);
+            out.push(row.get(0));
             total += 1;
             if out.len() == batch && !each(std::mem::take(&mut out)) {
                 return Ok(total);
@@ -683,6 +711,52 @@ impl crate::Store for SqliteStore {
 }
 
 impl SqliteStore {
+    /// The first version of a dataset: every input case is new, so rows are written straight
+    /// from the input (in id order, which appends to the membership index).
+    async fn first_version(
+        &self,
+        mut tx: Transaction<'static, Sqlite>,
+        request: CommitRequest,
+        id: i64,
+    ) -> Result<CommitOutcome, StoreError> {
+        use futures_util::TryStreamExt;
+        let mut hasher = VersionHasher::new(&json!({"dataset": request.dataset, "parent": null, "order": null}))?;
+        {
+            let mut rows = sqlx::query(
+                "SELECT i.case_id, lower(hex(b.cid)) FROM incoming i JOIN blobs b ON b.id = i.blob ORDER BY i.case_id",
+            )
+            .fetch(&mut *tx);
+            while let Some(r) = rows.try_next().await? {
+                hasher.change(r.get::<&str, _>(0), Some(r.get::<&str, _>(1)))?;
+            }
+        }
+        let cid = hasher.finish();
+        let count = sqlx::query(
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+             SELECT ?1, case_id, 1, NULL, blob, pos FROM incoming ORDER BY case_id",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected() as i64;
+        let version = VersionInfo {
+            dataset: request.dataset,
+            number: 1,
+            id: cid,
+            parent: None,
+            author: request.author,
+            time: request.time,
+            message: request.message,
+            added: count as u64,
+            removed: 0,
+            modified: 0,
+            cases: count as u64,
+        };
+        insert_version(&mut tx, id, &version).await?;
+        tx.commit().await?;
+        Ok(CommitOutcome::Created(version))
+    }
+
     async fn version_row_tx(
         &self,
         tx: &mut Transaction<'static, Sqlite>,
@@ -700,6 +774,38 @@ impl SqliteStore {
         .await?;
         Ok(row.map(|r| version_info(dataset, &r)))
     }
+}
+
+/// Records a new version and makes it the head.
+async fn insert_version(
+    tx: &mut Transaction<'static, Sqlite>,
+    dataset: i64,
+    v: &VersionInfo,
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO versions (dataset, number, cid, parent, author, time, message, added, removed, modified, cases)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(dataset)
+    .bind(v.number as i64)
+    .bind(&v.id)
+    .bind(v.parent.map(|p| p as i64))
+    .bind(&v.author)
+    .bind(&v.time)
+    .bind(&v.message)
+    .bind(v.added as i64)
+    .bind(v.removed as i64)
+    .bind(v.modified as i64)
+    .bind(v.cases as i64)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("UPDATE datasets SET head = ?, cases = ? WHERE id = ?")
+        .bind(v.number as i64)
+        .bind(v.cases as i64)
+        .bind(dataset)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// The 32 bytes of a content id written in hex.

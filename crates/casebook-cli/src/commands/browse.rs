@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use casebook_formats::{Encoder, Syntax, Writer};
+use casebook_formats::{Encoded, Encoder, Format, Syntax, Writer};
 use casebook_model::{Code, Diagnostic};
 use casebook_store::Store;
 use serde_json::json;
@@ -188,6 +188,33 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let mut errors = 0u64;
     let mut io_error = None;
     let place = format!("{name}@v{}", version.number);
+    if args.to == Format::Casebook && syntax == Syntax::Jsonl {
+        // The stored body is the native JSON line: no need to read it into a case and back.
+        let total = runtime.block_on(store.bodies(&name, version.number, 4096, &mut |bodies| {
+            let mut bytes = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum());
+            for body in &bodies {
+                bytes.extend_from_slice(body.as_bytes());
+                bytes.push(b'\n');
+            }
+            let encoded = Encoded { bytes, written: bodies.len(), ..Encoded::default() };
+            match writer.write(&encoded) {
+                Ok(()) => true,
+                Err(err) => {
+                    io_error = Some(err);
+                    false
+                }
+            }
+        }))?;
+        if let Some(err) = io_error {
+            return Err(anyhow::Error::new(err).context("cannot write the output"));
+        }
+        writer.finish(None)?;
+        output.keep()?;
+        if !settings.quiet && !settings.json {
+            eprintln!("exported {total} cases of {place} as casebook (jsonl)");
+        }
+        return Ok(Outcome::Ok);
+    }
     let total = runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
         let encoded = encoder.encode(&cases);
         for (i, fields) in &encoded.lost {

@@ -47,8 +47,9 @@ CREATE TABLE members (
     PRIMARY KEY (dataset, case_id, from_v)
 ) WITHOUT ROWID;
 
--- Listing a version in order, and the rows a diff needs.
-CREATE INDEX members_ord ON members (dataset, ord);
+-- Listing any version in order straight off this index (it holds what the filter needs), and
+-- the rows a diff needs.
+CREATE INDEX members_ord ON members (dataset, ord, from_v, to_v, blob);
 CREATE INDEX members_from ON members (dataset, from_v);
 CREATE INDEX members_to ON members (dataset, to_v);
 

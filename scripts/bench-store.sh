@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Whole-command benchmarks of the embedded store, against the targets of the store issue:
+# import and export of a 1M-case letta JSONL, a one-case `put` (time and bytes written), a diff
+# of versions 10 cases apart, and `show` of one case in a 100-version history.
+#
+#   scripts/bench-store.sh              # ROWS=1000000 by default
+#   ROWS=200000 scripts/bench-store.sh  # quicker
+#
+# Needs GNU time (/usr/bin/time) and sqlite3 (to empty the WAL before measuring growth).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROWS=${ROWS:-1000000}
+DATA=target/bench-data
+WORK=$DATA/store
+BIN=$DATA/bin/casebook-store-bench
+mkdir -p "$DATA/bin"
+cargo build --release -q -p casebook-cli
+cp target/release/casebook "$BIN"
+
+JSONL=$DATA/letta-$ROWS.jsonl
+[[ -f $JSONL ]] || "$BIN" generate --kind letta-jsonl --cases "$ROWS" -o "$JSONL"
+rm -rf "$WORK" && mkdir -p "$WORK"
+export CASEBOOK_STORE=$WORK/.casebook CASEBOOK_AUTHOR=bench
+"$BIN" init -q >/dev/null
+
+timed() { # label, command...
+  local label=$1; shift
+  /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null
+  read -r secs kib <"$WORK/time"
+  printf '| %s | %s s | %s MiB |\n' "$label" "$secs" "$((kib / 1024))"
+}
+bytes() { du -cb "$WORK/.casebook" | tail -1 | cut -f1; }
+checkpoint() { sqlite3 "$WORK/.casebook/store.db" 'PRAGMA wal_checkpoint(TRUNCATE);' >/dev/null; }
+
+echo "| command | wall | peak RSS |"
+echo "|---|---|---|"
+timed "import $ROWS cases" "$BIN" import "$JSONL" --dataset big -q
+timed "export to casebook JSONL" "$BIN" export big --to casebook -o "$WORK/out.jsonl" -q
+timed "export to letta JSONL" "$BIN" export big --to letta -o "$WORK/out-letta.jsonl" -q
+cmp -s "$WORK/out-letta.jsonl" "$JSONL" && echo "(the letta export is byte-identical to the imported file)"
+
+# One edited case.
+head -1 "$JSONL" | sed 's/"ground_truth":"/"ground_truth":"edited /' >"$WORK/one.jsonl"
+checkpoint
+before=$(bytes)
+timed "put one case" "$BIN" put big "$WORK/one.jsonl" -q
+after=$(bytes)
+echo "(growth of the store files, WAL included: $((after - before)) bytes)"
+
+# Ten edited cases, then the diff between the two versions.
+head -10 "$JSONL" | sed 's/"ground_truth":"/"ground_truth":"again /' >"$WORK/ten.jsonl"
+"$BIN" put big "$WORK/ten.jsonl" -q >/dev/null
+timed "diff of versions 10 cases apart" "$BIN" diff big@v2 big@v3
+
+# A 100-version history of a small dataset, then one case of v1.
+head -100 "$JSONL" >"$WORK/small.jsonl"
+"$BIN" import "$WORK/small.jsonl" --dataset hist -q >/dev/null
+for i in $(seq 1 99); do
+  head -1 "$JSONL" | sed "s/\"ground_truth\":\"/\"ground_truth\":\"v$i /" >"$WORK/edit.jsonl"
+  "$BIN" put hist "$WORK/edit.jsonl" -q >/dev/null
+done
+timed "show hist@v1 0 (100 versions)" "$BIN" show hist@v1 0
