@@ -55,6 +55,12 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Closes the connections. The last one to close checkpoints the write-ahead log into the
+    /// database and removes it, so the next command does not have to read it.
+    pub async fn close(self) {
+        self.pool.close().await;
+    }
+
     async fn connect(path: &Path, create: bool) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
@@ -373,11 +379,13 @@ impl crate::Store for SqliteStore {
             .execute(&mut *tx)
             .await?;
         } else {
-            let (max_ord,): (Option<f64>,) =
-                sqlx::query_as(AssertSqlSafe(format!("SELECT max(ord) FROM members WHERE {live}")))
-                    .bind(id)
-                    .fetch_one(&mut *tx)
-                    .await?;
+            // The last place in the head (from the top of the order index, not a scan).
+            let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT ord FROM members INDEXED BY members_ord WHERE {live} ORDER BY ord DESC LIMIT 1"
+            )))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
             let end = max_ord.unwrap_or(-1.0);
             // Modified cases keep their place; added ones go between the neighbours they have in
             // the input (for a whole-dataset commit) or at the end (for `put`).
@@ -635,9 +643,13 @@ impl crate::Store for SqliteStore {
         let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
         // Only rows that begin or end between the two versions can differ.
         let rows = sqlx::query(
+            // Two index ranges: rows that begin after `lo`, and rows that end after it.
             "SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
-             WHERE m.dataset = ?1 AND ((m.from_v > ?2 AND m.from_v <= ?3) OR (m.to_v > ?2 AND m.to_v <= ?3))
-             ORDER BY case_id, from_v",
+             WHERE m.dataset = ?1 AND m.from_v > ?2 AND m.from_v <= ?3
+             UNION ALL
+             SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = ?1 AND m.to_v > ?2 AND m.to_v <= ?3 AND NOT (m.from_v > ?2 AND m.from_v <= ?3)
+             ORDER BY 1, 2",
         )
         .bind(id)
         .bind(lo)

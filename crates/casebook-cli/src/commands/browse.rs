@@ -37,6 +37,7 @@ pub fn datasets(settings: &Global, _args: DatasetsArgs) -> anyhow::Result<Outcom
         }
     }
     crate::write_stdout(&out)?;
+    runtime.block_on(store.close());
     Ok(Outcome::Ok)
 }
 
@@ -71,6 +72,7 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
         }
     }
     crate::write_stdout(&out)?;
+    runtime.block_on(store.close());
     Ok(Outcome::Ok)
 }
 
@@ -100,6 +102,7 @@ pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
         ),
     };
     crate::write_stdout(&text)?;
+    runtime.block_on(store.close());
     Ok(Outcome::Ok)
 }
 
@@ -120,6 +123,7 @@ pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> 
         }
     }
     crate::write_stdout(&out)?;
+    runtime.block_on(store.close());
     Ok(Outcome::Ok)
 }
 
@@ -160,6 +164,7 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
         }
     }
     crate::write_stdout(&out)?;
+    runtime.block_on(store.close());
     Ok(Outcome::Ok)
 }
 
@@ -210,6 +215,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         }
         writer.finish(None)?;
         output.keep()?;
+        runtime.block_on(store.close());
         if !settings.quiet && !settings.json {
             eprintln!("exported {total} cases of {place} as casebook (jsonl)");
         }
@@ -246,6 +252,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         return Err(anyhow::Error::new(err).context("cannot write the output"));
     }
     writer.finish(None)?;
+    runtime.block_on(store.close());
     if errors > 0 {
         return Ok(Outcome::Invalid);
     }

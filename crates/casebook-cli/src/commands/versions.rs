@@ -24,9 +24,10 @@ pub fn init(settings: &Global, _args: InitArgs) -> anyhow::Result<Outcome> {
     let file = folder.join(STORE_FILE);
     let existed = file.is_file();
     let runtime = stores::runtime()?;
-    runtime
+    let store = runtime
         .block_on(SqliteStore::create(&file))
         .with_context(|| format!("cannot create a store in `{}`", folder.display()))?;
+    runtime.block_on(store.close());
     let what = if existed { "store already there" } else { "created an empty store" };
     crate::write_stdout(&if settings.json {
         format!("{}\n", json!({"store": folder, "created": !existed}))
@@ -94,6 +95,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     };
     let (_tx, rx) = tokio::sync::mpsc::channel(1);
     let outcome = runtime.block_on(store.commit(request, rx));
+    runtime.block_on(store.close());
     report_commit(settings, outcome)
 }
 
@@ -103,6 +105,7 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
+    runtime.block_on(store.close());
     crate::write_stdout(&if settings.json {
         format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
     } else {
@@ -220,6 +223,7 @@ fn commit_file(
         message,
     };
     let outcome = runtime.block_on(store.commit(request, batch_rx));
+    runtime.block_on(store.close());
     let errors = match reader.join() {
         Ok(result) => result?,
         Err(_) => anyhow::bail!("the reader thread failed"),
