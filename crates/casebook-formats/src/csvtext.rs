@@ -182,14 +182,20 @@ pub fn first_record_end(text: &str) -> Option<usize> {
 
 /// Length of the longest prefix of `bytes` that ends on a record boundary (after a newline that
 /// is not inside quotes), or `None` if there is none.
-pub fn complete_prefix(bytes: &[u8]) -> Option<usize> {
+/// The line breaks in that prefix are counted in the same pass, so the reader thread scans each
+/// chunk once.
+pub fn complete_prefix_lines(bytes: &[u8]) -> Option<(usize, u64)> {
     let mut in_quotes = false;
     let mut last = None;
+    let mut lines = 0;
     for i in memchr::memchr2_iter(b'"', b'\n', bytes) {
-        match bytes[i] {
-            b'"' => in_quotes = !in_quotes,
-            _ if !in_quotes => last = Some(i + 1),
-            _ => {}
+        if bytes[i] == b'"' {
+            in_quotes = !in_quotes;
+            continue;
+        }
+        lines += 1;
+        if !in_quotes {
+            last = Some((i + 1, lines));
         }
     }
     last
@@ -258,7 +264,7 @@ mod tests {
 
     #[test]
     fn prefix_stops_outside_quotes() {
-        assert_eq!(complete_prefix(b"a,b\n\"x\ny\",z\n\"open\n"), Some(12));
+        assert_eq!(complete_prefix_lines(b"a,b\n\"x\ny\",z\n\"open\n"), Some((12, 3)));
     }
 
     #[test]

@@ -20,8 +20,9 @@ use crate::source::{Cx, Source};
 use crate::tabular::{self, ColumnMap};
 use crate::{csvtext, documents, json, letta, native, yaml};
 
-/// Size of the chunks line-based files are cut into.
-const CHUNK: usize = 1 << 18;
+/// Size of the chunks line-based files are cut into: small enough that the batches in flight
+/// stay well inside the memory bound, big enough that per-chunk costs vanish.
+const CHUNK: usize = 3 << 16;
 /// Cases per batch for whole-document files.
 const DOC_BATCH: usize = 4096;
 
@@ -267,7 +268,7 @@ pub fn read<W: Send>(
                 base + header_len,
                 first_line,
                 opts.threads,
-                &csvtext::complete_prefix,
+                &|bytes: &[u8]| csvtext::complete_prefix_lines(bytes).map(|(end, lines)| (end, Some(lines))),
                 &worker,
             )?;
         }
@@ -462,8 +463,13 @@ struct Chunk {
     last: bool,
 }
 
-fn split_lines(bytes: &[u8]) -> Option<usize> {
-    memchr::memrchr(b'\n', bytes).map(|i| i + 1)
+/// Where a buffer may be cut: the end of its last whole record, and the line breaks before it
+/// when the search counted them.
+type Splitter = dyn Fn(&[u8]) -> Option<(usize, Option<u64>)> + Sync;
+
+/// The end of the last whole line (line breaks are counted later).
+fn split_lines(bytes: &[u8]) -> Option<(usize, Option<u64>)> {
+    memchr::memrchr(b'\n', bytes).map(|i| (i + 1, None))
 }
 
 /// Reads chunks on one thread, works on them on `threads` others, and delivers them in order.
@@ -475,7 +481,7 @@ fn stream<W: Send>(
     first_offset: usize,
     first_line: u64,
     threads: usize,
-    split: &(dyn Fn(&[u8]) -> Option<usize> + Sync),
+    split: &Splitter,
     worker: &(dyn Fn(&Chunk) -> Batch + Sync),
 ) -> Result<(), ReadError> {
     let threads = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
@@ -558,7 +564,7 @@ fn produce(
     mut buf: Vec<u8>,
     mut offset: usize,
     mut line: u64,
-    split: &(dyn Fn(&[u8]) -> Option<usize> + Sync),
+    split: &Splitter,
     tx: &SyncSender<Chunk>,
     tokens: &Receiver<()>,
     stop: &AtomicBool,
@@ -574,8 +580,8 @@ fn produce(
             reader.take((CHUNK - before.min(CHUNK)).max(64 * 1024) as u64).read_to_end(&mut buf)?;
             eof = buf.len() == before;
         }
-        let cut = if eof { Some(buf.len()) } else { split(&buf) };
-        let Some(cut) = cut else {
+        let cut = if eof { Some((buf.len(), None)) } else { split(&buf) };
+        let Some((cut, counted)) = cut else {
             // One record longer than a chunk: read on.
             let before = buf.len();
             reader.take(CHUNK as u64).read_to_end(&mut buf)?;
@@ -586,7 +592,7 @@ fn produce(
             return Ok(());
         }
         let rest = buf.split_off(cut);
-        let chunk_lines = memchr::memchr_iter(b'\n', &buf).count() as u64;
+        let chunk_lines = counted.unwrap_or_else(|| memchr::memchr_iter(b'\n', &buf).count() as u64);
         if tokens.recv().is_err() {
             return Ok(());
         }
@@ -651,6 +657,10 @@ fn native_jsonl_header<W>(
 
 fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path>, skip_line: Option<u64>) -> Batch {
     let mut batch = Batch::default();
+    // One case a line, mostly: size the vectors once rather than doubling them (cases are big).
+    let rows = memchr::memchr_iter(b'\n', &chunk.bytes).count() + 1;
+    batch.cases.reserve_exact(rows);
+    batch.locs.reserve_exact(rows);
     let mut line = chunk.first_line;
     let mut start = 0;
     let bytes = &chunk.bytes;
@@ -773,6 +783,9 @@ fn csv_text(
 ) {
     let src = Source::new(file, text, first_line, offset);
     let mut cx = Cx::new(&src, None);
+    let rows = memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1;
+    batch.cases.reserve(rows);
+    batch.locs.reserve(rows);
     for record in csvtext::records(text) {
         match record {
             Err(err) => {
