@@ -161,19 +161,30 @@ fn racing_commits_land_or_conflict() {
                 .output_async()
         })
         .collect();
+    let outputs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let report: Vec<String> = outputs
+        .iter()
+        .map(|o| {
+            format!(
+                "{:?}: {}{}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
+        .collect();
     let mut landed = 0;
-    for child in children {
-        let out = child.wait_with_output().unwrap();
+    for out in &outputs {
         let stderr = String::from_utf8_lossy(&out.stderr);
         match out.status.code() {
             Some(0) => landed += 1,
-            Some(2) => assert!(stderr.contains("moved on while this commit was prepared"), "{stderr}"),
-            other => panic!("{other:?}: {stderr}"),
+            Some(2) => assert!(stderr.contains("moved on while this commit was prepared"), "{report:#?}"),
+            _ => panic!("{report:#?}"),
         }
     }
-    assert!(landed >= 1, "at least one commit lands");
+    assert!(landed >= 1, "at least one commit lands: {report:#?}");
     let log: Value = serde_json::from_str(&ok(cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
-    assert_eq!(log["versions"].as_array().unwrap().len(), 1 + landed, "every landed commit is a version");
+    assert_eq!(log["versions"].as_array().unwrap().len(), 1 + landed, "every landed commit is a version: {report:#?}");
     assert!(start.elapsed() < Duration::from_secs(60));
 }
 
