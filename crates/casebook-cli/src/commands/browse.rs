@@ -182,10 +182,36 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         let list = args.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
         anyhow::bail!("`{}` cannot be written as {}: it uses {list}", args.to, syntax.name());
     }
-    if syntax == Syntax::Csv {
-        anyhow::bail!("exporting to CSV is not supported yet: export to JSONL and `casebook convert` it");
+    if args.to == Format::Csv && args.map.is_none() {
+        anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
-    let encoder = Encoder::new(args.to, syntax, &header, Vec::new(), args.map.clone(), args.lossy);
+    // CSV needs its columns before the first row: a first pass over the version finds them.
+    let mut columns = Vec::new();
+    if syntax == Syntax::Csv {
+        let probe = Encoder::new(
+            args.to,
+            syntax,
+            &casebook_model::DatasetHeader::default(),
+            Vec::new(),
+            args.map.clone(),
+            true,
+        );
+        runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
+            probe.csv_columns(&cases, &mut columns);
+            true
+        }))?;
+        let source_order: Vec<String> = header
+            .provenance
+            .as_ref()
+            .and_then(|p| p.layout.get("columns"))
+            .and_then(|c| c.as_array())
+            .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let mut ordered: Vec<String> = source_order.into_iter().filter(|c| columns.contains(c)).collect();
+        ordered.extend(columns.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
+        columns = ordered;
+    }
+    let encoder = Encoder::new(args.to, syntax, &header, columns, args.map.clone(), args.lossy);
     let (output, out) = Output::create(args.output.as_deref())?;
     let mut writer = Writer::new(out, &encoder, &header);
     writer.begin()?;

@@ -197,3 +197,17 @@ impl Spawn for std::process::Command {
         self.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start casebook")
     }
 }
+
+/// A letta CSV file goes into the store and comes back out as the same records.
+#[test]
+fn csv_in_and_out_of_the_store() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let csv =
+        dir.file("qa.csv", "id,input,ground_truth,agent_args\n1,\"Hello, there\",007,\"{\"\"k\"\": 1}\"\n2,Bye,,\n");
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&csv));
+    let out = dir.join("out.csv");
+    ok(cb(&dir).args(["export", "qa", "--to", "letta", "-q", "-o"]).arg(&out));
+    let written = fs_err::read_to_string(&out).unwrap();
+    assert_eq!(written, "id,input,ground_truth,agent_args\n1,\"Hello, there\",007,\"{\"\"k\"\":1}\"\n2,Bye,,\n");
+}
