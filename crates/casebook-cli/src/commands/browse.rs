@@ -219,61 +219,51 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let mut errors = 0u64;
     let mut io_error = None;
     let place = format!("{name}@v{}", version.number);
-    if args.to == Format::Casebook && syntax == Syntax::Jsonl {
+    let mut write = |encoded: &Encoded| match writer.write(encoded) {
+        Ok(()) => true,
+        Err(err) => {
+            io_error = Some(err);
+            false
+        }
+    };
+    let total = if args.to == Format::Casebook && syntax == Syntax::Jsonl {
         // The stored body is the native JSON line: no need to read it into a case and back.
-        let total = runtime.block_on(store.bodies(&name, version.number, 4096, &mut |bodies| {
+        runtime.block_on(store.bodies(&name, version.number, 4096, &mut |bodies| {
             let mut bytes = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum());
             for body in &bodies {
                 bytes.extend_from_slice(body.as_bytes());
                 bytes.push(b'\n');
             }
-            let encoded = Encoded { bytes, written: bodies.len(), ..Encoded::default() };
-            match writer.write(&encoded) {
-                Ok(()) => true,
-                Err(err) => {
-                    io_error = Some(err);
-                    false
+            write(&Encoded { bytes, written: bodies.len(), ..Encoded::default() })
+        }))?
+    } else {
+        runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
+            let encoded = encoder.encode(&cases);
+            for (i, fields) in &encoded.lost {
+                let code = if args.lossy { Code::Dropped } else { Code::Unrepresentable };
+                if !args.lossy {
+                    errors += 1;
                 }
+                reporter.emit(&Diagnostic {
+                    severity: code.severity(),
+                    code,
+                    message: format!(
+                        "case `{}` has what `{}` cannot hold: {}",
+                        cases[*i].id,
+                        args.to,
+                        fields.join(", ")
+                    ),
+                    file: place.clone(),
+                    line: 0,
+                    column: 0,
+                    pointer: String::new(),
+                    hint: (!args.lossy).then(|| "export to a format that holds these fields, or pass `--lossy`".into()),
+                    line_offset: None,
+                });
             }
-        }))?;
-        if let Some(err) = io_error {
-            return Err(anyhow::Error::new(err).context("cannot write the output"));
-        }
-        writer.finish(None)?;
-        output.keep()?;
-        runtime.block_on(store.close());
-        if !settings.quiet && !settings.json {
-            eprintln!("exported {total} cases of {place} as casebook (jsonl)");
-        }
-        return Ok(Outcome::Ok);
-    }
-    let total = runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
-        let encoded = encoder.encode(&cases);
-        for (i, fields) in &encoded.lost {
-            let code = if args.lossy { Code::Dropped } else { Code::Unrepresentable };
-            if !args.lossy {
-                errors += 1;
-            }
-            reporter.emit(&Diagnostic {
-                severity: code.severity(),
-                code,
-                message: format!("case `{}` has what `{}` cannot hold: {}", cases[*i].id, args.to, fields.join(", ")),
-                file: place.clone(),
-                line: 0,
-                column: 0,
-                pointer: String::new(),
-                hint: (!args.lossy).then(|| "export to a format that holds these fields, or pass `--lossy`".into()),
-                line_offset: None,
-            });
-        }
-        match writer.write(&encoded) {
-            Ok(()) => true,
-            Err(err) => {
-                io_error = Some(err);
-                false
-            }
-        }
-    }))?;
+            write(&encoded)
+        }))?
+    };
     if let Some(err) = io_error {
         return Err(anyhow::Error::new(err).context("cannot write the output"));
     }
