@@ -7,7 +7,7 @@
 use casebook_model::{Case, Code, ContextItem, Expectations, Map, Task};
 use serde_json::{Value, json};
 
-use crate::layout::{self, Lost};
+use crate::layout::{self, Lost, Part};
 use crate::node::{Node, NodeValue};
 use crate::parts;
 use crate::pointer::Ptr;
@@ -261,22 +261,25 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
         lost.0.push("metadata");
     }
     let e = &case.expected;
-    lost.check("turns", &case.task.turns);
-    lost.check("memory_seeds", &case.task.memory_seeds);
-    lost.check("session_id", &case.task.session_id);
-    lost.check("agent_args", &case.task.agent_args);
-    lost.check("expected.output", &e.output);
-    lost.check("expected.per_turn", &e.per_turn);
-    lost.check("expected.acceptable", &e.acceptable);
-    lost.check("expected.rubric", &e.rubric);
-    lost.check("expected.rubric_path", &e.rubric_path);
-    lost.check("expected.rubric_vars", &e.rubric_vars);
-    lost.check("expected.tool_calls", &e.tool_calls);
-    lost.check("expected.governance", &e.governance);
-    if !e.extra.is_empty() {
-        lost.0.push("expected (other keys)");
-    }
-    lost.check("confidence", &case.confidence);
-    lost.check("review", &case.review);
+    lost.parts(
+        case,
+        &[
+            Part::Turns,
+            Part::MemorySeeds,
+            Part::SessionId,
+            Part::AgentArgs,
+            Part::Output,
+            Part::PerTurn,
+            Part::Acceptable,
+            Part::Rubric,
+            Part::RubricPath,
+            Part::RubricVars,
+            Part::ToolCalls,
+            Part::Governance,
+            Part::ExpectedExtra,
+            Part::Confidence,
+            Part::Review,
+        ],
+    );
     (out, lost)
 }

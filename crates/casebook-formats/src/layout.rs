@@ -144,4 +144,95 @@ impl Lost {
             self.0.push(field);
         }
     }
+
+    /// Notes each of `parts` the case has: the writer's format has no place for them.
+    pub fn parts(&mut self, case: &Case, parts: &[Part]) {
+        for part in parts {
+            if part.present(case) {
+                self.0.push(part.name());
+            }
+        }
+    }
+}
+
+/// The parts of a case a format may have no place for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Name,
+    Description,
+    Turns,
+    Context,
+    Tools,
+    MemorySeeds,
+    SessionId,
+    AgentArgs,
+    Output,
+    PerTurn,
+    Outcomes,
+    Acceptable,
+    Rubric,
+    RubricPath,
+    RubricVars,
+    Trajectory,
+    ToolCalls,
+    Governance,
+    /// Expectation keys without a field of their own.
+    ExpectedExtra,
+    Confidence,
+    Review,
+}
+
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Name => "name",
+            Part::Description => "description",
+            Part::Turns => "turns",
+            Part::Context => "context",
+            Part::Tools => "tools",
+            Part::MemorySeeds => "memory_seeds",
+            Part::SessionId => "session_id",
+            Part::AgentArgs => "agent_args",
+            Part::Output => "expected.output",
+            Part::PerTurn => "expected.per_turn",
+            Part::Outcomes => "expected.outcomes",
+            Part::Acceptable => "expected.acceptable",
+            Part::Rubric => "expected.rubric",
+            Part::RubricPath => "expected.rubric_path",
+            Part::RubricVars => "expected.rubric_vars",
+            Part::Trajectory => "expected.trajectory",
+            Part::ToolCalls => "expected.tool_calls",
+            Part::Governance => "expected.governance",
+            Part::ExpectedExtra => "expected (other keys)",
+            Part::Confidence => "confidence",
+            Part::Review => "review",
+        }
+    }
+
+    fn present(self, case: &Case) -> bool {
+        let (t, e) = (&case.task, &case.expected);
+        match self {
+            Part::Name => case.name.is_some(),
+            Part::Description => case.description.is_some(),
+            Part::Turns => t.turns.is_some(),
+            Part::Context => t.context.is_some(),
+            Part::Tools => t.tools.is_some(),
+            Part::MemorySeeds => t.memory_seeds.is_some(),
+            Part::SessionId => t.session_id.is_some(),
+            Part::AgentArgs => t.agent_args.is_some(),
+            Part::Output => e.output.is_some(),
+            Part::PerTurn => e.per_turn.is_some(),
+            Part::Outcomes => e.outcomes.is_some(),
+            Part::Acceptable => e.acceptable.is_some(),
+            Part::Rubric => e.rubric.is_some(),
+            Part::RubricPath => e.rubric_path.is_some(),
+            Part::RubricVars => e.rubric_vars.is_some(),
+            Part::Trajectory => e.trajectory.is_some(),
+            Part::ToolCalls => e.tool_calls.is_some(),
+            Part::Governance => e.governance.is_some(),
+            Part::ExpectedExtra => !e.extra.is_empty(),
+            Part::Confidence => case.confidence.is_some(),
+            Part::Review => case.review.is_some(),
+        }
+    }
 }

@@ -6,7 +6,7 @@
 use casebook_model::{Case, Code, Expectations, Map, Role, Task, Turn};
 use serde_json::{Value, json};
 
-use crate::layout::{self, Lost};
+use crate::layout::{self, Lost, Part};
 use crate::node::{Node, NodeValue, is_integer};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields, did_you_mean};
@@ -263,19 +263,24 @@ pub fn write_row(case: &Case) -> (Map, Lost) {
     for (key, value) in top {
         row.insert(key, value);
     }
-    lost.check("name", &case.name);
-    lost.check("description", &case.description);
-    lost.check("context", &case.task.context);
-    lost.check("tools", &case.task.tools);
-    lost.check("memory_seeds", &case.task.memory_seeds);
-    lost.check("session_id", &case.task.session_id);
-    lost.check("expected.outcomes", &e.outcomes);
-    lost.check("expected.acceptable", &e.acceptable);
-    lost.check("expected.trajectory", &e.trajectory);
-    lost.check("expected.tool_calls", &e.tool_calls);
-    lost.check("expected.governance", &e.governance);
-    lost.check("confidence", &case.confidence);
-    lost.check("review", &case.review);
+    lost.parts(
+        case,
+        &[
+            Part::Name,
+            Part::Description,
+            Part::Context,
+            Part::Tools,
+            Part::MemorySeeds,
+            Part::SessionId,
+            Part::Outcomes,
+            Part::Acceptable,
+            Part::Trajectory,
+            Part::ToolCalls,
+            Part::Governance,
+            Part::Confidence,
+            Part::Review,
+        ],
+    );
     (row, lost)
 }
 

@@ -6,7 +6,7 @@
 use casebook_model::{Case, Code, Expectations, Map, Role, Task, Turn};
 use serde_json::{Value, json};
 
-use crate::layout::{self, Lost};
+use crate::layout::{self, Lost, Part};
 use crate::node::{Node, NodeValue, is_integer};
 use crate::parts;
 use crate::pointer::Ptr;
@@ -404,19 +404,24 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
     for (k, v) in top {
         out.insert(k, v);
     }
-    lost.check("name", &case.name);
-    lost.check("description", &case.description);
-    lost.check("context", &case.task.context);
-    lost.check("tools", &case.task.tools);
-    lost.check("agent_args", &case.task.agent_args);
-    lost.check("expected.per_turn", &e.per_turn);
-    lost.check("expected.outcomes", &e.outcomes);
-    lost.check("expected.acceptable", &e.acceptable);
-    lost.check("expected.rubric", &e.rubric);
-    lost.check("expected.rubric_path", &e.rubric_path);
-    lost.check("expected.rubric_vars", &e.rubric_vars);
-    lost.check("expected.trajectory", &e.trajectory);
-    lost.check("confidence", &case.confidence);
-    lost.check("review", &case.review);
+    lost.parts(
+        case,
+        &[
+            Part::Name,
+            Part::Description,
+            Part::Context,
+            Part::Tools,
+            Part::AgentArgs,
+            Part::PerTurn,
+            Part::Outcomes,
+            Part::Acceptable,
+            Part::Rubric,
+            Part::RubricPath,
+            Part::RubricVars,
+            Part::Trajectory,
+            Part::Confidence,
+            Part::Review,
+        ],
+    );
     (out, lost)
 }

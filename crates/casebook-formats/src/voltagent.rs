@@ -5,7 +5,7 @@
 use casebook_model::{Case, Expectations, Map, Task};
 use serde_json::{Value, json};
 
-use crate::layout::{self, Lost};
+use crate::layout::{self, Lost, Part};
 use crate::node::Node;
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields};
@@ -109,25 +109,28 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
         out.insert(key, value);
     }
     let e = &case.expected;
-    lost.check("description", &case.description);
-    lost.check("turns", &case.task.turns);
-    lost.check("context", &case.task.context);
-    lost.check("tools", &case.task.tools);
-    lost.check("memory_seeds", &case.task.memory_seeds);
-    lost.check("session_id", &case.task.session_id);
-    lost.check("agent_args", &case.task.agent_args);
-    lost.check("expected.per_turn", &e.per_turn);
-    lost.check("expected.outcomes", &e.outcomes);
-    lost.check("expected.rubric", &e.rubric);
-    lost.check("expected.rubric_path", &e.rubric_path);
-    lost.check("expected.rubric_vars", &e.rubric_vars);
-    lost.check("expected.trajectory", &e.trajectory);
-    lost.check("expected.tool_calls", &e.tool_calls);
-    lost.check("expected.governance", &e.governance);
-    if !e.extra.is_empty() {
-        lost.0.push("expected (other keys)");
-    }
-    lost.check("confidence", &case.confidence);
-    lost.check("review", &case.review);
+    lost.parts(
+        case,
+        &[
+            Part::Description,
+            Part::Turns,
+            Part::Context,
+            Part::Tools,
+            Part::MemorySeeds,
+            Part::SessionId,
+            Part::AgentArgs,
+            Part::PerTurn,
+            Part::Outcomes,
+            Part::Rubric,
+            Part::RubricPath,
+            Part::RubricVars,
+            Part::Trajectory,
+            Part::ToolCalls,
+            Part::Governance,
+            Part::ExpectedExtra,
+            Part::Confidence,
+            Part::Review,
+        ],
+    );
     (out, lost)
 }
