@@ -260,7 +260,6 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
     if metadata.is_some_and(|m| !m.is_empty()) {
         lost.0.push("metadata");
     }
-    let e = &case.expected;
     lost.parts(
         case,
         &[

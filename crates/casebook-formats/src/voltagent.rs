@@ -108,7 +108,6 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
     for (key, value) in top {
         out.insert(key, value);
     }
-    let e = &case.expected;
     lost.parts(
         case,
         &[
