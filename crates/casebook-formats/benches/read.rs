@@ -9,9 +9,9 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::Duration;
 
+use casebook_formats::synthetic::{Rng, letta_row};
 use casebook_formats::{Batch, Consumer, Flow, Format, Input, ReadOptions, Start, Syntax, Target, convert, json, read};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use serde_json::json;
 
 /// The allocator of the `casebook` binary, so that the figures are the ones it gets.
 #[global_allocator]
@@ -19,64 +19,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Rows in the generated file (about 12 MB): many read chunks, and quick.
 const ROWS: u64 = 20_000;
-
-/// SplitMix64, as in `casebook generate`, so the data is the same on every machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
-    }
-
-    fn sentence(&mut self, words: usize) -> String {
-        (0..words).map(|_| self.pick(WORDS)).collect::<Vec<_>>().join(" ")
-    }
-}
-
-const WORDS: &[&str] = &[
-    "agent",
-    "invoice",
-    "refund",
-    "latency",
-    "cluster",
-    "memory",
-    "customer",
-    "policy",
-    "budget",
-    "schedule",
-    "Celestia",
-    "Verdantia",
-    "train",
-    "ticket",
-    "database",
-    "timeout",
-    "résumé",
-    "naïve",
-    "café",
-    "→",
-];
-const TAGS: &[&str] = &["math", "memory", "recall", "tool_usage", "search", "reasoning", "multi_step", "easy", "hard"];
-
-fn letta_row(rng: &mut Rng, i: u64) -> String {
-    json!({
-        "id": i,
-        "input": format!("Question {i}: {}?", rng.sentence(24)),
-        "ground_truth": rng.sentence(14),
-        "tags": [rng.pick(TAGS), rng.pick(TAGS)],
-        "metadata": {"difficulty": rng.pick(&["easy", "medium", "hard"]), "source": "generator", "batch": i / 1000},
-        "agent_args": {"temperature": 0.2, "persona": rng.sentence(6)},
-        "rubric_vars": {"reference": rng.sentence(8)}
-    })
-    .to_string()
-}
 
 /// Writes the letta JSONL file; it is deleted when the returned handle drops.
 fn letta_file() -> tempfile::NamedTempFile {
@@ -148,7 +90,7 @@ fn read_letta_jsonl(c: &mut Criterion) {
 }
 
 fn parse_row(c: &mut Criterion) {
-    let row = letta_row(&mut Rng(1), 0);
+    let row = letta_row(&mut Rng(1), 0).to_string();
     let mut group = c.benchmark_group("json_parse");
     group.throughput(Throughput::Bytes(row.len() as u64));
     group.bench_function("letta_row", |b| b.iter(|| json::parse(black_box(&row)).is_ok()));

@@ -20,6 +20,7 @@ mod parts;
 pub mod pointer;
 mod read;
 mod source;
+pub mod synthetic;
 mod tabular;
 mod voltagent;
 mod write;
