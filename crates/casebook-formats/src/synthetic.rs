@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -17,7 +17,7 @@ impl Rng {
     }
 
     pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[(self.next() % items.len() as u64) as usize]
+        items[(self.next_u64() % items.len() as u64) as usize]
     }
 
     /// `words` words of the generator's vocabulary.
