@@ -174,18 +174,8 @@ pub struct DiffArgs {
 pub struct ExportArgs {
     /// `NAME@REF` (default: latest)
     pub target: String,
-    /// The output format
-    #[arg(long, value_parser = parse_format)]
-    pub to: Format,
-    /// Output file (default: standard output); its extension picks the syntax
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
-    /// The output syntax on standard output: jsonl, json, yaml or csv
-    #[arg(long, value_parser = parse_syntax)]
-    pub syntax: Option<Syntax>,
-    /// Drop fields the output format cannot hold, with a warning, instead of failing
-    #[arg(long)]
-    pub lossy: bool,
+    #[command(flatten)]
+    pub write: WriteArgs,
     /// Column map for `--to csv`
     #[arg(long, value_parser = parse_map)]
     pub map: Option<ColumnMap>,
@@ -228,6 +218,15 @@ pub struct ValidateArgs {
 pub struct ConvertArgs {
     /// Dataset file (`-` for standard input)
     pub file: PathBuf,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// Where and how `convert` and `export` write.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
     /// The output format
     #[arg(long, value_parser = parse_format)]
     pub to: Format,
@@ -241,8 +240,22 @@ pub struct ConvertArgs {
     /// Drop fields the output format cannot hold, with a warning, instead of failing
     #[arg(long)]
     pub lossy: bool,
-    #[command(flatten)]
-    pub read: ReadArgs,
+}
+
+impl WriteArgs {
+    /// The syntax to write: `--syntax`, else the output's extension, else the format's first.
+    pub fn syntax(&self) -> Result<Syntax, String> {
+        let syntax = self
+            .syntax
+            .or_else(|| self.output.as_deref().and_then(Syntax::from_path))
+            .unwrap_or_else(|| self.to.syntax_for(None));
+        if self.to.syntaxes().contains(&syntax) {
+            Ok(syntax)
+        } else {
+            let list = self.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+            Err(format!("`{}` cannot be written as {}: it uses {list}", self.to, syntax.name()))
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -174,22 +174,15 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     let header = runtime.block_on(store.header(&name))?;
-    let syntax = args
-        .syntax
-        .or_else(|| args.output.as_deref().and_then(Syntax::from_path))
-        .unwrap_or_else(|| args.to.syntax_for(None));
-    if !args.to.syntaxes().contains(&syntax) {
-        let list = args.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
-        anyhow::bail!("`{}` cannot be written as {}: it uses {list}", args.to, syntax.name());
-    }
-    if args.to == Format::Csv && args.map.is_none() {
+    let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
+    if args.write.to == Format::Csv && args.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
     // CSV needs its columns before the first row: a first pass over the version finds them.
     let mut columns = Vec::new();
     if syntax == Syntax::Csv {
         let probe = Encoder::new(
-            args.to,
+            args.write.to,
             syntax,
             &casebook_model::DatasetHeader::default(),
             Vec::new(),
@@ -211,8 +204,8 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         ordered.extend(columns.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
         columns = ordered;
     }
-    let encoder = Encoder::new(args.to, syntax, &header, columns, args.map.clone(), args.lossy);
-    let (output, out) = Output::create(args.output.as_deref())?;
+    let encoder = Encoder::new(args.write.to, syntax, &header, columns, args.map.clone(), args.write.lossy);
+    let (output, out) = Output::create(args.write.output.as_deref())?;
     let mut writer = Writer::new(out, &encoder, &header);
     writer.begin()?;
     let mut reporter = Reporter::new(settings, true);
@@ -226,7 +219,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
             false
         }
     };
-    let total = if args.to == Format::Casebook && syntax == Syntax::Jsonl {
+    let total = if args.write.to == Format::Casebook && syntax == Syntax::Jsonl {
         // The stored body is the native JSON line: no need to read it into a case and back.
         runtime.block_on(store.bodies(&name, version.number, 4096, &mut |bodies| {
             let mut bytes = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum());
@@ -240,8 +233,8 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
             let encoded = encoder.encode(&cases);
             for (i, fields) in &encoded.lost {
-                let code = if args.lossy { Code::Dropped } else { Code::Unrepresentable };
-                if !args.lossy {
+                let code = if args.write.lossy { Code::Dropped } else { Code::Unrepresentable };
+                if !args.write.lossy {
                     errors += 1;
                 }
                 reporter.emit(&Diagnostic {
@@ -250,14 +243,15 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
                     message: format!(
                         "case `{}` has what `{}` cannot hold: {}",
                         cases[*i].id,
-                        args.to,
+                        args.write.to,
                         fields.join(", ")
                     ),
                     file: place.clone(),
                     line: 0,
                     column: 0,
                     pointer: String::new(),
-                    hint: (!args.lossy).then(|| "export to a format that holds these fields, or pass `--lossy`".into()),
+                    hint: (!args.write.lossy)
+                        .then(|| "export to a format that holds these fields, or pass `--lossy`".into()),
                     line_offset: None,
                 });
             }
@@ -274,7 +268,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        eprintln!("exported {total} cases of {place} as {} ({})", args.to, syntax.name());
+        eprintln!("exported {total} cases of {place} as {} ({})", args.write.to, syntax.name());
     }
     Ok(Outcome::Ok)
 }

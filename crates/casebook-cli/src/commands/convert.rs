@@ -17,24 +17,19 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     super::check_exists(&args.file)?;
     let input = super::input(&args.file);
     let opts = super::read_options(&args.read);
-    let wanted = args.syntax.or_else(|| args.output.as_deref().and_then(Syntax::from_path));
-    let syntax = wanted.unwrap_or_else(|| args.to.syntax_for(None));
-    if !args.to.syntaxes().contains(&syntax) {
-        let list = args.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
-        anyhow::bail!("`{}` cannot be written as {}: it uses {list}", args.to, syntax.name());
-    }
-    if let Some(out) = &args.output {
+    let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
+    if let Some(out) = &args.write.output {
         if same_file(&args.file, out) {
             anyhow::bail!("the output `{}` is the input file; write to another file", out.display());
         }
     }
-    if args.to == Format::Csv && args.read.map.is_none() {
+    if args.write.to == Format::Csv && args.read.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
-    let target = Target { format: args.to, syntax, lossy: args.lossy, column_map: args.read.map.clone() };
+    let target = Target { format: args.write.to, syntax, lossy: args.write.lossy, column_map: args.read.map.clone() };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
 
-    let (output, out) = Output::create(args.output.as_deref())?;
+    let (output, out) = Output::create(args.write.output.as_deref())?;
     let mut reporter = Reporter::new(settings, true);
     let progress = Progress::for_file(settings, input.path.as_deref());
     let mut on_batch = |diagnostics: &[casebook_model::Diagnostic], at: &casebook_formats::Progress| {
@@ -49,21 +44,22 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         eprintln!(
             "warning: `{}` has dataset header keys after its cases, which `{}` writes before them: they were not kept; \
              move them above the cases, or convert to casebook JSONL",
-            input.display, args.to
+            input.display, args.write.to
         );
     }
     if summary.errors > 0 {
         if !settings.quiet && !settings.json {
             let errors = summary.errors;
-            let place = args.output.as_ref().map_or(String::new(), |p| format!("; `{}` was not written", p.display()));
+            let place =
+                args.write.output.as_ref().map_or(String::new(), |p| format!("; `{}` was not written", p.display()));
             eprintln!("conversion failed: {errors} error{}{place}", if errors == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        let to = args.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
-        eprintln!("converted {} cases to {} ({}) on {to}", summary.written, args.to, syntax.name());
+        let to = args.write.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
+        eprintln!("converted {} cases to {} ({}) on {to}", summary.written, args.write.to, syntax.name());
     }
     Ok(Outcome::Ok)
 }
