@@ -41,7 +41,7 @@ impl Global {
             author: std::env::var("CASEBOOK_AUTHOR")
                 .or_else(|_| std::env::var("USER"))
                 .unwrap_or_else(|_| "unknown".into()),
-            time: std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| jiff::Timestamp::now().to_string()),
+            time: std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| format!("{:.0}", jiff::Timestamp::now())),
         }
     }
 }

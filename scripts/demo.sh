@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The README's first command: builds casebook and runs it on the bundled examples — validates
+# every one, summarises and converts a mas-lab manifest, then keeps two versions of a dataset in
+# an embedded store (in a temporary folder) and shows their log and diff.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --release -q -p casebook-cli
+casebook() { target/release/casebook "$@"; }
+
+echo "== validate every example"
+casebook validate examples/*/*.jsonl examples/*/*.json examples/*/*.yaml
+casebook validate --from csv --map id=qid,input=question,expected.output=answer examples/spreadsheet/questions.csv
+
+echo; echo "== inspect a mas-lab manifest"
+casebook inspect examples/maslab/trip-planner.yaml
+
+echo; echo "== the same manifest in casebook's own format"
+casebook convert examples/maslab/trip-planner.yaml --to casebook --syntax yaml -q | head -25
+
+store=$(mktemp -d)
+trap 'rm -rf "$store"' EXIT
+export CASEBOOK_STORE=$store/.casebook CASEBOOK_AUTHOR=demo
+echo; echo "== a store in $store"
+casebook init
+casebook import examples/letta/support.jsonl --dataset support -m "first cut"
+sed 's/5 business days/7 business days/' examples/letta/support.jsonl >"$store/support-v2.jsonl"
+casebook commit support "$store/support-v2.jsonl" -m "refunds take longer now"
+casebook log support
+casebook diff support@v1 support@latest
