@@ -16,6 +16,14 @@ fn cb(dir: &Folder) -> assert_cmd::Command {
     cmd
 }
 
+/// The binary as a plain child process (to kill it, or to run several at once), with the same
+/// environment as [`cb`]: a `CASEBOOK_STORE` in the test's environment must not leak in.
+fn child(dir: &Folder) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"));
+    cmd.current_dir(dir.join("")).env("NO_COLOR", "1").env("CASEBOOK_AUTHOR", "tester").env_remove("CASEBOOK_STORE");
+    cmd
+}
+
 fn ok(cmd: &mut assert_cmd::Command) -> String {
     let out = run(cmd);
     assert_eq!(out.status, Some(0), "{out:?}");
@@ -109,14 +117,8 @@ fn a_killed_import_leaves_the_previous_head_intact() {
         .collect();
     let big = dir.file("big.jsonl", big);
     for delay in [50u64, 300, 800] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
-            .current_dir(dir.join(""))
-            .args(["commit", "qa"])
-            .arg(&big)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child =
+            child(&dir).args(["commit", "qa"]).arg(&big).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(delay));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
@@ -150,17 +152,7 @@ fn racing_commits_land_or_conflict() {
         })
         .collect();
     let start = Instant::now();
-    let children: Vec<_> = files
-        .iter()
-        .map(|f| {
-            std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
-                .current_dir(dir.join(""))
-                .env("NO_COLOR", "1")
-                .args(["commit", "qa"])
-                .arg(f)
-                .output_async()
-        })
-        .collect();
+    let children: Vec<_> = files.iter().map(|f| child(&dir).args(["commit", "qa"]).arg(f).output_async()).collect();
     let outputs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
     let report: Vec<String> = outputs
         .iter()
