@@ -377,19 +377,18 @@ impl crate::Store for SqliteStore {
         } else {
             format!("UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
         };
-        // Orders of the rows to open are computed before closing (they read the head). Joins
-        // with the head are written `CROSS JOIN` so SQLite looks the few changed ids up in it
-        // rather than walking all of it.
+        // The rows to open, with their places: computed before closing (they read the head).
+        // Joins with the head are written `CROSS JOIN` so SQLite looks the few changed ids up
+        // in it rather than walking all of it.
+        sqlx::query(
+            "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, ord REAL NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM opening").execute(&mut *tx).await?;
         if reordered {
-            sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
-            sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-                 SELECT ?1, case_id, ?2, NULL, blob, pos FROM incoming ORDER BY case_id",
-            )
-            .bind(id)
-            .bind(number as i64)
-            .execute(&mut *tx)
-            .await?;
+            // A new order: every case takes its input position.
+            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos FROM incoming").execute(&mut *tx).await?;
         } else {
             // The last place in the head (from the top of the order index, not a scan).
             let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
@@ -429,22 +428,12 @@ impl crate::Store for SqliteStore {
                         ELSE lo + (hi - lo) * k / (n + 1) END AS ord FROM ranked"
                     .to_owned()
             } else {
-                "SELECT c.case_id, c.blob, ?3 + row_number() OVER (ORDER BY i.pos) AS ord
+                "SELECT c.case_id, c.blob, ?1 + row_number() OVER (ORDER BY i.pos) AS ord
                  FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1"
                     .to_owned()
             };
-            sqlx::query(
-                "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, ord REAL NOT NULL)",
-            )
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("DELETE FROM opening").execute(&mut *tx).await?;
             let insert = sqlx::query(AssertSqlSafe(format!("INSERT INTO opening {neighbours}")));
-            let insert = if request.mode == CommitMode::Replace {
-                insert
-            } else {
-                insert.bind(id).bind(number as i64).bind(end)
-            };
+            let insert = if request.mode == CommitMode::Replace { insert } else { insert.bind(end) };
             insert.execute(&mut *tx).await?;
             sqlx::query(AssertSqlSafe(format!(
                 "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c CROSS JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
@@ -452,16 +441,16 @@ impl crate::Store for SqliteStore {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-            sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
-            sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-                 SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening ORDER BY case_id",
-            )
-            .bind(id)
-            .bind(number as i64)
-            .execute(&mut *tx)
-            .await?;
         }
+        sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+             SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening ORDER BY case_id",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .execute(&mut *tx)
+        .await?;
         // Kept up to date by every commit: counting the head would cost a scan of it.
         let count = head_info.as_ref().map_or(0, |h| h.cases as i64) + added - removed;
         let version = VersionInfo {
