@@ -29,6 +29,19 @@ pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Res
     runtime.block_on(SqliteStore::open(&file)).with_context(|| format!("cannot open the store `{}`", folder.display()))
 }
 
+/// Runs `read` on the store the settings name, prints what it returns, and closes the store.
+pub fn print(
+    settings: &Global,
+    read: impl FnOnce(&tokio::runtime::Runtime, &SqliteStore) -> anyhow::Result<String>,
+) -> anyhow::Result<crate::Outcome> {
+    let runtime = runtime()?;
+    let store = open(settings, &runtime)?;
+    let text = read(&runtime, &store)?;
+    crate::write_stdout(&text)?;
+    runtime.block_on(store.close());
+    Ok(crate::Outcome::Ok)
+}
+
 /// Where `init` creates a store.
 pub fn new_folder(settings: &Global) -> anyhow::Result<PathBuf> {
     match &settings.store {

@@ -15,157 +15,148 @@ use crate::settings::Global;
 use crate::stores;
 
 pub fn datasets(settings: &Global, _args: DatasetsArgs) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
-    let list = runtime.block_on(store.datasets())?;
-    let mut out = String::new();
-    if settings.json {
-        for d in &list {
-            let _ = writeln!(
-                out,
-                "{}",
-                json!({"name": d.name, "head": d.head, "cases": d.cases, "description": d.header.description})
-            );
+    stores::print(settings, |runtime, store| {
+        let list = runtime.block_on(store.datasets())?;
+        let mut out = String::new();
+        if settings.json {
+            for d in &list {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    json!({"name": d.name, "head": d.head, "cases": d.cases, "description": d.header.description})
+                );
+            }
+        } else if list.is_empty() {
+            out.push_str("no datasets yet: add one with `casebook import FILE`\n");
+        } else {
+            let width = list.iter().map(|d| d.name.len()).max().unwrap_or(4).max(4);
+            let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", "name", "head", "cases");
+            for d in &list {
+                let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", d.name, format!("v{}", d.head), d.cases);
+            }
         }
-    } else if list.is_empty() {
-        out.push_str("no datasets yet: add one with `casebook import FILE`\n");
-    } else {
-        let width = list.iter().map(|d| d.name.len()).max().unwrap_or(4).max(4);
-        let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", "name", "head", "cases");
-        for d in &list {
-            let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", d.name, format!("v{}", d.head), d.cases);
-        }
-    }
-    crate::write_stdout(&out)?;
-    runtime.block_on(store.close());
-    Ok(Outcome::Ok)
+        Ok(out)
+    })
 }
 
 pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
-    let versions = runtime.block_on(store.versions(&args.name))?;
-    let events = runtime.block_on(store.events(&args.name))?;
-    let mut out = String::new();
-    if settings.json {
-        let _ = writeln!(out, "{}", json!({"versions": versions, "events": events}));
-    } else {
-        for v in versions.iter().rev() {
-            let parent = v.parent.map_or("-".to_owned(), |p| format!("v{p}"));
-            let _ = writeln!(
-                out,
-                "v{:<4} {}  parent {parent:<5} {}  {}  +{} -{} ~{}  {} cases  {}",
-                v.number,
-                &v.id[..12],
-                v.author,
-                v.time,
-                v.added,
-                v.removed,
-                v.modified,
-                v.cases,
-                v.message
-            );
+    stores::print(settings, |runtime, store| {
+        let versions = runtime.block_on(store.versions(&args.name))?;
+        let events = runtime.block_on(store.events(&args.name))?;
+        let mut out = String::new();
+        if settings.json {
+            let _ = writeln!(out, "{}", json!({"versions": versions, "events": events}));
+        } else {
+            for v in versions.iter().rev() {
+                let parent = v.parent.map_or("-".to_owned(), |p| format!("v{p}"));
+                let _ = writeln!(
+                    out,
+                    "v{:<4} {}  parent {parent:<5} {}  {}  +{} -{} ~{}  {} cases  {}",
+                    v.number,
+                    &v.id[..12],
+                    v.author,
+                    v.time,
+                    v.added,
+                    v.removed,
+                    v.modified,
+                    v.cases,
+                    v.message
+                );
+            }
+            for e in &events {
+                let detail = if e.kind == "header" { "dataset header edited".to_owned() } else { e.detail.clone() };
+                let _ = writeln!(out, "{:<5} {}  {}  {detail}", e.kind, e.author, e.time);
+            }
         }
-        for e in &events {
-            let detail = if e.kind == "header" { "dataset header edited".to_owned() } else { e.detail.clone() };
-            let _ = writeln!(out, "{:<5} {}  {}  {detail}", e.kind, e.author, e.time);
-        }
-    }
-    crate::write_stdout(&out)?;
-    runtime.block_on(store.close());
-    Ok(Outcome::Ok)
+        Ok(out)
+    })
 }
 
 pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
-    let (name, reference) = stores::target(&args.target)?;
-    let version = runtime.block_on(store.resolve(&name, &reference))?;
-    let text = match &args.case {
-        Some(id) => match runtime.block_on(store.case(&name, version.number, id))? {
-            Some(case) => serde_json::to_string_pretty(&case)? + "\n",
-            None => anyhow::bail!("`{name}` v{} has no case `{id}`", version.number),
-        },
-        None if settings.json => format!("{}\n", json!(version)),
-        None => format!(
-            "{name} v{}\nid       {}\nparent   {}\nauthor   {}\ntime     {}\ncases    {} (+{} -{} ~{})\nmessage  {}\n",
-            version.number,
-            version.id,
-            version.parent.map_or("-".to_owned(), |p| format!("v{p}")),
-            version.author,
-            version.time,
-            version.cases,
-            version.added,
-            version.removed,
-            version.modified,
-            version.message
-        ),
-    };
-    crate::write_stdout(&text)?;
-    runtime.block_on(store.close());
-    Ok(Outcome::Ok)
+    stores::print(settings, |runtime, store| {
+        let (name, reference) = stores::target(&args.target)?;
+        let version = runtime.block_on(store.resolve(&name, &reference))?;
+        let text = match &args.case {
+            Some(id) => match runtime.block_on(store.case(&name, version.number, id))? {
+                Some(case) => serde_json::to_string_pretty(&case)? + "\n",
+                None => anyhow::bail!("`{name}` v{} has no case `{id}`", version.number),
+            },
+            None if settings.json => format!("{}\n", json!(version)),
+            None => format!(
+                "{name} v{}\nid       {}\nparent   {}\nauthor   {}\ntime     {}\ncases    {} (+{} -{} ~{})\nmessage  {}\n",
+                version.number,
+                version.id,
+                version.parent.map_or("-".to_owned(), |p| format!("v{p}")),
+                version.author,
+                version.time,
+                version.cases,
+                version.added,
+                version.removed,
+                version.modified,
+                version.message
+            ),
+        };
+        Ok(text)
+    })
 }
 
 pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
-    let revisions = runtime.block_on(store.history(&args.name, &args.case))?;
-    if revisions.is_empty() {
-        anyhow::bail!("`{}` never had a case `{}`", args.name, args.case);
-    }
-    let mut out = String::new();
-    for r in &revisions {
-        if settings.json {
-            let _ = writeln!(out, "{}", json!(r));
-        } else {
-            let to = r.to_version.map_or("head".to_owned(), |t| format!("v{}", t - 1));
-            let _ = writeln!(out, "v{}..{to}  {}", r.from_version, &r.content_id[..12]);
+    stores::print(settings, |runtime, store| {
+        let revisions = runtime.block_on(store.history(&args.name, &args.case))?;
+        if revisions.is_empty() {
+            anyhow::bail!("`{}` never had a case `{}`", args.name, args.case);
         }
-    }
-    crate::write_stdout(&out)?;
-    runtime.block_on(store.close());
-    Ok(Outcome::Ok)
+        let mut out = String::new();
+        for r in &revisions {
+            if settings.json {
+                let _ = writeln!(out, "{}", json!(r));
+            } else {
+                let to = r.to_version.map_or("head".to_owned(), |t| format!("v{}", t - 1));
+                let _ = writeln!(out, "v{}..{to}  {}", r.from_version, &r.content_id[..12]);
+            }
+        }
+        Ok(out)
+    })
 }
 
 pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
-    let (name_a, ref_a) = stores::target(&args.from)?;
-    let (name_b, ref_b) = stores::target(&args.to)?;
-    if name_a != name_b {
-        anyhow::bail!("`diff` compares two versions of one dataset, not `{name_a}` with `{name_b}`");
-    }
-    let a = runtime.block_on(store.resolve(&name_a, &ref_a))?;
-    let b = runtime.block_on(store.resolve(&name_b, &ref_b))?;
-    let diff = runtime.block_on(store.diff(&name_a, a.number, b.number))?;
-    let mut out = String::new();
-    if settings.json {
-        let _ = writeln!(out, "{}", json!({"from": a.number, "to": b.number, "diff": diff}));
-    } else {
-        let _ = writeln!(out, "{name_a} v{} → v{}", a.number, b.number);
-        for id in &diff.added {
-            let _ = writeln!(out, "+ {id}");
+    stores::print(settings, |runtime, store| {
+        let (name_a, ref_a) = stores::target(&args.from)?;
+        let (name_b, ref_b) = stores::target(&args.to)?;
+        if name_a != name_b {
+            anyhow::bail!("`diff` compares two versions of one dataset, not `{name_a}` with `{name_b}`");
         }
-        for id in &diff.removed {
-            let _ = writeln!(out, "- {id}");
-        }
-        for m in &diff.modified {
-            let _ = writeln!(out, "~ {}", m.id);
-            for c in &m.changes {
-                let show = |v: &Option<serde_json::Value>| v.as_ref().map_or("(absent)".to_owned(), |v| v.to_string());
-                let _ = writeln!(out, "    {}: {} → {}", c.pointer, show(&c.old), show(&c.new));
+        let a = runtime.block_on(store.resolve(&name_a, &ref_a))?;
+        let b = runtime.block_on(store.resolve(&name_b, &ref_b))?;
+        let diff = runtime.block_on(store.diff(&name_a, a.number, b.number))?;
+        let mut out = String::new();
+        if settings.json {
+            let _ = writeln!(out, "{}", json!({"from": a.number, "to": b.number, "diff": diff}));
+        } else {
+            let _ = writeln!(out, "{name_a} v{} → v{}", a.number, b.number);
+            for id in &diff.added {
+                let _ = writeln!(out, "+ {id}");
+            }
+            for id in &diff.removed {
+                let _ = writeln!(out, "- {id}");
+            }
+            for m in &diff.modified {
+                let _ = writeln!(out, "~ {}", m.id);
+                for c in &m.changes {
+                    let show =
+                        |v: &Option<serde_json::Value>| v.as_ref().map_or("(absent)".to_owned(), |v| v.to_string());
+                    let _ = writeln!(out, "    {}: {} → {}", c.pointer, show(&c.old), show(&c.new));
+                }
+            }
+            for id in &diff.moved {
+                let _ = writeln!(out, "↕ {id}");
+            }
+            if diff.added.is_empty() && diff.removed.is_empty() && diff.modified.is_empty() && diff.moved.is_empty() {
+                out.push_str("no difference\n");
             }
         }
-        for id in &diff.moved {
-            let _ = writeln!(out, "↕ {id}");
-        }
-        if diff.added.is_empty() && diff.removed.is_empty() && diff.modified.is_empty() && diff.moved.is_empty() {
-            out.push_str("no difference\n");
-        }
-    }
-    crate::write_stdout(&out)?;
-    runtime.block_on(store.close());
-    Ok(Outcome::Ok)
+        Ok(out)
+    })
 }
 
 pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
