@@ -25,7 +25,10 @@ use crate::{
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_init.sql"),
+    include_str!("../migrations/sqlite/0002_partial_indexes.sql"),
+];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
 
@@ -159,12 +162,27 @@ fn parse_case(body: &str) -> Result<Case, StoreError> {
     serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-/// Stores the bodies of `cases` and lists them in the `incoming` table, from position `pos`.
-async fn load_incoming(
+/// Where [`load`] lists cases.
+enum ListIn {
+    /// The `incoming` table, to be compared with the head.
+    Incoming,
+    /// The members of the first version of dataset `.0`.
+    FirstVersion(i64),
+}
+
+/// Stores the bodies of `cases` that are not stored yet and lists the cases from position `pos`.
+async fn load(
     tx: &mut Transaction<'static, Sqlite>,
     cases: &[Prepared],
     pos: &mut i64,
+    list: &ListIn,
 ) -> Result<(), StoreError> {
+    let insert = match list {
+        ListIn::Incoming => "INSERT INTO incoming (case_id, blob, pos) SELECT v.column1, b.id, v.column3".to_owned(),
+        ListIn::FirstVersion(dataset) => format!(
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord) SELECT {dataset}, v.column1, 1, NULL, b.id, v.column3"
+        ),
+    };
     for chunk in cases.chunks(ROWS) {
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let keys: Vec<Vec<u8>> = chunk.iter().map(|c| unhex(&c.content_id)).collect::<Result<_, _>>()?;
@@ -174,8 +192,10 @@ async fn load_incoming(
             query = query.bind(key).bind(&case.body);
         }
         query.execute(&mut **tx).await?;
-        let values = vec!["(?, (SELECT id FROM blobs WHERE cid = ?), ?)"; chunk.len()].join(", ");
-        let sql = format!("INSERT INTO incoming (case_id, blob, pos) VALUES {values}");
+        // One lookup of the content-id index per row, by a join (a subquery per row would open a
+        // cursor per row, and SQLite's cost of opening one grows with the number open).
+        let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+        let sql = format!("{insert} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2");
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for (case, key) in chunk.iter().zip(&keys) {
             query = query.bind(&case.id).bind(key).bind(*pos);
@@ -250,6 +270,10 @@ impl crate::Store for SqliteStore {
             }
         }
 
+        if head == 0 && !matches!(request.mode, CommitMode::Remove(_)) {
+            return self.first_version(tx, request, id, cases).await;
+        }
+
         // The input, in input order; its id index is built once it is all there (faster than
         // inserting into it at random).
         sqlx::raw_sql(
@@ -277,15 +301,11 @@ impl crate::Store for SqliteStore {
             _ => {
                 while let Some(batch) = cases.recv().await {
                     let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
-                    load_incoming(&mut tx, &batch, &mut pos).await?;
+                    load(&mut tx, &batch, &mut pos, &ListIn::Incoming).await?;
                 }
             }
         }
         sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
-
-        if head == 0 && !matches!(request.mode, CommitMode::Remove(_)) {
-            return self.first_version(tx, request, id).await;
-        }
 
         let live = "dataset = ?1 AND to_v IS NULL";
         // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
@@ -643,11 +663,15 @@ impl crate::Store for SqliteStore {
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
         let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
+        if lo == 0 {
+            return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: "v0".into() });
+        }
         // Only rows that begin or end between the two versions can differ.
         let rows = sqlx::query(
-            // Two index ranges: rows that begin after `lo`, and rows that end after it.
+            // Two index ranges: rows that begin after `lo`, and rows that end after it. (`lo` is
+            // at least 1; `from_v > 1` says so to the planner, which then uses the partial index.)
             "SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
-             WHERE m.dataset = ?1 AND m.from_v > ?2 AND m.from_v <= ?3
+             WHERE m.dataset = ?1 AND m.from_v > 1 AND m.from_v > ?2 AND m.from_v <= ?3
              UNION ALL
              SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ?1 AND m.to_v > ?2 AND m.to_v <= ?3 AND NOT (m.from_v > ?2 AND m.from_v <= ?3)
@@ -725,38 +749,34 @@ impl crate::Store for SqliteStore {
 }
 
 impl SqliteStore {
-    /// The first version of a dataset: every input case is new, so rows are written straight
-    /// from the input (in id order, which appends to the membership index).
+    /// The first version of a dataset: every input case is new, so the input goes straight into
+    /// `members` (in input order, which appends to the order index), without the `incoming`
+    /// table and the comparison with a head.
     async fn first_version(
         &self,
         mut tx: Transaction<'static, Sqlite>,
         request: CommitRequest,
         id: i64,
+        mut cases: CaseBatches,
     ) -> Result<CommitOutcome, StoreError> {
-        use futures_util::TryStreamExt;
-        let mut hasher = VersionHasher::new(&json!({"dataset": request.dataset, "parent": null, "order": null}))?;
-        {
-            let mut rows = sqlx::query(
-                "SELECT i.case_id, lower(hex(b.cid)) FROM incoming i JOIN blobs b ON b.id = i.blob ORDER BY i.case_id",
-            )
-            .fetch(&mut *tx);
-            while let Some(r) = rows.try_next().await? {
-                hasher.change(r.get::<&str, _>(0), Some(r.get::<&str, _>(1)))?;
+        // The version id hashes the cases in id order; they are listed here as they go by (in
+        // 46 bytes a case of 6-byte ids), since reading them back would touch every body's page.
+        let mut listed = Listing::default();
+        let mut pos = 0i64;
+        while let Some(batch) = cases.recv().await {
+            let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
+            load(&mut tx, &batch, &mut pos, &ListIn::FirstVersion(id)).await?;
+            for case in &batch {
+                listed.push(&case.id, &case.content_id)?;
             }
         }
-        let cid = hasher.finish();
-        let count = sqlx::query(
-            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-             SELECT ?1, case_id, 1, NULL, blob, pos FROM incoming ORDER BY case_id",
-        )
-        .bind(id)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected() as i64;
+        let count = pos;
+        let mut hasher = VersionHasher::new(&json!({"dataset": request.dataset, "parent": null, "order": null}))?;
+        listed.hash_in_id_order(&mut hasher)?;
         let version = VersionInfo {
             dataset: request.dataset,
             number: 1,
-            id: cid,
+            id: hasher.finish(),
             parent: None,
             author: request.author,
             time: request.time,
@@ -768,7 +788,7 @@ impl SqliteStore {
         };
         insert_version(&mut tx, id, &version).await?;
         tx.commit().await?;
-        self.after_commit(version.added + version.removed + version.modified).await?;
+        self.after_commit(version.added).await?;
         Ok(CommitOutcome::Created(version))
     }
 
@@ -821,6 +841,48 @@ async fn insert_version(
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// Case ids and content ids, compactly: the ids' text end to end.
+#[derive(Default)]
+struct Listing {
+    text: String,
+    /// Where each id ends in `text`.
+    ends: Vec<u32>,
+    cids: Vec<[u8; 32]>,
+}
+
+impl Listing {
+    fn push(&mut self, id: &str, cid: &str) -> Result<(), StoreError> {
+        self.text.push_str(id);
+        let end = u32::try_from(self.text.len())
+            .map_err(|_| StoreError::Corrupt("a first version's case ids add up to more than 4 GiB".into()))?;
+        self.ends.push(end);
+        let bytes = unhex(cid)?;
+        self.cids.push(bytes.try_into().map_err(|_| StoreError::Corrupt(format!("`{cid}` is not a content id")))?);
+        Ok(())
+    }
+
+    fn id(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.text[start..self.ends[i] as usize]
+    }
+
+    /// Feeds the cases to `hasher` in id order (byte order, as SQLite's).
+    fn hash_in_id_order(&self, hasher: &mut VersionHasher) -> Result<(), StoreError> {
+        let mut order: Vec<u32> = (0..self.ends.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| self.id(a as usize).cmp(self.id(b as usize)));
+        let mut hex = String::with_capacity(64);
+        for i in order {
+            hex.clear();
+            for byte in self.cids[i as usize] {
+                hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+                hex.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
+            }
+            hasher.change(self.id(i as usize), Some(&hex))?;
+        }
+        Ok(())
+    }
 }
 
 /// The 32 bytes of a content id written in hex.

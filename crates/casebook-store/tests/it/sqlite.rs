@@ -62,6 +62,41 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
 }
 
+#[tokio::test]
+async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
+    let (dir, store) = fresh().await;
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    created(&store, CommitMode::Upsert, vec![case("b", "3")]).await;
+    store.close().await;
+    // Put the store back as schema 1 left it: full indexes for diffs.
+    let path = dir.path().join(".casebook/store.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    sqlx::raw_sql(
+        "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
+         DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
+         DELETE FROM schema_version WHERE version > 1;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let diff = store.diff("support", 1, 2).await.unwrap();
+    assert_eq!(diff.modified.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["b"]);
+    store.close().await;
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
+    assert_eq!(version, 2);
+    let partial: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(partial, 2);
+}
+
 #[test]
 fn the_store_is_found_from_a_subfolder() {
     let dir = tempfile::tempdir().unwrap();
