@@ -6,7 +6,13 @@ use casebook_formats::{ColumnMap, Format, Syntax};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "casebook", version, about = "The system of record for agent-evaluation datasets", long_about = None)]
+#[command(
+    name = "casebook",
+    version,
+    about = "The system of record for agent-evaluation datasets",
+    long_about = None,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -75,11 +81,54 @@ pub enum Command {
     Diff(DiffArgs),
     /// Write a version of a dataset in any format
     Export(ExportArgs),
+    /// List, count or group the cases of a file or a stored version that a filter selects
+    Cases(CasesArgs),
     /// Name a version (`prod`); moving a tag is logged
     Tag(TagArgs),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
+    /// Help on a command, or on a topic: `casebook help filter` (the filter language)
+    Help(HelpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HelpArgs {
+    /// A command, or `filter`
+    pub topic: Vec<String>,
+}
+
+/// Which cases a command works on.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SelectArgs {
+    /// Only the cases this expression selects, e.g. `labels contains "math" and len(turns) >= 2`
+    /// (`casebook help filter`)
+    #[arg(long = "where", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// Only cases with this label; repeat for cases with all of them
+    #[arg(long = "tag", value_name = "LABEL")]
+    pub tags: Vec<String>,
+    /// At most this many cases: the first ones selected
+    #[arg(long, visible_alias = "max-samples", value_name = "N")]
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CasesArgs {
+    /// A dataset file (`-` for standard input), or `NAME@REF` in the store (REF: v3, latest, a
+    /// tag, a content-id prefix). An existing file wins over a dataset of the same name.
+    pub source: String,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Count the selected cases per value of this path instead of listing them, e.g.
+    /// `label.category` or `metadata.difficulty`
+    #[arg(long, value_name = "PATH", conflicts_with = "count")]
+    pub group_by: Option<String>,
+    /// Print only how many cases are selected
+    #[arg(long)]
+    pub count: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -176,6 +225,8 @@ pub struct ExportArgs {
     pub target: String,
     #[command(flatten)]
     pub write: WriteArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Column map for `--to csv`
     #[arg(long, value_parser = parse_map)]
     pub map: Option<ColumnMap>,
@@ -212,6 +263,8 @@ pub struct ValidateArgs {
     /// Stop after this many errors
     #[arg(long)]
     pub max_errors: Option<u64>,
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 #[derive(Debug, Args)]

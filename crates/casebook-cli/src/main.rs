@@ -46,7 +46,9 @@ fn main() -> ExitCode {
         args::Command::History(a) => commands::browse::history(&settings, a),
         args::Command::Diff(a) => commands::browse::diff(&settings, a),
         args::Command::Export(a) => commands::browse::export(&settings, a),
+        args::Command::Cases(a) => commands::cases::run(&settings, a),
         args::Command::Generate(a) => commands::generate::run(a),
+        args::Command::Help(a) => commands::help(&a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

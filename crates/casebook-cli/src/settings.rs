@@ -3,7 +3,10 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use crate::args::{ColorChoice, GlobalArgs, OutputFormat};
+use casebook_filter::{Filter, FilterError};
+use casebook_store::Select;
+
+use crate::args::{ColorChoice, GlobalArgs, OutputFormat, SelectArgs};
 
 #[derive(Debug, Clone)]
 pub struct Global {
@@ -44,4 +47,28 @@ impl Global {
             time: std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| format!("{:.0}", jiff::Timestamp::now())),
         }
     }
+}
+
+/// The cases `--where`, `--tag` and `--limit` select.
+pub fn selection(args: &SelectArgs) -> anyhow::Result<Select> {
+    let mut filter = match &args.filter {
+        Some(text) => Some(Filter::parse(text).map_err(|err| expression_error("--where", text, &err))?),
+        None => None,
+    };
+    if !args.tags.is_empty() {
+        let tags = Filter::tags(&args.tags);
+        filter = Some(match filter {
+            Some(f) => f.and(tags),
+            None => tags,
+        });
+    }
+    Ok(Select { filter, limit: args.limit })
+}
+
+/// A usage error in the expression given to `option`, with the expression and a caret under
+/// the problem.
+pub fn expression_error(option: &str, text: &str, err: &FilterError) -> anyhow::Error {
+    let rendered = err.render(text);
+    let rendered = rendered.strip_prefix("error: ").unwrap_or(&rendered);
+    anyhow::anyhow!("invalid `{option}`: {rendered}")
 }

@@ -10,6 +10,7 @@ mod sqlite;
 
 use std::path::{Path, PathBuf};
 
+use casebook_filter::Filter;
 use casebook_model::{Case, DatasetHeader};
 use serde::Serialize;
 
@@ -182,6 +183,8 @@ pub struct Prepared {
     pub id: String,
     pub content_id: String,
     pub body: String,
+    /// The case's distinct labels (the stores index them).
+    pub labels: Vec<String>,
 }
 
 /// Prepares a case for [`Store::commit`].
@@ -189,7 +192,25 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     let body = serde_json::to_string(case).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     // The content id from the body's text: the same id as from the case, for a sixth of the cost.
     let content_id = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, &body)?;
-    Ok(Prepared { id: case.id.clone(), content_id, body })
+    let mut labels = case.labels.clone().unwrap_or_default();
+    labels.sort_unstable();
+    labels.dedup();
+    Ok(Prepared { id: case.id.clone(), content_id, body, labels })
+}
+
+/// Which cases of a version a read returns, in the version's order.
+#[derive(Debug, Clone, Default)]
+pub struct Select {
+    /// Only the cases it matches; `None` for all of them.
+    pub filter: Option<Filter>,
+    /// At most this many: the first ones that match.
+    pub limit: Option<u64>,
+}
+
+impl Select {
+    pub fn all() -> Self {
+        Self::default()
+    }
 }
 
 /// Batches of prepared cases for a commit; `Err(())` cancels it (its input had errors).
@@ -211,11 +232,13 @@ pub trait Store {
     async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError>;
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError>;
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError>;
-    /// The cases of a version in order, in batches of at most `batch` to `each`.
+    /// The cases of a version that `select` picks, in order, in batches of at most `batch` to
+    /// `each` (which returns `false` to stop). Returns how many were passed on.
     async fn cases(
         &self,
         dataset: &str,
         version: u64,
+        select: &Select,
         batch: usize,
         each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError>;
@@ -224,9 +247,12 @@ pub trait Store {
         &self,
         dataset: &str,
         version: u64,
+        select: &Select,
         batch: usize,
         each: &mut dyn FnMut(Vec<String>) -> bool,
     ) -> Result<u64, StoreError>;
+    /// How many cases of a version `select` picks.
+    async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError>;
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;

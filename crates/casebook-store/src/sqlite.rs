@@ -14,6 +14,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use casebook_canon::VersionHasher;
+use casebook_filter::{LabelIndex, SqlContext, SqlParam};
 use casebook_model::{Case, DatasetHeader};
 use serde_json::{Value, json};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -21,13 +22,14 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::{
     CaseBatches, CommitMode, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, ModifiedCase, Prepared, Ref,
-    Revision, StoreError, VersionInfo, field_changes,
+    Revision, Select, StoreError, VersionInfo, field_changes,
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_init.sql"),
     include_str!("../migrations/sqlite/0002_partial_indexes.sql"),
+    include_str!("../migrations/sqlite/0003_labels.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
@@ -81,6 +83,8 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
+            // `matches` in filters.
+            .with_regexp()
             .busy_timeout(Duration::from_secs(30))
             // A page cache for a large commit's working set (32 MiB a connection), and
             // temporary tables in memory.
@@ -170,7 +174,8 @@ enum ListIn {
     FirstVersion(i64),
 }
 
-/// Stores the bodies of `cases` that are not stored yet and lists the cases from position `pos`.
+/// Stores the bodies of `cases` that are not stored yet, with their labels, and lists the cases
+/// from position `pos`.
 async fn load(
     tx: &mut Transaction<'static, Sqlite>,
     cases: &[Prepared],
@@ -178,30 +183,76 @@ async fn load(
     list: &ListIn,
 ) -> Result<(), StoreError> {
     let insert = match list {
-        ListIn::Incoming => "INSERT INTO incoming (case_id, blob, pos) SELECT v.column1, b.id, v.column3".to_owned(),
-        ListIn::FirstVersion(dataset) => format!(
-            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord) SELECT {dataset}, v.column1, 1, NULL, b.id, v.column3"
-        ),
+        ListIn::Incoming => "INSERT INTO incoming (case_id, blob, pos)".to_owned(),
+        ListIn::FirstVersion(_) => "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)".to_owned(),
+    };
+    let row = match list {
+        ListIn::Incoming => "(?, ?, ?)".to_owned(),
+        ListIn::FirstVersion(dataset) => format!("({dataset}, ?, 1, NULL, ?, ?)"),
     };
     for chunk in cases.chunks(ROWS) {
-        let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let keys: Vec<Vec<u8>> = chunk.iter().map(|c| unhex(&c.content_id)).collect::<Result<_, _>>()?;
-        let sql = format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}");
-        let mut query = sqlx::query(AssertSqlSafe(sql));
+        let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
+        let values = vec!["(?, ?)"; chunk.len()].join(", ");
+        let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
         for (case, key) in chunk.iter().zip(&keys) {
             query = query.bind(key).bind(&case.body);
         }
-        query.execute(&mut **tx).await?;
-        // One lookup of the content-id index per row, by a join (a subquery per row would open a
-        // cursor per row, and SQLite's cost of opening one grows with the number open).
-        let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
-        let sql = format!("{insert} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2");
-        let mut query = sqlx::query(AssertSqlSafe(sql));
-        for (case, key) in chunk.iter().zip(&keys) {
-            query = query.bind(&case.id).bind(key).bind(*pos);
-            *pos += 1;
+        let stored = query.execute(&mut **tx).await?.rows_affected() as i64;
+        // When every body was new, SQLite gave them the row ids after the last one, in order
+        // (checked): no need to look them up by content id.
+        let all_new = stored == chunk.len() as i64 && {
+            let max: i64 = sqlx::query_scalar("SELECT max(id) FROM blobs").fetch_one(&mut **tx).await?;
+            max == last + stored
+        };
+        if all_new {
+            let labels: Vec<(&str, i64)> = chunk
+                .iter()
+                .zip(last + 1..)
+                .flat_map(|(case, blob)| case.labels.iter().map(move |label| (label.as_str(), blob)))
+                .collect();
+            for part in labels.chunks(ROWS) {
+                let values = vec!["(?, ?)"; part.len()].join(", ");
+                let sql = format!("INSERT OR IGNORE INTO case_labels (label, blob) VALUES {values}");
+                let mut query = sqlx::query(AssertSqlSafe(sql));
+                for (label, blob) in part {
+                    query = query.bind(*label).bind(*blob);
+                }
+                query.execute(&mut **tx).await?;
+            }
+            let values = vec![row.as_str(); chunk.len()].join(", ");
+            let mut query = sqlx::query(AssertSqlSafe(format!("{insert} VALUES {values}")));
+            for (case, blob) in chunk.iter().zip(last + 1..) {
+                query = query.bind(&case.id).bind(blob).bind(*pos);
+                *pos += 1;
+            }
+            query.execute(&mut **tx).await?;
+        } else {
+            // Some bodies were stored before: the new ones' labels from their bodies, and every
+            // row id from the content-id index, by a join (a subquery per row would open a
+            // cursor per row, and SQLite's cost of opening one grows with the number open).
+            sqlx::query(
+                "INSERT OR IGNORE INTO case_labels (label, blob)
+                 SELECT j.value, b.id FROM blobs b, json_each(b.body, '$.labels') j WHERE b.id > ? AND j.type = 'text'",
+            )
+            .bind(last)
+            .execute(&mut **tx)
+            .await?;
+            let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+            let columns = match list {
+                ListIn::Incoming => "v.column1, b.id, v.column3".to_owned(),
+                ListIn::FirstVersion(dataset) => format!("{dataset}, v.column1, 1, NULL, b.id, v.column3"),
+            };
+            let sql = format!(
+                "{insert} SELECT {columns} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2"
+            );
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (case, key) in chunk.iter().zip(&keys) {
+                query = query.bind(&case.id).bind(key).bind(*pos);
+                *pos += 1;
+            }
+            query.execute(&mut **tx).await?;
         }
-        query.execute(&mut **tx).await?;
     }
     Ok(())
 }
@@ -580,12 +631,13 @@ impl crate::Store for SqliteStore {
         &self,
         dataset: &str,
         version: u64,
+        select: &Select,
         batch: usize,
         each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError> {
         let mut failed = None;
         let total = self
-            .bodies(dataset, version, batch, &mut |bodies| match bodies
+            .bodies(dataset, version, select, batch, &mut |bodies| match bodies
                 .iter()
                 .map(|b| parse_case(b))
                 .collect::<Result<Vec<_>, _>>()
@@ -607,18 +659,15 @@ impl crate::Store for SqliteStore {
         &self,
         dataset: &str,
         version: u64,
+        select: &Select,
         batch: usize,
         each: &mut dyn FnMut(Vec<String>) -> bool,
     ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
         let (id, _) = self.dataset_id(dataset).await?;
-        let mut rows = sqlx::query(
-            "SELECT b.body FROM members m INDEXED BY members_ord JOIN blobs b ON b.id = m.blob
-             WHERE m.dataset = ?1 AND m.from_v <= ?2 AND (m.to_v IS NULL OR m.to_v > ?2) ORDER BY m.ord",
-        )
-        .bind(id)
-        .bind(version as i64)
-        .fetch(&self.pool);
+        let (sql, params) = select_sql("b.body", select, true);
+        let query = bind_select(sqlx::query(AssertSqlSafe(sql)), id, version, params);
+        let mut rows = query.fetch(&self.pool);
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
         while let Some(row) = rows.try_next().await? {
@@ -632,6 +681,15 @@ impl crate::Store for SqliteStore {
             each(out);
         }
         Ok(total)
+    }
+
+    async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let (sql, params) = select_sql("1", select, false);
+        let sql = format!("SELECT count(*) FROM ({sql})");
+        let query = bind_select(sqlx::query(AssertSqlSafe(sql)), id, version, params);
+        let n: i64 = query.fetch_one(&self.pool).await?.get(0);
+        Ok(n as u64)
     }
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
@@ -809,6 +867,55 @@ impl SqliteStore {
         .await?;
         Ok(row.map(|r| version_info(dataset, &r)))
     }
+}
+
+/// The query behind [`Store::bodies`] and [`Store::count`]: `columns` of the members of a
+/// version that `select` picks. Its parameters are the dataset, the version twice (see
+/// [`bind_select`]), then those returned: the filter's values and the limit, bound, never
+/// spliced. (All are plain `?`: sqlx numbers those apart from any `?NNN`.)
+fn select_sql(columns: &str, select: &Select, ordered: bool) -> (String, Vec<SqlParam>) {
+    let mut params = Vec::new();
+    // Without a filter, the order index lists the version (and holds all the query needs); with
+    // one, the planner may rather start from the labels a filter names.
+    let hint = if select.filter.is_none() { "INDEXED BY members_ord" } else { "" };
+    let join = if select.filter.is_some() || columns.contains("b.") { "JOIN blobs b ON b.id = m.blob" } else { "" };
+    let mut sql = format!(
+        "SELECT {columns} FROM members m {hint} {join}
+         WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
+    );
+    if let Some(filter) = &select.filter {
+        let fragment =
+            filter.to_sqlite(&SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }) });
+        sql.push_str(" AND (");
+        sql.push_str(&fragment.sql);
+        sql.push(')');
+        params = fragment.params;
+    }
+    if ordered {
+        sql.push_str(" ORDER BY m.ord");
+    }
+    if let Some(limit) = select.limit {
+        sql.push_str(" LIMIT ?");
+        params.push(SqlParam::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    }
+    (sql, params)
+}
+
+fn bind_select<'q>(
+    query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
+    dataset: i64,
+    version: u64,
+    params: Vec<SqlParam>,
+) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments> {
+    let mut query = query.bind(dataset).bind(version as i64).bind(version as i64);
+    for param in params {
+        query = match param {
+            SqlParam::Integer(n) => query.bind(n),
+            SqlParam::Real(x) => query.bind(x),
+            SqlParam::Text(text) => query.bind(text),
+        };
+    }
+    query
 }
 
 /// Records a new version and makes it the head.

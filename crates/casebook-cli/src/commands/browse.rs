@@ -166,6 +166,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     let header = runtime.block_on(store.header(&name))?;
     let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
+    let select = crate::settings::selection(&args.select)?;
     if args.write.to == Format::Csv && args.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
@@ -180,7 +181,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
             args.map.clone(),
             true,
         );
-        runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
+        runtime.block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| {
             probe.csv_columns(&cases, &mut columns);
             true
         }))?;
@@ -212,7 +213,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     };
     let total = if args.write.to == Format::Casebook && syntax == Syntax::Jsonl {
         // The stored body is the native JSON line: no need to read it into a case and back.
-        runtime.block_on(store.bodies(&name, version.number, 4096, &mut |bodies| {
+        runtime.block_on(store.bodies(&name, version.number, &select, 4096, &mut |bodies| {
             let mut bytes = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum());
             for body in &bodies {
                 bytes.extend_from_slice(body.as_bytes());
@@ -221,7 +222,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
             write(&Encoded { bytes, written: bodies.len(), ..Encoded::default() })
         }))?
     } else {
-        runtime.block_on(store.cases(&name, version.number, 4096, &mut |cases| {
+        runtime.block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| {
             let encoded = encoder.encode(&cases);
             for (i, fields) in &encoded.lost {
                 let code = if args.write.lossy { Code::Dropped } else { Code::Unrepresentable };

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod browse;
+pub mod cases;
 pub mod convert;
 pub mod generate;
 pub mod inspect;
@@ -34,4 +35,29 @@ pub fn check_exists(path: &Path) -> anyhow::Result<()> {
         anyhow::bail!("`{}` does not exist", path.display());
     }
     Ok(())
+}
+
+/// `casebook help [COMMAND | filter]`.
+pub fn help(args: &crate::args::HelpArgs) -> anyhow::Result<crate::Outcome> {
+    use clap::CommandFactory;
+    let mut command = crate::args::Cli::command();
+    // Gives subcommands their full name (`Usage: casebook validate`).
+    command.build();
+    let text = match args.topic.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] => command.render_long_help().to_string(),
+        ["filter"] => casebook_filter::HELP.to_owned(),
+        path => {
+            let mut current = &mut command;
+            for name in path {
+                current = current.find_subcommand_mut(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no command or help topic `{name}`: see `casebook --help`, or `casebook help filter`"
+                    )
+                })?;
+            }
+            current.render_long_help().to_string()
+        }
+    };
+    crate::write_stdout(&text)?;
+    Ok(crate::Outcome::Ok)
 }

@@ -1,4 +1,8 @@
 //! `casebook validate`: every problem in every file, exit 1 if any error.
+//!
+//! With `--where` / `--tag` / `--limit`, a subset: warnings are reported for the selected cases
+//! only (a warning belongs to the case whose id is nearest above it), errors everywhere (a case
+//! that cannot be read cannot be filtered, and a broken file is broken for every subset).
 
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
 
@@ -14,17 +18,39 @@ struct Printer<'a> {
     max_errors: Option<u64>,
     errors: &'a mut u64,
     cases: u64,
+    /// Cases selected so far, when a subset is validated.
+    selected: u64,
+    /// Warnings reported.
+    warnings: u64,
+    limit: Option<u64>,
+    subset: bool,
 }
 
-impl Consumer<()> for Printer<'_> {
+impl Consumer<Vec<bool>> for Printer<'_> {
     fn start(&mut self, _start: &Start) -> Flow {
         Flow::Continue
     }
 
-    fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
+    fn batch(&mut self, batch: &mut Batch, keep: &mut Vec<bool>) -> Flow {
         self.cases += batch.cases.len() as u64;
         self.progress.set(batch.end_offset, self.cases);
+        // The limit: the cases after the last one wanted are not selected.
+        for k in keep.iter_mut().filter(|k| **k) {
+            if self.limit.is_some_and(|limit| self.selected >= limit) {
+                *k = false;
+            } else {
+                self.selected += 1;
+            }
+        }
+        let lines: Vec<u64> = batch.locs.iter().map(|l| l.line).collect();
         for d in &batch.diagnostics {
+            if self.subset && !d.is_error() {
+                // The case this warning is about: the nearest whose id is at or above it.
+                let owner = lines.partition_point(|&line| line <= d.line).checked_sub(1);
+                if owner.is_some_and(|i| !keep.get(i).copied().unwrap_or(true)) {
+                    continue;
+                }
+            }
             if d.is_error() {
                 if self.max_errors.is_some_and(|max| *self.errors >= max) {
                     return Flow::Stop;
@@ -43,6 +69,12 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
     }
     let mut reporter = Reporter::new(settings, false);
     let opts = super::read_options(&args.read);
+    let select = crate::settings::selection(&args.select)?;
+    let subset = select.filter.is_some() || select.limit.is_some();
+    let filter = select.filter.as_ref();
+    let work =
+        |batch: &Batch| -> Vec<bool> { batch.cases.iter().map(|c| filter.is_none_or(|f| f.matches(c))).collect() };
+    let mut selected = 0u64;
     let mut errors = 0u64;
     let mut totals = (0u64, 0u64);
     for file in &args.files {
@@ -54,11 +86,17 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
             max_errors: args.max_errors,
             errors: &mut errors,
             cases: 0,
+            selected: 0,
+            warnings: 0,
+            limit: select.limit.map(|l| l.saturating_sub(selected)),
+            subset,
         };
-        let summary = read(&input, &opts, &|_: &Batch| (), &mut printer)?;
+        let summary = read(&input, &opts, &work, &mut printer)?;
+        selected += printer.selected;
+        let _ = &summary;
         progress.finish();
         totals.0 += summary.cases;
-        totals.1 += summary.warnings;
+        totals.1 += printer.warnings;
         if summary.stopped {
             if !settings.quiet {
                 eprintln!("stopped after {errors} errors (`--max-errors`)");
@@ -68,11 +106,12 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
     }
     if !settings.quiet && !settings.json {
         let files = args.files.len();
+        let cases =
+            if subset { format!("{selected} of {} cases selected", totals.0) } else { format!("{} cases", totals.0) };
         eprintln!(
-            "{} {files} file{}: {} cases, {errors} error{}, {} warning{}",
+            "{} {files} file{}: {cases}, {errors} error{}, {} warning{}",
             if errors == 0 { "valid:" } else { "invalid:" },
             if files == 1 { "" } else { "s" },
-            totals.0,
             if errors == 1 { "" } else { "s" },
             totals.1,
             if totals.1 == 1 { "" } else { "s" },

@@ -1,7 +1,9 @@
 //! What every store must do, whatever keeps the data. Each function takes a fresh, empty store.
 
 use casebook_model::{Case, Expectations, Task};
-use casebook_store::{CaseBatches, CommitMode, CommitOutcome, CommitRequest, Ref, Store, StoreError, VersionInfo};
+use casebook_store::{
+    CaseBatches, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, VersionInfo,
+};
 use serde_json::json;
 
 pub fn case(id: &str, input: &str) -> Case {
@@ -58,7 +60,7 @@ pub async fn created(store: &impl Store, mode: CommitMode, cases: Vec<Case>) -> 
 pub async fn ids(store: &impl Store, version: u64) -> Vec<String> {
     let mut out = Vec::new();
     store
-        .cases("support", version, 2, &mut |batch| {
+        .cases("support", version, &Select::all(), 2, &mut |batch| {
             out.extend(batch.into_iter().map(|c| c.id));
             true
         })
@@ -217,4 +219,91 @@ pub async fn cancelled_input_writes_nothing(store: impl Store) {
     assert!(matches!(store.commit(request(CommitMode::Upsert, "bad"), rx).await, Err(StoreError::Cancelled)));
     assert_eq!(store.versions("support").await.unwrap().len(), 1);
     assert_eq!(ids(&store, 1).await, ["a"]);
+}
+
+/// Cases with something for every kind of filter: plain and `key:value` labels, metadata of
+/// every JSON type, turns, confidence, non-ASCII text.
+fn varied_cases() -> Vec<Case> {
+    let specs = [
+        (
+            "m1",
+            json!({"labels": ["math", "category:RCA"], "metadata": {"difficulty": "hard", "n": 3}, "confidence": 0.9}),
+        ),
+        ("m2", json!({"labels": ["math", "easy"], "metadata": {"difficulty": "medium", "n": 3.0}})),
+        (
+            "r1",
+            json!({"labels": ["category:RCA", "category:infra"], "metadata": {"difficulty": "easy", "flaky": true}}),
+        ),
+        ("r2", json!({"labels": ["recall"], "metadata": {"difficulty": null, "tags": ["a", "b"]}, "confidence": 0.5})),
+        ("t1", json!({"turns": [{"role": "user", "content": "again"}, {"role": "hitl", "content": "stop"}]})),
+        ("t2", json!({"turns": [{"role": "user", "content": "café →"}], "metadata": {"nested": {"k": "v"}}})),
+        ("x1", json!({"metadata": {"difficulty": "HARD", "n": "3"}})),
+        ("x2", json!({"labels": [], "metadata": {}})),
+    ];
+    specs
+        .into_iter()
+        .map(|(id, extra)| {
+            let mut value = serde_json::to_value(case(id, &format!("question {id}: refund? naïve"))).unwrap();
+            for (k, v) in extra.as_object().unwrap() {
+                value[k] = v.clone();
+            }
+            serde_json::from_value(value).unwrap()
+        })
+        .collect()
+}
+
+/// A filter selects the same cases, in the same order, in the store as in memory, for the
+/// head and for an older version (and `count` agrees).
+pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
+    let cases = varied_cases();
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    // v2: one case changes its labels, one goes.
+    let mut changed = cases[0].clone();
+    changed.labels = Some(vec!["easy".into()]);
+    created(&store, CommitMode::Upsert, vec![changed.clone()]).await;
+    created(&store, CommitMode::Remove(vec!["r2".into()]), vec![]).await;
+    let mut v3: Vec<Case> = cases.iter().filter(|c| c.id != "r2").cloned().collect();
+    v3[0] = changed;
+    let expressions = [
+        r#"labels contains "math""#,
+        r#"labels contains "math" and metadata.difficulty in ["hard", "medium"]"#,
+        r#"label.category == "RCA""#,
+        r#"label.category != "RCA""#,
+        r#"label.category matches "^inf""#,
+        r#"not (labels contains "math")"#,
+        r#"metadata.n == 3"#,
+        r#"metadata.n >= 3 or metadata.flaky == true"#,
+        r#"metadata.difficulty == null"#,
+        r#"metadata.difficulty != "hard""#,
+        r#"metadata.difficulty matches "(?i)^hard$""#,
+        r#"metadata.tags contains "b""#,
+        r#"metadata.nested.k == "v""#,
+        r#"exists(metadata.flaky) or exists(confidence)"#,
+        r#"confidence >= 0.8"#,
+        r#"len(turns) >= 2"#,
+        r#"len(labels) == 0"#,
+        r#"turns[1].role == "hitl""#,
+        r#"input contains "naïve" and id > "r""#,
+        r#"input matches "refund\\?""#,
+    ];
+    for (version, expected_cases) in [(1, &cases), (3, &v3)] {
+        for text in expressions {
+            let filter = casebook_filter::Filter::parse(text).unwrap();
+            let expected: Vec<String> =
+                expected_cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
+            let select = Select { filter: Some(filter), limit: None };
+            let mut got = Vec::new();
+            store
+                .cases("support", version, &select, 3, &mut |batch| {
+                    got.extend(batch.into_iter().map(|c| c.id));
+                    true
+                })
+                .await
+                .unwrap();
+            assert_eq!(got, expected, "v{version}: {text}");
+            assert_eq!(store.count("support", version, &select).await.unwrap(), expected.len() as u64, "{text}");
+            let first = Select { limit: Some(1), ..select };
+            assert_eq!(store.count("support", version, &first).await.unwrap(), expected.len().min(1) as u64);
+        }
+    }
 }

@@ -30,6 +30,7 @@ conformance!(
     references_resolve,
     a_moved_head_is_a_conflict_and_writes_nothing,
     cancelled_input_writes_nothing,
+    filters_select_what_they_select_in_memory,
 );
 
 #[tokio::test]
@@ -65,7 +66,9 @@ async fn a_store_from_a_newer_casebook_is_refused() {
 #[tokio::test]
 async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     let (dir, store) = fresh().await;
-    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    let mut a = case("a", "1");
+    a.labels = Some(vec!["math".into(), "category:RCA".into()]);
+    created(&store, CommitMode::Replace, vec![a, case("b", "2")]).await;
     created(&store, CommitMode::Upsert, vec![case("b", "3")]).await;
     store.close().await;
     // Put the store back as schema 1 left it: full indexes for diffs.
@@ -74,7 +77,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     sqlx::raw_sql(
         "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
          DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
-         DELETE FROM schema_version WHERE version > 1;",
+         DROP TABLE case_labels; DELETE FROM schema_version WHERE version > 1;",
     )
     .execute(&pool)
     .await
@@ -87,7 +90,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -95,6 +98,9 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     .await
     .unwrap();
     assert_eq!(partial, 2);
+    // The labels of the cases stored before are indexed.
+    let labels: i64 = sqlx::query_scalar("SELECT count(*) FROM case_labels").fetch_one(&pool).await.unwrap();
+    assert_eq!(labels, 2);
 }
 
 #[test]

@@ -1,0 +1,482 @@
+//! The property SPEC §6 rests on: a filter selects the same cases in memory (typed and JSON) as
+//! in SQLite, with and without the label table. Random cases are stored as the store keeps them
+//! (`blobs.body` = the case's JSON text, `case_labels` = one row per distinct label) in a SQLite
+//! file; random well-typed expressions over present and missing paths are run all four ways.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+
+use casebook_filter::{Filter, LabelIndex, SqlContext, SqlParam};
+use casebook_model::{Case, ContextItem, Expectations, Map, Review, Role, Task, Turn};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{Value, json};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Row, SqliteConnection};
+
+/// Strings the data and the literals share, so that tests hit as often as they miss: empty, case
+/// variants, non-ASCII (ordering by bytes), a U+0000, digits as text.
+const STRINGS: &[&str] = &[
+    "",
+    "a",
+    "abc",
+    "b",
+    "Refund please",
+    "REFUND",
+    "é",
+    "éa",
+    "日本",
+    "x\u{0}y",
+    "1",
+    "hard",
+    "medium",
+    "RCA",
+    "perf",
+];
+/// Number literals, as written: integer vs double, beyond 2^53, beyond i64, negative zero.
+const NUMBERS: &[&str] = &[
+    "0",
+    "1",
+    "1.0",
+    "-1",
+    "2",
+    "2.5",
+    "3",
+    "0.1",
+    "0.30000000000000004",
+    "-0.0",
+    "1e300",
+    "9007199254740993",
+    "9007199254740992.0",
+    "9223372036854775807",
+    "18446744073709551615",
+];
+const LABELS: &[&str] = &[
+    "math",
+    "code",
+    "category:RCA",
+    "category:perf",
+    "category:",
+    "level:hard",
+    "level:medium",
+    "level:é",
+    "a:b:c",
+    "odd key:x\u{0}y",
+    ":empty",
+    "category",
+    "categoryX:no",
+];
+const REGEXES: &[&str] = &["(?i)refund", "^a", "b$", "é", "^$", "\\d", "x\u{0}y", "^(RCA|perf)$", "."];
+
+fn number_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        prop::sample::select(vec![0i64, 1, -1, 2, 3, 10, i64::MAX, i64::MIN, 9_007_199_254_740_993])
+            .prop_map(Value::from),
+        prop::sample::select(vec![u64::MAX, 9_223_372_036_854_775_808]).prop_map(Value::from),
+        prop::sample::select(vec![
+            0.5,
+            1.0,
+            2.5,
+            -0.0,
+            1e300,
+            0.1,
+            0.300_000_000_000_000_04,
+            3.0,
+            9_007_199_254_740_992.0
+        ])
+        .prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+    ]
+}
+
+fn string() -> impl Strategy<Value = String> {
+    prop::sample::select(STRINGS).prop_map(str::to_owned)
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        number_value(),
+        string().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(vec!["x", "y", "odd key", "0"]), inner), 0..4)
+                .prop_map(|entries| Value::Object(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+        ]
+    })
+}
+
+fn metadata() -> impl Strategy<Value = Map> {
+    prop::collection::vec(
+        (prop::sample::select(vec!["difficulty", "n", "flag", "odd key", "nested", "x", "list"]), json_value()),
+        0..5,
+    )
+    .prop_map(|entries| entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+fn turn() -> impl Strategy<Value = Turn> {
+    (prop::sample::select(Role::ALL.to_vec()), string()).prop_map(|(role, content)| Turn { role, content })
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        (
+            prop::option::of(string()),
+            prop::option::of(prop::collection::vec(prop::sample::select(LABELS).prop_map(str::to_owned), 0..5)),
+            prop_oneof![string().prop_map(Value::String), json_value()],
+            prop::option::of(prop::collection::vec(turn(), 0..4)),
+            prop::option::of(prop::collection::vec(json_value(), 0..3)),
+            prop::option::of(string()),
+        ),
+        (
+            prop::option::of(metadata()),
+            prop::option::of(prop_oneof![
+                prop::sample::select(vec![0.0, 0.5, 0.8, 1.0, 0.1, 0.300_000_000_000_000_04]),
+                0.0f64..1.0
+            ]),
+            prop::option::of(prop::sample::select(vec![Review::Draft, Review::Reviewed, Review::Rejected])),
+            prop::option::of(json_value()),
+            prop::option::of(json_value()),
+        ),
+    )
+        .prop_map(
+            |((name, labels, input, turns, context, session_id), (metadata, confidence, review, output, metrics))| {
+                let context = context.map(|items| {
+                    items
+                        .into_iter()
+                        .map(|content| ContextItem { kind: None, source: None, content, metadata: None })
+                        .collect()
+                });
+                let mut extra = Map::new();
+                if let Some(metrics) = metrics {
+                    extra.insert("metrics".into(), metrics);
+                }
+                Case {
+                    id: String::new(),
+                    name,
+                    description: None,
+                    labels,
+                    task: Task { input, turns, context, tools: None, memory_seeds: None, session_id, agent_args: None },
+                    expected: Expectations { output, extra, ..Expectations::default() },
+                    metadata,
+                    confidence,
+                    review,
+                    provenance: None,
+                }
+            },
+        )
+}
+
+fn str_lit() -> impl Strategy<Value = String> {
+    string().prop_map(|s| Value::String(s).to_string())
+}
+
+fn num_lit() -> impl Strategy<Value = String> {
+    prop::sample::select(NUMBERS).prop_map(str::to_owned)
+}
+
+fn any_lit() -> impl Strategy<Value = String> {
+    prop_oneof![4 => str_lit(), 4 => num_lit(), 1 => Just("true".into()), 1 => Just("false".into()), 1 => Just("null".into())]
+}
+
+fn list(lit: impl Strategy<Value = String>) -> impl Strategy<Value = String> {
+    prop::collection::vec(lit, 0..4).prop_map(|items| format!("[{}]", items.join(", ")))
+}
+
+fn ordering() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["<", "<=", ">", ">="])
+}
+
+fn regex_lit() -> impl Strategy<Value = String> {
+    prop::sample::select(REGEXES).prop_map(|r| Value::from(r).to_string())
+}
+
+/// Paths to free JSON, present or not.
+fn any_path() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "input",
+        "input.x",
+        "input[0]",
+        "input.\"odd key\"",
+        "metadata.difficulty",
+        "metadata.n",
+        "metadata.flag",
+        "metadata.\"odd key\"",
+        "metadata.nested.x",
+        "metadata.nested[1]",
+        "metadata.list[0].y",
+        "metadata.missing",
+        "expected.output",
+        "expected.output.x",
+        "expected.output[0]",
+        "expected.metrics",
+        "expected.metrics.\"0\"",
+        "context[0].content",
+        "context[1].content.x",
+        "agent_args.k",
+    ])
+}
+
+/// Paths to strings: plain fields, label values, elements.
+fn str_path() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "id",
+        "name",
+        "session_id",
+        "labels[0]",
+        "labels[3]",
+        "label.category",
+        "label.level",
+        "label.\"odd key\"",
+        "label.a",
+        "label.\"\"",
+        "label.missing",
+        "turns[0].content",
+        "turns[2].content",
+    ])
+}
+
+fn any_test() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (prop::sample::select(vec!["==", "!="]), any_lit()).prop_map(|(op, lit)| format!("{op} {lit}")),
+        (ordering(), prop_oneof![str_lit(), num_lit()]).prop_map(|(op, lit)| format!("{op} {lit}")),
+        list(any_lit()).prop_map(|l| format!("in {l}")),
+        list(any_lit()).prop_map(|l| format!("not in {l}")),
+        any_lit().prop_map(|lit| format!("contains {lit}")),
+        regex_lit().prop_map(|r| format!("matches {r}")),
+    ]
+}
+
+fn str_test() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">="]), str_lit())
+            .prop_map(|(op, l)| format!("{op} {l}")),
+        list(str_lit()).prop_map(|l| format!("in {l}")),
+        list(str_lit()).prop_map(|l| format!("not in {l}")),
+        str_lit().prop_map(|lit| format!("contains {lit}")),
+        regex_lit().prop_map(|r| format!("matches {r}")),
+    ]
+}
+
+fn len_test() -> impl Strategy<Value = String> {
+    let small = prop::sample::select(vec!["0", "1", "2", "3", "1.0", "2.5", "-1"]);
+    prop_oneof![
+        (prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">="]), small.clone())
+            .prop_map(|(op, n)| format!("{op} {n}")),
+        prop::collection::vec(small, 0..3).prop_map(|l| format!("in [{}]", l.join(", "))),
+    ]
+}
+
+fn atom() -> impl Strategy<Value = String> {
+    let len_path = prop::sample::select(vec![
+        "labels",
+        "turns",
+        "context",
+        "metadata",
+        "expected",
+        "name",
+        "label.category",
+        "label.\"odd key\"",
+        "input",
+        "metadata.nested",
+        "metadata.list",
+        "expected.output",
+        "turns[0].content",
+        "metadata.missing",
+    ]);
+    let exists_path = prop::sample::select(vec![
+        "name",
+        "labels",
+        "label.category",
+        "label.missing",
+        "turns",
+        "turns[1]",
+        "turns[0].role",
+        "metadata",
+        "metadata.flag",
+        "expected",
+        "expected.output",
+        "expected.metrics",
+        "confidence",
+        "review",
+        "context",
+        "context[0]",
+        "input.x",
+    ]);
+    prop_oneof![
+        4 => (any_path(), any_test()).prop_map(|(p, t)| format!("{p} {t}")),
+        3 => (str_path(), str_test()).prop_map(|(p, t)| format!("{p} {t}")),
+        2 => string().prop_map(|s| format!("labels contains {}", Value::from(s))),
+        2 => prop::sample::select(LABELS).prop_map(|s| format!("labels contains {}", Value::from(s))),
+        1 => (prop::sample::select(vec!["category", "level"]), prop::sample::select(LABELS)).prop_map(|(k, l)| {
+            let value = l.split_once(':').map_or(l, |(_, v)| v);
+            format!("label.{k} == {}", Value::from(value))
+        }),
+        2 => (prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">="]), num_lit())
+            .prop_map(|(op, n)| format!("confidence {op} {n}")),
+        1 => list(num_lit()).prop_map(|l| format!("confidence in {l}")),
+        1 => (ordering(), num_lit()).prop_map(|(op, n)| format!("{n} {op} confidence")),
+        1 => (ordering(), str_lit(), any_path()).prop_map(|(op, l, p)| format!("{l} {op} {p}")),
+        1 => (prop::sample::select(vec!["==", "!="]), prop::sample::select(vec!["draft", "reviewed", "rejected"]))
+            .prop_map(|(op, r)| format!("review {op} \"{r}\"")),
+        1 => (prop::sample::select(vec!["[0]", "[1]"]), prop::sample::select(vec!["user", "hitl", "system"]))
+            .prop_map(|(i, r)| format!("turns{i}.role == \"{r}\"")),
+        2 => (len_path, len_test()).prop_map(|(p, t)| format!("len({p}) {t}")),
+        2 => exists_path.prop_map(|p| format!("exists({p})")),
+    ]
+}
+
+fn expr() -> impl Strategy<Value = String> {
+    atom().prop_recursive(3, 10, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a} and {b}")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} or {b})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("{a} or {b}")),
+            inner.prop_map(|a| format!("not ({a})")),
+        ]
+    })
+}
+
+fn ids(filter: &Filter, cases: &[Case], json: &[Value]) -> (BTreeSet<i64>, BTreeSet<i64>) {
+    let typed = (1..).zip(cases).filter(|(_, c)| filter.matches(c)).map(|(i, _)| i).collect();
+    let from_json = (1..).zip(json).filter(|(_, v)| filter.matches_json(v)).map(|(i, _)| i).collect();
+    (typed, from_json)
+}
+
+async fn sql_ids(conn: &mut SqliteConnection, filter: &Filter, index: bool) -> BTreeSet<i64> {
+    let labels = index.then_some(LabelIndex { blob_expr: "b.id" });
+    let fragment = filter.to_sqlite(&SqlContext { body: "b.body", labels });
+    let sql = format!("SELECT b.id FROM blobs b WHERE {}", fragment.sql);
+    let mut query = sqlx::query(AssertSqlSafe(sql.clone()));
+    for param in fragment.params {
+        query = match param {
+            SqlParam::Integer(i) => query.bind(i),
+            SqlParam::Real(r) => query.bind(r),
+            SqlParam::Text(s) => query.bind(s),
+        };
+    }
+    let rows = query.fetch_all(&mut *conn).await.unwrap_or_else(|e| panic!("{e}\n{sql}"));
+    rows.iter().map(|row| row.get::<i64, _>(0)).collect()
+}
+
+async fn store(conn: &mut SqliteConnection, cases: &[Case]) {
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("DELETE FROM blobs").execute(&mut *tx).await.unwrap();
+    sqlx::query("DELETE FROM case_labels").execute(&mut *tx).await.unwrap();
+    for (i, case) in (1i64..).zip(cases) {
+        let body = serde_json::to_string(case).unwrap();
+        sqlx::query("INSERT INTO blobs (id, body) VALUES (?, ?)").bind(i).bind(body).execute(&mut *tx).await.unwrap();
+        for label in case.labels.iter().flatten() {
+            sqlx::query("INSERT OR IGNORE INTO case_labels (label, blob) VALUES (?, ?)")
+                .bind(label)
+                .bind(i)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+    }
+    tx.commit().await.unwrap();
+}
+
+async fn open(dir: &tempfile::TempDir) -> SqliteConnection {
+    let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.path().join("cases.db"))
+        .create_if_missing(true)
+        .with_regexp()
+        .connect()
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE blobs (id INTEGER PRIMARY KEY, body TEXT NOT NULL)").execute(&mut conn).await.unwrap();
+    sqlx::query("CREATE TABLE case_labels (label TEXT, blob INTEGER, PRIMARY KEY (label, blob)) WITHOUT ROWID")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
+#[test]
+fn memory_json_and_sql_select_the_same_cases() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conn = RefCell::new(runtime.block_on(open(&dir)));
+    // `PROPTEST_CASES=20000` for a deeper search.
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
+    let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
+    let strategy = (prop::collection::vec(case(), 1..14), prop::collection::vec(expr(), 1..10));
+    let (selected, total) = (Cell::new(0usize), Cell::new(0usize));
+    runner
+        .run(&strategy, |(mut cases, exprs)| {
+            for (i, case) in cases.iter_mut().enumerate() {
+                case.id = format!("c{i}");
+            }
+            let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
+            let mut conn = conn.borrow_mut();
+            runtime.block_on(store(&mut conn, &cases));
+            for src in &exprs {
+                let filter = Filter::parse(src).map_err(|e| TestCaseError::fail(e.render(src)))?;
+                let printed = filter.to_string();
+                prop_assert_eq!(Filter::parse(&printed).ok(), Some(filter.clone()), "printed as {}", printed);
+                let (typed, from_json) = ids(&filter, &cases, &json);
+                let sql = runtime.block_on(sql_ids(&mut conn, &filter, false));
+                let indexed = runtime.block_on(sql_ids(&mut conn, &filter, true));
+                let shown = || format!("{src}\ncases: {}", serde_json::to_string_pretty(&json).unwrap_or_default());
+                prop_assert_eq!(&typed, &from_json, "typed vs JSON: {}", shown());
+                prop_assert_eq!(&typed, &sql, "memory vs SQL: {}", shown());
+                prop_assert_eq!(&typed, &indexed, "memory vs SQL with the label table: {}", shown());
+                selected.set(selected.get() + typed.len());
+                total.set(total.get() + cases.len());
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The generator is useful only if expressions both select and reject cases.
+    let (selected, total) = (selected.get(), total.get());
+    assert!(selected > total / 10 && selected < total * 9 / 10, "selected {selected} of {total}");
+}
+
+#[test]
+fn the_same_holds_for_hand_picked_edges() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = runtime.block_on(open(&dir));
+    let case = |value: Value| -> Case { serde_json::from_value(value).unwrap() };
+    let cases = vec![
+        case(json!({"id": "big", "input": 18_446_744_073_709_551_615u64, "metadata": {"n": 9_007_199_254_740_993i64}})),
+        case(json!({"id": "real", "input": 1.0, "metadata": {"n": 9_007_199_254_740_992.0}})),
+        case(json!({"id": "nul", "input": "x\u{0}yz", "labels": ["k:a\u{0}b"]})),
+        case(json!({"id": "bool", "input": true, "metadata": {"n": 1}})),
+        case(json!({"id": "esc", "input": {"a\"b": 1, "a\\b": 2, "line\nbreak": 3}})),
+    ];
+    let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
+    runtime.block_on(store(&mut conn, &cases));
+    let expectations: &[(&str, &[i64])] = &[
+        ("input == 18446744073709551615", &[1]),
+        ("input == 18446744073709551616", &[1]),
+        ("input == 1", &[2]),
+        ("input == true", &[4]),
+        ("metadata.n > 9007199254740992", &[1]),
+        ("metadata.n == 9007199254740992", &[2]),
+        ("metadata.n == 9007199254740992.0", &[2]),
+        ("metadata.n > 9007199254740992.0", &[1]),
+        ("metadata.n == 1", &[4]),
+        ("len(input) == 1", &[3]),
+        ("input contains \"yz\"", &[3]),
+        ("input matches \"^x\\u0000y\"", &[3]),
+        ("label.k == \"a\\u0000b\"", &[3]),
+        ("len(label.k) == 1", &[3]),
+        ("label.k contains \"b\"", &[3]),
+        ("input.\"a\\\"b\" == 1 and input.\"a\\\\b\" == 2 and input.\"line\\nbreak\" == 3", &[5]),
+    ];
+    for (src, expected) in expectations {
+        let filter = Filter::parse(src).unwrap_or_else(|e| panic!("{}", e.render(src)));
+        let expected: BTreeSet<i64> = expected.iter().copied().collect();
+        let (typed, from_json) = ids(&filter, &cases, &json);
+        assert_eq!(typed, expected, "{src}");
+        assert_eq!(from_json, expected, "{src}");
+        assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, false)), expected, "{src}");
+        assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, true)), expected, "{src}");
+    }
+}
