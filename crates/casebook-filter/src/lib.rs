@@ -13,7 +13,7 @@
 //! assert!(filter.matches(&case));
 //! assert!(filter.matches_json(&serde_json::to_value(&case)?));
 //!
-//! let sql = filter.to_sqlite(&SqlContext { body: "b.body", labels: None });
+//! let sql = filter.to_sqlite(&SqlContext { body: "b.body", labels: None, facets: None });
 //! assert!(!sql.sql.contains("math")); // values are bound, never spliced
 //! assert_eq!(sql.sql.matches('?').count(), sql.params.len());
 //!
@@ -96,6 +96,7 @@
 mod ast;
 mod error;
 mod eval;
+mod facets;
 mod lexer;
 mod parser;
 mod path;
@@ -109,6 +110,7 @@ use std::str::FromStr;
 use casebook_model::Case;
 
 pub use error::{FilterError, ShorthandError};
+pub use facets::{FACET_FIELDS, OTHER_FIELDS, facets_json};
 pub use path::FieldPath;
 pub use sql::{LabelIndex, SqlContext, SqlFragment, SqlParam};
 

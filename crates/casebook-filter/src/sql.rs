@@ -15,6 +15,9 @@ pub struct SqlContext<'a> {
     pub body: &'a str,
     /// The label table, if the query may use it; without it labels are read from the body.
     pub labels: Option<LabelIndex<'a>>,
+    /// The SQL expression of the case's facets (see [`crate::facets_json`]), if the query has
+    /// them: paths into the facet fields are read there instead of in the (larger) body.
+    pub facets: Option<&'a str>,
 }
 
 /// A table `case_labels(label TEXT, blob INTEGER, PRIMARY KEY (label, blob)) WITHOUT ROWID`
@@ -50,7 +53,7 @@ impl From<Num> for SqlParam {
 }
 
 pub(crate) fn to_sqlite(expr: &Expr, ctx: &SqlContext<'_>) -> SqlFragment {
-    let mut sql = Sql { ctx: *ctx, text: String::new(), params: Vec::new() };
+    let mut sql = Sql { ctx: *ctx, source: ctx.body, text: String::new(), params: Vec::new() };
     sql.expr(expr);
     SqlFragment { sql: sql.text, params: sql.params }
 }
@@ -76,11 +79,13 @@ fn push_key(out: &mut String, key: &str) {
 
 struct Sql<'a> {
     ctx: SqlContext<'a>,
+    /// Where the JSON functions of the current test read: the body or the facets.
+    source: &'a str,
     text: String,
     params: Vec<SqlParam>,
 }
 
-impl Sql<'_> {
+impl<'a> Sql<'a> {
     fn push(&mut self, sql: &str) {
         self.text.push_str(sql);
     }
@@ -101,11 +106,12 @@ impl Sql<'_> {
         self.push(")");
     }
 
-    /// `name(<body>, ?)` with the path bound.
+    /// `name(<source>, ?)` with the path bound: the source is the facets when the current
+    /// test's path is in them, else the body.
     fn json_fn(&mut self, name: &str, path: &str) {
         self.push(name);
         self.push("(");
-        self.text.push_str(self.ctx.body);
+        self.text.push_str(self.source);
         self.push(", ");
         self.param(SqlParam::Text(path.to_owned()));
         self.push(")");
@@ -136,6 +142,10 @@ impl Sql<'_> {
 
     fn atom(&mut self, atom: &Atom) {
         let path = atom.subject.path();
+        self.source = match self.ctx.facets {
+            Some(facets) if crate::facets::in_facets(&path.root) => facets,
+            _ => self.ctx.body,
+        };
         if let Root::Label(key) = &path.root {
             return self.label(key, atom);
         }
@@ -441,9 +451,9 @@ mod tests {
     use super::*;
     use crate::Filter;
 
-    const PLAIN: SqlContext<'static> = SqlContext { body: "b.body", labels: None };
+    const PLAIN: SqlContext<'static> = SqlContext { body: "b.body", labels: None, facets: None };
     const INDEXED: SqlContext<'static> =
-        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }) };
+        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }), facets: None };
 
     fn sql(src: &str, ctx: &SqlContext<'_>) -> SqlFragment {
         let fragment = Filter::parse(src).unwrap().to_sqlite(ctx);

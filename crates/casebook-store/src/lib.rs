@@ -185,6 +185,8 @@ pub struct Prepared {
     pub body: String,
     /// The case's distinct labels (the stores index them).
     pub labels: Vec<String>,
+    /// The case's facets (`casebook_filter::facets_json`), which filters read.
+    pub facets: String,
 }
 
 /// Prepares a case for [`Store::commit`].
@@ -195,7 +197,7 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     let mut labels = case.labels.clone().unwrap_or_default();
     labels.sort_unstable();
     labels.dedup();
-    Ok(Prepared { id: case.id.clone(), content_id, body, labels })
+    Ok(Prepared { id: case.id.clone(), content_id, body, labels, facets: casebook_filter::facets_json(case) })
 }
 
 /// Which cases of a version a read returns, in the version's order.

@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_init.sql"),
     include_str!("../migrations/sqlite/0002_partial_indexes.sql"),
     include_str!("../migrations/sqlite/0003_labels.sql"),
+    include_str!("../migrations/sqlite/0004_filter_indexes.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
@@ -206,6 +207,13 @@ async fn load(
             max == last + stored
         };
         if all_new {
+            let values = vec!["(?, ?)"; chunk.len()].join(", ");
+            let sql = format!("INSERT INTO blob_facets (blob, facets) VALUES {values}");
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (case, blob) in chunk.iter().zip(last + 1..) {
+                query = query.bind(blob).bind(&case.facets);
+            }
+            query.execute(&mut **tx).await?;
             let labels: Vec<(&str, i64)> = chunk
                 .iter()
                 .zip(last + 1..)
@@ -228,9 +236,15 @@ async fn load(
             }
             query.execute(&mut **tx).await?;
         } else {
-            // Some bodies were stored before: the new ones' labels from their bodies, and every
-            // row id from the content-id index, by a join (a subquery per row would open a
-            // cursor per row, and SQLite's cost of opening one grows with the number open).
+            // Some bodies were stored before: the new ones' facets and labels from their bodies,
+            // and every row id from the content-id index, by a join (a subquery per row would
+            // open a cursor per row, and SQLite's cost of opening one grows with the number open).
+            let heavy: Vec<String> = casebook_filter::OTHER_FIELDS.iter().map(|k| format!("'$.{k}'")).collect();
+            let sql = format!(
+                "INSERT OR IGNORE INTO blob_facets (blob, facets) SELECT b.id, json_remove(b.body, {}) FROM blobs b WHERE b.id > ?",
+                heavy.join(", ")
+            );
+            sqlx::query(AssertSqlSafe(sql)).bind(last).execute(&mut **tx).await?;
             sqlx::query(
                 "INSERT OR IGNORE INTO case_labels (label, blob)
                  SELECT j.value, b.id FROM blobs b, json_each(b.body, '$.labels') j WHERE b.id > ? AND j.type = 'text'",
@@ -878,14 +892,24 @@ fn select_sql(columns: &str, select: &Select, ordered: bool) -> (String, Vec<Sql
     // Without a filter, the order index lists the version (and holds all the query needs); with
     // one, the planner may rather start from the labels a filter names.
     let hint = if select.filter.is_none() { "INDEXED BY members_ord" } else { "" };
-    let join = if select.filter.is_some() || columns.contains("b.") { "JOIN blobs b ON b.id = m.blob" } else { "" };
+    let context =
+        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }), facets: Some("f.facets") };
+    let fragment = select.filter.as_ref().map(|f| f.to_sqlite(&context));
+    // The bodies and the facets only when something reads them (a filter on labels alone does
+    // not; one on metadata reads the facets).
+    let reads = |column: &str| columns.contains(column) || fragment.as_ref().is_some_and(|f| f.sql.contains(column));
+    let mut joins = String::new();
+    if reads("b.body") {
+        joins.push_str(" JOIN blobs b ON b.id = m.blob");
+    }
+    if reads("f.facets") {
+        joins.push_str(" JOIN blob_facets f ON f.blob = m.blob");
+    }
     let mut sql = format!(
-        "SELECT {columns} FROM members m {hint} {join}
+        "SELECT {columns} FROM members m {hint}{joins}
          WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
     );
-    if let Some(filter) = &select.filter {
-        let fragment =
-            filter.to_sqlite(&SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }) });
+    if let Some(fragment) = fragment {
         sql.push_str(" AND (");
         sql.push_str(&fragment.sql);
         sql.push(')');

@@ -346,9 +346,11 @@ fn ids(filter: &Filter, cases: &[Case], json: &[Value]) -> (BTreeSet<i64>, BTree
     (typed, from_json)
 }
 
+/// The ids SQL selects; `index`: with the label table and the facets.
 async fn sql_ids(conn: &mut SqliteConnection, filter: &Filter, index: bool) -> BTreeSet<i64> {
     let labels = index.then_some(LabelIndex { blob_expr: "b.id" });
-    let fragment = filter.to_sqlite(&SqlContext { body: "b.body", labels });
+    let facets = index.then_some("b.facets");
+    let fragment = filter.to_sqlite(&SqlContext { body: "b.body", labels, facets });
     let sql = format!("SELECT b.id FROM blobs b WHERE {}", fragment.sql);
     let mut query = sqlx::query(AssertSqlSafe(sql.clone()));
     for param in fragment.params {
@@ -368,7 +370,13 @@ async fn store(conn: &mut SqliteConnection, cases: &[Case]) {
     sqlx::query("DELETE FROM case_labels").execute(&mut *tx).await.unwrap();
     for (i, case) in (1i64..).zip(cases) {
         let body = serde_json::to_string(case).unwrap();
-        sqlx::query("INSERT INTO blobs (id, body) VALUES (?, ?)").bind(i).bind(body).execute(&mut *tx).await.unwrap();
+        sqlx::query("INSERT INTO blobs (id, body, facets) VALUES (?, ?, ?)")
+            .bind(i)
+            .bind(body)
+            .bind(casebook_filter::facets_json(case))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
         for label in case.labels.iter().flatten() {
             sqlx::query("INSERT OR IGNORE INTO case_labels (label, blob) VALUES (?, ?)")
                 .bind(label)
@@ -389,7 +397,10 @@ async fn open(dir: &tempfile::TempDir) -> SqliteConnection {
         .connect()
         .await
         .unwrap();
-    sqlx::query("CREATE TABLE blobs (id INTEGER PRIMARY KEY, body TEXT NOT NULL)").execute(&mut conn).await.unwrap();
+    sqlx::query("CREATE TABLE blobs (id INTEGER PRIMARY KEY, body TEXT NOT NULL, facets TEXT NOT NULL)")
+        .execute(&mut conn)
+        .await
+        .unwrap();
     sqlx::query("CREATE TABLE case_labels (label TEXT, blob INTEGER, PRIMARY KEY (label, blob)) WITHOUT ROWID")
         .execute(&mut conn)
         .await

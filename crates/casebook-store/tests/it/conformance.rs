@@ -257,13 +257,16 @@ fn varied_cases() -> Vec<Case> {
 pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
     let cases = varied_cases();
     created(&store, CommitMode::Replace, cases.clone()).await;
-    // v2: one case changes its labels, one goes.
+    // v2: the whole dataset again, one case with new labels and metadata (its body is stored
+    // in a batch whose other body was stored before); v3: one case goes.
     let mut changed = cases[0].clone();
     changed.labels = Some(vec!["easy".into()]);
-    created(&store, CommitMode::Upsert, vec![changed.clone()]).await;
+    changed.metadata = Some(json!({"difficulty": "medium", "n": 4}).as_object().unwrap().clone());
+    let mut v2 = cases.clone();
+    v2[0] = changed;
+    created(&store, CommitMode::Replace, v2.clone()).await;
     created(&store, CommitMode::Remove(vec!["r2".into()]), vec![]).await;
-    let mut v3: Vec<Case> = cases.iter().filter(|c| c.id != "r2").cloned().collect();
-    v3[0] = changed;
+    let v3: Vec<Case> = v2.iter().filter(|c| c.id != "r2").cloned().collect();
     let expressions = [
         r#"labels contains "math""#,
         r#"labels contains "math" and metadata.difficulty in ["hard", "medium"]"#,
@@ -286,7 +289,7 @@ pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
         r#"input contains "naïve" and id > "r""#,
         r#"input matches "refund\\?""#,
     ];
-    for (version, expected_cases) in [(1, &cases), (3, &v3)] {
+    for (version, expected_cases) in [(1, &cases), (2, &v2), (3, &v3)] {
         for text in expressions {
             let filter = casebook_filter::Filter::parse(text).unwrap();
             let expected: Vec<String> =

@@ -77,7 +77,8 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     sqlx::raw_sql(
         "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
          DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
-         DROP TABLE case_labels; DELETE FROM schema_version WHERE version > 1;",
+         DROP TABLE case_labels; DROP INDEX members_blob; DROP TABLE blob_facets;
+         DELETE FROM schema_version WHERE version > 1;",
     )
     .execute(&pool)
     .await
@@ -90,7 +91,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -101,6 +102,10 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     // The labels of the cases stored before are indexed.
     let labels: i64 = sqlx::query_scalar("SELECT count(*) FROM case_labels").fetch_one(&pool).await.unwrap();
     assert_eq!(labels, 2);
+    // And filters on metadata read the facets made from the stored bodies.
+    let facets: String =
+        sqlx::query_scalar("SELECT facets FROM blob_facets ORDER BY blob LIMIT 1").fetch_one(&pool).await.unwrap();
+    assert_eq!(facets, r#"{"id":"a","labels":["math","category:RCA"]}"#);
 }
 
 #[test]
