@@ -194,6 +194,7 @@ impl FromStr for Filter {
 
 #[cfg(test)]
 mod tests {
+
     #[test]
     fn a_filter_can_be_shared_between_threads() {
         fn shareable<T: Send + Sync + 'static>() {}

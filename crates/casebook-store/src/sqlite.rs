@@ -679,8 +679,8 @@ impl crate::Store for SqliteStore {
     ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
         let (id, _) = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("b.body", select, true);
-        let query = bind_select(sqlx::query(AssertSqlSafe(sql)), id, version, params);
+        let (sql, params) = select_sql("b.body", select, true, id, version);
+        let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let mut rows = query.fetch(&self.pool);
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
@@ -699,9 +699,9 @@ impl crate::Store for SqliteStore {
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("1", select, false);
+        let (sql, params) = select_sql("1", select, false, id, version);
         let sql = format!("SELECT count(*) FROM ({sql})");
-        let query = bind_select(sqlx::query(AssertSqlSafe(sql)), id, version, params);
+        let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let n: i64 = query.fetch_one(&self.pool).await?.get(0);
         Ok(n as u64)
     }
@@ -864,6 +864,16 @@ impl SqliteStore {
         Ok(CommitOutcome::Created(version))
     }
 
+    /// How SQLite finds the cases `select` picks in a version to count them (`EXPLAIN QUERY
+    /// PLAN`), one step a line: what shows that a filter uses the label table and the facets.
+    pub async fn query_plan(&self, dataset: &str, version: u64, select: &Select) -> Result<Vec<String>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let (sql, params) = select_sql("1", select, false, id, version);
+        let query = bind_select(sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}"))), params);
+        let rows = query.fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(|r| r.get::<String, _>("detail")).collect())
+    }
+
     async fn version_row_tx(
         &self,
         tx: &mut Transaction<'static, Sqlite>,
@@ -887,7 +897,7 @@ impl SqliteStore {
 /// version that `select` picks. Its parameters are the dataset, the version twice (see
 /// [`bind_select`]), then those returned: the filter's values and the limit, bound, never
 /// spliced. (All are plain `?`: sqlx numbers those apart from any `?NNN`.)
-fn select_sql(columns: &str, select: &Select, ordered: bool) -> (String, Vec<SqlParam>) {
+fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, version: u64) -> (String, Vec<SqlParam>) {
     let mut params = Vec::new();
     // Without a filter, the order index lists the version (and holds all the query needs); with
     // one, the planner may rather start from the labels a filter names.
@@ -909,11 +919,13 @@ fn select_sql(columns: &str, select: &Select, ordered: bool) -> (String, Vec<Sql
         "SELECT {columns} FROM members m {hint}{joins}
          WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
     );
+    let version = i64::try_from(version).unwrap_or(i64::MAX);
+    params.extend([SqlParam::Integer(dataset), SqlParam::Integer(version), SqlParam::Integer(version)]);
     if let Some(fragment) = fragment {
         sql.push_str(" AND (");
         sql.push_str(&fragment.sql);
         sql.push(')');
-        params = fragment.params;
+        params.extend(fragment.params);
     }
     if ordered {
         sql.push_str(" ORDER BY m.ord");
@@ -926,12 +938,9 @@ fn select_sql(columns: &str, select: &Select, ordered: bool) -> (String, Vec<Sql
 }
 
 fn bind_select<'q>(
-    query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
-    dataset: i64,
-    version: u64,
+    mut query: sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>,
     params: Vec<SqlParam>,
 ) -> sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments> {
-    let mut query = query.bind(dataset).bind(version as i64).bind(version as i64);
     for param in params {
         query = match param {
             SqlParam::Integer(n) => query.bind(n),

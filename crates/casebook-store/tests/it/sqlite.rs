@@ -1,6 +1,6 @@
 //! The conformance suite on the embedded SQLite store, and what is particular to it.
 
-use casebook_store::{CommitMode, SqliteStore, Store, StoreError};
+use casebook_store::{CommitMode, Select, SqliteStore, Store, StoreError};
 use sqlx::Row;
 
 use crate::conformance::{self, case, created};
@@ -106,6 +106,23 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     let facets: String =
         sqlx::query_scalar("SELECT facets FROM blob_facets ORDER BY blob LIMIT 1").fetch_one(&pool).await.unwrap();
     assert_eq!(facets, r#"{"id":"a","labels":["math","category:RCA"]}"#);
+}
+
+#[tokio::test]
+async fn a_label_and_metadata_filter_reads_only_the_labelled_rows() {
+    let (_dir, store) = fresh().await;
+    let mut a = case("a", "1");
+    a.labels = Some(vec!["math".into()]);
+    created(&store, CommitMode::Replace, vec![a, case("b", "2")]).await;
+    let filter = casebook_filter::Filter::parse(r#"labels contains "math" and metadata.difficulty == "hard""#).unwrap();
+    let plan = store.query_plan("support", 1, &Select { filter: Some(filter), limit: None }).await.unwrap();
+    let plan = plan.join("\n");
+    // The bodies with the label, by the label table's key; their rows in the version, by body;
+    // metadata from the facets. No walk over the version's rows.
+    assert!(plan.contains("SEARCH case_labels USING PRIMARY KEY (label=?)"), "{plan}");
+    assert!(plan.contains("INDEX members_blob (blob=? AND dataset=? AND from_v<?)"), "{plan}");
+    assert!(plan.contains("SEARCH f USING INTEGER PRIMARY KEY (rowid=?)"), "{plan}");
+    assert!(!plan.contains("SCAN"), "{plan}");
 }
 
 #[test]
