@@ -28,3 +28,7 @@ sed 's/5 business days/7 business days/' examples/letta/support.jsonl >"$store/s
 casebook commit support "$store/support-v2.jsonl" -m "refunds take longer now"
 casebook log support
 casebook diff support@v1 support@latest
+echo; echo "== choosing cases: the same filter on the store (in SQL) and on the file"
+casebook cases support --where 'labels contains "refunds" or len(turns) >= 1'
+casebook cases examples/letta/support.jsonl --where 'labels contains "refunds" or len(turns) >= 1'
+casebook cases support --group-by label.category
