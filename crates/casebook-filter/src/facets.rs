@@ -1,7 +1,8 @@
-//! Facets: the small fields of a case that filters test most (id, labels, metadata, confidence,
-//! review…), kept by the stores beside the case's body so that a filter on them reads a hundred
+//! Facets: the small fields of a case that filters test most (id, metadata, confidence,
+//! review…), kept by the stores beside the case's body so that a filter on them reads tens of
 //! bytes a case instead of the whole body. The facets of a case are its JSON form without the
-//! task and expectation fields; a path into them means what it means in the body.
+//! task and expectation fields and without its labels (the stores index those apart); a path
+//! into them means what it means in the body.
 
 use casebook_model::{Case, Map, Review};
 use serde::Serialize;
@@ -9,11 +10,10 @@ use serde::Serialize;
 use crate::ast::Root;
 
 /// The top-level keys of a case's JSON form that its facets hold.
-pub const FACET_FIELDS: [&str; 8] =
-    ["id", "name", "description", "labels", "metadata", "confidence", "review", "session_id"];
+pub const FACET_FIELDS: [&str; 7] = ["id", "name", "description", "metadata", "confidence", "review", "session_id"];
 /// The other top-level keys: what the facets leave out.
-pub const OTHER_FIELDS: [&str; 8] =
-    ["input", "turns", "context", "tools", "memory_seeds", "agent_args", "expected", "provenance"];
+pub const OTHER_FIELDS: [&str; 9] =
+    ["labels", "input", "turns", "context", "tools", "memory_seeds", "agent_args", "expected", "provenance"];
 
 #[derive(Serialize)]
 struct Facets<'a> {
@@ -22,8 +22,6 @@ struct Facets<'a> {
     name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    labels: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<&'a Map>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,7 +39,6 @@ pub fn facets_json(case: &Case) -> String {
         id: &case.id,
         name: case.name.as_deref(),
         description: case.description.as_deref(),
-        labels: case.labels.as_deref(),
         metadata: case.metadata.as_ref(),
         confidence: case.confidence,
         review: case.review,
@@ -72,7 +69,7 @@ mod tests {
     }
 
     #[test]
-    fn facets_are_the_case_without_its_task_and_expectations() {
+    fn facets_are_the_case_without_its_task_expectations_and_labels() {
         let case: Case = serde_json::from_value(json!({
             "id": "a", "name": "n", "labels": ["x", "k:v"], "input": "hi", "session_id": "s",
             "turns": [{"role": "user", "content": "x"}], "expected": {"output": 1},
