@@ -1,0 +1,7 @@
+//! Running datasets against agents: targets, graders, run hashes, results (SPEC §8, §9).
+//!
+//! The agent-facing side ([`protocol`], [`target`]) is built from a case's task half only; the
+//! graders ([`grade`]) are the only code that reads expectations.
+
+pub mod protocol;
+pub mod record;

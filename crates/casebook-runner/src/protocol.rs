@@ -1,0 +1,105 @@
+//! What casebook sends an agent and what it gets back: the `http` protocol's bodies, which the
+//! other targets (`openai`, `command`, the built-in agents) are adapted to.
+//!
+//! A request is built from a case's [`Task`] only (plus the experiment's seeds and settings), so
+//! nothing here can carry the case's expectations.
+
+use casebook_model::{ContextItem, Map, Seed, Task, Tool};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who said a message of the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speaker {
+    User,
+    /// An operator stepping in (a `hitl` turn).
+    Hitl,
+    System,
+    /// The agent's own earlier replies.
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Speaker,
+    /// A string, or any JSON value when the case's input is one.
+    pub content: Value,
+}
+
+/// One turn's request: the conversation so far (ending with the new user, operator or system
+/// message), and the task's world.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentRequest {
+    /// Which case and run this is (for the agent's logs; not part of the task).
+    pub case_id: String,
+    pub run: u32,
+    /// 0-based turn number.
+    pub turn: usize,
+    pub messages: Vec<Message>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub context: Vec<ContextItem>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tools: Vec<Tool>,
+    /// The effective seeds: the experiment's, then the case's; each to its `target_agent` or
+    /// to all agents. Sent on every turn; agents load them before turn 0.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub memory_seeds: Vec<Seed>,
+    pub session_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_args: Option<Map>,
+}
+
+impl AgentRequest {
+    /// The first turn of a run of `task`. `seeds` are the effective seeds.
+    pub fn first(case_id: &str, run: u32, task: &Task, seeds: Vec<Seed>, session_id: String) -> Self {
+        Self {
+            case_id: case_id.to_owned(),
+            run,
+            turn: 0,
+            messages: vec![Message { role: Speaker::User, content: task.input.clone() }],
+            context: task.context.clone().unwrap_or_default(),
+            tools: task.tools.clone().unwrap_or_default(),
+            memory_seeds: seeds,
+            session_id,
+            agent_args: task.agent_args.clone(),
+        }
+    }
+}
+
+/// An agent's reply to one turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentReply {
+    /// The answer: usually a string.
+    pub output: Value,
+    /// What the agent did to get there, if it says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trajectory: Vec<Step>,
+}
+
+/// One step of a trajectory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Step {
+    /// A message in the conversation (the runner records the user and operator turns it sent,
+    /// `hitl` ones as `operator`).
+    Message {
+        role: Speaker,
+        content: Value,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        operator: bool,
+    },
+    /// A call of one of the task's tools.
+    ToolCall {
+        name: String,
+        #[serde(default)]
+        arguments: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+    },
+    /// Anything else the agent reports (reasoning, a handoff between agents…).
+    Other {
+        #[serde(flatten)]
+        detail: Map,
+    },
+}
