@@ -61,3 +61,14 @@ for i in $(seq 1 99); do
   "$BIN" put hist "$WORK/edit.jsonl" -q >/dev/null
 done
 timed "show hist@v1 0 (100 versions)" "$BIN" show hist@v1 0
+
+# Filters (the filter issue): pushed down to SQL on the stored 1M-case version, and in memory
+# on the JSONL file beside `validate` of the same file.
+LABEL_META='labels contains "math" and metadata.difficulty == "hard"'
+timed "count: labels contains \"math\"" "$BIN" cases big --where 'labels contains "math"' --count
+timed "count: $LABEL_META" "$BIN" cases big --where "$LABEL_META" --count
+timed "list (JSON lines): $LABEL_META" "$BIN" cases big --where "$LABEL_META" --format json
+timed "count: metadata.batch == 7 (every facet read)" "$BIN" cases big --where 'metadata.batch == 7' --count
+timed "validate the JSONL file" "$BIN" validate "$JSONL" -q
+timed "validate --where '$LABEL_META'" "$BIN" validate "$JSONL" -q --where "$LABEL_META"
+timed "cases FILE --where '$LABEL_META' --count" "$BIN" cases "$JSONL" --where "$LABEL_META" --count

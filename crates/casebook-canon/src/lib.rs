@@ -13,6 +13,8 @@ pub enum Kind {
     Task,
     Manifest,
     Version,
+    /// What determines one run of a case against an agent (SPEC §8's run hash).
+    Run,
 }
 
 impl Kind {
@@ -22,6 +24,7 @@ impl Kind {
             Kind::Task => "casebook/task/v1",
             Kind::Manifest => "casebook/manifest/v1",
             Kind::Version => "casebook/version/v1",
+            Kind::Run => "casebook/run/v1",
         }
     }
 }

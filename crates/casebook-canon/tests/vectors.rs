@@ -21,6 +21,7 @@ fn golden_vectors_hold() {
             "task" => Kind::Task,
             "version" => Kind::Version,
             "manifest" => Kind::Manifest,
+            "run" => Kind::Run,
             other => panic!("unknown kind {other}"),
         };
         assert_eq!(content_id(kind, &input).unwrap(), v["id"].as_str().unwrap(), "{name}: content id");

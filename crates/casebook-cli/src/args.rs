@@ -83,6 +83,12 @@ pub enum Command {
     Export(ExportArgs),
     /// List, count or group the cases of a file or a stored version that a filter selects
     Cases(CasesArgs),
+    /// Run a dataset against agents and grade the answers (exit 1 below the pass threshold)
+    Run(RunArgs),
+    /// The summary and results of a stored run (the latest by default)
+    Results(ResultsArgs),
+    /// Paired per-case differences between two stored runs
+    Compare(CompareArgs),
     /// Name a version (`prod`); moving a tag is logged
     Tag(TagArgs),
     /// Generate a synthetic dataset for benchmarks
@@ -90,6 +96,72 @@ pub enum Command {
     Generate(GenerateArgs),
     /// Help on a command, or on a topic: `casebook help filter` (the filter language)
     Help(HelpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// An experiment file (YAML): dataset, filter, scenarios, graders, n_runs, threshold
+    pub experiment: Option<PathBuf>,
+    /// The dataset: a file, or `NAME@REF` in the store (replaces the experiment's)
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// One target for every case (replaces the experiment's scenarios): `http://…`,
+    /// `openai+https://…/v1?model=M`, `cmd:PROGRAM ARGS`, `builtin:echo`
+    #[arg(long)]
+    pub target: Option<String>,
+    /// A grader by kind (repeat for several), e.g. `contains`, `exact_match`
+    #[arg(long = "grader", value_name = "KIND")]
+    pub graders: Vec<String>,
+    /// Only the cases this filter expression selects (`casebook help filter`)
+    #[arg(long, value_name = "EXPR")]
+    pub only: Option<String>,
+    /// Runs at a time
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Grade the stored outputs again without calling any agent
+    #[arg(long)]
+    pub regrade: bool,
+    /// Also write a report: `junit=FILE`, `markdown=FILE`, `html=FILE`, `jsonl=FILE` (repeatable)
+    #[arg(long = "report", value_name = "FORMAT=FILE", value_parser = parse_report)]
+    pub reports: Vec<(ReportFormat, PathBuf)>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// A run id or a prefix of one (default: the latest run)
+    pub run: Option<String>,
+    /// How to show it: human, json, markdown, junit, html, jsonl
+    #[arg(long = "as", value_enum)]
+    pub report: Option<ReportFormat>,
+    /// List the stored runs instead
+    #[arg(long)]
+    pub list: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run before (an id or a prefix)
+    pub a: String,
+    /// The run after
+    pub b: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Human,
+    Json,
+    Markdown,
+    Junit,
+    Html,
+    Jsonl,
+}
+
+fn parse_report(s: &str) -> Result<(ReportFormat, PathBuf), String> {
+    let (format, path) =
+        s.split_once('=').ok_or_else(|| format!("`{s}`: write FORMAT=FILE, e.g. junit=results.xml"))?;
+    let format = ReportFormat::from_str(format, true)
+        .map_err(|_| format!("unknown report `{format}`: junit, markdown, html, jsonl or json"))?;
+    Ok((format, PathBuf::from(path)))
 }
 
 #[derive(Debug, Args)]

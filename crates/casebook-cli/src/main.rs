@@ -47,6 +47,9 @@ fn main() -> ExitCode {
         args::Command::Diff(a) => commands::browse::diff(&settings, a),
         args::Command::Export(a) => commands::browse::export(&settings, a),
         args::Command::Cases(a) => commands::cases::run(&settings, a),
+        args::Command::Run(a) => commands::run::run(&settings, a),
+        args::Command::Results(a) => commands::run::results(&settings, a),
+        args::Command::Compare(a) => commands::run::compare(&settings, a),
         args::Command::Generate(a) => commands::generate::run(a),
         args::Command::Help(a) => commands::help(&a),
     };

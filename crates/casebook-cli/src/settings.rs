@@ -44,7 +44,7 @@ impl Global {
             author: std::env::var("CASEBOOK_AUTHOR")
                 .or_else(|_| std::env::var("USER"))
                 .unwrap_or_else(|_| "unknown".into()),
-            time: std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| format!("{:.0}", jiff::Timestamp::now())),
+            time: now(),
         }
     }
 }
@@ -71,4 +71,9 @@ pub fn expression_error(option: &str, text: &str, err: &FilterError) -> anyhow::
     let rendered = err.render(text);
     let rendered = rendered.strip_prefix("error: ").unwrap_or(&rendered);
     anyhow::anyhow!("invalid `{option}`: {rendered}")
+}
+
+/// `CASEBOOK_TIME` (RFC 3339, for reproducible runs and tests), else the time now.
+pub fn now() -> String {
+    std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| format!("{:.0}", jiff::Timestamp::now()))
 }

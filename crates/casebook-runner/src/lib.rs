@@ -3,5 +3,13 @@
 //! The agent-facing side ([`protocol`], [`target`]) is built from a case's task half only; the
 //! graders ([`grade`]) are the only code that reads expectations.
 
+pub mod engine;
+pub mod experiment;
+pub mod grade;
+pub mod hash;
 pub mod protocol;
 pub mod record;
+pub mod report;
+pub mod seeds;
+pub mod summary;
+pub mod target;

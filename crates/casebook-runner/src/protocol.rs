@@ -5,11 +5,12 @@
 //! nothing here can carry the case's expectations.
 
 use casebook_model::{ContextItem, Map, Seed, Task, Tool};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Who said a message of the conversation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Speaker {
     User,
@@ -20,7 +21,7 @@ pub enum Speaker {
     Assistant,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
     pub role: Speaker,
     /// A string, or any JSON value when the case's input is one.
@@ -29,7 +30,7 @@ pub struct Message {
 
 /// One turn's request: the conversation so far (ending with the new user, operator or system
 /// message), and the task's world.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct AgentRequest {
     /// Which case and run this is (for the agent's logs; not part of the task).
     pub case_id: String,
@@ -68,7 +69,7 @@ impl AgentRequest {
 }
 
 /// An agent's reply to one turn.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AgentReply {
     /// The answer: usually a string.
     pub output: Value,
@@ -78,7 +79,7 @@ pub struct AgentReply {
 }
 
 /// One step of a trajectory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Step {
     /// A message in the conversation (the runner records the user and operator turns it sent,

@@ -6,6 +6,7 @@
 //! conformance suite in `tests/it/conformance.rs`. The embedded backend is [`SqliteStore`].
 
 mod diff;
+mod runs;
 mod sqlite;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use casebook_model::{Case, DatasetHeader};
 use serde::Serialize;
 
 pub use diff::{FieldChange, field_changes};
+pub use runs::{ResultRow, RunRow};
 pub use sqlite::SqliteStore;
 
 /// The folder a store lives in, found by walking up from the working directory.
@@ -164,6 +166,10 @@ pub enum StoreError {
     Missing(PathBuf),
     #[error("a stored case cannot be read back: {0}")]
     Corrupt(String),
+    #[error("no run `{0}`: `casebook results --list` lists them")]
+    NoRun(String),
+    #[error("`{0}` names several runs: {1}")]
+    AmbiguousRun(String, String),
     #[error("the commit was cancelled: its input had errors")]
     Cancelled,
     #[error(transparent)]

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0002_partial_indexes.sql"),
     include_str!("../migrations/sqlite/0003_labels.sql"),
     include_str!("../migrations/sqlite/0004_filter_indexes.sql"),
+    include_str!("../migrations/sqlite/0005_runs.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
@@ -59,6 +60,10 @@ impl SqliteStore {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
     /// After a large commit, moves the write-ahead log into the database and empties it, so

@@ -5,6 +5,7 @@ pub mod cases;
 pub mod convert;
 pub mod generate;
 pub mod inspect;
+pub mod run;
 pub mod schema;
 pub mod validate;
 pub mod versions;

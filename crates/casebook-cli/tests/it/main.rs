@@ -10,6 +10,7 @@ mod exit_codes;
 mod filter;
 mod human;
 mod inspect;
+mod run;
 mod schema;
 mod store;
 mod terminal;

@@ -78,6 +78,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
         "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
          DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
          DROP TABLE case_labels; DROP INDEX members_blob; DROP TABLE blob_facets;
+         DROP TABLE run_results; DROP TABLE runs; DROP TABLE run_outputs;
          DELETE FROM schema_version WHERE version > 1;",
     )
     .execute(&pool)
@@ -91,7 +92,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -123,6 +124,26 @@ async fn a_label_and_metadata_filter_reads_only_the_labelled_rows() {
     assert!(plan.contains("INDEX members_blob (blob=? AND dataset=? AND from_v<?)"), "{plan}");
     assert!(plan.contains("SEARCH f USING INTEGER PRIMARY KEY (rowid=?)"), "{plan}");
     assert!(!plan.contains("SCAN"), "{plan}");
+}
+
+#[tokio::test]
+async fn runs_keep_their_results_and_outputs_by_hash() {
+    let (_dir, store) = fresh().await;
+    store.begin_run("r-20261123-a1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    let rows = [
+        casebook_store::ResultRow { seq: 1, result: "{\"b\":1}".into(), output: None },
+        casebook_store::ResultRow { seq: 0, result: "{\"a\":1}".into(), output: Some(("h1".into(), "\"out\"".into())) },
+    ];
+    store.save_results("r-20261123-a1", &rows).await.unwrap();
+    assert_eq!(store.run_results("r-20261123-a1").await.unwrap(), ["{\"a\":1}", "{\"b\":1}"]);
+    let outputs = store.outputs(&["h1".into(), "h2".into()]).await.unwrap();
+    assert_eq!(outputs.len(), 1);
+    assert_eq!(outputs["h1"], "\"out\"");
+    // A run is named by a prefix of its id, the latest by none; unfinished until finished.
+    assert_eq!(store.run(Some("r-2026")).await.unwrap().finished, None);
+    store.finish_run("r-20261123-a1", "2026-11-23T10:01:00Z", "{}").await.unwrap();
+    assert_eq!(store.run(None).await.unwrap().finished.as_deref(), Some("2026-11-23T10:01:00Z"));
+    assert!(matches!(store.run(Some("x")).await, Err(StoreError::NoRun(_))));
 }
 
 #[test]

@@ -1,0 +1,485 @@
+//! `casebook run`, `casebook results`, `casebook compare`: running a dataset against agents,
+//! and reading what runs found.
+//!
+//! A run reads its dataset (a file, or `NAME@REF` in the store), selects cases, builds a target
+//! per scenario and the graders, and hands the jobs to `casebook_runner::engine`. With a store,
+//! results are kept as they finish, agents' outputs are kept by run hash (a later run, or
+//! `--regrade`, reuses them), and Ctrl-C stops cleanly.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use casebook_filter::Filter;
+use casebook_formats::{Batch, Consumer, Flow, Start, read};
+use casebook_model::Case;
+use casebook_runner::engine::{self, Job, Mode, Plan, PlannedScenario};
+use casebook_runner::experiment::{Experiment, ExperimentError, Located};
+use casebook_runner::grade::GraderSpec;
+use casebook_runner::record::{RunOutput, RunResult};
+use casebook_runner::report;
+use casebook_runner::summary::{RunMeta, Summary};
+use casebook_runner::target::TargetSpec;
+use casebook_store::{ResultRow, SqliteStore, Store};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+
+use crate::Outcome;
+use crate::args::{CompareArgs, ReportFormat, ResultsArgs, RunArgs};
+use crate::report::Reporter;
+use crate::settings::Global;
+use crate::stores;
+
+/// Results kept in the store at a time while running.
+const SAVE_EVERY: usize = 512;
+
+pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
+    let (mut experiment, base) = match &args.experiment {
+        Some(path) => {
+            super::check_exists(path)?;
+            let text = fs_err::read_to_string(path)?;
+            match Experiment::parse(path, &text) {
+                Ok(e) => (e, path.parent().map(Path::to_path_buf).unwrap_or_default()),
+                Err(err) => {
+                    report_experiment_error(settings, &err);
+                    return Ok(Outcome::Invalid);
+                }
+            }
+        }
+        None => {
+            let (Some(dataset), Some(target)) = (&args.dataset, &args.target) else {
+                anyhow::bail!(
+                    "name an experiment file, or a dataset and a target: `casebook run --dataset FILE --target URL`"
+                );
+            };
+            (Experiment::ad_hoc(dataset, target, &args.graders), PathBuf::new())
+        }
+    };
+    if args.experiment.is_some() {
+        if let Some(target) = &args.target {
+            experiment.scenarios = Experiment::ad_hoc("", target, &[]).scenarios;
+        }
+        if let Some(dataset) = &args.dataset {
+            experiment.dataset.clone_from(dataset);
+        }
+        for kind in &args.graders {
+            experiment.graders.push(Located { value: json!({"kind": kind}), at: Default::default() });
+        }
+    }
+    if let Some(n) = args.concurrency {
+        experiment.concurrency = n.max(1);
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The store is where results are kept; a run works without one (and says so).
+    let store = match stores::folder(settings) {
+        Ok(_) => Some(stores::open(settings, &runtime)?),
+        Err(_) => None,
+    };
+
+    // The dataset: a file beside the experiment, or a stored version.
+    let dataset_file = base.join(&experiment.dataset);
+    let (mut cases, dataset_name, version_id, seed_base) = if dataset_file.is_file() {
+        let Some(cases) = read_cases(settings, &dataset_file)? else { return Ok(Outcome::Invalid) };
+        let name = dataset_file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let id = version_id_of(&name, &cases)?;
+        (cases, name, id, dataset_file.parent().map(Path::to_path_buf))
+    } else {
+        let Some(store) = &store else {
+            anyhow::bail!(
+                "`{}` is not a file, and there is no store to find it in: give a dataset file, or run `casebook init`",
+                experiment.dataset
+            );
+        };
+        let (name, reference) = stores::target(&experiment.dataset)?;
+        let version = runtime.block_on(store.resolve(&name, &reference))?;
+        let mut cases = Vec::new();
+        runtime.block_on(store.cases(&name, version.number, &casebook_store::Select::all(), 4096, &mut |batch| {
+            cases.extend(batch);
+            true
+        }))?;
+        (cases, name, version.id, None)
+    };
+
+    // Which cases: the experiment's filter and tags, and `--only`.
+    let mut filter = match &experiment.filter {
+        Some(text) => Some(Filter::parse(text).map_err(|err| crate::settings::expression_error("filter", text, &err))?),
+        None => None,
+    };
+    if !experiment.tags.is_empty() {
+        filter = Some(Filter::tags(&experiment.tags).and(filter.unwrap_or_else(Filter::everything)));
+    }
+    if let Some(text) = &args.only {
+        let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
+        filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
+    }
+    if let Some(filter) = &filter {
+        cases.retain(|c| filter.matches(c));
+    }
+    if let Some(limit) = experiment.limit {
+        cases.truncate(limit as usize);
+    }
+    for case in &mut cases {
+        casebook_runner::seeds::inline_case_seeds(case, seed_base.as_deref()).map_err(anyhow::Error::msg)?;
+    }
+    let content_ids =
+        cases.iter().map(|c| casebook_store::prepare(c).map(|p| p.content_id)).collect::<Result<Vec<_>, _>>()?;
+
+    // Targets and graders.
+    let env = |name: &str| std::env::var(name).ok();
+    let mut scenarios = Vec::new();
+    for scenario in &experiment.scenarios {
+        let mut spec: TargetSpec = match &scenario.target.value {
+            serde_json::Value::String(text) => text.parse().map_err(|e| located(&args, scenario.target.at, e))?,
+            value => serde_json::from_value(value.clone()).map_err(|e| located(&args, scenario.target.at, e))?,
+        };
+        spec.resolve_env(env);
+        let target = runtime
+            .block_on(async { spec.connect() })
+            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", scenario.name))?;
+        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe: spec.describe(), target });
+    }
+    let mut graders = Vec::new();
+    for grader in &experiment.graders {
+        let mut spec: GraderSpec =
+            serde_json::from_value(grader.value.clone()).map_err(|e| located(&args, grader.at, e))?;
+        spec.resolve_env(env);
+        graders.push(spec.build().map_err(|e| located(&args, grader.at, e))?);
+    }
+    let plan = Arc::new(Plan {
+        cases,
+        content_ids,
+        scenarios,
+        n_runs: experiment.n_runs,
+        graders,
+        seeds: experiment.memory_seeds.clone(),
+        concurrency: experiment.concurrency,
+    });
+    let jobs = plan.jobs().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let total = jobs.len();
+
+    // Outputs kept from earlier runs.
+    let mode = if args.regrade { Mode::Regrade } else { Mode::Run };
+    let stored: HashMap<String, RunOutput> = match &store {
+        Some(store) => {
+            let hashes: Vec<String> = jobs.iter().map(|j| j.hash.clone()).collect();
+            runtime
+                .block_on(store.outputs(&hashes))?
+                .into_iter()
+                .filter_map(|(hash, text)| serde_json::from_str(&text).ok().map(|o| (hash, o)))
+                .collect()
+        }
+        None => HashMap::new(),
+    };
+    let reused = stored.len();
+    let run_id = run_id(&settings.time);
+    let meta = RunMeta {
+        run_id: run_id.clone(),
+        experiment: experiment.name.clone(),
+        dataset: dataset_name,
+        dataset_version_id: version_id,
+        started: settings.time.clone(),
+        finished: String::new(),
+        n_runs: experiment.n_runs,
+        scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+    };
+    if let Some(store) = &store {
+        runtime.block_on(store.begin_run(&run_id, &experiment.name, &settings.time, &serde_json::to_string(&meta)?))?;
+    } else if !settings.quiet {
+        eprintln!("note: no store here: results are not kept (run `casebook init` to keep them and resume)");
+    }
+    if !settings.quiet && !settings.json {
+        eprintln!(
+            "run {run_id}: {} cases × {} scenario{} × {} = {total} runs ({reused} with a stored output)",
+            plan.cases.len(),
+            plan.scenarios.len(),
+            if plan.scenarios.len() == 1 { "" } else { "s" },
+            experiment.n_runs
+        );
+    }
+
+    let started = Instant::now();
+    let bar = progress_bar(settings, total as u64);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Job, RunResult)>(1024);
+    let mut results: Vec<(u64, RunResult)> = Vec::with_capacity(total);
+    let stopped = runtime.block_on(async {
+        let work = tokio::spawn(engine::execute(plan.clone(), jobs, Arc::new(stored), mode, stop_rx, tx));
+        let mut pending: Vec<ResultRow> = Vec::new();
+        let (mut passed, mut errors) = (0u64, 0u64);
+        let mut stopped = false;
+        loop {
+            tokio::select! {
+                next = rx.recv() => {
+                    let Some((job, result)) = next else { break };
+                    match (result.failure(), result.pass) {
+                        (Some(_), _) => errors += 1,
+                        (None, Some(true)) => passed += 1,
+                        _ => {}
+                    }
+                    if let Some(bar) = &bar {
+                        bar.inc(1);
+                        let graded = bar.position() - errors;
+                        let rate = if graded == 0 { 0.0 } else { 100.0 * passed as f64 / graded as f64 };
+                        bar.set_message(format!("pass {rate:.0}%  errors {errors}"));
+                    }
+                    if store.is_some() {
+                        let output = result.output.as_ref().ok().and_then(|o| serde_json::to_string(o).ok()).map(|o| (result.hash.clone(), o));
+                        pending.push(ResultRow { seq: job.seq, result: serde_json::to_string(&result).unwrap_or_default(), output });
+                        if pending.len() >= SAVE_EVERY {
+                            if let Some(store) = &store {
+                                if let Err(err) = store.save_results(&run_id, &pending).await {
+                                    eprintln!("error: cannot keep results in the store: {err}");
+                                }
+                            }
+                            pending.clear();
+                        }
+                    }
+                    results.push((job.seq, result));
+                }
+                _ = tokio::signal::ctrl_c(), if !stopped => {
+                    stopped = true;
+                    let _ = stop_tx.send(true);
+                    eprintln!("\nstopping: finished runs are kept; run the same command again to resume");
+                }
+            }
+        }
+        let _ = work.await;
+        if let (Some(store), false) = (&store, pending.is_empty()) {
+            if let Err(err) = store.save_results(&run_id, &pending).await {
+                eprintln!("error: cannot keep results in the store: {err}");
+            }
+        }
+        stopped
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    results.sort_by_key(|(seq, _)| *seq);
+    let results: Vec<RunResult> = results.into_iter().map(|(_, r)| r).collect();
+    let finished = crate::settings::now();
+    let meta = RunMeta { finished: finished.clone(), ..meta };
+    let summary = Summary::of(&results, experiment.threshold, meta);
+    if let Some(store) = store {
+        if !stopped {
+            runtime.block_on(store.finish_run(&run_id, &finished, &serde_json::to_string(&summary)?))?;
+        }
+        runtime.block_on(store.close());
+    }
+    write_reports(&args.reports, &summary, &results)?;
+    if settings.json {
+        crate::write_stdout(&format!("{}\n", serde_json::to_string(&summary)?))?;
+    } else {
+        crate::write_stdout(&report::human(&summary))?;
+        if !settings.quiet {
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!("{} runs in {secs:.1} s ({:.0} runs/s)", results.len(), results.len() as f64 / secs.max(1e-9));
+        }
+    }
+    if stopped {
+        eprintln!("stopped after {} of {total} runs", results.len());
+        return Ok(Outcome::Invalid);
+    }
+    Ok(if summary.threshold_met { Outcome::Ok } else { Outcome::Invalid })
+}
+
+pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> {
+    stores::print(settings, |runtime, store| {
+        if args.list {
+            let runs = runtime.block_on(store.runs())?;
+            let mut out = String::new();
+            for run in runs.iter().rev() {
+                let line = if settings.json {
+                    json!({"id": run.id, "experiment": run.experiment, "started": run.started, "finished": run.finished}).to_string()
+                } else {
+                    format!(
+                        "{}  {}  {}  {}",
+                        run.id,
+                        run.started,
+                        run.finished.as_deref().unwrap_or("(stopped)"),
+                        run.experiment
+                    )
+                };
+                out.push_str(&line);
+                out.push('\n');
+            }
+            return Ok(out);
+        }
+        let (summary, results) = load_run(runtime, store, args.run.as_deref())?;
+        let format = if settings.json { ReportFormat::Json } else { args.report.unwrap_or(ReportFormat::Human) };
+        Ok(render(format, &summary, &results))
+    })
+}
+
+pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> {
+    stores::print(settings, |runtime, store| {
+        let (_, a) = load_run(runtime, store, Some(&args.a))?;
+        let (_, b) = load_run(runtime, store, Some(&args.b))?;
+        let comparison = casebook_runner::summary::compare(&a, &b);
+        Ok(if settings.json {
+            format!("{}\n", serde_json::to_string(&comparison)?)
+        } else {
+            report::human_comparison(&comparison)
+        })
+    })
+}
+
+/// A stored run's summary (as recorded, or computed again for a stopped run) and results.
+fn load_run(
+    runtime: &tokio::runtime::Runtime,
+    store: &SqliteStore,
+    reference: Option<&str>,
+) -> anyhow::Result<(Summary, Vec<RunResult>)> {
+    let run = runtime.block_on(store.run(reference))?;
+    let results: Vec<RunResult> = runtime
+        .block_on(store.run_results(&run.id))?
+        .iter()
+        .map(|text| serde_json::from_str(text))
+        .collect::<Result<_, _>>()
+        .context("a stored result cannot be read back")?;
+    let summary = match &run.summary {
+        Some(text) => serde_json::from_str(text).context("a stored summary cannot be read back")?,
+        None => {
+            let meta: RunMeta = serde_json::from_str(&run.meta).context("a stored run cannot be read back")?;
+            Summary::of(&results, 1.0, meta)
+        }
+    };
+    Ok((summary, results))
+}
+
+fn render(format: ReportFormat, summary: &Summary, results: &[RunResult]) -> String {
+    match format {
+        ReportFormat::Human => report::human(summary),
+        ReportFormat::Json => format!("{}\n", serde_json::to_string(summary).unwrap_or_default()),
+        ReportFormat::Markdown => report::markdown::render(summary, results),
+        ReportFormat::Junit => report::junit::render(summary, results),
+        ReportFormat::Html => report::html::render(summary, results),
+        ReportFormat::Jsonl => {
+            let mut out = Vec::new();
+            let _ = report::write_jsonl(results, &mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        }
+    }
+}
+
+fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results: &[RunResult]) -> anyhow::Result<()> {
+    for (format, path) in reports {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fs_err::create_dir_all(dir)?;
+        }
+        let (output, mut out) = crate::output::Output::create(Some(path))?;
+        out.write_all(render(*format, summary, results).as_bytes())?;
+        out.flush()?;
+        drop(out);
+        output.keep()?;
+    }
+    Ok(())
+}
+
+/// Reads a dataset file whole (runs need every case), reporting its problems.
+fn read_cases(settings: &Global, file: &Path) -> anyhow::Result<Option<Vec<Case>>> {
+    struct Collect {
+        cases: Vec<Case>,
+        reporter: Reporter,
+        errors: u64,
+    }
+    impl Consumer<()> for Collect {
+        fn start(&mut self, _: &Start) -> Flow {
+            Flow::Continue
+        }
+        fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
+            for d in batch.diagnostics.iter().filter(|d| d.is_error()) {
+                self.errors += 1;
+                self.reporter.emit(d);
+            }
+            self.cases.append(&mut batch.cases);
+            Flow::Continue
+        }
+    }
+    let mut collect = Collect { cases: Vec::new(), reporter: Reporter::new(settings, true), errors: 0 };
+    read(&casebook_formats::Input::path(file), &Default::default(), &|_: &Batch| (), &mut collect)?;
+    if collect.errors > 0 {
+        eprintln!(
+            "nothing was run: `{}` has {} error{}",
+            file.display(),
+            collect.errors,
+            if collect.errors == 1 { "" } else { "s" }
+        );
+        return Ok(None);
+    }
+    Ok(Some(collect.cases))
+}
+
+/// The content id a file's cases would have as the first version of a dataset named `name`.
+fn version_id_of(name: &str, cases: &[Case]) -> anyhow::Result<String> {
+    let mut listed: Vec<(String, String)> =
+        cases.iter().map(|c| casebook_store::prepare(c).map(|p| (p.id, p.content_id))).collect::<Result<_, _>>()?;
+    listed.sort();
+    let mut hasher = casebook_canon::VersionHasher::new(&json!({"dataset": name, "parent": null, "order": null}))?;
+    for (id, cid) in &listed {
+        hasher.change(id, Some(cid))?;
+    }
+    Ok(hasher.finish())
+}
+
+/// `r-20261123T100000-1a2b`: sortable by time, told apart by a few bits of the process.
+fn run_id(time: &str) -> String {
+    let stamp: String = time.chars().filter(|c| c.is_ascii_alphanumeric()).take(15).collect();
+    let salt = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    format!("r-{stamp}-{:06x}", salt & 0xff_ffff)
+}
+
+fn progress_bar(settings: &Global, total: u64) -> Option<ProgressBar> {
+    if !settings.progress {
+        return None;
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(5));
+    let style = ProgressStyle::with_template("{spinner} {pos}/{len} runs {bar:30} {msg} eta {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    Some(bar)
+}
+
+fn located(args: &RunArgs, at: casebook_runner::experiment::Place, err: impl std::fmt::Display) -> anyhow::Error {
+    match &args.experiment {
+        Some(path) if at.line > 0 => anyhow::anyhow!("{}:{}:{}: {err}", path.display(), at.line, at.column),
+        _ => anyhow::anyhow!("{err}"),
+    }
+}
+
+fn report_experiment_error(settings: &Global, err: &ExperimentError) {
+    let d = casebook_model::Diagnostic {
+        severity: casebook_model::Severity::Error,
+        code: casebook_model::Code::InvalidValue,
+        message: err.message.clone(),
+        file: err.file.clone(),
+        line: err.at.line,
+        column: err.at.column,
+        pointer: String::new(),
+        hint: err.hint.clone(),
+        line_offset: line_offset(&err.file, err.at.line),
+    };
+    Reporter::new(settings, true).emit(&d);
+}
+
+/// Where line `line` (1-based) starts in `file`, for showing it under a diagnostic.
+fn line_offset(file: &str, line: u64) -> Option<u64> {
+    let text = fs_err::read(file).ok()?;
+    if line <= 1 {
+        return Some(0);
+    }
+    let newline = memchr_nth(&text, line as usize - 1)?;
+    Some(newline as u64 + 1)
+}
+
+fn memchr_nth(text: &[u8], n: usize) -> Option<usize> {
+    text.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(n - 1).map(|(i, _)| i)
+}

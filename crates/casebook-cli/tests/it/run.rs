@@ -1,0 +1,242 @@
+//! `casebook run` end to end against fake agents that are real HTTP servers on 127.0.0.1:0:
+//! the ground truth never reaches an agent, finished runs are reused, failures are errors and
+//! not scores, and the reports and exit status say what happened.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::cli::{Folder, casebook, run};
+
+/// A fake agent: what it answers, and every request body it was sent.
+#[derive(Clone)]
+struct Agent {
+    bodies: Arc<Mutex<Vec<String>>>,
+    behaviour: Behaviour,
+}
+
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// Answers with the text of the last message, upper-cased.
+    Shout,
+    /// 429 with `Retry-After: 1` on every first request of a turn, then the answer.
+    Flaky,
+    /// 500 every time.
+    Crash,
+}
+
+/// Starts `behaviour` on a free port of 127.0.0.1; returns its URL and what it recorded.
+fn serve(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<String>>>) {
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent { bodies: bodies.clone(), behaviour };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+            tx.send(listener.local_addr().expect("an address")).expect("the test is waiting");
+            let app = axum::Router::new().route(
+                "/agent",
+                axum::routing::post(move |body: String| {
+                    let agent = agent.clone();
+                    async move { agent.answer(body) }
+                }),
+            );
+            axum::serve(listener, app).await.expect("the fake agent serves");
+        });
+    });
+    let addr = rx.recv().expect("the fake agent starts");
+    (format!("http://{addr}/agent"), bodies)
+}
+
+impl Agent {
+    fn answer(&self, body: String) -> Response {
+        let seen = {
+            let mut bodies = self.bodies.lock().expect("the lock");
+            bodies.push(body.clone());
+            bodies.iter().filter(|b| **b == body).count()
+        };
+        match self.behaviour {
+            Behaviour::Crash => (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response(),
+            Behaviour::Flaky if seen == 1 => {
+                (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response()
+            }
+            _ => {
+                let request: Value = serde_json::from_str(&body).unwrap_or_default();
+                let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+                let text = last["content"].as_str().unwrap_or_default().to_uppercase();
+                Json(json!({"output": text, "trajectory": [{"type": "tool_call", "name": "lookup", "arguments": {"q": 1}}]}))
+                    .into_response()
+            }
+        }
+    }
+}
+
+/// Cases whose expectations hold strings found nowhere else.
+const DATASET: &str = r#"{"id": "a", "input": "hello there", "expected": {"output": "HELLO THERE", "outcomes": ["OUTCOME-SECRET-1"], "rubric": "RUBRIC-SECRET-2", "acceptable": ["ACCEPT-SECRET-3"], "rubric_vars": {"ref": "VARS-SECRET-4"}}, "labels": ["greeting"], "context": [{"type": "document", "content": "the manual"}], "tools": [{"name": "lookup"}], "memory_seeds": [{"source": "profile", "content": "likes tea"}]}
+{"id": "b", "input": "first", "turns": [{"role": "hitl", "content": "operator says stop"}, {"role": "user", "content": "last"}], "expected": {"output": "LAST", "per_turn": ["FIRST-SECRET-5", "STOP-SECRET-6", "LAST"]}, "labels": ["multi"]}
+{"id": "c", "input": "wrong answer please", "expected": {"output": "GROUND-TRUTH-SECRET-7"}, "labels": ["greeting"]}
+"#;
+
+const SECRETS: [&str; 7] = [
+    "OUTCOME-SECRET-1",
+    "RUBRIC-SECRET-2",
+    "ACCEPT-SECRET-3",
+    "VARS-SECRET-4",
+    "FIRST-SECRET-5",
+    "STOP-SECRET-6",
+    "GROUND-TRUTH-SECRET-7",
+];
+
+fn cb(dir: &Folder) -> assert_cmd::Command {
+    let mut cmd = casebook();
+    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
+    cmd.env_remove("CASEBOOK_STORE");
+    cmd
+}
+
+fn experiment(dir: &Folder, url: &str, extra: &str) -> std::path::PathBuf {
+    dir.file("cases.jsonl", DATASET);
+    dir.file(
+        "exp.yaml",
+        format!(
+            "name: smoke\ndataset: cases.jsonl\ntarget: '{url}'\nn_runs: 2\nthreshold: 0.5\nconcurrency: 4\ntimeout_secs: 5\n\
+             graders:\n  - {{kind: exact_match}}\n  - {{kind: tool_called, tool: lookup}}\n{extra}"
+        ),
+    )
+}
+
+fn summary(stdout: &str) -> Value {
+    serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("the summary is JSON")
+}
+
+#[test]
+fn no_expectation_reaches_the_agent() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    let exp = experiment(&dir, &url, "");
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    // a and b pass (b's last turn is "last" → "LAST"); c fails: 4 of 6 pass, above 0.5.
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let bodies = bodies.lock().expect("the lock").clone();
+    // a: 1 turn, b: 3 turns, c: 1 turn; twice each.
+    assert_eq!(bodies.len(), 10);
+    for body in &bodies {
+        for secret in SECRETS {
+            assert!(!body.contains(secret), "`{secret}` was sent to the agent: {body}");
+        }
+        assert!(!body.contains("\"expected\""), "{body}");
+    }
+    // The task did arrive: context, tools, seeds, and the operator turn as `hitl`.
+    assert!(bodies.iter().any(|b| b.contains("the manual") && b.contains("lookup") && b.contains("likes tea")));
+    assert!(bodies.iter().any(|b| b.contains(r#""role":"hitl""#) && b.contains("operator says stop")));
+    let s = summary(&out.stdout);
+    assert_eq!(
+        (s["totals"]["passed"].as_u64(), s["totals"]["failed"].as_u64(), s["totals"]["errors"].as_u64()),
+        (Some(4), Some(2), Some(0)),
+        "{s}"
+    );
+}
+
+#[test]
+fn finished_runs_are_reused_and_regrade_calls_no_agent() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    let exp = experiment(&dir, &url, "");
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    assert_eq!(run(cb(&dir).arg("run").arg(&exp).arg("-q")).status, Some(0));
+    assert_eq!(bodies.lock().expect("the lock").len(), 10);
+    // The same experiment again: every output is stored, no agent is called.
+    let again = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(again.status, Some(0), "{again:?}");
+    assert_eq!(bodies.lock().expect("the lock").len(), 10);
+    // Re-grading with a stricter grader changes the verdicts, still without the agent.
+    let strict = dir.file(
+        "strict.yaml",
+        format!("dataset: cases.jsonl\ntarget: '{url}'\nn_runs: 2\ngraders:\n  - {{kind: exact_match}}\n  - {{kind: contains, ignore_case: false}}\n"),
+    );
+    let regraded = run(cb(&dir).arg("run").arg(&strict).args(["--regrade", "--format", "json"]));
+    assert_eq!(bodies.lock().expect("the lock").len(), 10);
+    assert_eq!(regraded.status, Some(1), "{regraded:?}");
+    // A new target configuration is a new run hash: the agent is called again.
+    let other = dir
+        .file("other.yaml", format!("dataset: cases.jsonl\ntarget: '{url}?v=2'\ngraders: [{{kind: exact_match}}]\n"));
+    run(cb(&dir).arg("run").arg(&other).arg("-q"));
+    assert_eq!(bodies.lock().expect("the lock").len(), 15);
+
+    // The runs are stored and can be reported and compared.
+    let listed = run(cb(&dir).args(["results", "--list"]));
+    assert_eq!(listed.stdout.lines().count(), 4, "{listed:?}");
+    let junit = run(cb(&dir).args(["results", "--as", "junit"]));
+    assert!(junit.stdout.contains("<testsuite"), "{junit:?}");
+}
+
+#[test]
+fn a_failing_agent_is_an_error_not_a_score() {
+    let dir = Folder::new();
+    let (url, _) = serve(Behaviour::Crash);
+    let exp = experiment(&dir, &url, "retries: 1\n");
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!((s["totals"]["errors"].as_u64(), s["totals"]["failed"].as_u64()), (Some(6), Some(0)), "{s}");
+    assert_eq!((s["errors"][0]["kind"].as_str(), s["errors"][0]["count"].as_u64()), (Some("http"), Some(6)), "{s}");
+}
+
+#[test]
+fn a_rate_limited_agent_is_waited_for() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Flaky);
+    dir.file("one.jsonl", "{\"id\": \"x\", \"input\": \"hi\", \"expected\": {\"output\": \"HI\"}}\n");
+    let exp = dir.file("exp.yaml", format!("dataset: one.jsonl\ntarget: '{url}'\ngraders: [{{kind: exact_match}}]\n"));
+    let started = std::time::Instant::now();
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After was not honoured");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2);
+}
+
+#[test]
+fn reports_are_written_and_the_threshold_sets_the_exit_status() {
+    let dir = Folder::new();
+    let (url, _) = serve(Behaviour::Shout);
+    let exp = experiment(&dir, &url, "");
+    let out = run(cb(&dir)
+        .arg("run")
+        .arg(&exp)
+        .args(["--report", "junit=out/results.xml", "--report", "html=report.html", "--report", "markdown=report.md"])
+        .args(["--only", "labels contains \"greeting\""]));
+    // Only a and c: 2 of 4 pass, and the threshold is 0.5.
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let junit = fs_err::read_to_string(dir.join("out/results.xml")).unwrap_or_default();
+    assert!(junit.contains("<failure"), "{junit}");
+    let html = fs_err::read_to_string(dir.join("report.html")).expect("the HTML report");
+    assert!(html.starts_with("<!DOCTYPE html>") || html.starts_with("<!doctype html>"), "{html}");
+    let strict = dir.file(
+        "strict.yaml",
+        format!("dataset: cases.jsonl\ntarget: '{url}'\nthreshold: 0.9\ngraders: [{{kind: exact_match}}]\n"),
+    );
+    assert_eq!(run(cb(&dir).arg("run").arg(&strict).arg("-q")).status, Some(1));
+}
+
+#[test]
+fn experiment_mistakes_are_located() {
+    let dir = Folder::new();
+    dir.file("cases.jsonl", DATASET);
+    let exp = dir.file(
+        "exp.yaml",
+        "dataset: cases.jsonl\ntarget: 'builtin:echo'\ngraders:\n  - {kind: exact_match}\n  - {kind: no_such_grader}\n",
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp));
+    assert_ne!(out.status, Some(0), "{out:?}");
+    assert!(out.stderr.contains("exp.yaml:5:5"), "{}", out.stderr);
+    let exp = dir.file("bad.yaml", "dataset: cases.jsonl\ntarget: 'builtin:echo'\nn_rusn: 2\n");
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let d: Value = serde_json::from_str(out.stderr.lines().next().unwrap_or_default()).expect("a JSON diagnostic");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(3), Some(1)), "{d}");
+}

@@ -1,0 +1,405 @@
+//! Experiment files (YAML or JSON): which dataset, which cases, against which targets, how many
+//! times, graded how. Every problem names the file, line and column of the key or value at
+//! fault.
+//!
+//! ```yaml
+//! name: support-smoke
+//! dataset: support.jsonl          # a file (relative to this one), or NAME@REF in the store
+//! filter: 'labels contains "refunds"'
+//! memory_seeds: [{source: profile, content: "prefers email"}]
+//! scenarios:
+//!   - {name: echo, target: "builtin:echo"}
+//! n_runs: 3
+//! graders:
+//!   - {kind: contains, weight: 2}
+//!   - {kind: exact_match}
+//! threshold: 0.8                  # pass rate the experiment needs (exit 1 below it)
+//! concurrency: 8
+//! timeout_secs: 60
+//! retries: 2
+//! ```
+
+use std::path::Path;
+
+use casebook_formats::node::{Node, NodeValue};
+use casebook_formats::pointer::Ptr;
+use casebook_model::Seed;
+use serde_json::Value;
+
+/// A parsed experiment, its parts still as JSON where other modules give them meaning (targets,
+/// graders), each with where it was in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    /// A file path (relative to the experiment file) or `NAME@REF`.
+    pub dataset: String,
+    pub filter: Option<String>,
+    /// letta's `sample_tags`: cases with all of them.
+    pub tags: Vec<String>,
+    /// letta's `max_samples`.
+    pub limit: Option<u64>,
+    pub memory_seeds: Vec<Seed>,
+    pub scenarios: Vec<Scenario>,
+    pub n_runs: u32,
+    pub graders: Vec<Located<Value>>,
+    pub threshold: f64,
+    pub concurrency: usize,
+    pub timeout_secs: f64,
+    pub retries: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    /// A target string (`http://…`, `builtin:echo`…) or an object.
+    pub target: Located<Value>,
+}
+
+/// A value and where it starts in the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located<T> {
+    pub value: T,
+    pub at: Place,
+}
+
+/// A line and column (1-based) in a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Place {
+    pub line: u64,
+    pub column: u64,
+}
+
+/// A problem with an experiment file, located.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}", line = at.line, column = at.column)]
+pub struct ExperimentError {
+    pub file: String,
+    pub at: Place,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+const KEYS: &[&str] = &[
+    "name",
+    "description",
+    "dataset",
+    "filter",
+    "tags",
+    "limit",
+    "memory_seeds",
+    "scenarios",
+    "target",
+    "n_runs",
+    "graders",
+    "threshold",
+    "concurrency",
+    "timeout_secs",
+    "retries",
+];
+
+struct Reader<'t> {
+    file: &'t str,
+    text: &'t str,
+}
+
+impl Reader<'_> {
+    fn place(&self, offset: usize) -> Place {
+        let before = &self.text[..offset.min(self.text.len())];
+        let line = before.matches('\n').count() as u64 + 1;
+        let start = before.rfind('\n').map_or(0, |i| i + 1);
+        Place { line, column: before[start..].chars().count() as u64 + 1 }
+    }
+
+    fn error(&self, offset: usize, message: impl Into<String>) -> ExperimentError {
+        ExperimentError { file: self.file.to_owned(), at: self.place(offset), message: message.into(), hint: None }
+    }
+
+    fn value(&self, node: &Node, key: &str) -> Result<Value, ExperimentError> {
+        node.to_value(&Ptr::ROOT.key(key))
+            .map_err(|_| self.error(node.offset, format!("`{key}` holds a number JSON cannot represent")))
+    }
+
+    fn string(&self, node: &Node, key: &str) -> Result<String, ExperimentError> {
+        match &node.value {
+            NodeValue::String(s) => Ok(s.to_string()),
+            other => Err(self.error(node.offset, format!("`{key}` must be text, not {}", other.kind()))),
+        }
+    }
+
+    fn number(&self, node: &Node, key: &str) -> Result<f64, ExperimentError> {
+        match &node.value {
+            NodeValue::Number(text) => {
+                text.parse().map_err(|_| self.error(node.offset, format!("`{key}` is not a number")))
+            }
+            other => Err(self.error(node.offset, format!("`{key}` must be a number, not {}", other.kind()))),
+        }
+    }
+
+    fn count(&self, node: &Node, key: &str, min: f64) -> Result<f64, ExperimentError> {
+        let n = self.number(node, key)?;
+        if n.fract() != 0.0 || n < min || n > f64::from(u32::MAX) {
+            return Err(self.error(node.offset, format!("`{key}` must be a whole number of at least {min}")));
+        }
+        Ok(n)
+    }
+
+    fn strings(&self, node: &Node, key: &str) -> Result<Vec<String>, ExperimentError> {
+        match &node.value {
+            NodeValue::Array(items) => items.iter().map(|item| self.string(item, key)).collect(),
+            other => Err(self.error(node.offset, format!("`{key}` must be a list of text, not {}", other.kind()))),
+        }
+    }
+}
+
+impl Experiment {
+    /// Reads an experiment from the text of `file` (YAML, which JSON is part of).
+    pub fn parse(file: &Path, text: &str) -> Result<Experiment, ExperimentError> {
+        let display = file.display().to_string();
+        let r = Reader { file: &display, text };
+        let root = casebook_formats::yaml::parse(text).map_err(|err| {
+            let mut e = r.error(err.offset, err.message);
+            e.hint = Some("an experiment is a YAML (or JSON) mapping".into());
+            e
+        })?;
+        let NodeValue::Object(entries) = &root.value else {
+            return Err(r.error(root.offset, format!("an experiment must be a mapping, not {}", root.value.kind())));
+        };
+        for entry in entries {
+            if !KEYS.contains(&entry.key.as_ref()) {
+                let mut e = r.error(entry.key_offset, format!("unknown key `{}`", entry.key));
+                e.hint = Some(match closest(&entry.key, KEYS) {
+                    Some(k) => format!("did you mean `{k}`?"),
+                    None => format!("the keys of an experiment: {}", KEYS.join(", ")),
+                });
+                return Err(e);
+            }
+        }
+        let get = |key: &str| root.get(key);
+        let stem = file.file_stem().map_or_else(|| "experiment".to_owned(), |s| s.to_string_lossy().into_owned());
+        let dataset = match get("dataset") {
+            Some(node) => r.string(node, "dataset")?,
+            None => {
+                let mut e = r.error(root.offset, "the experiment names no `dataset`");
+                e.hint = Some("add `dataset: FILE` (relative to the experiment) or `dataset: NAME@REF`".into());
+                return Err(e);
+            }
+        };
+        let mut scenarios = Vec::new();
+        match (get("scenarios"), get("target")) {
+            (Some(_), Some(target)) => {
+                return Err(r.error(target.offset, "give either `target` or `scenarios`, not both"));
+            }
+            (None, Some(target)) => scenarios.push(Scenario {
+                name: "default".into(),
+                target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
+            }),
+            (Some(node), None) => {
+                let NodeValue::Array(items) = &node.value else {
+                    return Err(r.error(node.offset, "`scenarios` must be a list of `{name, target}`"));
+                };
+                for (i, item) in items.iter().enumerate() {
+                    let NodeValue::Object(fields) = &item.value else {
+                        return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
+                    };
+                    if let Some(extra) = fields.iter().find(|f| f.key != "name" && f.key != "target") {
+                        let mut e = r.error(extra.key_offset, format!("unknown key `{}` in a scenario", extra.key));
+                        e.hint = Some("a scenario has a `name` and a `target`".into());
+                        return Err(e);
+                    }
+                    let name = match item.get("name") {
+                        Some(n) => r.string(n, "name")?,
+                        None => format!("scenario-{}", i + 1),
+                    };
+                    if scenarios.iter().any(|s: &Scenario| s.name == name) {
+                        return Err(r.error(item.offset, format!("two scenarios are named `{name}`")));
+                    }
+                    let Some(target) = item.get("target") else {
+                        return Err(r.error(item.offset, format!("scenario `{name}` has no `target`")));
+                    };
+                    scenarios.push(Scenario {
+                        name,
+                        target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
+                    });
+                }
+                if scenarios.is_empty() {
+                    return Err(r.error(node.offset, "`scenarios` is empty"));
+                }
+            }
+            (None, None) => {
+                let mut e = r.error(root.offset, "the experiment names no target");
+                e.hint = Some("add `target: http://…` (or `scenarios:`), or pass `--target`".into());
+                return Err(e);
+            }
+        }
+        let graders = match get("graders") {
+            None => Vec::new(),
+            Some(node) => match &node.value {
+                NodeValue::Array(items) => items
+                    .iter()
+                    .map(|item| Ok(Located { value: r.value(item, "graders")?, at: r.place(item.offset) }))
+                    .collect::<Result<_, _>>()?,
+                // letta style: a mapping from names to graders.
+                NodeValue::Object(named) => named
+                    .iter()
+                    .map(|entry| {
+                        let mut value = r.value(&entry.value, "graders")?;
+                        if let Value::Object(map) = &mut value {
+                            map.entry("name").or_insert_with(|| Value::String(entry.key.to_string()));
+                        }
+                        Ok(Located { value, at: r.place(entry.value.offset) })
+                    })
+                    .collect::<Result<_, _>>()?,
+                other => return Err(r.error(node.offset, format!("`graders` must be a list, not {}", other.kind()))),
+            },
+        };
+        let memory_seeds = match get("memory_seeds") {
+            None => Vec::new(),
+            // A seed file, relative to the experiment.
+            Some(node @ Node { value: NodeValue::String(path), .. }) => {
+                let base = file.parent().unwrap_or(Path::new(""));
+                crate::seeds::load_seed_file(&base.join(path.as_ref())).map_err(|e| r.error(node.offset, e))?
+            }
+            Some(node) => serde_json::from_value(r.value(node, "memory_seeds")?).map_err(|err| {
+                let mut e = r.error(node.offset, format!("`memory_seeds`: {err}"));
+                e.hint = Some("each seed is `{source, content, target_agent?, metadata?}`".into());
+                e
+            })?,
+        };
+        let threshold = match get("threshold") {
+            Some(node) => {
+                let t = r.number(node, "threshold")?;
+                if !(0.0..=1.0).contains(&t) {
+                    return Err(r.error(node.offset, "`threshold` is a pass rate between 0 and 1"));
+                }
+                t
+            }
+            None => 1.0,
+        };
+        let timeout_secs = match get("timeout_secs") {
+            Some(node) => {
+                let t = r.number(node, "timeout_secs")?;
+                if t <= 0.0 || !t.is_finite() {
+                    return Err(r.error(node.offset, "`timeout_secs` must be more than 0"));
+                }
+                t
+            }
+            None => 60.0,
+        };
+        Ok(Experiment {
+            name: get("name").map(|n| r.string(n, "name")).transpose()?.unwrap_or(stem),
+            description: get("description").map(|n| r.string(n, "description")).transpose()?,
+            dataset,
+            filter: get("filter").map(|n| r.string(n, "filter")).transpose()?,
+            tags: get("tags").map(|n| r.strings(n, "tags")).transpose()?.unwrap_or_default(),
+            limit: get("limit").map(|n| r.count(n, "limit", 1.0)).transpose()?.map(|n| n as u64),
+            memory_seeds,
+            scenarios,
+            n_runs: get("n_runs").map(|n| r.count(n, "n_runs", 1.0)).transpose()?.map_or(1, |n| n as u32),
+            graders,
+            threshold,
+            concurrency: get("concurrency")
+                .map(|n| r.count(n, "concurrency", 1.0))
+                .transpose()?
+                .map_or(8, |n| n as usize),
+            timeout_secs,
+            retries: get("retries").map(|n| r.count(n, "retries", 0.0)).transpose()?.map_or(2, |n| n as u32),
+        })
+    }
+
+    /// An experiment made on the command line: one dataset, one target, graders by kind.
+    pub fn ad_hoc(dataset: &str, target: &str, graders: &[String]) -> Experiment {
+        Experiment {
+            name: "ad-hoc".into(),
+            description: None,
+            dataset: dataset.to_owned(),
+            filter: None,
+            tags: Vec::new(),
+            limit: None,
+            memory_seeds: Vec::new(),
+            scenarios: vec![Scenario {
+                name: "default".into(),
+                target: Located { value: Value::String(target.to_owned()), at: Place::default() },
+            }],
+            n_runs: 1,
+            graders: graders
+                .iter()
+                .map(|kind| Located { value: serde_json::json!({"kind": kind}), at: Place::default() })
+                .collect(),
+            threshold: 1.0,
+            concurrency: 8,
+            timeout_secs: 60.0,
+            retries: 2,
+        }
+    }
+}
+
+/// The nearest of `candidates` to `word`, if it is near (two edits at most).
+fn closest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
+    let distance = |a: &str, b: &str| {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let next = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
+                prev = row[j + 1];
+                row[j + 1] = next;
+            }
+        }
+        row[b.len()]
+    };
+    candidates.iter().map(|c| (distance(word, c), *c)).filter(|(d, _)| *d <= 2).min().map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Experiment, ExperimentError> {
+        Experiment::parse(Path::new("exp.yaml"), text)
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let e = parse(
+            "name: smoke\ndataset: data.jsonl\nfilter: 'len(turns) > 0'\ntags: [a]\nlimit: 5\n\
+             memory_seeds: [{source: s, content: c}]\nscenarios:\n  - {name: one, target: 'builtin:echo'}\n  \
+             - name: two\n    target: {url: 'http://127.0.0.1:1/a'}\nn_runs: 3\ngraders:\n  - {kind: contains, weight: 2}\n\
+             threshold: 0.5\nconcurrency: 4\ntimeout_secs: 1.5\nretries: 0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (e.name.as_str(), e.dataset.as_str(), e.n_runs, e.concurrency, e.retries),
+            ("smoke", "data.jsonl", 3, 4, 0)
+        );
+        assert_eq!(e.scenarios[1].name, "two");
+        assert_eq!(e.scenarios[1].target.at, Place { line: 10, column: 13 });
+        assert_eq!(e.graders[0].value["weight"], 2);
+        assert_eq!(e.memory_seeds[0].content, "c");
+        assert_eq!((e.threshold, e.timeout_secs, e.limit), (0.5, 1.5, Some(5)));
+    }
+
+    #[test]
+    fn problems_are_located() {
+        let e = parse("dataset: d.jsonl\ntarget: 'builtin:echo'\nn_rusn: 3\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str(), e.hint.as_deref()),
+            (Place { line: 3, column: 1 }, "unknown key `n_rusn`", Some("did you mean `n_runs`?"))
+        );
+        let e = parse("dataset: d.jsonl\ntarget: 'builtin:echo'\nn_runs: 0\n").unwrap_err();
+        assert_eq!(e.at, Place { line: 3, column: 9 });
+        let e = parse("dataset: d.jsonl\nscenarios:\n  - {name: a, targte: x}\n").unwrap_err();
+        assert_eq!((e.at, e.message.as_str()), (Place { line: 3, column: 15 }, "unknown key `targte` in a scenario"));
+        let e = parse("target: 'builtin:echo'\n").unwrap_err();
+        assert!(e.message.contains("no `dataset`"));
+    }
+
+    #[test]
+    fn letta_style_named_graders_keep_their_names() {
+        let e = parse("dataset: d.jsonl\ntarget: x\ngraders:\n  quality: {kind: contains}\n").unwrap();
+        assert_eq!(e.graders[0].value["name"], "quality");
+        assert_eq!(e.graders[0].at, Place { line: 4, column: 12 });
+    }
+}

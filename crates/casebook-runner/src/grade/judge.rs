@@ -1,0 +1,388 @@
+//! `llm_judge`: renders a rubric prompt from the case and the run (minijinja, strict undefined,
+//! bounded by fuel), sends it to a chat-completions endpoint, and reads the model's JSON verdict.
+//!
+//! Every way the judge can fail to give a verdict — HTTP error, timeout, a reply without a
+//! readable `{"score", "rationale"}` object, a score outside 0..1 — is a `judge` failure, never a
+//! score of 0. A template that uses a variable the case does not give is a `config` failure.
+//!
+//! The case's `rubric` may use letta's `{name}` placeholders; they are filled from
+//! `rubric_vars` before the rubric reaches the template.
+
+use std::time::Duration;
+
+use casebook_model::{Case, Map};
+use minijinja::{Environment, ErrorKind, UndefinedBehavior};
+use serde_json::{Value, json};
+
+use super::spec::{ApiKey, LlmJudgeOptions, score_threshold, seconds};
+use super::{clip, error_chain, json::fenced, read_verdict, text_of};
+use crate::record::{Failure, Grade, RunOutput};
+
+const TEMPLATE: &str = "judge";
+
+/// Bounds the work one rendering may do, so a template cannot loop forever.
+const FUEL: u64 = 2_000_000;
+
+/// The variables every case gives the template.
+const VARIABLES: [&str; 8] =
+    ["input", "output", "expected", "outcomes", "rubric", "rubric_vars", "trajectory", "turns"];
+
+const SYSTEM_PROMPT: &str = "You are a strict, fair evaluator of AI agents. Grade only what the user message asks. \
+     Reply with a single JSON object and nothing else: \
+     {\"score\": <number from 0 to 1>, \"pass\": <true or false>, \"rationale\": \"<one or two sentences>\"}.";
+
+/// The prompt used when the grader has no `template`.
+pub const DEFAULT_JUDGE_TEMPLATE: &str = "\
+Grade the answer an AI agent gave to the task below.
+
+# Task
+{{ input if input is string else input | tojson }}
+{% if turns | length > 1 %}
+# The agent's answer at each turn
+{% for turn in turns %}{{ loop.index }}. {{ turn if turn is string else turn | tojson }}
+{% endfor %}{% endif %}
+# The agent's final answer
+{{ output if output is string else output | tojson }}
+{% if expected is not none %}
+# Reference answer
+{{ expected if expected is string else expected | tojson }}
+{% endif %}{% if outcomes %}
+# Behaviour the agent should show
+{% for outcome in outcomes %}- {{ outcome }}
+{% endfor %}{% endif %}{% if rubric %}
+# Rubric
+{{ rubric }}
+{% endif %}{% if rubric_vars %}
+# Rubric variables
+{{ rubric_vars | tojson }}
+{% endif %}{% if trajectory %}
+# What the agent did (its trajectory)
+{{ trajectory | tojson }}
+{% endif %}
+Score from 0 (wrong or harmful) to 1 (fully meets the task{% if rubric %} and the rubric{% endif %}). \
+Reply with only a JSON object: {\"score\": <0..1>, \"pass\": <true|false>, \"rationale\": \"<why>\"}.
+";
+
+#[derive(Debug)]
+pub(super) struct Judge {
+    url: reqwest::Url,
+    model: String,
+    api_key: Option<ApiKey>,
+    env: Environment<'static>,
+    pass_score: f64,
+    timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl Judge {
+    pub(super) fn build(options: &LlmJudgeOptions) -> Result<Self, String> {
+        let endpoint = options.endpoint.trim_end_matches('/');
+        let url = if endpoint.ends_with("/chat/completions") {
+            endpoint.to_owned()
+        } else {
+            format!("{endpoint}/chat/completions")
+        };
+        let url = reqwest::Url::parse(&url)
+            .ok()
+            .filter(|url| matches!(url.scheme(), "http" | "https"))
+            .ok_or_else(|| format!("`endpoint` must be an http(s) URL, not `{}`", options.endpoint))?;
+        if options.model.trim().is_empty() {
+            return Err("`model` is empty".to_owned());
+        }
+        let api_key = match (&options.api_key, &options.api_key_env) {
+            (Some(key), _) => Some(key.clone()),
+            (None, Some(var)) => {
+                return Err(format!("the environment variable `{var}` named by `api_key_env` is not set"));
+            }
+            (None, None) => None,
+        };
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(FUEL));
+        env.add_filter("tojson", to_json);
+        let template = options.template.clone().unwrap_or_else(|| DEFAULT_JUDGE_TEMPLATE.to_owned());
+        env.add_template_owned(TEMPLATE, template).map_err(|e| format!("the `template` does not parse: {e}"))?;
+        let client = reqwest::Client::builder()
+            .build()
+            .map_err(|e| format!("cannot set up an HTTP client: {}", error_chain(&e)))?;
+        Ok(Judge {
+            url,
+            model: options.model.clone(),
+            api_key,
+            env,
+            pass_score: score_threshold(options.pass_score, "pass_score")?,
+            timeout: seconds(options.timeout_secs, "timeout_secs")?,
+            client,
+        })
+    }
+
+    pub(super) async fn grade(&self, case: &Case, run: &RunOutput) -> Result<Grade, Failure> {
+        let prompt = self.render(case, run)?;
+        let failure = |message: String| Failure::new("judge", format!("case `{}`: {message}", case.id));
+        let body = json!({
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": prompt},
+            ],
+            "temperature": 0,
+        });
+        let mut request = self.client.post(self.url.clone()).json(&body).timeout(self.timeout);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key.expose());
+        }
+        let sent = async {
+            let response = request.send().await?;
+            let status = response.status();
+            Ok::<_, reqwest::Error>((status, response.text().await?))
+        };
+        let (status, text) = sent.await.map_err(|e| {
+            if e.is_timeout() {
+                failure(format!("the judge at {} did not answer within {:?}", self.url, self.timeout))
+            } else {
+                failure(format!("cannot reach the judge at {}: {}", self.url, error_chain(&e)))
+            }
+        })?;
+        if !status.is_success() {
+            return Err(failure(format!("the judge answered HTTP {status}: {}", clip(text.trim(), 300))));
+        }
+        let reply: Value = serde_json::from_str(&text)
+            .map_err(|e| failure(format!("the judge's reply is not JSON ({e}): {}", clip(text.trim(), 300))))?;
+        let content = reply
+            .pointer("/choices/0/message/content")
+            .and_then(Value::as_str)
+            .ok_or_else(|| failure("the judge's reply has no `choices[0].message.content` text".to_owned()))?;
+        let verdict = verdict_object(content).ok_or_else(|| {
+            failure(format!("the judge's answer holds no JSON verdict object: {}", clip(content.trim(), 300)))
+        })?;
+        read_verdict(&verdict, self.pass_score).map_err(|e| failure(format!("the judge's verdict is unusable: {e}")))
+    }
+
+    /// The user message for this case and run.
+    pub(super) fn render(&self, case: &Case, run: &RunOutput) -> Result<String, Failure> {
+        let config = |message: String| Failure::new("config", format!("case `{}`: {message}", case.id));
+        let context = context(case, run).map_err(config)?;
+        let template = self.env.get_template(TEMPLATE).map_err(|e| config(format!("judge template: {e}")))?;
+        template.render(&context).map_err(|e| match e.kind() {
+            ErrorKind::UndefinedError => {
+                let globals: Vec<&str> = self.env.globals().map(|(name, _)| name).collect();
+                let mut unknown: Vec<String> = template
+                    .undeclared_variables(false)
+                    .into_iter()
+                    .filter(|name| !context.contains_key(name) && !globals.contains(&name.as_str()) && name != "loop")
+                    .collect();
+                unknown.sort();
+                if unknown.is_empty() {
+                    config(format!("the judge template uses an undefined value: {e}"))
+                } else {
+                    let names = unknown.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ");
+                    config(format!(
+                        "the judge template uses the undefined variable {names} (it knows {}, and the case's \
+                         `rubric_vars`)",
+                        VARIABLES.map(|v| format!("`{v}`")).join(", ")
+                    ))
+                }
+            }
+            ErrorKind::OutOfFuel => config("the judge template ran too long (out of fuel)".to_owned()),
+            _ => config(format!("the judge template failed: {e}")),
+        })
+    }
+}
+
+/// The template's variables (see [`super::LlmJudgeOptions::template`]).
+fn context(case: &Case, run: &RunOutput) -> Result<Map, String> {
+    let expected = &case.expected;
+    let vars = expected.rubric_vars.clone().unwrap_or_default();
+    let rubric = match (&expected.rubric, &expected.rubric_path) {
+        (Some(rubric), _) => Value::String(fill_placeholders(rubric, &vars)),
+        (None, Some(path)) => {
+            return Err(format!(
+                "`expected.rubric_path` (`{path}`) must be read into `expected.rubric` before judging"
+            ));
+        }
+        (None, None) => Value::Null,
+    };
+    let trajectory = serde_json::to_value(&run.trajectory).map_err(|e| format!("trajectory: {e}"))?;
+    let mut context = Map::new();
+    context.insert("input".into(), case.task.input.clone());
+    context.insert("output".into(), run.output.clone());
+    context.insert("expected".into(), expected.output.clone().unwrap_or(Value::Null));
+    context.insert(
+        "outcomes".into(),
+        expected.outcomes.iter().flatten().map(|outcome| Value::String(outcome.text().to_owned())).collect(),
+    );
+    context.insert("rubric".into(), rubric);
+    context.insert("trajectory".into(), trajectory);
+    context.insert("turns".into(), Value::Array(run.per_turn.clone()));
+    for (key, value) in &vars {
+        if !VARIABLES.contains(&key.as_str()) {
+            context.insert(key.clone(), value.clone());
+        }
+    }
+    context.insert("rubric_vars".into(), Value::Object(vars));
+    Ok(context)
+}
+
+/// Replaces each `{name}` whose name is a key of `vars` by that value's text; other braces stay.
+fn fill_placeholders(text: &str, vars: &Map) -> String {
+    let mut filled = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        filled.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}').and_then(|close| vars.get(&after[..close]).map(|value| (close, value))) {
+            Some((close, value)) => {
+                filled.push_str(&text_of(value));
+                rest = &after[close + 1..];
+            }
+            None => {
+                filled.push('{');
+                rest = after;
+            }
+        }
+    }
+    filled.push_str(rest);
+    filled
+}
+
+/// The `tojson` filter: pretty JSON, without the HTML escaping of minijinja's own (prompts are
+/// not HTML).
+fn to_json(value: minijinja::Value) -> Result<String, minijinja::Error> {
+    serde_json::to_string_pretty(&value)
+        .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, format!("cannot write JSON: {e}")))
+}
+
+/// The verdict object in a model's answer: the whole answer, the inside of a code fence, or the
+/// text from the first `{` to the last `}`.
+fn verdict_object(content: &str) -> Option<Map> {
+    let braces = content.find('{').zip(content.rfind('}')).and_then(|(a, b)| content.get(a..=b));
+    [Some(content.trim()), fenced(content), braces].into_iter().flatten().find_map(|text| {
+        match serde_json::from_str(text.trim()) {
+            Ok(Value::Object(object)) => Some(object),
+            _ => None,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use casebook_model::{Expectations, Outcome, Task};
+
+    use super::*;
+    use crate::protocol::Step;
+
+    fn judge(template: Option<&str>) -> Judge {
+        Judge::build(&LlmJudgeOptions {
+            endpoint: "http://127.0.0.1:9/v1/".into(),
+            model: "m".into(),
+            api_key_env: None,
+            api_key: None,
+            template: template.map(str::to_owned),
+            pass_score: 0.5,
+            timeout_secs: 1.0,
+        })
+        .unwrap()
+    }
+
+    fn case() -> Case {
+        let vars = json!({"reference": "def fib(n)", "max_words": 50});
+        Case {
+            id: "c9".into(),
+            name: None,
+            description: None,
+            labels: None,
+            task: Task::new(json!("Write fib")),
+            expected: Expectations {
+                output: Some(json!("fib code")),
+                outcomes: Some(vec![Outcome::Text("uses recursion".into())]),
+                rubric: Some("Compare with {reference}; at most {max_words} words. Keep {braces}.".into()),
+                rubric_vars: serde_json::from_value(vars).unwrap(),
+                ..Expectations::default()
+            },
+            metadata: None,
+            confidence: None,
+            review: None,
+            provenance: None,
+        }
+    }
+
+    fn run() -> RunOutput {
+        RunOutput {
+            output: json!("def fib(n): ..."),
+            per_turn: vec![json!("def fib(n): ...")],
+            trajectory: vec![Step::ToolCall {
+                name: "python".into(),
+                arguments: json!({"code": "fib(10)"}),
+                result: Some(json!(55)),
+            }],
+            millis: 3,
+        }
+    }
+
+    #[test]
+    fn endpoint_gets_the_chat_completions_path() {
+        assert_eq!(judge(None).url.as_str(), "http://127.0.0.1:9/v1/chat/completions");
+    }
+
+    #[test]
+    fn default_template_shows_everything_the_judge_needs() {
+        let prompt = judge(None).render(&case(), &run()).unwrap();
+        for part in [
+            "Write fib",
+            "def fib(n): ...",
+            "fib code",
+            "- uses recursion",
+            "Compare with def fib(n); at most 50 words. Keep {braces}.",
+            "\"max_words\": 50",
+            "\"name\": \"python\"",
+            "\"code\": \"fib(10)\"",
+        ] {
+            assert!(prompt.contains(part), "missing {part:?} in:\n{prompt}");
+        }
+    }
+
+    #[test]
+    fn rubric_vars_are_also_top_level_variables() {
+        let prompt = judge(Some("{{ reference }} / {{ rubric_vars.max_words }} / {{ outcomes | join(',') }}"))
+            .render(&case(), &run())
+            .unwrap();
+        assert_eq!(prompt, "def fib(n) / 50 / uses recursion");
+    }
+
+    #[test]
+    fn an_undefined_variable_is_a_config_error_naming_it() {
+        let err = judge(Some("Rubric: {{ rubrik }}")).render(&case(), &run()).unwrap_err();
+        assert_eq!(err.kind, "config");
+        assert!(
+            err.message.starts_with("case `c9`: the judge template uses the undefined variable `rubrik`"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_runaway_template_runs_out_of_fuel() {
+        let err = judge(Some("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"))
+            .render(&case(), &run())
+            .unwrap_err();
+        assert!(err.message.contains("out of fuel"), "{}", err.message);
+    }
+
+    #[test]
+    fn an_unread_rubric_path_is_a_config_error() {
+        let mut case = case();
+        case.expected.rubric = None;
+        case.expected.rubric_path = Some("rubric.txt".into());
+        let err = judge(None).render(&case, &run()).unwrap_err();
+        assert!(err.message.contains("`expected.rubric_path` (`rubric.txt`) must be read"), "{}", err.message);
+    }
+
+    #[test]
+    fn verdict_is_found_in_fences_and_prose() {
+        let fenced = "Sure.\n```json\n{\"score\": 1, \"rationale\": \"ok\"}\n```";
+        assert_eq!(verdict_object(fenced).unwrap()["score"], json!(1));
+        let inline = "My verdict: {\"score\": 0.2, \"rationale\": \"{nested} braces\"} -- done";
+        assert_eq!(verdict_object(inline).unwrap()["score"], json!(0.2));
+        assert!(verdict_object("The answer looks good, 9/10.").is_none());
+    }
+}

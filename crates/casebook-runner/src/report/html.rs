@@ -1,0 +1,231 @@
+//! One self-contained HTML page of a run: the verdict, the summary tables and every result
+//! (case, scenario, run, score, verdict, rationale). Inline CSS only: no script, no external
+//! asset, so the file can be attached to a CI job or mailed and opened anywhere.
+//!
+//! Everything that comes from a case, an agent or a grader is escaped.
+
+use std::io::{self, Write};
+
+use super::escape::{attribute, text};
+use super::{explanation, ordered, percent, percent_interval, score, score_interval, threshold_verdict};
+use crate::record::RunResult;
+use crate::summary::{Summary, Tally, Verdict};
+
+const STYLE: &str = "\
+body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:80rem;padding:0 1rem;color:#1b1b1b}
+h1{font-size:1.5rem;margin-bottom:.25rem}h2{font-size:1.15rem;margin-top:2rem}
+.meta{color:#555}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}
+th,td{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{font-weight:600;padding:.5rem .75rem;border-radius:4px;display:inline-block}
+.met{background:#e3f4e3;color:#14591a}.missed{background:#fbe3e3;color:#8a1414}
+.pass{color:#14591a}.fail{color:#8a1414}.error{color:#8a5a00}.ungraded{color:#555}
+td.why{white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,monospace;font-size:12px}
+";
+
+/// The HTML page of a run.
+pub fn render(summary: &Summary, results: &[RunResult]) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write(summary, results, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the HTML page of a run to `out`.
+pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
+    let meta = &summary.meta;
+    let k = meta.n_runs;
+    writeln!(out, "<!DOCTYPE html>")?;
+    writeln!(out, r#"<html lang="en"><head><meta charset="utf-8">"#)?;
+    writeln!(out, r#"<meta name="viewport" content="width=device-width, initial-scale=1">"#)?;
+    writeln!(out, "<title>{} · casebook run {}</title>", text(&meta.experiment), text(&meta.run_id))?;
+    writeln!(out, "<style>\n{STYLE}</style></head><body>")?;
+    writeln!(out, "<h1>{}</h1>", text(&meta.experiment))?;
+    writeln!(
+        out,
+        r#"<p class="meta">Run {} · dataset {} (version <code>{}</code>) · {k} run{} per case · {} → {}</p>"#,
+        text(&meta.run_id),
+        text(&meta.dataset),
+        text(&meta.dataset_version_id),
+        if k == 1 { "" } else { "s" },
+        text(&meta.started),
+        text(&meta.finished),
+    )?;
+    writeln!(
+        out,
+        r#"<p class="verdict {}">Threshold {}: pass rate {} against {} required</p>"#,
+        if summary.threshold_met { "met" } else { "missed" },
+        text(&threshold_verdict(summary)),
+        text(&percent(summary.totals.pass_rate)),
+        text(&percent(Some(summary.threshold))),
+    )?;
+
+    writeln!(out, "<h2>Totals</h2>\n<table>")?;
+    writeln!(
+        out,
+        "<tr><th>scenario</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
+         <th>95 % CI</th><th>mean score</th><th>95 % CI</th><th>pass@{k}</th><th>pass^{k}</th></tr>"
+    )?;
+    for scenario in &summary.scenarios {
+        writeln!(
+            out,
+            "<tr><td>{}</td>{}{}{}</tr>",
+            text(&scenario.scenario),
+            tally_cells(&scenario.tally),
+            number(&percent(scenario.pass_at_k.pass_at_k)),
+            number(&percent(scenario.pass_at_k.pass_hat_k)),
+        )?;
+    }
+    writeln!(out, "<tr><th>all</th>{}<td></td><td></td></tr>\n</table>", tally_cells(&summary.totals))?;
+    writeln!(
+        out,
+        "<p class=\"meta\">Pass rate = passed / (passed + failed), Wilson interval; errors are counted apart. \
+         Mean score with Student's t interval. pass@{k} / pass^{k}: cases with at least one / all of their \
+         {k} runs passing, over cases with no error.</p>"
+    )?;
+
+    if !summary.graders.is_empty() {
+        writeln!(out, "<h2>Graders</h2>\n<table>")?;
+        writeln!(
+            out,
+            "<tr><th>grader</th><th>grades</th><th>mean</th><th>min</th><th>max</th><th>pass rate</th><th>errors</th></tr>"
+        )?;
+        for grader in &summary.graders {
+            writeln!(
+                out,
+                "<tr><td>{}</td>{}{}{}{}{}{}</tr>",
+                text(&grader.grader),
+                number(&grader.count.to_string()),
+                number(&score(grader.mean_score)),
+                number(&score(grader.min_score)),
+                number(&score(grader.max_score)),
+                number(&percent(grader.pass_rate)),
+                number(&grader.errors.to_string()),
+            )?;
+        }
+        writeln!(out, "</table>")?;
+    }
+
+    if !summary.labels.is_empty() {
+        writeln!(out, "<h2>Labels</h2>\n<table>")?;
+        writeln!(
+            out,
+            "<tr><th>label</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
+             <th>95 % CI</th><th>mean score</th><th>95 % CI</th></tr>"
+        )?;
+        for label in &summary.labels {
+            writeln!(out, "<tr><td>{}</td>{}</tr>", text(&label.label), tally_cells(&label.tally))?;
+        }
+        writeln!(out, "</table>")?;
+    }
+
+    if !summary.errors.is_empty() {
+        writeln!(out, "<h2>Errors by kind</h2>\n<table>")?;
+        writeln!(out, "<tr><th>kind</th><th>count</th><th>examples</th></tr>")?;
+        for kind in &summary.errors {
+            let examples: Vec<String> = kind
+                .examples
+                .iter()
+                .map(|e| text(&format!("{} ({} #{}): {}", e.case_id, e.scenario, e.run, e.message)))
+                .collect();
+            writeln!(
+                out,
+                r#"<tr><td>{}</td>{}<td class="why">{}</td></tr>"#,
+                text(&kind.kind),
+                number(&kind.count.to_string()),
+                examples.join("\n"),
+            )?;
+        }
+        writeln!(out, "</table>")?;
+    }
+
+    writeln!(out, "<h2>Results ({})</h2>\n<table>", results.len())?;
+    writeln!(
+        out,
+        "<tr><th>case</th><th>scenario</th><th>run</th><th>score</th><th>verdict</th><th>rationale</th></tr>"
+    )?;
+    for result in ordered(summary, results) {
+        let verdict = Verdict::of(result);
+        writeln!(
+            out,
+            r#"<tr id="{}"><td>{}</td><td>{}</td>{}{}<td class="{}">{}</td><td class="why">{}</td></tr>"#,
+            attribute(&format!("{}/{}/{}", result.scenario, result.case_id, result.run)),
+            text(&result.case_id),
+            text(&result.scenario),
+            number(&result.run.to_string()),
+            number(&score(result.score)),
+            verdict.as_str(),
+            verdict.as_str(),
+            text(&explanation(result, false).join("\n")),
+        )?;
+    }
+    writeln!(out, "</table>\n</body></html>")
+}
+
+/// The cells of a tally, from results to the mean score's interval.
+fn tally_cells(t: &Tally) -> String {
+    [
+        t.results.to_string(),
+        t.passed.to_string(),
+        t.failed.to_string(),
+        t.errors.to_string(),
+        percent(t.pass_rate),
+        percent_interval(t.pass_rate_interval),
+        score(t.mean_score),
+        score_interval(t.mean_score_interval),
+    ]
+    .iter()
+    .map(|cell| number(cell))
+    .collect()
+}
+
+/// A right-aligned cell.
+fn number(cell: &str) -> String {
+    format!(r#"<td class="n">{}</td>"#, text(cell))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::tests::{erroring, failing, meta, passing};
+
+    #[test]
+    fn agent_output_cannot_inject_markup() {
+        let mut evil = failing("<img src=x onerror=alert(1)>", "base", 0);
+        if let Ok(grade) = &mut evil.grades[0].outcome {
+            grade.rationale = "the answer was <script>alert('pwned')</script> & \"more\"".to_owned();
+        }
+        let results = vec![
+            passing("ok", "base", 0),
+            evil,
+            erroring("e", "base", 0, "<b>kind</b>", "</td></tr><script>x</script>"),
+        ];
+        let page = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
+        assert!(!page.contains("<script"), "{page}");
+        assert!(!page.contains("<img"), "{page}");
+        assert!(!page.contains("<b>"), "{page}");
+        assert!(page.contains("&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt; &amp; &quot;more&quot;"));
+        assert!(page.contains("&lt;/td&gt;&lt;/tr&gt;&lt;script&gt;x&lt;/script&gt;"));
+    }
+
+    #[test]
+    fn page_is_self_contained_and_lists_every_result() {
+        let results =
+            vec![passing("a", "base", 0), failing("b", "base", 0), erroring("c", "base", 0, "timeout", "slow")];
+        let page = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
+        assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+        for external in ["<script", "<link", "src=", "href=", "@import", "url("] {
+            assert!(!page.contains(external), "{external} in the page");
+        }
+        assert!(page.contains("<h2>Results (3)</h2>"));
+        assert!(page.contains(r#"<td class="pass">pass</td>"#));
+        assert!(
+            page.contains(
+                r#"<td class="fail">fail</td><td class="why">exact_match 0.000 fail: exact_match says 0</td>"#
+            )
+        );
+        assert!(page.contains(r#"<td class="error">error</td><td class="why">timeout: slow</td>"#));
+        assert_eq!(page.matches("<tr id=").count(), 3);
+    }
+}

@@ -1,0 +1,242 @@
+//! JUnit XML for CI: one `<testsuite>` per scenario, one `<testcase>` per result named
+//! `{case_id} #{run}` with class name `{dataset}.{scenario}`. A failed case carries a
+//! `<failure>` with the graders' rationales, an error an `<error type="{kind}">`, an ungraded
+//! result a `<skipped>`; so CI counts errors apart from failures, as the summary does.
+
+use std::io::{self, Write};
+
+use super::escape::{attribute, text};
+use super::{explanation, ordered};
+use crate::record::RunResult;
+use crate::summary::{Summary, Verdict};
+
+/// The JUnit XML document of a run.
+pub fn render(summary: &Summary, results: &[RunResult]) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write(summary, results, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the JUnit XML document of a run to `out`.
+pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
+    let ordered = ordered(summary, results);
+    let totals = &summary.totals;
+    let all_time: u64 = ordered.iter().map(|r| millis(r)).sum();
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
+        attribute(&summary.meta.experiment),
+        totals.results,
+        totals.failed,
+        totals.errors,
+        totals.ungraded,
+        seconds(all_time),
+    )?;
+    for scenario in &summary.scenarios {
+        let members: Vec<&RunResult> = ordered.iter().copied().filter(|r| r.scenario == scenario.scenario).collect();
+        let tally = &scenario.tally;
+        writeln!(
+            out,
+            r#"  <testsuite name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
+            attribute(&scenario.scenario),
+            tally.results,
+            tally.failed,
+            tally.errors,
+            tally.ungraded,
+            seconds(members.iter().map(|r| millis(r)).sum()),
+        )?;
+        writeln!(out, "    <properties>")?;
+        for (name, value) in [
+            ("run_id", summary.meta.run_id.as_str()),
+            ("dataset", &summary.meta.dataset),
+            ("dataset_version_id", &summary.meta.dataset_version_id),
+        ] {
+            writeln!(out, r#"      <property name="{name}" value="{}"/>"#, attribute(value))?;
+        }
+        writeln!(out, "    </properties>")?;
+        for result in members {
+            testcase(&mut out, summary, result)?;
+        }
+        writeln!(out, "  </testsuite>")?;
+    }
+    writeln!(out, "</testsuites>")
+}
+
+fn testcase(out: &mut impl Write, summary: &Summary, result: &RunResult) -> io::Result<()> {
+    write!(
+        out,
+        r#"    <testcase name="{}" classname="{}" time="{}""#,
+        attribute(&format!("{} #{}", result.case_id, result.run)),
+        attribute(&format!("{}.{}", summary.meta.dataset, result.scenario)),
+        seconds(millis(result)),
+    )?;
+    match Verdict::of(result) {
+        Verdict::Pass => writeln!(out, "/>"),
+        Verdict::Fail => {
+            let failing: Vec<String> = result
+                .grades
+                .iter()
+                .filter(|g| g.outcome.as_ref().is_ok_and(|grade| !grade.pass))
+                .map(|g| g.grader.clone())
+                .collect();
+            let score = result.score.map_or_else(|| "no score".to_owned(), |s| format!("score {s:.3}"));
+            let message = if failing.is_empty() { score } else { format!("{score}; failed: {}", failing.join(", ")) };
+            writeln!(out, ">")?;
+            writeln!(
+                out,
+                r#"      <failure message="{}" type="fail">{}</failure>"#,
+                attribute(&message),
+                text(&explanation(result, true).join("\n")),
+            )?;
+            writeln!(out, "    </testcase>")
+        }
+        Verdict::Error => {
+            let (kind, message) =
+                result.failure().map_or(("error", ""), |failure| (failure.kind.as_str(), failure.message.as_str()));
+            writeln!(out, ">")?;
+            writeln!(
+                out,
+                r#"      <error type="{}" message="{}">{}</error>"#,
+                attribute(kind),
+                attribute(message),
+                text(&explanation(result, true).join("\n")),
+            )?;
+            writeln!(out, "    </testcase>")
+        }
+        Verdict::Ungraded => {
+            writeln!(out, ">")?;
+            writeln!(out, r#"      <skipped message="no grader gave a verdict"/>"#)?;
+            writeln!(out, "    </testcase>")
+        }
+    }
+}
+
+fn millis(result: &RunResult) -> u64 {
+    result.output.as_ref().map_or(0, |output| output.millis)
+}
+
+fn seconds(millis: u64) -> String {
+    format!("{}.{:03}", millis / 1000, millis % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::tests::{erroring, failing, graded, meta, passing};
+
+    /// The `<testcase …>…</testcase>` (or self-closed) element whose name attribute is `name`.
+    fn testcase_of<'a>(xml: &'a str, name: &str) -> &'a str {
+        let start = xml.find(&format!(r#"<testcase name="{name}""#)).unwrap();
+        let rest = &xml[start..];
+        let self_closed = rest.find("/>").unwrap();
+        let open_end = rest.find('>').unwrap();
+        if open_end == self_closed + 1 {
+            &rest[..self_closed + 2]
+        } else {
+            &rest[..rest.find("</testcase>").unwrap() + 11]
+        }
+    }
+
+    /// A check of well-formedness enough for these documents: tags balance, attribute values
+    /// hold no raw `<` or `"`, and no text holds a raw `<`, `>` or `&` outside a reference.
+    fn assert_well_formed(xml: &str) {
+        let body = xml.strip_prefix(r#"<?xml version="1.0" encoding="UTF-8"?>"#).unwrap();
+        let mut stack: Vec<String> = Vec::new();
+        let mut rest = body;
+        while let Some(open) = rest.find('<') {
+            assert_text(&rest[..open]);
+            let close = rest[open..].find('>').unwrap() + open;
+            let tag = &rest[open + 1..close];
+            assert!(!tag.contains('<'), "raw < inside a tag: {tag}");
+            assert_eq!(tag.matches('"').count() % 2, 0, "unbalanced quotes: {tag}");
+            let values: Vec<&str> = tag.split('"').skip(1).step_by(2).collect();
+            for value in values {
+                assert_text(value);
+            }
+            if let Some(name) = tag.strip_prefix('/') {
+                assert_eq!(stack.pop().as_deref(), Some(name), "mismatched close tag");
+            } else if !tag.ends_with('/') {
+                stack.push(tag.split_whitespace().next().unwrap().to_owned());
+            }
+            rest = &rest[close + 1..];
+        }
+        assert!(stack.is_empty(), "unclosed: {stack:?}");
+        assert_text(rest);
+    }
+
+    fn assert_text(text: &str) {
+        assert!(!text.contains('<') && !text.contains('>'), "raw markup in {text:?}");
+        for (i, _) in text.match_indices('&') {
+            let reference = &text[i..text[i..].find(';').map(|j| i + j + 1).unwrap()];
+            assert!(
+                ["&amp;", "&lt;", "&gt;", "&quot;", "&#39;", "&#10;", "&#9;", "&#13;"].contains(&reference),
+                "bad reference {reference}"
+            );
+        }
+        assert!(!text.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\t')), "control character in {text:?}");
+    }
+
+    fn nasty() -> Vec<RunResult> {
+        let mut nasty_fail = graded(r#"q<1>&"2"'"#, "base", 0, &[("exact_match", 0.0, false)]);
+        if let Ok(grade) = &mut nasty_fail.grades[0].outcome {
+            grade.rationale = "expected <b>&amp;</b> got \u{1b}[31m\"nothing\"'".to_owned();
+        }
+        vec![
+            passing("ok", "base", 1),
+            failing("plain", "base", 0),
+            nasty_fail,
+            erroring("boom", "base", 2, "http", "status 502: <html>\"bad gateway\" & more\n\u{0}"),
+            graded("silent", "tools", 0, &[]).with_no_verdict(),
+        ]
+    }
+
+    trait NoVerdict {
+        fn with_no_verdict(self) -> Self;
+    }
+
+    impl NoVerdict for RunResult {
+        fn with_no_verdict(mut self) -> Self {
+            self.score = None;
+            self.pass = None;
+            self
+        }
+    }
+
+    #[test]
+    fn output_is_well_formed_and_escaped() {
+        let results = nasty();
+        let xml = render(&Summary::of(&results, 0.5, meta(&["base", "tools"], 3)), &results);
+        assert_well_formed(&xml);
+        assert!(
+            xml.contains(r#"<testcase name="q&lt;1&gt;&amp;&quot;2&quot;&#39; #0" classname="support.base""#),
+            "{xml}"
+        );
+        assert!(xml.contains("expected &lt;b&gt;&amp;amp;&lt;/b&gt; got \\u{1b}[31m&quot;nothing&quot;&#39;"), "{xml}");
+        assert!(
+            xml.contains(r#"message="status 502: &lt;html&gt;&quot;bad gateway&quot; &amp; more&#10;\u{0}""#),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn failures_errors_and_skips_use_their_elements() {
+        let results = nasty();
+        let xml = render(&Summary::of(&results, 0.5, meta(&["base", "tools"], 3)), &results);
+        assert!(xml.contains(r#"<testsuites name="smoke" tests="5" failures="2" errors="1" skipped="1""#), "{xml}");
+        assert!(xml.contains(r#"<testsuite name="base" tests="4" failures="2" errors="1" skipped="0" time="4.500">"#));
+        assert!(xml.contains(r#"<testsuite name="tools" tests="1" failures="0" errors="0" skipped="1""#));
+
+        let ok = testcase_of(&xml, "ok #1");
+        assert_eq!(ok, r#"<testcase name="ok #1" classname="support.base" time="1.500"/>"#);
+        let plain = testcase_of(&xml, "plain #0");
+        assert!(plain.contains(r#"<failure message="score 0.000; failed: exact_match" type="fail">"#), "{plain}");
+        assert!(plain.contains("exact_match 0.000 fail: exact_match says 0</failure>"), "{plain}");
+        assert!(!plain.contains("<error"));
+        let boom = testcase_of(&xml, "boom #2");
+        assert!(boom.contains(r#"<error type="http" message="status 502"#), "{boom}");
+        assert!(!boom.contains("<failure"));
+        assert!(testcase_of(&xml, "silent #0").contains("<skipped"));
+    }
+}

@@ -1,0 +1,231 @@
+//! A Markdown report of a run, for pull-request comments and CI job summaries: the verdict,
+//! tables of totals per scenario, graders, labels and errors by kind, then the failing cases
+//! with their rationales (the first [`FAILING_CASES_SHOWN`], then "…and N more").
+//!
+//! Text from cases, agents and graders is escaped so it cannot break a table or turn into
+//! markup (CommonMark renders inline HTML).
+
+use std::io::{self, Write};
+
+use super::{explanation, ordered, percent, percent_interval, score, score_interval, threshold_verdict, truncate};
+use crate::record::RunResult;
+use crate::summary::{Summary, Tally, Verdict};
+
+/// How many failing cases the report lists.
+pub const FAILING_CASES_SHOWN: usize = 50;
+
+/// How much of one rationale the report shows.
+const RATIONALE_CHARS: usize = 300;
+
+/// The Markdown report of a run.
+pub fn render(summary: &Summary, results: &[RunResult]) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write(summary, results, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Writes the Markdown report of a run to `out`.
+pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
+    let meta = &summary.meta;
+    let k = meta.n_runs;
+    writeln!(out, "# {}\n", inline(&meta.experiment))?;
+    writeln!(
+        out,
+        "Run {} · dataset {} (version {}) · {} run{} per case · {} → {}\n",
+        inline(&meta.run_id),
+        inline(&meta.dataset),
+        inline(&meta.dataset_version_id),
+        k,
+        if k == 1 { "" } else { "s" },
+        inline(&meta.started),
+        inline(&meta.finished),
+    )?;
+    writeln!(
+        out,
+        "**Threshold {}**: pass rate {} against {} required.\n",
+        threshold_verdict(summary),
+        percent(summary.totals.pass_rate),
+        percent(Some(summary.threshold)),
+    )?;
+
+    writeln!(out, "## Totals\n")?;
+    writeln!(
+        out,
+        "| scenario | results | passed | failed | errors | pass rate | 95 % CI | mean score | 95 % CI | pass@{k} | pass^{k} |"
+    )?;
+    writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+    for scenario in &summary.scenarios {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            inline(&scenario.scenario),
+            tally_cells(&scenario.tally),
+            percent(scenario.pass_at_k.pass_at_k),
+            percent(scenario.pass_at_k.pass_hat_k),
+        )?;
+    }
+    writeln!(out, "| **all** | {} | | |\n", tally_cells(&summary.totals))?;
+    writeln!(
+        out,
+        "Pass rate = passed / (passed + failed), Wilson interval; errors are counted apart. \
+         Mean score with Student's t interval. pass@{k} / pass^{k}: cases with at least one / all \
+         of their {k} runs passing, over cases with no error.\n"
+    )?;
+
+    if !summary.graders.is_empty() {
+        writeln!(out, "## Graders\n")?;
+        writeln!(out, "| grader | grades | mean | min | max | pass rate | errors |")?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
+        for grader in &summary.graders {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                inline(&grader.grader),
+                grader.count,
+                score(grader.mean_score),
+                score(grader.min_score),
+                score(grader.max_score),
+                percent(grader.pass_rate),
+                grader.errors,
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    if !summary.labels.is_empty() {
+        writeln!(out, "## Labels\n")?;
+        writeln!(out, "| label | results | passed | failed | errors | pass rate | mean score |")?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
+        for label in &summary.labels {
+            let t = &label.tally;
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                inline(&label.label),
+                t.results,
+                t.passed,
+                t.failed,
+                t.errors,
+                percent(t.pass_rate),
+                score(t.mean_score),
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    if !summary.errors.is_empty() {
+        writeln!(out, "## Errors by kind\n")?;
+        writeln!(out, "| kind | count | example |")?;
+        writeln!(out, "|---|--:|---|")?;
+        for kind in &summary.errors {
+            let example = kind.examples.first().map_or_else(String::new, |e| {
+                format!(
+                    "{} ({} #{}): {}",
+                    inline(&e.case_id),
+                    inline(&e.scenario),
+                    e.run,
+                    inline(&truncate(&e.message, RATIONALE_CHARS))
+                )
+            });
+            writeln!(out, "| {} | {} | {} |", inline(&kind.kind), kind.count, example)?;
+        }
+        writeln!(out)?;
+    }
+
+    let failing: Vec<&RunResult> =
+        ordered(summary, results).into_iter().filter(|r| Verdict::of(r) == Verdict::Fail).collect();
+    if !failing.is_empty() {
+        writeln!(out, "## Failing cases ({})\n", failing.len())?;
+        for result in failing.iter().take(FAILING_CASES_SHOWN) {
+            writeln!(
+                out,
+                "- **{}** ({} #{}), score {}",
+                inline(&result.case_id),
+                inline(&result.scenario),
+                result.run,
+                score(result.score),
+            )?;
+            for line in explanation(result, true) {
+                writeln!(out, "  - {}", inline(&truncate(&line, RATIONALE_CHARS)))?;
+            }
+        }
+        if failing.len() > FAILING_CASES_SHOWN {
+            writeln!(out, "\n…and {} more", failing.len() - FAILING_CASES_SHOWN)?;
+        }
+    }
+    Ok(())
+}
+
+/// The cells `results | passed | failed | errors | pass rate | CI | mean | CI`.
+fn tally_cells(t: &Tally) -> String {
+    format!(
+        "{} | {} | {} | {} | {} | {} | {} | {}",
+        t.results,
+        t.passed,
+        t.failed,
+        t.errors,
+        percent(t.pass_rate),
+        percent_interval(t.pass_rate_interval),
+        score(t.mean_score),
+        score_interval(t.mean_score_interval),
+    )
+}
+
+/// `text` as inline Markdown that renders as itself on one line: punctuation with a meaning is
+/// backslash-escaped (CommonMark allows it before any ASCII punctuation), line breaks become
+/// spaces and control characters are shown as `\u{…}`.
+fn inline(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '~' | '&' | '#' | '!' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\r' | '\n' | '\t' => out.push(' '),
+            c if c.is_control() => out.push_str(&format!("\\\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::tests::{erroring, failing, meta, passing};
+
+    #[test]
+    fn inline_text_cannot_break_a_table_or_become_markup() {
+        assert_eq!(inline("a|b\nc <script>x</script> *y*"), r"a\|b c \<script\>x\</script\> \*y\*");
+        assert_eq!(inline("a\u{1b}b"), r"a\\u{1b}b");
+    }
+
+    #[test]
+    fn report_has_the_tables_and_the_failing_cases() {
+        let mut results = vec![passing("a", "base", 0), failing("b|c", "base", 0)];
+        results.push(erroring("d", "base", 0, "timeout", "no reply"));
+        results[0].labels = vec!["lang:fr".to_owned()];
+        let text = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
+        assert!(text.starts_with("# smoke\n"), "{text}");
+        assert!(text.contains("**Threshold missed (1 error)**: pass rate 50.0 % against 50.0 % required."), "{text}");
+        assert!(text.contains("| base | 3 | 1 | 1 | 1 | 50.0 % |"), "{text}");
+        assert!(text.contains("| exact\\_match | 2 | 0.500 | 0.000 | 1.000 | 50.0 % | 0 |"), "{text}");
+        assert!(text.contains("| lang:fr | 1 | 1 | 0 | 0 | 100.0 % | 1.000 |"), "{text}");
+        assert!(text.contains("| timeout | 1 | d (base #0): no reply |"), "{text}");
+        assert!(
+            text.contains("## Failing cases (1)\n\n- **b\\|c** (base #0), score 0.000\n  - exact\\_match 0.000 fail")
+        );
+    }
+
+    #[test]
+    fn failing_cases_are_truncated() {
+        let results: Vec<RunResult> = (0..57).map(|i| failing(&format!("case-{i:02}"), "base", 0)).collect();
+        let text = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
+        assert!(text.contains("## Failing cases (57)"));
+        assert_eq!(text.matches("\n- **case-").count(), FAILING_CASES_SHOWN);
+        assert!(text.contains("case-49") && !text.contains("case-50"));
+        assert!(text.trim_end().ends_with("…and 7 more"), "{text}");
+    }
+}

@@ -1,0 +1,145 @@
+//! Renderers of a run's [`Summary`](crate::summary::Summary) and results: JUnit XML for CI
+//! ([`junit`]), Markdown ([`markdown`]), one self-contained HTML page ([`html`]), JSON lines
+//! ([`write_jsonl`]) and the short plain-text summary a terminal shows ([`human`]).
+//!
+//! Renderers only format: every number comes from the summary, so all reports agree. This file
+//! holds what they share: the order results are listed in, how a result is explained, and the
+//! number formats.
+
+mod escape;
+pub mod html;
+pub mod jsonl;
+pub mod junit;
+pub mod markdown;
+pub mod terminal;
+
+pub use jsonl::write_jsonl;
+pub use terminal::{human, human_comparison};
+
+use crate::record::RunResult;
+use crate::summary::{Interval, Summary};
+
+/// The results in report order: by scenario (the summary's order), then case id, then run.
+fn ordered<'a>(summary: &Summary, results: &'a [RunResult]) -> Vec<&'a RunResult> {
+    let position = |scenario: &str| summary.scenarios.iter().position(|s| s.scenario == scenario).unwrap_or(usize::MAX);
+    let mut ordered: Vec<&RunResult> = results.iter().collect();
+    ordered.sort_by(|a, b| {
+        position(&a.scenario)
+            .cmp(&position(&b.scenario))
+            .then_with(|| a.scenario.cmp(&b.scenario))
+            .then_with(|| a.case_id.cmp(&b.case_id))
+            .then_with(|| a.run.cmp(&b.run))
+    });
+    ordered
+}
+
+/// Why a result came out as it did, one line per grader: `grader 0.400 fail: rationale`, or
+/// the failure that made it an error. With `only_failing`, the graders that passed are left out
+/// (unless none failed, as when only the weighted score fell short).
+fn explanation(result: &RunResult, only_failing: bool) -> Vec<String> {
+    if let Err(failure) = &result.output {
+        return vec![format!("{}: {}", failure.kind, failure.message)];
+    }
+    let failed_graders: Vec<String> = result
+        .grades
+        .iter()
+        .filter_map(|g| g.outcome.as_ref().err().map(|f| format!("{}: {}: {}", g.grader, f.kind, f.message)))
+        .collect();
+    if !failed_graders.is_empty() {
+        return failed_graders;
+    }
+    let any_failing = result.grades.iter().any(|g| g.outcome.as_ref().is_ok_and(|grade| !grade.pass));
+    result
+        .grades
+        .iter()
+        .filter_map(|g| g.outcome.as_ref().ok().map(|grade| (g, grade)))
+        .filter(|(_, grade)| !(only_failing && any_failing && grade.pass))
+        .map(|(g, grade)| {
+            let verdict = if grade.pass { "pass" } else { "fail" };
+            format!("{} {:.3} {verdict}: {}", g.grader, grade.score, grade.rationale)
+        })
+        .collect()
+}
+
+/// `80.0 %`, or `–` when there is no rate.
+fn percent(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "–".to_owned(), |r| format!("{:.1} %", r * 100.0))
+}
+
+/// `49.0–94.3 %`, or `–`.
+fn percent_interval(interval: Option<Interval>) -> String {
+    interval.map_or_else(|| "–".to_owned(), |i| format!("{:.1}–{:.1} %", i.low * 100.0, i.high * 100.0))
+}
+
+/// `0.712`, or `–`.
+fn score(score: Option<f64>) -> String {
+    score.map_or_else(|| "–".to_owned(), |s| format!("{s:.3}"))
+}
+
+/// `0.48–1.00`, or `–`.
+fn score_interval(interval: Option<Interval>) -> String {
+    interval.map_or_else(|| "–".to_owned(), |i| format!("{:.3}–{:.3}", i.low, i.high))
+}
+
+/// The first `max` characters of `text`, with `…` when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// What a threshold line says: `met`, or `missed` with the reason.
+fn threshold_verdict(summary: &Summary) -> String {
+    if summary.threshold_met {
+        return "met".to_owned();
+    }
+    let errors = summary.totals.errors;
+    if errors > 0 {
+        let plural = if errors == 1 { "" } else { "s" };
+        format!("missed ({errors} error{plural})")
+    } else if summary.totals.pass_rate.is_none() {
+        "missed (nothing graded)".to_owned()
+    } else {
+        "missed".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Failure;
+    use crate::summary::tests::{erroring, graded, meta};
+
+    #[test]
+    fn explanation_names_the_failing_graders() {
+        let result = graded("a", "s", 0, &[("contains", 1.0, true), ("exact_match", 0.0, false)]);
+        assert_eq!(explanation(&result, true), ["exact_match 0.000 fail: exact_match says 0"]);
+        assert_eq!(explanation(&result, false).len(), 2);
+        let mut judged = result.clone();
+        judged.grades[1].outcome = Err(Failure::new("judge", "bad reply"));
+        assert_eq!(explanation(&judged, true), ["exact_match: judge: bad reply"]);
+        assert_eq!(explanation(&erroring("a", "s", 0, "timeout", "30s"), true), ["timeout: 30s"]);
+    }
+
+    #[test]
+    fn results_are_ordered_by_scenario_then_case_then_run() {
+        let results = vec![graded("b", "two", 0, &[]), graded("b", "one", 1, &[]), graded("a", "one", 2, &[])];
+        let summary = Summary::of(&results, 0.5, meta(&["two", "one"], 3));
+        let order: Vec<(&str, &str, u32)> =
+            ordered(&summary, &results).iter().map(|r| (r.scenario.as_str(), r.case_id.as_str(), r.run)).collect();
+        assert_eq!(order, [("two", "b", 0), ("one", "a", 2), ("one", "b", 1)]);
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(percent(Some(0.8)), "80.0 %");
+        assert_eq!(percent(None), "–");
+        assert_eq!(percent_interval(Some(Interval { low: 0.49, high: 0.9433 })), "49.0–94.3 %");
+        assert_eq!(score(Some(0.71249)), "0.712");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("abcd", 4), "abcd");
+    }
+}

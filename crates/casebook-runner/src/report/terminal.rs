@@ -1,0 +1,201 @@
+//! The short plain-text summaries a terminal shows after a run ([`human`]) and after a
+//! comparison ([`human_comparison`]): no colour, no line wider than [`WIDTH`] columns. The
+//! library only builds the text; the CLI decides where it goes.
+
+use std::fmt::Write;
+
+use super::{percent, percent_interval, score, score_interval, threshold_verdict, truncate};
+use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
+
+/// The widest line, in characters.
+pub const WIDTH: usize = 100;
+
+/// How many cases each list of a comparison names.
+const CASES_NAMED: usize = 10;
+
+/// Width of the name column of the scenario and grader tables.
+const NAME: usize = 32;
+
+/// A few lines saying how the run went.
+pub fn human(summary: &Summary) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let meta = &summary.meta;
+    let t = &summary.totals;
+    let k = meta.n_runs;
+    lines.push(format!(
+        "{} · run {} · dataset {} · {k} run{} per case",
+        meta.experiment,
+        meta.run_id,
+        meta.dataset,
+        if k == 1 { "" } else { "s" }
+    ));
+    lines.push(format!(
+        "results {}: {} passed, {} failed, {} error{}{}",
+        t.results,
+        t.passed,
+        t.failed,
+        t.errors,
+        if t.errors == 1 { "" } else { "s" },
+        if t.ungraded > 0 { format!(", {} ungraded", t.ungraded) } else { String::new() },
+    ));
+    lines.push(format!(
+        "pass rate {} (95 % CI {}) · mean score {} (95 % CI {})",
+        percent(t.pass_rate),
+        percent_interval(t.pass_rate_interval),
+        score(t.mean_score),
+        score_interval(t.mean_score_interval),
+    ));
+    lines.push(format!("threshold {}: {}", percent(Some(summary.threshold)), threshold_verdict(summary)));
+
+    if summary.scenarios.len() > 1 || k > 1 {
+        lines.push(String::new());
+        lines.push(format!(
+            "{:<NAME$} {:>7} {:>9} {:>7} {:>8} {:>8} {:>6}",
+            "scenario",
+            "results",
+            "pass rate",
+            "mean",
+            format!("pass@{k}"),
+            format!("pass^{k}"),
+            "errors"
+        ));
+        for s in &summary.scenarios {
+            lines.push(format!(
+                "{:<NAME$} {:>7} {:>9} {:>7} {:>8} {:>8} {:>6}",
+                truncate(&s.scenario, NAME),
+                s.tally.results,
+                percent(s.tally.pass_rate),
+                score(s.tally.mean_score),
+                percent(s.pass_at_k.pass_at_k),
+                percent(s.pass_at_k.pass_hat_k),
+                s.tally.errors,
+            ));
+        }
+    }
+
+    if !summary.graders.is_empty() {
+        lines.push(String::new());
+        lines.push(format!(
+            "{:<NAME$} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6}",
+            "grader", "grades", "mean", "min", "max", "pass rate", "errors"
+        ));
+        for g in &summary.graders {
+            lines.push(format!(
+                "{:<NAME$} {:>7} {:>7} {:>7} {:>7} {:>9} {:>6}",
+                truncate(&g.grader, NAME),
+                g.count,
+                score(g.mean_score),
+                score(g.min_score),
+                score(g.max_score),
+                percent(g.pass_rate),
+                g.errors,
+            ));
+        }
+    }
+
+    if !summary.errors.is_empty() {
+        lines.push(String::new());
+        lines.push("errors by kind".to_owned());
+        for kind in &summary.errors {
+            let example = kind
+                .examples
+                .first()
+                .map(|e| format!(", e.g. {} ({} #{}): {}", e.case_id, e.scenario, e.run, e.message))
+                .unwrap_or_default();
+            lines.push(format!("  {} ×{}{}", kind.kind, kind.count, example));
+        }
+    }
+    finish(lines)
+}
+
+/// A few lines saying how run B differs from run A.
+pub fn human_comparison(comparison: &Comparison) -> String {
+    let mut lines = vec![format!(
+        "{} pairs · mean difference B − A {} (95 % CI {})",
+        comparison.pairs,
+        comparison.mean_difference.map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}")),
+        comparison
+            .mean_difference_interval
+            .map_or_else(|| "–".to_owned(), |i| format!("{:+.3} to {:+.3}", i.low, i.high)),
+    )];
+    lines.push(format!(
+        "pass → fail {} · fail → pass {} · only in A {} · only in B {} · errors {}",
+        comparison.pass_to_fail.len(),
+        comparison.fail_to_pass.len(),
+        comparison.only_in_a.len(),
+        comparison.only_in_b.len(),
+        comparison.errors.len(),
+    ));
+    let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
+    name_cases(&mut lines, "pass → fail", &keys(&comparison.pass_to_fail));
+    name_cases(&mut lines, "fail → pass", &keys(&comparison.fail_to_pass));
+    name_cases(&mut lines, "only in A", &comparison.only_in_a);
+    name_cases(&mut lines, "only in B", &comparison.only_in_b);
+    name_cases(&mut lines, "errors", &comparison.errors.iter().map(|e| e.key.clone()).collect::<Vec<_>>());
+    finish(lines)
+}
+
+fn name_cases(lines: &mut Vec<String>, title: &str, cases: &[CaseRun]) {
+    if cases.is_empty() {
+        return;
+    }
+    lines.push(String::new());
+    lines.push(format!("{title}:"));
+    for case in cases.iter().take(CASES_NAMED) {
+        lines.push(format!("  {} ({} #{})", case.case_id, case.scenario, case.run));
+    }
+    if cases.len() > CASES_NAMED {
+        lines.push(format!("  …and {} more", cases.len() - CASES_NAMED));
+    }
+}
+
+/// Joins the lines, each made printable and cut to [`WIDTH`].
+fn finish(lines: Vec<String>) -> String {
+    let mut out = String::new();
+    for line in lines {
+        let printable: String = line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let _ = writeln!(out, "{}", truncate(printable.trim_end(), WIDTH));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::compare;
+    use crate::summary::tests::{erroring, failing, graded, meta, passing};
+
+    #[test]
+    fn human_summary_is_short_and_narrow() {
+        let long = "a-scenario-name-that-goes-on-and-on-and-on-and-on";
+        let mut results = Vec::new();
+        for run in 0..3 {
+            results.push(passing("a", "base", run));
+            results.push(failing("b", long, run));
+        }
+        results.push(erroring("c", "base", 0, "timeout", &format!("no reply\n{}", "x".repeat(300))));
+        results.push(graded("d", "base", 0, &[(&"g".repeat(80), 0.5, true)]));
+        let text = human(&Summary::of(&results, 0.8, meta(&["base", long], 3)));
+        for line in text.lines() {
+            assert!(line.chars().count() <= WIDTH, "too wide: {line}");
+            assert!(!line.chars().any(char::is_control));
+        }
+        assert!(text.starts_with("smoke · run run-1 · dataset support · 3 runs per case\n"), "{text}");
+        assert!(text.contains("results 8: 4 passed, 3 failed, 1 error\n"), "{text}");
+        assert!(text.contains("threshold 80.0 %: missed (1 error)"), "{text}");
+        assert!(text.contains("a-scenario-name-that-goes-on-an…"), "{text}");
+        assert!(text.contains("  timeout ×1, e.g. c (base #0): no reply xxx"), "{text}");
+        assert!(text.lines().count() < 20);
+    }
+
+    #[test]
+    fn human_comparison_names_the_flips() {
+        let a = vec![passing("x", "base", 0), failing("y", "base", 0)];
+        let b = vec![failing("x", "base", 0), passing("y", "base", 0), passing("z", "base", 0)];
+        let text = human_comparison(&compare(&a, &b));
+        assert!(text.starts_with("2 pairs · mean difference B − A +0.000"), "{text}");
+        assert!(text.contains("pass → fail 1 · fail → pass 1 · only in A 0 · only in B 1 · errors 0"), "{text}");
+        assert!(text.contains("pass → fail:\n  x (base #0)\n"), "{text}");
+        assert!(text.contains("only in B:\n  z (base #0)\n"), "{text}");
+    }
+}

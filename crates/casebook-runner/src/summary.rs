@@ -1,0 +1,895 @@
+//! The numbers a run is judged by: totals, pass rates with confidence intervals, per scenario,
+//! grader and label breakdowns, pass@k and pass^k over repeated runs, errors by kind, whether
+//! the pass threshold was met ([`Summary`]); and the paired comparison of two runs
+//! ([`compare`]).
+//!
+//! Definitions (every report renders these numbers, none recomputes them):
+//!
+//! - A result's [`Verdict`]: `error` when the agent or any grader failed
+//!   ([`RunResult::failure`]), else `pass`/`fail` from [`RunResult::pass`], else `ungraded`
+//!   (no grades at all). Errors are counted apart: never as failed cases, never as a score of 0.
+//! - **Pass rate** = passed / (passed + failed): errors and ungraded results are left out of
+//!   both sides. Its 95 % interval is the Wilson score interval (z = 1.959964).
+//! - **Mean score** = mean of the scores of passed and failed results. Its 95 % interval is
+//!   Student's t interval (mean ± t₀.₉₇₅,ₙ₋₁ · s/√n, s the sample standard deviation), clipped to
+//!   0..1, the range of scores; none for fewer than two scores.
+//! - **threshold_met** = no result is an error, at least one result is graded, and the pass rate
+//!   is at least the threshold. An error means the run did not measure what it was asked to, so
+//!   it never counts as meeting the threshold.
+//! - **pass@k / pass^k**, per scenario, with k = the experiment's `n_runs`: over the cases whose
+//!   runs `0..k` are all present and graded (cases with an error, an ungraded or a missing run
+//!   are left out and counted in `excluded`), pass@k = the fraction with at least one passing run
+//!   and pass^k = the fraction with all k runs passing. With n = k samples per case the unbiased
+//!   estimator 1 − C(n−c, k)/C(n, k) is exactly this indicator, so no estimator is needed.
+//! - [`compare`] pairs results by (case id, scenario, run); a difference is B − A, so a positive
+//!   mean difference means B scored higher. Its 95 % interval is the paired t interval, clipped to
+//!   −1..1.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::{Failure, RunResult};
+
+/// The 0.975 quantile of the standard normal distribution: two-sided 95 % intervals.
+pub const Z_95: f64 = 1.959_963_984_540_054;
+
+/// How many example errors a summary keeps per kind.
+pub const ERROR_EXAMPLES_PER_KIND: usize = 3;
+
+/// What a result counts as in every tally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// The agent or a grader failed: counted apart, never as a failed case.
+    Error,
+    /// Neither an error nor a pass flag: no grader gave a verdict.
+    Ungraded,
+}
+
+impl Verdict {
+    pub fn of(result: &RunResult) -> Self {
+        if result.failure().is_some() {
+            return Self::Error;
+        }
+        match result.pass {
+            Some(true) => Self::Pass,
+            Some(false) => Self::Fail,
+            None => Self::Ungraded,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Error => "error",
+            Self::Ungraded => "ungraded",
+        }
+    }
+}
+
+/// A two-sided 95 % confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// What the run was: the context a summary is read in. The caller supplies the times (the
+/// clock is injected), as RFC 3339 strings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub run_id: String,
+    pub experiment: String,
+    /// The dataset's name (or file).
+    pub dataset: String,
+    /// Content id of the dataset version that was run.
+    pub dataset_version_id: String,
+    pub started: String,
+    pub finished: String,
+    pub n_runs: u32,
+    /// The experiment's scenarios, in its order.
+    pub scenarios: Vec<String>,
+}
+
+/// Counts and rates of a set of results: the whole run, one scenario or one label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tally {
+    pub results: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub ungraded: usize,
+    /// passed / (passed + failed); `None` when nothing was graded.
+    pub pass_rate: Option<f64>,
+    /// Wilson score interval of the pass rate.
+    pub pass_rate_interval: Option<Interval>,
+    /// Mean score of the passed and failed results.
+    pub mean_score: Option<f64>,
+    /// Student's t interval of the mean score, clipped to 0..1.
+    pub mean_score_interval: Option<Interval>,
+}
+
+/// pass@k and pass^k of one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassAtK {
+    /// The experiment's `n_runs`.
+    pub k: u32,
+    /// Cases whose k runs are all present and graded: the denominator.
+    pub cases: usize,
+    /// Cases left out because a run is missing, an error or ungraded.
+    pub excluded: usize,
+    /// Fraction of the cases with at least one passing run.
+    pub pass_at_k: Option<f64>,
+    /// pass^k: fraction of the cases with all k runs passing.
+    pub pass_hat_k: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSummary {
+    pub scenario: String,
+    #[serde(flatten)]
+    pub tally: Tally,
+    pub pass_at_k: PassAtK,
+}
+
+/// One grader over the whole run: only the grades it gave (a run whose agent failed has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraderSummary {
+    pub grader: String,
+    /// Grades given.
+    pub count: usize,
+    pub passed: usize,
+    /// Times the grader itself failed.
+    pub errors: usize,
+    pub mean_score: Option<f64>,
+    pub min_score: Option<f64>,
+    pub max_score: Option<f64>,
+    /// passed / count.
+    pub pass_rate: Option<f64>,
+}
+
+/// One label over the whole run. A result counts once in each of its labels; a `key:value`
+/// label is a label of its own (labels sort by name, so the values of a key sit together).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelSummary {
+    pub label: String,
+    #[serde(flatten)]
+    pub tally: Tally,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorExample {
+    pub case_id: String,
+    pub scenario: String,
+    pub run: u32,
+    pub message: String,
+}
+
+/// The errors of one [`Failure::kind`]: each error result counts once, by its first failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorKindSummary {
+    pub kind: String,
+    pub count: usize,
+    /// The first few, in result order.
+    pub examples: Vec<ErrorExample>,
+}
+
+/// Everything reports say about a run; serialised as is for `--format json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub meta: RunMeta,
+    /// The pass rate required, 0..1.
+    pub threshold: f64,
+    /// No error, something graded, and pass rate ≥ threshold.
+    pub threshold_met: bool,
+    pub totals: Tally,
+    /// The experiment's scenarios in its order, then any other scenario found in the results.
+    pub scenarios: Vec<ScenarioSummary>,
+    /// In order of first appearance.
+    pub graders: Vec<GraderSummary>,
+    /// Sorted by label.
+    pub labels: Vec<LabelSummary>,
+    /// Most frequent kind first.
+    pub errors: Vec<ErrorKindSummary>,
+}
+
+impl Summary {
+    pub fn of(results: &[RunResult], threshold: f64, meta: RunMeta) -> Self {
+        let mut totals = Counter::default();
+        let mut scenarios: BTreeMap<&str, Counter> = BTreeMap::new();
+        let mut cases: BTreeMap<&str, BTreeMap<&str, BTreeMap<u32, Verdict>>> = BTreeMap::new();
+        let mut labels: BTreeMap<&str, Counter> = BTreeMap::new();
+        let mut graders: Vec<GraderCounter> = Vec::new();
+        let mut grader_index: HashMap<&str, usize> = HashMap::new();
+        let mut errors: BTreeMap<&str, ErrorKindSummary> = BTreeMap::new();
+
+        for result in results {
+            let verdict = Verdict::of(result);
+            totals.add(result, verdict);
+            scenarios.entry(&result.scenario).or_default().add(result, verdict);
+            cases
+                .entry(&result.scenario)
+                .or_default()
+                .entry(&result.case_id)
+                .or_default()
+                .entry(result.run)
+                .or_insert(verdict);
+            let distinct: BTreeSet<&str> = result.labels.iter().map(String::as_str).collect();
+            for label in distinct {
+                labels.entry(label).or_default().add(result, verdict);
+            }
+            for grade in &result.grades {
+                let index = *grader_index.entry(&grade.grader).or_insert_with(|| {
+                    graders.push(GraderCounter::new(&grade.grader));
+                    graders.len() - 1
+                });
+                if let Some(counter) = graders.get_mut(index) {
+                    counter.add(&grade.outcome);
+                }
+            }
+            if let Some(failure) = result.failure() {
+                let entry = errors.entry(&failure.kind).or_insert_with(|| ErrorKindSummary {
+                    kind: failure.kind.clone(),
+                    count: 0,
+                    examples: Vec::new(),
+                });
+                entry.count += 1;
+                if entry.examples.len() < ERROR_EXAMPLES_PER_KIND {
+                    entry.examples.push(ErrorExample {
+                        case_id: result.case_id.clone(),
+                        scenario: result.scenario.clone(),
+                        run: result.run,
+                        message: failure.message.clone(),
+                    });
+                }
+            }
+        }
+
+        let mut names: Vec<&str> = Vec::new();
+        for name in &meta.scenarios {
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+        for name in scenarios.keys() {
+            if !names.contains(name) {
+                names.push(name);
+            }
+        }
+        let scenarios = names
+            .into_iter()
+            .map(|name| ScenarioSummary {
+                scenario: name.to_owned(),
+                tally: scenarios.get(name).map(Counter::tally).unwrap_or_else(|| Counter::default().tally()),
+                pass_at_k: pass_at_k(cases.get(name), meta.n_runs),
+            })
+            .collect();
+
+        let totals = totals.tally();
+        let threshold_met = totals.errors == 0 && totals.pass_rate.is_some_and(|rate| rate >= threshold);
+        let mut errors: Vec<ErrorKindSummary> = errors.into_values().collect();
+        errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(&b.kind)));
+
+        Self {
+            meta,
+            threshold,
+            threshold_met,
+            totals,
+            scenarios,
+            graders: graders.into_iter().map(GraderCounter::summary).collect(),
+            labels: labels
+                .into_iter()
+                .map(|(label, counter)| LabelSummary { label: label.to_owned(), tally: counter.tally() })
+                .collect(),
+            errors,
+        }
+    }
+}
+
+/// The Wilson score interval at 95 % of `successes` out of `n`; `None` when `n` is 0.
+pub fn wilson_interval(successes: usize, n: usize) -> Option<Interval> {
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let p = successes as f64 / n;
+    let z2 = Z_95 * Z_95;
+    let denominator = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denominator;
+    let half = Z_95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denominator;
+    // At 0 and n successes the bounds are exactly 0 and 1; rounding would leave a trace.
+    let low = if successes == 0 { 0.0 } else { (centre - half).max(0.0) };
+    let high = if p >= 1.0 { 1.0 } else { (centre + half).min(1.0) };
+    Some(Interval { low, high })
+}
+
+/// The mean of `values` with Student's t interval at 95 %, clipped to `low..=high`. The
+/// interval is `None` for fewer than two values; everything is `None` for none.
+pub fn mean_interval(values: &[f64], low: f64, high: f64) -> (Option<f64>, Option<Interval>) {
+    if values.is_empty() {
+        return (None, None);
+    }
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (Some(mean), None);
+    }
+    let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
+    let half = t_975(n - 1) * (variance / n as f64).sqrt();
+    (Some(mean), Some(Interval { low: (mean - half).max(low), high: (mean + half).min(high) }))
+}
+
+/// The 0.975 quantile of Student's t distribution with `df` degrees of freedom: exact values up
+/// to 30, then the Cornish–Fisher expansion (error below 10⁻⁵ there and shrinking).
+fn t_975(df: usize) -> f64 {
+    const TABLE: [f64; 30] = [
+        12.706_204_7,
+        4.302_652_7,
+        3.182_446_3,
+        2.776_445_1,
+        2.570_581_8,
+        2.446_911_9,
+        2.364_624_3,
+        2.306_004_1,
+        2.262_157_2,
+        2.228_138_9,
+        2.200_985_2,
+        2.178_812_8,
+        2.160_368_7,
+        2.144_786_7,
+        2.131_449_5,
+        2.119_905_3,
+        2.109_815_6,
+        2.100_922_0,
+        2.093_024_1,
+        2.085_963_4,
+        2.079_613_8,
+        2.073_873_1,
+        2.068_657_6,
+        2.063_898_6,
+        2.059_538_6,
+        2.055_529_4,
+        2.051_830_5,
+        2.048_407_1,
+        2.045_229_6,
+        2.042_272_5,
+    ];
+    if let Some(t) = df.checked_sub(1).and_then(|i| TABLE.get(i)) {
+        return *t;
+    }
+    cornish_fisher_t_975(df as f64)
+}
+
+fn cornish_fisher_t_975(df: f64) -> f64 {
+    let z = Z_95;
+    let z3 = z.powi(3);
+    let z5 = z.powi(5);
+    let z7 = z.powi(7);
+    z + (z3 + z) / (4.0 * df)
+        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df)
+        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * df * df * df)
+}
+
+#[derive(Default)]
+struct Counter {
+    results: usize,
+    passed: usize,
+    failed: usize,
+    errors: usize,
+    ungraded: usize,
+    scores: Vec<f64>,
+}
+
+impl Counter {
+    fn add(&mut self, result: &RunResult, verdict: Verdict) {
+        self.results += 1;
+        match verdict {
+            Verdict::Pass => self.passed += 1,
+            Verdict::Fail => self.failed += 1,
+            Verdict::Error => self.errors += 1,
+            Verdict::Ungraded => self.ungraded += 1,
+        }
+        if matches!(verdict, Verdict::Pass | Verdict::Fail) {
+            if let Some(score) = result.score {
+                self.scores.push(score);
+            }
+        }
+    }
+
+    fn tally(&self) -> Tally {
+        let graded = self.passed + self.failed;
+        let (mean_score, mean_score_interval) = mean_interval(&self.scores, 0.0, 1.0);
+        Tally {
+            results: self.results,
+            passed: self.passed,
+            failed: self.failed,
+            errors: self.errors,
+            ungraded: self.ungraded,
+            pass_rate: ratio(self.passed, graded),
+            pass_rate_interval: wilson_interval(self.passed, graded),
+            mean_score,
+            mean_score_interval,
+        }
+    }
+}
+
+struct GraderCounter {
+    grader: String,
+    passed: usize,
+    errors: usize,
+    scores: Vec<f64>,
+}
+
+impl GraderCounter {
+    fn new(grader: &str) -> Self {
+        Self { grader: grader.to_owned(), passed: 0, errors: 0, scores: Vec::new() }
+    }
+
+    fn add(&mut self, outcome: &Result<crate::record::Grade, Failure>) {
+        match outcome {
+            Ok(grade) => {
+                self.scores.push(grade.score);
+                self.passed += usize::from(grade.pass);
+            }
+            Err(_) => self.errors += 1,
+        }
+    }
+
+    fn summary(self) -> GraderSummary {
+        let count = self.scores.len();
+        GraderSummary {
+            mean_score: mean_interval(&self.scores, 0.0, 1.0).0,
+            min_score: self.scores.iter().copied().reduce(f64::min),
+            max_score: self.scores.iter().copied().reduce(f64::max),
+            pass_rate: ratio(self.passed, count),
+            grader: self.grader,
+            count,
+            passed: self.passed,
+            errors: self.errors,
+        }
+    }
+}
+
+fn ratio(part: usize, whole: usize) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+/// pass@k and pass^k of one scenario's cases (case id → run → verdict).
+fn pass_at_k(cases: Option<&BTreeMap<&str, BTreeMap<u32, Verdict>>>, k: u32) -> PassAtK {
+    let (mut counted, mut excluded, mut any, mut all) = (0, 0, 0, 0);
+    for runs in cases.into_iter().flat_map(BTreeMap::values) {
+        let verdicts: Vec<Verdict> = (0..k).filter_map(|run| runs.get(&run).copied()).collect();
+        let complete = k > 0
+            && verdicts.len() == k as usize
+            && verdicts.iter().all(|v| matches!(v, Verdict::Pass | Verdict::Fail));
+        if !complete {
+            excluded += 1;
+            continue;
+        }
+        counted += 1;
+        any += usize::from(verdicts.contains(&Verdict::Pass));
+        all += usize::from(verdicts.iter().all(|v| *v == Verdict::Pass));
+    }
+    PassAtK { k, cases: counted, excluded, pass_at_k: ratio(any, counted), pass_hat_k: ratio(all, counted) }
+}
+
+/// One result's place in a run: what [`compare`] matches on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CaseRun {
+    pub case_id: String,
+    pub scenario: String,
+    pub run: u32,
+}
+
+impl CaseRun {
+    fn of(result: &RunResult) -> Self {
+        Self { case_id: result.case_id.clone(), scenario: result.scenario.clone(), run: result.run }
+    }
+}
+
+/// One case run scored on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedDifference {
+    #[serde(flatten)]
+    pub key: CaseRun,
+    pub score_a: f64,
+    pub score_b: f64,
+    /// `score_b - score_a`.
+    pub difference: f64,
+    pub verdict_a: Verdict,
+    pub verdict_b: Verdict,
+}
+
+/// One case run that is an error on at least one side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedError {
+    #[serde(flatten)]
+    pub key: CaseRun,
+    pub a: Option<Failure>,
+    pub b: Option<Failure>,
+}
+
+/// Run B against run A, case run by case run; every list is sorted by (case id, scenario, run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Case runs scored on both sides: the pairs the mean difference is over.
+    pub pairs: usize,
+    /// Mean of B − A over the pairs.
+    pub mean_difference: Option<f64>,
+    /// Paired t interval of the mean difference, clipped to −1..1.
+    pub mean_difference_interval: Option<Interval>,
+    /// Passed in A, failed in B: regressions.
+    pub pass_to_fail: Vec<PairedDifference>,
+    /// Failed in A, passed in B: fixes.
+    pub fail_to_pass: Vec<PairedDifference>,
+    pub only_in_a: Vec<CaseRun>,
+    pub only_in_b: Vec<CaseRun>,
+    /// An error on either side: not paired.
+    pub errors: Vec<PairedError>,
+    /// Present on both sides, no error, but without a score on one side: not paired.
+    pub ungraded: usize,
+    /// Every pair.
+    pub differences: Vec<PairedDifference>,
+}
+
+/// Pairs the results of two runs by (case id, scenario, run); when a side holds the same case run
+/// twice, its first result is used.
+pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
+    let (a, mut b) = (by_case_run(a), by_case_run(b));
+    let mut comparison = Comparison {
+        pairs: 0,
+        mean_difference: None,
+        mean_difference_interval: None,
+        pass_to_fail: Vec::new(),
+        fail_to_pass: Vec::new(),
+        only_in_a: Vec::new(),
+        only_in_b: Vec::new(),
+        errors: Vec::new(),
+        ungraded: 0,
+        differences: Vec::new(),
+    };
+    for (key, left) in a {
+        let Some(right) = b.remove(&key) else {
+            comparison.only_in_a.push(key);
+            continue;
+        };
+        let (failure_a, failure_b) = (left.failure(), right.failure());
+        if failure_a.is_some() || failure_b.is_some() {
+            comparison.errors.push(PairedError { key, a: failure_a.cloned(), b: failure_b.cloned() });
+            continue;
+        }
+        let (Some(score_a), Some(score_b)) = (left.score, right.score) else {
+            comparison.ungraded += 1;
+            continue;
+        };
+        let pair = PairedDifference {
+            key,
+            score_a,
+            score_b,
+            difference: score_b - score_a,
+            verdict_a: Verdict::of(left),
+            verdict_b: Verdict::of(right),
+        };
+        match (pair.verdict_a, pair.verdict_b) {
+            (Verdict::Pass, Verdict::Fail) => comparison.pass_to_fail.push(pair.clone()),
+            (Verdict::Fail, Verdict::Pass) => comparison.fail_to_pass.push(pair.clone()),
+            _ => {}
+        }
+        comparison.differences.push(pair);
+    }
+    comparison.only_in_b = b.into_keys().collect();
+    let differences: Vec<f64> = comparison.differences.iter().map(|d| d.difference).collect();
+    comparison.pairs = differences.len();
+    (comparison.mean_difference, comparison.mean_difference_interval) = mean_interval(&differences, -1.0, 1.0);
+    comparison
+}
+
+/// The results keyed by case run, the first of each.
+fn by_case_run(results: &[RunResult]) -> BTreeMap<CaseRun, &RunResult> {
+    let mut map = BTreeMap::new();
+    for result in results {
+        map.entry(CaseRun::of(result)).or_insert(result);
+    }
+    map
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{Grade, GraderResult, RunOutput};
+
+    /// A graded result: one grader per `(name, score, pass)`; the result passes when all do.
+    pub(crate) fn graded(case_id: &str, scenario: &str, run: u32, grades: &[(&str, f64, bool)]) -> RunResult {
+        let score = grades.iter().map(|g| g.1).sum::<f64>() / grades.len().max(1) as f64;
+        RunResult {
+            case_id: case_id.to_owned(),
+            case_content_id: format!("content-{case_id}"),
+            labels: Vec::new(),
+            scenario: scenario.to_owned(),
+            run,
+            hash: format!("hash-{case_id}-{scenario}-{run}"),
+            output: Ok(RunOutput { output: serde_json::json!("answer"), millis: 1500, ..RunOutput::default() }),
+            grades: grades
+                .iter()
+                .map(|(name, score, pass)| GraderResult {
+                    grader: (*name).to_owned(),
+                    weight: 1.0,
+                    outcome: Ok(Grade { score: *score, pass: *pass, rationale: format!("{name} says {score}") }),
+                })
+                .collect(),
+            score: Some(score),
+            pass: Some(grades.iter().all(|g| g.2)),
+        }
+    }
+
+    pub(crate) fn passing(case_id: &str, scenario: &str, run: u32) -> RunResult {
+        graded(case_id, scenario, run, &[("exact_match", 1.0, true)])
+    }
+
+    pub(crate) fn failing(case_id: &str, scenario: &str, run: u32) -> RunResult {
+        graded(case_id, scenario, run, &[("exact_match", 0.0, false)])
+    }
+
+    /// A result whose agent failed.
+    pub(crate) fn erroring(case_id: &str, scenario: &str, run: u32, kind: &str, message: &str) -> RunResult {
+        RunResult {
+            output: Err(Failure::new(kind, message)),
+            grades: Vec::new(),
+            score: None,
+            pass: None,
+            ..passing(case_id, scenario, run)
+        }
+    }
+
+    pub(crate) fn meta(scenarios: &[&str], n_runs: u32) -> RunMeta {
+        RunMeta {
+            run_id: "run-1".to_owned(),
+            experiment: "smoke".to_owned(),
+            dataset: "support".to_owned(),
+            dataset_version_id: "cb1-abc".to_owned(),
+            started: "2025-01-01T00:00:00Z".to_owned(),
+            finished: "2025-01-01T00:01:00Z".to_owned(),
+            n_runs,
+            scenarios: scenarios.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    fn close(a: f64, b: f64, tolerance: f64) -> bool {
+        (a - b).abs() <= tolerance
+    }
+
+    #[test]
+    fn wilson_interval_of_8_out_of_10() {
+        let interval = wilson_interval(8, 10).unwrap();
+        assert!(close(interval.low, 0.4902, 5e-4), "{interval:?}");
+        assert!(close(interval.high, 0.9433, 5e-4), "{interval:?}");
+        assert_eq!(wilson_interval(0, 0), None);
+        let none = wilson_interval(0, 3).unwrap();
+        assert_eq!(none.low, 0.0);
+        assert!(close(none.high, 0.5615, 5e-4), "{none:?}");
+        let all = wilson_interval(10, 10).unwrap();
+        assert!(all.high <= 1.0 && close(all.low, 0.7225, 5e-4), "{all:?}");
+    }
+
+    #[test]
+    fn t_interval_of_known_sample() {
+        // 0.2, 0.4, 0.6: mean 0.4, s = 0.2, t(2) = 4.3027 → half width 4.3027 · 0.2/√3 = 0.4968.
+        let (mean, interval) = mean_interval(&[0.2, 0.4, 0.6], f64::MIN, f64::MAX);
+        assert!(close(mean.unwrap(), 0.4, 1e-12));
+        let interval = interval.unwrap();
+        assert!(close(interval.low, 0.4 - 0.49683, 1e-4) && close(interval.high, 0.4 + 0.49683, 1e-4));
+        // Clipped to the range of scores.
+        let (_, clipped) = mean_interval(&[0.2, 0.4, 0.6], 0.0, 1.0);
+        assert_eq!(clipped.unwrap().low, 0.0);
+        assert_eq!(mean_interval(&[0.5], 0.0, 1.0), (Some(0.5), None));
+        assert_eq!(mean_interval(&[], 0.0, 1.0), (None, None));
+    }
+
+    #[test]
+    fn t_quantile_table_meets_the_expansion() {
+        assert!(close(t_975(30), cornish_fisher_t_975(30.0), 1e-5));
+        assert!(close(t_975(31), 2.039_513_4, 1e-5));
+        assert!(close(t_975(60), 2.000_297_8, 1e-5));
+        assert!(t_975(10_000) > Z_95 && t_975(10_000) < Z_95 + 1e-3);
+    }
+
+    #[test]
+    fn errors_are_not_failures() {
+        let results = vec![
+            passing("a", "base", 0),
+            passing("b", "base", 0),
+            failing("c", "base", 0),
+            erroring("d", "base", 0, "timeout", "no reply after 30s"),
+        ];
+        let summary = Summary::of(&results, 0.5, meta(&["base"], 1));
+        let t = &summary.totals;
+        assert_eq!((t.results, t.passed, t.failed, t.errors, t.ungraded), (4, 2, 1, 1, 0));
+        assert!(close(t.pass_rate.unwrap(), 2.0 / 3.0, 1e-12));
+        // The error is not a score of 0: the mean is over the three graded results.
+        assert!(close(t.mean_score.unwrap(), 2.0 / 3.0, 1e-12));
+        // An error means the threshold is not met, whatever the rate.
+        assert!(!summary.threshold_met);
+        assert_eq!(summary.errors.len(), 1);
+        assert_eq!(summary.errors[0].kind, "timeout");
+        assert_eq!(summary.errors[0].examples[0].case_id, "d");
+        assert_eq!(summary.errors[0].examples[0].message, "no reply after 30s");
+    }
+
+    #[test]
+    fn a_failing_grader_makes_an_error_counted_by_its_kind() {
+        let mut result = graded("a", "base", 0, &[("exact_match", 1.0, true), ("llm_judge", 0.0, false)]);
+        result.grades[1].outcome = Err(Failure::new("judge", "judge returned 500"));
+        result.score = None;
+        result.pass = None;
+        let summary = Summary::of(&[result, passing("b", "base", 0)], 0.5, meta(&["base"], 1));
+        assert_eq!((summary.totals.errors, summary.totals.failed, summary.totals.passed), (1, 0, 1));
+        assert_eq!(summary.errors[0].kind, "judge");
+        let judge = summary.graders.iter().find(|g| g.grader == "llm_judge").unwrap();
+        assert_eq!((judge.count, judge.errors, judge.mean_score), (0, 1, None));
+        let exact = summary.graders.iter().find(|g| g.grader == "exact_match").unwrap();
+        assert_eq!((exact.count, exact.errors, exact.pass_rate), (2, 0, Some(1.0)));
+    }
+
+    #[test]
+    fn threshold_met_needs_the_rate_and_no_error() {
+        let mut results: Vec<RunResult> = (0..8).map(|i| passing(&format!("p{i}"), "base", 0)).collect();
+        results.extend((0..2).map(|i| failing(&format!("f{i}"), "base", 0)));
+        let summary = Summary::of(&results, 0.8, meta(&["base"], 1));
+        assert!(summary.threshold_met, "8/10 meets 0.8");
+        let interval = summary.totals.pass_rate_interval.unwrap();
+        assert!(close(interval.low, 0.4902, 5e-4) && close(interval.high, 0.9433, 5e-4));
+        assert!(!Summary::of(&results, 0.81, meta(&["base"], 1)).threshold_met);
+        assert!(!Summary::of(&[], 0.0, meta(&["base"], 1)).threshold_met, "nothing graded");
+    }
+
+    #[test]
+    fn graders_mean_min_max() {
+        let results = vec![
+            graded("a", "base", 0, &[("similarity", 0.9, true), ("contains", 1.0, true)]),
+            graded("b", "base", 0, &[("similarity", 0.3, false), ("contains", 0.0, false)]),
+            graded("c", "base", 0, &[("similarity", 0.6, true)]),
+        ];
+        let summary = Summary::of(&results, 0.5, meta(&["base"], 1));
+        let names: Vec<&str> = summary.graders.iter().map(|g| g.grader.as_str()).collect();
+        assert_eq!(names, ["similarity", "contains"]);
+        let similarity = &summary.graders[0];
+        assert_eq!(similarity.count, 3);
+        assert!(close(similarity.mean_score.unwrap(), 0.6, 1e-12));
+        assert_eq!((similarity.min_score, similarity.max_score), (Some(0.3), Some(0.9)));
+        assert!(close(similarity.pass_rate.unwrap(), 2.0 / 3.0, 1e-12));
+        assert_eq!(summary.graders[1].pass_rate, Some(0.5));
+    }
+
+    #[test]
+    fn labels_count_each_result_once_per_label() {
+        let with = |mut r: RunResult, labels: &[&str]| {
+            r.labels = labels.iter().map(|l| (*l).to_owned()).collect();
+            r
+        };
+        let results = vec![
+            with(passing("a", "base", 0), &["lang:fr", "billing", "billing"]),
+            with(failing("b", "base", 0), &["lang:fr"]),
+            with(passing("c", "base", 0), &["lang:en", "billing"]),
+            with(erroring("d", "base", 0, "http", "502"), &["lang:en"]),
+        ];
+        let summary = Summary::of(&results, 0.5, meta(&["base"], 1));
+        let names: Vec<&str> = summary.labels.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(names, ["billing", "lang:en", "lang:fr"]);
+        let billing = &summary.labels[0].tally;
+        assert_eq!((billing.results, billing.passed, billing.pass_rate), (2, 2, Some(1.0)));
+        let en = &summary.labels[1].tally;
+        assert_eq!((en.results, en.passed, en.errors, en.pass_rate), (2, 1, 1, Some(1.0)));
+        let fr = &summary.labels[2].tally;
+        assert_eq!((fr.results, fr.passed, fr.failed, fr.pass_rate, fr.mean_score), (2, 1, 1, Some(0.5), Some(0.5)));
+    }
+
+    #[test]
+    fn pass_at_k_and_pass_hat_k_over_three_runs() {
+        // Case a passes 3/3, b passes 1/3, c passes 0/3: pass@3 = 2/3, pass^3 = 1/3.
+        // Case d has an errored run and case e a missing one: both left out.
+        let mut results = Vec::new();
+        for run in 0..3 {
+            results.push(passing("a", "base", run));
+            results.push(if run == 1 { passing("b", "base", run) } else { failing("b", "base", run) });
+            results.push(failing("c", "base", run));
+            results.push(if run == 2 {
+                erroring("d", "base", run, "timeout", "slow")
+            } else {
+                passing("d", "base", run)
+            });
+            if run < 2 {
+                results.push(passing("e", "base", run));
+            }
+        }
+        // Another scenario where every case passes every run.
+        results.extend((0..3).map(|run| passing("a", "tools", run)));
+        let summary = Summary::of(&results, 0.5, meta(&["base", "tools"], 3));
+        let base = &summary.scenarios[0];
+        assert_eq!(base.scenario, "base");
+        let p = &base.pass_at_k;
+        assert_eq!((p.k, p.cases, p.excluded), (3, 3, 2));
+        assert!(close(p.pass_at_k.unwrap(), 2.0 / 3.0, 1e-12));
+        assert!(close(p.pass_hat_k.unwrap(), 1.0 / 3.0, 1e-12));
+        let tools = &summary.scenarios[1].pass_at_k;
+        assert_eq!((tools.cases, tools.pass_at_k, tools.pass_hat_k), (1, Some(1.0), Some(1.0)));
+    }
+
+    #[test]
+    fn scenarios_follow_the_experiment_then_the_results() {
+        let results = vec![passing("a", "zeta", 0), passing("a", "extra", 0)];
+        let summary = Summary::of(&results, 0.5, meta(&["zeta", "unused"], 1));
+        let names: Vec<&str> = summary.scenarios.iter().map(|s| s.scenario.as_str()).collect();
+        assert_eq!(names, ["zeta", "unused", "extra"]);
+        assert_eq!(summary.scenarios[1].tally.results, 0);
+        assert_eq!(summary.scenarios[1].pass_at_k.pass_at_k, None);
+    }
+
+    #[test]
+    fn summary_serialises_with_flattened_tallies() {
+        let summary = Summary::of(&[passing("a", "base", 0)], 0.5, meta(&["base"], 1));
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["scenarios"][0]["passed"], 1);
+        assert_eq!(json["scenarios"][0]["pass_at_k"]["pass_hat_k"], 1.0);
+        assert_eq!(json["threshold_met"], true);
+        let back: Summary = serde_json::from_value(json).unwrap();
+        assert_eq!(back, summary);
+    }
+
+    #[test]
+    fn compare_finds_flips_one_sided_cases_and_errors() {
+        let a = vec![
+            passing("x", "base", 0),
+            failing("y", "base", 0),
+            graded("z", "base", 0, &[("similarity", 0.5, true)]),
+            passing("gone", "base", 0),
+            passing("broke", "base", 0),
+        ];
+        let b = vec![
+            failing("x", "base", 0),
+            passing("y", "base", 0),
+            graded("z", "base", 0, &[("similarity", 0.8, true)]),
+            passing("new", "base", 0),
+            erroring("broke", "base", 0, "http", "503"),
+            // Same case, other run: not a pair of anything in A.
+            passing("x", "base", 1),
+        ];
+        let comparison = compare(&a, &b);
+        assert_eq!(comparison.pairs, 3);
+        let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.case_id.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&comparison.pass_to_fail), ["x"]);
+        assert_eq!(keys(&comparison.fail_to_pass), ["y"]);
+        assert_eq!(comparison.only_in_a.iter().map(|k| k.case_id.as_str()).collect::<Vec<_>>(), ["gone"]);
+        let only_b: Vec<(&str, u32)> = comparison.only_in_b.iter().map(|k| (k.case_id.as_str(), k.run)).collect();
+        assert_eq!(only_b, [("new", 0), ("x", 1)]);
+        assert_eq!(comparison.errors.len(), 1);
+        assert_eq!(comparison.errors[0].a, None);
+        assert_eq!(comparison.errors[0].b.as_ref().map(|f| f.kind.as_str()), Some("http"));
+        // Differences B − A: x −1, y +1, z +0.3 → mean 0.1.
+        assert!(close(comparison.mean_difference.unwrap(), 0.1, 1e-12));
+        let interval = comparison.mean_difference_interval.unwrap();
+        assert!(interval.low >= -1.0 && interval.high <= 1.0 && interval.low < 0.1 && interval.high > 0.1);
+    }
+
+    #[test]
+    fn compare_interval_is_the_paired_t_interval() {
+        let a: Vec<RunResult> = [0.2, 0.4, 0.6]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| graded(&format!("c{i}"), "s", 0, &[("g", *s, true)]))
+            .collect();
+        let b: Vec<RunResult> = [0.3, 0.6, 0.9]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| graded(&format!("c{i}"), "s", 0, &[("g", *s, true)]))
+            .collect();
+        // Differences 0.1, 0.2, 0.3: mean 0.2, s 0.1, half width 4.3027 · 0.1/√3 = 0.24842.
+        let comparison = compare(&a, &b);
+        let interval = comparison.mean_difference_interval.unwrap();
+        assert!(close(comparison.mean_difference.unwrap(), 0.2, 1e-12));
+        assert!(close(interval.low, 0.2 - 0.24842, 1e-4) && close(interval.high, 0.2 + 0.24842, 1e-4));
+    }
+}

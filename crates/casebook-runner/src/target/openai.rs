@@ -1,0 +1,201 @@
+//! The `openai` target: casebook's request turned into a chat-completions call, and the
+//! completion's message turned back into a reply.
+//!
+//! The runner sends the whole conversation every turn, so the history the endpoint sees is the
+//! request's `messages`; the task's context and memory seeds go first, as a system message.
+
+use reqwest::{Client, Url};
+use serde_json::{Value, json};
+
+use super::http::{excerpt, post_json};
+use super::policy::AttemptError;
+use crate::protocol::{AgentReply, AgentRequest, Speaker, Step};
+
+/// What an operator's (`hitl`) message is prefixed with: chat completions have no such role.
+pub const OPERATOR_PREFIX: &str = "[operator] ";
+
+#[derive(Debug)]
+pub(crate) struct OpenAiAgent {
+    pub client: Client,
+    /// `{base}/chat/completions`.
+    pub endpoint: Url,
+    pub model: String,
+    pub shown: String,
+}
+
+impl OpenAiAgent {
+    pub async fn call(&self, request: &AgentRequest) -> Result<AgentReply, AttemptError> {
+        let body = chat_request(&self.model, request);
+        let answer = post_json(&self.client, &self.endpoint, &self.shown, &body).await?;
+        reply_from(&answer).map_err(|why| {
+            AttemptError::fatal(
+                "protocol",
+                format!(
+                    "{} did not answer with a chat completion ({why}); expected \
+                     `{{\"choices\": [{{\"message\": {{\"content\": …, \"tool_calls\": […]}}}}]}}`, got: {}",
+                    self.shown,
+                    excerpt(&answer)
+                ),
+            )
+        })
+    }
+}
+
+/// The chat-completions body for one turn.
+pub(crate) fn chat_request(model: &str, request: &AgentRequest) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(preamble) = preamble(request) {
+        messages.push(json!({ "role": "system", "content": preamble }));
+    }
+    for message in &request.messages {
+        let text = as_text(&message.content);
+        let (role, content) = match message.role {
+            Speaker::User => ("user", text),
+            Speaker::Hitl => ("user", format!("{OPERATOR_PREFIX}{text}")),
+            Speaker::System => ("system", text),
+            Speaker::Assistant => ("assistant", text),
+        };
+        messages.push(json!({ "role": role, "content": content }));
+    }
+    let mut body = json!({ "model": model, "messages": messages });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                let mut function = json!({ "name": tool.name });
+                if let Some(description) = &tool.description {
+                    function["description"] = json!(description);
+                }
+                function["parameters"] =
+                    tool.parameters.clone().unwrap_or_else(|| json!({ "type": "object", "properties": {} }));
+                json!({ "type": "function", "function": function })
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+/// The system message that lists the task's context items and memory seeds, if it has any.
+fn preamble(request: &AgentRequest) -> Option<String> {
+    if request.context.is_empty() && request.memory_seeds.is_empty() {
+        return None;
+    }
+    let mut text = String::new();
+    if !request.context.is_empty() {
+        text.push_str("Context you are given:\n");
+        for item in &request.context {
+            let label = match (&item.kind, &item.source) {
+                (Some(kind), Some(source)) => format!("{kind} from {source}"),
+                (Some(kind), None) => kind.clone(),
+                (None, Some(source)) => source.clone(),
+                (None, None) => "context".to_owned(),
+            };
+            text.push_str(&format!("- [{label}] {}\n", as_text(&item.content)));
+        }
+    }
+    if !request.memory_seeds.is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str("What you remember:\n");
+        for seed in &request.memory_seeds {
+            match &seed.target_agent {
+                Some(agent) => text.push_str(&format!("- [{} for {agent}] {}\n", seed.source, seed.content)),
+                None => text.push_str(&format!("- [{}] {}\n", seed.source, seed.content)),
+            }
+        }
+    }
+    Some(text.trim_end().to_owned())
+}
+
+/// A message's content as chat text: strings as they are, other JSON compactly.
+fn as_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `choices[0].message`: its content is the output, its tool calls the trajectory.
+fn reply_from(answer: &[u8]) -> Result<AgentReply, String> {
+    let answer: Value = serde_json::from_slice(answer).map_err(|error| format!("not JSON: {error}"))?;
+    let message = answer.pointer("/choices/0/message").ok_or("no `choices[0].message`")?;
+    let output = match message.get("content") {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::String(text)) => Value::String(text.clone()),
+        Some(_) => return Err("`content` is neither a string nor null".to_owned()),
+    };
+    let mut trajectory = Vec::new();
+    if let Some(calls) = message.get("tool_calls").filter(|calls| !calls.is_null()) {
+        let calls = calls.as_array().ok_or("`tool_calls` is not a list")?;
+        for call in calls {
+            let name = call.pointer("/function/name").and_then(Value::as_str).ok_or("a tool call has no name")?;
+            // Arguments come as a JSON string; a model may write broken JSON, which is kept as text.
+            let arguments = match call.pointer("/function/arguments") {
+                Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+                Some(other) => other.clone(),
+                None => Value::Null,
+            };
+            trajectory.push(Step::ToolCall { name: name.to_owned(), arguments, result: None });
+        }
+    }
+    Ok(AgentReply { output, trajectory })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Message;
+    use casebook_model::{ContextItem, Seed, Task};
+
+    #[test]
+    fn context_and_seeds_go_first_as_a_system_message() {
+        let mut task = Task::new(json!({"question": "why?"}));
+        task.context = Some(vec![ContextItem {
+            kind: Some("log".into()),
+            source: Some("app.log".into()),
+            content: json!("ERROR pool exhausted"),
+            metadata: None,
+        }]);
+        let seed = Seed {
+            source: "user_history".into(),
+            content: "prefers short answers".into(),
+            target_agent: None,
+            metadata: None,
+            extra: Default::default(),
+        };
+        let mut request = AgentRequest::first("c1", 0, &task, vec![seed], "s".into());
+        request.messages.push(Message { role: Speaker::Assistant, content: Value::Null });
+        request.messages.push(Message { role: Speaker::Hitl, content: json!("stop") });
+        let body = chat_request("m", &request);
+        assert_eq!(
+            body,
+            json!({"model": "m", "messages": [
+                {"role": "system", "content": "Context you are given:\n- [log from app.log] ERROR pool exhausted\n\n\
+                                               What you remember:\n- [user_history] prefers short answers"},
+                {"role": "user", "content": "{\"question\":\"why?\"}"},
+                {"role": "assistant", "content": ""},
+                {"role": "user", "content": "[operator] stop"},
+            ]})
+        );
+    }
+
+    #[test]
+    fn replies_without_a_message_are_protocol_errors() {
+        assert_eq!(reply_from(b"{\"choices\": []}").unwrap_err(), "no `choices[0].message`");
+        assert!(reply_from(b"<html>").unwrap_err().starts_with("not JSON"));
+        let reply = reply_from(
+            br#"{"choices":[{"message":{"content":null,"tool_calls":[
+            {"function":{"name":"f","arguments":"{oops"}}]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.output, Value::Null);
+        assert_eq!(
+            reply.trajectory,
+            vec![Step::ToolCall { name: "f".into(), arguments: json!("{oops"), result: None }]
+        );
+    }
+}

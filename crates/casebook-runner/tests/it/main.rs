@@ -1,0 +1,2 @@
+mod grade;
+mod target;

@@ -1,0 +1,155 @@
+//! Experiment runs in the embedded store: what `casebook run` records as it goes, and what
+//! `results`, `compare` and a resumed run read back. The store keeps the runner's JSON as it is
+//! given; it does not look inside.
+
+use std::collections::HashMap;
+
+use sqlx::{AssertSqlSafe, Row};
+
+use crate::{SqliteStore, StoreError};
+
+/// A run as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRow {
+    pub id: String,
+    pub experiment: String,
+    pub started: String,
+    /// `None` while running, or when the run was stopped.
+    pub finished: Option<String>,
+    pub meta: String,
+    pub summary: Option<String>,
+}
+
+/// One finished result: its place in the run, the result's JSON, and the agent's output to keep
+/// under the run hash (absent when the agent failed: a failure is retried next time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultRow {
+    pub seq: u64,
+    pub result: String,
+    pub output: Option<(String, String)>,
+}
+
+/// Rows an `INSERT` carries.
+const ROWS: usize = 400;
+
+impl SqliteStore {
+    pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO runs (id, experiment, started, meta) VALUES (?, ?, ?, ?)")
+            .bind(id)
+            .bind(experiment)
+            .bind(started)
+            .bind(meta)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Records finished results, and their outputs by run hash, in one transaction.
+    pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
+        let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        for chunk in rows.chunks(ROWS) {
+            let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+            let mut query = sqlx::query(AssertSqlSafe(format!(
+                "INSERT OR REPLACE INTO run_results (run, seq, result) VALUES {values}"
+            )));
+            for row in chunk {
+                query = query.bind(run).bind(row.seq as i64).bind(&row.result);
+            }
+            query.execute(&mut *tx).await?;
+            let outputs: Vec<&(String, String)> = chunk.iter().filter_map(|r| r.output.as_ref()).collect();
+            if !outputs.is_empty() {
+                let values = vec!["(?, ?)"; outputs.len()].join(", ");
+                let mut query = sqlx::query(AssertSqlSafe(format!(
+                    "INSERT OR REPLACE INTO run_outputs (hash, output) VALUES {values}"
+                )));
+                for (hash, output) in outputs {
+                    query = query.bind(hash).bind(output);
+                }
+                query.execute(&mut *tx).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn finish_run(&self, id: &str, finished: &str, summary: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE runs SET finished = ?, summary = ? WHERE id = ?")
+            .bind(finished)
+            .bind(summary)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The stored outputs of those of `hashes` that have one.
+    pub async fn outputs(&self, hashes: &[String]) -> Result<HashMap<String, String>, StoreError> {
+        let mut found = HashMap::new();
+        for chunk in hashes.chunks(ROWS) {
+            let marks = vec!["?"; chunk.len()].join(", ");
+            let mut query =
+                sqlx::query(AssertSqlSafe(format!("SELECT hash, output FROM run_outputs WHERE hash IN ({marks})")));
+            for hash in chunk {
+                query = query.bind(hash);
+            }
+            for row in query.fetch_all(self.pool()).await? {
+                found.insert(row.get(0), row.get(1));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Every run, oldest first.
+    pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows =
+            sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY started, id")
+                .fetch_all(self.pool())
+                .await?;
+        Ok(rows.iter().map(run_row).collect())
+    }
+
+    /// The run whose id is `reference` or starts with it; the latest run for `None`.
+    pub async fn run(&self, reference: Option<&str>) -> Result<RunRow, StoreError> {
+        let rows = match reference {
+            None => {
+                sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY started DESC, id DESC LIMIT 1")
+                    .fetch_all(self.pool())
+                    .await?
+            }
+            Some(prefix) => {
+                sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs WHERE substr(id, 1, length(?1)) = ?1 LIMIT 5")
+                    .bind(prefix)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        match rows.as_slice() {
+            [one] => Ok(run_row(one)),
+            [] => Err(StoreError::NoRun(reference.unwrap_or("").to_owned())),
+            many => Err(StoreError::AmbiguousRun(
+                reference.unwrap_or("").to_owned(),
+                many.iter().map(|r| r.get::<String, _>(0)).collect::<Vec<_>>().join(", "),
+            )),
+        }
+    }
+
+    /// The results of a run, in order.
+    pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query_scalar("SELECT result FROM run_results WHERE run = ? ORDER BY seq")
+            .bind(id)
+            .fetch_all(self.pool())
+            .await?;
+        Ok(rows)
+    }
+}
+
+fn run_row(r: &sqlx::sqlite::SqliteRow) -> RunRow {
+    RunRow {
+        id: r.get(0),
+        experiment: r.get(1),
+        started: r.get(2),
+        finished: r.get(3),
+        meta: r.get(4),
+        summary: r.get(5),
+    }
+}
