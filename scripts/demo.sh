@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The README's first command: builds casebook and runs it on the bundled examples — validates
-# every one, summarises and converts a mas-lab manifest, then keeps two versions of a dataset in
-# an embedded store (in a temporary folder) and shows their log and diff.
+# every dataset, summarises and converts a mas-lab manifest, keeps two versions of a dataset in
+# an embedded store (in a temporary folder), shows their log and diff, filters cases, and runs
+# the example experiment against the built-in agents.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release -q -p casebook-cli
 casebook() { target/release/casebook "$@"; }
 
-echo "== validate every example"
-casebook validate examples/*/*.jsonl examples/*/*.json examples/*/*.yaml
+echo "== validate every example dataset"
+casebook validate examples/agenthealth/rca.json examples/casebook/incidents.yaml examples/letta/support.jsonl \
+  examples/maslab/trip-planner.yaml examples/voltagent/geography.json
 casebook validate --from csv --map id=qid,input=question,expected.output=answer examples/spreadsheet/questions.csv
 
 echo; echo "== inspect a mas-lab manifest"
@@ -32,3 +34,6 @@ echo; echo "== choosing cases: the same filter on the store (in SQL) and on the 
 casebook cases support --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases examples/letta/support.jsonl --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases support --group-by label.category
+echo; echo "== running the dataset against built-in agents, graded; results kept in the store"
+casebook run examples/experiments/support.yaml --report markdown="$store/report.md" || true
+casebook results --list

@@ -18,7 +18,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn domain(self) -> &'static str {
+    /// The domain hashed in front of the content.
+    pub fn domain(self) -> &'static str {
         match self {
             Kind::Case => "casebook/case/v1",
             Kind::Task => "casebook/task/v1",

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::grade::Grader;
-use crate::hash::run_hash;
+use crate::hash::{CaseKey, run_hash_of, target_key};
 use crate::protocol::{AgentRequest, Message, Speaker, Step};
 use crate::record::{Failure, GraderResult, RunOutput, RunResult};
 use crate::target::Target;
@@ -30,8 +30,9 @@ pub struct PlannedScenario {
 
 /// Everything a run of an experiment needs.
 pub struct Plan {
-    /// The selected cases, in dataset order, their seed files already read.
-    pub cases: Vec<Case>,
+    /// The selected cases, in dataset order, their seed files already read, each as its native
+    /// JSON (a third of the memory of a parsed case; a job parses its case when it runs).
+    pub cases: Vec<String>,
     /// Content id of each case.
     pub content_ids: Vec<String>,
     pub scenarios: Vec<PlannedScenario>,
@@ -63,11 +64,17 @@ pub enum Mode {
 }
 
 impl Plan {
-    /// The effective seeds of case `i`: the experiment's, then the case's (a seed file must
-    /// have been read into the case by then).
-    pub fn seeds_of(&self, i: usize) -> Vec<Seed> {
+    /// Case `i`, parsed.
+    pub fn case(&self, i: usize) -> Result<Case, Failure> {
+        serde_json::from_str(&self.cases[i])
+            .map_err(|e| Failure::new("config", format!("case {i} cannot be read: {e}")))
+    }
+
+    /// The effective seeds of `case`: the experiment's, then the case's (a seed file must have
+    /// been read into the case by then).
+    pub fn seeds_of(&self, case: &Case) -> Vec<Seed> {
         let mut seeds = self.seeds.clone();
-        if let Some(MemorySeeds::Inline(own)) = &self.cases[i].task.memory_seeds {
+        if let Some(MemorySeeds::Inline(own)) = &case.task.memory_seeds {
             seeds.extend(own.iter().cloned());
         }
         seeds
@@ -75,12 +82,19 @@ impl Plan {
 
     /// Every job, with its run hash, in result order (case, scenario, run).
     pub fn jobs(&self) -> Result<Vec<Job>, Failure> {
+        let targets = self.scenarios.iter().map(|s| target_key(&s.describe)).collect::<Result<Vec<_>, _>>()?;
+        let indexes: Vec<usize> = (0..self.cases.len()).collect();
+        let keys = parallel_map(&indexes, |&i| {
+            let case = self.case(i)?;
+            CaseKey::new(&self.seeds_of(&case), &case.task, &case.id)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
         let mut jobs = Vec::with_capacity(self.cases.len() * self.scenarios.len() * self.n_runs as usize);
-        for (case, c) in self.cases.iter().enumerate() {
-            let seeds = self.seeds_of(case);
-            for (scenario, s) in self.scenarios.iter().enumerate() {
+        for (case, key) in keys.iter().enumerate() {
+            for (scenario, target) in targets.iter().enumerate() {
                 for run in 0..self.n_runs {
-                    let hash = run_hash(&s.describe, &seeds, &c.task, &c.id, run)?;
+                    let hash = run_hash_of(key, target, run);
                     let seq = jobs.len() as u64;
                     jobs.push(Job { case, scenario, run, hash, seq });
                 }
@@ -90,7 +104,8 @@ impl Plan {
     }
 }
 
-/// Runs `jobs`, sending each result to `results` as it finishes. Stops starting new jobs when
+/// Runs `jobs`, sending each result to `results` as it finishes (and whether its output came
+/// from `stored`). Stops starting new jobs when
 /// `stop` turns true (in-flight ones are dropped, unrecorded). `stored` maps run hashes to
 /// outputs kept from earlier runs.
 pub async fn execute(
@@ -99,7 +114,7 @@ pub async fn execute(
     stored: Arc<HashMap<String, RunOutput>>,
     mode: Mode,
     mut stop: watch::Receiver<bool>,
-    results: mpsc::Sender<(Job, RunResult)>,
+    results: mpsc::Sender<(Job, RunResult, bool)>,
 ) {
     let permits = Arc::new(Semaphore::new(plan.concurrency.max(1)));
     let mut tasks = tokio::task::JoinSet::new();
@@ -116,9 +131,10 @@ pub async fn execute(
         }
         let (plan, stored, results) = (plan.clone(), stored.clone(), results.clone());
         tasks.spawn(async move {
+            let from_store = stored.contains_key(&job.hash);
             let result = run_job(&plan, &job, &stored, mode).await;
             drop(permit);
-            let _ = results.send((job, result)).await;
+            let _ = results.send((job, result, from_store)).await;
         });
         // Reap finished tasks as we go so the set does not grow with the experiment.
         while tasks.try_join_next().is_some() {}
@@ -130,14 +146,31 @@ pub async fn execute(
 }
 
 async fn run_job(plan: &Plan, job: &Job, stored: &HashMap<String, RunOutput>, mode: Mode) -> RunResult {
-    let case = &plan.cases[job.case];
     let scenario = &plan.scenarios[job.scenario];
+    let case = match plan.case(job.case) {
+        Ok(case) => case,
+        Err(failure) => {
+            return RunResult {
+                case_id: format!("#{}", job.case),
+                case_content_id: plan.content_ids[job.case].clone(),
+                labels: Vec::new(),
+                scenario: scenario.name.clone(),
+                run: job.run,
+                hash: job.hash.clone(),
+                output: Err(failure),
+                grades: Vec::new(),
+                score: None,
+                pass: None,
+            };
+        }
+    };
+    let case = &case;
     let output = match (stored.get(&job.hash), mode) {
         (Some(output), _) => Ok(output.clone()),
         (None, Mode::Regrade) => {
             Err(Failure::new("not-run", "no stored output to grade: run without `--regrade` first"))
         }
-        (None, Mode::Run) => converse(case, plan.seeds_of(job.case), job, &scenario.target).await,
+        (None, Mode::Run) => converse(case, plan.seeds_of(case), job, &scenario.target).await,
     };
     let mut grades = Vec::with_capacity(plan.graders.len());
     if let Ok(output) = &output {
@@ -218,5 +251,19 @@ async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> 
         per_turn,
         trajectory,
         millis: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// `f` of each item, on as many threads as there are cores, in order.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if threads == 1 || items.len() < 256 {
+        return items.iter().map(f).collect();
+    }
+    let size = items.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parts: Vec<_> =
+            items.chunks(size).map(|chunk| scope.spawn(|| chunk.iter().map(&f).collect::<Vec<R>>())).collect();
+        parts.into_iter().flat_map(|part| part.join().unwrap_or_default()).collect()
     })
 }

@@ -5,25 +5,65 @@
 //! `content_id(Run, {"case_id", "run", "seeds", "target", "task"})`
 //!
 //! Graders are not part of it: re-grading reuses the stored output. A golden vector in
-//! `casebook-canon/tests/vectors.json` pins the definition.
+//! `casebook-canon/tests/vectors.json` pins the definition. An experiment hashes many runs of
+//! each case, so the canonical JSON of a case's parts ([`CaseKey`]) and of a target is made once
+//! and each run's canonical text is put together from them (the keys are in canonical order).
 
-use casebook_canon::{Kind, content_id};
+use casebook_canon::{Kind, canonical_json_text};
 use casebook_model::{Seed, Task};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::record::Failure;
 
-pub fn run_hash(target: &Value, seeds: &[Seed], task: &Task, case_id: &str, run: u32) -> Result<String, Failure> {
-    let mut task = serde_json::to_value(task).map_err(|e| Failure::new("config", e.to_string()))?;
-    if let Value::Object(map) = &mut task {
-        map.remove("session_id");
+/// The canonical JSON of what a case brings to its runs' hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseKey {
+    case_id: String,
+    seeds: String,
+    task: String,
+}
+
+fn canonical<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
+    let text = serde_json::to_string(value).map_err(|e| Failure::new("config", e.to_string()))?;
+    canonical_json_text(&text).map_err(|e| Failure::new("config", e.to_string()))
+}
+
+impl CaseKey {
+    pub fn new(seeds: &[Seed], task: &Task, case_id: &str) -> Result<CaseKey, Failure> {
+        let mut task = serde_json::to_value(task).map_err(|e| Failure::new("config", e.to_string()))?;
+        if let Value::Object(map) = &mut task {
+            map.remove("session_id");
+        }
+        Ok(CaseKey { case_id: canonical(&case_id)?, seeds: canonical(&seeds)?, task: canonical(&task)? })
     }
-    let input = json!({"target": target, "seeds": seeds, "task": task, "case_id": case_id, "run": run});
-    content_id(Kind::Run, &input).map_err(|e| Failure::new("config", e.to_string()))
+}
+
+/// The canonical JSON of a target's configuration, for [`run_hash_of`].
+pub fn target_key(target: &Value) -> Result<String, Failure> {
+    canonical(target)
+}
+
+/// The run hash of run `run` of the case `key` on the target `target` (from [`target_key`]).
+pub fn run_hash_of(key: &CaseKey, target: &str, run: u32) -> String {
+    let text = format!(
+        "{{\"case_id\":{},\"run\":{run},\"seeds\":{},\"target\":{target},\"task\":{}}}",
+        key.case_id, key.seeds, key.task
+    );
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(Kind::Run.domain().as_bytes());
+    hasher.update(&[0]);
+    hasher.update(text.as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
+pub fn run_hash(target: &Value, seeds: &[Seed], task: &Task, case_id: &str, run: u32) -> Result<String, Failure> {
+    Ok(run_hash_of(&CaseKey::new(seeds, task, case_id)?, &target_key(target)?, run))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -42,6 +82,12 @@ mod tests {
         );
         assert_ne!(
             run_hash(&target, &seeds, &task, "tc-1", 3).unwrap(),
+            run_hash(&target, &seeds, &task, "tc-1", 2).unwrap()
+        );
+        // The same through the general content id.
+        let whole = json!({"target": target, "seeds": seeds, "task": {"input": "Où est la gare?", "turns": [{"role": "hitl", "content": "stop"}]}, "case_id": "tc-1", "run": 2});
+        assert_eq!(
+            casebook_canon::content_id(Kind::Run, &whole).unwrap(),
             run_hash(&target, &seeds, &task, "tc-1", 2).unwrap()
         );
     }

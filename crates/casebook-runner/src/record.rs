@@ -95,3 +95,29 @@ impl RunResult {
         }
     }
 }
+
+impl RunResult {
+    /// Takes the agent's output out of the result, leaving what reports need (its timing): the
+    /// output is kept once, by run hash, and a result stays small in memory and in the store.
+    pub fn take_output(&mut self) -> Option<RunOutput> {
+        let Ok(output) = &mut self.output else { return None };
+        let millis = output.millis;
+        Some(std::mem::replace(output, RunOutput { millis, ..RunOutput::default() }))
+    }
+}
+
+impl RunResult {
+    /// The result as summaries and reports need it, smaller: rationales of passing grades go,
+    /// others are cut to `keep` characters. (The store keeps the whole result.)
+    pub fn slim(&mut self, keep: usize) {
+        for grade in &mut self.grades {
+            if let Ok(g) = &mut grade.outcome {
+                if g.pass {
+                    g.rationale = String::new();
+                } else if g.rationale.chars().count() > keep {
+                    g.rationale = g.rationale.chars().take(keep).chain(std::iter::once('…')).collect();
+                }
+            }
+        }
+    }
+}

@@ -36,6 +36,8 @@ use crate::stores;
 
 /// Results kept in the store at a time while running.
 const SAVE_EVERY: usize = 512;
+/// Jobs whose stored outputs are looked up at a time.
+const WINDOW: usize = 4096;
 
 pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let (mut experiment, base) = match &args.experiment {
@@ -85,30 +87,6 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         Err(_) => None,
     };
 
-    // The dataset: a file beside the experiment, or a stored version.
-    let dataset_file = base.join(&experiment.dataset);
-    let (mut cases, dataset_name, version_id, seed_base) = if dataset_file.is_file() {
-        let Some(cases) = read_cases(settings, &dataset_file)? else { return Ok(Outcome::Invalid) };
-        let name = dataset_file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let id = version_id_of(&name, &cases)?;
-        (cases, name, id, dataset_file.parent().map(Path::to_path_buf))
-    } else {
-        let Some(store) = &store else {
-            anyhow::bail!(
-                "`{}` is not a file, and there is no store to find it in: give a dataset file, or run `casebook init`",
-                experiment.dataset
-            );
-        };
-        let (name, reference) = stores::target(&experiment.dataset)?;
-        let version = runtime.block_on(store.resolve(&name, &reference))?;
-        let mut cases = Vec::new();
-        runtime.block_on(store.cases(&name, version.number, &casebook_store::Select::all(), 4096, &mut |batch| {
-            cases.extend(batch);
-            true
-        }))?;
-        (cases, name, version.id, None)
-    };
-
     // Which cases: the experiment's filter and tags, and `--only`.
     let mut filter = match &experiment.filter {
         Some(text) => Some(Filter::parse(text).map_err(|err| crate::settings::expression_error("filter", text, &err))?),
@@ -121,17 +99,43 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
         filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
     }
-    if let Some(filter) = &filter {
-        cases.retain(|c| filter.matches(c));
-    }
-    if let Some(limit) = experiment.limit {
-        cases.truncate(limit as usize);
-    }
-    for case in &mut cases {
-        casebook_runner::seeds::inline_case_seeds(case, seed_base.as_deref()).map_err(anyhow::Error::msg)?;
-    }
-    let content_ids =
-        cases.iter().map(|c| casebook_store::prepare(c).map(|p| p.content_id)).collect::<Result<Vec<_>, _>>()?;
+    let select = casebook_store::Select { filter, limit: experiment.limit };
+
+    // The dataset: a file beside the experiment, or a stored version; its selected cases as
+    // native JSON with their content ids.
+    let dataset_file = base.join(&experiment.dataset);
+    let (cases, dataset_name, version_id) = if dataset_file.is_file() {
+        let Some(cases) = read_cases(settings, &dataset_file, &select)? else { return Ok(Outcome::Invalid) };
+        let name = dataset_file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let id = version_id_of(&name, &cases.all)?;
+        (cases.selected, name, id)
+    } else {
+        let Some(store) = &store else {
+            anyhow::bail!(
+                "`{}` is not a file, and there is no store to find it in: give a dataset file, or run `casebook init`",
+                experiment.dataset
+            );
+        };
+        let (name, reference) = stores::target(&experiment.dataset)?;
+        let version = runtime.block_on(store.resolve(&name, &reference))?;
+        let mut bodies = Vec::new();
+        runtime.block_on(store.bodies(&name, version.number, &select, 4096, &mut |batch| {
+            bodies.extend(batch);
+            true
+        }))?;
+        let cases = bodies
+            .into_iter()
+            .map(|body| {
+                // A seed file cannot be found from a stored dataset: say so now.
+                let mut case: Case = serde_json::from_str(&body)?;
+                casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
+                let id = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, &body)?;
+                Ok((body, id))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        (cases, name, version.id)
+    };
+    let (cases, content_ids): (Vec<String>, Vec<String>) = cases.into_iter().unzip();
 
     // Targets and graders.
     let env = |name: &str| std::env::var(name).ok();
@@ -166,20 +170,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let jobs = plan.jobs().map_err(|e| anyhow::anyhow!("{e}"))?;
     let total = jobs.len();
 
-    // Outputs kept from earlier runs.
     let mode = if args.regrade { Mode::Regrade } else { Mode::Run };
-    let stored: HashMap<String, RunOutput> = match &store {
-        Some(store) => {
-            let hashes: Vec<String> = jobs.iter().map(|j| j.hash.clone()).collect();
-            runtime
-                .block_on(store.outputs(&hashes))?
-                .into_iter()
-                .filter_map(|(hash, text)| serde_json::from_str(&text).ok().map(|o| (hash, o)))
-                .collect()
-        }
-        None => HashMap::new(),
-    };
-    let reused = stored.len();
+    let store = store.map(Arc::new);
     let run_id = run_id(&settings.time);
     let meta = RunMeta {
         run_id: run_id.clone(),
@@ -198,7 +190,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     }
     if !settings.quiet && !settings.json {
         eprintln!(
-            "run {run_id}: {} cases × {} scenario{} × {} = {total} runs ({reused} with a stored output)",
+            "run {run_id}: {} cases × {} scenario{} × {} = {total} runs",
             plan.cases.len(),
             plan.scenarios.len(),
             if plan.scenarios.len() == 1 { "" } else { "s" },
@@ -209,40 +201,74 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let bar = progress_bar(settings, total as u64);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Job, RunResult)>(1024);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Job, RunResult, bool)>(1024);
     let mut results: Vec<(u64, RunResult)> = Vec::with_capacity(total);
+    let mut reused = 0u64;
     let stopped = runtime.block_on(async {
-        let work = tokio::spawn(engine::execute(plan.clone(), jobs, Arc::new(stored), mode, stop_rx, tx));
+        // The jobs a window at a time: the outputs stored for a window are looked up just before
+        // it runs, so memory holds one window's, not the experiment's.
+        let work = {
+            let (plan, store, stop) = (plan.clone(), store.clone(), stop_rx.clone());
+            tokio::spawn(async move {
+                let mut jobs = jobs.into_iter().peekable();
+                while jobs.peek().is_some() && !*stop.borrow() {
+                    let window: Vec<Job> = jobs.by_ref().take(WINDOW).collect();
+                    let stored = match &store {
+                        Some(store) => {
+                            let hashes: Vec<String> = window.iter().map(|j| j.hash.clone()).collect();
+                            match store.outputs(&hashes).await {
+                                Ok(found) => found
+                                    .into_iter()
+                                    .filter_map(|(hash, text)| serde_json::from_str(&text).ok().map(|o| (hash, o)))
+                                    .collect(),
+                                Err(err) => {
+                                    eprintln!("error: cannot read stored outputs: {err}");
+                                    HashMap::new()
+                                }
+                            }
+                        }
+                        None => HashMap::new(),
+                    };
+                    engine::execute(plan.clone(), window, Arc::new(stored), mode, stop.clone(), tx.clone()).await;
+                }
+            })
+        };
         let mut pending: Vec<ResultRow> = Vec::new();
         let (mut passed, mut errors) = (0u64, 0u64);
         let mut stopped = false;
         loop {
             tokio::select! {
                 next = rx.recv() => {
-                    let Some((job, result)) = next else { break };
+                    let Some((job, mut result, from_store)) = next else { break };
                     match (result.failure(), result.pass) {
                         (Some(_), _) => errors += 1,
                         (None, Some(true)) => passed += 1,
                         _ => {}
                     }
+                    reused += u64::from(from_store);
                     if let Some(bar) = &bar {
                         bar.inc(1);
                         let graded = bar.position() - errors;
                         let rate = if graded == 0 { 0.0 } else { 100.0 * passed as f64 / graded as f64 };
                         bar.set_message(format!("pass {rate:.0}%  errors {errors}"));
                     }
-                    if store.is_some() {
-                        let output = result.output.as_ref().ok().and_then(|o| serde_json::to_string(o).ok()).map(|o| (result.hash.clone(), o));
+                    let output = result.take_output();
+                    if let Some(store) = &store {
+                        // An output read from the store is there already.
+                        let output = output
+                            .filter(|_| !from_store)
+                            .and_then(|o| serde_json::to_string(&o).ok())
+                            .map(|o| (result.hash.clone(), o));
                         pending.push(ResultRow { seq: job.seq, result: serde_json::to_string(&result).unwrap_or_default(), output });
                         if pending.len() >= SAVE_EVERY {
-                            if let Some(store) = &store {
-                                if let Err(err) = store.save_results(&run_id, &pending).await {
-                                    eprintln!("error: cannot keep results in the store: {err}");
-                                }
+                            if let Err(err) = store.save_results(&run_id, &pending).await {
+                                eprintln!("error: cannot keep results in the store: {err}");
                             }
                             pending.clear();
                         }
                     }
+                    // Reports show why a case failed, not why one passed; the store has it all.
+                    result.slim(240);
                     results.push((job.seq, result));
                 }
                 _ = tokio::signal::ctrl_c(), if !stopped => {
@@ -268,7 +294,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let finished = crate::settings::now();
     let meta = RunMeta { finished: finished.clone(), ..meta };
     let summary = Summary::of(&results, experiment.threshold, meta);
-    if let Some(store) = store {
+    if let Some(store) = store.and_then(|s| Arc::try_unwrap(s).ok()) {
         if !stopped {
             runtime.block_on(store.finish_run(&run_id, &finished, &serde_json::to_string(&summary)?))?;
         }
@@ -281,7 +307,11 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         crate::write_stdout(&report::human(&summary))?;
         if !settings.quiet {
             let secs = started.elapsed().as_secs_f64();
-            eprintln!("{} runs in {secs:.1} s ({:.0} runs/s)", results.len(), results.len() as f64 / secs.max(1e-9));
+            eprintln!(
+                "{} runs in {secs:.1} s ({:.0} runs/s), {reused} from stored outputs",
+                results.len(),
+                results.len() as f64 / secs.max(1e-9)
+            );
         }
     }
     if stopped {
@@ -339,12 +369,21 @@ fn load_run(
     reference: Option<&str>,
 ) -> anyhow::Result<(Summary, Vec<RunResult>)> {
     let run = runtime.block_on(store.run(reference))?;
-    let results: Vec<RunResult> = runtime
+    let mut results: Vec<RunResult> = runtime
         .block_on(store.run_results(&run.id))?
         .iter()
         .map(|text| serde_json::from_str(text))
         .collect::<Result<_, _>>()
         .context("a stored result cannot be read back")?;
+    // The agents' outputs are kept apart, by run hash.
+    let hashes: Vec<String> = results.iter().filter(|r| r.output.is_ok()).map(|r| r.hash.clone()).collect();
+    let outputs = runtime.block_on(store.outputs(&hashes))?;
+    for result in &mut results {
+        if let (Ok(kept), Some(text)) = (&mut result.output, outputs.get(&result.hash)) {
+            let output: RunOutput = serde_json::from_str(text).context("a stored output cannot be read back")?;
+            *kept = RunOutput { millis: kept.millis, ..output };
+        }
+    }
     let summary = match &run.summary {
         Some(text) => serde_json::from_str(text).context("a stored summary cannot be read back")?,
         None => {
@@ -384,28 +423,75 @@ fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results
     Ok(())
 }
 
-/// Reads a dataset file whole (runs need every case), reporting its problems.
-fn read_cases(settings: &Global, file: &Path) -> anyhow::Result<Option<Vec<Case>>> {
-    struct Collect {
-        cases: Vec<Case>,
+/// A dataset file's cases: every case's id and content id (for the version id), and the
+/// selected ones as native JSON with their content ids, seed files read.
+struct FileCases {
+    all: Vec<(String, String)>,
+    selected: Vec<(String, String)>,
+}
+
+/// Reads a dataset file, keeping each selected case as compact JSON; reports its problems.
+fn read_cases(settings: &Global, file: &Path, select: &casebook_store::Select) -> anyhow::Result<Option<FileCases>> {
+    type Prepared = Result<casebook_store::Prepared, String>;
+    struct Collect<'a> {
+        cases: FileCases,
+        select: &'a casebook_store::Select,
+        base: Option<&'a Path>,
         reporter: Reporter,
         errors: u64,
+        failed: Option<String>,
     }
-    impl Consumer<()> for Collect {
+    impl Collect<'_> {
+        fn keep(&mut self, case: &mut Case, prepared: Prepared) -> Result<(), String> {
+            let prepared = prepared?;
+            let wanted = self.select.filter.as_ref().is_none_or(|f| f.matches(case))
+                && self.select.limit.is_none_or(|limit| (self.cases.selected.len() as u64) < limit);
+            if wanted {
+                if matches!(case.task.memory_seeds, Some(casebook_model::MemorySeeds::Path(_))) {
+                    casebook_runner::seeds::inline_case_seeds(case, self.base)?;
+                    let p = casebook_store::prepare(case).map_err(|e| e.to_string())?;
+                    self.cases.selected.push((p.body, p.content_id));
+                } else {
+                    self.cases.selected.push((prepared.body, prepared.content_id.clone()));
+                }
+            }
+            self.cases.all.push((prepared.id, prepared.content_id));
+            Ok(())
+        }
+    }
+    impl Consumer<Vec<Prepared>> for Collect<'_> {
         fn start(&mut self, _: &Start) -> Flow {
             Flow::Continue
         }
-        fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
+        fn batch(&mut self, batch: &mut Batch, prepared: &mut Vec<Prepared>) -> Flow {
             for d in batch.diagnostics.iter().filter(|d| d.is_error()) {
                 self.errors += 1;
                 self.reporter.emit(d);
             }
-            self.cases.append(&mut batch.cases);
+            for (case, prepared) in batch.cases.iter_mut().zip(prepared.drain(..)) {
+                if let Err(err) = self.keep(case, prepared) {
+                    self.failed = Some(err);
+                    return Flow::Stop;
+                }
+            }
             Flow::Continue
         }
     }
-    let mut collect = Collect { cases: Vec::new(), reporter: Reporter::new(settings, true), errors: 0 };
-    read(&casebook_formats::Input::path(file), &Default::default(), &|_: &Batch| (), &mut collect)?;
+    let work = |batch: &Batch| -> Vec<Prepared> {
+        batch.cases.iter().map(|c| casebook_store::prepare(c).map_err(|e| e.to_string())).collect()
+    };
+    let mut collect = Collect {
+        cases: FileCases { all: Vec::new(), selected: Vec::new() },
+        select,
+        base: file.parent(),
+        reporter: Reporter::new(settings, true),
+        errors: 0,
+        failed: None,
+    };
+    read(&casebook_formats::Input::path(file), &Default::default(), &work, &mut collect)?;
+    if let Some(err) = collect.failed {
+        anyhow::bail!("{err}");
+    }
     if collect.errors > 0 {
         eprintln!(
             "nothing was run: `{}` has {} error{}",
@@ -419,12 +505,11 @@ fn read_cases(settings: &Global, file: &Path) -> anyhow::Result<Option<Vec<Case>
 }
 
 /// The content id a file's cases would have as the first version of a dataset named `name`.
-fn version_id_of(name: &str, cases: &[Case]) -> anyhow::Result<String> {
-    let mut listed: Vec<(String, String)> =
-        cases.iter().map(|c| casebook_store::prepare(c).map(|p| (p.id, p.content_id))).collect::<Result<_, _>>()?;
+fn version_id_of(name: &str, cases: &[(String, String)]) -> anyhow::Result<String> {
+    let mut listed: Vec<&(String, String)> = cases.iter().collect();
     listed.sort();
     let mut hasher = casebook_canon::VersionHasher::new(&json!({"dataset": name, "parent": null, "order": null}))?;
-    for (id, cid) in &listed {
+    for (id, cid) in listed {
         hasher.change(id, Some(cid))?;
     }
     Ok(hasher.finish())

@@ -229,24 +229,56 @@ pub(super) fn similarity(a: &str, b: &str) -> f64 {
     1.0 - levenshtein(&a, &b) as f64 / longest as f64
 }
 
-/// Edit distance (insert, delete, substitute one character), in O(len(a)·len(b)) time and
-/// O(len(b)) memory after dropping the common prefix and suffix.
+/// Edit distance (insert, delete, substitute one character) by Myers' bit-parallel algorithm
+/// (as Hyyrö formulated it for edit distance, in blocks of 64 characters of the shorter
+/// string): O(⌈len(a)/64⌉·len(b)) word operations, after dropping the common prefix and suffix.
 fn levenshtein(a: &[char], b: &[char]) -> usize {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let (a, b) = (&a[prefix..], &b[prefix..]);
     let suffix = a.iter().rev().zip(b.iter().rev()).take_while(|(x, y)| x == y).count();
     let (a, b) = (&a[..a.len() - suffix], &b[..b.len() - suffix]);
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, x) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, y) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if x == y { diagonal } else { 1 + diagonal.min(above).min(row[j]) };
-            diagonal = above;
-        }
+    let (pattern, text) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if pattern.is_empty() {
+        return text.len();
     }
-    row[b.len()]
+    let blocks = pattern.len().div_ceil(64);
+    // For each character of the pattern, where it occurs, as bits.
+    let mut occurs: std::collections::HashMap<char, Vec<u64>> = std::collections::HashMap::new();
+    for (i, c) in pattern.iter().enumerate() {
+        occurs.entry(*c).or_insert_with(|| vec![0; blocks])[i / 64] |= 1 << (i % 64);
+    }
+    let none = vec![0u64; blocks];
+    // Vertical deltas of the current column, +1 (`plus`) or -1 (`minus`), per block.
+    let mut plus = vec![u64::MAX; blocks];
+    let mut minus = vec![0u64; blocks];
+    let last = 1u64 << ((pattern.len() - 1) % 64);
+    let mut score = pattern.len();
+    for c in text {
+        let eq_blocks = occurs.get(c).unwrap_or(&none);
+        // The row above the pattern grows by one a column.
+        let mut carry: i8 = 1;
+        for k in 0..blocks {
+            let (pv, mv) = (plus[k], minus[k]);
+            let negative = u64::from(carry < 0);
+            let mut eq = eq_blocks[k];
+            let xv = eq | mv;
+            eq |= negative;
+            let xh = ((eq & pv).wrapping_add(pv) ^ pv) | eq;
+            let mut ph = mv | !(xh | pv);
+            let mut mh = pv & xh;
+            let high = if k + 1 == blocks { last } else { 1 << 63 };
+            let out = i8::from(ph & high != 0) - i8::from(mh & high != 0);
+            ph <<= 1;
+            mh <<= 1;
+            mh |= negative;
+            ph |= u64::from(carry > 0);
+            plus[k] = mh | !(xv | ph);
+            minus[k] = ph & xv;
+            carry = out;
+        }
+        score = (score as isize + isize::from(carry)) as usize;
+    }
+    score
 }
 
 #[cfg(test)]
@@ -409,6 +441,36 @@ mod tests {
             })
             .unwrap();
         assert!(only_acceptable.pass, "`expected.acceptable` alone is enough");
+    }
+
+    #[test]
+    fn the_bit_parallel_distance_is_the_dynamic_programming_one() {
+        fn slow(a: &[char], b: &[char]) -> usize {
+            let mut row: Vec<usize> = (0..=b.len()).collect();
+            for (i, x) in a.iter().enumerate() {
+                let mut diagonal = row[0];
+                row[0] = i + 1;
+                for (j, y) in b.iter().enumerate() {
+                    let above = row[j + 1];
+                    row[j + 1] = if x == y { diagonal } else { 1 + diagonal.min(above).min(row[j]) };
+                    diagonal = above;
+                }
+            }
+            row[b.len()]
+        }
+        // Deterministic strings of every length up to 200 (several blocks) over small alphabets.
+        let mut state = 7u64;
+        let mut next = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        for _ in 0..400 {
+            let alphabet = ['a', 'b', 'c', 'é', '→'];
+            let size = 1 + next(5) as usize;
+            let a: Vec<char> = (0..next(200)).map(|_| alphabet[next(size as u64) as usize]).collect();
+            let b: Vec<char> = (0..next(200)).map(|_| alphabet[next(size as u64) as usize]).collect();
+            assert_eq!(levenshtein(&a, &b), slow(&a, &b), "{a:?} {b:?}");
+        }
     }
 
     #[test]
