@@ -107,9 +107,12 @@ impl RunResult {
 }
 
 impl RunResult {
-    /// The result as summaries and reports need it, smaller: rationales of passing grades go,
-    /// others are cut to `keep` characters. (The store keeps the whole result.)
+    /// The result as summaries and reports need it, smaller: no content id or run hash, no
+    /// rationale for a passing grade, others cut to `keep` characters. (The store and the JSONL
+    /// report keep the whole result.)
     pub fn slim(&mut self, keep: usize) {
+        self.case_content_id = String::new();
+        self.hash = String::new();
         for grade in &mut self.grades {
             if let Ok(g) = &mut grade.outcome {
                 if g.pass {

@@ -198,6 +198,16 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         );
     }
 
+    // The JSONL report is written as results come (the others need them all).
+    let mut jsonl = match args.reports.iter().find(|(f, _)| *f == ReportFormat::Jsonl) {
+        Some((_, path)) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                fs_err::create_dir_all(dir)?;
+            }
+            Some(crate::output::Output::create(Some(path))?)
+        }
+        None => None,
+    };
     let started = Instant::now();
     let bar = progress_bar(settings, total as u64);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -252,6 +262,11 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                         let rate = if graded == 0 { 0.0 } else { 100.0 * passed as f64 / graded as f64 };
                         bar.set_message(format!("pass {rate:.0}%  errors {errors}"));
                     }
+                    if let Some((_, out)) = &mut jsonl {
+                        if let Err(err) = serde_json::to_writer(&mut *out, &result).map_err(std::io::Error::from).and_then(|()| out.write_all(b"\n")) {
+                            eprintln!("error: cannot write the JSONL report: {err}");
+                        }
+                    }
                     let output = result.take_output();
                     if let Some(store) = &store {
                         // An output read from the store is there already.
@@ -268,7 +283,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                         }
                     }
                     // Reports show why a case failed, not why one passed; the store has it all.
-                    result.slim(240);
+                    result.slim(160);
                     results.push((job.seq, result));
                 }
                 _ = tokio::signal::ctrl_c(), if !stopped => {
@@ -299,6 +314,11 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             runtime.block_on(store.finish_run(&run_id, &finished, &serde_json::to_string(&summary)?))?;
         }
         runtime.block_on(store.close());
+    }
+    if let Some((output, mut out)) = jsonl {
+        out.flush()?;
+        drop(out);
+        output.keep()?;
     }
     write_reports(&args.reports, &summary, &results)?;
     if settings.json {
@@ -410,7 +430,7 @@ fn render(format: ReportFormat, summary: &Summary, results: &[RunResult]) -> Str
 }
 
 fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results: &[RunResult]) -> anyhow::Result<()> {
-    for (format, path) in reports {
+    for (format, path) in reports.iter().filter(|(f, _)| *f != ReportFormat::Jsonl) {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs_err::create_dir_all(dir)?;
         }

@@ -209,11 +209,18 @@ fn reports_are_written_and_the_threshold_sets_the_exit_status() {
         .arg("run")
         .arg(&exp)
         .args(["--report", "junit=out/results.xml", "--report", "html=report.html", "--report", "markdown=report.md"])
+        .args(["--report", "jsonl=out/results.jsonl"])
         .args(["--only", "labels contains \"greeting\""]));
     // Only a and c: 2 of 4 pass, and the threshold is 0.5.
     assert_eq!(out.status, Some(0), "{out:?}");
     let junit = fs_err::read_to_string(dir.join("out/results.xml")).unwrap_or_default();
     assert!(junit.contains("<failure"), "{junit}");
+    // The JSONL report has every result whole: its run hash and the agent's output.
+    let jsonl = fs_err::read_to_string(dir.join("out/results.jsonl")).expect("the JSONL report");
+    let rows: Vec<Value> = jsonl.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r["hash"].as_str().is_some_and(|h| h.len() == 64)), "{jsonl}");
+    assert!(rows.iter().any(|r| r["output"]["Ok"]["output"] == "HELLO THERE"), "{jsonl}");
     let html = fs_err::read_to_string(dir.join("report.html")).expect("the HTML report");
     assert!(html.starts_with("<!DOCTYPE html>") || html.starts_with("<!doctype html>"), "{html}");
     let strict = dir.file(
