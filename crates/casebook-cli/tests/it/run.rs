@@ -27,6 +27,8 @@ enum Behaviour {
     Flaky,
     /// 500 every time.
     Crash,
+    /// Answers like `Shout` after 200 ms.
+    Slow,
 }
 
 /// Starts `behaviour` on a free port of 127.0.0.1; returns its URL and what it recorded.
@@ -43,7 +45,7 @@ fn serve(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<String>>>) {
                 "/agent",
                 axum::routing::post(move |body: String| {
                     let agent = agent.clone();
-                    async move { agent.answer(body) }
+                    async move { agent.answer(body).await }
                 }),
             );
             axum::serve(listener, app).await.expect("the fake agent serves");
@@ -54,7 +56,10 @@ fn serve(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<String>>>) {
 }
 
 impl Agent {
-    fn answer(&self, body: String) -> Response {
+    async fn answer(&self, body: String) -> Response {
+        if matches!(self.behaviour, Behaviour::Slow) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         let seen = {
             let mut bodies = self.bodies.lock().expect("the lock");
             bodies.push(body.clone());
@@ -246,4 +251,48 @@ fn experiment_mistakes_are_located() {
     assert_eq!(out.status, Some(1), "{out:?}");
     let d: Value = serde_json::from_str(out.stderr.lines().next().unwrap_or_default()).expect("a JSON diagnostic");
     assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(3), Some(1)), "{d}");
+}
+
+#[test]
+fn ctrl_c_keeps_finished_runs_and_the_next_run_resumes() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Slow);
+    let rows: String = (0..12)
+        .map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"q{i}\", \"expected\": {{\"output\": \"Q{i}\"}}}}\n"))
+        .collect();
+    dir.file("many.jsonl", rows);
+    let exp = dir.file(
+        "exp.yaml",
+        format!("dataset: many.jsonl\ntarget: '{url}'\nconcurrency: 1\ngraders: [{{kind: exact_match}}]\n"),
+    );
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
+        .current_dir(dir.join(""))
+        .env("NO_COLOR", "1")
+        .env_remove("CASEBOOK_STORE")
+        .arg("run")
+        .arg(&exp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("casebook starts");
+    // Let a few runs finish (200 ms each, one at a time), then press Ctrl-C.
+    std::thread::sleep(Duration::from_millis(1100));
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill runs");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("casebook stops");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopping"), "{stderr}");
+    let called = bodies.lock().expect("the lock").len();
+    assert!((2..12).contains(&called), "{called} calls before Ctrl-C");
+    // The stopped run is listed as stopped; running again calls the agent only for the rest.
+    let listed = run(cb(&dir).args(["results", "--list"]));
+    assert!(listed.stdout.contains("(stopped)"), "{listed:?}");
+    let again = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(again.status, Some(0), "{again:?}");
+    let total = bodies.lock().expect("the lock").len();
+    // Each case once, plus at most the one that was in flight when Ctrl-C came.
+    assert!((12..=13).contains(&total), "{total} calls in all");
+    assert_eq!(summary(&again.stdout)["totals"]["passed"].as_u64(), Some(12));
 }
