@@ -18,6 +18,9 @@
 //! timeout_secs: 60
 //! retries: 2
 //! ```
+//!
+//! letta-evals suite files are accepted too: [`crate::letta_suite`] recognises them and maps
+//! them onto the same [`Experiment`].
 
 use std::path::Path;
 
@@ -47,6 +50,11 @@ pub struct Experiment {
     pub concurrency: usize,
     pub timeout_secs: f64,
     pub retries: u32,
+    /// A target the file names but casebook cannot start (a letta suite's Letta agent), as the
+    /// located error naming its key. `scenarios` is then empty: a target given on the command
+    /// line replaces it, and without one this error is what to report (see
+    /// [`Experiment::missing_target`]).
+    pub unsupported_target: Option<ExperimentError>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -98,36 +106,41 @@ const KEYS: &[&str] = &[
     "retries",
 ];
 
-struct Reader<'t> {
-    file: &'t str,
-    text: &'t str,
+/// Turns byte offsets of the file into places and located errors.
+pub(crate) struct Reader<'t> {
+    pub(crate) file: &'t str,
+    pub(crate) text: &'t str,
 }
 
 impl Reader<'_> {
-    fn place(&self, offset: usize) -> Place {
+    pub(crate) fn place(&self, offset: usize) -> Place {
         let before = &self.text[..offset.min(self.text.len())];
         let line = before.matches('\n').count() as u64 + 1;
         let start = before.rfind('\n').map_or(0, |i| i + 1);
         Place { line, column: before[start..].chars().count() as u64 + 1 }
     }
 
-    fn error(&self, offset: usize, message: impl Into<String>) -> ExperimentError {
+    pub(crate) fn error(&self, offset: usize, message: impl Into<String>) -> ExperimentError {
         ExperimentError { file: self.file.to_owned(), at: self.place(offset), message: message.into(), hint: None }
     }
 
-    fn value(&self, node: &Node, key: &str) -> Result<Value, ExperimentError> {
+    pub(crate) fn hinted(&self, offset: usize, message: impl Into<String>, hint: impl Into<String>) -> ExperimentError {
+        ExperimentError { hint: Some(hint.into()), ..self.error(offset, message) }
+    }
+
+    pub(crate) fn value(&self, node: &Node, key: &str) -> Result<Value, ExperimentError> {
         node.to_value(&Ptr::ROOT.key(key))
             .map_err(|_| self.error(node.offset, format!("`{key}` holds a number JSON cannot represent")))
     }
 
-    fn string(&self, node: &Node, key: &str) -> Result<String, ExperimentError> {
+    pub(crate) fn string(&self, node: &Node, key: &str) -> Result<String, ExperimentError> {
         match &node.value {
             NodeValue::String(s) => Ok(s.to_string()),
             other => Err(self.error(node.offset, format!("`{key}` must be text, not {}", other.kind()))),
         }
     }
 
-    fn number(&self, node: &Node, key: &str) -> Result<f64, ExperimentError> {
+    pub(crate) fn number(&self, node: &Node, key: &str) -> Result<f64, ExperimentError> {
         match &node.value {
             NodeValue::Number(text) => {
                 text.parse().map_err(|_| self.error(node.offset, format!("`{key}` is not a number")))
@@ -136,7 +149,7 @@ impl Reader<'_> {
         }
     }
 
-    fn count(&self, node: &Node, key: &str, min: f64) -> Result<f64, ExperimentError> {
+    pub(crate) fn count(&self, node: &Node, key: &str, min: f64) -> Result<f64, ExperimentError> {
         let n = self.number(node, key)?;
         if n.fract() != 0.0 || n < min || n > f64::from(u32::MAX) {
             return Err(self.error(node.offset, format!("`{key}` must be a whole number of at least {min}")));
@@ -144,7 +157,7 @@ impl Reader<'_> {
         Ok(n)
     }
 
-    fn strings(&self, node: &Node, key: &str) -> Result<Vec<String>, ExperimentError> {
+    pub(crate) fn strings(&self, node: &Node, key: &str) -> Result<Vec<String>, ExperimentError> {
         match &node.value {
             NodeValue::Array(items) => items.iter().map(|item| self.string(item, key)).collect(),
             other => Err(self.error(node.offset, format!("`{key}` must be a list of text, not {}", other.kind()))),
@@ -153,7 +166,8 @@ impl Reader<'_> {
 }
 
 impl Experiment {
-    /// Reads an experiment from the text of `file` (YAML, which JSON is part of).
+    /// Reads an experiment from the text of `file` (YAML, which JSON is part of). A letta-evals
+    /// suite is recognised and mapped (see [`crate::letta_suite`]).
     pub fn parse(file: &Path, text: &str) -> Result<Experiment, ExperimentError> {
         let display = file.display().to_string();
         let r = Reader { file: &display, text };
@@ -165,6 +179,9 @@ impl Experiment {
         let NodeValue::Object(entries) = &root.value else {
             return Err(r.error(root.offset, format!("an experiment must be a mapping, not {}", root.value.kind())));
         };
+        if crate::letta_suite::is_suite(&root) {
+            return crate::letta_suite::parse(&r, file, &root);
+        }
         for entry in entries {
             if !KEYS.contains(&entry.key.as_ref()) {
                 let mut e = r.error(entry.key_offset, format!("unknown key `{}`", entry.key));
@@ -176,62 +193,15 @@ impl Experiment {
             }
         }
         let get = |key: &str| root.get(key);
-        let stem = file.file_stem().map_or_else(|| "experiment".to_owned(), |s| s.to_string_lossy().into_owned());
-        let dataset = match get("dataset") {
-            Some(node) => r.string(node, "dataset")?,
-            None => {
-                let mut e = r.error(root.offset, "the experiment names no `dataset`");
-                e.hint = Some("add `dataset: FILE` (relative to the experiment) or `dataset: NAME@REF`".into());
-                return Err(e);
-            }
-        };
-        let mut scenarios = Vec::new();
-        match (get("scenarios"), get("target")) {
+        let dataset = dataset(&r, &root)?;
+        let scenarios = match (get("scenarios"), get("target")) {
             (Some(_), Some(target)) => {
                 return Err(r.error(target.offset, "give either `target` or `scenarios`, not both"));
             }
-            (None, Some(target)) => scenarios.push(Scenario {
-                name: "default".into(),
-                target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
-            }),
-            (Some(node), None) => {
-                let NodeValue::Array(items) = &node.value else {
-                    return Err(r.error(node.offset, "`scenarios` must be a list of `{name, target}`"));
-                };
-                for (i, item) in items.iter().enumerate() {
-                    let NodeValue::Object(fields) = &item.value else {
-                        return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
-                    };
-                    if let Some(extra) = fields.iter().find(|f| f.key != "name" && f.key != "target") {
-                        let mut e = r.error(extra.key_offset, format!("unknown key `{}` in a scenario", extra.key));
-                        e.hint = Some("a scenario has a `name` and a `target`".into());
-                        return Err(e);
-                    }
-                    let name = match item.get("name") {
-                        Some(n) => r.string(n, "name")?,
-                        None => format!("scenario-{}", i + 1),
-                    };
-                    if scenarios.iter().any(|s: &Scenario| s.name == name) {
-                        return Err(r.error(item.offset, format!("two scenarios are named `{name}`")));
-                    }
-                    let Some(target) = item.get("target") else {
-                        return Err(r.error(item.offset, format!("scenario `{name}` has no `target`")));
-                    };
-                    scenarios.push(Scenario {
-                        name,
-                        target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
-                    });
-                }
-                if scenarios.is_empty() {
-                    return Err(r.error(node.offset, "`scenarios` is empty"));
-                }
-            }
-            (None, None) => {
-                let mut e = r.error(root.offset, "the experiment names no target");
-                e.hint = Some("add `target: http://…` (or `scenarios:`), or pass `--target`".into());
-                return Err(e);
-            }
-        }
+            (None, Some(target)) => vec![default_scenario(&r, target)?],
+            (Some(node), None) => scenarios(&r, node)?,
+            (None, None) => return Err(no_target(&r, &root)),
+        };
         let graders = match get("graders") {
             None => Vec::new(),
             Some(node) => match &node.value {
@@ -253,58 +223,37 @@ impl Experiment {
                 other => return Err(r.error(node.offset, format!("`graders` must be a list, not {}", other.kind()))),
             },
         };
-        let memory_seeds = match get("memory_seeds") {
-            None => Vec::new(),
-            // A seed file, relative to the experiment.
-            Some(node @ Node { value: NodeValue::String(path), .. }) => {
-                let base = file.parent().unwrap_or(Path::new(""));
-                crate::seeds::load_seed_file(&base.join(path.as_ref())).map_err(|e| r.error(node.offset, e))?
-            }
-            Some(node) => serde_json::from_value(r.value(node, "memory_seeds")?).map_err(|err| {
-                let mut e = r.error(node.offset, format!("`memory_seeds`: {err}"));
-                e.hint = Some("each seed is `{source, content, target_agent?, metadata?}`".into());
-                e
-            })?,
-        };
-        let threshold = match get("threshold") {
-            Some(node) => {
-                let t = r.number(node, "threshold")?;
-                if !(0.0..=1.0).contains(&t) {
-                    return Err(r.error(node.offset, "`threshold` is a pass rate between 0 and 1"));
-                }
-                t
-            }
-            None => 1.0,
-        };
         let timeout_secs = match get("timeout_secs") {
-            Some(node) => {
-                let t = r.number(node, "timeout_secs")?;
-                if t <= 0.0 || !t.is_finite() {
-                    return Err(r.error(node.offset, "`timeout_secs` must be more than 0"));
-                }
-                t
-            }
+            Some(node) => seconds(&r, node, "timeout_secs")?,
             None => 60.0,
         };
         Ok(Experiment {
-            name: get("name").map(|n| r.string(n, "name")).transpose()?.unwrap_or(stem),
+            name: name(&r, &root, file)?,
             description: get("description").map(|n| r.string(n, "description")).transpose()?,
             dataset,
             filter: get("filter").map(|n| r.string(n, "filter")).transpose()?,
             tags: get("tags").map(|n| r.strings(n, "tags")).transpose()?.unwrap_or_default(),
             limit: get("limit").map(|n| r.count(n, "limit", 1.0)).transpose()?.map(|n| n as u64),
-            memory_seeds,
+            memory_seeds: get("memory_seeds").map(|n| memory_seeds(&r, file, n)).transpose()?.unwrap_or_default(),
             scenarios,
             n_runs: get("n_runs").map(|n| r.count(n, "n_runs", 1.0)).transpose()?.map_or(1, |n| n as u32),
             graders,
-            threshold,
+            threshold: get("threshold").map(|n| threshold(&r, n)).transpose()?.unwrap_or(1.0),
             concurrency: get("concurrency")
                 .map(|n| r.count(n, "concurrency", 1.0))
                 .transpose()?
                 .map_or(8, |n| n as usize),
             timeout_secs,
             retries: get("retries").map(|n| r.count(n, "retries", 0.0)).transpose()?.map_or(2, |n| n as u32),
+            unsupported_target: None,
         })
+    }
+
+    /// Why this experiment cannot run as it stands: it has no scenario because its target is one
+    /// casebook cannot start. Callers ask after a command-line target has replaced the scenarios,
+    /// and report the error (it names the key at fault) when there is one.
+    pub fn missing_target(&self) -> Option<&ExperimentError> {
+        if self.scenarios.is_empty() { self.unsupported_target.as_ref() } else { None }
     }
 
     /// An experiment made on the command line: one dataset, one target, graders by kind.
@@ -330,12 +279,120 @@ impl Experiment {
             concurrency: 8,
             timeout_secs: 60.0,
             retries: 2,
+            unsupported_target: None,
         }
     }
 }
 
+/// The `name`, else the file's stem.
+pub(crate) fn name(r: &Reader<'_>, root: &Node, file: &Path) -> Result<String, ExperimentError> {
+    match root.get("name") {
+        Some(node) => r.string(node, "name"),
+        None => Ok(file.file_stem().map_or_else(|| "experiment".to_owned(), |s| s.to_string_lossy().into_owned())),
+    }
+}
+
+/// The `dataset`, which every experiment names.
+pub(crate) fn dataset(r: &Reader<'_>, root: &Node) -> Result<String, ExperimentError> {
+    match root.get("dataset") {
+        Some(node) => r.string(node, "dataset"),
+        None => Err(r.hinted(
+            root.offset,
+            "the experiment names no `dataset`",
+            "add `dataset: FILE` (relative to the experiment) or `dataset: NAME@REF`",
+        )),
+    }
+}
+
+/// The error for a file with neither `target` nor `scenarios`.
+pub(crate) fn no_target(r: &Reader<'_>, root: &Node) -> ExperimentError {
+    r.hinted(
+        root.offset,
+        "the experiment names no target",
+        "add `target: http://…` (or `scenarios:`), or pass `--target`",
+    )
+}
+
+/// The one scenario of a `target:` key.
+pub(crate) fn default_scenario(r: &Reader<'_>, target: &Node) -> Result<Scenario, ExperimentError> {
+    Ok(Scenario {
+        name: "default".into(),
+        target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
+    })
+}
+
+/// A `scenarios:` list of `{name, target}`.
+pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, ExperimentError> {
+    let NodeValue::Array(items) = &node.value else {
+        return Err(r.error(node.offset, "`scenarios` must be a list of `{name, target}`"));
+    };
+    let mut scenarios: Vec<Scenario> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let NodeValue::Object(fields) = &item.value else {
+            return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
+        };
+        if let Some(extra) = fields.iter().find(|f| f.key != "name" && f.key != "target") {
+            return Err(r.hinted(
+                extra.key_offset,
+                format!("unknown key `{}` in a scenario", extra.key),
+                "a scenario has a `name` and a `target`",
+            ));
+        }
+        let name = match item.get("name") {
+            Some(n) => r.string(n, "name")?,
+            None => format!("scenario-{}", i + 1),
+        };
+        if scenarios.iter().any(|s| s.name == name) {
+            return Err(r.error(item.offset, format!("two scenarios are named `{name}`")));
+        }
+        let Some(target) = item.get("target") else {
+            return Err(r.error(item.offset, format!("scenario `{name}` has no `target`")));
+        };
+        scenarios.push(Scenario { name, ..default_scenario(r, target)? });
+    }
+    if scenarios.is_empty() {
+        return Err(r.error(node.offset, "`scenarios` is empty"));
+    }
+    Ok(scenarios)
+}
+
+/// `memory_seeds`: a list of seeds, or a seed file relative to the experiment.
+pub(crate) fn memory_seeds(r: &Reader<'_>, file: &Path, node: &Node) -> Result<Vec<Seed>, ExperimentError> {
+    match &node.value {
+        NodeValue::String(path) => {
+            let base = file.parent().unwrap_or(Path::new(""));
+            crate::seeds::load_seed_file(&base.join(path.as_ref())).map_err(|e| r.error(node.offset, e))
+        }
+        _ => serde_json::from_value(r.value(node, "memory_seeds")?).map_err(|err| {
+            r.hinted(
+                node.offset,
+                format!("`memory_seeds`: {err}"),
+                "each seed is `{source, content, target_agent?, metadata?}`",
+            )
+        }),
+    }
+}
+
+/// `threshold`: the pass rate the experiment needs.
+pub(crate) fn threshold(r: &Reader<'_>, node: &Node) -> Result<f64, ExperimentError> {
+    let t = r.number(node, "threshold")?;
+    if !(0.0..=1.0).contains(&t) {
+        return Err(r.error(node.offset, "`threshold` is a pass rate between 0 and 1"));
+    }
+    Ok(t)
+}
+
+/// A time limit in seconds, more than 0.
+pub(crate) fn seconds(r: &Reader<'_>, node: &Node, key: &str) -> Result<f64, ExperimentError> {
+    let t = r.number(node, key)?;
+    if t <= 0.0 || !t.is_finite() {
+        return Err(r.error(node.offset, format!("`{key}` must be more than 0")));
+    }
+    Ok(t)
+}
+
 /// The nearest of `candidates` to `word`, if it is near (two edits at most).
-fn closest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
+pub(crate) fn closest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
     let distance = |a: &str, b: &str| {
         let b: Vec<char> = b.chars().collect();
         let mut row: Vec<usize> = (0..=b.len()).collect();

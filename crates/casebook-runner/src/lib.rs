@@ -7,6 +7,7 @@ pub mod engine;
 pub mod experiment;
 pub mod grade;
 pub mod hash;
+pub mod letta_suite;
 pub mod protocol;
 pub mod record;
 pub mod report;

@@ -75,6 +75,11 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(n) = args.concurrency {
         experiment.concurrency = n.max(1);
     }
+    // A letta suite's target is a Letta agent, which casebook cannot start.
+    if let Some(err) = experiment.missing_target() {
+        report_experiment_error(settings, err);
+        return Ok(Outcome::Invalid);
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -105,7 +110,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     // native JSON with their content ids.
     let dataset_file = base.join(&experiment.dataset);
     let (cases, dataset_name, version_id) = if dataset_file.is_file() {
-        let Some(cases) = read_cases(settings, &dataset_file, &select)? else { return Ok(Outcome::Invalid) };
+        let Some(cases) = read_cases(settings, &dataset_file, &base, &select)? else { return Ok(Outcome::Invalid) };
         let name = dataset_file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let id = version_id_of(&name, &cases.all)?;
         (cases.selected, name, id)
@@ -451,12 +456,19 @@ struct FileCases {
 }
 
 /// Reads a dataset file, keeping each selected case as compact JSON; reports its problems.
-fn read_cases(settings: &Global, file: &Path, select: &casebook_store::Select) -> anyhow::Result<Option<FileCases>> {
+fn read_cases(
+    settings: &Global,
+    file: &Path,
+    experiment_dir: &Path,
+    select: &casebook_store::Select,
+) -> anyhow::Result<Option<FileCases>> {
     type Prepared = Result<casebook_store::Prepared, String>;
     struct Collect<'a> {
         cases: FileCases,
         select: &'a casebook_store::Select,
         base: Option<&'a Path>,
+        /// Where letta's `rubric_path`s are relative to: the suite (experiment) file.
+        rubrics: &'a Path,
         reporter: Reporter,
         errors: u64,
         failed: Option<String>,
@@ -467,8 +479,16 @@ fn read_cases(settings: &Global, file: &Path, select: &casebook_store::Select) -
             let wanted = self.select.filter.as_ref().is_none_or(|f| f.matches(case))
                 && self.select.limit.is_none_or(|limit| (self.cases.selected.len() as u64) < limit);
             if wanted {
-                if matches!(case.task.memory_seeds, Some(casebook_model::MemorySeeds::Path(_))) {
+                let seed_file = matches!(case.task.memory_seeds, Some(casebook_model::MemorySeeds::Path(_)));
+                let rubric_file = case.expected.rubric.is_none() && case.expected.rubric_path.is_some();
+                if seed_file || rubric_file {
                     casebook_runner::seeds::inline_case_seeds(case, self.base)?;
+                    if let (true, Some(path)) = (rubric_file, &case.expected.rubric_path) {
+                        let path = self.rubrics.join(path);
+                        let text = fs_err::read_to_string(&path)
+                            .map_err(|e| format!("case `{}`: its `rubric_path`: {e}", case.id))?;
+                        case.expected.rubric = Some(text);
+                    }
                     let p = casebook_store::prepare(case).map_err(|e| e.to_string())?;
                     self.cases.selected.push((p.body, p.content_id));
                 } else {
@@ -504,6 +524,7 @@ fn read_cases(settings: &Global, file: &Path, select: &casebook_store::Select) -
         cases: FileCases { all: Vec::new(), selected: Vec::new() },
         select,
         base: file.parent(),
+        rubrics: experiment_dir,
         reporter: Reporter::new(settings, true),
         errors: 0,
         failed: None,

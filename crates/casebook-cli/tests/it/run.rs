@@ -296,3 +296,28 @@ fn ctrl_c_keeps_finished_runs_and_the_next_run_resumes() {
     assert!((12..=13).contains(&total), "{total} calls in all");
     assert_eq!(summary(&again.stdout)["totals"]["passed"].as_u64(), Some(12));
 }
+
+/// A letta-evals suite from the corpus: its Letta target cannot run here (a located error
+/// names it), and with `--target` it runs, graded per turn as letta grades a list
+/// `ground_truth`.
+#[test]
+fn a_letta_suite_runs_with_a_casebook_target() {
+    let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/letta-evals/multiturn-per-turn-grading/suite.yaml");
+    let dir = Folder::new();
+    let out = run(cb(&dir).arg("run").arg(&suite).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let d: Value = serde_json::from_str(out.stderr.lines().next().unwrap_or_default()).expect("a JSON diagnostic");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(5), Some(9)), "{d}");
+    assert!(d["message"].as_str().unwrap_or_default().contains("letta_code"), "{d}");
+
+    // The echo agent repeats each question: every turn fails `contains`, none is an error.
+    let out = run(cb(&dir).arg("run").arg(&suite).args(["--target", "builtin:echo", "--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!(
+        (s["totals"]["results"].as_u64(), s["totals"]["failed"].as_u64(), s["totals"]["errors"].as_u64()),
+        (Some(3), Some(3), Some(0)),
+        "{s}"
+    );
+}

@@ -10,7 +10,8 @@
 //!   and (with [`json`]) `json_match`: the output against `expected.output`;
 //! - [`trajectory`]: `tool_called`, `tool_call_count`, `max_tool_calls`, `tool_order`: the
 //!   run's tool calls against the options or `expected.tool_calls`;
-//! - [`per_turn`]: one answer grader applied to every turn against `expected.per_turn`;
+//! - [`per_turn`]: one answer grader applied to every turn against `expected.per_turn`
+//!   (answer graders do this by themselves on a case that only has `expected.per_turn`);
 //! - [`judge`]: `llm_judge`, a rubric prompt sent to a chat-completions endpoint;
 //! - [`command`]: a custom program speaking JSON on stdin/stdout.
 
@@ -73,6 +74,15 @@ impl Grader {
     pub async fn grade(&self, case: &Case, run: &RunOutput) -> Result<Grade, Failure> {
         let name = self.name.as_str();
         match &self.check {
+            // A case with one expectation per turn and none for the whole (letta's list
+            // `ground_truth`) is graded turn by turn, as letta does.
+            Check::Answer(grader)
+                if case.expected.output.is_none()
+                    && case.expected.acceptable.is_none()
+                    && case.expected.per_turn.is_some() =>
+            {
+                per_turn::grade(grader, name, case, run)
+            }
             Check::Answer(grader) => grader.grade(&answer::Answer {
                 grader: name,
                 case_id: &case.id,

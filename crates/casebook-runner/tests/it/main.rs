@@ -1,2 +1,3 @@
 mod grade;
+mod letta_suite;
 mod target;
