@@ -266,7 +266,7 @@ fn ctrl_c_keeps_finished_runs_and_the_next_run_resumes() {
         format!("dataset: many.jsonl\ntarget: '{url}'\nconcurrency: 1\ngraders: [{{kind: exact_match}}]\n"),
     );
     assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
         .current_dir(dir.join(""))
         .env("NO_COLOR", "1")
         .env_remove("CASEBOOK_STORE")
