@@ -199,64 +199,88 @@ pub struct Summary {
 
 impl Summary {
     pub fn of(results: &[RunResult], threshold: f64, meta: RunMeta) -> Self {
-        let mut totals = Counter::default();
-        let mut scenarios: BTreeMap<&str, Counter> = BTreeMap::new();
-        let mut cases: BTreeMap<&str, BTreeMap<&str, BTreeMap<u32, Verdict>>> = BTreeMap::new();
-        let mut labels: BTreeMap<&str, Counter> = BTreeMap::new();
-        let mut graders: Vec<GraderCounter> = Vec::new();
-        let mut grader_index: HashMap<&str, usize> = HashMap::new();
-        let mut errors: BTreeMap<&str, ErrorKindSummary> = BTreeMap::new();
-
+        let mut builder = SummaryBuilder::default();
         for result in results {
-            let verdict = Verdict::of(result);
-            totals.add(result, verdict);
-            scenarios.entry(&result.scenario).or_default().add(result, verdict);
-            cases
-                .entry(&result.scenario)
-                .or_default()
-                .entry(&result.case_id)
-                .or_default()
-                .entry(result.run)
-                .or_insert(verdict);
-            let distinct: BTreeSet<&str> = result.labels.iter().map(String::as_str).collect();
-            for label in distinct {
-                labels.entry(label).or_default().add(result, verdict);
-            }
-            for grade in &result.grades {
-                let index = *grader_index.entry(&grade.grader).or_insert_with(|| {
-                    graders.push(GraderCounter::new(&grade.grader));
-                    graders.len() - 1
-                });
-                if let Some(counter) = graders.get_mut(index) {
-                    counter.add(&grade.outcome);
-                }
-            }
-            if let Some(failure) = result.failure() {
-                let entry = errors.entry(&failure.kind).or_insert_with(|| ErrorKindSummary {
-                    kind: failure.kind.clone(),
-                    count: 0,
-                    examples: Vec::new(),
-                });
-                entry.count += 1;
-                if entry.examples.len() < ERROR_EXAMPLES_PER_KIND {
-                    entry.examples.push(ErrorExample {
-                        case_id: result.case_id.clone(),
-                        scenario: result.scenario.clone(),
-                        run: result.run,
-                        message: failure.message.clone(),
-                    });
-                }
+            builder.add(result);
+        }
+        builder.finish(threshold, meta)
+    }
+}
+
+/// A [`Summary`] built one result at a time, so that a run of any size need not keep its
+/// results: what it holds is counts, scores, and one verdict per case and run (for pass@k).
+#[derive(Debug, Default)]
+pub struct SummaryBuilder {
+    totals: Counter,
+    scenarios: BTreeMap<String, Counter>,
+    cases: BTreeMap<String, BTreeMap<String, BTreeMap<u32, Verdict>>>,
+    labels: BTreeMap<String, Counter>,
+    graders: Vec<GraderCounter>,
+    grader_index: HashMap<String, usize>,
+    errors: BTreeMap<String, ErrorKindSummary>,
+}
+
+impl SummaryBuilder {
+    pub fn add(&mut self, result: &RunResult) {
+        let verdict = Verdict::of(result);
+        self.totals.add(result, verdict);
+        self.scenarios.entry(result.scenario.clone()).or_default().add(result, verdict);
+        let runs = match self.cases.get_mut(&result.scenario) {
+            Some(cases) => cases,
+            None => self.cases.entry(result.scenario.clone()).or_default(),
+        };
+        let runs = match runs.get_mut(&result.case_id) {
+            Some(runs) => runs,
+            None => runs.entry(result.case_id.clone()).or_default(),
+        };
+        runs.entry(result.run).or_insert(verdict);
+        let distinct: BTreeSet<&str> = result.labels.iter().map(String::as_str).collect();
+        for label in distinct {
+            match self.labels.get_mut(label) {
+                Some(counter) => counter.add(result, verdict),
+                None => self.labels.entry(label.to_owned()).or_default().add(result, verdict),
             }
         }
+        for grade in &result.grades {
+            let index = match self.grader_index.get(&grade.grader) {
+                Some(index) => *index,
+                None => {
+                    self.graders.push(GraderCounter::new(&grade.grader));
+                    self.grader_index.insert(grade.grader.clone(), self.graders.len() - 1);
+                    self.graders.len() - 1
+                }
+            };
+            if let Some(counter) = self.graders.get_mut(index) {
+                counter.add(&grade.outcome);
+            }
+        }
+        if let Some(failure) = result.failure() {
+            let entry = self.errors.entry(failure.kind.clone()).or_insert_with(|| ErrorKindSummary {
+                kind: failure.kind.clone(),
+                count: 0,
+                examples: Vec::new(),
+            });
+            entry.count += 1;
+            if entry.examples.len() < ERROR_EXAMPLES_PER_KIND {
+                entry.examples.push(ErrorExample {
+                    case_id: result.case_id.clone(),
+                    scenario: result.scenario.clone(),
+                    run: result.run,
+                    message: failure.message.clone(),
+                });
+            }
+        }
+    }
 
+    pub fn finish(self, threshold: f64, meta: RunMeta) -> Summary {
         let mut names: Vec<&str> = Vec::new();
         for name in &meta.scenarios {
             if !names.contains(&name.as_str()) {
                 names.push(name);
             }
         }
-        for name in scenarios.keys() {
-            if !names.contains(name) {
+        for name in self.scenarios.keys() {
+            if !names.contains(&name.as_str()) {
                 names.push(name);
             }
         }
@@ -264,26 +288,27 @@ impl Summary {
             .into_iter()
             .map(|name| ScenarioSummary {
                 scenario: name.to_owned(),
-                tally: scenarios.get(name).map(Counter::tally).unwrap_or_else(|| Counter::default().tally()),
-                pass_at_k: pass_at_k(cases.get(name), meta.n_runs),
+                tally: self.scenarios.get(name).map(Counter::tally).unwrap_or_else(|| Counter::default().tally()),
+                pass_at_k: pass_at_k(self.cases.get(name), meta.n_runs),
             })
             .collect();
 
-        let totals = totals.tally();
+        let totals = self.totals.tally();
         let threshold_met = totals.errors == 0 && totals.pass_rate.is_some_and(|rate| rate >= threshold);
-        let mut errors: Vec<ErrorKindSummary> = errors.into_values().collect();
+        let mut errors: Vec<ErrorKindSummary> = self.errors.into_values().collect();
         errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(&b.kind)));
 
-        Self {
+        Summary {
             meta,
             threshold,
             threshold_met,
             totals,
             scenarios,
-            graders: graders.into_iter().map(GraderCounter::summary).collect(),
-            labels: labels
+            graders: self.graders.into_iter().map(GraderCounter::summary).collect(),
+            labels: self
+                .labels
                 .into_iter()
-                .map(|(label, counter)| LabelSummary { label: label.to_owned(), tally: counter.tally() })
+                .map(|(label, counter)| LabelSummary { label, tally: counter.tally() })
                 .collect(),
             errors,
         }
@@ -374,7 +399,7 @@ fn cornish_fisher_t_975(df: f64) -> f64 {
         + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * df * df * df)
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Counter {
     results: usize,
     passed: usize,
@@ -417,6 +442,7 @@ impl Counter {
     }
 }
 
+#[derive(Debug)]
 struct GraderCounter {
     grader: String,
     passed: usize,
@@ -459,7 +485,7 @@ fn ratio(part: usize, whole: usize) -> Option<f64> {
 }
 
 /// pass@k and pass^k of one scenario's cases (case id → run → verdict).
-fn pass_at_k(cases: Option<&BTreeMap<&str, BTreeMap<u32, Verdict>>>, k: u32) -> PassAtK {
+fn pass_at_k(cases: Option<&BTreeMap<String, BTreeMap<u32, Verdict>>>, k: u32) -> PassAtK {
     let (mut counted, mut excluded, mut any, mut all) = (0, 0, 0, 0);
     for runs in cases.into_iter().flat_map(BTreeMap::values) {
         let verdicts: Vec<Verdict> = (0..k).filter_map(|run| runs.get(&run).copied()).collect();

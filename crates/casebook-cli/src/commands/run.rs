@@ -22,7 +22,7 @@ use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
-use casebook_runner::summary::{RunMeta, Summary};
+use casebook_runner::summary::{RunMeta, Summary, SummaryBuilder};
 use casebook_runner::target::TargetSpec;
 use casebook_store::{ResultRow, SqliteStore, Store};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -217,7 +217,12 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let bar = progress_bar(settings, total as u64);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(Job, RunResult, bool)>(1024);
-    let mut results: Vec<(u64, RunResult)> = Vec::with_capacity(total);
+    // The summary is built as results come; results themselves are kept only for the reports
+    // that need them all (JUnit, Markdown, HTML).
+    let mut summary = SummaryBuilder::default();
+    let keep = args.reports.iter().any(|(f, _)| *f != ReportFormat::Jsonl);
+    let mut results: Vec<(u64, RunResult)> = Vec::new();
+    let mut done = 0usize;
     let mut reused = 0u64;
     let stopped = runtime.block_on(async {
         // The jobs a window at a time: the outputs stored for a window are looked up just before
@@ -287,9 +292,13 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                             pending.clear();
                         }
                     }
-                    // Reports show why a case failed, not why one passed; the store has it all.
-                    result.slim(160);
-                    results.push((job.seq, result));
+                    summary.add(&result);
+                    done += 1;
+                    if keep {
+                        // Reports show why a case failed, not why one passed; the store has it all.
+                        result.slim(160);
+                        results.push((job.seq, result));
+                    }
                 }
                 _ = tokio::signal::ctrl_c(), if !stopped => {
                     stopped = true;
@@ -313,7 +322,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let results: Vec<RunResult> = results.into_iter().map(|(_, r)| r).collect();
     let finished = crate::settings::now();
     let meta = RunMeta { finished: finished.clone(), ..meta };
-    let summary = Summary::of(&results, experiment.threshold, meta);
+    let summary = summary.finish(experiment.threshold, meta);
     if let Some(store) = store.and_then(|s| Arc::try_unwrap(s).ok()) {
         if !stopped {
             runtime.block_on(store.finish_run(&run_id, &finished, &serde_json::to_string(&summary)?))?;
@@ -333,14 +342,13 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         if !settings.quiet {
             let secs = started.elapsed().as_secs_f64();
             eprintln!(
-                "{} runs in {secs:.1} s ({:.0} runs/s), {reused} from stored outputs",
-                results.len(),
-                results.len() as f64 / secs.max(1e-9)
+                "{done} runs in {secs:.1} s ({:.0} runs/s), {reused} from stored outputs",
+                done as f64 / secs.max(1e-9)
             );
         }
     }
     if stopped {
-        eprintln!("stopped after {} of {total} runs", results.len());
+        eprintln!("stopped after {done} of {total} runs");
         return Ok(Outcome::Invalid);
     }
     Ok(if summary.threshold_met { Outcome::Ok } else { Outcome::Invalid })
