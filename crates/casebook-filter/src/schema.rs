@@ -332,45 +332,7 @@ pub(crate) fn backticked(names: &[&str]) -> String {
 }
 
 /// The closest of `known` to `word`, if it is close enough to be a likely typo.
-pub(crate) fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
-    let word_len = word.chars().count();
-    known
-        .iter()
-        .map(|k| (edit_distance(word, k), *k))
-        .filter(|(d, k)| {
-            let len = k.chars().count();
-            *d > 0 && *d < len && *d <= (len.max(word_len) / 3).max(1)
-        })
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-/// Edit distance over characters where swapping two neighbours is one edit (optimal string
-/// alignment), so `inptu` is one edit from `input`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let width = b.len() + 1;
-    let mut d: Vec<usize> = vec![0; (a.len() + 1) * width];
-    for (i, cell) in d.iter_mut().step_by(width).enumerate() {
-        *cell = i;
-    }
-    for (j, cell) in d.iter_mut().take(width).enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best =
-                (d[(i - 1) * width + j - 1] + cost).min(d[(i - 1) * width + j] + 1).min(d[i * width + j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[(i - 2) * width + j - 2] + 1);
-            }
-            d[i * width + j] = best;
-        }
-    }
-    d[a.len() * width + b.len()]
-}
+pub(crate) use casebook_model::did_you_mean;
 
 #[cfg(test)]
 mod tests {

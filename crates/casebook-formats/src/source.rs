@@ -279,29 +279,7 @@ impl<'n, 's> Fields<'n, 's> {
 }
 
 /// Suggests the closest known key for a misspelt one.
-pub fn did_you_mean<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
-    known
-        .iter()
-        .map(|k| (edit_distance(key, k), *k))
-        .filter(|(d, k)| *d > 0 && *d < k.len() && *d <= (k.len().max(key.len()) / 4).max(1))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
-}
+pub use casebook_model::did_you_mean;
 
 #[cfg(test)]
 mod tests {

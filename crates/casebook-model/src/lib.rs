@@ -4,6 +4,7 @@
 mod case;
 mod dataset;
 mod diagnostic;
+mod suggest;
 
 pub use case::{
     Case, ContextItem, Expectations, MemorySeeds, Outcome, OutcomeRole, Provenance, Review, Role, Seed, Task, Tool,
@@ -11,6 +12,7 @@ pub use case::{
 };
 pub use dataset::DatasetHeader;
 pub use diagnostic::{Code, Diagnostic, Severity};
+pub use suggest::did_you_mean;
 
 /// A JSON object with its keys in source order.
 pub type Map = serde_json::Map<String, serde_json::Value>;

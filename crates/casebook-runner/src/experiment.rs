@@ -185,7 +185,7 @@ impl Experiment {
         for entry in entries {
             if !KEYS.contains(&entry.key.as_ref()) {
                 let mut e = r.error(entry.key_offset, format!("unknown key `{}`", entry.key));
-                e.hint = Some(match closest(&entry.key, KEYS) {
+                e.hint = Some(match casebook_model::did_you_mean(&entry.key, KEYS) {
                     Some(k) => format!("did you mean `{k}`?"),
                     None => format!("the keys of an experiment: {}", KEYS.join(", ")),
                 });
@@ -389,25 +389,6 @@ pub(crate) fn seconds(r: &Reader<'_>, node: &Node, key: &str) -> Result<f64, Exp
         return Err(r.error(node.offset, format!("`{key}` must be more than 0")));
     }
     Ok(t)
-}
-
-/// The nearest of `candidates` to `word`, if it is near (two edits at most).
-pub(crate) fn closest<'c>(word: &str, candidates: &[&'c str]) -> Option<&'c str> {
-    let distance = |a: &str, b: &str| {
-        let b: Vec<char> = b.chars().collect();
-        let mut row: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut prev = row[0];
-            row[0] = i + 1;
-            for (j, cb) in b.iter().enumerate() {
-                let next = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(row[j + 1] + 1);
-                prev = row[j + 1];
-                row[j + 1] = next;
-            }
-        }
-        row[b.len()]
-    };
-    candidates.iter().map(|c| (distance(word, c), *c)).filter(|(d, _)| *d <= 2).min().map(|(_, c)| c)
 }
 
 #[cfg(test)]

@@ -319,7 +319,7 @@ fn unknown_key(r: &Reader<'_>, entry: &Entry, key: &str) -> ExperimentError {
 }
 
 fn did_you_mean(key: &str, keys: &[&str]) -> String {
-    match experiment::closest(key, keys) {
+    match casebook_model::did_you_mean(key, keys) {
         Some(k) => format!("did you mean `{k}`?"),
         None => format!(
             "the keys casebook reads here: {}",
