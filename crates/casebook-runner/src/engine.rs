@@ -84,17 +84,24 @@ impl Plan {
     pub fn jobs(&self) -> Result<Vec<Job>, Failure> {
         let targets = self.scenarios.iter().map(|s| target_key(&s.describe)).collect::<Result<Vec<_>, _>>()?;
         let indexes: Vec<usize> = (0..self.cases.len()).collect();
-        let keys = parallel_map(&indexes, |&i| {
+        // Each case's hashes, its canonical parts made and dropped on the way (they are as big
+        // as the case: keeping them all would double the memory of a large experiment).
+        let hashes = parallel_map(&indexes, |&i| {
             let case = self.case(i)?;
-            CaseKey::new(&self.seeds_of(&case), &case.task, &case.id)
-        })
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
+            let key = CaseKey::new(&self.seeds_of(&case), &case.task, &case.id)?;
+            Ok::<_, Failure>(
+                targets
+                    .iter()
+                    .flat_map(|target| (0..self.n_runs).map(|run| run_hash_of(&key, target, run)))
+                    .collect::<Vec<_>>(),
+            )
+        });
         let mut jobs = Vec::with_capacity(self.cases.len() * self.scenarios.len() * self.n_runs as usize);
-        for (case, key) in keys.iter().enumerate() {
-            for (scenario, target) in targets.iter().enumerate() {
+        for (case, hashes) in hashes.into_iter().enumerate() {
+            let mut hashes = hashes?.into_iter();
+            for scenario in 0..targets.len() {
                 for run in 0..self.n_runs {
-                    let hash = run_hash_of(key, target, run);
+                    let hash = hashes.next().unwrap_or_default();
                     let seq = jobs.len() as u64;
                     jobs.push(Job { case, scenario, run, hash, seq });
                 }

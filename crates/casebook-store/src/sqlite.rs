@@ -92,9 +92,9 @@ impl SqliteStore {
             // `matches` in filters.
             .with_regexp()
             .busy_timeout(Duration::from_secs(30))
-            // A page cache for a large commit's working set (32 MiB a connection), and
+            // A small page cache (8 MiB a connection; a commit takes more, see `commit`), and
             // temporary tables in memory.
-            .pragma("cache_size", "-32768")
+            .pragma("cache_size", "-8192")
             .pragma("temp_store", "memory");
         let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await?;
         let store = Self { pool, path: path.to_owned() };
@@ -294,6 +294,8 @@ impl crate::Store for SqliteStore {
 
     async fn commit(&self, request: CommitRequest, mut cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        // A large commit's working set: 32 MiB of page cache on the connection that writes it.
+        sqlx::query("PRAGMA cache_size = -32768").execute(&mut *tx).await?;
         // The dataset, created on its first commit.
         let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE name = ?")
             .bind(&request.dataset)

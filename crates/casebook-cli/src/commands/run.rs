@@ -7,6 +7,7 @@
 //! `--regrade`, reuses them), and Ctrl-C stops cleanly.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -459,7 +460,8 @@ fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results
 /// A dataset file's cases: every case's id and content id (for the version id), and the
 /// selected ones as native JSON with their content ids, seed files read.
 struct FileCases {
-    all: Vec<(String, String)>,
+    /// Every case's id and content id (32 bytes, not 64 hex digits: a million cases each).
+    all: Vec<(String, [u8; 32])>,
     selected: Vec<(String, String)>,
 }
 
@@ -503,7 +505,7 @@ fn read_cases(
                     self.cases.selected.push((prepared.body, prepared.content_id.clone()));
                 }
             }
-            self.cases.all.push((prepared.id, prepared.content_id));
+            self.cases.all.push((prepared.id, unhex(&prepared.content_id)?));
             Ok(())
         }
     }
@@ -554,14 +556,31 @@ fn read_cases(
 }
 
 /// The content id a file's cases would have as the first version of a dataset named `name`.
-fn version_id_of(name: &str, cases: &[(String, String)]) -> anyhow::Result<String> {
-    let mut listed: Vec<&(String, String)> = cases.iter().collect();
-    listed.sort();
+fn version_id_of(name: &str, cases: &[(String, [u8; 32])]) -> anyhow::Result<String> {
+    let mut listed: Vec<&(String, [u8; 32])> = cases.iter().collect();
+    listed.sort_unstable();
     let mut hasher = casebook_canon::VersionHasher::new(&json!({"dataset": name, "parent": null, "order": null}))?;
+    let mut hex = String::with_capacity(64);
     for (id, cid) in listed {
-        hasher.change(id, Some(cid))?;
+        hex.clear();
+        for byte in cid {
+            let _ = write!(hex, "{byte:02x}");
+        }
+        hasher.change(id, Some(&hex))?;
     }
     Ok(hasher.finish())
+}
+
+/// The 32 bytes of a content id written in 64 hex digits.
+fn unhex(text: &str) -> Result<[u8; 32], String> {
+    let mut out = [0u8; 32];
+    if text.len() != 64 {
+        return Err(format!("`{text}` is not a content id"));
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|_| format!("`{text}` is not a content id"))?;
+    }
+    Ok(out)
 }
 
 /// `r-20261123T100000-1a2b`: sortable by time, told apart by a few bits of the process.
