@@ -101,10 +101,9 @@ impl SqliteStore {
 
     /// Every run, oldest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY started, id")
-                .fetch_all(self.pool())
-                .await?;
+        let rows = sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq")
+            .fetch_all(self.pool())
+            .await?;
         Ok(rows.iter().map(run_row).collect())
     }
 
@@ -112,7 +111,7 @@ impl SqliteStore {
     pub async fn run(&self, reference: Option<&str>) -> Result<RunRow, StoreError> {
         let rows = match reference {
             None => {
-                sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY started DESC, id DESC LIMIT 1")
+                sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq DESC LIMIT 1")
                     .fetch_all(self.pool())
                     .await?
             }
