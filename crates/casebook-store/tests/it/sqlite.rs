@@ -145,7 +145,7 @@ async fn runs_keep_their_results_and_outputs_by_hash() {
     assert_eq!(store.run(None).await.unwrap().finished.as_deref(), Some("2026-11-23T10:01:00Z"));
     assert!(matches!(store.run(Some("x")).await, Err(StoreError::NoRun(_))));
     // Two runs begun in the same second: the latest is the one begun last, whatever its id.
-    store.begin_run("r-20261123-00", "smoke", "2026-11-23T10:01:00Z", "{}").await.unwrap();
+    store.begin_run("r-20261123-00", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
     assert_eq!(store.run(None).await.unwrap().id, "r-20261123-00");
     let ids: Vec<String> = store.runs().await.unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(ids, ["r-20261123-a1", "r-20261123-00"]);
