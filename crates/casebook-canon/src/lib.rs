@@ -64,6 +64,23 @@ fn hash(kind: Kind, canonical: &str) -> String {
     hasher.finalize().to_hex().to_string()
 }
 
+/// The 32 bytes of a content id written as 64 hex digits, or `None` if it is not one.
+pub fn id_bytes(id: &str) -> Option<[u8; 32]> {
+    let mut out = [0u8; 32];
+    if id.len() != 64 {
+        return None;
+    }
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(id.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// A content id's 32 bytes as 64 lowercase hex digits.
+pub fn id_hex(bytes: &[u8; 32]) -> String {
+    blake3::Hash::from_bytes(*bytes).to_hex().to_string()
+}
+
 /// The content id of a dataset version, fed its changes one by one so that a version of a
 /// million cases is never held in memory:
 /// `BLAKE3("casebook/version/v1" || 0x00 || canonical(head) || for each change: "\n" || canonical([case id, case content id or null]))`,
@@ -121,6 +138,15 @@ mod tests {
         let b: serde_json::Value = serde_json::from_str(r#"{"a":{"x":[1,2],"y":"é"},"b":1}"#).unwrap();
         assert_eq!(canonical_json(&a).unwrap(), r#"{"a":{"x":[1,2],"y":"é"},"b":1}"#);
         assert_eq!(content_id(Kind::Case, &a).unwrap(), content_id(Kind::Case, &b).unwrap());
+    }
+
+    #[test]
+    fn ids_go_to_bytes_and_back() {
+        let id = content_id(Kind::Case, &json!({"input": "hi"})).unwrap();
+        assert_eq!(id_hex(&id_bytes(&id).unwrap()), id);
+        assert_eq!(id_bytes("abc"), None);
+        assert_eq!(id_bytes(&"g".repeat(64)), None);
+        assert_eq!(id_bytes(&format!("{}é", &id[..62])), None);
     }
 
     #[test]

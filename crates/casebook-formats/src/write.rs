@@ -100,7 +100,19 @@ impl Encoder {
                     lost
                 }
                 (Format::Letta, _) => {
-                    let (row, lost) = letta::write_row(case);
+                    let (mut row, mut lost) = letta::write_row(case);
+                    // letta reads a cell that starts with `[` and ends with `]` as JSON: such a
+                    // string would come back as a list. It cannot be written.
+                    for (column, field) in [("input", "input"), ("ground_truth", "expected.output")] {
+                        if row
+                            .get(column)
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| s.starts_with('[') && s.ends_with(']'))
+                        {
+                            row.remove(column);
+                            lost.0.push(field);
+                        }
+                    }
                     if self.keep(&lost) {
                         self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;

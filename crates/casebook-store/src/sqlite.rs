@@ -197,12 +197,12 @@ async fn load(
         ListIn::FirstVersion(dataset) => format!("({dataset}, ?, 1, NULL, ?, ?)"),
     };
     for chunk in cases.chunks(ROWS) {
-        let keys: Vec<Vec<u8>> = chunk.iter().map(|c| unhex(&c.content_id)).collect::<Result<_, _>>()?;
+        let keys: Vec<[u8; 32]> = chunk.iter().map(|c| unhex(&c.content_id)).collect::<Result<_, _>>()?;
         let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
         for (case, key) in chunk.iter().zip(&keys) {
-            query = query.bind(key).bind(&case.body);
+            query = query.bind(&key[..]).bind(&case.body);
         }
         let stored = query.execute(&mut **tx).await?.rows_affected() as i64;
         // When every body was new, SQLite gave them the row ids after the last one, in order
@@ -267,7 +267,7 @@ async fn load(
             );
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for (case, key) in chunk.iter().zip(&keys) {
-                query = query.bind(&case.id).bind(key).bind(*pos);
+                query = query.bind(&case.id).bind(&key[..]).bind(*pos);
                 *pos += 1;
             }
             query.execute(&mut **tx).await?;
@@ -1005,8 +1005,7 @@ impl Listing {
         let end = u32::try_from(self.text.len())
             .map_err(|_| StoreError::Corrupt("a first version's case ids add up to more than 4 GiB".into()))?;
         self.ends.push(end);
-        let bytes = unhex(cid)?;
-        self.cids.push(bytes.try_into().map_err(|_| StoreError::Corrupt(format!("`{cid}` is not a content id")))?);
+        self.cids.push(unhex(cid)?);
         Ok(())
     }
 
@@ -1019,13 +1018,8 @@ impl Listing {
     fn hash_in_id_order(&self, hasher: &mut VersionHasher) -> Result<(), StoreError> {
         let mut order: Vec<u32> = (0..self.ends.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| self.id(a as usize).cmp(self.id(b as usize)));
-        let mut hex = String::with_capacity(64);
         for i in order {
-            hex.clear();
-            for byte in self.cids[i as usize] {
-                hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-                hex.push(char::from_digit(u32::from(byte & 15), 16).unwrap_or('0'));
-            }
+            let hex = casebook_canon::id_hex(&self.cids[i as usize]);
             hasher.change(self.id(i as usize), Some(&hex))?;
         }
         Ok(())
@@ -1033,20 +1027,8 @@ impl Listing {
 }
 
 /// The 32 bytes of a content id written in hex.
-fn unhex(text: &str) -> Result<Vec<u8>, StoreError> {
-    let bytes = text.as_bytes();
-    if !bytes.len().is_multiple_of(2) {
-        return Err(StoreError::Corrupt(format!("content id `{text}` is not hex")));
-    }
-    bytes
-        .chunks(2)
-        .map(|pair| {
-            let digit = |b: u8| {
-                (b as char).to_digit(16).ok_or_else(|| StoreError::Corrupt(format!("content id `{text}` is not hex")))
-            };
-            Ok((digit(pair[0])? * 16 + digit(pair[1])?) as u8)
-        })
-        .collect()
+fn unhex(text: &str) -> Result<[u8; 32], StoreError> {
+    casebook_canon::id_bytes(text).ok_or_else(|| StoreError::Corrupt(format!("`{text}` is not a content id")))
 }
 
 fn describe(reference: &Ref) -> String {

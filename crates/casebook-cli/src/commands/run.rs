@@ -7,7 +7,6 @@
 //! `--regrade`, reuses them), and Ctrl-C stops cleanly.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -93,86 +92,12 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         Err(_) => None,
     };
 
-    // Which cases: the experiment's filter and tags, and `--only`.
-    let mut filter = match &experiment.filter {
-        Some(text) => Some(Filter::parse(text).map_err(|err| crate::settings::expression_error("filter", text, &err))?),
-        None => None,
+    let select = selection(&experiment, args.only.as_deref())?;
+    let Some(dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select)? else {
+        return Ok(Outcome::Invalid);
     };
-    if !experiment.tags.is_empty() {
-        filter = Some(Filter::tags(&experiment.tags).and(filter.unwrap_or_else(Filter::everything)));
-    }
-    if let Some(text) = &args.only {
-        let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
-        filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
-    }
-    let select = casebook_store::Select { filter, limit: experiment.limit };
-
-    // The dataset: a file beside the experiment, or a stored version; its selected cases as
-    // native JSON with their content ids.
-    let dataset_file = base.join(&experiment.dataset);
-    let (cases, dataset_name, version_id) = if dataset_file.is_file() {
-        let Some(cases) = read_cases(settings, &dataset_file, &base, &select)? else { return Ok(Outcome::Invalid) };
-        let name = dataset_file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let id = version_id_of(&name, &cases.all)?;
-        (cases.selected, name, id)
-    } else {
-        let Some(store) = &store else {
-            anyhow::bail!(
-                "`{}` is not a file, and there is no store to find it in: give a dataset file, or run `casebook init`",
-                experiment.dataset
-            );
-        };
-        let (name, reference) = stores::target(&experiment.dataset)?;
-        let version = runtime.block_on(store.resolve(&name, &reference))?;
-        let mut bodies = Vec::new();
-        runtime.block_on(store.bodies(&name, version.number, &select, 4096, &mut |batch| {
-            bodies.extend(batch);
-            true
-        }))?;
-        let cases = bodies
-            .into_iter()
-            .map(|body| {
-                // A seed file cannot be found from a stored dataset: say so now.
-                let mut case: Case = serde_json::from_str(&body)?;
-                casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
-                let id = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, &body)?;
-                Ok((body, id))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        (cases, name, version.id)
-    };
-    let (cases, content_ids): (Vec<String>, Vec<String>) = cases.into_iter().unzip();
-
-    // Targets and graders.
-    let env = |name: &str| std::env::var(name).ok();
-    let mut scenarios = Vec::new();
-    for scenario in &experiment.scenarios {
-        let mut spec: TargetSpec = match &scenario.target.value {
-            serde_json::Value::String(text) => text.parse().map_err(|e| located(&args, scenario.target.at, e))?,
-            value => serde_json::from_value(value.clone()).map_err(|e| located(&args, scenario.target.at, e))?,
-        };
-        spec.resolve_env(env);
-        let target = runtime
-            .block_on(async { spec.connect() })
-            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", scenario.name))?;
-        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe: spec.describe(), target });
-    }
-    let mut graders = Vec::new();
-    for grader in &experiment.graders {
-        let mut spec: GraderSpec =
-            serde_json::from_value(grader.value.clone()).map_err(|e| located(&args, grader.at, e))?;
-        spec.resolve_env(env);
-        graders.push(spec.build().map_err(|e| located(&args, grader.at, e))?);
-    }
-    let plan = Arc::new(Plan {
-        cases,
-        content_ids,
-        scenarios,
-        n_runs: experiment.n_runs,
-        graders,
-        seeds: experiment.memory_seeds.clone(),
-        concurrency: experiment.concurrency,
-    });
+    let (dataset_name, version_id) = (dataset.name.clone(), dataset.version_id.clone());
+    let plan = Arc::new(plan_of(&runtime, &args, &experiment, dataset)?);
     let jobs = plan.jobs().map_err(|e| anyhow::anyhow!("{e}"))?;
     let total = jobs.len();
 
@@ -457,6 +382,115 @@ fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results
     Ok(())
 }
 
+/// The cases an experiment runs: its filter and tags, and `--only`.
+fn selection(experiment: &Experiment, only: Option<&str>) -> anyhow::Result<casebook_store::Select> {
+    let mut filter = match &experiment.filter {
+        Some(text) => Some(Filter::parse(text).map_err(|err| crate::settings::expression_error("filter", text, &err))?),
+        None => None,
+    };
+    if !experiment.tags.is_empty() {
+        filter = Some(Filter::tags(&experiment.tags).and(filter.unwrap_or_else(Filter::everything)));
+    }
+    if let Some(text) = only {
+        let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
+        filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
+    }
+    Ok(casebook_store::Select { filter, limit: experiment.limit })
+}
+
+/// The selected cases of a dataset, as native JSON with their content ids, and the dataset's
+/// name and version id.
+struct Dataset {
+    cases: Vec<String>,
+    content_ids: Vec<String>,
+    name: String,
+    version_id: String,
+}
+
+/// Reads the experiment's dataset: a file beside the experiment, or a version in the store.
+/// `None` when the file has errors (they are reported).
+fn load_dataset(
+    settings: &Global,
+    runtime: &tokio::runtime::Runtime,
+    store: Option<&SqliteStore>,
+    experiment: &Experiment,
+    base: &Path,
+    select: &casebook_store::Select,
+) -> anyhow::Result<Option<Dataset>> {
+    let file = base.join(&experiment.dataset);
+    let (cases, name, version_id) = if file.is_file() {
+        let Some(cases) = read_cases(settings, &file, base, select)? else { return Ok(None) };
+        let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let id = version_id_of(&name, &cases.all)?;
+        (cases.selected, name, id)
+    } else {
+        let Some(store) = store else {
+            anyhow::bail!(
+                "`{}` is not a file, and there is no store to find it in: give a dataset file, or run `casebook init`",
+                experiment.dataset
+            );
+        };
+        let (name, reference) = stores::target(&experiment.dataset)?;
+        let version = runtime.block_on(store.resolve(&name, &reference))?;
+        let mut bodies = Vec::new();
+        runtime.block_on(store.bodies(&name, version.number, select, 4096, &mut |batch| {
+            bodies.extend(batch);
+            true
+        }))?;
+        let cases = bodies
+            .into_iter()
+            .map(|body| {
+                // A seed file cannot be found from a stored dataset: say so now.
+                let mut case: Case = serde_json::from_str(&body)?;
+                casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
+                let id = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, &body)?;
+                Ok((body, id))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        (cases, name, version.id)
+    };
+    let (cases, content_ids) = cases.into_iter().unzip();
+    Ok(Some(Dataset { cases, content_ids, name, version_id }))
+}
+
+/// The plan of a run: the dataset's cases, a connected target per scenario, the graders.
+fn plan_of(
+    runtime: &tokio::runtime::Runtime,
+    args: &RunArgs,
+    experiment: &Experiment,
+    dataset: Dataset,
+) -> anyhow::Result<Plan> {
+    let env = |name: &str| std::env::var(name).ok();
+    let mut scenarios = Vec::new();
+    for scenario in &experiment.scenarios {
+        let mut spec: TargetSpec = match &scenario.target.value {
+            serde_json::Value::String(text) => text.parse().map_err(|e| located(args, scenario.target.at, e))?,
+            value => serde_json::from_value(value.clone()).map_err(|e| located(args, scenario.target.at, e))?,
+        };
+        spec.resolve_env(env);
+        let target = runtime
+            .block_on(async { spec.connect() })
+            .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", scenario.name))?;
+        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe: spec.describe(), target });
+    }
+    let mut graders = Vec::new();
+    for grader in &experiment.graders {
+        let mut spec: GraderSpec =
+            serde_json::from_value(grader.value.clone()).map_err(|e| located(args, grader.at, e))?;
+        spec.resolve_env(env);
+        graders.push(spec.build().map_err(|e| located(args, grader.at, e))?);
+    }
+    Ok(Plan {
+        cases: dataset.cases,
+        content_ids: dataset.content_ids,
+        scenarios,
+        n_runs: experiment.n_runs,
+        graders,
+        seeds: experiment.memory_seeds.clone(),
+        concurrency: experiment.concurrency,
+    })
+}
+
 /// A dataset file's cases: every case's id and content id (for the version id), and the
 /// selected ones as native JSON with their content ids, seed files read.
 struct FileCases {
@@ -505,7 +539,9 @@ fn read_cases(
                     self.cases.selected.push((prepared.body, prepared.content_id.clone()));
                 }
             }
-            self.cases.all.push((prepared.id, unhex(&prepared.content_id)?));
+            let cid = casebook_canon::id_bytes(&prepared.content_id)
+                .ok_or_else(|| format!("`{}` is not a content id", prepared.content_id))?;
+            self.cases.all.push((prepared.id, cid));
             Ok(())
         }
     }
@@ -560,27 +596,10 @@ fn version_id_of(name: &str, cases: &[(String, [u8; 32])]) -> anyhow::Result<Str
     let mut listed: Vec<&(String, [u8; 32])> = cases.iter().collect();
     listed.sort_unstable();
     let mut hasher = casebook_canon::VersionHasher::new(&json!({"dataset": name, "parent": null, "order": null}))?;
-    let mut hex = String::with_capacity(64);
     for (id, cid) in listed {
-        hex.clear();
-        for byte in cid {
-            let _ = write!(hex, "{byte:02x}");
-        }
-        hasher.change(id, Some(&hex))?;
+        hasher.change(id, Some(&casebook_canon::id_hex(cid)))?;
     }
     Ok(hasher.finish())
-}
-
-/// The 32 bytes of a content id written in 64 hex digits.
-fn unhex(text: &str) -> Result<[u8; 32], String> {
-    let mut out = [0u8; 32];
-    if text.len() != 64 {
-        return Err(format!("`{text}` is not a content id"));
-    }
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|_| format!("`{text}` is not a content id"))?;
-    }
-    Ok(out)
 }
 
 /// `r-20261123T100000-1a2b`: sortable by time, told apart by a few bits of the process.

@@ -63,8 +63,16 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let jsonl: String = cases.iter().map(|c| format!("{c}\n")).collect();
         let source = temp_file(&dir, "source.jsonl", jsonl.as_bytes());
+        // letta reads a CSV cell that starts with `[` and ends with `]` as JSON, so a string of
+        // that shape cannot go through letta CSV: the writer refuses it, naming the field.
+        let list_shaped = |v: &Value| v.as_str().is_some_and(|s| s.starts_with('[') && s.ends_with(']'));
+        let not_csv = cases.iter().any(|c| list_shaped(&c["input"]) || list_shaped(&c["expected"]["output"]));
         for (format, syntax) in TARGETS {
             let (out, diags) = convert_file(&source, Some(Format::Casebook), *format, *syntax, None);
+            if not_csv && (*format, *syntax) == (Format::Letta, Syntax::Csv) {
+                prop_assert!(errors(&diags).iter().any(|e| e.contains("E-unrepresentable")), "{:?}", errors(&diags));
+                continue;
+            }
             prop_assert!(errors(&diags).is_empty(), "to {format} {syntax:?}: {:?}", errors(&diags));
             let written = temp_file(&dir, &format!("out.{}", syntax.name()), &out);
             let (back, diags) = convert_file(&written, Some(*format), Format::Casebook, Syntax::Jsonl, None);
