@@ -84,6 +84,8 @@ pub struct Place {
 pub struct ExperimentError {
     pub file: String,
     pub at: Place,
+    /// Where the line of `at` starts in the file, in bytes (to show the line).
+    pub line_offset: u64,
     pub message: String,
     pub hint: Option<String>,
 }
@@ -121,7 +123,15 @@ impl Reader<'_> {
     }
 
     pub(crate) fn error(&self, offset: usize, message: impl Into<String>) -> ExperimentError {
-        ExperimentError { file: self.file.to_owned(), at: self.place(offset), message: message.into(), hint: None }
+        let offset = offset.min(self.text.len());
+        let line_offset = self.text[..offset].rfind('\n').map_or(0, |i| i + 1) as u64;
+        ExperimentError {
+            file: self.file.to_owned(),
+            at: self.place(offset),
+            line_offset,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     pub(crate) fn hinted(&self, offset: usize, message: impl Into<String>, hint: impl Into<String>) -> ExperimentError {

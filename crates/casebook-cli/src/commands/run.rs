@@ -637,21 +637,7 @@ fn report_experiment_error(settings: &Global, err: &ExperimentError) {
         column: err.at.column,
         pointer: String::new(),
         hint: err.hint.clone(),
-        line_offset: line_offset(&err.file, err.at.line),
+        line_offset: Some(err.line_offset),
     };
     Reporter::new(settings, true).emit(&d);
-}
-
-/// Where line `line` (1-based) starts in `file`, for showing it under a diagnostic.
-fn line_offset(file: &str, line: u64) -> Option<u64> {
-    let text = fs_err::read(file).ok()?;
-    if line <= 1 {
-        return Some(0);
-    }
-    let newline = memchr_nth(&text, line as usize - 1)?;
-    Some(newline as u64 + 1)
-}
-
-fn memchr_nth(text: &[u8], n: usize) -> Option<usize> {
-    text.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(n - 1).map(|(i, _)| i)
 }

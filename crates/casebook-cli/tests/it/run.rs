@@ -251,6 +251,11 @@ fn experiment_mistakes_are_located() {
     assert_eq!(out.status, Some(1), "{out:?}");
     let d: Value = serde_json::from_str(out.stderr.lines().next().unwrap_or_default()).expect("a JSON diagnostic");
     assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(3), Some(1)), "{d}");
+    // For people: the line itself, and what was meant.
+    let out = run(cb(&dir).arg("run").arg(&exp));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(out.stderr.contains("3 | n_rusn: 2"), "{}", out.stderr);
+    assert!(out.stderr.contains("did you mean `n_runs`?"), "{}", out.stderr);
 }
 
 #[test]

@@ -26,10 +26,7 @@ td.why{white-space:pre-wrap;word-break:break-word;font-family:ui-monospace,monos
 
 /// The HTML page of a run.
 pub fn render(summary: &Summary, results: &[RunResult]) -> String {
-    let mut out = Vec::new();
-    // Writing to a Vec cannot fail.
-    let _ = write(summary, results, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    super::to_string(|out| write(summary, results, out))
 }
 
 /// Writes the HTML page of a run to `out`.

@@ -19,10 +19,7 @@ const RATIONALE_CHARS: usize = 300;
 
 /// The Markdown report of a run.
 pub fn render(summary: &Summary, results: &[RunResult]) -> String {
-    let mut out = Vec::new();
-    // Writing to a Vec cannot fail.
-    let _ = write(summary, results, &mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    super::to_string(|out| write(summary, results, out))
 }
 
 /// Writes the Markdown report of a run to `out`.

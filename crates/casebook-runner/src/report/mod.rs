@@ -19,6 +19,14 @@ pub use terminal::{human, human_comparison};
 use crate::record::RunResult;
 use crate::summary::{Interval, Summary};
 
+/// What a renderer's `write` writes, as a string.
+fn to_string(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The results in report order: by scenario (the summary's order), then case id, then run.
 fn ordered<'a>(summary: &Summary, results: &'a [RunResult]) -> Vec<&'a RunResult> {
     let position = |scenario: &str| summary.scenarios.iter().position(|s| s.scenario == scenario).unwrap_or(usize::MAX);
