@@ -120,6 +120,19 @@ impl VersionHasher {
     }
 }
 
+/// The content id of the first version of dataset `dataset`: its cases as (case id, content id)
+/// pairs, which must come in case-id order (byte order).
+pub fn first_version_id<'a>(
+    dataset: &str,
+    cases: impl IntoIterator<Item = (&'a str, &'a [u8; 32])>,
+) -> Result<String, CanonError> {
+    let mut hasher = VersionHasher::new(&serde_json::json!({"dataset": dataset, "parent": null, "order": null}))?;
+    for (id, cid) in cases {
+        hasher.change(id, Some(&id_hex(cid)))?;
+    }
+    Ok(hasher.finish())
+}
+
 /// The id casebook gives a case whose source has none: `t-` and the first 16 hex digits of the
 /// content id of its task half, so that re-ordering a file does not rename its cases.
 pub fn derived_case_id<T: Serialize>(task: &T) -> Result<String, CanonError> {

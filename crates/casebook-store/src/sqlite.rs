@@ -850,12 +850,11 @@ impl SqliteStore {
             }
         }
         let count = pos;
-        let mut hasher = VersionHasher::new(&json!({"dataset": request.dataset, "parent": null, "order": null}))?;
-        listed.hash_in_id_order(&mut hasher)?;
+        let version_id = listed.first_version_id(&request.dataset)?;
         let version = VersionInfo {
             dataset: request.dataset,
             number: 1,
-            id: hasher.finish(),
+            id: version_id,
             parent: None,
             author: request.author,
             time: request.time,
@@ -1014,15 +1013,12 @@ impl Listing {
         &self.text[start..self.ends[i] as usize]
     }
 
-    /// Feeds the cases to `hasher` in id order (byte order, as SQLite's).
-    fn hash_in_id_order(&self, hasher: &mut VersionHasher) -> Result<(), StoreError> {
+    /// The content id of a first version holding these cases.
+    fn first_version_id(&self, dataset: &str) -> Result<String, StoreError> {
         let mut order: Vec<u32> = (0..self.ends.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| self.id(a as usize).cmp(self.id(b as usize)));
-        for i in order {
-            let hex = casebook_canon::id_hex(&self.cids[i as usize]);
-            hasher.change(self.id(i as usize), Some(&hex))?;
-        }
-        Ok(())
+        let cases = order.into_iter().map(|i| (self.id(i as usize), &self.cids[i as usize]));
+        Ok(casebook_canon::first_version_id(dataset, cases)?)
     }
 }
 

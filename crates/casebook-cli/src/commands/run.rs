@@ -595,11 +595,7 @@ fn read_cases(
 fn version_id_of(name: &str, cases: &[(String, [u8; 32])]) -> anyhow::Result<String> {
     let mut listed: Vec<&(String, [u8; 32])> = cases.iter().collect();
     listed.sort_unstable();
-    let mut hasher = casebook_canon::VersionHasher::new(&json!({"dataset": name, "parent": null, "order": null}))?;
-    for (id, cid) in listed {
-        hasher.change(id, Some(&casebook_canon::id_hex(cid)))?;
-    }
-    Ok(hasher.finish())
+    Ok(casebook_canon::first_version_id(name, listed.into_iter().map(|(id, cid)| (id.as_str(), cid)))?)
 }
 
 /// `r-20261123T100000-1a2b`: sortable by time, told apart by a few bits of the process.

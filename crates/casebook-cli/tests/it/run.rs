@@ -158,6 +158,10 @@ fn finished_runs_are_reused_and_regrade_calls_no_agent() {
     // The same experiment again: every output is stored, no agent is called.
     let again = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
     assert_eq!(again.status, Some(0), "{again:?}");
+    // The results name the dataset version they ran: the id the file has once imported.
+    let imported = run(cb(&dir).args(["import", "cases.jsonl", "--format", "json"]));
+    let version: Value = serde_json::from_str(imported.stdout.trim()).expect("the import's JSON");
+    assert_eq!(summary(&again.stdout)["meta"]["dataset_version_id"], version["version"]["id"], "{imported:?}");
     assert_eq!(bodies.lock().expect("the lock").len(), 10);
     // Re-grading with a stricter grader changes the verdicts, still without the agent.
     let strict = dir.file(
