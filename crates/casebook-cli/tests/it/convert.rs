@@ -133,3 +133,32 @@ fn syntax_flag_writes_yaml_to_standard_output() {
     assert_eq!(bad.status, Some(2), "{bad:?}");
     assert!(bad.stderr.contains("`letta` cannot be written as yaml: it uses jsonl, csv"), "{}", bad.stderr);
 }
+
+/// letta reads a CSV cell that starts with `[` and ends with `]` as JSON: a string of that shape
+/// would come back as a list, so it is refused (or, with `--lossy`, left out with a warning).
+#[test]
+fn a_string_letta_csv_would_read_as_a_list_is_refused() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "cases.jsonl",
+        "{\"id\": \"a\", \"input\": \"ok\", \"expected\": {\"output\": \"x\"}}\n{\"id\": \"b\", \"input\": \"q\", \"expected\": {\"output\": \"[1, 2]\"}}\n",
+    );
+    let out = dir.join("out.csv");
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--format", "json", "-o"]).arg(&out));
+    r.expect_status(1);
+    let diagnostics = r.stderr_diagnostics();
+    assert_eq!(diagnostics.len(), 1, "{r:?}");
+    assert_eq!(diagnostics[0]["code"], "E-unrepresentable");
+    assert_eq!(diagnostics[0]["line"], 2);
+    assert!(message(&diagnostics[0]).contains("expected.output"), "the message names the field:\n{r:?}");
+    assert!(!out.exists());
+
+    let r = run(casebook()
+        .arg("convert")
+        .arg(&file)
+        .args(["--to", "letta", "--lossy", "--format", "json", "-o"])
+        .arg(&out));
+    r.expect_status(0);
+    assert_eq!(r.stderr_diagnostics()[0]["code"], "W-dropped");
+    assert_eq!(fs_err::read_to_string(&out).unwrap(), "id,input,ground_truth\na,ok,x\nb,q,\n");
+}

@@ -189,6 +189,28 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_grader_grades_per_turn_a_case_with_only_per_turn_expectations() {
+        let grader: Grader =
+            serde_json::from_value::<GraderSpec>(json!({"kind": "contains"})).unwrap().build().unwrap();
+        let case: Case = serde_json::from_value(json!({
+            "id": "m", "input": "q1", "turns": [{"role": "user", "content": "q2"}],
+            "expected": {"per_turn": ["Paris", "Berlin"]}
+        }))
+        .unwrap();
+        let run = |turns: [&str; 2]| RunOutput {
+            output: json!(turns[1]),
+            per_turn: turns.iter().map(|t| json!(t)).collect(),
+            ..RunOutput::default()
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let grade = runtime.block_on(grader.grade(&case, &run(["Paris!", "Rome"]))).unwrap();
+        assert_eq!((grade.score, grade.pass), (0.5, false));
+        assert!(grade.rationale.starts_with("1 of 2 turns pass"), "{}", grade.rationale);
+        let grade = runtime.block_on(grader.grade(&case, &run(["in Paris", "Berlin"]))).unwrap();
+        assert_eq!((grade.score, grade.pass), (1.0, true));
+    }
+
+    #[test]
     fn verdict_reads_score_pass_and_rationale() {
         let grade = read_verdict(&object(json!({"score": 0.7, "rationale": "mostly"})), 0.5).unwrap();
         assert_eq!(grade, Grade { score: 0.7, pass: true, rationale: "mostly".into() });
