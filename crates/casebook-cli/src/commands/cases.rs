@@ -44,7 +44,8 @@ enum Mode {
     List,
     Count,
     /// Selected cases per value of the path (a case with several values counts in each).
-    Group(FieldPath, HashMap<String, (Value, u64)>),
+    /// (Keys are the values' JSON text; `None` for the cases without the field.)
+    Group(FieldPath, HashMap<Option<String>, u64>),
 }
 
 struct Sink<'a> {
@@ -67,11 +68,10 @@ impl Sink<'_> {
             Mode::Group(path, groups) => {
                 let values = path.values(case);
                 if values.is_empty() {
-                    groups.entry(String::new()).or_insert((Value::Null, 0)).1 += 1;
+                    *groups.entry(None).or_default() += 1;
                 }
                 for value in values {
-                    let key = format!("={value}");
-                    groups.entry(key).or_insert((value, 0)).1 += 1;
+                    *groups.entry(Some(value.to_string())).or_default() += 1;
                 }
                 Ok(())
             }
@@ -93,21 +93,24 @@ impl Sink<'_> {
             Mode::Count if json => writeln!(self.out, "{}", json!({"count": self.selected, "of": total}))?,
             Mode::Count => writeln!(self.out, "{}", self.selected)?,
             Mode::Group(path, groups) => {
-                let mut groups: Vec<(String, Value, u64)> =
-                    groups.into_iter().map(|(key, (value, n))| (key, value, n)).collect();
+                let mut groups: Vec<(Option<Value>, u64)> = groups
+                    .into_iter()
+                    .map(|(key, n)| (key.map(|k| serde_json::from_str(&k).unwrap_or(Value::String(k))), n))
+                    .collect();
                 // Most frequent first; the cases without the field last.
                 groups.sort_by(|a, b| {
-                    (a.0.is_empty(), std::cmp::Reverse(a.2), &a.0).cmp(&(b.0.is_empty(), std::cmp::Reverse(b.2), &b.0))
+                    (a.0.is_none(), std::cmp::Reverse(a.1), a.0.as_ref().map(Value::to_string)).cmp(&(
+                        b.0.is_none(),
+                        std::cmp::Reverse(b.1),
+                        b.0.as_ref().map(Value::to_string),
+                    ))
                 });
                 if json {
                     let list: Vec<Value> = groups
                         .iter()
-                        .map(|(key, value, n)| {
-                            if key.is_empty() {
-                                json!({"missing": true, "count": n})
-                            } else {
-                                json!({"value": value, "count": n})
-                            }
+                        .map(|(value, n)| match value {
+                            Some(value) => json!({"value": value, "count": n}),
+                            None => json!({"missing": true, "count": n}),
                         })
                         .collect();
                     writeln!(
@@ -116,15 +119,15 @@ impl Sink<'_> {
                         json!({"group_by": path.to_string(), "groups": list, "selected": self.selected})
                     )?;
                 } else {
-                    let label = |key: &str, value: &Value| match value {
-                        _ if key.is_empty() => format!("(no {path})"),
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
+                    let label = |value: &Option<Value>| match value {
+                        None => format!("(no {path})"),
+                        Some(Value::String(s)) => s.clone(),
+                        Some(other) => other.to_string(),
                     };
-                    let width = groups.iter().map(|(k, v, _)| label(k, v).chars().count()).max().unwrap_or(0);
-                    let digits = groups.iter().map(|g| g.2.to_string().len()).max().unwrap_or(1);
-                    for (key, value, n) in &groups {
-                        writeln!(self.out, "{:<width$}  {n:>digits$}", label(key, value))?;
+                    let width = groups.iter().map(|(v, _)| label(v).chars().count()).max().unwrap_or(0);
+                    let digits = groups.iter().map(|g| g.1.to_string().len()).max().unwrap_or(1);
+                    for (value, n) in &groups {
+                        writeln!(self.out, "{:<width$}  {n:>digits$}", label(value))?;
                     }
                 }
             }
