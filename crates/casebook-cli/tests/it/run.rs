@@ -330,3 +330,25 @@ fn a_letta_suite_runs_with_a_casebook_target() {
         "{s}"
     );
 }
+
+/// Seed files are read from beside a dataset file; a stored dataset has no such place, and a
+/// case that names one is an error before any agent is called.
+#[test]
+fn seed_files_are_read_for_files_and_refused_for_stored_datasets() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/maslab/trip-planner.yaml");
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    let out = run(cb(&dir).arg("run").args(["--target", &url, "--format", "json", "--dataset"]).arg(&examples));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    // bob's seed file reached the agent.
+    let seeds = fs_err::read_to_string(examples.with_file_name("seeds/bob.yaml")).expect("the seed file");
+    let first =
+        seeds.lines().find_map(|l| l.trim().strip_prefix("content: ")).expect("a seed").trim_matches('"').to_owned();
+    assert!(bodies.lock().expect("the lock").iter().any(|b| b.contains(&first)), "{first}");
+
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    assert_eq!(run(cb(&dir).arg("import").arg(&examples).args(["--dataset", "trips"])).status, Some(0));
+    let out = run(cb(&dir).args(["run", "--dataset", "trips", "--target", &url]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("names the seed file `seeds/bob.yaml`"), "{}", out.stderr);
+}
