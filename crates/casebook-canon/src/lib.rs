@@ -53,15 +53,24 @@ pub fn canonical_json_text(text: &str) -> Result<String, CanonError> {
 /// The content id of the value that the JSON text `text` denotes: the same as [`content_id`] of
 /// that value.
 pub fn content_id_of_json(kind: Kind, text: &str) -> Result<String, CanonError> {
-    Ok(hash(kind, &text::canonicalize(text)?))
+    Ok(id_hex(&content_id_bytes_of_json(kind, text)?))
+}
+
+/// [`content_id_of_json`] as 32 bytes.
+pub fn content_id_bytes_of_json(kind: Kind, text: &str) -> Result<[u8; 32], CanonError> {
+    Ok(hash_bytes(kind, &text::canonicalize(text)?))
 }
 
 fn hash(kind: Kind, canonical: &str) -> String {
+    id_hex(&hash_bytes(kind, canonical))
+}
+
+fn hash_bytes(kind: Kind, canonical: &str) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new();
     hasher.update(kind.domain().as_bytes());
     hasher.update(&[0]);
     hasher.update(canonical.as_bytes());
-    hasher.finalize().to_hex().to_string()
+    *hasher.finalize().as_bytes()
 }
 
 /// The 32 bytes of a content id written as 64 hex digits, or `None` if it is not one.

@@ -6,16 +6,15 @@
 //! what it did. Requests are built from the case's task only ([`AgentRequest::first`]); the
 //! graders are given the whole case.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use casebook_model::{Case, MemorySeeds, Role, Seed};
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::grade::Grader;
-use crate::hash::{CaseKey, run_hash_of, target_key};
+use crate::hash::{CaseKey, run_hash_bytes, target_key};
 use crate::protocol::{AgentRequest, Message, Speaker, Step};
 use crate::record::{Failure, GraderResult, RunOutput, RunResult};
 use crate::target::Target;
@@ -30,17 +29,58 @@ pub struct PlannedScenario {
 
 /// Everything a run of an experiment needs.
 pub struct Plan {
-    /// The selected cases, in dataset order, their seed files already read, each as its native
-    /// JSON (a third of the memory of a parsed case; a job parses its case when it runs).
-    pub cases: Vec<String>,
-    /// Content id of each case.
-    pub content_ids: Vec<String>,
+    /// The selected cases, in dataset order.
+    pub cases: Vec<PlannedCase>,
     pub scenarios: Vec<PlannedScenario>,
     pub n_runs: u32,
     pub graders: Vec<Grader>,
     /// The experiment's seeds, before each case's own.
     pub seeds: Vec<Seed>,
     pub concurrency: usize,
+}
+
+/// A case to run. (Ids are kept as bytes: an experiment holds one of each for every case.)
+pub struct PlannedCase {
+    /// The case as its native JSON, its seed files already read (a third of the memory of a
+    /// parsed case; a job parses its case when it runs).
+    pub json: String,
+    pub content_id: [u8; 32],
+    /// The hashes of its runs ([`RunKeys::hashes`]).
+    pub hashes: Vec<[u8; 32]>,
+}
+
+/// What a case's run hashes are made from besides the case: each scenario's target, the
+/// experiment's seeds, the number of runs.
+pub struct RunKeys {
+    targets: Vec<String>,
+    seeds: Vec<Seed>,
+    n_runs: u32,
+}
+
+impl RunKeys {
+    pub fn new(scenarios: &[PlannedScenario], seeds: &[Seed], n_runs: u32) -> Result<Self, Failure> {
+        let targets = scenarios.iter().map(|s| target_key(&s.describe)).collect::<Result<_, _>>()?;
+        Ok(Self { targets, seeds: seeds.to_vec(), n_runs })
+    }
+
+    /// The hashes of the runs of `case` (its seed files read), scenario by scenario, run by run.
+    pub fn hashes(&self, case: &Case) -> Result<Vec<[u8; 32]>, Failure> {
+        let key = CaseKey::new(&effective_seeds(&self.seeds, case), &case.task, &case.id)?;
+        Ok(self
+            .targets
+            .iter()
+            .flat_map(|target| (0..self.n_runs).map(|run| run_hash_bytes(&key, target, run)))
+            .collect())
+    }
+}
+
+/// The effective seeds of `case`: the experiment's, then the case's.
+fn effective_seeds(experiment: &[Seed], case: &Case) -> Vec<Seed> {
+    let mut seeds = experiment.to_vec();
+    if let Some(MemorySeeds::Inline(own)) = &case.task.memory_seeds {
+        seeds.extend(own.iter().cloned());
+    }
+    seeds
 }
 
 /// One run to make.
@@ -66,85 +106,123 @@ pub enum Mode {
 impl Plan {
     /// Case `i`, parsed.
     pub fn case(&self, i: usize) -> Result<Case, Failure> {
-        serde_json::from_str(&self.cases[i])
+        serde_json::from_str(&self.cases[i].json)
             .map_err(|e| Failure::new("config", format!("case {i} cannot be read: {e}")))
     }
 
-    /// The effective seeds of `case`: the experiment's, then the case's (a seed file must have
-    /// been read into the case by then).
-    pub fn seeds_of(&self, case: &Case) -> Vec<Seed> {
-        let mut seeds = self.seeds.clone();
-        if let Some(MemorySeeds::Inline(own)) = &case.task.memory_seeds {
-            seeds.extend(own.iter().cloned());
-        }
-        seeds
+    /// How many runs the experiment makes.
+    pub fn total(&self) -> usize {
+        self.cases.len() * self.scenarios.len() * self.n_runs as usize
     }
 
-    /// Every job, with its run hash, in result order (case, scenario, run).
-    pub fn jobs(&self) -> Result<Vec<Job>, Failure> {
-        let targets = self.scenarios.iter().map(|s| target_key(&s.describe)).collect::<Result<Vec<_>, _>>()?;
-        let indexes: Vec<usize> = (0..self.cases.len()).collect();
-        // Each case's hashes, its canonical parts made and dropped on the way (they are as big
-        // as the case: keeping them all would double the memory of a large experiment).
-        let hashes = parallel_map(&indexes, |&i| {
-            let case = self.case(i)?;
-            let key = CaseKey::new(&self.seeds_of(&case), &case.task, &case.id)?;
-            Ok::<_, Failure>(
-                targets
-                    .iter()
-                    .flat_map(|target| (0..self.n_runs).map(|run| run_hash_of(&key, target, run)))
-                    .collect::<Vec<_>>(),
-            )
-        });
-        let mut jobs = Vec::with_capacity(self.cases.len() * self.scenarios.len() * self.n_runs as usize);
-        for (case, hashes) in hashes.into_iter().enumerate() {
-            let mut hashes = hashes?.into_iter();
-            for scenario in 0..targets.len() {
-                for run in 0..self.n_runs {
-                    let hash = hashes.next().unwrap_or_default();
-                    let seq = jobs.len() as u64;
-                    jobs.push(Job { case, scenario, run, hash, seq });
-                }
-            }
-        }
-        Ok(jobs)
+    /// The jobs whose places in the results are `seqs` (in result order: case, scenario, run).
+    pub fn jobs(&self, seqs: std::ops::Range<usize>) -> Vec<Job> {
+        let runs = self.n_runs.max(1) as usize;
+        let per_case = (self.scenarios.len() * runs).max(1);
+        seqs.filter_map(|seq| {
+            let (case, within) = (seq / per_case, seq % per_case);
+            let hash = self.cases.get(case)?.hashes.get(within)?;
+            Some(Job {
+                case,
+                scenario: within / runs,
+                run: (within % runs) as u32,
+                hash: casebook_canon::id_hex(hash),
+                seq: seq as u64,
+            })
+        })
+        .collect()
     }
 }
 
-/// Runs `jobs`, sending each result to `results` as it finishes (and whether its output came
-/// from `stored`). Stops starting new jobs when
-/// `stop` turns true (in-flight ones are dropped, unrecorded). `stored` maps run hashes to
-/// outputs kept from earlier runs.
-pub async fn execute(
+/// A job, with the agent's output an earlier run kept for its run hash (as stored JSON).
+pub struct Work {
+    pub job: Job,
+    pub stored: Option<String>,
+}
+
+/// A finished job: its result, and whether the agent's output came from the store.
+pub struct Finished {
+    pub job: Job,
+    pub result: RunResult,
+    pub from_store: bool,
+}
+
+/// Jobs graded in one task when no agent is called and every grader is local.
+const GRADE_BATCH: usize = 128;
+/// Such batches being graded at once: enough to keep every core busy, few enough that memory
+/// holds a window or two of outputs, not the experiment's.
+const BATCHES_AT_ONCE: usize = 16;
+
+/// Runs the jobs that come from `work` (a window at a time, each job with the output stored for
+/// it, if any), handing each finished job to `finish` (on the thread that ran it, so that the
+/// caller's per-result work is spread over the cores too) and sending what it returns to
+/// `results`, in batches, as they finish. Stops starting new jobs when `stop` turns true
+/// (in-flight ones are dropped, unrecorded).
+///
+/// At most `concurrency` jobs call agents at once. Jobs that call no agent (a stored output, or
+/// `--regrade`) are graded in batches when every grader is local: no task or message per job.
+pub async fn execute<T: Send + 'static>(
     plan: Arc<Plan>,
-    jobs: Vec<Job>,
-    stored: Arc<HashMap<String, RunOutput>>,
+    mut work: mpsc::Receiver<Vec<Work>>,
     mode: Mode,
     mut stop: watch::Receiver<bool>,
-    results: mpsc::Sender<(Job, RunResult, bool)>,
+    finish: Arc<dyn Fn(Finished) -> T + Send + Sync>,
+    results: mpsc::Sender<Vec<T>>,
 ) {
     let permits = Arc::new(Semaphore::new(plan.concurrency.max(1)));
+    let batches = Arc::new(Semaphore::new(BATCHES_AT_ONCE));
+    let local = plan.graders.iter().all(Grader::is_local);
     let mut tasks = tokio::task::JoinSet::new();
-    for job in jobs {
+    let mut batch = Vec::with_capacity(GRADE_BATCH);
+    // Waits for a permit of `semaphore`, unless the run is stopped first.
+    async fn acquire(semaphore: &Arc<Semaphore>, stop: &mut watch::Receiver<bool>) -> Option<OwnedSemaphorePermit> {
         let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-            _ = stop.wait_for(|stopped| *stopped) => break,
+            permit = semaphore.clone().acquire_owned() => permit.ok(),
+            _ = stop.wait_for(|stopped| *stopped) => None,
         };
-        if *stop.borrow() {
-            break;
-        }
-        let (plan, stored, results) = (plan.clone(), stored.clone(), results.clone());
+        permit.filter(|_| !*stop.borrow())
+    }
+    let spawn_batch = |tasks: &mut tokio::task::JoinSet<()>, batch: Vec<Work>, permit: OwnedSemaphorePermit| {
+        let (plan, finish, results) = (plan.clone(), finish.clone(), results.clone());
         tasks.spawn(async move {
-            let from_store = stored.contains_key(&job.hash);
-            let result = run_job(&plan, &job, &stored, mode).await;
+            let mut done = Vec::with_capacity(batch.len());
+            for Work { job, stored } in batch {
+                let stored = stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
+                done.push(finish(run_job(&plan, job, stored, mode).await));
+            }
             drop(permit);
-            let _ = results.send((job, result, from_store)).await;
+            let _ = results.send(done).await;
         });
-        // Reap finished tasks as we go so the set does not grow with the experiment.
-        while tasks.try_join_next().is_some() {}
+    };
+    'windows: while let Some(window) = work.recv().await {
+        for item in window {
+            if *stop.borrow() {
+                break 'windows;
+            }
+            if local && (item.stored.is_some() || mode == Mode::Regrade) {
+                batch.push(item);
+                if batch.len() == GRADE_BATCH {
+                    let Some(permit) = acquire(&batches, &mut stop).await else { break 'windows };
+                    spawn_batch(&mut tasks, std::mem::replace(&mut batch, Vec::with_capacity(GRADE_BATCH)), permit);
+                }
+            } else {
+                let Some(permit) = acquire(&permits, &mut stop).await else { break 'windows };
+                let (plan, finish, results) = (plan.clone(), finish.clone(), results.clone());
+                tasks.spawn(async move {
+                    let stored = item.stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
+                    let done = finish(run_job(&plan, item.job, stored, mode).await);
+                    drop(permit);
+                    let _ = results.send(vec![done]).await;
+                });
+            }
+            // Reap finished tasks as we go so the set does not grow with the experiment.
+            while tasks.try_join_next().is_some() {}
+        }
+    }
+    if !batch.is_empty() && !*stop.borrow() {
+        if let Some(permit) = acquire(&batches, &mut stop).await {
+            spawn_batch(&mut tasks, batch, permit);
+        }
     }
     if *stop.borrow() {
         tasks.abort_all();
@@ -152,14 +230,15 @@ pub async fn execute(
     while tasks.join_next().await.is_some() {}
 }
 
-async fn run_job(plan: &Plan, job: &Job, stored: &HashMap<String, RunOutput>, mode: Mode) -> RunResult {
+async fn run_job(plan: &Plan, job: Job, stored: Option<RunOutput>, mode: Mode) -> Finished {
     let scenario = &plan.scenarios[job.scenario];
+    let from_store = stored.is_some();
     let case = match plan.case(job.case) {
         Ok(case) => case,
         Err(failure) => {
-            return RunResult {
+            let result = RunResult {
                 case_id: format!("#{}", job.case),
-                case_content_id: plan.content_ids[job.case].clone(),
+                case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
                 labels: Vec::new(),
                 scenario: scenario.name.clone(),
                 run: job.run,
@@ -169,15 +248,15 @@ async fn run_job(plan: &Plan, job: &Job, stored: &HashMap<String, RunOutput>, mo
                 score: None,
                 pass: None,
             };
+            return Finished { job, result, from_store };
         }
     };
-    let case = &case;
-    let output = match (stored.get(&job.hash), mode) {
-        (Some(output), _) => Ok(output.clone()),
+    let output = match (stored, mode) {
+        (Some(output), _) => Ok(output),
         (None, Mode::Regrade) => {
             Err(Failure::new("not-run", "no stored output to grade: run without `--regrade` first"))
         }
-        (None, Mode::Run) => converse(case, plan.seeds_of(case), job, &scenario.target).await,
+        (None, Mode::Run) => converse(&case, effective_seeds(&plan.seeds, &case), &job, &scenario.target).await,
     };
     let mut grades = Vec::with_capacity(plan.graders.len());
     if let Ok(output) = &output {
@@ -185,15 +264,15 @@ async fn run_job(plan: &Plan, job: &Job, stored: &HashMap<String, RunOutput>, mo
             grades.push(GraderResult {
                 grader: grader.name().to_owned(),
                 weight: grader.weight(),
-                outcome: grader.grade(case, output).await,
+                outcome: grader.grade(&case, output).await,
             });
         }
     }
     let (score, pass) = verdict(&output, &grades);
-    RunResult {
-        case_id: case.id.clone(),
-        case_content_id: plan.content_ids[job.case].clone(),
-        labels: case.labels.clone().unwrap_or_default(),
+    let result = RunResult {
+        case_id: case.id,
+        case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
+        labels: case.labels.unwrap_or_default(),
         scenario: scenario.name.clone(),
         run: job.run,
         hash: job.hash.clone(),
@@ -201,7 +280,8 @@ async fn run_job(plan: &Plan, job: &Job, stored: &HashMap<String, RunOutput>, mo
         grades,
         score,
         pass,
-    }
+    };
+    Finished { job, result, from_store }
 }
 
 /// The weighted mean of the grades and whether every grader passed; nothing when the run or a

@@ -30,11 +30,36 @@ fn canonical<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
 
 impl CaseKey {
     pub fn new(seeds: &[Seed], task: &Task, case_id: &str) -> Result<CaseKey, Failure> {
-        let mut task = serde_json::to_value(task).map_err(|e| Failure::new("config", e.to_string()))?;
-        if let Value::Object(map) = &mut task {
-            map.remove("session_id");
+        Ok(CaseKey { case_id: canonical(&case_id)?, seeds: canonical(&seeds)?, task: canonical(&HashedTask(task))? })
+    }
+}
+
+/// A task as its runs' hashes see it: without its session id.
+struct HashedTask<'a>(&'a Task);
+
+impl serde::Serialize for HashedTask<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        // Every field named, so that a new one cannot be left out of the hash unnoticed.
+        let Task { input, turns, context, tools, memory_seeds, session_id: _, agent_args } = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("input", input)?;
+        if let Some(turns) = turns {
+            map.serialize_entry("turns", turns)?;
         }
-        Ok(CaseKey { case_id: canonical(&case_id)?, seeds: canonical(&seeds)?, task: canonical(&task)? })
+        if let Some(context) = context {
+            map.serialize_entry("context", context)?;
+        }
+        if let Some(tools) = tools {
+            map.serialize_entry("tools", tools)?;
+        }
+        if let Some(seeds) = memory_seeds {
+            map.serialize_entry("memory_seeds", seeds)?;
+        }
+        if let Some(args) = agent_args {
+            map.serialize_entry("agent_args", args)?;
+        }
+        map.end()
     }
 }
 
@@ -45,6 +70,11 @@ pub fn target_key(target: &Value) -> Result<String, Failure> {
 
 /// The run hash of run `run` of the case `key` on the target `target` (from [`target_key`]).
 pub fn run_hash_of(key: &CaseKey, target: &str, run: u32) -> String {
+    casebook_canon::id_hex(&run_hash_bytes(key, target, run))
+}
+
+/// [`run_hash_of`] as bytes.
+pub fn run_hash_bytes(key: &CaseKey, target: &str, run: u32) -> [u8; 32] {
     let text = format!(
         "{{\"case_id\":{},\"run\":{run},\"seeds\":{},\"target\":{target},\"task\":{}}}",
         key.case_id, key.seeds, key.task
@@ -53,7 +83,7 @@ pub fn run_hash_of(key: &CaseKey, target: &str, run: u32) -> String {
     hasher.update(Kind::Run.domain().as_bytes());
     hasher.update(&[0]);
     hasher.update(text.as_bytes());
-    hasher.finalize().to_hex().to_string()
+    *hasher.finalize().as_bytes()
 }
 
 pub fn run_hash(target: &Value, seeds: &[Seed], task: &Task, case_id: &str, run: u32) -> Result<String, Failure> {
@@ -65,6 +95,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_hashed_task_is_the_task_without_its_session_id() {
+        let task: Task = serde_json::from_value(json!({
+            "input": [{"role": "user", "content": "hi"}],
+            "turns": [{"role": "user", "content": "and?"}],
+            "context": [{"type": "log", "content": "x"}],
+            "tools": [{"name": "search", "extra": 1}],
+            "memory_seeds": "seeds.json",
+            "session_id": "s-1",
+            "agent_args": {"model": "m"}
+        }))
+        .unwrap();
+        let mut whole = serde_json::to_value(&task).unwrap();
+        whole.as_object_mut().unwrap().remove("session_id");
+        assert_eq!(serde_json::to_value(HashedTask(&task)).unwrap(), whole);
+        let bare = Task::new(json!("hi"));
+        assert_eq!(serde_json::to_value(HashedTask(&bare)).unwrap(), serde_json::to_value(&bare).unwrap());
+    }
 
     #[test]
     fn matches_the_golden_vector() {

@@ -12,9 +12,12 @@ use crate::protocol::Step;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunOutput {
     /// The last turn's output: what single-answer graders look at.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub output: Value,
     /// Every turn's output, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_turn: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trajectory: Vec<Step>,
     /// Wall time of the run, milliseconds.
     pub millis: u64,

@@ -168,6 +168,8 @@ pub enum StoreError {
     Corrupt(String),
     #[error("no run `{0}`: `casebook results --list` lists them")]
     NoRun(String),
+    #[error("`{0}` is not a run hash (64 hexadecimal digits)")]
+    BadHash(String),
     #[error("`{0}` names several runs: {1}")]
     AmbiguousRun(String, String),
     #[error("the commit was cancelled: its input had errors")]

@@ -2,8 +2,6 @@
 //! `results`, `compare` and a resumed run read back. The store keeps the runner's JSON as it is
 //! given; it does not look inside.
 
-use std::collections::HashMap;
-
 use sqlx::{AssertSqlSafe, Row};
 
 use crate::{SqliteStore, StoreError};
@@ -47,23 +45,25 @@ impl SqliteStore {
     /// Records finished results, and their outputs by run hash, in one transaction.
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let base = run_key(&mut tx, run).await?;
         for chunk in rows.chunks(ROWS) {
-            let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
-            let mut query = sqlx::query(AssertSqlSafe(format!(
-                "INSERT OR REPLACE INTO run_results (run, seq, result) VALUES {values}"
-            )));
+            let values = vec!["(?, ?)"; chunk.len()].join(", ");
+            let mut query =
+                sqlx::query(AssertSqlSafe(format!("INSERT OR REPLACE INTO run_results (key, result) VALUES {values}")));
             for row in chunk {
-                query = query.bind(run).bind(row.seq as i64).bind(&row.result);
+                query = query.bind(base + row.seq as i64).bind(&row.result);
             }
             query.execute(&mut *tx).await?;
-            let outputs: Vec<&(String, String)> = chunk.iter().filter_map(|r| r.output.as_ref()).collect();
-            if !outputs.is_empty() {
-                let values = vec!["(?, ?)"; outputs.len()].join(", ");
+            let outputs = chunk.iter().filter(|r| r.output.is_some()).count();
+            if outputs > 0 {
+                let values = vec!["(?, ?, ?)"; outputs].join(", ");
                 let mut query = sqlx::query(AssertSqlSafe(format!(
-                    "INSERT OR REPLACE INTO run_outputs (hash, output) VALUES {values}"
+                    "INSERT OR REPLACE INTO run_outputs (key, hash, output) VALUES {values}"
                 )));
-                for (hash, output) in outputs {
-                    query = query.bind(hash).bind(output);
+                for row in chunk {
+                    if let Some((hash, output)) = &row.output {
+                        query = query.bind(base + row.seq as i64).bind(hash_bytes(hash)?.to_vec()).bind(output);
+                    }
                 }
                 query.execute(&mut *tx).await?;
             }
@@ -82,18 +82,27 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// The stored outputs of those of `hashes` that have one.
-    pub async fn outputs(&self, hashes: &[String]) -> Result<HashMap<String, String>, StoreError> {
-        let mut found = HashMap::new();
-        for chunk in hashes.chunks(ROWS) {
+    /// The stored output of each of `hashes`, in the same order; `None` where there is none.
+    pub async fn outputs(&self, hashes: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+        let mut found = vec![None; hashes.len()];
+        for (c, chunk) in hashes.chunks(ROWS).enumerate() {
             let marks = vec!["?"; chunk.len()].join(", ");
             let mut query =
                 sqlx::query(AssertSqlSafe(format!("SELECT hash, output FROM run_outputs WHERE hash IN ({marks})")));
-            for hash in chunk {
-                query = query.bind(hash);
+            let mut wanted = Vec::with_capacity(chunk.len());
+            for (i, hash) in chunk.iter().enumerate() {
+                let bytes = hash_bytes(hash)?;
+                query = query.bind(bytes.to_vec());
+                wanted.push((bytes, c * ROWS + i));
             }
+            wanted.sort_unstable();
             for row in query.fetch_all(self.pool()).await? {
-                found.insert(row.get(0), row.get(1));
+                let bytes: &[u8] = row.get(0);
+                // (A hash asked for twice gets its output twice.)
+                let first = wanted.partition_point(|(w, _)| w.as_slice() < bytes);
+                for (_, at) in wanted[first..].iter().take_while(|(w, _)| w.as_slice() == bytes) {
+                    found[*at] = Some(row.get(1));
+                }
             }
         }
         Ok(found)
@@ -134,12 +143,30 @@ impl SqliteStore {
 
     /// The results of a run, in order.
     pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query_scalar("SELECT result FROM run_results WHERE run = ? ORDER BY seq")
-            .bind(id)
-            .fetch_all(self.pool())
+        let mut conn = self.pool().acquire().await?;
+        let base = run_key(&mut conn, id).await?;
+        let rows = sqlx::query_scalar("SELECT result FROM run_results WHERE key >= ? AND key < ? ORDER BY key")
+            .bind(base)
+            .bind(base + RUN_SPAN)
+            .fetch_all(&mut *conn)
             .await?;
         Ok(rows)
     }
+}
+
+/// A run's results are keyed from its `seq` times this (migration 0006).
+const RUN_SPAN: i64 = 1 << 32;
+
+/// The first key of a run's results.
+async fn run_key(conn: &mut sqlx::SqliteConnection, run: &str) -> Result<i64, StoreError> {
+    let seq: Option<i64> =
+        sqlx::query_scalar("SELECT seq FROM runs WHERE id = ?").bind(run).fetch_optional(&mut *conn).await?;
+    seq.map(|seq| seq * RUN_SPAN).ok_or_else(|| StoreError::NoRun(run.to_owned()))
+}
+
+/// A run hash as stored.
+fn hash_bytes(hash: &str) -> Result<[u8; 32], StoreError> {
+    casebook_canon::id_bytes(hash).ok_or_else(|| StoreError::BadHash(hash.to_owned()))
 }
 
 fn run_row(r: &sqlx::sqlite::SqliteRow) -> RunRow {

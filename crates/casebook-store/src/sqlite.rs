@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0003_labels.sql"),
     include_str!("../migrations/sqlite/0004_filter_indexes.sql"),
     include_str!("../migrations/sqlite/0005_runs.sql"),
+    include_str!("../migrations/sqlite/0006_run_rows.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
@@ -92,6 +93,7 @@ impl SqliteStore {
             // `matches` in filters.
             .with_regexp()
             .busy_timeout(Duration::from_secs(30))
+            .row_buffer_size(1024)
             // A small page cache (8 MiB a connection; a commit takes more, see `commit`), and
             // temporary tables in memory.
             .pragma("cache_size", "-8192")

@@ -6,7 +6,6 @@
 //! results are kept as they finish, agents' outputs are kept by run hash (a later run, or
 //! `--regrade`, reuses them), and Ctrl-C stops cleanly.
 
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use anyhow::Context;
 use casebook_filter::Filter;
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
 use casebook_model::Case;
-use casebook_runner::engine::{self, Job, Mode, Plan, PlannedScenario};
+use casebook_runner::engine::{self, Job, Mode, Plan, PlannedCase, PlannedScenario, RunKeys};
 use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
 use casebook_runner::record::{RunOutput, RunResult};
@@ -35,7 +34,7 @@ use crate::settings::Global;
 use crate::stores;
 
 /// Results kept in the store at a time while running.
-const SAVE_EVERY: usize = 512;
+const SAVE_EVERY: usize = 4096;
 /// Jobs whose stored outputs are looked up at a time.
 const WINDOW: usize = 4096;
 
@@ -93,13 +92,21 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     };
 
     let select = selection(&experiment, args.only.as_deref())?;
-    let Some(dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select)? else {
+    let (scenarios, graders) = parts(&runtime, &args, &experiment)?;
+    let keys = RunKeys::new(&scenarios, &experiment.memory_seeds, experiment.n_runs).map_err(anyhow::Error::msg)?;
+    let Some(dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select, &keys)? else {
         return Ok(Outcome::Invalid);
     };
-    let (dataset_name, version_id) = (dataset.name.clone(), dataset.version_id.clone());
-    let plan = Arc::new(plan_of(&runtime, &args, &experiment, dataset)?);
-    let jobs = plan.jobs().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let total = jobs.len();
+    let plan = Arc::new(Plan {
+        cases: dataset.cases,
+        scenarios,
+        n_runs: experiment.n_runs,
+        graders,
+        seeds: experiment.memory_seeds.clone(),
+        concurrency: experiment.concurrency,
+    });
+    let (dataset_name, version_id) = (dataset.name, dataset.version_id);
+    let total = plan.total();
 
     let mode = if args.regrade { Mode::Regrade } else { Mode::Run };
     let store = store.map(Arc::new);
@@ -142,7 +149,12 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let started = Instant::now();
     let bar = progress_bar(settings, total as u64);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(Job, RunResult, bool)>(1024);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Done>>(64);
+    // What is written of each result is made on the thread that ran it.
+    let finish = {
+        let (line, keep) = (jsonl.is_some(), store.is_some());
+        Arc::new(move |finished| Done::of(finished, line, keep)) as Arc<dyn Fn(engine::Finished) -> Done + Send + Sync>
+    };
     // The summary is built as results come; results themselves are kept only for the reports
     // that need them all (JUnit, Markdown, HTML).
     let mut summary = SummaryBuilder::default();
@@ -153,77 +165,75 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let stopped = runtime.block_on(async {
         // The jobs a window at a time: the outputs stored for a window are looked up just before
         // it runs, so memory holds one window's, not the experiment's.
-        let work = {
+        // The stored outputs of the jobs are read a window at a time, the next while this one
+        // runs, so that memory holds a window's or two, not the experiment's.
+        let (work_tx, work_rx) = tokio::sync::mpsc::channel(1);
+        let reader = {
             let (plan, store, stop) = (plan.clone(), store.clone(), stop_rx.clone());
             tokio::spawn(async move {
-                let mut jobs = jobs.into_iter().peekable();
-                while jobs.peek().is_some() && !*stop.borrow() {
-                    let window: Vec<Job> = jobs.by_ref().take(WINDOW).collect();
-                    let stored = match &store {
-                        Some(store) => {
-                            let hashes: Vec<String> = window.iter().map(|j| j.hash.clone()).collect();
-                            match store.outputs(&hashes).await {
-                                Ok(found) => found
-                                    .into_iter()
-                                    .filter_map(|(hash, text)| serde_json::from_str(&text).ok().map(|o| (hash, o)))
-                                    .collect(),
-                                Err(err) => {
-                                    eprintln!("error: cannot read stored outputs: {err}");
-                                    HashMap::new()
-                                }
-                            }
-                        }
-                        None => HashMap::new(),
-                    };
-                    engine::execute(plan.clone(), window, Arc::new(stored), mode, stop.clone(), tx.clone()).await;
+                for start in (0..total).step_by(WINDOW) {
+                    if *stop.borrow() {
+                        break;
+                    }
+                    let window = plan.jobs(start..total.min(start + WINDOW));
+                    if work_tx.send(lookup(store.as_deref(), window).await).await.is_err() {
+                        break;
+                    }
                 }
             })
         };
+        let work = tokio::spawn(engine::execute(plan.clone(), work_rx, mode, stop_rx.clone(), finish, tx));
+        // Results are kept by a task of their own, so that taking the next ones does not wait
+        // for the store.
+        let (save_tx, mut save_rx) = tokio::sync::mpsc::channel::<Vec<ResultRow>>(4);
+        let saver = store.clone().map(|store| {
+            let run_id = run_id.clone();
+            tokio::spawn(async move {
+                while let Some(rows) = save_rx.recv().await {
+                    if let Err(err) = store.save_results(&run_id, &rows).await {
+                        eprintln!("error: cannot keep results in the store: {err}");
+                    }
+                }
+            })
+        });
         let mut pending: Vec<ResultRow> = Vec::new();
         let (mut passed, mut errors) = (0u64, 0u64);
         let mut stopped = false;
         loop {
             tokio::select! {
                 next = rx.recv() => {
-                    let Some((job, mut result, from_store)) = next else { break };
-                    match (result.failure(), result.pass) {
-                        (Some(_), _) => errors += 1,
-                        (None, Some(true)) => passed += 1,
-                        _ => {}
+                    let Some(batch) = next else { break };
+                    for Done { seq, mut result, from_store, row, line } in batch {
+                        match (result.failure(), result.pass) {
+                            (Some(_), _) => errors += 1,
+                            (None, Some(true)) => passed += 1,
+                            _ => {}
+                        }
+                        reused += u64::from(from_store);
+                        if let (Some((_, out)), Some(line)) = (&mut jsonl, line) {
+                            if let Err(err) = out.write_all(line.as_bytes()) {
+                                eprintln!("error: cannot write the JSONL report: {err}");
+                            }
+                        }
+                        if let Some(row) = row {
+                            pending.push(row);
+                            if pending.len() >= SAVE_EVERY {
+                                let _ = save_tx.send(std::mem::take(&mut pending)).await;
+                            }
+                        }
+                        summary.add(&result);
+                        done += 1;
+                        if keep {
+                            // Reports show why a case failed, not why one passed; the store has it all.
+                            result.slim(160);
+                            results.push((seq, result));
+                        }
                     }
-                    reused += u64::from(from_store);
                     if let Some(bar) = &bar {
-                        bar.inc(1);
-                        let graded = bar.position() - errors;
+                        bar.set_position(done as u64);
+                        let graded = done as u64 - errors;
                         let rate = if graded == 0 { 0.0 } else { 100.0 * passed as f64 / graded as f64 };
                         bar.set_message(format!("pass {rate:.0}%  errors {errors}"));
-                    }
-                    if let Some((_, out)) = &mut jsonl {
-                        if let Err(err) = serde_json::to_writer(&mut *out, &result).map_err(std::io::Error::from).and_then(|()| out.write_all(b"\n")) {
-                            eprintln!("error: cannot write the JSONL report: {err}");
-                        }
-                    }
-                    let output = result.take_output();
-                    if let Some(store) = &store {
-                        // An output read from the store is there already.
-                        let output = output
-                            .filter(|_| !from_store)
-                            .and_then(|o| serde_json::to_string(&o).ok())
-                            .map(|o| (result.hash.clone(), o));
-                        pending.push(ResultRow { seq: job.seq, result: serde_json::to_string(&result).unwrap_or_default(), output });
-                        if pending.len() >= SAVE_EVERY {
-                            if let Err(err) = store.save_results(&run_id, &pending).await {
-                                eprintln!("error: cannot keep results in the store: {err}");
-                            }
-                            pending.clear();
-                        }
-                    }
-                    summary.add(&result);
-                    done += 1;
-                    if keep {
-                        // Reports show why a case failed, not why one passed; the store has it all.
-                        result.slim(160);
-                        results.push((job.seq, result));
                     }
                 }
                 _ = tokio::signal::ctrl_c(), if !stopped => {
@@ -233,11 +243,14 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                 }
             }
         }
+        let _ = reader.await;
         let _ = work.await;
-        if let (Some(store), false) = (&store, pending.is_empty()) {
-            if let Err(err) = store.save_results(&run_id, &pending).await {
-                eprintln!("error: cannot keep results in the store: {err}");
-            }
+        if !pending.is_empty() {
+            let _ = save_tx.send(pending).await;
+        }
+        drop(save_tx);
+        if let Some(saver) = saver {
+            let _ = saver.await;
         }
         stopped
     });
@@ -278,6 +291,52 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     Ok(if summary.threshold_met { Outcome::Ok } else { Outcome::Invalid })
+}
+
+/// A window of jobs, each with the output stored for its run hash.
+async fn lookup(store: Option<&SqliteStore>, window: Vec<Job>) -> Vec<engine::Work> {
+    let stored = match store {
+        Some(store) => {
+            let hashes: Vec<String> = window.iter().map(|j| j.hash.clone()).collect();
+            store.outputs(&hashes).await.unwrap_or_else(|err| {
+                eprintln!("error: cannot read stored outputs: {err}");
+                Vec::new()
+            })
+        }
+        None => Vec::new(),
+    };
+    let mut stored = stored.into_iter();
+    window.into_iter().map(|job| engine::Work { job, stored: stored.next().flatten() }).collect()
+}
+
+/// A finished job as the run's loop takes it.
+struct Done {
+    seq: u64,
+    /// The result, without the agent's output.
+    result: RunResult,
+    from_store: bool,
+    /// What the store keeps: the result's JSON, and the agent's output by run hash when it is new.
+    row: Option<ResultRow>,
+    /// The JSONL report's line: the whole result, output included.
+    line: Option<String>,
+}
+
+impl Done {
+    fn of(finished: engine::Finished, line: bool, keep: bool) -> Self {
+        let engine::Finished { job, mut result, from_store } = finished;
+        let line = line.then(|| serde_json::to_string(&result).unwrap_or_default() + "\n");
+        let output = result.take_output();
+        let row = keep.then(|| ResultRow {
+            seq: job.seq,
+            result: serde_json::to_string(&result).unwrap_or_default(),
+            // An output read from the store is there already.
+            output: output
+                .filter(|_| !from_store)
+                .and_then(|o| serde_json::to_string(&o).ok())
+                .map(|o| (result.hash.clone(), o)),
+        });
+        Self { seq: job.seq, result, from_store, row, line }
+    }
 }
 
 pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> {
@@ -336,10 +395,10 @@ fn load_run(
         .context("a stored result cannot be read back")?;
     // The agents' outputs are kept apart, by run hash.
     let hashes: Vec<String> = results.iter().filter(|r| r.output.is_ok()).map(|r| r.hash.clone()).collect();
-    let outputs = runtime.block_on(store.outputs(&hashes))?;
-    for result in &mut results {
-        if let (Ok(kept), Some(text)) = (&mut result.output, outputs.get(&result.hash)) {
-            let output: RunOutput = serde_json::from_str(text).context("a stored output cannot be read back")?;
+    let mut outputs = runtime.block_on(store.outputs(&hashes))?.into_iter();
+    for result in results.iter_mut().filter(|r| r.output.is_ok()) {
+        if let (Ok(kept), Some(text)) = (&mut result.output, outputs.next().flatten()) {
+            let output: RunOutput = serde_json::from_str(&text).context("a stored output cannot be read back")?;
             *kept = RunOutput { millis: kept.millis, ..output };
         }
     }
@@ -401,8 +460,7 @@ fn selection(experiment: &Experiment, only: Option<&str>) -> anyhow::Result<case
 /// The selected cases of a dataset, as native JSON with their content ids, and the dataset's
 /// name and version id.
 struct Dataset {
-    cases: Vec<String>,
-    content_ids: Vec<String>,
+    cases: Vec<PlannedCase>,
     name: String,
     version_id: String,
 }
@@ -416,10 +474,11 @@ fn load_dataset(
     experiment: &Experiment,
     base: &Path,
     select: &casebook_store::Select,
+    keys: &RunKeys,
 ) -> anyhow::Result<Option<Dataset>> {
     let file = base.join(&experiment.dataset);
     let (cases, name, version_id) = if file.is_file() {
-        let Some(cases) = read_cases(settings, &file, base, select)? else { return Ok(None) };
+        let Some(cases) = read_cases(settings, &file, base, select, keys)? else { return Ok(None) };
         let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let id = version_id_of(&name, &cases.all)?;
         (cases.selected, name, id)
@@ -437,32 +496,29 @@ fn load_dataset(
             bodies.extend(batch);
             true
         }))?;
-        let cases = bodies
-            .into_iter()
-            .map(|body| {
-                // A seed file cannot be found from a stored dataset: say so now. (Only a body
-                // that may name one is parsed to find out.)
-                if body.contains("\"memory_seeds\":\"") {
-                    let mut case: Case = serde_json::from_str(&body)?;
-                    casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
-                }
-                let id = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, &body)?;
-                Ok((body, id))
+        let cases = engine::parallel_map(&bodies, |body| {
+            let mut case: Case = serde_json::from_str(body)?;
+            // A seed file cannot be found from a stored dataset: say so now.
+            casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
+            Ok(PlannedCase {
+                content_id: casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, body)?,
+                hashes: keys.hashes(&case).map_err(anyhow::Error::msg)?,
+                json: body.clone(),
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        })
+        .into_iter()
+        .collect::<anyhow::Result<Vec<_>>>()?;
         (cases, name, version.id)
     };
-    let (cases, content_ids) = cases.into_iter().unzip();
-    Ok(Some(Dataset { cases, content_ids, name, version_id }))
+    Ok(Some(Dataset { cases, name, version_id }))
 }
 
-/// The plan of a run: the dataset's cases, a connected target per scenario, the graders.
-fn plan_of(
+/// The scenarios of a run, each with its target, and the graders.
+fn parts(
     runtime: &tokio::runtime::Runtime,
     args: &RunArgs,
     experiment: &Experiment,
-    dataset: Dataset,
-) -> anyhow::Result<Plan> {
+) -> anyhow::Result<(Vec<PlannedScenario>, Vec<casebook_runner::grade::Grader>)> {
     let env = |name: &str| std::env::var(name).ok();
     let mut scenarios = Vec::new();
     for scenario in &experiment.scenarios {
@@ -483,15 +539,7 @@ fn plan_of(
         spec.resolve_env(env);
         graders.push(spec.build().map_err(|e| located(args, grader.at, e))?);
     }
-    Ok(Plan {
-        cases: dataset.cases,
-        content_ids: dataset.content_ids,
-        scenarios,
-        n_runs: experiment.n_runs,
-        graders,
-        seeds: experiment.memory_seeds.clone(),
-        concurrency: experiment.concurrency,
-    })
+    Ok((scenarios, graders))
 }
 
 /// A dataset file's cases: every case's id and content id (for the version id), and the
@@ -499,7 +547,7 @@ fn plan_of(
 struct FileCases {
     /// Every case's id and content id (32 bytes, not 64 hex digits: a million cases each).
     all: Vec<(String, [u8; 32])>,
-    selected: Vec<(String, String)>,
+    selected: Vec<PlannedCase>,
 }
 
 /// Reads a dataset file, keeping each selected case as compact JSON; reports its problems.
@@ -508,11 +556,13 @@ fn read_cases(
     file: &Path,
     experiment_dir: &Path,
     select: &casebook_store::Select,
+    keys: &RunKeys,
 ) -> anyhow::Result<Option<FileCases>> {
-    type Prepared = Result<casebook_store::Prepared, String>;
+    type Prepared = Result<Body, String>;
     struct Collect<'a> {
         cases: FileCases,
         select: &'a casebook_store::Select,
+        keys: &'a RunKeys,
         base: Option<&'a Path>,
         /// Where letta's `rubric_path`s are relative to: the suite (experiment) file.
         rubrics: &'a Path,
@@ -536,15 +586,19 @@ fn read_cases(
                             .map_err(|e| format!("case `{}`: its `rubric_path`: {e}", case.id))?;
                         case.expected.rubric = Some(text);
                     }
-                    let p = casebook_store::prepare(case).map_err(|e| e.to_string())?;
-                    self.cases.selected.push((p.body, p.content_id));
+                    let p = Body::of(case, None)?;
+                    let hashes = self.keys.hashes(case).map_err(|e| e.to_string())?;
+                    self.cases.selected.push(PlannedCase { json: p.body, content_id: p.content_id, hashes });
                 } else {
-                    self.cases.selected.push((prepared.body, prepared.content_id.clone()));
+                    let hashes = match prepared.hashes {
+                        Some(hashes) => hashes,
+                        None => self.keys.hashes(case).map_err(|e| e.to_string())?,
+                    };
+                    let (json, content_id) = (prepared.body, prepared.content_id);
+                    self.cases.selected.push(PlannedCase { json, content_id, hashes });
                 }
             }
-            let cid = casebook_canon::id_bytes(&prepared.content_id)
-                .ok_or_else(|| format!("`{}` is not a content id", prepared.content_id))?;
-            self.cases.all.push((prepared.id, cid));
+            self.cases.all.push((prepared.id, prepared.content_id));
             Ok(())
         }
     }
@@ -566,12 +620,19 @@ fn read_cases(
             Flow::Continue
         }
     }
+    // The run hashes of a case are made here, on the reading threads, unless it names a seed
+    // file (read later) or is not selected.
     let work = |batch: &Batch| -> Vec<Prepared> {
-        batch.cases.iter().map(|c| casebook_store::prepare(c).map_err(|e| e.to_string())).collect()
+        let hashed = |case: &Case| {
+            !matches!(case.task.memory_seeds, Some(casebook_model::MemorySeeds::Path(_)))
+                && select.filter.as_ref().is_none_or(|f| f.matches(case))
+        };
+        batch.cases.iter().map(|case| Body::of(case, hashed(case).then_some(keys))).collect()
     };
     let mut collect = Collect {
         cases: FileCases { all: Vec::new(), selected: Vec::new() },
         select,
+        keys,
         base: file.parent(),
         rubrics: experiment_dir,
         reporter: Reporter::new(settings, true),
@@ -592,6 +653,25 @@ fn read_cases(
         return Ok(None);
     }
     Ok(Some(collect.cases))
+}
+
+/// A case of a dataset file as read: its native JSON and content id, and its run hashes when
+/// they could be made.
+struct Body {
+    id: String,
+    body: String,
+    content_id: [u8; 32],
+    hashes: Option<Vec<[u8; 32]>>,
+}
+
+impl Body {
+    fn of(case: &Case, keys: Option<&RunKeys>) -> Result<Self, String> {
+        let body = serde_json::to_string(case).map_err(|e| e.to_string())?;
+        let content_id =
+            casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body).map_err(|e| e.to_string())?;
+        let hashes = keys.map(|keys| keys.hashes(case)).transpose().map_err(|e| e.to_string())?;
+        Ok(Self { id: case.id.clone(), body, content_id, hashes })
+    }
 }
 
 /// The content id a file's cases would have as the first version of a dataset named `name`.

@@ -242,19 +242,14 @@ fn levenshtein(a: &[char], b: &[char]) -> usize {
         return text.len();
     }
     let blocks = pattern.len().div_ceil(64);
-    // For each character of the pattern, where it occurs, as bits.
-    let mut occurs: std::collections::HashMap<char, Vec<u64>> = std::collections::HashMap::new();
-    for (i, c) in pattern.iter().enumerate() {
-        occurs.entry(*c).or_insert_with(|| vec![0; blocks])[i / 64] |= 1 << (i % 64);
-    }
-    let none = vec![0u64; blocks];
+    let occurs = Occurrences::of(pattern, blocks);
     // Vertical deltas of the current column, +1 (`plus`) or -1 (`minus`), per block.
     let mut plus = vec![u64::MAX; blocks];
     let mut minus = vec![0u64; blocks];
     let last = 1u64 << ((pattern.len() - 1) % 64);
     let mut score = pattern.len();
     for c in text {
-        let eq_blocks = occurs.get(c).unwrap_or(&none);
+        let eq_blocks = occurs.of_char(*c);
         // The row above the pattern grows by one a column.
         let mut carry: i8 = 1;
         for k in 0..blocks {
@@ -279,6 +274,54 @@ fn levenshtein(a: &[char], b: &[char]) -> usize {
         score = (score as isize + isize::from(carry)) as usize;
     }
     score
+}
+
+/// For each character of a pattern, where it occurs in it: `blocks` words of bits a character,
+/// found through a table for ASCII and a sorted list for the rest (a hash per character of the
+/// text cost more than the distance itself).
+struct Occurrences {
+    blocks: usize,
+    /// Row 0 is the character that does not occur.
+    bits: Vec<u64>,
+    ascii: [u32; 128],
+    other: Vec<(char, u32)>,
+}
+
+impl Occurrences {
+    fn of(pattern: &[char], blocks: usize) -> Self {
+        let mut this = Self { blocks, bits: vec![0; blocks], ascii: [0; 128], other: Vec::new() };
+        for (i, &c) in pattern.iter().enumerate() {
+            let row = match this.row(c) {
+                0 => {
+                    let row = (this.bits.len() / blocks) as u32;
+                    this.bits.resize(this.bits.len() + blocks, 0);
+                    match this.ascii.get_mut(c as usize) {
+                        Some(slot) => *slot = row,
+                        None => {
+                            let at = this.other.partition_point(|(o, _)| *o < c);
+                            this.other.insert(at, (c, row));
+                        }
+                    }
+                    row
+                }
+                row => row,
+            };
+            this.bits[row as usize * blocks + i / 64] |= 1 << (i % 64);
+        }
+        this
+    }
+
+    fn row(&self, c: char) -> u32 {
+        match self.ascii.get(c as usize) {
+            Some(row) => *row,
+            None => self.other.binary_search_by(|(o, _)| o.cmp(&c)).map_or(0, |i| self.other[i].1),
+        }
+    }
+
+    fn of_char(&self, c: char) -> &[u64] {
+        let start = self.row(c) as usize * self.blocks;
+        &self.bits[start..start + self.blocks]
+    }
 }
 
 #[cfg(test)]

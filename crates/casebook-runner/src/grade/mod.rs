@@ -70,6 +70,11 @@ impl Grader {
         self.weight
     }
 
+    /// Whether grading is work on this machine's CPU only: no judge to ask, no command to start.
+    pub fn is_local(&self) -> bool {
+        !matches!(self.check, Check::Judge(_) | Check::Command(_))
+    }
+
     /// Grades one run of `case`. `Err` when no verdict could be had (see the module docs).
     pub async fn grade(&self, case: &Case, run: &RunOutput) -> Result<Grade, Failure> {
         let name = self.name.as_str();

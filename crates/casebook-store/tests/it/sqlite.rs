@@ -1,7 +1,7 @@
 //! The conformance suite on the embedded SQLite store, and what is particular to it.
 
 use casebook_store::{CommitMode, Select, SqliteStore, Store, StoreError};
-use sqlx::Row;
+use sqlx::{AssertSqlSafe, Row};
 
 use crate::conformance::{self, case, created};
 
@@ -92,7 +92,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -126,19 +126,21 @@ async fn a_label_and_metadata_filter_reads_only_the_labelled_rows() {
     assert!(!plan.contains("SCAN"), "{plan}");
 }
 
+const H1: &str = "9d251713791785edcf8a054cd03ea048c14e203890eb05a458ea5eda21a03a43";
+const H2: &str = "0d0fa5000000000000000000000000000000000000000000000000000000000a";
+
 #[tokio::test]
 async fn runs_keep_their_results_and_outputs_by_hash() {
     let (_dir, store) = fresh().await;
     store.begin_run("r-20261123-a1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
     let rows = [
         casebook_store::ResultRow { seq: 1, result: "{\"b\":1}".into(), output: None },
-        casebook_store::ResultRow { seq: 0, result: "{\"a\":1}".into(), output: Some(("h1".into(), "\"out\"".into())) },
+        casebook_store::ResultRow { seq: 0, result: "{\"a\":1}".into(), output: Some((H1.into(), "\"out\"".into())) },
     ];
     store.save_results("r-20261123-a1", &rows).await.unwrap();
     assert_eq!(store.run_results("r-20261123-a1").await.unwrap(), ["{\"a\":1}", "{\"b\":1}"]);
-    let outputs = store.outputs(&["h1".into(), "h2".into()]).await.unwrap();
-    assert_eq!(outputs.len(), 1);
-    assert_eq!(outputs["h1"], "\"out\"");
+    let outputs = store.outputs(&[H2.into(), H1.into(), H1.into()]).await.unwrap();
+    assert_eq!(outputs, [None, Some("\"out\"".into()), Some("\"out\"".into())]);
     // A run is named by a prefix of its id, the latest by none; unfinished until finished.
     assert_eq!(store.run(Some("r-2026")).await.unwrap().finished, None);
     store.finish_run("r-20261123-a1", "2026-11-23T10:01:00Z", "{}").await.unwrap();
@@ -149,6 +151,62 @@ async fn runs_keep_their_results_and_outputs_by_hash() {
     assert_eq!(store.run(None).await.unwrap().id, "r-20261123-00");
     let ids: Vec<String> = store.runs().await.unwrap().into_iter().map(|r| r.id).collect();
     assert_eq!(ids, ["r-20261123-a1", "r-20261123-00"]);
+    // Each run's results are its own.
+    store
+        .save_results("r-20261123-00", &[casebook_store::ResultRow { seq: 0, result: "{}".into(), output: None }])
+        .await
+        .unwrap();
+    assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
+    assert_eq!(store.run_results("r-20261123-a1").await.unwrap().len(), 2);
+    assert!(matches!(store.save_results("r-nope", &rows).await, Err(StoreError::NoRun(_))));
+    let bad = [casebook_store::ResultRow { seq: 2, result: "{}".into(), output: Some(("h1".into(), "1".into())) }];
+    assert!(matches!(store.save_results("r-20261123-00", &bad).await, Err(StoreError::BadHash(_))));
+    // Nothing of a refused batch was kept.
+    assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
+}
+
+#[tokio::test]
+async fn outputs_are_found_by_their_whole_run_hash() {
+    let (_dir, store) = fresh().await;
+    store.begin_run("r-1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    // Two hashes that share all but their last bits.
+    let twin = format!("{}{}", &H1[..63], "0");
+    let row = |seq, hash: &str, output: &str| casebook_store::ResultRow {
+        seq,
+        result: "{}".into(),
+        output: Some((hash.into(), output.into())),
+    };
+    store.save_results("r-1", &[row(0, H1, "\"first\"")]).await.unwrap();
+    assert_eq!(store.outputs(std::slice::from_ref(&twin)).await.unwrap(), [None]);
+    store.save_results("r-1", &[row(1, &twin, "\"second\"")]).await.unwrap();
+    let found = store.outputs(&[twin.clone(), H1.into()]).await.unwrap();
+    assert_eq!(found, [Some("\"second\"".into()), Some("\"first\"".into())]);
+}
+
+#[tokio::test]
+async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
+    let (dir, store) = fresh().await;
+    store.close().await;
+    let path = dir.path().join(".casebook/store.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let sql = format!(
+        "DROP TABLE run_results; DROP TABLE run_outputs;
+         CREATE TABLE run_results (run TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, result TEXT NOT NULL,
+                                   PRIMARY KEY (run, seq)) WITHOUT ROWID;
+         CREATE TABLE run_outputs (hash TEXT PRIMARY KEY, output TEXT NOT NULL) WITHOUT ROWID;
+         INSERT INTO runs (id, experiment, started, meta) VALUES ('r-a', 'x', 't', '{{}}'), ('r-b', 'x', 't', '{{}}');
+         INSERT INTO run_results VALUES ('r-b', 1, 'b1'), ('r-a', 0, 'a0'), ('r-b', 0, 'b0');
+         INSERT INTO run_outputs VALUES ('{H1}', 'one'), ('{H2}', 'two');
+         DELETE FROM schema_version WHERE version > 5;"
+    );
+    sqlx::raw_sql(AssertSqlSafe(sql)).execute(&pool).await.unwrap();
+    pool.close().await;
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.run_results("r-a").await.unwrap(), ["a0"]);
+    assert_eq!(store.run_results("r-b").await.unwrap(), ["b0", "b1"]);
+    let outputs = store.outputs(&[H1.into(), H2.into()]).await.unwrap();
+    assert_eq!(outputs, [Some("one".into()), Some("two".into())]);
 }
 
 #[test]
