@@ -57,8 +57,9 @@ impl Failure {
     }
 }
 
-/// One grader's part in a result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One grader's part in a result. As JSON: `{"grader", "weight", "score", "pass", "rationale"}`,
+/// or `{"grader", "weight", "error": {"kind", "message"}}` when there is no verdict.
+#[derive(Debug, Clone, PartialEq)]
 pub struct GraderResult {
     /// The grader's name in the experiment (its kind unless named).
     pub grader: String,
@@ -68,7 +69,10 @@ pub struct GraderResult {
 }
 
 /// One run of one case in one scenario: what reports, caches and comparisons work from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// As JSON (the JSONL report, and the store): the agent's side is `"output"` or `"error"`;
+/// empty labels and grades, and an absent score or verdict, are left out.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     pub case_id: String,
     /// Content id of the case as run.
@@ -125,5 +129,151 @@ impl RunResult {
                 }
             }
         }
+    }
+}
+
+/// [`GraderResult`] as written.
+#[derive(Serialize)]
+struct GraderResultOut<'a> {
+    grader: &'a str,
+    weight: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pass: Option<bool>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    rationale: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a Failure>,
+}
+
+/// [`GraderResult`] as read.
+#[derive(Deserialize)]
+struct GraderResultIn {
+    grader: String,
+    weight: f64,
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(default)]
+    pass: Option<bool>,
+    #[serde(default)]
+    rationale: String,
+    #[serde(default)]
+    error: Option<Failure>,
+}
+
+impl Serialize for GraderResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (grade, error) = match &self.outcome {
+            Ok(grade) => (Some(grade), None),
+            Err(failure) => (None, Some(failure)),
+        };
+        GraderResultOut {
+            grader: &self.grader,
+            weight: self.weight,
+            score: grade.map(|g| g.score),
+            pass: grade.map(|g| g.pass),
+            rationale: grade.map_or("", |g| g.rationale.as_str()),
+            error,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for GraderResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let g = GraderResultIn::deserialize(deserializer)?;
+        let outcome = match (g.error, g.score, g.pass) {
+            (Some(failure), _, _) => Err(failure),
+            (None, Some(score), Some(pass)) => Ok(Grade { score, pass, rationale: g.rationale }),
+            _ => return Err(serde::de::Error::custom("a grade needs `score` and `pass`, or an `error`")),
+        };
+        Ok(GraderResult { grader: g.grader, weight: g.weight, outcome })
+    }
+}
+
+/// [`RunResult`] as written.
+#[derive(Serialize)]
+struct RunResultOut<'a> {
+    case_id: &'a str,
+    case_content_id: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    labels: &'a [String],
+    scenario: &'a str,
+    run: u32,
+    hash: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a RunOutput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a Failure>,
+    #[serde(skip_serializing_if = "<[GraderResult]>::is_empty")]
+    grades: &'a [GraderResult],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pass: Option<bool>,
+}
+
+/// [`RunResult`] as read.
+#[derive(Deserialize)]
+struct RunResultIn {
+    case_id: String,
+    case_content_id: String,
+    #[serde(default)]
+    labels: Vec<String>,
+    scenario: String,
+    run: u32,
+    hash: String,
+    #[serde(default)]
+    output: Option<RunOutput>,
+    #[serde(default)]
+    error: Option<Failure>,
+    #[serde(default)]
+    grades: Vec<GraderResult>,
+    #[serde(default)]
+    score: Option<f64>,
+    #[serde(default)]
+    pass: Option<bool>,
+}
+
+impl Serialize for RunResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RunResultOut {
+            case_id: &self.case_id,
+            case_content_id: &self.case_content_id,
+            labels: &self.labels,
+            scenario: &self.scenario,
+            run: self.run,
+            hash: &self.hash,
+            output: self.output.as_ref().ok(),
+            error: self.output.as_ref().err(),
+            grades: &self.grades,
+            score: self.score,
+            pass: self.pass,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let r = RunResultIn::deserialize(deserializer)?;
+        let output = match (r.error, r.output) {
+            (Some(failure), _) => Err(failure),
+            (None, Some(output)) => Ok(output),
+            (None, None) => return Err(serde::de::Error::custom("a result needs an `output` or an `error`")),
+        };
+        Ok(RunResult {
+            case_id: r.case_id,
+            case_content_id: r.case_content_id,
+            labels: r.labels,
+            scenario: r.scenario,
+            run: r.run,
+            hash: r.hash,
+            output,
+            grades: r.grades,
+            score: r.score,
+            pass: r.pass,
+        })
     }
 }

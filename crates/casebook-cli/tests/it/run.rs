@@ -229,7 +229,13 @@ fn reports_are_written_and_the_threshold_sets_the_exit_status() {
     let rows: Vec<Value> = jsonl.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     assert_eq!(rows.len(), 4);
     assert!(rows.iter().all(|r| r["hash"].as_str().is_some_and(|h| h.len() == 64)), "{jsonl}");
-    assert!(rows.iter().any(|r| r["output"]["Ok"]["output"] == "HELLO THERE"), "{jsonl}");
+    assert!(rows.iter().any(|r| r["output"]["output"] == "HELLO THERE"), "{jsonl}");
+    // Each grade carries its verdict, or the error that kept it from one.
+    assert!(
+        rows.iter().flat_map(|r| r["grades"].as_array().into_iter().flatten()).all(|g| g["grader"].is_string()
+            && (g["score"].is_number() && g["pass"].is_boolean()) != g["error"]["kind"].is_string()),
+        "{jsonl}"
+    );
     let html = fs_err::read_to_string(dir.join("report.html")).expect("the HTML report");
     assert!(html.starts_with("<!DOCTYPE html>") || html.starts_with("<!doctype html>"), "{html}");
     let strict = dir.file(

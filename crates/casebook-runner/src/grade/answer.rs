@@ -107,7 +107,7 @@ impl AnswerGrader {
                 } else {
                     text_of(output).contains(expected.as_ref())
                 };
-                let quoted = super::clip(&expected, 120);
+                let quoted = super::clip(&expected, super::QUOTE);
                 Ok(if found {
                     verdict(true, format!("the output contains `{quoted}`"))
                 } else {
@@ -484,6 +484,18 @@ mod tests {
             })
             .unwrap();
         assert!(only_acceptable.pass, "`expected.acceptable` alone is enough");
+    }
+
+    #[test]
+    fn a_rationale_quoting_long_values_keeps_both_within_what_reports_show() {
+        let long = |word: &str| json!(format!("{word} ").repeat(40));
+        let failed = grade(&EXACT, Some(long("expected")), long("answer")).unwrap();
+        assert!(!failed.pass);
+        // Reports show 160 characters of a rationale: both values must start inside them.
+        let shown: String = failed.rationale.chars().take(160).collect();
+        assert!(shown.starts_with("expected `expected expected"), "{shown}");
+        assert!(shown.contains("got `answer answer"), "{shown}");
+        assert!(failed.rationale.chars().count() <= 160, "{}", failed.rationale);
     }
 
     #[test]

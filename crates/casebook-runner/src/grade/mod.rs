@@ -122,9 +122,13 @@ fn text_of(value: &Value) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// How much of a value a rationale quotes: short enough that a rationale quoting two values
+/// ("expected `…`, got `…`") stays whole in the reports, which show 160 characters of it.
+const QUOTE: usize = 60;
+
 /// A value for a rationale or an error message: in backticks, cut to a readable length.
 fn show(value: &Value) -> String {
-    format!("`{}`", clip(&text_of(value), 120))
+    format!("`{}`", clip(&text_of(value), QUOTE))
 }
 
 /// The first `max` characters of `text`, with `…` when cut.

@@ -9,6 +9,27 @@
 -- same experiment (or `--regrade`) reads them page after page instead of one page each. They
 -- are found by run hash through `run_outputs_hash`. Outputs kept before this migration take
 -- keys below 2^32, which no run has.
+-- Results of schema 5 wrote Rust's `Result` as `{"Ok": …}` / `{"Err": …}`; they now say
+-- `"output": {…}` or `"error": {…}`, and each grade `"score", "pass", "rationale"` or
+-- `"error"` in place of `"outcome"`.
+UPDATE run_results SET result = json_set(
+    CASE
+        WHEN json_type(result, '$.output.Ok') IS NOT NULL
+            THEN json_set(json_remove(result, '$.output'), '$.output', json(json_extract(result, '$.output.Ok')))
+        WHEN json_type(result, '$.output.Err') IS NOT NULL
+            THEN json_set(json_remove(result, '$.output'), '$.error', json(json_extract(result, '$.output.Err')))
+        ELSE result
+    END,
+    '$.grades',
+    json((SELECT json_group_array(json(CASE
+            WHEN json_type(g.value, '$.outcome.Ok') IS NOT NULL
+                THEN json_patch(json_remove(g.value, '$.outcome'), json_extract(g.value, '$.outcome.Ok'))
+            WHEN json_type(g.value, '$.outcome.Err') IS NOT NULL
+                THEN json_set(json_remove(g.value, '$.outcome'), '$.error', json(json_extract(g.value, '$.outcome.Err')))
+            ELSE g.value
+          END)) FROM json_each(result, '$.grades') g)))
+WHERE json_valid(result) AND json_type(result, '$.output') = 'object';
+
 CREATE TABLE results (
     key INTEGER PRIMARY KEY,
     result TEXT NOT NULL

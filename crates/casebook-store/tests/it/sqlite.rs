@@ -183,6 +183,10 @@ async fn outputs_are_found_by_their_whole_run_hash() {
     assert_eq!(found, [Some("\"second\"".into()), Some("\"first\"".into())]);
 }
 
+/// Results as schema 5 kept them: Rust's `Result` written by serde.
+const OLD_OK: &str = r#"{"case_id":"x","output":{"Ok":{"millis":4}},"grades":[{"grader":"g","weight":1.0,"outcome":{"Ok":{"score":0.5,"pass":false,"rationale":"half"}}},{"grader":"j","weight":1.0,"outcome":{"Err":{"kind":"judge","message":"down"}}}],"score":null}"#;
+const OLD_ERR: &str = r#"{"case_id":"y","output":{"Err":{"kind":"http","message":"500"}},"grades":[]}"#;
+
 #[tokio::test]
 async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
     let (dir, store) = fresh().await;
@@ -194,8 +198,9 @@ async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
          CREATE TABLE run_results (run TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, result TEXT NOT NULL,
                                    PRIMARY KEY (run, seq)) WITHOUT ROWID;
          CREATE TABLE run_outputs (hash TEXT PRIMARY KEY, output TEXT NOT NULL) WITHOUT ROWID;
-         INSERT INTO runs (id, experiment, started, meta) VALUES ('r-a', 'x', 't', '{{}}'), ('r-b', 'x', 't', '{{}}');
-         INSERT INTO run_results VALUES ('r-b', 1, 'b1'), ('r-a', 0, 'a0'), ('r-b', 0, 'b0');
+         INSERT INTO runs (id, experiment, started, meta) VALUES ('r-a', 'x', 't', '{{}}'), ('r-b', 'x', 't', '{{}}'), ('r-c', 'x', 't', '{{}}');
+         INSERT INTO run_results VALUES ('r-b', 1, 'b1'), ('r-a', 0, 'a0'), ('r-b', 0, 'b0'), ('r-c', 0, '{OLD_OK}'),
+             ('r-c', 1, '{OLD_ERR}');
          INSERT INTO run_outputs VALUES ('{H1}', 'one'), ('{H2}', 'two');
          DELETE FROM schema_version WHERE version > 5;"
     );
@@ -205,6 +210,18 @@ async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
     let store = SqliteStore::open(&path).await.unwrap();
     assert_eq!(store.run_results("r-a").await.unwrap(), ["a0"]);
     assert_eq!(store.run_results("r-b").await.unwrap(), ["b0", "b1"]);
+    // Results written as Rust's `Result` now say `output` or `error`.
+    let converted: Vec<serde_json::Value> =
+        store.run_results("r-c").await.unwrap().iter().map(|r| serde_json::from_str(r).unwrap()).collect();
+    assert_eq!(
+        converted,
+        [
+            serde_json::json!({"case_id": "x", "output": {"millis": 4}, "score": null, "grades": [
+                {"grader": "g", "weight": 1.0, "score": 0.5, "pass": false, "rationale": "half"},
+                {"grader": "j", "weight": 1.0, "error": {"kind": "judge", "message": "down"}}]}),
+            serde_json::json!({"case_id": "y", "error": {"kind": "http", "message": "500"}, "grades": []}),
+        ]
+    );
     let outputs = store.outputs(&[H1.into(), H2.into()]).await.unwrap();
     assert_eq!(outputs, [Some("one".into()), Some("two".into())]);
 }
