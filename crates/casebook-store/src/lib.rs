@@ -189,7 +189,8 @@ pub enum StoreError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepared {
     pub id: String,
-    pub content_id: String,
+    /// The content id, as bytes.
+    pub content_id: [u8; 32],
     pub body: String,
     /// The case's distinct labels (the stores index them).
     pub labels: Vec<String>,
@@ -201,7 +202,7 @@ pub struct Prepared {
 pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     let body = serde_json::to_string(case).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     // The content id from the body's text: the same id as from the case, for a sixth of the cost.
-    let content_id = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, &body)?;
+    let content_id = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body)?;
     let mut labels = case.labels.clone().unwrap_or_default();
     labels.sort_unstable();
     labels.dedup();

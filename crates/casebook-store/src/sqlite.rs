@@ -17,8 +17,10 @@ use casebook_canon::VersionHasher;
 use casebook_filter::{LabelIndex, SqlContext, SqlParam};
 use casebook_model::{Case, DatasetHeader};
 use serde_json::{Value, json};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, Connection, Row, Sqlite, Transaction};
 
 use crate::{
     CaseBatches, CommitMode, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, ModifiedCase, Prepared, Ref,
@@ -93,6 +95,9 @@ impl SqliteStore {
             // `matches` in filters.
             .with_regexp()
             .busy_timeout(Duration::from_secs(30))
+            // Rows a query may run ahead of its reader by: with sqlx's 50, a read of thousands of
+            // rows (stored outputs, bodies) stopped the SQLite thread every 50 rows until the
+            // reader caught up, and took twice as long.
             .row_buffer_size(1024)
             // A small page cache (8 MiB a connection; a commit takes more, see `commit`), and
             // temporary tables in memory.
@@ -174,6 +179,70 @@ fn parse_case(body: &str) -> Result<Case, StoreError> {
     serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
+/// How a commit is journaled.
+///
+/// Normally in the write-ahead log, where readers go on reading while a commit is written; but
+/// every page of a large commit is then written twice, to the log and, at the checkpoint, into
+/// the database. The first commit into a store that holds no case yet (the first import of a
+/// large dataset, typically) is written with a rollback journal instead: new pages go straight
+/// into the database file, and only the few pages that existed are copied to the journal first.
+/// It is as safe (a crash rolls back from the journal when the store is next opened, and the
+/// journal is synced before the database is written), but other connections can neither read nor
+/// write meanwhile, so it is used only when no other connection has the store open (SQLite
+/// refuses the switch otherwise, and the log is kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Journal {
+    Wal,
+    Rollback,
+}
+
+impl Journal {
+    async fn choose(
+        pool: &SqlitePool,
+        conn: &mut SqliteConnection,
+        request: &CommitRequest,
+    ) -> Result<Self, StoreError> {
+        if matches!(request.mode, CommitMode::Remove(_)) {
+            return Ok(Journal::Wal);
+        }
+        let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(&mut *conn).await?;
+        if !empty {
+            return Ok(Journal::Wal);
+        }
+        // "database is locked" at once when another connection has the store open.
+        // This process's other connections are idle (a commit is the only work of the commands
+        // that make one): close them. One just used may still be on its way back to the pool (a
+        // task returns it), hence a short wait for it.
+        for _ in 0..100 {
+            while let Some(other) = pool.try_acquire() {
+                let _ = other.close().await;
+            }
+            if pool.size() <= 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let mode: Option<String> = sqlx::query_scalar("PRAGMA journal_mode = DELETE").fetch_one(&mut *conn).await.ok();
+        if mode.as_deref() != Some("delete") {
+            return Ok(Journal::Wal);
+        }
+        // With a rollback journal, NORMAL leaves a power failure at the wrong moment able to
+        // corrupt the store; FULL does not.
+        sqlx::query("PRAGMA synchronous = FULL").execute(&mut *conn).await?;
+        Ok(Journal::Rollback)
+    }
+
+    /// Back to the write-ahead log. (Should this fail, the next connection to open the store
+    /// switches back: every connection asks for the log.)
+    async fn restore(self, conn: &mut SqliteConnection) -> Result<(), StoreError> {
+        if self == Journal::Rollback {
+            sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
+            sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL").fetch_one(&mut *conn).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Where [`load`] lists cases.
 enum ListIn {
     /// The `incoming` table, to be compared with the head.
@@ -185,8 +254,8 @@ enum ListIn {
 /// Stores the bodies of `cases` that are not stored yet, with their labels, and lists the cases
 /// from position `pos`.
 async fn load(
-    tx: &mut Transaction<'static, Sqlite>,
-    cases: &[Prepared],
+    tx: &mut Transaction<'_, Sqlite>,
+    cases: Vec<Prepared>,
     pos: &mut i64,
     list: &ListIn,
 ) -> Result<(), StoreError> {
@@ -198,13 +267,15 @@ async fn load(
         ListIn::Incoming => "(?, ?, ?)".to_owned(),
         ListIn::FirstVersion(dataset) => format!("({dataset}, ?, 1, NULL, ?, ?)"),
     };
-    for chunk in cases.chunks(ROWS) {
-        let keys: Vec<[u8; 32]> = chunk.iter().map(|c| unhex(&c.content_id)).collect::<Result<_, _>>()?;
+    // The cases' strings are moved into the statements (sqlx copies what it is lent).
+    let mut cases = cases.into_iter().peekable();
+    while cases.peek().is_some() {
+        let mut chunk: Vec<Prepared> = cases.by_ref().take(ROWS).collect();
         let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
-        for (case, key) in chunk.iter().zip(&keys) {
-            query = query.bind(&key[..]).bind(&case.body);
+        for case in &mut chunk {
+            query = query.bind(&case.content_id[..]).bind(std::mem::take(&mut case.body));
         }
         let stored = query.execute(&mut **tx).await?.rows_affected() as i64;
         // When every body was new, SQLite gave them the row ids after the last one, in order
@@ -217,28 +288,30 @@ async fn load(
             let values = vec!["(?, ?)"; chunk.len()].join(", ");
             let sql = format!("INSERT INTO blob_facets (blob, facets) VALUES {values}");
             let mut query = sqlx::query(AssertSqlSafe(sql));
-            for (case, blob) in chunk.iter().zip(last + 1..) {
-                query = query.bind(blob).bind(&case.facets);
+            for (case, blob) in chunk.iter_mut().zip(last + 1..) {
+                query = query.bind(blob).bind(std::mem::take(&mut case.facets));
             }
             query.execute(&mut **tx).await?;
-            let labels: Vec<(&str, i64)> = chunk
-                .iter()
+            let labels: Vec<(String, i64)> = chunk
+                .iter_mut()
                 .zip(last + 1..)
-                .flat_map(|(case, blob)| case.labels.iter().map(move |label| (label.as_str(), blob)))
+                .flat_map(|(case, blob)| std::mem::take(&mut case.labels).into_iter().map(move |label| (label, blob)))
                 .collect();
-            for part in labels.chunks(ROWS) {
+            let mut labels = labels.into_iter().peekable();
+            while labels.peek().is_some() {
+                let part: Vec<(String, i64)> = labels.by_ref().take(ROWS).collect();
                 let values = vec!["(?, ?)"; part.len()].join(", ");
                 let sql = format!("INSERT OR IGNORE INTO case_labels (label, blob) VALUES {values}");
                 let mut query = sqlx::query(AssertSqlSafe(sql));
                 for (label, blob) in part {
-                    query = query.bind(*label).bind(*blob);
+                    query = query.bind(label).bind(blob);
                 }
                 query.execute(&mut **tx).await?;
             }
             let values = vec![row.as_str(); chunk.len()].join(", ");
             let mut query = sqlx::query(AssertSqlSafe(format!("{insert} VALUES {values}")));
-            for (case, blob) in chunk.iter().zip(last + 1..) {
-                query = query.bind(&case.id).bind(blob).bind(*pos);
+            for (case, blob) in chunk.iter_mut().zip(last + 1..) {
+                query = query.bind(std::mem::take(&mut case.id)).bind(blob).bind(*pos);
                 *pos += 1;
             }
             query.execute(&mut **tx).await?;
@@ -268,8 +341,8 @@ async fn load(
                 "{insert} SELECT {columns} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2"
             );
             let mut query = sqlx::query(AssertSqlSafe(sql));
-            for (case, key) in chunk.iter().zip(&keys) {
-                query = query.bind(&case.id).bind(&key[..]).bind(*pos);
+            for case in &mut chunk {
+                query = query.bind(std::mem::take(&mut case.id)).bind(&case.content_id[..]).bind(*pos);
                 *pos += 1;
             }
             query.execute(&mut **tx).await?;
@@ -294,278 +367,18 @@ impl crate::Store for SqliteStore {
             .collect()
     }
 
-    async fn commit(&self, request: CommitRequest, mut cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        // A large commit's working set: 32 MiB of page cache on the connection that writes it.
-        sqlx::query("PRAGMA cache_size = -32768").execute(&mut *tx).await?;
-        // The dataset, created on its first commit.
-        let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE name = ?")
-            .bind(&request.dataset)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
-        let (id, head) = match &existing {
-            Some(row) => (row.get::<i64, _>("id"), row.get::<i64, _>("head") as u64),
-            None => {
-                if matches!(request.mode, CommitMode::Remove(_)) {
-                    return Err(StoreError::NoDataset(request.dataset.clone()));
-                }
-                let header = request.header.clone().unwrap_or_default();
-                let id: i64 = sqlx::query_scalar("INSERT INTO datasets (name, header) VALUES (?, ?) RETURNING id")
-                    .bind(&request.dataset)
-                    .bind(header_json(&header))
-                    .fetch_one(&mut *tx)
-                    .await?;
-                (id, 0)
-            }
-        };
-        if let Some(parent) = request.parent {
-            if parent != head {
-                return Err(StoreError::Conflict { dataset: request.dataset.clone(), parent, head });
-            }
+    async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let journal = Journal::choose(&self.pool, &mut conn, &request).await?;
+        let outcome = self.commit_on(&mut conn, request, cases).await;
+        journal.restore(&mut conn).await?;
+        drop(conn);
+        let outcome = outcome?;
+        if let CommitOutcome::Created(v) = &outcome {
+            self.after_commit(v.added + v.removed + v.modified).await?;
         }
-        // Header edits are logged, not versioned.
-        if let (Some(row), Some(header)) = (&existing, &request.header) {
-            let old: String = row.get("header");
-            let new = header_json(header);
-            if old != new {
-                sqlx::query("UPDATE datasets SET header = ? WHERE id = ?")
-                    .bind(&new)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES (?, ?, ?, 'header', ?)")
-                    .bind(id)
-                    .bind(&request.time)
-                    .bind(&request.author)
-                    .bind(&new)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-
-        if head == 0 && !matches!(request.mode, CommitMode::Remove(_)) {
-            return self.first_version(tx, request, id, cases).await;
-        }
-
-        // The input, in input order; its id index is built once it is all there (faster than
-        // inserting into it at random).
-        sqlx::raw_sql(
-            "DROP TABLE IF EXISTS temp.incoming;
-             CREATE TEMP TABLE incoming (pos INTEGER PRIMARY KEY, case_id TEXT NOT NULL, blob INTEGER NOT NULL);",
-        )
-        .execute(&mut *tx)
-        .await?;
-        let mut pos = 0i64;
-        match &request.mode {
-            CommitMode::Remove(ids) => {
-                let mut unique: Vec<&String> = ids.iter().collect();
-                unique.sort();
-                unique.dedup();
-                for id_chunk in unique.chunks(ROWS) {
-                    let values = vec!["(?, 0)"; id_chunk.len()].join(", ");
-                    let sql = format!("INSERT INTO incoming (case_id, blob) VALUES {values}");
-                    let mut query = sqlx::query(AssertSqlSafe(sql));
-                    for case_id in id_chunk {
-                        query = query.bind(*case_id);
-                    }
-                    query.execute(&mut *tx).await?;
-                }
-            }
-            _ => {
-                while let Some(batch) = cases.recv().await {
-                    let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
-                    load(&mut tx, &batch, &mut pos, &ListIn::Incoming).await?;
-                }
-            }
-        }
-        sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
-
-        let live = "dataset = ?1 AND to_v IS NULL";
-        // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
-        sqlx::query(
-            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, blob INTEGER)",
-        )
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM changes").execute(&mut *tx).await?;
-        match &request.mode {
-            CommitMode::Remove(_) => {
-                let sql = format!(
-                    "INSERT INTO changes SELECT m.case_id, 2, NULL FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
-                );
-                sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
-            }
-            mode => {
-                let sql = format!(
-                    "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
-                     FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
-                     WHERE m.blob IS NULL OR m.blob != i.blob"
-                );
-                sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
-                if *mode == CommitMode::Replace {
-                    let sql = format!(
-                        "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m
-                         WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
-                    );
-                    sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
-                }
-            }
-        }
-        // In a whole-dataset commit, does the order of the cases that stay change?
-        let reordered = request.mode == CommitMode::Replace && {
-            let sql = format!(
-                "SELECT count(*) FROM (SELECT m.ord AS ord, lag(m.ord) OVER (ORDER BY i.pos) AS prev
-                 FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}) WHERE ord < prev"
-            );
-            let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql)).bind(id).fetch_one(&mut *tx).await?;
-            n > 0
-        };
-        let counts = sqlx::query(
-            "SELECT coalesce(sum(kind = 1), 0), coalesce(sum(kind = 2), 0), coalesce(sum(kind = 3), 0) FROM changes",
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        let (added, removed, modified): (i64, i64, i64) = (counts.get(0), counts.get(1), counts.get(2));
-        let head_info = if head > 0 { self.version_row_tx(&mut tx, &request.dataset, id, head).await? } else { None };
-        if added + removed + modified == 0 && !reordered && head > 0 {
-            tx.rollback().await?;
-            return Ok(CommitOutcome::Unchanged(head_info));
-        }
-        let number = head + 1;
-
-        // The version's content id: its parent, its order if that changed, its changes.
-        let order = if reordered {
-            use futures_util::TryStreamExt;
-            let mut hasher = VersionHasher::new(&json!({"order": request.dataset}))?;
-            let mut ids = sqlx::query_scalar::<_, String>("SELECT case_id FROM incoming ORDER BY pos").fetch(&mut *tx);
-            while let Some(case_id) = ids.try_next().await? {
-                hasher.change(&case_id, None)?;
-            }
-            Some(hasher.finish())
-        } else {
-            None
-        };
-        let mut hasher = VersionHasher::new(&json!({
-            "dataset": request.dataset,
-            "parent": head_info.as_ref().map(|h| h.id.clone()),
-            "order": order,
-        }))?;
-        {
-            use futures_util::TryStreamExt;
-            let mut rows = sqlx::query(
-                "SELECT c.case_id, lower(hex(b.cid)) FROM changes c LEFT JOIN blobs b ON b.id = c.blob ORDER BY c.case_id",
-            )
-            .fetch(&mut *tx);
-            while let Some(r) = rows.try_next().await? {
-                hasher.change(r.get::<&str, _>(0), r.get::<Option<&str>, _>(1))?;
-            }
-        }
-        let cid = hasher.finish();
-
-        // Close the rows that change, then open the new ones.
-        let close = if reordered {
-            format!(
-                "UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
-            )
-        } else {
-            format!("UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
-        };
-        // The rows to open, with their places: computed before closing (they read the head).
-        // Joins with the head are written `CROSS JOIN` so SQLite looks the few changed ids up
-        // in it rather than walking all of it.
-        sqlx::query(
-            "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, ord REAL NOT NULL)",
-        )
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM opening").execute(&mut *tx).await?;
-        if reordered {
-            // A new order: every case takes its input position.
-            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos FROM incoming").execute(&mut *tx).await?;
-        } else {
-            // The last place in the head (from the top of the order index, not a scan).
-            let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
-                "SELECT ord FROM members INDEXED BY members_ord WHERE {live} ORDER BY ord DESC LIMIT 1"
-            )))
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let end = max_ord.unwrap_or(-1.0);
-            // Modified cases keep their place; added ones go between the neighbours they have in
-            // the input (for a whole-dataset commit) or at the end (for `put`).
-            if request.mode == CommitMode::Replace {
-                // The places of the cases that stay, by input position (their order is unchanged,
-                // so the nearest one before a position has the largest place before it).
-                sqlx::query("CREATE TEMP TABLE IF NOT EXISTS kept (pos INTEGER PRIMARY KEY, ord REAL NOT NULL)")
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM kept").execute(&mut *tx).await?;
-                sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO kept SELECT i.pos, m.ord FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
-                )))
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            }
-            let neighbours = if request.mode == CommitMode::Replace {
-                "WITH added AS (SELECT c.case_id, c.blob, i.pos,
-                        (SELECT k.ord FROM kept k WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
-                        (SELECT k.ord FROM kept k WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
-                        FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1),
-                     ranked AS (SELECT *, row_number() OVER (PARTITION BY lo, hi ORDER BY pos) AS k,
-                        count(*) OVER (PARTITION BY lo, hi) AS n FROM added)
-                     SELECT case_id, blob, CASE
-                        WHEN lo IS NULL AND hi IS NULL THEN pos
-                        WHEN lo IS NULL THEN hi - (n + 1 - k)
-                        WHEN hi IS NULL THEN lo + k
-                        ELSE lo + (hi - lo) * k / (n + 1) END AS ord FROM ranked"
-                    .to_owned()
-            } else {
-                "SELECT c.case_id, c.blob, ?1 + row_number() OVER (ORDER BY i.pos) AS ord
-                 FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1"
-                    .to_owned()
-            };
-            let insert = sqlx::query(AssertSqlSafe(format!("INSERT INTO opening {neighbours}")));
-            let insert = if request.mode == CommitMode::Replace { insert } else { insert.bind(end) };
-            insert.execute(&mut *tx).await?;
-            sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c CROSS JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
-            )))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-        }
-        sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
-        sqlx::query(
-            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-             SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening ORDER BY case_id",
-        )
-        .bind(id)
-        .bind(number as i64)
-        .execute(&mut *tx)
-        .await?;
-        // Kept up to date by every commit: counting the head would cost a scan of it.
-        let count = head_info.as_ref().map_or(0, |h| h.cases as i64) + added - removed;
-        let version = VersionInfo {
-            dataset: request.dataset,
-            number,
-            id: cid,
-            parent: (head > 0).then_some(head),
-            author: request.author,
-            time: request.time,
-            message: request.message,
-            added: added as u64,
-            removed: removed as u64,
-            modified: modified as u64,
-            cases: count as u64,
-        };
-        insert_version(&mut tx, id, &version).await?;
-        tx.commit().await?;
-        self.after_commit(version.added + version.removed + version.modified).await?;
-        Ok(CommitOutcome::Created(version))
+        Ok(outcome)
     }
-
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
         let rows = sqlx::query(
@@ -835,7 +648,7 @@ impl SqliteStore {
     /// table and the comparison with a head.
     async fn first_version(
         &self,
-        mut tx: Transaction<'static, Sqlite>,
+        mut tx: Transaction<'_, Sqlite>,
         request: CommitRequest,
         id: i64,
         mut cases: CaseBatches,
@@ -846,10 +659,10 @@ impl SqliteStore {
         let mut pos = 0i64;
         while let Some(batch) = cases.recv().await {
             let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
-            load(&mut tx, &batch, &mut pos, &ListIn::FirstVersion(id)).await?;
             for case in &batch {
-                listed.push(&case.id, &case.content_id)?;
+                listed.push(&case.id, case.content_id)?;
             }
+            load(&mut tx, batch, &mut pos, &ListIn::FirstVersion(id)).await?;
         }
         let count = pos;
         let version_id = listed.first_version_id(&request.dataset)?;
@@ -868,7 +681,286 @@ impl SqliteStore {
         };
         insert_version(&mut tx, id, &version).await?;
         tx.commit().await?;
-        self.after_commit(version.added).await?;
+        Ok(CommitOutcome::Created(version))
+    }
+
+    /// [`crate::Store::commit`] on one connection, in one transaction.
+    async fn commit_on(
+        &self,
+        conn: &mut SqliteConnection,
+        request: CommitRequest,
+        mut cases: CaseBatches,
+    ) -> Result<CommitOutcome, StoreError> {
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+
+        // A large commit's working set: 64 MiB of page cache on the connection that writes it
+        // (with 32 MiB, a million-case import spent a second more writing out and reading back
+        // index pages that did not fit).
+        sqlx::query("PRAGMA cache_size = -65536").execute(&mut *tx).await?;
+        // The dataset, created on its first commit.
+        let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE name = ?")
+            .bind(&request.dataset)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
+        let (id, head) = match &existing {
+            Some(row) => (row.get::<i64, _>("id"), row.get::<i64, _>("head") as u64),
+            None => {
+                if matches!(request.mode, CommitMode::Remove(_)) {
+                    return Err(StoreError::NoDataset(request.dataset.clone()));
+                }
+                let header = request.header.clone().unwrap_or_default();
+                let id: i64 = sqlx::query_scalar("INSERT INTO datasets (name, header) VALUES (?, ?) RETURNING id")
+                    .bind(&request.dataset)
+                    .bind(header_json(&header))
+                    .fetch_one(&mut *tx)
+                    .await?;
+                (id, 0)
+            }
+        };
+        if let Some(parent) = request.parent {
+            if parent != head {
+                return Err(StoreError::Conflict { dataset: request.dataset.clone(), parent, head });
+            }
+        }
+        // Header edits are logged, not versioned.
+        if let (Some(row), Some(header)) = (&existing, &request.header) {
+            let old: String = row.get("header");
+            let new = header_json(header);
+            if old != new {
+                sqlx::query("UPDATE datasets SET header = ? WHERE id = ?")
+                    .bind(&new)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES (?, ?, ?, 'header', ?)")
+                    .bind(id)
+                    .bind(&request.time)
+                    .bind(&request.author)
+                    .bind(&new)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+
+        if head == 0 && !matches!(request.mode, CommitMode::Remove(_)) {
+            return self.first_version(tx, request, id, cases).await;
+        }
+
+        // The input, in input order; its id index is built once it is all there (faster than
+        // inserting into it at random).
+        sqlx::raw_sql(
+            "DROP TABLE IF EXISTS temp.incoming;
+             CREATE TEMP TABLE incoming (pos INTEGER PRIMARY KEY, case_id TEXT NOT NULL, blob INTEGER NOT NULL);",
+        )
+        .execute(&mut *tx)
+        .await?;
+        let mut pos = 0i64;
+        match &request.mode {
+            CommitMode::Remove(ids) => {
+                let mut unique: Vec<&String> = ids.iter().collect();
+                unique.sort();
+                unique.dedup();
+                for id_chunk in unique.chunks(ROWS) {
+                    let values = vec!["(?, 0)"; id_chunk.len()].join(", ");
+                    let sql = format!("INSERT INTO incoming (case_id, blob) VALUES {values}");
+                    let mut query = sqlx::query(AssertSqlSafe(sql));
+                    for case_id in id_chunk {
+                        query = query.bind(*case_id);
+                    }
+                    query.execute(&mut *tx).await?;
+                }
+            }
+            _ => {
+                while let Some(batch) = cases.recv().await {
+                    let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
+                    load(&mut tx, batch, &mut pos, &ListIn::Incoming).await?;
+                }
+            }
+        }
+        sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
+
+        let live = "dataset = ?1 AND to_v IS NULL";
+        // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
+        sqlx::query(
+            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, blob INTEGER)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM changes").execute(&mut *tx).await?;
+        match &request.mode {
+            CommitMode::Remove(_) => {
+                let sql = format!(
+                    "INSERT INTO changes SELECT m.case_id, 2, NULL FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                );
+                sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
+            }
+            mode => {
+                let sql = format!(
+                    "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
+                     FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
+                     WHERE m.blob IS NULL OR m.blob != i.blob"
+                );
+                sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
+                if *mode == CommitMode::Replace {
+                    let sql = format!(
+                        "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m
+                         WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
+                    );
+                    sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
+                }
+            }
+        }
+        // In a whole-dataset commit, does the order of the cases that stay change?
+        let reordered = request.mode == CommitMode::Replace && {
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT m.ord AS ord, lag(m.ord) OVER (ORDER BY i.pos) AS prev
+                 FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}) WHERE ord < prev"
+            );
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql)).bind(id).fetch_one(&mut *tx).await?;
+            n > 0
+        };
+        let counts = sqlx::query(
+            "SELECT coalesce(sum(kind = 1), 0), coalesce(sum(kind = 2), 0), coalesce(sum(kind = 3), 0) FROM changes",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let (added, removed, modified): (i64, i64, i64) = (counts.get(0), counts.get(1), counts.get(2));
+        let head_info = if head > 0 { self.version_row_tx(&mut tx, &request.dataset, id, head).await? } else { None };
+        if added + removed + modified == 0 && !reordered && head > 0 {
+            tx.rollback().await?;
+            return Ok(CommitOutcome::Unchanged(head_info));
+        }
+        let number = head + 1;
+
+        // The version's content id: its parent, its order if that changed, its changes.
+        let order = if reordered {
+            use futures_util::TryStreamExt;
+            let mut hasher = VersionHasher::new(&json!({"order": request.dataset}))?;
+            let mut ids = sqlx::query_scalar::<_, String>("SELECT case_id FROM incoming ORDER BY pos").fetch(&mut *tx);
+            while let Some(case_id) = ids.try_next().await? {
+                hasher.change(&case_id, None)?;
+            }
+            Some(hasher.finish())
+        } else {
+            None
+        };
+        let mut hasher = VersionHasher::new(&json!({
+            "dataset": request.dataset,
+            "parent": head_info.as_ref().map(|h| h.id.clone()),
+            "order": order,
+        }))?;
+        {
+            use futures_util::TryStreamExt;
+            let mut rows = sqlx::query(
+                "SELECT c.case_id, lower(hex(b.cid)) FROM changes c LEFT JOIN blobs b ON b.id = c.blob ORDER BY c.case_id",
+            )
+            .fetch(&mut *tx);
+            while let Some(r) = rows.try_next().await? {
+                hasher.change(r.get::<&str, _>(0), r.get::<Option<&str>, _>(1))?;
+            }
+        }
+        let cid = hasher.finish();
+
+        // Close the rows that change, then open the new ones.
+        let close = if reordered {
+            format!(
+                "UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
+            )
+        } else {
+            format!("UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
+        };
+        // The rows to open, with their places: computed before closing (they read the head).
+        // Joins with the head are written `CROSS JOIN` so SQLite looks the few changed ids up
+        // in it rather than walking all of it.
+        sqlx::query(
+            "CREATE TEMP TABLE IF NOT EXISTS opening (case_id TEXT PRIMARY KEY, blob INTEGER NOT NULL, ord REAL NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM opening").execute(&mut *tx).await?;
+        if reordered {
+            // A new order: every case takes its input position.
+            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos FROM incoming").execute(&mut *tx).await?;
+        } else {
+            // The last place in the head (from the top of the order index, not a scan).
+            let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT ord FROM members INDEXED BY members_ord WHERE {live} ORDER BY ord DESC LIMIT 1"
+            )))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let end = max_ord.unwrap_or(-1.0);
+            // Modified cases keep their place; added ones go between the neighbours they have in
+            // the input (for a whole-dataset commit) or at the end (for `put`).
+            if request.mode == CommitMode::Replace {
+                // The places of the cases that stay, by input position (their order is unchanged,
+                // so the nearest one before a position has the largest place before it).
+                sqlx::query("CREATE TEMP TABLE IF NOT EXISTS kept (pos INTEGER PRIMARY KEY, ord REAL NOT NULL)")
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM kept").execute(&mut *tx).await?;
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO kept SELECT i.pos, m.ord FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                )))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            }
+            let neighbours = if request.mode == CommitMode::Replace {
+                "WITH added AS (SELECT c.case_id, c.blob, i.pos,
+                        (SELECT k.ord FROM kept k WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
+                        (SELECT k.ord FROM kept k WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
+                        FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1),
+                     ranked AS (SELECT *, row_number() OVER (PARTITION BY lo, hi ORDER BY pos) AS k,
+                        count(*) OVER (PARTITION BY lo, hi) AS n FROM added)
+                     SELECT case_id, blob, CASE
+                        WHEN lo IS NULL AND hi IS NULL THEN pos
+                        WHEN lo IS NULL THEN hi - (n + 1 - k)
+                        WHEN hi IS NULL THEN lo + k
+                        ELSE lo + (hi - lo) * k / (n + 1) END AS ord FROM ranked"
+                    .to_owned()
+            } else {
+                "SELECT c.case_id, c.blob, ?1 + row_number() OVER (ORDER BY i.pos) AS ord
+                 FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1"
+                    .to_owned()
+            };
+            let insert = sqlx::query(AssertSqlSafe(format!("INSERT INTO opening {neighbours}")));
+            let insert = if request.mode == CommitMode::Replace { insert } else { insert.bind(end) };
+            insert.execute(&mut *tx).await?;
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c CROSS JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+             SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening ORDER BY case_id",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .execute(&mut *tx)
+        .await?;
+        // Kept up to date by every commit: counting the head would cost a scan of it.
+        let count = head_info.as_ref().map_or(0, |h| h.cases as i64) + added - removed;
+        let version = VersionInfo {
+            dataset: request.dataset,
+            number,
+            id: cid,
+            parent: (head > 0).then_some(head),
+            author: request.author,
+            time: request.time,
+            message: request.message,
+            added: added as u64,
+            removed: removed as u64,
+            modified: modified as u64,
+            cases: count as u64,
+        };
+        insert_version(&mut tx, id, &version).await?;
+        tx.commit().await?;
         Ok(CommitOutcome::Created(version))
     }
 
@@ -884,7 +976,7 @@ impl SqliteStore {
 
     async fn version_row_tx(
         &self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut Transaction<'_, Sqlite>,
         dataset: &str,
         id: i64,
         number: u64,
@@ -960,11 +1052,7 @@ fn bind_select<'q>(
 }
 
 /// Records a new version and makes it the head.
-async fn insert_version(
-    tx: &mut Transaction<'static, Sqlite>,
-    dataset: i64,
-    v: &VersionInfo,
-) -> Result<(), StoreError> {
+async fn insert_version(tx: &mut Transaction<'_, Sqlite>, dataset: i64, v: &VersionInfo) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO versions (dataset, number, cid, parent, author, time, message, added, removed, modified, cases)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1001,12 +1089,12 @@ struct Listing {
 }
 
 impl Listing {
-    fn push(&mut self, id: &str, cid: &str) -> Result<(), StoreError> {
+    fn push(&mut self, id: &str, cid: [u8; 32]) -> Result<(), StoreError> {
         self.text.push_str(id);
         let end = u32::try_from(self.text.len())
             .map_err(|_| StoreError::Corrupt("a first version's case ids add up to more than 4 GiB".into()))?;
         self.ends.push(end);
-        self.cids.push(unhex(cid)?);
+        self.cids.push(cid);
         Ok(())
     }
 
@@ -1022,11 +1110,6 @@ impl Listing {
         let cases = order.into_iter().map(|i| (self.id(i as usize), &self.cids[i as usize]));
         Ok(casebook_canon::first_version_id(dataset, cases)?)
     }
-}
-
-/// The 32 bytes of a content id written in hex.
-fn unhex(text: &str) -> Result<[u8; 32], StoreError> {
-    casebook_canon::id_bytes(text).ok_or_else(|| StoreError::Corrupt(format!("`{text}` is not a content id")))
 }
 
 fn describe(reference: &Ref) -> String {

@@ -137,6 +137,42 @@ fn a_killed_import_leaves_the_previous_head_intact() {
     }
 }
 
+/// The first import into an empty store is written with a rollback journal, not the log: killed
+/// at any point, it leaves the store empty and usable.
+#[test]
+fn a_killed_first_import_leaves_an_empty_store() {
+    let dir = Folder::new();
+    let big: String = (0..150_000)
+        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"question number {i} with some text to store\"}}\n"))
+        .collect();
+    let big = dir.file("big.jsonl", big);
+    for delay in [50u64, 300, 800] {
+        let _ = fs_err::remove_dir_all(dir.join(".casebook"));
+        ok(cb(&dir).arg("init"));
+        let mut child = child(&dir)
+            .args(["import", "--dataset", "qa"])
+            .arg(&big)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
+        match datasets.lines().count() {
+            0 => {}
+            1 => assert!(datasets.contains("\"cases\":150000"), "{datasets}"),
+            n => panic!("{n} datasets: {datasets}"),
+        }
+        // The store takes the next import whole.
+        let small = dir.file("qa.jsonl", V1);
+        ok(cb(&dir).args(["import", "--dataset", "small"]).arg(&small));
+        let rows = ok(cb(&dir).args(["export", "small", "--to", "letta", "-q"]));
+        assert_eq!(rows.lines().count(), 2);
+    }
+}
+
 /// Several writers at once: each commit lands or reports a conflict; none is lost.
 #[test]
 fn racing_commits_land_or_conflict() {

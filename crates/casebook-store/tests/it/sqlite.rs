@@ -48,6 +48,52 @@ async fn a_case_is_stored_once_across_versions_and_datasets() {
     assert_eq!(blobs, 3);
 }
 
+/// The size of the store's write-ahead log (0 when there is none).
+fn log_size(dir: &tempfile::TempDir) -> u64 {
+    fs_err::metadata(dir.path().join(".casebook/store.db-wal")).map_or(0, |m| m.len())
+}
+
+async fn journal_mode(dir: &tempfile::TempDir) -> String {
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join(".casebook/store.db").display()))
+        .await
+        .unwrap();
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    mode
+}
+
+#[tokio::test]
+async fn the_first_commit_into_an_empty_store_writes_the_database_not_the_log() {
+    let (dir, store) = fresh().await;
+    let many: Vec<_> = (0..200).map(|i| case(&format!("c{i}"), &format!("question {i}"))).collect();
+    created(&store, CommitMode::Replace, many).await;
+    // Written with a rollback journal: nothing went through the log, which is back in use.
+    assert_eq!(log_size(&dir), 0);
+    assert_eq!(conformance::ids(&store, 1).await.len(), 200);
+    // The next commit, into a store that holds cases, goes through the log as always.
+    created(&store, CommitMode::Upsert, vec![case("c0", "changed")]).await;
+    assert!(log_size(&dir) > 0);
+    store.close().await;
+    assert_eq!(journal_mode(&dir).await, "wal");
+}
+
+#[tokio::test]
+async fn the_first_commit_keeps_the_log_while_another_connection_reads() {
+    let (dir, store) = fresh().await;
+    let path = dir.path().join(".casebook/store.db");
+    let reader = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let before: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs").fetch_one(&reader).await.unwrap();
+    assert_eq!(before, 0);
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    // The reader kept the store open: the commit went through the log, and the reader sees it.
+    assert!(log_size(&dir) > 0);
+    let after: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs").fetch_one(&reader).await.unwrap();
+    assert_eq!(after, 2);
+    reader.close().await;
+    store.close().await;
+    assert_eq!(journal_mode(&dir).await, "wal");
+}
+
 #[tokio::test]
 async fn a_store_from_a_newer_casebook_is_refused() {
     let (dir, store) = fresh().await;
