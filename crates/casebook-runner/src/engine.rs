@@ -354,3 +354,54 @@ pub fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -
         parts.into_iter().flat_map(|part| part.join().unwrap_or_default()).collect()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(name: &str, target: &str) -> PlannedScenario {
+        let spec: crate::target::TargetSpec = target.parse().unwrap();
+        PlannedScenario { name: name.into(), describe: spec.describe(), target: spec.connect().unwrap() }
+    }
+
+    #[test]
+    fn jobs_go_case_by_case_then_scenario_then_run_with_their_own_hashes() {
+        // (Scenarios with the same target share their runs' hashes, and so their outputs.)
+        let scenarios = vec![scenario("a", "builtin:echo"), scenario("b", "http://127.0.0.1:9/agent")];
+        let keys = RunKeys::new(&scenarios, &[], 3).unwrap();
+        let cases: Vec<Case> = ["x", "y"]
+            .iter()
+            .map(|id| serde_json::from_value(serde_json::json!({"id": id, "input": format!("q{id}")})).unwrap())
+            .collect();
+        let plan = Plan {
+            cases: cases
+                .iter()
+                .map(|c| PlannedCase {
+                    json: serde_json::to_string(c).unwrap(),
+                    content_id: [0; 32],
+                    hashes: keys.hashes(c).unwrap(),
+                })
+                .collect(),
+            scenarios,
+            n_runs: 3,
+            graders: Vec::new(),
+            seeds: Vec::new(),
+            concurrency: 1,
+        };
+        assert_eq!(plan.total(), 12);
+        let all = plan.jobs(0..12);
+        let places: Vec<(usize, usize, u32)> = all.iter().map(|j| (j.case, j.scenario, j.run)).collect();
+        let expected: Vec<(usize, usize, u32)> =
+            (0..2).flat_map(|c| (0..2).flat_map(move |s| (0..3).map(move |r| (c, s, r)))).collect();
+        assert_eq!(places, expected);
+        assert!(all.iter().enumerate().all(|(i, j)| j.seq == i as u64));
+        // Every run has its own hash, the one `run_hash` gives it; a window is the same jobs.
+        let distinct: std::collections::BTreeSet<&str> = all.iter().map(|j| j.hash.as_str()).collect();
+        assert_eq!(distinct.len(), 12);
+        let target = plan.scenarios[1].describe.clone();
+        let y = &cases[1];
+        assert_eq!(all[10].hash, crate::hash::run_hash(&target, &[], &y.task, &y.id, 1).unwrap());
+        assert_eq!(plan.jobs(5..8), all[5..8].to_vec());
+        assert!(plan.jobs(12..20).is_empty());
+    }
+}
