@@ -224,7 +224,10 @@ impl SummaryBuilder {
     pub fn add(&mut self, result: &RunResult) {
         let verdict = Verdict::of(result);
         self.totals.add(result, verdict);
-        self.scenarios.entry(result.scenario.clone()).or_default().add(result, verdict);
+        match self.scenarios.get_mut(&result.scenario) {
+            Some(counter) => counter.add(result, verdict),
+            None => self.scenarios.entry(result.scenario.clone()).or_default().add(result, verdict),
+        }
         let runs = match self.cases.get_mut(&result.scenario) {
             Some(cases) => cases,
             None => self.cases.entry(result.scenario.clone()).or_default(),
