@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0004_filter_indexes.sql"),
     include_str!("../migrations/sqlite/0005_runs.sql"),
     include_str!("../migrations/sqlite/0006_run_rows.sql"),
+    include_str!("../migrations/sqlite/0007_blobs_cid_index.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
@@ -122,18 +123,35 @@ impl SqliteStore {
                 return Ok(());
             }
         }
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        // Foreign keys are off while migrating (a migration may rebuild a table others refer
+        // to; SQLite's way of changing a table), and checked before the migrations commit.
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
+        let migrated = Self::migrate_on(&mut conn, &self.path).await;
+        sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+        migrated
+    }
+
+    async fn migrate_on(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
         sqlx::query("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").execute(&mut *tx).await?;
         let current: Option<i64> =
             sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&mut *tx).await?;
         let current = current.unwrap_or(0);
         let known = MIGRATIONS.len() as i64;
         if current > known {
-            return Err(StoreError::Newer(self.path.clone(), current));
+            return Err(StoreError::Newer(path.to_owned(), current));
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             sqlx::raw_sql(*sql).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO schema_version (version) VALUES (?)").bind(i as i64 + 1).execute(&mut *tx).await?;
+        }
+        let broken: Vec<sqlx::sqlite::SqliteRow> = sqlx::query("PRAGMA foreign_key_check").fetch_all(&mut *tx).await?;
+        if !broken.is_empty() {
+            return Err(StoreError::Corrupt(format!(
+                "migrating the store left {} rows pointing at nothing; nothing was changed",
+                broken.len()
+            )));
         }
         tx.commit().await?;
         Ok(())
@@ -370,7 +388,7 @@ impl crate::Store for SqliteStore {
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
         let mut conn = self.pool.acquire().await?;
         let journal = Journal::choose(&self.pool, &mut conn, &request).await?;
-        let outcome = self.commit_on(&mut conn, request, cases).await;
+        let outcome = self.commit_on(&mut conn, request, cases, journal).await;
         journal.restore(&mut conn).await?;
         drop(conn);
         let outcome = outcome?;
@@ -646,13 +664,26 @@ impl SqliteStore {
     /// The first version of a dataset: every input case is new, so the input goes straight into
     /// `members` (in input order, which appends to the order index), without the `incoming`
     /// table and the comparison with a head.
+    ///
+    /// Into a store that holds no case yet (and is written with a rollback journal, see
+    /// [`Journal`]), the content-id index is dropped and built again after the load: a
+    /// million random keys inserted one by one cost more than sorting them once, and the
+    /// bodies of one version cannot repeat (each holds its case's id, and ids are unique).
     async fn first_version(
         &self,
         mut tx: Transaction<'_, Sqlite>,
         request: CommitRequest,
         id: i64,
         mut cases: CaseBatches,
+        journal: Journal,
     ) -> Result<CommitOutcome, StoreError> {
+        let bulk = journal == Journal::Rollback
+            && sqlx::query_scalar::<_, bool>("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(&mut *tx).await?;
+        if bulk {
+            // Without the random index, 32 MiB of cache do; the index is sorted in memory too.
+            sqlx::query("PRAGMA cache_size = -32768").execute(&mut *tx).await?;
+            sqlx::query("DROP INDEX blobs_cid").execute(&mut *tx).await?;
+        }
         // The version id hashes the cases in id order; they are listed here as they go by (in
         // 46 bytes a case of 6-byte ids), since reading them back would touch every body's page.
         let mut listed = Listing::default();
@@ -665,7 +696,18 @@ impl SqliteStore {
             load(&mut tx, batch, &mut pos, &ListIn::FirstVersion(id)).await?;
         }
         let count = pos;
-        let version_id = listed.first_version_id(&request.dataset)?;
+        // The version id is hashed here while SQLite builds the index on its own thread.
+        let (indexed, version_id) = tokio::join!(
+            async {
+                if bulk {
+                    sqlx::query("CREATE UNIQUE INDEX blobs_cid ON blobs (cid)").execute(&mut *tx).await?;
+                }
+                Ok::<_, StoreError>(())
+            },
+            async { listed.first_version_id(&request.dataset) }
+        );
+        indexed?;
+        let version_id = version_id?;
         let version = VersionInfo {
             dataset: request.dataset,
             number: 1,
@@ -690,6 +732,7 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         request: CommitRequest,
         mut cases: CaseBatches,
+        journal: Journal,
     ) -> Result<CommitOutcome, StoreError> {
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
 
@@ -744,7 +787,7 @@ impl SqliteStore {
         }
 
         if head == 0 && !matches!(request.mode, CommitMode::Remove(_)) {
-            return self.first_version(tx, request, id, cases).await;
+            return self.first_version(tx, request, id, cases, journal).await;
         }
 
         // The input, in input order; its id index is built once it is all there (faster than

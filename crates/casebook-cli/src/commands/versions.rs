@@ -122,6 +122,12 @@ enum Parent {
     Any,
 }
 
+/// Batches of prepared cases (a reader's chunk each, a few hundred cases) the reader may be
+/// ahead of the store by. Reading and storing take about as long as each other on a large
+/// import, and with 4 each kept stopping to wait for the other: 32 took a million-case import
+/// from 10.7 s to 9.4 s, for about 10 MB more memory.
+const BATCHES_AHEAD: usize = 32;
+
 /// Feeds the cases of a file to a commit, reporting the file's problems as it goes.
 struct Feed {
     header: std::sync::mpsc::Sender<DatasetHeader>,
@@ -170,7 +176,7 @@ fn commit_file(
     let store = stores::open(settings, &runtime)?;
     let input = super::input(file);
     let (header_tx, header_rx) = std::sync::mpsc::channel();
-    let (batch_tx, batch_rx) = tokio::sync::mpsc::channel(4);
+    let (batch_tx, batch_rx) = tokio::sync::mpsc::channel(BATCHES_AHEAD);
     let reporter = Reporter::new(settings, true);
     let reader = {
         let input = input.clone();

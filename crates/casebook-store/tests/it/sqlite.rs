@@ -78,6 +78,35 @@ async fn the_first_commit_into_an_empty_store_writes_the_database_not_the_log() 
 }
 
 #[tokio::test]
+async fn a_cancelled_first_commit_leaves_the_content_id_index() {
+    let (dir, store) = fresh().await;
+    // The first commit into an empty store drops the content-id index and builds it after the
+    // load; a commit that is cancelled half way must leave it.
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(Ok(vec![casebook_store::prepare(&case("a", "1")).unwrap()])).await.unwrap();
+    tx.send(Err(())).await.unwrap();
+    drop(tx);
+    let request = conformance::request(CommitMode::Replace, "cancelled");
+    assert!(matches!(store.commit(request, rx).await, Err(StoreError::Cancelled)));
+    // The same case twice, in two datasets: stored once.
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    let mut other = conformance::request(CommitMode::Replace, "copy");
+    other.dataset = "copy".into();
+    store.commit(other, conformance::batches(vec![case("a", "1")])).await.unwrap();
+    store.close().await;
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join(".casebook/store.db").display()))
+        .await
+        .unwrap();
+    let index: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'blobs_cid'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(index, 1);
+    let blobs: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs").fetch_one(&pool).await.unwrap();
+    assert_eq!(blobs, 1);
+}
+
+#[tokio::test]
 async fn the_first_commit_keeps_the_log_while_another_connection_reads() {
     let (dir, store) = fresh().await;
     let path = dir.path().join(".casebook/store.db");
@@ -138,7 +167,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 6);
+    assert_eq!(version, 7);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -146,6 +175,20 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     .await
     .unwrap();
     assert_eq!(partial, 2);
+    // The content-id index is an index of its own, and every member still has its body.
+    let index: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'blobs_cid' AND type = 'index'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(index, 1);
+    let orphans: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM members m WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = m.blob)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(orphans, 0);
     // The labels of the cases stored before are indexed.
     let labels: i64 = sqlx::query_scalar("SELECT count(*) FROM case_labels").fetch_one(&pool).await.unwrap();
     assert_eq!(labels, 2);
