@@ -163,8 +163,6 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let mut done = 0usize;
     let mut reused = 0u64;
     let stopped = runtime.block_on(async {
-        // The jobs a window at a time: the outputs stored for a window are looked up just before
-        // it runs, so memory holds one window's, not the experiment's.
         // The stored outputs of the jobs are read a window at a time, the next while this one
         // runs, so that memory holds a window's or two, not the experiment's.
         let (work_tx, work_rx) = tokio::sync::mpsc::channel(1);
