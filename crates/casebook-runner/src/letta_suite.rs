@@ -19,8 +19,9 @@
 //! | `kind: model_judge` (or legacy `rubric`) | `{kind: llm_judge, model, template, api_key_env, timeout_secs}` |
 //! | judge `provider` (`openai`, `anthropic`, `google`) | `api_key_env` (`OPENAI_API_KEY`, …), as letta reads |
 //! | judge `timeout` | `timeout_secs` |
+//! | judge `temperature` | `temperature` |
 //! | `reward: {kind: metric, metric_key: K}` | grader `K` keeps weight 1, the others get weight 0 |
-//! | `output`, `cleanup`, `display_name`, `temperature`, judge `max_retries` | nothing (no effect here) |
+//! | `output`, `cleanup`, `display_name`, judge `max_retries` | nothing (no effect here) |
 //! | `extractor: last_assistant` | nothing: graders read the last answer |
 //!
 //! The judge's `endpoint` is not in a suite, so it is left unset: building the grader then says
@@ -33,7 +34,7 @@
 //!
 //! Not the same: letta grades each turn when a sample's `ground_truth` is a list; here a tool
 //! grader reads `expected.output` (the suite alone does not say which samples are per turn), so
-//! such cases need a `per_turn` grader. casebook's judge always samples at temperature 0.
+//! such cases need a `per_turn` grader.
 //!
 //! What casebook cannot do — Python graders, extractors and reward composers, setup scripts,
 //! sandboxes — is an error naming the key and saying what to do instead. A Letta agent target
@@ -580,6 +581,9 @@ fn grader(r: &Reader<'_>, base: &Path, name: &str, node: &Node) -> Result<Value,
     if let Some(timeout) = present("timeout") {
         judge["timeout_secs"] = json!(experiment::seconds(r, timeout, &path("timeout"))?);
     }
+    if let Some(temperature) = present("temperature") {
+        judge["temperature"] = json!(r.number(temperature, &path("temperature"))?);
+    }
     Ok(judge)
 }
 
@@ -1087,7 +1091,7 @@ mod tests {
         assert_eq!(
             judge,
             json!({"kind": "llm_judge", "name": "g", "model": "m1", "api_key_env": "ANTHROPIC_API_KEY",
-                   "template": judge_template("Grade {submission}"), "timeout_secs": 90.0})
+                   "template": judge_template("Grade {submission}"), "timeout_secs": 90.0, "temperature": 0.0})
         );
         let legacy = grader_of("    kind: rubric\n    prompt: p\n");
         assert_eq!(

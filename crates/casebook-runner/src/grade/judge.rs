@@ -71,6 +71,7 @@ pub(super) struct Judge {
     env: Environment<'static>,
     pass_score: f64,
     timeout: Duration,
+    temperature: Option<f64>,
     client: reqwest::Client,
 }
 
@@ -112,6 +113,14 @@ impl Judge {
             env,
             pass_score: score_threshold(options.pass_score, "pass_score")?,
             timeout: seconds(options.timeout_secs, "timeout_secs")?,
+            temperature: match options.temperature {
+                Some(t) if !(0.0..=2.0).contains(&t) => {
+                    return Err(format!(
+                        "`temperature` must be between 0 and 2 (or null for the model's own), not {t}"
+                    ));
+                }
+                t => t,
+            },
             client,
         })
     }
@@ -119,14 +128,16 @@ impl Judge {
     pub(super) async fn grade(&self, case: &Case, run: &RunOutput) -> Result<Grade, Failure> {
         let prompt = self.render(case, run)?;
         let failure = |message: String| Failure::new("judge", format!("case `{}`: {message}", case.id));
-        let body = json!({
+        let mut body = json!({
             "model": self.model,
             "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": prompt},
             ],
-            "temperature": 0,
         });
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
+        }
         let mut request = self.client.post(self.url.clone()).json(&body).timeout(self.timeout);
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key.expose());
@@ -271,17 +282,28 @@ mod tests {
     use super::*;
     use crate::protocol::Step;
 
-    fn judge(template: Option<&str>) -> Judge {
-        Judge::build(&LlmJudgeOptions {
+    fn options() -> LlmJudgeOptions {
+        LlmJudgeOptions {
             endpoint: "http://127.0.0.1:9/v1/".into(),
             model: "m".into(),
             api_key_env: None,
             api_key: None,
-            template: template.map(str::to_owned),
+            template: None,
             pass_score: 0.5,
             timeout_secs: 1.0,
-        })
-        .unwrap()
+            temperature: Some(0.0),
+        }
+    }
+
+    #[test]
+    fn a_temperature_out_of_range_is_refused() {
+        let err = Judge::build(&LlmJudgeOptions { temperature: Some(3.0), ..options() }).err().unwrap_or_default();
+        assert!(err.contains("`temperature` must be between 0 and 2"), "{err}");
+        assert!(Judge::build(&LlmJudgeOptions { temperature: None, ..options() }).is_ok());
+    }
+
+    fn judge(template: Option<&str>) -> Judge {
+        Judge::build(&LlmJudgeOptions { template: template.map(str::to_owned), ..options() }).unwrap()
     }
 
     fn case() -> Case {

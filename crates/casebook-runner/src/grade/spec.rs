@@ -219,6 +219,15 @@ pub struct LlmJudgeOptions {
     /// Longest wait for the judge; default 60.
     #[serde(default = "sixty")]
     pub timeout_secs: f64,
+    /// The sampling temperature asked of the judge, 0 to 2; default 0 (the same verdict for the
+    /// same run, as far as the model allows). `null` asks none: the model's own default, for
+    /// models that take no other (some reasoning models refuse 0).
+    #[serde(default = "zero_temperature")]
+    pub temperature: Option<f64>,
+}
+
+fn zero_temperature() -> Option<f64> {
+    Some(0.0)
 }
 
 /// Options of `command`.

@@ -102,13 +102,32 @@ fn grader(spec: Value) -> Grader {
 }
 
 async fn judged(respond: fn() -> Response, template: Option<&str>) -> (Result<Grade, Failure>, Seen) {
+    judged_with(respond, template, json!({})).await
+}
+
+/// [`judged`] with more options for the judge.
+async fn judged_with(respond: fn() -> Response, template: Option<&str>, more: Value) -> (Result<Grade, Failure>, Seen) {
     let (endpoint, seen) = judge(respond).await;
     let mut spec = json!({"kind": "llm_judge", "name": "quality", "endpoint": endpoint, "model": "judge-model",
                           "api_key_env": "JUDGE_API_KEY", "timeout_secs": 5});
     if let Some(template) = template {
         spec["template"] = json!(template);
     }
+    for (key, value) in more.as_object().into_iter().flatten() {
+        spec[key] = value.clone();
+    }
     (grader(spec).grade(&case(), &run()).await, seen)
+}
+
+#[tokio::test]
+async fn the_judge_temperature_is_zero_unless_set_and_absent_when_null() {
+    let verdict = || reply("{\"score\": 1, \"rationale\": \"ok\"}");
+    let (_, seen) = judged_with(verdict, None, json!({"temperature": 0.7})).await;
+    assert_eq!(seen.bodies()[0]["temperature"], 0.7);
+    // Some models take no temperature but their own: `null` sends none.
+    let (grade, seen) = judged_with(verdict, None, json!({"temperature": null})).await;
+    assert!(grade.is_ok());
+    assert!(seen.bodies()[0].get("temperature").is_none(), "{:?}", seen.bodies()[0]);
 }
 
 #[tokio::test]
@@ -121,7 +140,7 @@ async fn judge_sees_rubric_vars_outcomes_and_trajectory_and_its_verdict_is_the_g
     assert_eq!(bodies.len(), 1);
     let body = &bodies[0];
     assert_eq!(body["model"], "judge-model");
-    assert_eq!(body["temperature"], 0);
+    assert_eq!(body["temperature"], 0.0);
     assert_eq!(body["messages"][0]["role"], "system");
     assert_eq!(body["messages"][1]["role"], "user");
     assert_eq!(seen.header(0, "authorization").as_deref(), Some("Bearer sk-test-123"));
