@@ -186,9 +186,16 @@ pub async fn execute<T: Send + 'static>(
         let (plan, finish, results) = (plan.clone(), finish.clone(), results.clone());
         tasks.spawn(async move {
             let mut done = Vec::with_capacity(batch.len());
+            // Consecutive jobs often run the same case (`n_runs`, scenarios): parsed once.
+            let mut parsed: Option<(usize, Result<Case, Failure>)> = None;
             for Work { job, stored } in batch {
                 let stored = stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
-                done.push(finish(run_job(&plan, job, stored, mode).await));
+                if parsed.as_ref().is_none_or(|(i, _)| *i != job.case) {
+                    parsed = Some((job.case, plan.case(job.case)));
+                }
+                if let Some((_, case)) = &parsed {
+                    done.push(finish(run_job(&plan, case, job, stored, mode).await));
+                }
             }
             drop(permit);
             let _ = results.send(done).await;
@@ -210,7 +217,8 @@ pub async fn execute<T: Send + 'static>(
                 let (plan, finish, results) = (plan.clone(), finish.clone(), results.clone());
                 tasks.spawn(async move {
                     let stored = item.stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
-                    let done = finish(run_job(&plan, item.job, stored, mode).await);
+                    let case = plan.case(item.job.case);
+                    let done = finish(run_job(&plan, &case, item.job, stored, mode).await);
                     drop(permit);
                     let _ = results.send(vec![done]).await;
                 });
@@ -230,10 +238,17 @@ pub async fn execute<T: Send + 'static>(
     while tasks.join_next().await.is_some() {}
 }
 
-async fn run_job(plan: &Plan, job: Job, stored: Option<RunOutput>, mode: Mode) -> Finished {
+/// Job `job` of `case` (parsed once for all the jobs of a batch that run it).
+async fn run_job(
+    plan: &Plan,
+    case: &Result<Case, Failure>,
+    job: Job,
+    stored: Option<RunOutput>,
+    mode: Mode,
+) -> Finished {
     let scenario = &plan.scenarios[job.scenario];
     let from_store = stored.is_some();
-    let case = match plan.case(job.case) {
+    let case = match case {
         Ok(case) => case,
         Err(failure) => {
             let result = RunResult {
@@ -243,7 +258,7 @@ async fn run_job(plan: &Plan, job: Job, stored: Option<RunOutput>, mode: Mode) -
                 scenario: scenario.name.clone(),
                 run: job.run,
                 hash: job.hash.clone(),
-                output: Err(failure),
+                output: Err(failure.clone()),
                 grades: Vec::new(),
                 score: None,
                 pass: None,
@@ -256,7 +271,7 @@ async fn run_job(plan: &Plan, job: Job, stored: Option<RunOutput>, mode: Mode) -
         (None, Mode::Regrade) => {
             Err(Failure::new("not-run", "no stored output to grade: run without `--regrade` first"))
         }
-        (None, Mode::Run) => converse(&case, effective_seeds(&plan.seeds, &case), &job, &scenario.target).await,
+        (None, Mode::Run) => converse(case, effective_seeds(&plan.seeds, case), &job, &scenario.target).await,
     };
     let mut grades = Vec::with_capacity(plan.graders.len());
     if let Ok(output) = &output {
@@ -264,15 +279,15 @@ async fn run_job(plan: &Plan, job: Job, stored: Option<RunOutput>, mode: Mode) -
             grades.push(GraderResult {
                 grader: grader.name().to_owned(),
                 weight: grader.weight(),
-                outcome: grader.grade(&case, output).await,
+                outcome: grader.grade(case, output).await,
             });
         }
     }
     let (score, pass) = verdict(&output, &grades);
     let result = RunResult {
-        case_id: case.id,
+        case_id: case.id.clone(),
         case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
-        labels: case.labels.unwrap_or_default(),
+        labels: case.labels.clone().unwrap_or_default(),
         scenario: scenario.name.clone(),
         run: job.run,
         hash: job.hash.clone(),
