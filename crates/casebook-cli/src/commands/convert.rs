@@ -50,8 +50,10 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     if summary.errors > 0 {
         if !settings.quiet && !settings.json {
             let errors = summary.errors;
-            let place =
-                args.write.output.as_ref().map_or(String::new(), |p| format!("; `{}` was not written", p.display()));
+            let place = args.write.output.as_ref().map_or_else(
+                || "; nothing was written to standard output".to_owned(),
+                |p| format!("; `{}` was not written", p.display()),
+            );
             eprintln!("conversion failed: {errors} error{}{place}", if errors == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);

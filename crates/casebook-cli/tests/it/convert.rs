@@ -44,6 +44,20 @@ fn lossy_drops_the_field_with_a_warning() {
 }
 
 #[test]
+fn a_file_with_errors_writes_nothing_to_standard_output() {
+    let dir = Folder::new();
+    // Good rows first, the error last: nothing of the good ones may reach the pipe.
+    let mut text: String = (0..30000).map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"fine {i}\"}}\n")).collect();
+    text.push_str("{\"id\": \"bad\", \"input\": 1}\n");
+    let file = dir.file("cases.jsonl", text);
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta"]));
+    r.expect_status(1);
+    assert_eq!(r.stdout, "", "no partial output on standard output");
+    assert!(r.stderr.contains("30001:"), "{}", r.stderr);
+    assert!(r.stderr.contains("nothing was written to standard output"), "{}", r.stderr);
+}
+
+#[test]
 fn a_file_with_errors_leaves_no_output_file() {
     let dir = Folder::new();
     let file = dir.file(
