@@ -5,6 +5,15 @@ use sqlx::{AssertSqlSafe, Row};
 
 use crate::conformance::{self, case, created};
 
+/// A connection of its own to the store in `dir`, to look at what the store wrote.
+async fn raw(dir: &tempfile::TempDir) -> sqlx::SqlitePool {
+    raw_at(&dir.path().join(".casebook/store.db")).await
+}
+
+async fn raw_at(path: &std::path::Path) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap()
+}
+
 async fn fresh() -> (tempfile::TempDir, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::create(&dir.path().join(".casebook/store.db")).await.unwrap();
@@ -41,9 +50,7 @@ async fn a_case_is_stored_once_across_versions_and_datasets() {
     let mut other = conformance::request(CommitMode::Replace, "copy");
     other.dataset = "copy".into();
     store.commit(other, conformance::batches(vec![case("a", "1")])).await.unwrap();
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join(".casebook/store.db").display()))
-        .await
-        .unwrap();
+    let pool = raw(&dir).await;
     let blobs: i64 = sqlx::query("SELECT count(*) FROM blobs").fetch_one(&pool).await.unwrap().get(0);
     assert_eq!(blobs, 3);
 }
@@ -54,9 +61,7 @@ fn log_size(dir: &tempfile::TempDir) -> u64 {
 }
 
 async fn journal_mode(dir: &tempfile::TempDir) -> String {
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join(".casebook/store.db").display()))
-        .await
-        .unwrap();
+    let pool = raw(dir).await;
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&pool).await.unwrap();
     pool.close().await;
     mode
@@ -94,9 +99,7 @@ async fn a_cancelled_first_commit_leaves_the_content_id_index() {
     other.dataset = "copy".into();
     store.commit(other, conformance::batches(vec![case("a", "1")])).await.unwrap();
     store.close().await;
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", dir.path().join(".casebook/store.db").display()))
-        .await
-        .unwrap();
+    let pool = raw(&dir).await;
     let index: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'blobs_cid'")
         .fetch_one(&pool)
         .await
@@ -110,7 +113,7 @@ async fn a_cancelled_first_commit_leaves_the_content_id_index() {
 async fn the_first_commit_keeps_the_log_while_another_connection_reads() {
     let (dir, store) = fresh().await;
     let path = dir.path().join(".casebook/store.db");
-    let reader = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let reader = raw_at(&path).await;
     let before: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs").fetch_one(&reader).await.unwrap();
     assert_eq!(before, 0);
     created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
@@ -128,7 +131,7 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     let (dir, store) = fresh().await;
     drop(store);
     let path = dir.path().join(".casebook/store.db");
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let pool = raw_at(&path).await;
     sqlx::query("INSERT INTO schema_version (version) VALUES (99)").execute(&pool).await.unwrap();
     pool.close().await;
     match SqliteStore::open(&path).await {
@@ -148,7 +151,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     // Put the store back as schema 1 left it: full indexes for diffs.
     let path = dir.path().join(".casebook/store.db");
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let pool = raw_at(&path).await;
     sqlx::raw_sql(
         "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
          DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
@@ -165,7 +168,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     let diff = store.diff("support", 1, 2).await.unwrap();
     assert_eq!(diff.modified.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["b"]);
     store.close().await;
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
     assert_eq!(version, 7);
     let partial: i64 = sqlx::query_scalar(
@@ -281,7 +284,7 @@ async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
     let (dir, store) = fresh().await;
     store.close().await;
     let path = dir.path().join(".casebook/store.db");
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    let pool = raw_at(&path).await;
     let sql = format!(
         "DROP TABLE run_results; DROP TABLE run_outputs;
          CREATE TABLE run_results (run TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, result TEXT NOT NULL,
