@@ -365,6 +365,11 @@ pub struct WriteArgs {
     /// Drop fields the output format cannot hold, with a warning, instead of failing
     #[arg(long)]
     pub lossy: bool,
+    /// Put the seeds of cases that name a seed file inline, instead of naming the file (by
+    /// default `export` writes seed files beside the output, and `convert` names them by their
+    /// path from the output's folder, or inlines those outside it)
+    #[arg(long)]
+    pub inline_seeds: bool,
 }
 
 impl WriteArgs {

@@ -329,6 +329,7 @@ impl Resolve for CaseView<'_> {
                 None => false,
                 Some(MemorySeeds::Path(file)) => at(Some(Node::Str(file)), segs, f),
                 Some(MemorySeeds::Inline(seeds)) => objects(Some(seeds), segs, f, |item| serde_json::to_value(item)),
+                Some(seeds @ MemorySeeds::File { .. }) => via_json(serde_json::to_value(seeds), segs, f),
             },
             Root::AgentArgs => at(task.agent_args.as_ref().map(Node::Map), segs, f),
             Root::Expected => expected(&case.expected, segs, f),

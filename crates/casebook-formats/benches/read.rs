@@ -74,13 +74,20 @@ fn read_letta_jsonl(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("convert_letta_jsonl_to_casebook");
     group.throughput(Throughput::Bytes(bytes));
-    let target = Target { format: Format::Casebook, syntax: Syntax::Jsonl, lossy: false, column_map: None };
+    let target = Target {
+        format: Format::Casebook,
+        syntax: Syntax::Jsonl,
+        lossy: false,
+        column_map: None,
+        seed_files: Default::default(),
+    };
     for threads in [1, 2] {
         let opts = ReadOptions { threads, ..ReadOptions::default() };
         group.bench_with_input(BenchmarkId::new("threads", threads), &opts, |b, opts| {
             b.iter(|| {
-                let summary = convert(&input, opts, &target, Vec::new(), Box::new(std::io::sink()), &mut |_, _| {})
-                    .expect("converting the file");
+                let summary =
+                    convert(&input, opts, &target, Vec::new(), Box::new(std::io::sink()), None, &mut |_, _| {})
+                        .expect("converting the file");
                 assert_eq!((summary.written, summary.errors), (ROWS, 0), "every generated row converts");
                 black_box(summary)
             });

@@ -132,7 +132,20 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         None if trajectory.is_none() => {
             cx.missing(node, ptr, "expectedOutcomes", Some("list the behaviour the agent should show".into()))
         }
-        None => {}
+        None => {
+            // A legacy test case: Agent Health's own bundled data, which its importer refuses.
+            let offset = entries.iter().find(|e| e.key == "expectedTrajectory").map_or(node.offset, |e| e.key_offset);
+            cx.report(
+                Code::MissingOutcomes,
+                offset,
+                ptr,
+                "legacy test case: it has `expectedTrajectory` but no `expectedOutcomes`",
+            )
+            .hint = Some(
+                "Agent Health's importer refuses test cases without `expectedOutcomes`; add them before importing it there"
+                    .into(),
+            );
+        }
     }
     expected.trajectory = trajectory.and_then(|n| cx.json(n, &ptr.key("expectedTrajectory")));
     let mut metadata = None;
@@ -212,7 +225,7 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
     match &case.task.input {
         Value::String(s) => out.insert("initialPrompt".into(), json!(s)),
         other => {
-            lost.0.push("input (Agent Health prompts are strings)");
+            lost.push("input (Agent Health prompts are strings)");
             out.insert("initialPrompt".into(), json!(other.to_string()))
         }
     };
@@ -258,7 +271,7 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
         out.insert(key, value);
     }
     if metadata.is_some_and(|m| !m.is_empty()) {
-        lost.0.push("metadata");
+        lost.push("metadata");
     }
     lost.parts(
         case,

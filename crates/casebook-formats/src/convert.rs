@@ -9,7 +9,7 @@ use casebook_model::{Code, DatasetHeader, Diagnostic};
 
 use crate::read::{Batch, Consumer, Flow, Input, ReadError, ReadOptions, Start, read};
 use crate::tabular::ColumnMap;
-use crate::write::{Encoded, Encoder, Writer};
+use crate::write::{Beside, Encoded, Encoder, SeedFiles, Writer};
 use crate::{Format, Syntax};
 
 /// What to convert to.
@@ -21,6 +21,8 @@ pub struct Target {
     pub lossy: bool,
     /// Column map for the generic `csv` format.
     pub column_map: Option<ColumnMap>,
+    /// What becomes of the seed files cases carry.
+    pub seed_files: SeedFiles,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,6 +41,9 @@ struct Converter<'a, 'w> {
     target: &'a Target,
     columns: Vec<String>,
     out: Option<Box<dyn Write + 'w>>,
+    beside: Option<Box<dyn Beside + 'w>>,
+    /// The input's folder, when it is a file.
+    input_dir: Option<std::path::PathBuf>,
     writer: Option<Writer<'w>>,
     on_batch: &'a mut dyn FnMut(&[Diagnostic], &Progress),
     file: String,
@@ -51,6 +56,7 @@ struct Converter<'a, 'w> {
 impl Consumer<Encoded> for Converter<'_, '_> {
     fn start(&mut self, start: &Start) -> Flow {
         let t = self.target;
+        let beside = self.beside.is_some();
         let encoder = self.encoder.get_or_init(|| {
             Encoder::new(
                 t.format,
@@ -60,9 +66,25 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 t.column_map.clone(),
                 t.lossy,
             )
+            .with_files(&start.header, t.seed_files.clone(), beside)
         });
         let Some(out) = self.out.take() else { return Flow::Stop };
         let mut writer = Writer::new(out, encoder, &start.header);
+        if let Some(beside) = self.beside.take() {
+            // Writing the input's own items file would lose it if the conversion changed anything.
+            let own = self
+                .input_dir
+                .as_deref()
+                .zip(encoder.items_file())
+                .filter(|(dir, path)| beside.is(path, &dir.join(path)));
+            if let Some((_, path)) = own {
+                self.io_error = Some(std::io::Error::other(format!(
+                    "the items file `{path}` would be written over the input's own: write the output to another folder"
+                )));
+                return Flow::Stop;
+            }
+            writer = writer.with_beside(beside);
+        }
         if let Err(err) = writer.begin() {
             self.io_error = Some(err);
             return Flow::Stop;
@@ -91,7 +113,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 } else {
                     format!("case `{id}` has what `{format}` cannot hold: {list}")
                 },
-                file: self.file.clone(),
+                file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
                 line: loc.line,
                 column: loc.column,
                 pointer: String::new(),
@@ -126,14 +148,16 @@ pub struct Progress {
     pub cases: u64,
 }
 
-/// Converts `input` to `target`, writing to `out`. `columns` are the CSV columns to write
-/// (see [`csv_columns`]). `on_batch` gets the problems of each batch, in file order.
-pub fn convert(
+/// Converts `input` to `target`, writing to `out` and, when given, the files that go next to it
+/// to `beside` (a mas-lab items file, seed files). `columns` are the CSV columns to write (see
+/// [`csv_columns`]). `on_batch` gets the problems of each batch, in file order.
+pub fn convert<'w>(
     input: &Input,
     opts: &ReadOptions,
     target: &Target,
     columns: Vec<String>,
-    out: Box<dyn Write + '_>,
+    out: Box<dyn Write + 'w>,
+    beside: Option<Box<dyn Beside + 'w>>,
     on_batch: &mut dyn FnMut(&[Diagnostic], &Progress),
 ) -> Result<ConvertSummary, ReadError> {
     let encoder = OnceLock::new();
@@ -143,6 +167,8 @@ pub fn convert(
         target,
         columns,
         out: Some(out),
+        beside,
+        input_dir: input.path.as_deref().map(|p| p.parent().map(std::path::Path::to_owned).unwrap_or_default()),
         writer: None,
         on_batch,
         file: input.display.clone(),

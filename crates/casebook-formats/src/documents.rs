@@ -100,6 +100,13 @@ pub fn read(
                         doc_layout.insert("shape".into(), json!("flat"));
                         let mut f = Fields::new(cx, entries, &root_ptr);
                         header.name = f.take("name").and_then(|n| cx.string(n, &root_ptr.key("name")));
+                        if header.name.is_none() {
+                            // mas-lab's JSON benchmarks name themselves with `dataset`.
+                            header.name = f.take("dataset").and_then(|n| cx.string(n, &root_ptr.key("dataset")));
+                            if header.name.is_some() {
+                                doc_layout.insert("name_key".into(), json!("dataset"));
+                            }
+                        }
                         header.description =
                             f.take("description").and_then(|n| cx.opt_string(n, &root_ptr.key("description")));
                         header.labels = f.take("tags").and_then(|n| cx.strings(n, &root_ptr.key("tags")));
@@ -165,6 +172,73 @@ pub fn read(
         with_ptr(list_ptr, |p| cx.report(code, list_offset, p, message).hint = hint.map(Into::into));
     }
     (header, cases)
+}
+
+/// The file a mas-lab manifest keeps its items in (`spec: {path, format}`), as the manifest
+/// names it, with the format it gives.
+pub fn items_file(header: &DatasetHeader) -> Option<(&str, Option<&str>)> {
+    let spec = header.provenance.as_ref()?.layout.get("document")?.get("spec")?;
+    if spec.get("items").is_some() {
+        return None;
+    }
+    Some((spec.get("path")?.as_str()?, spec.get("format").and_then(Value::as_str)))
+}
+
+/// Reads the items of a manifest's items file: a list, `{items: [...]}` or
+/// `{spec: {items: [...]}}`. The rest of the document goes into the header's layout
+/// (`items_document`, with `null` where the list was), so the writer gives the file back.
+pub fn read_items_document(cx: &mut Cx<'_>, root: &Node, header: &mut DatasetHeader) -> Vec<Located> {
+    let root_ptr = Ptr::ROOT;
+    let mut document = None;
+    let found: Option<(&[Node], &[&str], usize)> = match &root.value {
+        NodeValue::Array(list) => Some((list, &[], root.offset)),
+        NodeValue::Object(entries) if root.get("items").is_some() => {
+            let mut f = Fields::new(cx, entries, &root_ptr);
+            let list = f.take("items");
+            document = Some(kept(cx, &f, &root_ptr, "items"));
+            list.and_then(|n| cx.array(n, &root_ptr.key("items")).map(|l| (l, &["items"][..], n.offset)))
+        }
+        NodeValue::Object(entries) if root.get("spec").and_then(|s| s.get("items")).is_some() => {
+            let mut f = Fields::new(cx, entries, &root_ptr);
+            let spec = f.take("spec");
+            let mut doc = kept(cx, &f, &root_ptr, "spec");
+            let spec_ptr = root_ptr.key("spec");
+            let list = spec.and_then(|spec| {
+                let entries = cx.object(spec, &spec_ptr)?;
+                let mut sf = Fields::new(cx, entries, &spec_ptr);
+                let list = sf.take("items");
+                doc.insert("spec".into(), Value::Object(kept(cx, &sf, &spec_ptr, "items")));
+                list
+            });
+            document = Some(doc);
+            list.and_then(|n| cx.array(n, &spec_ptr.key("items")).map(|l| (l, &["spec", "items"][..], n.offset)))
+        }
+        _ => {
+            cx.wrong_type(root, &root_ptr, "a list of items, or a mapping with `items`");
+            None
+        }
+    };
+    if let Some(document) = document {
+        if let Some(p) = header.provenance.as_mut() {
+            p.layout.insert("items_document".into(), Value::Object(document));
+        }
+    }
+    let Some((list, list_ptr, list_offset)) = found else { return Vec::new() };
+    let mut cases = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        with_ptr(list_ptr, |p| {
+            if let Some(case) = maslab::read_item(cx, item, &p.index(i)) {
+                cases.push((case, item.get("id").map_or(item.offset, |n| n.offset)));
+            }
+        });
+    }
+    if list.is_empty() {
+        with_ptr(list_ptr, |p| {
+            cx.report(Code::EmptyDataset, list_offset, p, "the items file has no items").hint =
+                Some("add at least one item".into());
+        });
+    }
+    cases
 }
 
 pub fn with_ptr(segments: &[&str], f: impl FnOnce(&Ptr<'_>)) {
@@ -290,13 +364,12 @@ fn read_manifest_header<'n, 's>(
             let items = cx.array(n, &spec_ptr.key("items"))?;
             Some((items, &["spec", "items"][..], n.offset))
         }
+        // The items are in another file, which the caller reads (see [`items_file`]).
+        None if spec.get("path").is_some_and(|p| matches!(p.value, NodeValue::String(_))) => None,
         None => {
             let d = cx.report(Code::MissingField, spec.offset, &spec_ptr, "missing required field `items`");
-            d.hint = Some(if spec.get("path").is_some() {
-                "`spec.path` (items in another file) is not supported yet: inline the items".into()
-            } else {
-                "list the dataset's items in `spec.items`".into()
-            });
+            d.hint =
+                Some("list the dataset's items in `spec.items`, or name a file that holds them in `spec.path`".into());
             None
         }
     }

@@ -131,17 +131,21 @@ pub fn text<'l>(layout: Option<&'l Map>, key: &str) -> Option<&'l str> {
 }
 
 pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {
-    Some(Provenance { format: Some(format.into()), id_derived, layout, extra: Map::new() })
+    Some(Provenance { format: Some(format.into()), id_derived, layout, extra: Map::new(), row: None })
 }
 
 /// Collects what a writer could not express in its format.
 #[derive(Debug, Default)]
-pub struct Lost(pub Vec<&'static str>);
+pub struct Lost(pub Vec<std::borrow::Cow<'static, str>>);
 
 impl Lost {
+    pub fn push(&mut self, field: impl Into<std::borrow::Cow<'static, str>>) {
+        self.0.push(field.into());
+    }
+
     pub fn check<T>(&mut self, field: &'static str, value: &Option<T>) {
         if value.is_some() {
-            self.0.push(field);
+            self.push(field);
         }
     }
 
@@ -149,7 +153,7 @@ impl Lost {
     pub fn parts(&mut self, case: &Case, parts: &[Part]) {
         for part in parts {
             if part.present(case) {
-                self.0.push(part.name());
+                self.push(part.name());
             }
         }
     }

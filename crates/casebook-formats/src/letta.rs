@@ -215,14 +215,14 @@ pub fn write_row(case: &Case) -> (Map, Lost) {
         let mut list = vec![case.task.input.clone()];
         for turn in turns {
             if turn.role != Role::User {
-                lost.0.push("turns (letta has only user turns)");
+                lost.push("turns (letta has only user turns)");
             }
             list.push(Value::String(turn.content.clone()));
         }
         row.insert(input_key.into(), Value::Array(list));
     }
     if !case.task.input.is_string() {
-        lost.0.push("input (letta inputs are strings)");
+        lost.push("input (letta inputs are strings)");
     }
     let e = &case.expected;
     if let Some(per_turn) = &e.per_turn {
@@ -230,7 +230,7 @@ pub fn write_row(case: &Case) -> (Map, Lost) {
         lost.check("expected.output", &e.output);
     } else if let Some(output) = &e.output {
         if !(output.is_string() || output.is_null()) {
-            lost.0.push("expected.output (letta ground truth is a string)");
+            lost.push("expected.output (letta ground truth is a string)");
         }
         row.insert("ground_truth".into(), output.clone());
     }
@@ -251,7 +251,7 @@ pub fn write_row(case: &Case) -> (Map, Lost) {
         if key == EXTRA_VARS {
             row.insert(EXTRA_VARS.into(), value.clone());
         } else {
-            lost.0.push("expected (other keys)");
+            lost.push("expected (other keys)");
         }
     }
     if let Some(rubric) = &e.rubric {
@@ -291,6 +291,66 @@ pub fn csv_json_column(column: &str) -> CsvJson {
         "agent_args" | "rubric_vars" | "extra_vars" | "metadata" => CsvJson::Object,
         "tags" => CsvJson::IfList,
         _ => CsvJson::Never,
+    }
+}
+
+/// CSV columns whose cells letta strips of surrounding whitespace before using them.
+pub const CSV_STRIPPED: &[&str] = &["input", "ground_truth"];
+
+/// A cell as letta uses it: without the whitespace Python's `str.strip()` removes.
+pub fn csv_strip(cell: &str) -> &str {
+    cell.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+/// Makes a row ready for a letta CSV file. Cells the case came with from a letta CSV file get
+/// back the whitespace letta stripped (kept as `csv_raw` in its layout); every other value that
+/// letta would read back as something else is taken out of the row and named in `lost`.
+pub fn csv_row(row: &mut Map, layout: Option<&Map>, lost: &mut Lost) {
+    let raw = layout.and_then(|l| l.get("csv_raw")).and_then(Value::as_object);
+    let mut unreadable = Vec::new();
+    for (column, value) in row.iter_mut() {
+        if let (Some(Value::String(raw)), Value::String(s)) = (raw.and_then(|r| r.get(column)), &*value) {
+            if csv_strip(raw) == s {
+                *value = Value::String(raw.clone());
+                continue;
+            }
+        }
+        let kind = csv_json_column(column);
+        let why = match &*value {
+            Value::Null => Some("an empty cell reads back as missing, not null"),
+            Value::Object(_) if kind == CsvJson::Object => None,
+            Value::Array(_) if kind == CsvJson::IfList => None,
+            Value::Number(n) if (column == "id" || column == "sample_id") && n.is_u64() => None,
+            Value::String(s) => {
+                let used = if CSV_STRIPPED.contains(&column.as_str()) { csv_strip(s) } else { s.as_str() };
+                if kind == CsvJson::IfList && used.starts_with('[') && used.ends_with(']') {
+                    Some("letta reads a cell between `[` and `]` as a list")
+                } else if kind == CsvJson::Object {
+                    Some("letta reads this column as a JSON object")
+                } else if used.len() != s.len() {
+                    // What letta will use: kept under `--lossy` rather than dropping an input.
+                    let field = if column == "input" { "input" } else { "expected.output" };
+                    lost.push(format!("{field} (letta strips the whitespace around it)"));
+                    *value = Value::String(used.to_owned());
+                    None
+                } else {
+                    None
+                }
+            }
+            _ => Some("letta reads this column back as text"),
+        };
+        if let Some(why) = why {
+            unreadable.push(column.clone());
+            let field = match column.as_str() {
+                "input" | "prompt" => "input".to_owned(),
+                "ground_truth" => "expected.output".to_owned(),
+                other => other.to_owned(),
+            };
+            lost.push(format!("{field} ({why})"));
+        }
+    }
+    for column in unreadable {
+        row.remove(&column);
     }
 }
 

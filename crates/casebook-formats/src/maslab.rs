@@ -3,7 +3,7 @@
 //! older flat form (`prompt`, `turns`, `expected_answer`, ...). Mixing both in one item is an
 //! error, as in mas-lab's own migration script.
 
-use casebook_model::{Case, Code, Expectations, Map, Role, Task, Turn};
+use casebook_model::{Case, Code, Expectations, Map, MemorySeeds, Role, Task, Turn};
 use serde_json::{Value, json};
 
 use crate::layout::{self, Lost, Part};
@@ -283,6 +283,24 @@ fn read_flat(
 }
 
 /// The mas-lab item for a case (envelope form unless the case came from a flat item).
+/// `memory_seeds` as an item writes it: a seed file by its path (the writer decides where the
+/// file goes, see [`crate::write::SeedFiles`]), inline seeds as a list.
+fn seeds_value(seeds: &MemorySeeds) -> Value {
+    match seeds {
+        MemorySeeds::File { file, .. } | MemorySeeds::Path(file) => json!(file),
+        MemorySeeds::Inline(seeds) => serde_json::to_value(seeds).unwrap_or(Value::Null),
+    }
+}
+
+/// Replaces the `memory_seeds` of an item made by [`write_item`] (flat or envelope).
+pub fn replace_seeds(item: &mut Map, value: Value) {
+    if let Some(slot) = item.get_mut("memory_seeds") {
+        *slot = value;
+    } else if let Some(slot) = item.get_mut("inputs").and_then(|i| i.get_mut("memory_seeds")) {
+        *slot = value;
+    }
+}
+
 pub fn write_item(case: &Case) -> (Map, Lost) {
     let layout = layout::layout_for(case, NAME);
     let mut out = Map::new();
@@ -297,7 +315,7 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
     let input = match &case.task.input {
         Value::String(s) => s.clone(),
         other => {
-            lost.0.push("input (mas-lab prompts are strings)");
+            lost.push("input (mas-lab prompts are strings)");
             other.to_string()
         }
     };
@@ -309,7 +327,7 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
             out.insert("turns".into(), serde_json::to_value(turns).unwrap_or(Value::Null));
         }
         if let Some(seeds) = &case.task.memory_seeds {
-            out.insert("memory_seeds".into(), serde_json::to_value(seeds).unwrap_or(Value::Null));
+            out.insert("memory_seeds".into(), seeds_value(seeds));
         }
         if let Some(s) = &case.task.session_id {
             out.insert("session_id".into(), json!(s));
@@ -348,7 +366,7 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
             inputs.insert("hitl".into(), Value::Array(hitl));
         }
         if let Some(seeds) = &case.task.memory_seeds {
-            inputs.insert("memory_seeds".into(), serde_json::to_value(seeds).unwrap_or(Value::Null));
+            inputs.insert("memory_seeds".into(), seeds_value(seeds));
         }
         if let Some(s) = &case.task.session_id {
             inputs.insert("session_id".into(), json!(s));

@@ -3,7 +3,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use casebook_model::{Code, ContextItem, Map, MemorySeeds, Outcome, OutcomeRole, Role, Seed, Tool, Turn};
+use casebook_model::{
+    Code, ContextItem, Map, MemorySeeds, Outcome, OutcomeRole, Role, SEED_LIST_KEYS, Seed, Tool, Turn,
+};
+use serde_json::Value;
 
 use crate::node::{Node, NodeValue};
 use crate::pointer::Ptr;
@@ -108,8 +111,9 @@ fn seed(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Seed> {
     Some(Seed { source: source?, content: content?, target_agent, metadata, extra })
 }
 
-/// `memory_seeds`: an inline list, or a path to a seed file that is resolved against the
-/// dataset's folder, loaded and validated here.
+/// `memory_seeds`: an inline list, a path to a seed file (resolved against the dataset's folder,
+/// loaded and validated here, and kept with the case as [`MemorySeeds::File`]), or the
+/// `{file, content}` form a casebook file writes for a seed file it carries.
 pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<MemorySeeds> {
     match &node.value {
         NodeValue::Array(items) => {
@@ -123,9 +127,45 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
             }
             ok.then_some(MemorySeeds::Inline(out))
         }
-        NodeValue::String(path) => {
-            check_seed_file(cx, node, ptr, path);
-            Some(MemorySeeds::Path(path.to_string()))
+        NodeValue::String(path) => match cx.base_dir {
+            // Read from standard input: there is no folder to find the file in.
+            None => Some(MemorySeeds::Path(path.to_string())),
+            Some(_) => {
+                let content = read_seed_file(cx, node, ptr, path)?;
+                Some(MemorySeeds::File { file: path.to_string(), content })
+            }
+        },
+        NodeValue::Object(_) if node.get("file").is_some() => {
+            let entries = cx.object(node, ptr)?;
+            let mut f = Fields::new(cx, entries, ptr);
+            let file = f.take("file").and_then(|n| {
+                let file = cx.string(n, &ptr.key("file"))?;
+                if !stays_inside(&file) {
+                    cx.report(
+                        Code::SeedPathEscapes,
+                        n.offset,
+                        &ptr.key("file"),
+                        format!("seed path `{file}` leaves the dataset's folder"),
+                    )
+                    .hint = Some("a seed file's path is relative to the dataset file and stays in its folder".into());
+                    return None;
+                }
+                Some(file)
+            });
+            let content = match f.take("content") {
+                Some(n) => {
+                    let errors = cx.diags.len();
+                    seed_document(cx, n, &ptr.key("content"));
+                    let value = cx.json(n, &ptr.key("content"));
+                    value.filter(|_| cx.diags.len() == errors)
+                }
+                None => {
+                    cx.missing(node, ptr, "content", Some("a carried seed file is `{file, content}`".into()));
+                    None
+                }
+            };
+            unknown_fields(cx, &f, ptr, &["file", "content"]);
+            Some(MemorySeeds::File { file: file?, content: content? })
         }
         _ => {
             cx.wrong_type(node, ptr, "a list of seeds or a path to a seed file");
@@ -134,8 +174,10 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
     }
 }
 
-fn check_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) {
-    let Some(base) = cx.base_dir else { return };
+/// Reads and checks the seed file `path` names, returning its document as JSON. Problems inside
+/// the file are reported at their place in it.
+fn read_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) -> Option<Value> {
+    let base = cx.base_dir?;
     let Some(resolved) = inside(base, path) else {
         let d = cx.report(
             Code::SeedPathEscapes,
@@ -144,7 +186,7 @@ fn check_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) {
             format!("seed path `{path}` leaves the dataset's folder"),
         );
         d.hint = Some("keep seed files in the dataset's folder or below it".into());
-        return;
+        return None;
     };
     let text = match fs_err::read_to_string(&resolved) {
         Ok(text) => text,
@@ -156,45 +198,52 @@ fn check_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) {
                 format!("seed file `{path}` cannot be read: {}", err.kind()),
             );
             d.hint = Some(format!("looked for {}; paths are relative to the dataset file", resolved.display()));
-            return;
+            return None;
         }
     };
-    // Problems inside the seed file are reported at their place in that file.
     let file = resolved.display().to_string();
     let src = Source::new(&file, &text, 1, 0);
     let mut seed_cx = Cx::new(&src, None);
-    match crate::yaml::parse(&text) {
+    let content = match crate::yaml::parse(&text) {
         Err(err) => {
             seed_cx.report(Code::YamlSyntax, err.offset, &Ptr::ROOT, err.message);
+            None
         }
         Ok(root) => {
-            let list = match &root.value {
-                NodeValue::Array(_) => Some((&root, Ptr::ROOT)),
-                NodeValue::Object(_) => ["seeds", "items", "memory_seeds", "entries"]
-                    .iter()
-                    .find_map(|k| root.get(k).map(|n| (n, Ptr::ROOT.key(k)))),
-                _ => None,
-            };
-            match list {
-                None => {
-                    seed_cx.report(
-                        Code::WrongType,
-                        root.offset,
-                        &Ptr::ROOT,
-                        "a seed file holds a list, or a mapping with `seeds`, `items`, `memory_seeds` or `entries`",
-                    );
-                }
-                Some((list, p)) => {
-                    if let Some(items) = seed_cx.array(list, &p) {
-                        for (i, item) in items.iter().enumerate() {
-                            seed_file_entry(&mut seed_cx, item, &p.index(i));
-                        }
-                    }
+            seed_document(&mut seed_cx, &root, &Ptr::ROOT);
+            seed_cx.json(&root, &Ptr::ROOT)
+        }
+    };
+    let ok = seed_cx.diags.is_empty();
+    cx.diags.extend(seed_cx.diags);
+    content.filter(|_| ok)
+}
+
+/// Checks a seed file's document: a list of seeds, or a mapping with the list under one of
+/// [`SEED_LIST_KEYS`].
+fn seed_document(cx: &mut Cx<'_>, root: &Node, at: &Ptr<'_>) {
+    let list = match &root.value {
+        NodeValue::Array(_) => Some((root, *at)),
+        NodeValue::Object(_) => SEED_LIST_KEYS.iter().find_map(|k| root.get(k).map(|n| (n, at.key(k)))),
+        _ => None,
+    };
+    match list {
+        None => {
+            cx.report(
+                Code::WrongType,
+                root.offset,
+                at,
+                "a seed file holds a list, or a mapping with `seeds`, `items`, `memory_seeds` or `entries`",
+            );
+        }
+        Some((list, p)) => {
+            if let Some(items) = cx.array(list, &p) {
+                for (i, item) in items.iter().enumerate() {
+                    seed_file_entry(cx, item, &p.index(i));
                 }
             }
         }
     }
-    cx.diags.extend(seed_cx.diags);
 }
 
 /// A seed file entry: a seed, or a `MemorySeed` entry `{key, content}`.
@@ -205,7 +254,7 @@ fn seed_file_entry(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) {
         if let Some(n) = f.take("key") {
             cx.string(n, &ptr.key("key"));
         }
-        match f.take("content") {
+        match f.take("content").or_else(|| f.take("text")) {
             Some(n) => {
                 cx.string(n, &ptr.key("content"));
             }
@@ -216,21 +265,30 @@ fn seed_file_entry(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) {
     }
 }
 
-/// `base.join(path)` if it stays inside `base` (lexically and after resolving links).
-fn inside(base: &Path, path: &str) -> Option<PathBuf> {
-    let relative = Path::new(path);
-    if relative.is_absolute() {
-        return None;
-    }
+/// Whether the relative path `path` stays inside the folder it starts from (as written; links
+/// are not followed).
+fn stays_inside(path: &str) -> bool {
     let mut depth = 0usize;
-    for component in relative.components() {
+    for component in Path::new(path).components() {
         match component {
-            Component::ParentDir => depth = depth.checked_sub(1)?,
+            Component::ParentDir => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
             Component::Normal(_) => depth += 1,
             Component::CurDir => {}
-            _ => return None,
+            Component::RootDir | Component::Prefix(_) => return false,
         }
     }
+    depth > 0
+}
+
+/// `base.join(path)` if it stays inside `base` (lexically and after resolving links).
+pub(crate) fn inside(base: &Path, path: &str) -> Option<PathBuf> {
+    if !stays_inside(path) {
+        return None;
+    }
+    let relative = Path::new(path);
     // A dataset named without a folder lives in the current one.
     let base = if base.as_os_str().is_empty() { Path::new(".") } else { base };
     let joined = base.join(relative);

@@ -95,6 +95,8 @@ pub struct Batch {
     keys: Vec<u64>,
     /// A header record met after the first line (native JSONL).
     header: Option<DatasetHeader>,
+    /// The file the cases come from, when it is not the input (a mas-lab manifest's items file).
+    pub file: Option<String>,
 }
 
 impl Batch {
@@ -317,6 +319,8 @@ struct State<'c, W> {
     /// Diagnostics found before the first batch.
     pending: Vec<Diagnostic>,
     ids: IdTable,
+    /// Cases delivered so far: the next case's 0-based row.
+    rows: u64,
     summary: Summary,
     stopped: bool,
     needs_cases: bool,
@@ -330,6 +334,7 @@ impl<'c, W> State<'c, W> {
             work,
             pending: Vec::new(),
             ids: IdTable::default(),
+            rows: 0,
             summary: Summary::default(),
             stopped: false,
             needs_cases: true,
@@ -355,6 +360,8 @@ impl<'c, W> State<'c, W> {
         let mut renamed = false;
         let mut keep = vec![true; batch.cases.len()];
         for (i, case) in batch.cases.iter_mut().enumerate() {
+            case.provenance.get_or_insert_with(Default::default).row = Some(self.rows);
+            self.rows += 1;
             let loc = batch.locs[i];
             let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
             let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
@@ -373,7 +380,7 @@ impl<'c, W> State<'c, W> {
                     severity: Code::DuplicateId.severity(),
                     code: Code::DuplicateId,
                     message: format!("duplicate id `{}` (first used on line {first_line})", case.id),
-                    file: self.file.clone(),
+                    file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
                     line: loc.line,
                     column: loc.column,
                     pointer: String::new(),
@@ -884,21 +891,37 @@ fn document<W>(
             }
         },
     };
-    let (header, cases) = documents::read(&mut cx, &root, format, &input.stem(), None);
+    let (mut header, cases) = documents::read(&mut cx, &root, format, &input.stem(), None);
+    let items_path_offset = root.get("spec").and_then(|s| s.get("path")).map_or(0, |n| n.offset);
     drop(root);
+    let mut located: Vec<(Case, Loc)> = cases.into_iter().map(|(case, offset)| (case, loc(&src, offset))).collect();
+    let mut items_diags = Vec::new();
+    let mut items_display = None;
+    if format == Format::Maslab {
+        if let Some((path, hint)) = documents::items_file(&header).map(|(p, h)| (p.to_owned(), h.map(str::to_owned))) {
+            let (display, cases, diags) =
+                items_file(&mut cx, base_dir, items_path_offset, &path, hint.as_deref(), &mut header);
+            located = cases;
+            items_diags = diags;
+            items_display = display;
+        }
+    }
     state.needs_cases = false; // the document reader reports empty lists itself
     state.pending.append(&mut cx.diags);
-    // Document diagnostics come in source order, before the cases they concern.
+    // Document diagnostics come in source order, before the cases they concern; those of an
+    // items file after those of its manifest.
     state.pending.sort_by_key(|d| (d.line, d.column));
+    state.pending.append(&mut items_diags);
     if state.start(Start { format, syntax, header }) == Flow::Stop {
         return Ok(());
     }
-    let mut batch = Batch::default();
-    for (case, offset) in cases {
-        batch.locs.push(loc(&src, offset));
+    let new_batch = || Batch { file: items_display.clone(), ..Batch::default() };
+    let mut batch = new_batch();
+    for (case, loc) in located {
+        batch.locs.push(loc);
         batch.cases.push(case);
         if batch.cases.len() == DOC_BATCH {
-            let full = std::mem::take(&mut batch);
+            let full = std::mem::replace(&mut batch, new_batch());
             if state.deliver(full, None).0 == Flow::Stop {
                 return Ok(());
             }
@@ -908,6 +931,95 @@ fn document<W>(
         state.deliver(batch, None);
     }
     Ok(())
+}
+
+/// Reads the file a mas-lab manifest keeps its items in (`spec.path`, relative to the manifest
+/// and inside its folder tree; JSON or YAML). Problems with the path are reported on the
+/// manifest (`cx`, at `path_offset`), problems inside the file at their place in it. Returns
+/// the file's name as diagnostics give it, its cases, and its diagnostics.
+fn items_file(
+    cx: &mut Cx<'_>,
+    base_dir: Option<&Path>,
+    path_offset: usize,
+    path: &str,
+    format: Option<&str>,
+    header: &mut DatasetHeader,
+) -> (Option<String>, Vec<(Case, Loc)>, Vec<Diagnostic>) {
+    let spec_path = Ptr::ROOT.key("spec");
+    let ptr = spec_path.key("path");
+    let Some(base) = base_dir else {
+        cx.report(
+            Code::ItemsPathMissing,
+            path_offset,
+            &ptr,
+            format!("cannot read the items file `{path}` from standard input"),
+        )
+        .hint = Some("give the manifest's path, so that `spec.path` can be found beside it".into());
+        return (None, Vec::new(), Vec::new());
+    };
+    let Some(resolved) = crate::parts::inside(base, path) else {
+        cx.report(
+            Code::ItemsPathEscapes,
+            path_offset,
+            &ptr,
+            format!("items path `{path}` leaves the manifest's folder"),
+        )
+        .hint = Some("keep the items file in the manifest's folder or below it".into());
+        return (None, Vec::new(), Vec::new());
+    };
+    let json = match format.map(str::to_ascii_lowercase).as_deref() {
+        Some("json") => true,
+        Some("yaml" | "yml") => false,
+        Some(other) => {
+            cx.report(
+                Code::InvalidValue,
+                path_offset,
+                &spec_path.key("format"),
+                format!("casebook cannot read items files in `{other}`"),
+            )
+            .hint = Some("items files are JSON or YAML: `format: json` or `format: yaml`".into());
+            return (None, Vec::new(), Vec::new());
+        }
+        None => resolved.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")),
+    };
+    let text = match fs_err::read(&resolved).map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => {
+            cx.report(Code::InvalidUtf8, path_offset, &ptr, format!("the items file `{path}` is not UTF-8 text"))
+                .hint = Some("save it as UTF-8".into());
+            return (None, Vec::new(), Vec::new());
+        }
+        Err(err) => {
+            cx.report(
+                Code::ItemsPathMissing,
+                path_offset,
+                &ptr,
+                format!("the items file `{path}` cannot be read: {}", err.kind()),
+            )
+            .hint = Some(format!("looked for {}; `spec.path` is relative to the manifest", resolved.display()));
+            return (None, Vec::new(), Vec::new());
+        }
+    };
+    let display: PathBuf =
+        base.components().chain(Path::new(path).components()).filter(|c| *c != std::path::Component::CurDir).collect();
+    let display = display.display().to_string();
+    let src = Source::new(&display, &text, 1, 0);
+    let mut items_cx = Cx::new(&src, Some(base));
+    let parsed = if json {
+        json::parse(&text).map_err(|e| (e.offset, e.message, Code::JsonSyntax))
+    } else {
+        yaml::parse(&text).map_err(|e| (e.offset, e.message, Code::YamlSyntax))
+    };
+    let cases = match parsed {
+        Ok(root) => documents::read_items_document(&mut items_cx, &root, header),
+        Err((offset, message, code)) => {
+            items_cx.report(code, offset, &Ptr::ROOT, message);
+            Vec::new()
+        }
+    };
+    let located = cases.into_iter().map(|(case, offset)| (case, loc(&src, offset))).collect();
+    let diags = items_cx.diags;
+    (Some(display.clone()), located, diags)
 }
 
 /// Where lists of cases are in documents, from the root: Agent Health's root array,

@@ -4,7 +4,8 @@
 
 use std::str::FromStr;
 
-use casebook_model::{Case, Code};
+use casebook_model::{Case, Code, Map};
+use serde_json::Value;
 
 use crate::csvtext::Field;
 use crate::letta::{self, CsvJson};
@@ -154,16 +155,23 @@ pub fn letta_record(
     }
     let mut entries = Vec::with_capacity(fields.len());
     let mut ok = true;
+    // Cells letta strips, as they were, so that writing the case back gives the same file.
+    let mut raw = Map::new();
     for (column, field) in columns.iter().zip(fields) {
         if field.start == field.end {
             continue; // an empty cell is a missing value
         }
         let value = field.value(cx.src.text);
+        let used = if letta::CSV_STRIPPED.contains(&column.as_str()) { letta::csv_strip(&value) } else { &value };
         let node = match letta::csv_json_column(column) {
-            CsvJson::IfList if value.starts_with('[') && value.ends_with(']') => json_cell(cx, field, column),
+            CsvJson::IfList if used.starts_with('[') && used.ends_with(']') => json_cell(cx, field, column),
             CsvJson::Object => json_cell(cx, field, column),
             _ if (column == "id" || column == "sample_id") && is_canonical_integer(&value) => {
                 Some(Node { offset: field.content_offset(), value: NodeValue::Number(value.clone()) })
+            }
+            _ if used.len() != value.len() => {
+                raw.insert(column.clone(), Value::String(value.to_string()));
+                Some(Node { offset: field.content_offset(), value: NodeValue::String(used.to_owned().into()) })
             }
             _ => Some(string_node(cx.src.text, field)),
         };
@@ -181,7 +189,10 @@ pub fn letta_record(
         }
     }
     let node = Node { offset: record_start, value: NodeValue::Object(entries) };
-    let case = letta::read_row(cx, &node, &Ptr::ROOT);
+    let mut case = letta::read_row(cx, &node, &Ptr::ROOT);
+    if let (false, Some(p)) = (raw.is_empty(), case.as_mut().and_then(|c| c.provenance.as_mut())) {
+        p.layout.insert("csv_raw".into(), Value::Object(raw));
+    }
     let id_offset = node.get("id").or(node.get("sample_id")).map_or(record_start, |n| n.offset);
     if !ok {
         return None;

@@ -3,9 +3,12 @@
 //! CSV header) on one thread. A case whose fields the target format cannot hold is not written
 //! unless the conversion is lossy; the encoder says which fields were in the way.
 
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use casebook_model::{Case, DatasetHeader, Map};
+use casebook_model::{Case, DatasetHeader, Map, MemorySeeds};
 use serde_json::{Value, json};
 
 use crate::format::{Format, Syntax};
@@ -16,14 +19,44 @@ use crate::{agenthealth, csvtext, letta, maslab, voltagent, yaml_out};
 /// Marks where the list of cases goes in a document skeleton.
 const ITEMS_MARK: &str = "__casebook_items__";
 
+/// What becomes of the seed files cases carry ([`MemorySeeds::File`]) in a format that names
+/// them by path (mas-lab). Formats that hold the content (casebook) always keep it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SeedFiles {
+    /// Named by the path each case gives; nothing written (the output lands beside the input).
+    #[default]
+    Keep,
+    /// Named by their paths and written beside the output through [`Beside`] (`export`).
+    Write,
+    /// Put inline in each case.
+    Inline,
+    /// The output goes to another folder than the input (`convert`): a seed file that lies in
+    /// the output's folder tree is named by its path from there, one outside it is put inline.
+    Relink { from: PathBuf, to: PathBuf },
+}
+
+/// Files written next to the output, at paths relative to its folder: the items file of a
+/// mas-lab manifest that keeps its items apart (`spec.path`) and the seed files cases carry.
+/// The caller makes them appear only when the whole output succeeded.
+pub trait Beside {
+    /// The text of the file already at `path`, if there is one.
+    fn existing(&mut self, path: &str) -> io::Result<Option<String>>;
+    /// A new file at `path`.
+    fn create(&mut self, path: &str) -> io::Result<Box<dyn Write>>;
+    /// Whether `path` beside the output is the file `other`.
+    fn is(&self, path: &str, other: &Path) -> bool;
+}
+
 /// A batch of cases, encoded.
 #[derive(Debug, Default)]
 pub struct Encoded {
     pub bytes: Vec<u8>,
     /// Cases (by index in the batch) with fields the target format cannot hold.
-    pub lost: Vec<(usize, Vec<&'static str>)>,
+    pub lost: Vec<(usize, Vec<std::borrow::Cow<'static, str>>)>,
     /// Cases written.
     pub written: usize,
+    /// Seed files to write beside the output ([`SeedFiles::Write`]): path and document.
+    pub seed_files: Vec<(String, Value)>,
 }
 
 pub struct Encoder {
@@ -37,6 +70,12 @@ pub struct Encoder {
     /// Document text before and after the list of cases.
     prologue: String,
     epilogue: String,
+    seed_files: SeedFiles,
+    /// Paths of seed files under [`SeedFiles::Relink`] (`None`: put inline), found once each.
+    relinked: Mutex<HashMap<String, Option<String>>>,
+    /// A mas-lab manifest whose items go to another file: the manifest's text, the items
+    /// file's path, and the syntax the items are written in.
+    apart: Option<(String, String, Syntax)>,
 }
 
 impl Encoder {
@@ -49,10 +88,54 @@ impl Encoder {
         map: Option<ColumnMap>,
         lossy: bool,
     ) -> Self {
-        let mut encoder =
-            Self { format, syntax, lossy, columns, map, indent: 0, prologue: String::new(), epilogue: String::new() };
-        encoder.skeleton(header);
+        let mut encoder = Self {
+            format,
+            syntax,
+            lossy,
+            columns,
+            map,
+            indent: 0,
+            prologue: String::new(),
+            epilogue: String::new(),
+            seed_files: SeedFiles::Keep,
+            relinked: Mutex::new(HashMap::new()),
+            apart: None,
+        };
+        encoder.skeleton(header, false);
         encoder
+    }
+
+    /// The path of the items file a manifest is written apart from, if it is.
+    pub fn items_file(&self) -> Option<&str> {
+        self.apart.as_ref().map(|(_, path, _)| path.as_str())
+    }
+
+    /// Sets what becomes of seed files, and whether files can be written beside the output
+    /// (when they can, a mas-lab manifest read with its items in another file is written so).
+    pub fn with_files(mut self, header: &DatasetHeader, seed_files: SeedFiles, beside: bool) -> Self {
+        self.seed_files = seed_files;
+        if beside {
+            self.skeleton(header, true);
+        }
+        self
+    }
+
+    /// Where a carried seed file goes.
+    fn seed_place(&self, file: &str) -> SeedPlace {
+        match &self.seed_files {
+            SeedFiles::Keep => SeedPlace::Path(None),
+            SeedFiles::Write => SeedPlace::Write,
+            SeedFiles::Inline => SeedPlace::Inline,
+            SeedFiles::Relink { from, to } => {
+                let mut cache = self.relinked.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let found = cache.entry(file.to_owned()).or_insert_with(|| relink(from, to, file));
+                match found {
+                    Some(path) if path == file => SeedPlace::Path(None),
+                    Some(path) => SeedPlace::Path(Some(path.clone())),
+                    None => SeedPlace::Inline,
+                }
+            }
+        }
     }
 
     pub fn format(&self) -> Format {
@@ -68,7 +151,11 @@ impl Encoder {
         for case in cases {
             let keys: Vec<String> = match self.format {
                 Format::Csv => self.mapped_row(case).0.into_iter().map(|(k, _)| k).collect(),
-                _ => letta::write_row(case).0.keys().cloned().collect(),
+                _ => {
+                    let (mut row, mut lost) = letta::write_row(case);
+                    letta::csv_row(&mut row, layout::layout_for(case, letta::NAME), &mut lost);
+                    row.keys().cloned().collect()
+                }
             };
             for key in keys {
                 if !columns.contains(&key) {
@@ -101,18 +188,7 @@ impl Encoder {
                 }
                 (Format::Letta, _) => {
                     let (mut row, mut lost) = letta::write_row(case);
-                    // letta reads a cell that starts with `[` and ends with `]` as JSON: such a
-                    // string would come back as a list. It cannot be written.
-                    for (column, field) in [("input", "input"), ("ground_truth", "expected.output")] {
-                        if row
-                            .get(column)
-                            .and_then(Value::as_str)
-                            .is_some_and(|s| s.starts_with('[') && s.ends_with(']'))
-                        {
-                            row.remove(column);
-                            lost.0.push(field);
-                        }
-                    }
+                    letta::csv_row(&mut row, layout::layout_for(case, letta::NAME), &mut lost);
                     if self.keep(&lost) {
                         self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;
@@ -131,7 +207,27 @@ impl Encoder {
                     let (item, lost) = match self.format {
                         Format::AgentHealth => agenthealth::write_case(case),
                         Format::Voltagent => voltagent::write_item(case),
-                        Format::Maslab => maslab::write_item(case),
+                        Format::Maslab => {
+                            let (mut item, lost) = maslab::write_item(case);
+                            if let Some(MemorySeeds::File { file, content }) = &case.task.memory_seeds {
+                                match self.seed_place(file) {
+                                    SeedPlace::Path(None) => {}
+                                    SeedPlace::Path(Some(path)) => maslab::replace_seeds(&mut item, json!(path)),
+                                    SeedPlace::Write => out.seed_files.push((file.clone(), content.clone())),
+                                    SeedPlace::Inline => {
+                                        if let Ok(seeds) =
+                                            case.task.memory_seeds.as_ref().map_or(Ok(Vec::new()), MemorySeeds::seeds)
+                                        {
+                                            maslab::replace_seeds(
+                                                &mut item,
+                                                serde_json::to_value(seeds).unwrap_or_default(),
+                                            );
+                                        }
+                                    }
+                                }
+                            }
+                            (item, lost)
+                        }
                         _ => (native_value(case), Lost::default()),
                     };
                     if self.keep(&lost) {
@@ -204,7 +300,7 @@ impl Encoder {
 
     /// One list item of a document, with what separates it from the previous one.
     fn document_item(&self, out: &mut String, item: &Value) {
-        match self.syntax {
+        match self.apart.as_ref().map_or(self.syntax, |(_, _, syntax)| *syntax) {
             Syntax::Yaml => yaml_out::sequence(out, std::slice::from_ref(item), self.indent),
             _ => {
                 out.push_str(",\n");
@@ -221,12 +317,48 @@ impl Encoder {
     }
 
     /// Builds the text around the list of cases from the dataset header.
-    fn skeleton(&mut self, header: &DatasetHeader) {
+    fn skeleton(&mut self, header: &DatasetHeader, beside: bool) {
         let doc_layout =
             header.provenance.as_ref().filter(|p| p.format.as_deref() == Some(self.format.name())).map(|p| &p.layout);
         let name_derived = layout::flag(doc_layout, "name_derived");
-        let kept = doc_layout.and_then(|l| l.get("document")).and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut kept =
+            doc_layout.and_then(|l| l.get("document")).and_then(Value::as_object).cloned().unwrap_or_default();
         let mark = json!(ITEMS_MARK);
+        let items_file = (self.format == Format::Maslab)
+            .then(|| crate::documents::items_file(header))
+            .flatten()
+            .map(|(path, format)| (path.to_owned(), format.map(str::to_owned)));
+        self.apart = None;
+        if let Some((path, format)) = items_file {
+            if beside {
+                // The manifest as it was, and the items in their own file.
+                let manifest = maslab_document(header, doc_layout, kept, name_derived, None);
+                let manifest = match self.syntax {
+                    Syntax::Yaml => {
+                        let mut s = String::new();
+                        if let Value::Object(map) = &manifest {
+                            yaml_out::mapping(&mut s, map, 0);
+                        }
+                        s
+                    }
+                    _ => serde_json::to_string_pretty(&manifest).unwrap_or_default() + "\n",
+                };
+                let json = format.as_deref().map_or_else(
+                    || Path::new(&path).extension().is_some_and(|e| e.eq_ignore_ascii_case("json")),
+                    |f| f.eq_ignore_ascii_case("json"),
+                );
+                let items_syntax = if json { Syntax::Json } else { Syntax::Yaml };
+                self.apart = Some((manifest, path, items_syntax));
+                let items_doc = doc_layout.and_then(|l| l.get("items_document")).cloned();
+                self.place_list(items_doc, &["spec", "items"], items_syntax);
+                return;
+            }
+            // Everything in one file: the items go into the manifest.
+            if let Some(Value::Object(spec)) = kept.get_mut("spec") {
+                spec.remove("path");
+                spec.remove("format");
+            }
+        }
         let doc: Option<Value> = match self.format {
             Format::Casebook if self.syntax == Syntax::Jsonl => {
                 if !trivial(header) {
@@ -266,7 +398,7 @@ impl Encoder {
                 d.insert("data".into(), mark);
                 Some(Value::Object(d))
             }
-            Format::Maslab => Some(maslab_document(header, doc_layout, kept, name_derived, mark)),
+            Format::Maslab => Some(maslab_document(header, doc_layout, kept, name_derived, Some(mark))),
             Format::Letta | Format::Csv => None,
         };
         match (self.format, doc) {
@@ -275,36 +407,94 @@ impl Encoder {
                 self.prologue = "[".into();
                 self.epilogue = "\n]\n".into();
             }
-            (_, Some(doc)) => {
-                let text = match self.syntax {
-                    Syntax::Yaml => {
-                        let mut s = String::new();
-                        if let Value::Object(map) = &doc {
-                            yaml_out::mapping(&mut s, map, 0);
-                        }
-                        s
-                    }
-                    _ => serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
-                };
-                let quoted =
-                    if self.syntax == Syntax::Yaml { ITEMS_MARK.to_owned() } else { format!("\"{ITEMS_MARK}\"") };
-                let at = text.find(&quoted).unwrap_or(text.len());
-                let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-                let key_indent = text[line_start..].len() - text[line_start..].trim_start().len();
-                if self.syntax == Syntax::Yaml {
-                    self.indent = key_indent;
-                    self.prologue = text[..at].trim_end().to_owned();
-                    self.epilogue = text[(at + quoted.len()).min(text.len())..].trim_start_matches('\n').to_owned();
-                } else {
-                    self.indent = key_indent + 2;
-                    self.prologue = text[..at].to_owned() + "[";
-                    self.epilogue =
-                        format!("\n{}]", " ".repeat(key_indent)) + &text[(at + quoted.len()).min(text.len())..];
-                }
-            }
+            (_, Some(doc)) => self.place_list(Some(doc), &[], self.syntax),
             (_, None) => {}
         }
     }
+
+    /// Sets the prologue, epilogue and indentation for the list of cases in `doc` (marked with
+    /// [`ITEMS_MARK`], or `null` at `null_at` as a reader left it); no document is a bare list.
+    fn place_list(&mut self, doc: Option<Value>, null_at: &[&str], syntax: Syntax) {
+        let Some(mut doc) = doc else {
+            (self.indent, self.prologue, self.epilogue) = match syntax {
+                Syntax::Yaml => (0, String::new(), String::new()),
+                _ => (2, "[".into(), "\n]\n".into()),
+            };
+            return;
+        };
+        let mut slot = Some(&mut doc);
+        for key in null_at {
+            slot = slot.and_then(|v| v.get_mut(*key));
+        }
+        if let Some(slot) = slot.filter(|v| v.is_null()) {
+            *slot = json!(ITEMS_MARK);
+        } else if let Some(slot) = doc.get_mut("items").filter(|v| v.is_null()) {
+            *slot = json!(ITEMS_MARK);
+        }
+        let text = match syntax {
+            Syntax::Yaml => {
+                let mut s = String::new();
+                if let Value::Object(map) = &doc {
+                    yaml_out::mapping(&mut s, map, 0);
+                }
+                s
+            }
+            _ => serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+        };
+        let quoted = if syntax == Syntax::Yaml { ITEMS_MARK.to_owned() } else { format!("\"{ITEMS_MARK}\"") };
+        let at = text.find(&quoted).unwrap_or(text.len());
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let key_indent = text[line_start..].len() - text[line_start..].trim_start().len();
+        if syntax == Syntax::Yaml {
+            self.indent = key_indent;
+            self.prologue = text[..at].trim_end().to_owned();
+            self.epilogue = text[(at + quoted.len()).min(text.len())..].trim_start_matches('\n').to_owned();
+        } else {
+            self.indent = key_indent + 2;
+            self.prologue = text[..at].to_owned() + "[";
+            self.epilogue = format!("\n{}]", " ".repeat(key_indent)) + &text[(at + quoted.len()).min(text.len())..];
+        }
+    }
+}
+
+/// Where one case's seed file goes.
+enum SeedPlace {
+    /// Named by a path: the case's own (`None`) or another.
+    Path(Option<String>),
+    Write,
+    Inline,
+}
+
+/// The path, from `to`, of the seed file `file` names from `from`, if it lies in `to`'s tree;
+/// the case's own spelling when it names the same file.
+fn relink(from: &Path, to: &Path, file: &str) -> Option<String> {
+    let source = crate::parts::inside(from, file)?.canonicalize().ok()?;
+    let to = if to.as_os_str().is_empty() { Path::new(".") } else { to };
+    let relative = source.strip_prefix(to.canonicalize().ok()?).ok()?;
+    let relative: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let own: Vec<String> = Path::new(file)
+        .components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(if own == relative { file.to_owned() } else { relative.join("/") })
+}
+
+/// The text of a seed file: JSON when its name ends in `.json`, YAML otherwise.
+fn seed_file_text(path: &str, content: &Value) -> String {
+    if Path::new(path).extension().is_some_and(|e| e.eq_ignore_ascii_case("json")) {
+        return serde_json::to_string_pretty(content).unwrap_or_default() + "\n";
+    }
+    let mut text = String::new();
+    match content {
+        Value::Object(map) if !map.is_empty() => yaml_out::mapping(&mut text, map, 0),
+        Value::Array(items) if !items.is_empty() => yaml_out::sequence(&mut text, items, 0),
+        other => {
+            text.push_str(&other.to_string());
+            text.push('\n');
+        }
+    }
+    text
 }
 
 /// Whether a header holds nothing a JSONL file needs to keep: a name made from the file name and
@@ -329,12 +519,14 @@ fn native_value(case: &Case) -> Map {
     }
 }
 
+/// A mas-lab document around its items (`mark` where they go; `None` for a manifest whose items
+/// are in another file).
 fn maslab_document(
     header: &DatasetHeader,
     doc_layout: Option<&Map>,
     kept: Map,
     name_derived: bool,
-    mark: Value,
+    mark: Option<Value>,
 ) -> Value {
     let flat = layout::text(doc_layout, "shape") == Some("flat");
     let write_name = !(name_derived && doc_layout.is_some());
@@ -342,7 +534,7 @@ fn maslab_document(
     if flat {
         if write_name {
             if let Some(n) = &header.name {
-                d.insert("name".into(), json!(n));
+                d.insert(layout::text(doc_layout, "name_key").unwrap_or("name").into(), json!(n));
             }
         }
         if let Some(v) = &header.description {
@@ -357,7 +549,7 @@ fn maslab_document(
         for (k, v) in header.metadata.iter().flatten() {
             d.insert(k.clone(), v.clone());
         }
-        d.insert("items".into(), mark);
+        d.insert("items".into(), mark.unwrap_or_default());
         return Value::Object(d);
     }
     let mut kept = kept;
@@ -384,7 +576,9 @@ fn maslab_document(
         Some(Value::Object(spec)) => spec,
         _ => Map::new(),
     };
-    spec.insert("items".into(), mark);
+    if let Some(mark) = mark {
+        spec.insert("items".into(), mark);
+    }
     d.insert("spec".into(), Value::Object(spec));
     for (k, v) in kept {
         d.insert(k, v);
@@ -392,9 +586,19 @@ fn maslab_document(
     Value::Object(d)
 }
 
-/// Puts encoded batches into one file, in order.
+/// Puts encoded batches into one file, in order (and, through [`Beside`], the files that go
+/// next to it).
 pub struct Writer<'w> {
     out: Box<dyn Write + 'w>,
+    beside: Option<Box<dyn Beside + 'w>>,
+    /// The items file of a manifest written apart, once begun.
+    items: Option<Box<dyn Write>>,
+    /// The manifest's text and the items file's path, for a manifest written apart.
+    apart: Option<(String, String)>,
+    /// Seed files to write at the end, by path.
+    seed_files: BTreeMap<String, Value>,
+    /// The syntax of the document the cases are listed in.
+    list_syntax: Syntax,
     /// The header the writing started with.
     header: DatasetHeader,
     format: Format,
@@ -414,6 +618,11 @@ impl<'w> Writer<'w> {
         });
         Self {
             out,
+            beside: None,
+            items: None,
+            apart: encoder.apart.as_ref().map(|(manifest, path, _)| (manifest.clone(), path.clone())),
+            list_syntax: encoder.apart.as_ref().map_or(encoder.syntax, |(_, _, syntax)| *syntax),
+            seed_files: BTreeMap::new(),
             header: header.clone(),
             format: encoder.format,
             syntax: encoder.syntax,
@@ -425,7 +634,27 @@ impl<'w> Writer<'w> {
         }
     }
 
+    /// Where the files beside the output go (needed for an encoder made `with_files(.., true)`).
+    pub fn with_beside(mut self, beside: Box<dyn Beside + 'w>) -> Self {
+        self.beside = Some(beside);
+        self
+    }
+
+    /// Where the list of cases goes: the output, or a manifest's items file.
+    fn sink(&mut self) -> &mut dyn Write {
+        match &mut self.items {
+            Some(items) => items.as_mut(),
+            None => self.out.as_mut(),
+        }
+    }
+
     pub fn begin(&mut self) -> io::Result<()> {
+        if let Some((manifest, path)) = self.apart.take() {
+            let beside = self.beside.as_mut().ok_or_else(|| io::Error::other("no place for the items file"))?;
+            let items = beside.create(&path)?;
+            self.out.write_all(manifest.as_bytes())?;
+            self.items = Some(items);
+        }
         if self.syntax == Syntax::Csv {
             let mut line = Vec::new();
             for (i, c) in self.columns.iter().enumerate() {
@@ -438,18 +667,34 @@ impl<'w> Writer<'w> {
             self.out.write_all(&line)?;
         }
         if self.single.is_none() {
-            self.out.write_all(self.prologue.as_bytes())?;
+            let prologue = std::mem::take(&mut self.prologue);
+            self.sink().write_all(prologue.as_bytes())?;
+            self.prologue = prologue;
         }
         Ok(())
     }
 
     pub fn write(&mut self, encoded: &Encoded) -> io::Result<()> {
+        for (path, content) in &encoded.seed_files {
+            match self.seed_files.get(path) {
+                Some(kept) if kept != content => {
+                    return Err(io::Error::other(format!(
+                        "two cases name the seed file `{path}` with different content: \
+                         pass `--inline-seeds` to put each case's seeds inline"
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    self.seed_files.insert(path.clone(), content.clone());
+                }
+            }
+        }
         let mut bytes = &encoded.bytes[..];
         if encoded.written > 0 && self.written == 0 && bytes.first() == Some(&b',') {
             bytes = &bytes[1..];
         }
-        if encoded.written > 0 && self.written == 0 && self.syntax == Syntax::Yaml {
-            self.out.write_all(b"\n")?;
+        if encoded.written > 0 && self.written == 0 && self.list_syntax == Syntax::Yaml && !self.prologue.is_empty() {
+            self.sink().write_all(b"\n")?;
         }
         self.written += encoded.written as u64;
         match &mut self.single {
@@ -457,7 +702,7 @@ impl<'w> Writer<'w> {
                 buf.extend_from_slice(bytes);
                 Ok(())
             }
-            None => self.out.write_all(bytes),
+            None => self.sink().write_all(bytes),
         }
     }
 
@@ -497,13 +742,45 @@ impl<'w> Writer<'w> {
                 self.out.write_all(self.epilogue.as_bytes())?;
             }
         } else {
-            if self.written == 0 && self.syntax == Syntax::Yaml && !self.prologue.is_empty() {
+            if self.written == 0 && self.list_syntax == Syntax::Yaml && !self.prologue.is_empty() {
                 // `items:` with nothing under it would read as null.
-                self.out.write_all(b" []\n")?;
+                self.sink().write_all(b" []\n")?;
             }
-            self.out.write_all(self.epilogue.as_bytes())?;
+            let epilogue = std::mem::take(&mut self.epilogue);
+            self.sink().write_all(epilogue.as_bytes())?;
+        }
+        if let Some(mut items) = self.items.take() {
+            items.flush()?;
         }
         self.out.flush()?;
+        self.write_seed_files()?;
         Ok(kept)
+    }
+
+    /// Writes the seed files the cases carry beside the output. One already there with the same
+    /// content is left as it is; one with other content is not overwritten (another dataset
+    /// may use it).
+    fn write_seed_files(&mut self) -> io::Result<()> {
+        let seed_files = std::mem::take(&mut self.seed_files);
+        if seed_files.is_empty() {
+            return Ok(());
+        }
+        let beside = self.beside.as_mut().ok_or_else(|| io::Error::other("no place for seed files"))?;
+        for (path, content) in seed_files {
+            if let Some(text) = beside.existing(&path)? {
+                let same = crate::yaml::parse(&text).ok().and_then(|n| n.to_value(&crate::pointer::Ptr::ROOT).ok());
+                if same.as_ref() == Some(&content) {
+                    continue;
+                }
+                return Err(io::Error::other(format!(
+                    "the seed file `{path}` is already there with other content: write to another folder, \
+                     or pass `--inline-seeds` to put the seeds in the cases"
+                )));
+            }
+            let mut file = beside.create(&path)?;
+            file.write_all(seed_file_text(&path, &content).as_bytes())?;
+            file.flush()?;
+        }
+        Ok(())
     }
 }

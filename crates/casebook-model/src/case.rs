@@ -38,7 +38,7 @@ pub struct Case {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<Review>,
     /// Where the case came from, and what a writer of that format needs to give it back as it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Provenance::is_absent")]
     pub provenance: Option<Provenance>,
 }
 
@@ -203,8 +203,78 @@ pub struct Tool {
 pub enum MemorySeeds {
     /// Seeds given inline.
     Inline(Vec<Seed>),
-    /// A seed file, relative to the dataset file.
+    /// A seed file as it was when the dataset was read: its path as the dataset names it
+    /// (relative to the dataset file) and its document as JSON. A stored version carries its
+    /// seeds this way, so it never depends on files outside the store, and a changed seed file
+    /// changes the case.
+    File { file: String, content: Value },
+    /// A seed file that was not read (a dataset read from standard input, or stored before
+    /// seed files were kept).
     Path(String),
+}
+
+impl MemorySeeds {
+    /// The seeds, read the way mas-lab reads them: a list, or a mapping with the list under
+    /// `seeds`, `items`, `memory_seeds` or `entries`; an entry without `source` takes its `key`
+    /// (or `id`), and one without `content` its `text`. `Err` says what is wrong; a bare path
+    /// has no seeds to give.
+    pub fn seeds(&self) -> Result<Vec<Seed>, String> {
+        match self {
+            MemorySeeds::Inline(seeds) => Ok(seeds.clone()),
+            MemorySeeds::Path(file) => Err(format!("the seed file `{file}` was not read with the dataset")),
+            MemorySeeds::File { file, content } => {
+                seeds_of_document(content).map_err(|e| format!("seed file `{file}`: {e}"))
+            }
+        }
+    }
+
+    /// The path of the seed file, when the seeds come from one.
+    pub fn file(&self) -> Option<&str> {
+        match self {
+            MemorySeeds::Inline(_) => None,
+            MemorySeeds::File { file, .. } | MemorySeeds::Path(file) => Some(file),
+        }
+    }
+}
+
+/// The list of seeds a seed file's document holds (see [`MemorySeeds::seeds`]).
+pub fn seed_list(content: &Value) -> Option<(&'static str, &Vec<Value>)> {
+    match content {
+        Value::Array(list) => Some(("", list)),
+        Value::Object(map) => SEED_LIST_KEYS.iter().find_map(|k| match map.get(*k) {
+            Some(Value::Array(list)) => Some((*k, list)),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// Keys under which a seed file's mapping may hold its list, in the order they are looked for.
+pub const SEED_LIST_KEYS: &[&str] = &["seeds", "items", "memory_seeds", "entries"];
+
+fn seeds_of_document(content: &Value) -> Result<Vec<Seed>, String> {
+    let (_, list) = seed_list(content).ok_or_else(|| {
+        "holds neither a list nor a mapping with `seeds`, `items`, `memory_seeds` or `entries`".to_owned()
+    })?;
+    list.iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let mut item = item.clone();
+            if let Value::Object(map) = &mut item {
+                if !map.contains_key("source") {
+                    if let Some(key) = map.get("key").or_else(|| map.get("id")).cloned() {
+                        map.insert("source".into(), key);
+                    }
+                }
+                if !map.contains_key("content") {
+                    if let Some(text) = map.get("text").cloned() {
+                        map.insert("content".into(), text);
+                    }
+                }
+            }
+            serde_json::from_value(item).map_err(|e| format!("entry {i}: {e}"))
+        })
+        .collect()
 }
 
 /// A document pre-loaded into agent memory before the first turn.
@@ -313,4 +383,19 @@ pub struct Provenance {
     /// Anything else a producer recorded (a source trace id, say).
     #[serde(flatten)]
     pub extra: Map,
+    /// The case's 0-based place among the cases of the file it was read from, which is how
+    /// letta names the results of a row without an id. It is not part of the case's content
+    /// (moving a row does not change the case): readers set it, and a stored version's order
+    /// gives it back.
+    #[serde(skip)]
+    pub row: Option<u64>,
+}
+
+impl Provenance {
+    /// Whether a case's provenance has nothing to write (none, or only a row number).
+    pub fn is_absent(provenance: &Option<Provenance>) -> bool {
+        provenance
+            .as_ref()
+            .is_none_or(|p| p.format.is_none() && !p.id_derived && p.layout.is_empty() && p.extra.is_empty())
+    }
 }

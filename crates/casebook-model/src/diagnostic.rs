@@ -30,6 +30,10 @@ pub enum Code {
     PerTurnLength,
     SeedPathMissing,
     SeedPathEscapes,
+    /// A mas-lab manifest's `spec.path` names a file that cannot be read.
+    ItemsPathMissing,
+    /// A mas-lab manifest's `spec.path` leaves the manifest's folder.
+    ItemsPathEscapes,
     RubricConflict,
     IntegerRange,
     EmptyDataset,
@@ -42,6 +46,9 @@ pub enum Code {
     Dropped,
     SuspiciousField,
     EmptyDatasetAccepted,
+    /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
+    /// Health's importer refuses.
+    MissingOutcomes,
 }
 
 impl Code {
@@ -62,6 +69,8 @@ impl Code {
             Code::PerTurnLength => "E-per-turn-length",
             Code::SeedPathMissing => "E-seed-path-missing",
             Code::SeedPathEscapes => "E-seed-path-escapes",
+            Code::ItemsPathMissing => "E-items-path-missing",
+            Code::ItemsPathEscapes => "E-items-path-escapes",
             Code::RubricConflict => "E-rubric-conflict",
             Code::IntegerRange => "E-integer-range",
             Code::EmptyDataset => "E-empty-dataset",
@@ -73,6 +82,7 @@ impl Code {
             Code::Dropped => "W-dropped",
             Code::SuspiciousField => "W-unknown-field",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
+            Code::MissingOutcomes => "W-missing-outcomes",
         }
     }
 

@@ -7,8 +7,8 @@ mod diagnostic;
 mod suggest;
 
 pub use case::{
-    Case, ContextItem, Expectations, MemorySeeds, Outcome, OutcomeRole, Provenance, Review, Role, Seed, Task, Tool,
-    Turn,
+    Case, ContextItem, Expectations, MemorySeeds, Outcome, OutcomeRole, Provenance, Review, Role, SEED_LIST_KEYS, Seed,
+    Task, Tool, Turn, seed_list,
 };
 pub use dataset::DatasetHeader;
 pub use diagnostic::{Code, Diagnostic, Severity};

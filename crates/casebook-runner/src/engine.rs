@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use casebook_model::{Case, MemorySeeds, Role, Seed};
+use casebook_model::{Case, Role, Seed};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
@@ -47,6 +47,8 @@ pub struct PlannedCase {
     pub content_id: [u8; 32],
     /// The hashes of its runs ([`RunKeys::hashes`]).
     pub hashes: Vec<[u8; 32]>,
+    /// Its 0-based row in the dataset (see `Provenance::row`).
+    pub row: Option<u64>,
 }
 
 /// What a case's run hashes are made from besides the case: each scenario's target, the
@@ -65,7 +67,7 @@ impl RunKeys {
 
     /// The hashes of the runs of `case` (its seed files read), scenario by scenario, run by run.
     pub fn hashes(&self, case: &Case) -> Result<Vec<[u8; 32]>, Failure> {
-        let key = CaseKey::new(&effective_seeds(&self.seeds, case), &case.task, &case.id)?;
+        let key = CaseKey::new(&effective_seeds(&self.seeds, case)?, &case.task, &case.id)?;
         Ok(self
             .targets
             .iter()
@@ -75,12 +77,12 @@ impl RunKeys {
 }
 
 /// The effective seeds of `case`: the experiment's, then the case's.
-fn effective_seeds(experiment: &[Seed], case: &Case) -> Vec<Seed> {
+fn effective_seeds(experiment: &[Seed], case: &Case) -> Result<Vec<Seed>, Failure> {
     let mut seeds = experiment.to_vec();
-    if let Some(MemorySeeds::Inline(own)) = &case.task.memory_seeds {
-        seeds.extend(own.iter().cloned());
+    if let Some(own) = &case.task.memory_seeds {
+        seeds.extend(own.seeds().map_err(|e| Failure::new("config", format!("case `{}`: {e}", case.id)))?);
     }
-    seeds
+    Ok(seeds)
 }
 
 /// One run to make.
@@ -253,6 +255,7 @@ async fn run_job(
         Err(failure) => {
             let result = RunResult {
                 case_id: format!("#{}", job.case),
+                row: plan.cases[job.case].row,
                 case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
                 labels: Vec::new(),
                 scenario: scenario.name.clone(),
@@ -271,7 +274,10 @@ async fn run_job(
         (None, Mode::Regrade) => {
             Err(Failure::new("not-run", "no stored output to grade: run without `--regrade` first"))
         }
-        (None, Mode::Run) => converse(case, effective_seeds(&plan.seeds, case), &job, &scenario.target).await,
+        (None, Mode::Run) => match effective_seeds(&plan.seeds, case) {
+            Ok(seeds) => converse(case, seeds, &job, &scenario.target).await,
+            Err(failure) => Err(failure),
+        },
     };
     let mut grades = Vec::with_capacity(plan.graders.len());
     if let Ok(output) = &output {
@@ -286,6 +292,7 @@ async fn run_job(
     let (score, pass) = verdict(&output, &grades);
     let result = RunResult {
         case_id: case.id.clone(),
+        row: plan.cases[job.case].row,
         case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
         labels: case.labels.clone().unwrap_or_default(),
         scenario: scenario.name.clone(),
@@ -395,6 +402,7 @@ mod tests {
                     json: serde_json::to_string(c).unwrap(),
                     content_id: [0; 32],
                     hashes: keys.hashes(c).unwrap(),
+                    row: None,
                 })
                 .collect(),
             scenarios,

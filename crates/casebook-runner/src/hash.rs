@@ -10,7 +10,7 @@
 //! and each run's canonical text is put together from them (the keys are in canonical order).
 
 use casebook_canon::{Kind, canonical_json_text};
-use casebook_model::{Seed, Task};
+use casebook_model::{MemorySeeds, Seed, Task};
 use serde_json::Value;
 
 use crate::record::Failure;
@@ -53,8 +53,14 @@ impl serde::Serialize for HashedTask<'_> {
         if let Some(tools) = tools {
             map.serialize_entry("tools", tools)?;
         }
-        if let Some(seeds) = memory_seeds {
-            map.serialize_entry("memory_seeds", seeds)?;
+        match memory_seeds {
+            // Seeds read from a file hash as the list they hold, as when they are given inline.
+            Some(file @ MemorySeeds::File { .. }) => {
+                let seeds = file.seeds().map_err(serde::ser::Error::custom)?;
+                map.serialize_entry("memory_seeds", &seeds)?;
+            }
+            Some(seeds) => map.serialize_entry("memory_seeds", seeds)?,
+            None => {}
         }
         if let Some(args) = agent_args {
             map.serialize_entry("agent_args", args)?;

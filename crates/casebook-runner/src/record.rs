@@ -75,6 +75,9 @@ pub struct GraderResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     pub case_id: String,
+    /// The case's 0-based row in the dataset file (see `Provenance::row`), to join results
+    /// with those of the system the file comes from.
+    pub row: Option<u64>,
     /// Content id of the case as run.
     pub case_content_id: String,
     pub labels: Vec<String>,
@@ -201,6 +204,8 @@ struct RunResultOut<'a> {
     labels: &'a [String],
     scenario: &'a str,
     run: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    row: Option<u64>,
     hash: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     output: Option<&'a RunOutput>,
@@ -223,6 +228,8 @@ struct RunResultIn {
     labels: Vec<String>,
     scenario: String,
     run: u32,
+    #[serde(default)]
+    row: Option<u64>,
     hash: String,
     #[serde(default)]
     output: Option<RunOutput>,
@@ -244,6 +251,7 @@ impl Serialize for RunResult {
             labels: &self.labels,
             scenario: &self.scenario,
             run: self.run,
+            row: self.row,
             hash: &self.hash,
             output: self.output.as_ref().ok(),
             error: self.output.as_ref().err(),
@@ -269,6 +277,7 @@ impl<'de> Deserialize<'de> for RunResult {
             labels: r.labels,
             scenario: r.scenario,
             run: r.run,
+            row: r.row,
             hash: r.hash,
             output,
             grades: r.grades,

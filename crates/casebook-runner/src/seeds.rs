@@ -1,28 +1,19 @@
 //! Seed files (mas-lab §3): a YAML or JSON file holding a bare list of seeds, or a mapping with
-//! the list under `seeds`, `items` or `memory_seeds`. Paths in a dataset are relative to the
+//! the list under `seeds`, `items`, `memory_seeds` or `entries`. Paths in a dataset are relative to the
 //! dataset file; in an experiment, to the experiment file.
 
 use std::path::Path;
 
 use casebook_formats::pointer::Ptr;
 use casebook_model::{Case, MemorySeeds, Seed};
-use serde_json::Value;
 
-/// The seeds of the file at `path`.
+/// The seeds of the file at `path` (see [`MemorySeeds::seeds`] for the shapes it may have).
 pub fn load_seed_file(path: &Path) -> Result<Vec<Seed>, String> {
     let text = fs_err::read_to_string(path).map_err(|e| e.to_string())?;
     let node = casebook_formats::yaml::parse(&text).map_err(|e| format!("`{}`: {}", path.display(), e.message))?;
-    let value =
+    let content =
         node.to_value(&Ptr::ROOT).map_err(|_| format!("`{}` holds a number JSON cannot represent", path.display()))?;
-    let list = match value {
-        Value::Array(_) => value,
-        Value::Object(mut map) => ["seeds", "items", "memory_seeds"]
-            .iter()
-            .find_map(|k| map.remove(*k))
-            .ok_or_else(|| format!("`{}` has no `seeds`, `items` or `memory_seeds` list", path.display()))?,
-        _ => return Err(format!("`{}` is not a list of seeds", path.display())),
-    };
-    serde_json::from_value(list).map_err(|e| format!("`{}`: {e}", path.display()))
+    MemorySeeds::File { file: path.display().to_string(), content }.seeds()
 }
 
 /// Reads the seed file a case names (relative to `base`, the dataset's folder) into the case.
@@ -56,6 +47,6 @@ mod tests {
         assert_eq!(load_seed_file(&wrapped).unwrap().len(), 1);
         let bad = dir.path().join("bad.yaml");
         fs_err::write(&bad, "other: 1\n").unwrap();
-        assert!(load_seed_file(&bad).unwrap_err().contains("no `seeds`"));
+        assert!(load_seed_file(&bad).unwrap_err().contains("neither a list nor a mapping"));
     }
 }

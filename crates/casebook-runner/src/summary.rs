@@ -636,6 +636,7 @@ pub(crate) mod tests {
         let score = grades.iter().map(|g| g.1).sum::<f64>() / grades.len().max(1) as f64;
         RunResult {
             case_id: case_id.to_owned(),
+            row: None,
             case_content_id: format!("content-{case_id}"),
             labels: Vec::new(),
             scenario: scenario.to_owned(),

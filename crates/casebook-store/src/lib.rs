@@ -174,6 +174,11 @@ pub enum StoreError {
     AmbiguousRun(String, String),
     #[error("the commit was cancelled: its input had errors")]
     Cancelled,
+    #[error(
+        "case `{case}` names the seed file `{file}`, which was not read: a stored version must hold its seeds; \
+         read the dataset from its file (not standard input) so the seed file is found beside it"
+    )]
+    UnreadSeedFile { case: String, file: String },
     #[error(transparent)]
     Canon(#[from] casebook_canon::CanonError),
     #[error("database error: {0}")]
@@ -200,6 +205,9 @@ pub struct Prepared {
 
 /// Prepares a case for [`Store::commit`].
 pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
+    if let Some(casebook_model::MemorySeeds::Path(file)) = &case.task.memory_seeds {
+        return Err(StoreError::UnreadSeedFile { case: case.id.clone(), file: file.clone() });
+    }
     let body = serde_json::to_string(case).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     // The content id from the body's text: the same id as from the case, for a sixth of the cost.
     let content_id = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body)?;

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use casebook_formats::{Encoded, Encoder, Format, Syntax, Writer};
+use casebook_formats::{Encoded, Encoder, Format, SeedFiles, Syntax, Writer};
 use casebook_model::{Code, Diagnostic};
 use casebook_store::Store;
 use serde_json::json;
@@ -196,9 +196,19 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         ordered.extend(columns.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
         columns = ordered;
     }
-    let encoder = Encoder::new(args.write.to, syntax, &header, columns, args.map.clone(), args.write.lossy);
     let (output, out) = Output::create(args.write.output.as_deref())?;
+    let beside = output.beside();
+    // A stored version carries its seed files: they are written beside an output file.
+    let seed_files = if args.write.inline_seeds || beside.is_none() { SeedFiles::Inline } else { SeedFiles::Write };
+    let encoder = Encoder::new(args.write.to, syntax, &header, columns, args.map.clone(), args.write.lossy).with_files(
+        &header,
+        seed_files,
+        beside.is_some(),
+    );
     let mut writer = Writer::new(out, &encoder, &header);
+    if let Some(beside) = beside {
+        writer = writer.with_beside(beside);
+    }
     writer.begin()?;
     let mut reporter = Reporter::new(settings, true);
     let mut errors = 0u64;

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use casebook_formats::{Format, Syntax, Target, convert, csv_columns};
+use casebook_formats::{Format, SeedFiles, Syntax, Target, convert, csv_columns};
 
 use crate::Outcome;
 use crate::args::ConvertArgs;
@@ -26,10 +26,25 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     if args.write.to == Format::Csv && args.read.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
-    let target = Target { format: args.write.to, syntax, lossy: args.write.lossy, column_map: args.read.map.clone() };
+    let seed_files = if args.write.inline_seeds {
+        SeedFiles::Inline
+    } else {
+        // Seed paths are relative to the dataset file: from the output's folder (the current
+        // one for standard output) they name the same files, or the seeds go inline.
+        let folder = |p: &Path| p.parent().map(Path::to_owned).unwrap_or_default();
+        SeedFiles::Relink { from: folder(&args.file), to: args.write.output.as_deref().map(folder).unwrap_or_default() }
+    };
+    let target = Target {
+        format: args.write.to,
+        syntax,
+        lossy: args.write.lossy,
+        column_map: args.read.map.clone(),
+        seed_files,
+    };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
 
     let (output, out) = Output::create(args.write.output.as_deref())?;
+    let beside = output.beside();
     let mut reporter = Reporter::new(settings, true);
     let progress = Progress::for_file(settings, input.path.as_deref());
     let mut on_batch = |diagnostics: &[casebook_model::Diagnostic], at: &casebook_formats::Progress| {
@@ -38,7 +53,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
             reporter.emit(d);
         }
     };
-    let summary = convert(&input, &opts, &target, columns, out, &mut on_batch).context("cannot convert")?;
+    let summary = convert(&input, &opts, &target, columns, out, beside, &mut on_batch).context("cannot convert")?;
     progress.finish();
     if summary.late_header_dropped && !settings.quiet {
         eprintln!(

@@ -23,6 +23,9 @@ struct Report {
     warnings: u64,
     /// Cases whose id casebook derived from their content.
     derived_ids: u64,
+    /// Those cases by their 0-based row in the file, which is how letta names the results of
+    /// a row without an id: join them with letta's result files through this list.
+    derived: Vec<DerivedId>,
     /// How many cases use each field.
     fields: BTreeMap<String, u64>,
     /// How many cases carry each label.
@@ -31,6 +34,15 @@ struct Report {
     messages: BTreeMap<usize, u64>,
     hitl_turns: u64,
 }
+
+#[derive(Debug, Serialize)]
+struct DerivedId {
+    row: Option<u64>,
+    id: String,
+}
+
+/// Derived ids the human report lists (all of them are in `--format json`).
+const DERIVED_SHOWN: usize = 10;
 
 struct Inspector<'a> {
     report: Report,
@@ -67,8 +79,9 @@ impl Inspector<'_> {
     fn count(&mut self, case: &Case) {
         let r = &mut self.report;
         r.cases += 1;
-        if case.provenance.as_ref().is_some_and(|p| p.id_derived) {
+        if let Some(p) = case.provenance.as_ref().filter(|p| p.id_derived) {
             r.derived_ids += 1;
+            r.derived.push(DerivedId { row: p.row, id: case.id.clone() });
         }
         if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(case) {
             for (key, value) in &map {
@@ -128,6 +141,17 @@ fn human(r: &Report) -> String {
     );
     if r.errors + r.warnings > 0 {
         let _ = writeln!(out, "problems  {} errors, {} warnings", r.errors, r.warnings);
+    }
+    if !r.derived.is_empty() {
+        let _ = writeln!(out, "derived ids (row in the file → id)");
+        for d in r.derived.iter().take(DERIVED_SHOWN) {
+            let row = d.row.map_or_else(|| "?".to_owned(), |r| r.to_string());
+            let _ = writeln!(out, "  {row:>8} → {}", d.id);
+        }
+        if r.derived.len() > DERIVED_SHOWN {
+            let _ =
+                writeln!(out, "  … and {} more (all of them with `--format json`)", r.derived.len() - DERIVED_SHOWN);
+        }
     }
     let messages: Vec<String> = r.messages.iter().map(|(n, c)| format!("{n}: {c}")).collect();
     let _ = writeln!(

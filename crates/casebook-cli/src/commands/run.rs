@@ -494,14 +494,18 @@ fn load_dataset(
             bodies.extend(batch);
             true
         }))?;
-        let cases = engine::parallel_map(&bodies, |body| {
+        // A version's order gives each case its row, unless a filter picked some of them.
+        let rows = select.filter.is_none();
+        let indexed: Vec<(u64, &String)> = (0..).zip(&bodies).collect();
+        let cases = engine::parallel_map(&indexed, |(row, body)| {
             let mut case: Case = serde_json::from_str(body)?;
             // A seed file cannot be found from a stored dataset: say so now.
             casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
             Ok(PlannedCase {
                 content_id: casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, body)?,
                 hashes: keys.hashes(&case).map_err(anyhow::Error::msg)?,
-                json: body.clone(),
+                json: (*body).clone(),
+                row: rows.then_some(*row),
             })
         })
         .into_iter()
@@ -586,14 +590,16 @@ fn read_cases(
                     }
                     let p = Body::of(case, None)?;
                     let hashes = self.keys.hashes(case).map_err(|e| e.to_string())?;
-                    self.cases.selected.push(PlannedCase { json: p.body, content_id: p.content_id, hashes });
+                    let row = case.provenance.as_ref().and_then(|p| p.row);
+                    self.cases.selected.push(PlannedCase { json: p.body, content_id: p.content_id, hashes, row });
                 } else {
                     let hashes = match prepared.hashes {
                         Some(hashes) => hashes,
                         None => self.keys.hashes(case).map_err(|e| e.to_string())?,
                     };
                     let (json, content_id) = (prepared.body, prepared.content_id);
-                    self.cases.selected.push(PlannedCase { json, content_id, hashes });
+                    let row = case.provenance.as_ref().and_then(|p| p.row);
+                    self.cases.selected.push(PlannedCase { json, content_id, hashes, row });
                 }
             }
             self.cases.all.push((prepared.id, prepared.content_id));

@@ -56,6 +56,8 @@ impl Consumer<Vec<bool>> for Printer<'_> {
                     return Flow::Stop;
                 }
                 *self.errors += 1;
+            } else {
+                self.warnings += 1;
             }
             self.reporter.emit(d);
         }

@@ -7,6 +7,7 @@ mod cli;
 mod convert;
 mod csv_cells;
 mod exit_codes;
+mod fidelity;
 mod filter;
 mod human;
 mod inspect;

@@ -337,24 +337,40 @@ fn a_letta_suite_runs_with_a_casebook_target() {
     );
 }
 
-/// Seed files are read from beside a dataset file; a stored dataset has no such place, and a
-/// case that names one is an error before any agent is called.
+/// Seed files are read from beside a dataset file, and kept with a stored version: a run of the
+/// stored dataset needs no file on disk, sends the agent the same seeds and has the same run
+/// hashes (so it reuses the file's outputs).
 #[test]
-fn seed_files_are_read_for_files_and_refused_for_stored_datasets() {
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/maslab/trip-planner.yaml");
+fn seed_files_are_read_for_files_and_kept_with_stored_versions() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/maslab");
     let dir = Folder::new();
-    let (url, bodies) = serve(Behaviour::Shout);
-    let out = run(cb(&dir).arg("run").args(["--target", &url, "--format", "json", "--dataset"]).arg(&examples));
-    assert_eq!(out.status, Some(0), "{out:?}");
-    // bob's seed file reached the agent.
-    let seeds = fs_err::read_to_string(examples.with_file_name("seeds/bob.yaml")).expect("the seed file");
+    let dataset =
+        dir.file("data/trip-planner.yaml", fs_err::read(examples.join("trip-planner.yaml")).expect("example"));
+    let seeds = fs_err::read_to_string(examples.join("seeds/bob.yaml")).expect("the seed file");
+    dir.file("data/seeds/bob.yaml", &seeds);
     let first =
         seeds.lines().find_map(|l| l.trim().strip_prefix("content: ")).expect("a seed").trim_matches('"').to_owned();
+    let (url, bodies) = serve(Behaviour::Shout);
+    let hashes = |report: &str| -> Vec<String> {
+        let text = fs_err::read_to_string(dir.join(report)).expect("the JSONL report");
+        let mut hashes: Vec<String> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("JSON")["hash"].as_str().expect("a hash").to_owned())
+            .collect();
+        hashes.sort();
+        hashes
+    };
+    let out =
+        run(cb(&dir).arg("run").args(["--target", &url, "--report", "jsonl=file.jsonl", "--dataset"]).arg(&dataset));
+    assert_eq!(out.status, Some(0), "{out:?}");
     assert!(bodies.lock().expect("the lock").iter().any(|b| b.contains(&first)), "{first}");
 
     assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
-    assert_eq!(run(cb(&dir).arg("import").arg(&examples).args(["--dataset", "trips"])).status, Some(0));
-    let out = run(cb(&dir).args(["run", "--dataset", "trips", "--target", &url]));
-    assert_eq!(out.status, Some(2), "{out:?}");
-    assert!(out.stderr.contains("names the seed file `seeds/bob.yaml`"), "{}", out.stderr);
+    assert_eq!(run(cb(&dir).arg("import").arg(&dataset).args(["--dataset", "trips"])).status, Some(0));
+    fs_err::remove_dir_all(dir.join("data")).expect("remove the files");
+    bodies.lock().expect("the lock").clear();
+    let out = run(cb(&dir).args(["run", "--dataset", "trips", "--target", &url, "--report", "jsonl=stored.jsonl"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(bodies.lock().expect("the lock").iter().any(|b| b.contains(&first)), "the stored seeds reach the agent");
+    assert_eq!(hashes("file.jsonl"), hashes("stored.jsonl"));
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use casebook_formats::{ColumnMap, Format, Input, ReadOptions, Syntax, Target, convert, csv_columns, yaml};
+use casebook_formats::{ColumnMap, Format, Input, ReadOptions, SeedFiles, Syntax, Target, convert, csv_columns, yaml};
 use casebook_model::Diagnostic;
 use serde_json::Value;
 
@@ -33,14 +33,14 @@ pub fn convert_with(
 ) -> ((Vec<u8>, Vec<Diagnostic>), bool) {
     let input = Input::path(path);
     let opts = ReadOptions { format: from, column_map: map.clone(), threads: 2, stream_from, ..ReadOptions::default() };
-    let target = Target { format, syntax, lossy: false, column_map: map };
+    let target = Target { format, syntax, lossy: false, column_map: map, seed_files: SeedFiles::Keep };
     let columns =
         if syntax == Syntax::Csv { csv_columns(&input, &opts, &target).expect("first pass") } else { Vec::new() };
     let mut out = Vec::new();
     let mut diags = Vec::new();
     let summary = {
         let mut on_batch = |d: &[Diagnostic], _: &casebook_formats::Progress| diags.extend_from_slice(d);
-        convert(&input, &opts, &target, columns, Box::new(&mut out), &mut on_batch).expect("convert")
+        convert(&input, &opts, &target, columns, Box::new(&mut out), None, &mut on_batch).expect("convert")
     };
     ((out, diags), summary.late_header_dropped)
 }

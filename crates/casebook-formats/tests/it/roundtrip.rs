@@ -63,10 +63,20 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let jsonl: String = cases.iter().map(|c| format!("{c}\n")).collect();
         let source = temp_file(&dir, "source.jsonl", jsonl.as_bytes());
-        // letta reads a CSV cell that starts with `[` and ends with `]` as JSON, so a string of
-        // that shape cannot go through letta CSV: the writer refuses it, naming the field.
-        let list_shaped = |v: &Value| v.as_str().is_some_and(|s| s.starts_with('[') && s.ends_with(']'));
-        let not_csv = cases.iter().any(|c| list_shaped(&c["input"]) || list_shaped(&c["expected"]["output"]));
+        // letta reads a CSV cell that starts with `[` and ends with `]` as JSON, and strips the
+        // whitespace around `input` and `ground_truth`: a string of either shape cannot go
+        // through letta CSV, and the writer refuses it, naming the field.
+        let list_shaped = |v: &Value| v.as_str().is_some_and(|s| {
+            let s = s.trim();
+            s.starts_with('[') && s.ends_with(']')
+        });
+        let padded = |v: &Value| v.as_str().is_some_and(|s| s.trim() != s);
+        let single = |c: &Value| c.get("turns").is_none();
+        let not_csv = cases.iter().any(|c| {
+            (single(c) && (list_shaped(&c["input"]) || padded(&c["input"])))
+                || list_shaped(&c["expected"]["output"])
+                || padded(&c["expected"]["output"])
+        });
         for (format, syntax) in TARGETS {
             let (out, diags) = convert_file(&source, Some(Format::Casebook), *format, *syntax, None);
             if not_csv && (*format, *syntax) == (Format::Letta, Syntax::Csv) {
