@@ -32,6 +32,11 @@ pub fn after_key(out: &mut String, value: &Value, indent: usize) {
     }
 }
 
+/// Longest key, in bytes as written, given as an implicit `key: value`. YAML allows such a key
+/// 1024 characters and PyYAML and casebook's reader refuse longer ones; beyond this a key takes
+/// the explicit form, `? key` and `: value` on the next line.
+const IMPLICIT_KEY_MAX: usize = 1000;
+
 /// Writes the entries of a mapping, each line at `indent`.
 pub fn mapping(out: &mut String, map: &serde_json::Map<String, Value>, indent: usize) {
     for (i, (key, value)) in map.iter().enumerate() {
@@ -39,7 +44,13 @@ pub fn mapping(out: &mut String, map: &serde_json::Map<String, Value>, indent: u
         if i > 0 || !out.ends_with("- ") {
             pad(out, indent);
         }
+        let start = out.len();
         string(out, key);
+        if out.len() - start > IMPLICIT_KEY_MAX {
+            out.insert_str(start, "? ");
+            out.push('\n');
+            pad(out, indent);
+        }
         out.push(':');
         after_key(out, value, indent);
     }

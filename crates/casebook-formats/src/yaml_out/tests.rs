@@ -290,6 +290,28 @@ proptest! {
     }
 }
 
+/// Keys beyond the 1024 characters YAML allows an implicit key, with values of every kind.
+fn long_keys() -> Map<String, Value> {
+    let values =
+        [json!("on"), json!("two\nlines\n"), json!({"yes": 1}), json!(["007", {"a": 1}]), json!(1e-7), json!({})];
+    let mut map = Map::new();
+    for (i, value) in values.into_iter().enumerate() {
+        map.insert(format!("{i} {}", "long key ".repeat(120)), value.clone());
+        map.insert(format!("{i} {}", "clé à rallonge ".repeat(70)), value);
+    }
+    map.insert("key with: quotes \"\t\" ".repeat(60), json!("x"));
+    map
+}
+
+#[test]
+fn long_keys_read_back() {
+    let map = long_keys();
+    let yaml = emit(&map);
+    assert_eq!(read_back(&yaml), Value::Object(map.clone()), "YAML was:\n{yaml}");
+    let yaml = emit_as_item(&map);
+    assert_eq!(read_back(&yaml), json!([map]), "YAML was:\n{yaml}");
+}
+
 /// Every case spelling of `word`.
 fn case_variants(word: &str) -> Vec<String> {
     (0..1u32 << word.len())
@@ -411,6 +433,7 @@ fn pyyaml_sample() -> Map<String, Value> {
         json!([1e300, 1e-7, -1.5e-7, 1e16, 0.5, 12, -3, 9_007_199_254_740_991_i64, true, null]),
     );
     map.insert("casebook sample: nested".into(), json!({"yes": {"on": ["007", {"12:45": "0755"}]}, "<<": "merge"}));
+    map.extend(long_keys());
     map
 }
 
