@@ -175,9 +175,10 @@ fn plain_safe(s: &str) -> bool {
 /// Whether some reader resolves the plain scalar `s` to something other than this string: a
 /// YAML 1.1 type (null, bool, int in base 2, 8, 10, 16 or 60 with `_`, float including base 60
 /// and `.inf`/`.nan`, timestamp, merge `<<`, value `=`) by the spec's patterns or PyYAML's, a
-/// YAML 1.2 core type, or a value of casebook's reader. Where the readers differ (PyYAML's
-/// float needs a dot, the spec's allows `1.2.3`) the union is taken, and letter case is
-/// ignored: quoting a string that did not need it changes nothing, missing one changes data.
+/// YAML 1.2 core type, a type of yaml.v3 (`yq`) or ruamel.yaml, or a value of casebook's
+/// reader. Where the readers differ (PyYAML's float needs a dot, the spec's allows `1.2.3`)
+/// the union is taken, and letter case is ignored: quoting a string that did not need it
+/// changes nothing, missing one changes data.
 fn implicitly_typed(s: &str) -> bool {
     let b = s.as_bytes();
     let Some(&first) = b.first() else { return true };
@@ -196,7 +197,10 @@ fn implicitly_typed(s: &str) -> bool {
 /// Booleans of YAML 1.1 and 1.2, and null: read case-insensitively by [`implicitly_typed`].
 const WORDS: [&str; 9] = ["y", "n", "yes", "no", "on", "off", "true", "false", "null"];
 
-/// An int or float of YAML 1.1 or 1.2 core, with an optional sign.
+/// An int or float of some reader, with an optional sign. Every `_` and `,` is passed over, as
+/// if absent: YAML 1.1 and PyYAML allow `_` between digits, yaml.v3 (`yq`) deletes every `_`
+/// before reading a number, ruamel.yaml reads `+_` as an int, and Ruby's Psych still takes
+/// `,` between digits.
 fn number_like(b: &[u8]) -> bool {
     let body = match b {
         [b'+' | b'-', rest @ ..] => rest,
@@ -205,63 +209,91 @@ fn number_like(b: &[u8]) -> bool {
     if body.eq_ignore_ascii_case(b".inf") || body.eq_ignore_ascii_case(b".nan") {
         return true;
     }
-    if let [b'0', prefix, digits @ ..] = body {
-        let allowed: Option<fn(&u8) -> bool> = match prefix.to_ascii_lowercase() {
-            b'b' => Some(|d| matches!(d, b'0' | b'1' | b'_')),
-            b'o' => Some(|d| matches!(d, b'0'..=b'7' | b'_')),
-            b'x' => Some(|d| d.is_ascii_hexdigit() || *d == b'_'),
+    let whole = body.first().is_some_and(|c| c.is_ascii_digit() || *c == b'_');
+    let mut d = Digits { b: body, i: 0 };
+    if d.eat(|c| c == b'0') {
+        // A base prefix, in either case (Go reads `0X1F`).
+        let allowed: Option<fn(u8) -> bool> = match d.peek().map(|c| c.to_ascii_lowercase()) {
+            Some(b'b') => Some(|c| matches!(c, b'0' | b'1')),
+            Some(b'o') => Some(|c| matches!(c, b'0'..=b'7')),
+            Some(b'x') => Some(|c| c.is_ascii_hexdigit()),
             _ => None,
         };
         if let Some(allowed) = allowed {
+            d.i += 1;
+            let start = d.i;
             // casebook's reader parses the digits with `from_str_radix`, which takes a sign.
-            let digits = match digits {
-                [b'+' | b'-', rest @ ..] => rest,
-                _ => digits,
-            };
-            return !digits.is_empty() && digits.iter().all(allowed);
+            d.eat(|c| matches!(c, b'+' | b'-'));
+            d.eat_all(allowed);
+            // Something must follow the prefix, if only `_` (YAML 1.1 reads `0x_` as an int).
+            return d.done() && d.i > start;
         }
     }
-    decimal_like(body)
+    decimal_like(d, whole)
 }
 
-/// `[0-9][0-9_]*` with base-60 parts `:[0-9][0-9]?`, then `.[0-9._]*`, then `[eE][-+]?[0-9]+`,
-/// each optional but with digits or a dot before any exponent: the union of the decimal and
-/// base-60 ints and floats of YAML 1.1 (spec and PyYAML) and 1.2 core, and a bit more.
-fn decimal_like(b: &[u8]) -> bool {
-    let digit = |i: usize| b.get(i).is_some_and(u8::is_ascii_digit);
-    let mut i = 0;
-    let whole = digit(0);
-    if whole {
-        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
-            i += 1;
+/// The bytes of a number, read past any `_` and `,` (see [`number_like`]).
+struct Digits<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Digits<'_> {
+    fn peek(&mut self) -> Option<u8> {
+        while matches!(self.b.get(self.i), Some(b'_' | b',')) {
+            self.i += 1;
         }
-        while b.get(i) == Some(&b':') && digit(i + 1) {
-            i += if digit(i + 2) { 3 } else { 2 };
+        self.b.get(self.i).copied()
+    }
+
+    fn eat(&mut self, wanted: impl Fn(u8) -> bool) -> bool {
+        let hit = self.peek().is_some_and(wanted);
+        self.i += usize::from(hit);
+        hit
+    }
+
+    /// How many bytes in a row are `wanted`.
+    fn eat_all(&mut self, wanted: impl Fn(u8) -> bool) -> usize {
+        let mut n = 0;
+        while self.eat(&wanted) {
+            n += 1;
+        }
+        n
+    }
+
+    fn done(&mut self) -> bool {
+        self.peek().is_none()
+    }
+}
+
+/// After the sign: digits with base-60 parts `:digits`, then `.` and digits or dots, then
+/// `[eE][-+]?digits`, each optional but with digits or a dot before any exponent. This is the
+/// union of the decimal and base-60 ints and floats of the readers, and a bit more (`1:234`,
+/// `1.2.3`); `whole` says the text after the sign began with a digit or `_`.
+fn decimal_like(mut d: Digits<'_>, whole: bool) -> bool {
+    let digit = |c: u8| c.is_ascii_digit();
+    d.eat_all(digit);
+    if whole {
+        while d.eat(|c| c == b':') {
+            if d.eat_all(digit) == 0 {
+                return false;
+            }
         }
     }
-    let dot = b.get(i) == Some(&b'.');
+    let dot = d.eat(|c| c == b'.');
     if dot {
-        i += 1;
-        while b.get(i).is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'_')) {
-            i += 1;
-        }
+        d.eat_all(|c| c.is_ascii_digit() || c == b'.');
     }
     if !whole && !dot {
         return false;
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if !digit(i) {
+    if d.eat(|c| matches!(c, b'e' | b'E')) {
+        d.eat(|c| matches!(c, b'+' | b'-'));
+        if d.eat_all(digit) == 0 {
             return false;
         }
-        while digit(i) {
-            i += 1;
-        }
     }
-    i == b.len()
+    d.done()
 }
 
 /// A YAML 1.1 timestamp, loosely: `YYYY-M-D`, alone or followed by `T`, `t` or a space and

@@ -1,7 +1,8 @@
 //! Tests of the YAML emitter: every value reads back unchanged with casebook's reader, and every
 //! string keeps its meaning for the other readers the output meets: YAML 1.1 (its type
 //! repository and PyYAML's resolver, checked here with reference patterns written from those
-//! texts, not with the emitter's own check), YAML 1.2 core, and PyYAML itself.
+//! texts, not with the emitter's own check), YAML 1.2 core, ruamel.yaml and yaml.v3 (`yq`),
+//! and PyYAML itself.
 
 use std::process::Command;
 use std::sync::LazyLock;
@@ -17,8 +18,9 @@ use serde_json::{Map, Value, json};
 use super::*;
 
 /// The implicit types each reader gives a plain scalar, as the patterns of its own text: the
-/// YAML 1.1 type repository (yaml.org/type), PyYAML's `resolver.py`, and the YAML 1.2 core
-/// schema (spec 10.3.2). A plain scalar that matches none of them is a string everywhere.
+/// YAML 1.1 type repository (yaml.org/type), PyYAML's `resolver.py`, the YAML 1.2 core schema
+/// (spec 10.3.2), and two common readers with their own rules, ruamel.yaml and yaml.v3 (with
+/// [`YAML_V3_NUMBERS`]). A plain scalar that matches none of them is a string everywhere.
 static RESOLVERS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     [
         ("YAML 1.1 bool", r"y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"),
@@ -60,15 +62,46 @@ static RESOLVERS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
             "YAML 1.2 core float",
             r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)",
         ),
+        // ruamel.yaml's YAML 1.2 set (its `resolver.py`), which keeps `_` and reads `1e3` and
+        // `+_`; its int pattern is tried only on text starting with a sign or digit.
+        (
+            "ruamel.yaml 1.2 float",
+            r"[-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|[-+]?\.[0-9_]+([eE][-+][0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)",
+        ),
+        ("ruamel.yaml 1.2 int", r"[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+][0-9_]+|[0-9][0-9_]*|[-+]?0x[0-9a-fA-F_]+"),
+        // yaml.v3 (`yq`), `resolve.go`: its map of words, and Go's `time.Parse` with its layouts.
+        ("yaml.v3 word", r"true|True|TRUE|false|False|FALSE|~|null|Null|NULL|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|<<"),
+        (
+            "yaml.v3 timestamp",
+            r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt])[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?(Z|[-+][0-9]{2}:[0-9]{2})| [0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(\.[0-9]+)?)?",
+        ),
     ]
     .into_iter()
     .map(|(name, pattern)| (name, Regex::new(&format!("^(?:{pattern})$")).unwrap()))
     .collect()
 });
 
+/// yaml.v3's numbers: text starting with a sign or digit is read with every `_` deleted, by Go's
+/// `ParseInt` with base 0 (prefixes in either case, a leading 0 for octal) and its float
+/// pattern; text starting with `.` by Go's `ParseFloat`, which allows `_` between digits.
+static YAML_V3_NUMBERS: LazyLock<[Regex; 2]> = LazyLock::new(|| {
+    [
+        r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)$",
+        r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$",
+    ]
+    .map(|pattern| Regex::new(pattern).unwrap())
+});
+
 /// The types other than string that some reader gives the plain scalar `text`.
 fn non_string_types(text: &str) -> Vec<&'static str> {
-    RESOLVERS.iter().filter(|(_, re)| re.is_match(text)).map(|(name, _)| *name).collect()
+    let mut types: Vec<&str> = RESOLVERS.iter().filter(|(_, re)| re.is_match(text)).map(|(name, _)| *name).collect();
+    if text.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)) {
+        let without_underscores = text.replace('_', "");
+        if YAML_V3_NUMBERS.iter().any(|re| re.is_match(&without_underscores)) {
+            types.push("yaml.v3 number");
+        }
+    }
+    types
 }
 
 /// The plain scalars of a YAML text, keys and values, as a YAML parser sees them.
@@ -212,6 +245,34 @@ fn numbers_read_as_the_same_numbers_everywhere() {
     }
 }
 
+/// Every string of up to four characters from an alphabet of number, date and word parts:
+/// none is written plain unless all readers take it for a string.
+#[test]
+fn short_strings_of_number_parts_exhaustively() {
+    let alphabet: Vec<char> = "019_.:+-eExob, ".chars().collect();
+    let mut strings = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..4 {
+        last = last.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+        strings.extend(last.iter().cloned());
+    }
+    let mut plain = 0;
+    for s in &strings {
+        let mut out = String::new();
+        string(&mut out, s);
+        if out.starts_with('"') {
+            continue;
+        }
+        plain += 1;
+        let types = non_string_types(s);
+        assert!(types.is_empty(), "`{s}` written plain reads as {types:?}");
+        let yaml = format!("k: {out}\n");
+        assert_eq!(read_back(&yaml), json!({"k": s}), "YAML was:\n{yaml}");
+    }
+    // Most of them are ordinary text and stay plain.
+    assert!(plain > strings.len() / 2, "{plain} of {} written plain", strings.len());
+}
+
 /// Words some reader takes for a boolean or null, in random case, and near misses.
 fn word() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -228,6 +289,7 @@ fn number() -> impl Strategy<Value = String> {
         "[-+]?0[bBoOxX][-+]?[0-9a-fA-F_]{0,6}",
         "[-+]?[0-9_]{1,6}(:[0-9]{1,3}){0,3}(\\.[0-9._]{0,4})?([eE][-+]?[0-9]{0,3})?",
         "[-+]?\\.[0-9._]{0,4}([eE][-+]?[0-9]{0,3})?",
+        "[-+]?[0-9_,.:eExXoObB+-]{1,8}",
     ]
 }
 
@@ -364,6 +426,12 @@ fn pyyaml_sample() -> Map<String, Value> {
             "1_000.5",
             ".NaN",
             "+.INF",
+            "0x_",
+            "0o_",
+            "0b_",
+            "+_",
+            "._",
+            "1,000",
             "2026-1-2",
             "2026-01-02 10:20:30 +01:00",
             "2026-01-02t10:20:30-5",
