@@ -4,8 +4,9 @@
 //!
 //! "The same string" means under every reader the output may meet: casebook's own, YAML 1.1 as
 //! its type repository defines it and as PyYAML implements it (mas-lab reads manifests with
-//! PyYAML), and the YAML 1.2 core schema (editors, `yq`). A string any of them would read as a
-//! boolean, null, number, timestamp or merge key is quoted.
+//! PyYAML), the YAML 1.2 core schema (editors), and the extra forms of common readers (yaml.v3
+//! behind `yq`, ruamel.yaml, Ruby's Psych). A string any of them would read as a boolean, null,
+//! number, timestamp or merge key is quoted.
 
 use serde_json::Value;
 

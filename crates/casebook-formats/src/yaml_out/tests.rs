@@ -245,8 +245,9 @@ fn numbers_read_as_the_same_numbers_everywhere() {
     }
 }
 
-/// Every string of up to four characters from an alphabet of number, date and word parts:
-/// none is written plain unless all readers take it for a string.
+/// Every string of up to four characters from the ones numbers are made of (digits, signs,
+/// `_`, `.`, `:`, `,`, exponents, base prefixes, a space): none is written plain unless every
+/// reader takes it for a string, and casebook's reader gives each back.
 #[test]
 fn short_strings_of_number_parts_exhaustively() {
     let alphabet: Vec<char> = "019_.:+-eExob, ".chars().collect();
@@ -501,6 +502,16 @@ fn pyyaml_sample() -> Map<String, Value> {
         json!([1e300, 1e-7, -1.5e-7, 1e16, 0.5, 12, -3, 9_007_199_254_740_991_i64, true, null]),
     );
     map.insert("casebook sample: nested".into(), json!({"yes": {"on": ["007", {"12:45": "0755"}]}, "<<": "merge"}));
+    map.insert(
+        "casebook sample: shapes".into(),
+        json!({"lists": [[1, 2], ["x", [], [["yes"]]], [{}]], "empty map": {}, "empty list": [], "none": null}),
+    );
+    // As list items, the first key of each mapping follows its `- `.
+    let items: Vec<Value> = [long_keys(), ISSUE_EXAMPLES.iter().map(|s| ((*s).to_owned(), json!(s))).collect()]
+        .into_iter()
+        .map(Value::Object)
+        .collect();
+    map.insert("casebook sample: items".into(), Value::Array(items));
     map.extend(long_keys());
     map
 }
