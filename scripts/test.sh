@@ -8,6 +8,11 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install cargo-nextest --locked
 fi
 
+# The YAML emitter's tests load its output with PyYAML, the reader mas-lab uses.
+if ! python3 -c 'import yaml' 2>/dev/null; then
+  python3 -m pip install --quiet pyyaml || python3 -m pip install --quiet --user --break-system-packages pyyaml
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --doc --workspace --locked
