@@ -131,7 +131,19 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
             // Read from standard input: there is no folder to find the file in.
             None => Some(MemorySeeds::Path(path.to_string())),
             Some(_) => {
-                let content = read_seed_file(cx, node, ptr, path)?;
+                let content = match cx.seed_files.get(path.as_ref()) {
+                    Some(Some(content)) => content.clone(),
+                    Some(None) => {
+                        let message = format!("the seed file `{path}` has problems, reported where it was first named");
+                        cx.report(Code::SeedPathMissing, node.offset, ptr, message);
+                        return None;
+                    }
+                    None => {
+                        let content = read_seed_file(cx, node, ptr, path);
+                        cx.seed_files.insert(path.to_string(), content.clone());
+                        content?
+                    }
+                };
                 Some(MemorySeeds::File { file: path.to_string(), content })
             }
         },

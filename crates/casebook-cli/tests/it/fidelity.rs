@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, at, casebook, jsonl, run, to_native, validate};
+use crate::cli::{Folder, Loc, at, casebook, jsonl, run, to_native, validate};
 
 /// `casebook` working in `dir`, with a fixed author and clock and no store from the outside.
 fn cb(dir: &Folder) -> assert_cmd::Command {
@@ -279,4 +279,33 @@ fn agent_health_legacy_cases_validate_with_a_warning_each() {
     // The summary counts what was printed.
     let human = run(casebook().arg("validate").arg(&corpus));
     assert!(human.stderr.contains("0 errors, 3 warnings"), "{}", human.stderr);
+}
+
+#[test]
+fn a_seed_file_many_items_share_is_read_once_and_its_problems_reported_once() {
+    let dir = Folder::new();
+    dir.file("seeds/shared.yaml", "- source: catalogue\n  content: [not, text]\n");
+    let file = dir.file(
+        "trips.yaml",
+        "name: trips\nitems:\n  - id: a\n    prompt: one\n    memory_seeds: seeds/shared.yaml\n  - id: b\n    prompt: two\n    memory_seeds: seeds/shared.yaml\n",
+    );
+    let out = validate(&file);
+    out.expect_status(1);
+    let diagnostics = out.diagnostics();
+    assert_eq!(diagnostics.len(), 2, "{diagnostics:?}");
+    assert!(diagnostics[0]["file"].as_str().is_some_and(|f| f.ends_with("seeds/shared.yaml")), "{diagnostics:?}");
+    assert_eq!((diagnostics[0]["line"].as_u64(), diagnostics[0]["column"].as_u64()), (Some(2), Some(12)));
+    assert_eq!(Loc::of(&diagnostics[1]), at("E-seed-path-missing", 8, 19, "/items/1/memory_seeds"));
+}
+
+#[test]
+fn a_version_is_never_made_from_a_seed_path_it_could_not_read() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let out = run(cb(&dir)
+        .args(["import", "-", "--from", "maslab", "--dataset", "trips"])
+        .write_stdin("name: trips\nitems:\n  - id: a\n    prompt: one\n    memory_seeds: seeds/bob.yaml\n"));
+    assert_ne!(out.status, Some(0), "{out:?}");
+    assert!(out.stderr.contains("names the seed file `seeds/bob.yaml`, which was not read"), "{}", out.stderr);
+    assert!(!ok(cb(&dir).arg("datasets")).contains("trips"), "nothing was committed");
 }
