@@ -323,7 +323,8 @@ fn resolve_scalar<'a>(text: Cow<'a, str>, style: ScalarStyle, tag: Option<&str>)
         "" | "~" | "null" | "Null" | "NULL" => NodeValue::Null,
         "true" | "True" | "TRUE" => NodeValue::Bool(true),
         "false" | "False" | "FALSE" => NodeValue::Bool(false),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN" | ".NAN" => {
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN"
+        | ".NAN" => {
             return Err(format!("`{text}` is not a number JSON can hold; quote it to keep it as text"));
         }
         t => match number(t) {
@@ -340,11 +341,16 @@ fn number(text: &str) -> Option<String> {
         b'+' => ("", &text[1..]),
         _ => ("", text),
     };
-    if let Some(hex) = body.strip_prefix("0x") {
-        return u128::from_str_radix(hex, 16).ok().map(|v| format!("{sign}{v}"));
+    // Hexadecimal and octal integers take no sign in the core schema (`-0x1F` is text).
+    if let Some(hex) = text.strip_prefix("0x") {
+        return (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u128::from_str_radix(hex, 16).ok().map(|v| v.to_string()))
+            .flatten();
     }
-    if let Some(oct) = body.strip_prefix("0o") {
-        return u128::from_str_radix(oct, 8).ok().map(|v| format!("{sign}{v}"));
+    if let Some(oct) = text.strip_prefix("0o") {
+        return (!oct.is_empty() && oct.bytes().all(|b| (b'0'..=b'7').contains(&b)))
+            .then(|| u128::from_str_radix(oct, 8).ok().map(|v| v.to_string()))
+            .flatten();
     }
     let bytes = body.as_bytes();
     if !bytes.is_empty() && bytes.iter().all(u8::is_ascii_digit) {
@@ -403,6 +409,14 @@ mod tests {
         assert_eq!(scalar("1.2.3"), NodeValue::String("1.2.3".into()));
         assert_eq!(scalar("!!str 12"), NodeValue::String("12".into()));
         assert!(parse(".inf").is_err());
+        assert!(parse("+.Inf").is_err() && parse("+.INF").is_err());
+        let value = |text: &str| parse(text).unwrap().to_value(&crate::pointer::Ptr::ROOT).unwrap();
+        // The core schema's hexadecimal and octal forms have no sign and only their own digits.
+        assert_eq!(value("0x1F"), serde_json::json!(31));
+        assert_eq!(value("0o17"), serde_json::json!(15));
+        for text in ["0x+1", "0o+7", "-0x1F", "+0o7", "0x", "0o8", "0xG"] {
+            assert_eq!(value(text), serde_json::json!(text), "{text}");
+        }
     }
 
     #[test]
