@@ -295,7 +295,49 @@ impl Encoder {
                 }
             }
         }
-        (row, Lost::default())
+        let mut lost = Lost::default();
+        // Fields of the case no column holds.
+        let mapped = |field: &str| self.map.as_ref().is_some_and(|m| m.entries.iter().any(|(t, _)| t == field));
+        for (key, v) in &value {
+            let fields: Vec<String> = match (key.as_str(), v) {
+                ("metadata" | "provenance", _) => Vec::new(),
+                ("id", _) if case.provenance.as_ref().is_some_and(|p| p.id_derived) => Vec::new(),
+                ("expected", Value::Object(e)) => e.keys().map(|k| format!("expected.{k}")).collect(),
+                (other, _) => vec![other.to_owned()],
+            };
+            for field in fields.into_iter().filter(|f| !mapped(f)) {
+                lost.push(format!("{field} (no column of the map holds it)"));
+            }
+        }
+        // Values the reader would give back as something else.
+        let target_of = |column: &str| self.map.as_ref().and_then(|m| m.target_of(column)).map(str::to_owned);
+        let mut unreadable = Vec::new();
+        for (column, v) in &row {
+            let target = target_of(column).unwrap_or_else(|| format!("metadata.{column}"));
+            let json = matches!(
+                target.as_str(),
+                "agent_args" | "expected.rubric_vars" | "expected.acceptable" | "expected.outcomes"
+            );
+            let readable = match (target.as_str(), v) {
+                (_, Value::Null) => false,
+                (_, Value::String(_)) if json => false,
+                (_, _) if json => true,
+                ("labels", _) => case
+                    .labels
+                    .iter()
+                    .flatten()
+                    .all(|l| !l.is_empty() && l.trim() == l && !l.contains([',', ';']) && !l.starts_with('[')),
+                ("confidence", Value::Number(_)) => true,
+                (_, Value::String(_)) => true,
+                _ => false,
+            };
+            if !readable {
+                lost.push(format!("{target} (the `{column}` column would read back as something else)"));
+                unreadable.push(column.clone());
+            }
+        }
+        row.retain(|(column, _)| !unreadable.contains(column));
+        (row, lost)
     }
 
     /// One list item of a document, with what separates it from the previous one.

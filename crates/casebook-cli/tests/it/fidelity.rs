@@ -309,3 +309,56 @@ fn a_version_is_never_made_from_a_seed_path_it_could_not_read() {
     assert!(out.stderr.contains("names the seed file `seeds/bob.yaml`, which was not read"), "{}", out.stderr);
     assert!(!ok(cb(&dir).arg("datasets")).contains("trips"), "nothing was committed");
 }
+
+#[test]
+fn a_spreadsheet_is_never_written_with_values_it_would_give_back_changed() {
+    let dir = Folder::new();
+    dir.file(
+        "cases.jsonl",
+        "{\"id\": \"a\", \"input\": \"q\", \"expected\": {\"output\": \"4\"}, \"metadata\": {\"topic\": \"math\"}}\n\
+         {\"id\": \"b\", \"input\": \"q\", \"turns\": [{\"role\": \"user\", \"content\": \"more\"}], \"expected\": {\"output\": 4}, \"metadata\": {\"n\": 5}}\n",
+    );
+    let map = "id=qid,input=question,expected.output=answer";
+    let out = run(cb(&dir).args([
+        "--format",
+        "json",
+        "convert",
+        "cases.jsonl",
+        "--from",
+        "casebook",
+        "--to",
+        "csv",
+        "--map",
+        map,
+        "-o",
+        "out.csv",
+    ]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let diagnostics = out.stderr_diagnostics();
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    let message = diagnostics[0]["message"].as_str().unwrap_or_default();
+    for field in
+        ["turns (no column of the map holds it)", "expected.output (the `answer` column", "metadata.n (the `n` column"]
+    {
+        assert!(message.contains(field), "{field}: {message}");
+    }
+    assert_eq!(diagnostics[0]["line"], 2);
+    let out = run(cb(&dir).args([
+        "convert",
+        "cases.jsonl",
+        "--from",
+        "casebook",
+        "--to",
+        "csv",
+        "--map",
+        map,
+        "--lossy",
+        "-o",
+        "out.csv",
+    ]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert_eq!(
+        fs_err::read_to_string(dir.join("out.csv")).expect("written"),
+        "qid,question,answer,topic\na,q,4,math\nb,q,,\n"
+    );
+}
