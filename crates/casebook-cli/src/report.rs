@@ -2,7 +2,7 @@
 //! JSON object a line for programs.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 use casebook_model::{Diagnostic, Severity};
@@ -50,7 +50,10 @@ impl Reporter {
         };
     }
 
-    fn source_line(&mut self, d: &Diagnostic) -> Option<String> {
+    /// The part of the line `d` points at that is shown: the line from its start when the column
+    /// is near it, else a window of characters around the column; with the index of its first
+    /// character in the line. The line is read in pieces, so a 50 MB line costs a window.
+    fn source_line(&mut self, d: &Diagnostic) -> Option<(String, usize)> {
         let offset = d.line_offset?;
         if d.line == 0 {
             return None;
@@ -61,12 +64,38 @@ impl Reporter {
             .or_insert_with(|| fs_err::File::open(&d.file).ok().map(BufReader::new))
             .as_mut()?;
         reader.seek(SeekFrom::Start(offset)).ok()?;
-        let mut line = Vec::new();
-        // Read at most what can be shown around the column (a line may be 50 MB).
-        let limit = (d.column as usize + WINDOW.max(LONG_LINE)) * 4 + 16;
-        Read::by_ref(reader).take(limit as u64).read_until(b'\n', &mut line).ok()?;
-        let text = String::from_utf8_lossy(&line);
-        Some(text.trim_end_matches(['\n', '\r']).to_owned())
+        let col = (d.column.max(1) - 1) as usize;
+        let first = if col > LONG_LINE { col - WINDOW } else { 0 };
+        let last = col + WINDOW;
+        let (mut shown, mut index) = (String::new(), 0usize);
+        let mut pending = Vec::new();
+        let mut piece = [0u8; 8192];
+        loop {
+            let read = reader.read(&mut piece).ok()?;
+            pending.extend_from_slice(&piece[..read]);
+            // Decode what is complete; invalid bytes show as U+FFFD.
+            let usable = match std::str::from_utf8(&pending) {
+                Ok(_) => pending.len(),
+                Err(e) => match e.error_len() {
+                    Some(bad) => e.valid_up_to() + bad,
+                    None if read == 0 => pending.len(),
+                    None => e.valid_up_to(),
+                },
+            };
+            for c in String::from_utf8_lossy(&pending[..usable]).chars() {
+                if c == '\n' || index >= last {
+                    return Some((shown.trim_end_matches('\r').to_owned(), first));
+                }
+                if index >= first {
+                    shown.push(c);
+                }
+                index += 1;
+            }
+            pending.drain(..usable);
+            if read == 0 {
+                return Some((shown.trim_end_matches('\r').to_owned(), first));
+            }
+        }
     }
 
     fn render(&mut self, d: &Diagnostic) -> String {
@@ -82,17 +111,10 @@ impl Reporter {
         let label = if d.pointer.is_empty() { String::new() } else { format!("at {}", d.pointer) };
         let mut groups = Vec::new();
         let group = match &line {
-            Some(line) => {
-                // Show a window of a long line around the column.
-                let chars: Vec<(usize, char)> = line.char_indices().collect();
+            Some((shown, first)) => {
                 let col = (d.column.max(1) - 1) as usize;
-                // Short lines are shown whole; a long one around the column.
-                let first = if col > LONG_LINE { col - WINDOW } else { 0 };
-                let last = (col + WINDOW).min(chars.len());
-                let start_byte = chars.get(first).map_or(line.len(), |c| c.0);
-                let end_byte = chars.get(last).map_or(line.len(), |c| c.0);
-                let shown = &line[start_byte..end_byte];
-                let at = chars.get(col).map_or(line.len(), |c| c.0).saturating_sub(start_byte).min(shown.len());
+                let first = *first;
+                let at = shown.char_indices().nth(col - first).map_or(shown.len(), |c| c.0);
                 let width = shown[at..].chars().next().map_or(0, char::len_utf8);
                 let snippet = Snippet::source(shown)
                     .line_start(d.line as usize)

@@ -4,7 +4,7 @@
 //! metadata}]`, `labels: [{key, value}]`, `version`, `createdAt`). Legacy `expectedTrajectory`
 //! cases (without `expectedOutcomes`) are read too.
 
-use casebook_model::{Case, Code, ContextItem, Expectations, Map, Task};
+use casebook_model::{Case, Code, ContextItem, Expectations, Map, Task, excerpt};
 use serde_json::{Value, json};
 
 use crate::layout::{self, Lost, Part};
@@ -86,7 +86,12 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
                 let p = ptr.key(field);
                 if let Some(value) = cx.string(n, &p) {
                     if *field == "difficulty" && !DIFFICULTIES.contains(&value.as_str()) {
-                        let d = cx.report(Code::InvalidValue, n.offset, &p, format!("unknown difficulty `{value}`"));
+                        let d = cx.report(
+                            Code::InvalidValue,
+                            n.offset,
+                            &p,
+                            format!("unknown difficulty `{}`", excerpt(&value)),
+                        );
                         d.hint = Some("use `Easy`, `Medium` or `Hard`".into());
                     }
                     labels.get_or_insert_with(Vec::new).push(format!("{field}:{value}"));

@@ -104,7 +104,8 @@ impl Consumer<Encoded> for Converter<'_, '_> {
             let loc = batch.locs[*i];
             let lossy = self.target.lossy;
             let code = if lossy { Code::Dropped } else { Code::Unrepresentable };
-            let (id, format, list) = (&batch.cases[*i].id, self.target.format, fields.join(", "));
+            let (id, format, list) =
+                (casebook_model::excerpt(&batch.cases[*i].id), self.target.format, fields.join(", "));
             batch.diagnostics.push(Diagnostic {
                 severity: code.severity(),
                 code,

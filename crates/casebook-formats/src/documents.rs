@@ -2,7 +2,7 @@
 //! reading the dataset header around it, and remembering the rest of the document so that the
 //! same format's writer can reproduce it.
 
-use casebook_model::{Case, Code, DatasetHeader, Map};
+use casebook_model::{Case, Code, DatasetHeader, Map, excerpt};
 use serde_json::{Value, json};
 
 use crate::format::Format;
@@ -303,7 +303,7 @@ fn read_manifest_header<'n, 's>(
                             Code::InvalidValue,
                             n.offset,
                             &root_ptr.key(key),
-                            format!("expected `kind: Dataset`, found `{v}`"),
+                            format!("expected `kind: Dataset`, found `{}`", excerpt(&v)),
                         );
                         d.hint = Some("this file is not a mas-lab dataset manifest".into());
                     }

@@ -30,7 +30,7 @@ pub fn lift_unknown(
                 Code::SuspiciousField,
                 entry.key_offset,
                 &ptr.key(&entry.key),
-                format!("unknown field `{}` is kept in `metadata`", entry.key),
+                format!("unknown field `{}` is kept in `metadata`", casebook_model::excerpt(&entry.key)),
             )
             .hint = Some(format!("did you mean `{k}`?"));
         }
@@ -60,7 +60,10 @@ pub fn lift<'e, 's: 'e>(
                 Code::FieldConflict,
                 entry.key_offset,
                 &entry_ptr,
-                format!("key `{}` is both a top-level field and a key of `metadata`", entry.key),
+                format!(
+                    "key `{}` is both a top-level field and a key of `metadata`",
+                    casebook_model::excerpt(&entry.key)
+                ),
             );
             d.hint = Some("rename one of them: unknown top-level fields are kept in `metadata`".into());
             continue;

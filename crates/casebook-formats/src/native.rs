@@ -2,7 +2,7 @@
 //! in YAML or JSON, or JSONL with one case a line. Field names are those of SPEC §2; unknown
 //! fields are errors here (with a suggestion), since `metadata` is the place for extra data.
 
-use casebook_model::{Case, Code, DatasetHeader, Expectations, Provenance, Review, Task};
+use casebook_model::{Case, Code, DatasetHeader, Expectations, Provenance, Review, Task, excerpt};
 use serde_json::Value;
 
 use crate::node::{Node, NodeValue};
@@ -188,7 +188,7 @@ fn expectations(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, messages: usize) ->
                 Code::SuspiciousField,
                 entry.key_offset,
                 &ptr.key(&entry.key),
-                format!("unknown expectation `{}` is kept as is", entry.key),
+                format!("unknown expectation `{}` is kept as is", excerpt(&entry.key)),
             )
             .hint = Some(format!("did you mean `{known}`?"));
         }

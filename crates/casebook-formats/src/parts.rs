@@ -16,8 +16,14 @@ pub fn role(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Role> {
     let text = cx.string(node, ptr)?;
     let role = Role::parse(&text);
     if role.is_none() {
-        let d = cx.report(Code::UnknownRole, node.offset, ptr, format!("unknown turn role `{text}`"));
-        let suggestion = did_you_mean(&text.to_lowercase(), &["user", "hitl", "system"]);
+        let d = cx.report(
+            Code::UnknownRole,
+            node.offset,
+            ptr,
+            format!("unknown turn role `{}`", casebook_model::excerpt(&text)),
+        );
+        let suggestion =
+            (text.len() <= 64).then(|| did_you_mean(&text.to_lowercase(), &["user", "hitl", "system"])).flatten();
         d.hint = Some(match suggestion {
             Some(s) => format!("did you mean `{s}`? roles are `user`, `hitl` and `system`"),
             None => "roles are `user`, `hitl` (an operator stepping in) and `system`".into(),
@@ -70,7 +76,7 @@ pub fn unknown_fields(cx: &mut Cx<'_>, f: &Fields<'_, '_>, ptr: &Ptr<'_>, known:
             Code::UnknownField,
             entry.key_offset,
             &ptr.key(&entry.key),
-            format!("unknown field `{}`", entry.key),
+            format!("unknown field `{}`", casebook_model::excerpt(&entry.key)),
         );
         d.hint = Some(match did_you_mean(&entry.key, known) {
             Some(s) => format!("did you mean `{s}`?"),

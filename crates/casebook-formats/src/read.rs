@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use casebook_model::{Case, Code, DatasetHeader, Diagnostic};
+use casebook_model::{Case, Code, DatasetHeader, Diagnostic, excerpt};
 
 use crate::format::{Format, Syntax, sniff_document, sniff_jsonl_row, sniff_syntax};
 use crate::ids::IdTable;
@@ -379,7 +379,7 @@ impl<'c, W> State<'c, W> {
                 let mut d = Diagnostic {
                     severity: Code::DuplicateId.severity(),
                     code: Code::DuplicateId,
-                    message: format!("duplicate id `{}` (first used on line {first_line})", case.id),
+                    message: format!("duplicate id `{}` (first used on line {first_line})", excerpt(&case.id)),
                     file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
                     line: loc.line,
                     column: loc.column,

@@ -31,6 +31,24 @@ pub fn parse_streaming<'a>(
     paths: &[&'static [&'static str]],
     on: &mut dyn FnMut(Streamed<'a>) -> bool,
 ) -> Result<Node<'a>, YamlError> {
+    if let Some((offset, c)) = forbidden_char(text) {
+        let name = match c {
+            '\u{7}' => " (bell)",
+            '\u{1b}' => " (escape)",
+            '\u{0}' => " (NUL)",
+            '\u{7f}' => " (delete)",
+            _ => "",
+        };
+        return Err(YamlError {
+            offset,
+            message: format!(
+                "YAML does not allow the control character U+{:04X}{name} in a file; write it as an escape \
+                 (`\\u{:04X}`) in a double-quoted string",
+                c as u32, c as u32
+            ),
+            too_deep: false,
+        });
+    }
     let mut builder = Builder {
         parser: Parser::new_from_str(text),
         offsets: Offsets::new(text),
@@ -42,6 +60,21 @@ pub fn parse_streaming<'a>(
         on,
     };
     builder.document()
+}
+
+/// The first character a YAML stream may not hold, with its byte offset: C0 controls other than
+/// tab and line breaks, DEL, C1 controls other than NEL, and U+FFFE/U+FFFF (YAML 1.2
+/// `c-printable`; JSON refuses the same controls in strings).
+fn forbidden_char(text: &str) -> Option<(usize, char)> {
+    let bytes = text.as_bytes();
+    let at = bytes.iter().enumerate().position(|(i, &b)| match b {
+        b'\t' | b'\n' | b'\r' => false,
+        0x00..=0x1F | 0x7F => true,
+        0xC2 => matches!(bytes.get(i + 1), Some(0x80..=0x84 | 0x86..=0x9F)),
+        0xEF => bytes.get(i + 1) == Some(&0xBF) && matches!(bytes.get(i + 2), Some(0xBE | 0xBF)),
+        _ => false,
+    })?;
+    text[at..].chars().next().map(|c| (at, c))
 }
 
 /// A container being built: a mapping's entries so far and the key being read, or a sequence.
@@ -325,7 +358,10 @@ fn resolve_scalar<'a>(text: Cow<'a, str>, style: ScalarStyle, tag: Option<&str>)
         "false" | "False" | "FALSE" => NodeValue::Bool(false),
         ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" | "-.inf" | "-.Inf" | "-.INF" | ".nan" | ".NaN"
         | ".NAN" => {
-            return Err(format!("`{text}` is not a number JSON can hold; quote it to keep it as text"));
+            return Err(format!(
+                "`{}` is not a number JSON can hold; quote it to keep it as text",
+                casebook_model::excerpt(&text)
+            ));
         }
         t => match number(t) {
             Some(number) => NodeValue::Number(Cow::Owned(number)),
@@ -393,6 +429,24 @@ mod tests {
 
     fn scalar(text: &str) -> NodeValue<'_> {
         parse(text).unwrap().value
+    }
+
+    #[test]
+    fn control_characters_are_refused_where_they_are() {
+        for (text, offset, code) in [
+            ("a: b\u{1}c\n", 4, 0x1),
+            ("a: |\n  bell\u{7}\n", 11, 0x7),
+            ("k: \"esc\u{1b}\"\n", 7, 0x1b),
+            ("- x\n- y\u{7f}\n", 7, 0x7f),
+            ("c1: \u{85}ok\u{9b}\n", 8, 0x9b),
+            ("nc: \u{fffe}\n", 4, 0xfffe),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!(err.offset, offset, "{text:?}");
+            assert!(err.message.contains(&format!("U+{code:04X}")), "{}", err.message);
+        }
+        // Tabs, line breaks, NEL and the byte order mark are allowed.
+        assert!(parse("a: \"tab\there\"\r\nb: nel\u{85}\n").is_ok());
     }
 
     #[test]

@@ -103,6 +103,19 @@ impl Serialize for Code {
     }
 }
 
+/// A value as a diagnostic quotes it: whole when short, else its first characters and its size,
+/// so that a 50 MB value never ends up in a message.
+pub fn excerpt(value: &str) -> std::borrow::Cow<'_, str> {
+    const SHOWN: usize = 60;
+    if value.len() <= SHOWN + 20 {
+        return value.into();
+    }
+    match value.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}… ({} bytes)", &value[..end], value.len()).into(),
+        None => value.into(),
+    }
+}
+
 /// One problem in one file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnostic {
@@ -133,5 +146,17 @@ impl Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.code, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_keep_short_values_and_cut_long_ones_on_a_character() {
+        assert_eq!(excerpt("user"), "user");
+        let long = "é".repeat(1000);
+        assert_eq!(excerpt(&long), format!("{}… (2000 bytes)", "é".repeat(60)));
     }
 }

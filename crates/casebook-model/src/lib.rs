@@ -11,7 +11,7 @@ pub use case::{
     Task, Tool, Turn, seed_list,
 };
 pub use dataset::DatasetHeader;
-pub use diagnostic::{Code, Diagnostic, Severity};
+pub use diagnostic::{Code, Diagnostic, Severity, excerpt};
 pub use suggest::did_you_mean;
 
 /// A JSON object with its keys in source order.

@@ -8,6 +8,9 @@ pub fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
     let word_len = word.chars().count();
     known
         .iter()
+        // The distance is at least the difference in length, and must stay below the known
+        // word's length: this also keeps a 50 MB value from being compared at all.
+        .filter(|k| word_len.abs_diff(k.chars().count()) < k.chars().count())
         .map(|k| (edit_distance(word, k), *k))
         .filter(|(d, k)| {
             let len = k.chars().count();
@@ -56,5 +59,7 @@ mod tests {
         assert_eq!(did_you_mean("n_rusn", &known), Some("n_runs"));
         assert_eq!(did_you_mean("input", &known), None);
         assert_eq!(did_you_mean("zzz", &known), None);
+        // A huge value is not compared (the table would be its length times the word's).
+        assert_eq!(did_you_mean(&"u".repeat(50_000_000), &["user"]), None);
     }
 }

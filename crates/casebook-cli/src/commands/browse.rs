@@ -244,7 +244,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
                     code,
                     message: format!(
                         "case `{}` has what `{}` cannot hold: {}",
-                        cases[*i].id,
+                        casebook_model::excerpt(&cases[*i].id),
                         args.write.to,
                         fields.join(", ")
                     ),

@@ -11,6 +11,7 @@ mod fidelity;
 mod filter;
 mod human;
 mod inspect;
+mod memory;
 mod run;
 mod schema;
 mod store;

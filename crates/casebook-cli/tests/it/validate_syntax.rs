@@ -303,3 +303,19 @@ fn yaml_alias_bomb_is_an_error_not_a_crash() {
     let diagnostics = run.diagnostics();
     assert!(diagnostics.iter().any(|d| d["severity"] == "error"), "{run:?}");
 }
+
+#[test]
+fn yaml_control_characters_are_refused_with_their_line_and_column() {
+    let dir = Folder::new();
+    for (name, text, line, column) in [
+        ("bel.yaml", "name: d\nitems:\n  - id: a\n    prompt: \"ring \u{7} the bell\"\n", 4, 19),
+        ("esc.yaml", "name: d\nitems:\n  - id: é\n    prompt: x\u{1b}[31m\n", 4, 14),
+        ("del.yaml", "name: d\u{7f}\nitems: []\n", 1, 8),
+    ] {
+        let file = dir.file(name, text);
+        let run = validate(&file);
+        run.expect_status(1);
+        assert_eq!(run.locations(), [at("E-yaml-syntax", line, column, "")], "{name}");
+        assert!(message(&run.diagnostics()[0]).contains("control character"), "{name}");
+    }
+}
