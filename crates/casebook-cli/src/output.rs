@@ -3,7 +3,9 @@
 //! output, written to an unnamed temporary file first and copied out on success (so a failure
 //! half way through a large input never leaves the reader of a pipe with the first part).
 //! Files that go next to an output file (a mas-lab items file, seed files) are written the same
-//! way and moved into place with it.
+//! way and moved into place with it. Temporary files are named `.casebook-PID-….tmp`: Ctrl-C or
+//! SIGTERM removes them ([`remove_on_signals`]), and one left by a process that no longer runs
+//! (killed with SIGKILL) is removed by the next command that writes to the same folder.
 
 use std::io::{BufWriter, Seek, Write};
 use std::path::{Component, Path, PathBuf};
@@ -13,12 +15,76 @@ use anyhow::Context;
 
 pub struct Output {
     temp: Temp,
-    beside: Arc<Mutex<Vec<(tempfile::NamedTempFile, PathBuf)>>>,
+    beside: Arc<Mutex<Vec<(Tracked, PathBuf)>>>,
 }
 
 enum Temp {
-    File(tempfile::NamedTempFile, PathBuf),
+    File(Tracked, PathBuf),
     Stdout(std::fs::File),
+}
+
+/// Temporary files of this process that a signal must not leave behind.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A temporary file listed in [`LIVE`] for as long as it exists under its temporary name.
+struct Tracked {
+    temp: Option<tempfile::NamedTempFile>,
+    path: PathBuf,
+}
+
+impl Tracked {
+    fn new(temp: tempfile::NamedTempFile) -> Self {
+        let path = temp.path().to_owned();
+        live().push(path.clone());
+        Self { temp: Some(temp), path }
+    }
+
+    /// Moves the file to `path`. It leaves the list first: a signal in between leaves a stale
+    /// temporary file (removed later), never removes the output.
+    fn persist(mut self, path: &Path) -> anyhow::Result<()> {
+        live().retain(|p| *p != self.path);
+        if let Some(temp) = self.temp.take() {
+            temp.persist(path).with_context(|| format!("cannot write `{}`", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        live().retain(|p| *p != self.path);
+    }
+}
+
+/// On Ctrl-C or SIGTERM, removes this process's temporary files and exits (130 or 143), so an
+/// interrupted `convert` or `export` leaves nothing behind. For commands that have no other
+/// use for these signals.
+pub fn remove_on_signals() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        std::thread::spawn(|| {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_io().build() else { return };
+            runtime.block_on(async {
+                use tokio::signal::unix::{SignalKind, signal};
+                let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+                else {
+                    return;
+                };
+                let code = tokio::select! {
+                    _ = int.recv() => 130,
+                    _ = term.recv() => 143,
+                };
+                for path in live().drain(..) {
+                    let _ = fs_err::remove_file(path);
+                }
+                std::process::exit(code);
+            });
+        });
+    });
 }
 
 impl Output {
@@ -48,12 +114,10 @@ impl Output {
     pub fn keep(self) -> anyhow::Result<()> {
         let beside = std::mem::take(&mut *self.beside.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         for (temp, path) in beside {
-            temp.persist(&path).with_context(|| format!("cannot write `{}`", path.display()))?;
+            temp.persist(&path)?;
         }
         match self.temp {
-            Temp::File(temp, path) => {
-                temp.persist(&path).with_context(|| format!("cannot write `{}`", path.display()))?;
-            }
+            Temp::File(temp, path) => temp.persist(&path)?,
             Temp::Stdout(mut file) => {
                 file.rewind()?;
                 let mut stdout = std::io::stdout().lock();
@@ -65,19 +129,43 @@ impl Output {
     }
 }
 
-fn temp_in(dir: &Path) -> anyhow::Result<(tempfile::NamedTempFile, std::fs::File)> {
+const TEMP_PREFIX: &str = ".casebook-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+fn temp_in(dir: &Path) -> anyhow::Result<(Tracked, std::fs::File)> {
+    remove_stale(dir);
     let mut builder = tempfile::Builder::new();
+    let prefix = format!("{TEMP_PREFIX}{}-", std::process::id());
+    builder.prefix(&prefix).suffix(TEMP_SUFFIX);
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644));
     let temp = builder.tempfile_in(dir).with_context(|| format!("cannot write in `{}`", dir.display()))?;
     let file = temp.reopen().with_context(|| format!("cannot write in `{}`", dir.display()))?;
-    Ok((temp, file))
+    Ok((Tracked::new(temp), file))
+}
+
+/// Removes the temporary files in `dir` of casebook processes that no longer run.
+fn remove_stale(dir: &Path) {
+    let Ok(entries) = fs_err::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX)?.strip_suffix(TEMP_SUFFIX)?.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs_err::remove_file(entry.path());
+        }
+    }
 }
 
 /// The files next to an output file, made as temporary files and kept by [`Output::keep`].
 struct BesideFiles {
     dir: PathBuf,
-    made: Arc<Mutex<Vec<(tempfile::NamedTempFile, PathBuf)>>>,
+    made: Arc<Mutex<Vec<(Tracked, PathBuf)>>>,
 }
 
 impl BesideFiles {

@@ -196,6 +196,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         ordered.extend(columns.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
         columns = ordered;
     }
+    crate::output::remove_on_signals();
     let (output, out) = Output::create(args.write.output.as_deref())?;
     let beside = output.beside();
     // A stored version carries its seed files: they are written beside an output file.

@@ -43,6 +43,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
 
+    crate::output::remove_on_signals();
     let (output, out) = Output::create(args.write.output.as_deref())?;
     let beside = output.beside();
     let mut reporter = Reporter::new(settings, true);

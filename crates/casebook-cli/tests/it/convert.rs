@@ -176,3 +176,60 @@ fn a_string_letta_csv_would_read_as_a_list_is_refused() {
     assert_eq!(r.stderr_diagnostics()[0]["code"], "W-dropped");
     assert_eq!(fs_err::read_to_string(&out).unwrap(), "id,input,ground_truth\na,ok,x\nb,q,\n");
 }
+
+/// The temporary files of `dir` (`.casebook-PID-….tmp`).
+fn temporaries(dir: &Folder) -> Vec<String> {
+    dir.entries().into_iter().filter(|n| n.starts_with(".casebook-") && n.ends_with(".tmp")).collect()
+}
+
+/// Starts converting a large file into `dir` and waits until its temporary output exists.
+fn interrupted_convert(dir: &Folder) -> std::process::Child {
+    let data = dir.join("big.jsonl");
+    let generate = run(casebook().args(["generate", "--kind", "letta-jsonl", "--cases", "50000", "-o"]).arg(&data));
+    assert_eq!(generate.status, Some(0), "{generate:?}");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
+        .current_dir(dir.join(""))
+        .args(["convert", "big.jsonl", "--to", "casebook", "-o", "out.jsonl"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("convert starts");
+    let start = std::time::Instant::now();
+    while temporaries(dir).is_empty() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(30), "no temporary file appeared");
+        assert!(child.try_wait().expect("wait").is_none(), "convert finished before it could be interrupted");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child
+}
+
+#[test]
+fn an_interrupted_convert_leaves_no_temporary_file() {
+    let dir = Folder::new();
+    let mut child = interrupted_convert(&dir);
+    let kill = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(kill.expect("kill runs").success());
+    let status = child.wait().expect("convert ends");
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(temporaries(&dir), Vec::<String>::new());
+    assert!(!dir.join("out.jsonl").exists());
+}
+
+#[test]
+fn a_killed_convert_s_temporary_file_is_removed_by_the_next_one() {
+    let dir = Folder::new();
+    let mut child = interrupted_convert(&dir);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("convert ends");
+    let stale = temporaries(&dir);
+    assert_eq!(stale.len(), 1, "SIGKILL leaves the file: {stale:?}");
+    let small = dir.file("small.jsonl", "{\"input\": \"hi\"}\n");
+    let out = run(casebook().current_dir(dir.join("")).arg("convert").arg(&small).args([
+        "--to",
+        "letta",
+        "-o",
+        "small-out.jsonl",
+    ]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert_eq!(temporaries(&dir), Vec::<String>::new());
+}
