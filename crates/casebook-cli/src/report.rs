@@ -147,15 +147,32 @@ impl Reporter {
     }
 }
 
+/// An error and its causes, each said once: a cause whose text its parent already quotes (as
+/// database errors do) is not repeated.
+fn chain_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 /// An environment or usage error (exit 2), on stderr.
 pub fn environment_error(settings: &Global, err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
+    let message = chain_text(err);
     if settings.json {
-        let value = serde_json::json!({"severity": "error", "code": "E-environment", "message": format!("{err:#}")});
+        let value = serde_json::json!({"severity": "error", "code": "E-environment", "message": message});
         let _ = writeln!(stderr, "{value}");
     } else {
         let renderer = if settings.color_stderr { Renderer::styled() } else { Renderer::plain() };
-        let report = [Group::with_title(Level::ERROR.primary_title(format!("{err:#}")))];
+        let report = [Group::with_title(Level::ERROR.primary_title(message))];
         let _ = writeln!(stderr, "{}", renderer.render(&report));
     }
 }

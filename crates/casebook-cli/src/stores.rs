@@ -10,6 +10,11 @@ use crate::settings::Global;
 /// The store folder: `--store` / `CASEBOOK_STORE`, else the nearest `.casebook/`.
 pub fn folder(settings: &Global) -> anyhow::Result<PathBuf> {
     if let Some(path) = &settings.store {
+        // A project folder holding a store stands for its store.
+        let inner = path.join(STORE_DIR);
+        if !path.join(STORE_FILE).exists() && inner.join(STORE_FILE).exists() {
+            return Ok(inner);
+        }
         return Ok(path.clone());
     }
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
@@ -27,6 +32,15 @@ pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Res
     let folder = folder(settings)?;
     let file = folder.join(STORE_FILE);
     runtime.block_on(SqliteStore::open(&file)).with_context(|| format!("cannot open the store `{}`", folder.display()))
+}
+
+/// Opens the store the settings name for a command that writes to it.
+pub fn open_write(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<SqliteStore> {
+    let store = open(settings, runtime)?;
+    if store.is_read_only() {
+        return Err(casebook_store::StoreError::ReadOnly(store.path().to_owned()).into());
+    }
+    Ok(store)
 }
 
 /// Runs `read` on the store the settings name, prints what it returns, and closes the store.

@@ -26,7 +26,8 @@ pub const STORE_FILE: &str = "store.db";
 
 /// The nearest `.casebook/` folder at or above `start`.
 pub fn find_store(start: &Path) -> Option<PathBuf> {
-    start.ancestors().map(|dir| dir.join(STORE_DIR)).find(|dir| dir.join(STORE_FILE).is_file())
+    // Anything named `store.db` counts, so that opening it says what is wrong with it.
+    start.ancestors().map(|dir| dir.join(STORE_DIR)).find(|dir| dir.join(STORE_FILE).exists())
 }
 
 /// A dataset and its head.
@@ -164,6 +165,12 @@ pub enum StoreError {
     Newer(PathBuf, i64),
     #[error("no store at `{0}`")]
     Missing(PathBuf),
+    #[error("`{0}` is not a casebook store: {1}; `casebook init` makes a new store, `--store PATH` names another")]
+    NotAStore(PathBuf, String),
+    #[error(
+        "the store `{0}` cannot be written (a read-only folder, or files of another user): reading works, writing needs write access to the store's folder"
+    )]
+    ReadOnly(PathBuf),
     #[error("a stored case cannot be read back: {0}")]
     Corrupt(String),
     #[error("no run `{0}`: `casebook results --list` lists them")]

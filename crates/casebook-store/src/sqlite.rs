@@ -43,6 +43,8 @@ const ROWS: usize = 1000;
 pub struct SqliteStore {
     pool: SqlitePool,
     path: PathBuf,
+    /// Opened read-only because it cannot be written.
+    read_only: bool,
 }
 
 impl SqliteStore {
@@ -51,19 +53,35 @@ impl SqliteStore {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs_err::create_dir_all(dir)?;
         }
-        Self::connect(path, true).await
+        Self::connect(path, Access::Create).await
     }
 
-    /// Opens an existing store.
+    /// Opens an existing store. One that cannot be written (a read-only mount, files of another
+    /// user) is opened read-only, as it is: reads work, and a write fails with
+    /// [`StoreError::ReadOnly`]. Only [`SqliteStore::create`] makes a store: an empty or foreign
+    /// file is [`StoreError::NotAStore`].
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        if !path.is_file() {
-            return Err(StoreError::Missing(path.to_owned()));
+        let not_a_store = |why: &str| StoreError::NotAStore(path.to_owned(), why.to_owned());
+        if path.is_dir() {
+            return Err(not_a_store("it is a folder"));
         }
-        Self::connect(path, false).await
+        let Ok(meta) = fs_err::metadata(path) else { return Err(StoreError::Missing(path.to_owned())) };
+        if meta.len() == 0 {
+            return Err(not_a_store("the file is empty"));
+        }
+        match Self::connect(path, Access::Open).await {
+            Err(StoreError::ReadOnly(_)) => Self::connect(path, Access::ReadOnly).await,
+            other => other,
+        }
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the store was opened read-only (see [`SqliteStore::open`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     pub(crate) fn pool(&self) -> &SqlitePool {
@@ -86,11 +104,16 @@ impl SqliteStore {
         self.pool.close().await;
     }
 
-    async fn connect(path: &Path, create: bool) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str("sqlite://")?
-            .filename(path)
-            .create_if_missing(create)
-            .journal_mode(SqliteJournalMode::Wal)
+    async fn connect(path: &Path, access: Access) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?.filename(path);
+        let options = match access {
+            Access::Create => options.create_if_missing(true).journal_mode(SqliteJournalMode::Wal),
+            Access::Open => options.journal_mode(SqliteJournalMode::Wal),
+            // Without write access there is no write-ahead log index to share: read the file as
+            // it is, as one that nobody writes.
+            Access::ReadOnly => options.read_only(true).immutable(true),
+        };
+        let options = options
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             // `matches` in filters.
@@ -104,13 +127,16 @@ impl SqliteStore {
             // temporary tables in memory.
             .pragma("cache_size", "-8192")
             .pragma("temp_store", "memory");
-        let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await?;
-        let store = Self { pool, path: path.to_owned() };
-        store.migrate().await?;
+        let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await.map_err(|e| on(path, e))?;
+        let store = Self { pool, path: path.to_owned(), read_only: access == Access::ReadOnly };
+        store.migrate(access).await.map_err(|e| match e {
+            StoreError::Database(e) => on(path, e),
+            other => other,
+        })?;
         Ok(store)
     }
 
-    async fn migrate(&self) -> Result<(), StoreError> {
+    async fn migrate(&self, access: Access) -> Result<(), StoreError> {
         // Most opens find the schema current: check without taking the write lock.
         let exists: bool =
             sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'schema_version')")
@@ -122,6 +148,25 @@ impl SqliteStore {
             if current == Some(MIGRATIONS.len() as i64) {
                 return Ok(());
             }
+            if access == Access::ReadOnly {
+                let current = current.unwrap_or(0);
+                return Err(if current > MIGRATIONS.len() as i64 {
+                    StoreError::Newer(self.path.clone(), current)
+                } else {
+                    StoreError::ReadOnly(self.path.clone())
+                });
+            }
+        } else if access != Access::Create {
+            let tables: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 5")
+                    .fetch_all(&self.pool)
+                    .await?;
+            let why = if tables.is_empty() {
+                "it holds no tables".to_owned()
+            } else {
+                format!("it has no casebook schema, but other tables: {}", tables.join(", "))
+            };
+            return Err(StoreError::NotAStore(self.path.clone(), why));
         }
         // Foreign keys are off while migrating (a migration may rebuild a table others refer
         // to; SQLite's way of changing a table), and checked before the migrations commit.
@@ -174,6 +219,32 @@ impl SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(|r| version_info(dataset, &r)))
+    }
+}
+
+/// How a store is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Made if missing, schema created.
+    Create,
+    /// Must exist, with a casebook schema; brought up to date.
+    Open,
+    /// Must exist and be current; nothing is written.
+    ReadOnly,
+}
+
+/// A database error while opening the store at `path`, said in the store's terms.
+fn on(path: &Path, err: sqlx::Error) -> StoreError {
+    let code = match &err {
+        sqlx::Error::Database(e) => e.code().and_then(|c| c.parse::<i32>().ok()),
+        _ => None,
+    };
+    // SQLite's primary result codes are the low byte of the extended ones.
+    match code.map(|c| c & 0xff) {
+        Some(8) => StoreError::ReadOnly(path.to_owned()),
+        Some(26) => StoreError::NotAStore(path.to_owned(), "it is not an SQLite database".into()),
+        Some(11) => StoreError::Corrupt(format!("the database file `{}` is damaged", path.display())),
+        _ => StoreError::Database(err),
     }
 }
 

@@ -87,7 +87,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         .context("cannot start the async runtime")?;
     // The store is where results are kept; a run works without one (and says so).
     let store = match stores::folder(settings) {
-        Ok(_) => Some(stores::open(settings, &runtime)?),
+        Ok(_) => Some(stores::open_write(settings, &runtime)?),
         Err(_) => None,
     };
 

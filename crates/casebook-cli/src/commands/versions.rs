@@ -82,7 +82,7 @@ pub fn put(settings: &Global, args: PutArgs) -> anyhow::Result<Outcome> {
 
 pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
+    let store = stores::open_write(settings, &runtime)?;
     let message = args.message.unwrap_or_else(|| format!("rm {}", args.ids.join(" ")));
     let request = CommitRequest {
         dataset: args.name,
@@ -100,7 +100,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
 
 pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
+    let store = stores::open_write(settings, &runtime)?;
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
@@ -173,7 +173,7 @@ fn commit_file(
 ) -> anyhow::Result<Outcome> {
     super::check_exists(file)?;
     let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
+    let store = stores::open_write(settings, &runtime)?;
     let input = super::input(file);
     let (header_tx, header_rx) = std::sync::mpsc::channel();
     let (batch_tx, batch_rx) = tokio::sync::mpsc::channel(BATCHES_AHEAD);

@@ -239,3 +239,100 @@ fn csv_in_and_out_of_the_store() {
     let written = fs_err::read_to_string(&out).unwrap();
     assert_eq!(written, "id,input,ground_truth,agent_args\n1,\"Hello, there\",007,\"{\"\"k\"\":1}\"\n2,Bye,,\n");
 }
+
+#[test]
+fn only_init_makes_a_store_and_other_files_are_named_for_what_they_are() {
+    let dir = Folder::new();
+    let data = dir.file("qa.jsonl", V1);
+    for (what, make, expect) in [
+        ("empty", Some(&b""[..]), "is not a casebook store: the file is empty"),
+        ("garbage", Some(&[7u8; 8192][..]), "is not a casebook store: it is not an SQLite database"),
+        ("folder", None, "is not a casebook store: it is a folder"),
+    ] {
+        let store = dir.join(".casebook/store.db");
+        let _ = fs_err::remove_dir_all(&store);
+        let _ = fs_err::remove_file(&store);
+        match make {
+            Some(bytes) => {
+                dir.file(".casebook/store.db", bytes);
+            }
+            None => fs_err::create_dir_all(&store).expect("a folder"),
+        }
+        for args in [&["datasets"][..], &["put", "qa"]] {
+            let mut cmd = cb(&dir);
+            cmd.args(args);
+            if args[0] == "put" {
+                cmd.arg(&data);
+            }
+            let out = run(&mut cmd);
+            assert_eq!(out.status, Some(2), "{what} {args:?}: {out:?}");
+            assert!(out.stderr.contains(expect), "{what}: {}", out.stderr);
+        }
+        // Nothing was made of it.
+        match make {
+            Some(bytes) => assert_eq!(fs_err::read(&store).expect("the file"), bytes, "{what}"),
+            None => assert!(store.is_dir()),
+        }
+    }
+    // A database error is said once, not once per layer.
+    let out = run(cb(&dir).arg("datasets"));
+    assert_eq!(out.stderr.matches("not a casebook store").count(), 1, "{}", out.stderr);
+}
+
+#[test]
+fn a_store_that_cannot_be_written_can_still_be_read() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let data = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&data));
+    // Files of another user: as root, run as `nobody`; otherwise take away the write bits.
+    let uid = std::process::Command::new("id").arg("-u").output().expect("id runs").stdout;
+    let root = String::from_utf8_lossy(&uid).trim() == "0";
+    let as_reader = |args: &[&str]| -> crate::cli::Run {
+        let mut cmd = if root {
+            let mut cmd = assert_cmd::Command::new("setpriv");
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(assert_cmd::cargo::cargo_bin("casebook"));
+            cmd
+        } else {
+            casebook()
+        };
+        cmd.current_dir(dir.join("")).env("NO_COLOR", "1").env_remove("CASEBOOK_STORE").args(args);
+        run(&mut cmd)
+    };
+    if root {
+        // `nobody` needs to reach the folder (the temporary folder is the test user's own).
+        let mut path = dir.join("");
+        loop {
+            let _ = std::process::Command::new("chmod").arg("o+rx").arg(&path).status();
+            if !path.pop() || path.as_os_str().len() <= 1 {
+                break;
+            }
+        }
+    } else {
+        let status = std::process::Command::new("chmod").args(["-R", "a-w"]).arg(dir.join(".casebook")).status();
+        assert!(status.expect("chmod").success());
+    }
+    for args in [&["datasets"][..], &["log", "qa"], &["export", "qa", "--to", "letta"], &["cases", "qa", "--count"]] {
+        let out = as_reader(args);
+        assert_eq!(out.status, Some(0), "{args:?}: {out:?}");
+    }
+    assert!(as_reader(&["export", "qa", "--to", "letta"]).stdout.contains("Capital of France?"));
+    let out = as_reader(&["put", "qa", "qa.jsonl"]);
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("cannot be written"), "{}", out.stderr);
+    if !root {
+        let _ = std::process::Command::new("chmod").args(["-R", "u+w"]).arg(dir.join(".casebook")).status();
+    }
+}
+
+#[test]
+fn store_names_a_project_folder_that_holds_one() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let data = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&data));
+    let elsewhere = Folder::new();
+    let out = ok(cb(&elsewhere).arg("--store").arg(dir.join("")).arg("datasets"));
+    assert!(out.contains("qa"), "{out}");
+}

@@ -328,3 +328,28 @@ fn the_store_is_found_from_a_subfolder() {
     assert_eq!(casebook_store::find_store(&deep), Some(dir.path().join(".casebook")));
     assert_eq!(casebook_store::find_store(std::path::Path::new("/")), None);
 }
+
+#[tokio::test]
+async fn a_database_without_the_casebook_schema_is_not_taken_for_a_store() {
+    let (dir, store) = fresh().await;
+    store.close().await;
+    let pool = raw(&dir).await;
+    sqlx::query("DROP TABLE schema_version").execute(&pool).await.unwrap();
+    pool.close().await;
+    let path = dir.path().join(".casebook/store.db");
+    match SqliteStore::open(&path).await {
+        Err(StoreError::NotAStore(p, why)) => {
+            assert_eq!(p, path);
+            assert!(why.starts_with("it has no casebook schema, but other tables: "), "{why}");
+        }
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("opened"),
+    }
+    // Opening it did not add a schema either.
+    let pool = raw(&dir).await;
+    let tables: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_version'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(tables, 0);
+}
