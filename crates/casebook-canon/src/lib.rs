@@ -92,9 +92,10 @@ pub fn id_hex(bytes: &[u8; 32]) -> String {
 
 /// The content id of a dataset version, fed its changes one by one so that a version of a
 /// million cases is never held in memory:
-/// `BLAKE3("casebook/version/v1" || 0x00 || canonical(head) || for each change: "\n" || canonical([case id, case content id or null]))`,
+/// `BLAKE3("casebook/version/v1" || 0x00 || canonical(head) || for each change: "\n" || canonical([case id, case content id]))`,
 /// where `head` names the dataset, the parent version's id and the order (if it changed), and
-/// the changes come in case-id order.
+/// the changes come in case-id order. A removed case's content id is the empty string (so the
+/// store has always hashed it); `null` is for the order's list of ids.
 pub struct VersionHasher(blake3::Hasher);
 
 impl VersionHasher {

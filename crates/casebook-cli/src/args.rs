@@ -91,6 +91,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Name a version (`prod`); moving a tag is logged
     Tag(TagArgs),
+    /// Look after the store itself: `casebook store check`
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -260,6 +263,13 @@ pub struct RmArgs {
 
 #[derive(Debug, Args)]
 pub struct DatasetsArgs {}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Check the store: SQLite's integrity check and foreign keys, every case body against its
+    /// content id, every version's id recomputed from its cases (exit 1 if anything is wrong)
+    Check,
+}
 
 #[derive(Debug, Args)]
 pub struct LogArgs {

@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         args::Command::Rm(a) => commands::versions::rm(&settings, a),
         args::Command::Tag(a) => commands::versions::tag(&settings, a),
         args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
+        args::Command::Store(args::StoreCommand::Check) => commands::browse::check(&settings),
         args::Command::Log(a) => commands::browse::log(&settings, a),
         args::Command::Show(a) => commands::browse::show(&settings, a),
         args::Command::History(a) => commands::browse::history(&settings, a),

@@ -5,6 +5,7 @@
 //! with [`StoreError::Conflict`] if the head moved, and writes nothing. Every backend passes the
 //! conformance suite in `tests/it/conformance.rs`. The embedded backend is [`SqliteStore`].
 
+mod check;
 mod diff;
 mod runs;
 mod sqlite;
@@ -15,6 +16,7 @@ use casebook_filter::Filter;
 use casebook_model::{Case, DatasetHeader};
 use serde::Serialize;
 
+pub use check::CheckReport;
 pub use diff::{FieldChange, field_changes};
 pub use runs::{ResultRow, RunRow};
 pub use sqlite::SqliteStore;

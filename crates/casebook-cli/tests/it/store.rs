@@ -336,3 +336,31 @@ fn store_names_a_project_folder_that_holds_one() {
     let out = ok(cb(&elsewhere).arg("--store").arg(dir.join("")).arg("datasets"));
     assert!(out.contains("qa"), "{out}");
 }
+
+#[test]
+fn store_check_finds_garbage_written_into_the_file() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let rows: String =
+        (0..3000).map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"question {i} {}\"}}\n", "é".repeat(40))).collect();
+    let data = dir.file("big.jsonl", rows);
+    ok(cb(&dir).args(["import", "--dataset", "big"]).arg(&data));
+    let out = run(cb(&dir).args(["store", "check"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(out.stderr.contains("sound: 3000 case bodies and 1 versions checked, 0 problems"), "{}", out.stderr);
+
+    // 8 KB of garbage in the middle of the database, as a failing disk or a stray write would.
+    let store = dir.join(".casebook/store.db");
+    let mut bytes = fs_err::read(&store).expect("the store");
+    let middle = bytes.len() / 2 / 4096 * 4096;
+    for (i, b) in bytes[middle..middle + 8192].iter_mut().enumerate() {
+        *b = (i * 7 + 13) as u8;
+    }
+    fs_err::write(&store, bytes).expect("damage the store");
+    let out = run(cb(&dir).args(["--format", "json", "store", "check"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let report: Value = serde_json::from_str(out.stdout.trim()).expect("a JSON report");
+    let problems = report["problems"].as_array().expect("problems");
+    assert!(!problems.is_empty(), "{report}");
+    assert!(problems.iter().any(|p| p.as_str().is_some_and(|p| p.starts_with("SQLite: "))), "{report}");
+}

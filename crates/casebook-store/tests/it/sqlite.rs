@@ -353,3 +353,44 @@ async fn a_database_without_the_casebook_schema_is_not_taken_for_a_store() {
         .unwrap();
     assert_eq!(tables, 0);
 }
+
+/// A store with every kind of version: first, replace with changes, put, re-order, remove.
+async fn with_history() -> (tempfile::TempDir, SqliteStore) {
+    let (dir, store) = fresh().await;
+    let cases = |ids: &[&str], suffix: &str| ids.iter().map(|id| case(id, &format!("{id}{suffix}"))).collect();
+    created(&store, CommitMode::Replace, cases(&["a", "b", "c", "d"], "")).await;
+    created(&store, CommitMode::Replace, cases(&["a", "b", "c", "e"], "2")).await;
+    created(&store, CommitMode::Upsert, cases(&["f"], "")).await;
+    created(&store, CommitMode::Replace, cases(&["f", "e", "c", "b", "a"], "2")).await;
+    // Every case changed and re-ordered at once.
+    created(&store, CommitMode::Replace, cases(&["a", "b", "c", "e", "f"], "3")).await;
+    created(&store, CommitMode::Remove(vec!["c".into()]), Vec::new()).await;
+    (dir, store)
+}
+
+#[tokio::test]
+async fn check_finds_a_sound_store_sound() {
+    let (_dir, store) = with_history().await;
+    let report = store.check().await.unwrap();
+    assert_eq!(report.problems, Vec::<String>::new());
+    assert_eq!(report.versions, 6);
+    assert!(report.bodies >= 12, "{report:?}");
+}
+
+#[tokio::test]
+async fn check_finds_bodies_and_versions_changed_behind_its_back() {
+    let (dir, store) = with_history().await;
+    let pool = raw(&dir).await;
+    // A body edited in place, and a membership row pointing at another body.
+    sqlx::query("UPDATE blobs SET body = replace(body, 'answer to', 'answer TO') WHERE id = 2")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE members SET blob = 1 WHERE case_id = 'd'").execute(&pool).await.unwrap();
+    pool.close().await;
+    let report = store.check().await.unwrap();
+    assert!(report.problems.iter().any(|p| p.starts_with("case body #2 is stored as ")), "{report:?}");
+    // `d` is in v1 only: v1's id no longer matches, and later versions build on the stored ids.
+    assert!(report.problems.iter().any(|p| p.starts_with("`support` v1 is stored as ")), "{report:?}");
+    assert!(!report.problems.iter().any(|p| p.contains("v3")), "{report:?}");
+}

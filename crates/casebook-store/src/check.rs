@@ -1,0 +1,216 @@
+//! `casebook store check`: whether the embedded store is what it says it is. SQLite's own
+//! integrity check and foreign keys, then every case body against its content id, and every
+//! version's id recomputed from its parent and the rows that open and close at it, so damage
+//! that SQLite cannot see (a body or a membership row changed behind casebook's back) is found.
+
+use casebook_canon::{Kind, VersionHasher, content_id_bytes_of_json, id_hex};
+use futures_util::TryStreamExt;
+use serde::Serialize;
+use serde_json::json;
+use sqlx::Row;
+
+use crate::StoreError;
+use crate::sqlite::SqliteStore;
+
+/// Problems reported beyond this many of one kind are counted, not listed.
+const LISTED: usize = 50;
+
+/// What a check found.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// Case bodies whose content id was recomputed.
+    pub bodies: u64,
+    /// Versions whose id was recomputed.
+    pub versions: u64,
+    /// What is wrong, one line each (empty when the store is sound).
+    pub problems: Vec<String>,
+    /// Problems found beyond those listed.
+    pub more: u64,
+}
+
+impl CheckReport {
+    fn problem(&mut self, text: String) {
+        if self.problems.len() < LISTED * 4 {
+            self.problems.push(text);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Checks the whole store; a store too damaged to be read is an error.
+    pub async fn check(&self) -> Result<CheckReport, StoreError> {
+        let mut report = CheckReport::default();
+        let pool = self.pool();
+        // Each step reports what it could not read as a problem and the check goes on.
+        match sqlx::query_scalar::<_, String>("PRAGMA integrity_check(50)").fetch_all(pool).await {
+            Ok(rows) if rows == ["ok"] => {}
+            Ok(rows) => rows.into_iter().for_each(|row| report.problem(format!("SQLite: {row}"))),
+            Err(err) => report.problem(format!("SQLite: {err}")),
+        }
+        let broken = match sqlx::query("PRAGMA foreign_key_check").fetch_all(pool).await {
+            Ok(rows) => rows,
+            Err(err) => {
+                report.problem(format!("SQLite: references cannot be checked: {err}"));
+                Vec::new()
+            }
+        };
+        for row in broken.iter().take(LISTED) {
+            let table: String = row.get(0);
+            let parent: String = row.get(2);
+            report.problem(format!("a row of `{table}` points at a missing row of `{parent}`"));
+        }
+        report.more += broken.len().saturating_sub(LISTED) as u64;
+
+        let mut bodies = sqlx::query("SELECT id, cid, body FROM blobs ORDER BY id").fetch(pool);
+        let mut wrong = Vec::new();
+        loop {
+            // A damaged page stops the scan: say where, and go on with the versions.
+            let row = match bodies.try_next().await {
+                Ok(Some(row)) => row,
+                Ok(None) => break,
+                Err(err) => {
+                    wrong.push(format!("case bodies after the {}th cannot be read: {err}", report.bodies));
+                    break;
+                }
+            };
+            report.bodies += 1;
+            let (id, cid, body): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
+            let stored = <[u8; 32]>::try_from(cid.as_slice()).ok();
+            match content_id_bytes_of_json(Kind::Case, &body) {
+                Ok(actual) if Some(actual) == stored => {}
+                Ok(actual) => wrong.push(format!(
+                    "case body #{id} is stored as {} but its content is {}",
+                    stored.map_or_else(|| "a malformed id".to_owned(), |s| id_hex(&s)[..12].to_owned()),
+                    &id_hex(&actual)[..12]
+                )),
+                Err(err) => wrong.push(format!("case body #{id} is not a case: {err}")),
+            }
+        }
+        drop(bodies);
+        for text in wrong {
+            report.problem(text);
+        }
+
+        let datasets: Vec<(i64, String, i64)> =
+            match sqlx::query_as("SELECT id, name, head FROM datasets ORDER BY name").fetch_all(pool).await {
+                Ok(datasets) => datasets,
+                Err(err) => {
+                    report.problem(format!("the datasets cannot be read: {err}"));
+                    Vec::new()
+                }
+            };
+        for (dataset, name, head) in datasets {
+            let mut parent: Option<String> = None;
+            for number in 1..=head {
+                report.versions += 1;
+                let stored =
+                    sqlx::query_scalar::<_, String>("SELECT cid FROM versions WHERE dataset = ? AND number = ?")
+                        .bind(dataset)
+                        .bind(number)
+                        .fetch_optional(pool)
+                        .await;
+                let stored = match stored {
+                    Ok(stored) => stored,
+                    Err(err) => {
+                        report.problem(format!("`{name}` v{number} cannot be read: {err}"));
+                        break;
+                    }
+                };
+                let Some(stored) = stored else {
+                    report.problem(format!("`{name}` has no v{number}, but its head is v{head}"));
+                    break;
+                };
+                let actual = match self.version_id(dataset, &name, number, parent.as_deref()).await {
+                    Ok(actual) => actual,
+                    Err(err) => {
+                        report.problem(format!("`{name}` v{number} cannot be read: {err}"));
+                        break;
+                    }
+                };
+                if !actual.contains(&stored) {
+                    report.problem(format!(
+                        "`{name}` v{number} is stored as {} but its cases make {}",
+                        &stored[..stored.len().min(12)],
+                        &actual[0][..12]
+                    ));
+                }
+                parent = Some(stored);
+            }
+        }
+        Ok(report)
+    }
+
+    /// The ids version `number` can have: from its changes alone, and with its order (a commit
+    /// that re-orders the cases names the new order; when every case changed too, the rows
+    /// cannot tell whether it did).
+    async fn version_id(
+        &self,
+        dataset: i64,
+        name: &str,
+        number: i64,
+        parent: Option<&str>,
+    ) -> Result<Vec<String>, StoreError> {
+        let pool = self.pool();
+        // Rows that open at the version and rows that close there, by case.
+        let rows = sqlx::query(
+            "SELECT m.case_id, lower(hex(b.cid)), m.from_v = ?2 FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = ?1 AND (m.from_v = ?2 OR m.to_v = ?2) ORDER BY m.case_id",
+        )
+        .bind(dataset)
+        .bind(number)
+        .fetch_all(pool)
+        .await?;
+        let mut changes: Vec<(String, Option<String>)> = Vec::new();
+        let mut reopened = false;
+        let mut i = 0;
+        while i < rows.len() {
+            let case_id: String = rows[i].get(0);
+            let (mut before, mut after) = (None, None);
+            while i < rows.len() && rows[i].get::<String, _>(0) == case_id {
+                let cid: String = rows[i].get(1);
+                if rows[i].get::<bool, _>(2) {
+                    after = Some(cid)
+                } else {
+                    before = Some(cid)
+                }
+                i += 1;
+            }
+            if before.is_some() && before == after {
+                reopened = true;
+            } else {
+                // A removed case is hashed with an empty content id: commits read it as
+                // `lower(hex(NULL))`, which SQLite gives as '' (the ids of existing versions
+                // depend on it).
+                changes.push((case_id, Some(after.unwrap_or_default())));
+            }
+        }
+        let mut ids = Vec::new();
+        let orders = if reopened { vec![true] } else { vec![false, true] };
+        for with_order in orders {
+            let order = if with_order {
+                let mut hasher = VersionHasher::new(&json!({"order": name}))?;
+                let mut ids = sqlx::query_scalar::<_, String>(
+                    "SELECT case_id FROM members WHERE dataset = ? AND from_v <= ?2 AND (to_v IS NULL OR to_v > ?2)
+                     ORDER BY ord",
+                )
+                .bind(dataset)
+                .bind(number)
+                .fetch(pool);
+                while let Some(case_id) = ids.try_next().await? {
+                    hasher.change(&case_id, None)?;
+                }
+                Some(hasher.finish())
+            } else {
+                None
+            };
+            let mut hasher = VersionHasher::new(&json!({"dataset": name, "parent": parent, "order": order}))?;
+            for (case_id, cid) in &changes {
+                hasher.change(case_id, cid.as_deref())?;
+            }
+            ids.push(hasher.finish());
+        }
+        Ok(ids)
+    }
+}
