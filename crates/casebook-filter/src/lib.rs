@@ -96,6 +96,7 @@
 mod ast;
 mod error;
 mod eval;
+mod exact;
 mod facets;
 mod lexer;
 mod parser;
