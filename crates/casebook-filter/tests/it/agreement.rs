@@ -90,9 +90,9 @@ const EDGES: &[f64] = &[
 
 /// An edge double, or one of its two neighbours.
 fn edge() -> impl Strategy<Value = f64> {
-    (prop::sample::select(EDGES), -1i8..=1).prop_map(|(x, step)| match step {
-        -1 => x.next_down(),
-        1 => x.next_up(),
+    (prop::sample::select(EDGES), -2i8..=2).prop_map(|(x, step)| match step {
+        -2 => x.next_down(),
+        2 => x.next_up(),
         _ => x,
     })
 }
@@ -115,10 +115,10 @@ const REGEXES: &[&str] = &["(?i)refund", "^a", "b$", "é", "^$", "\\d", "x\u{0}y
 
 fn number_value() -> impl Strategy<Value = Value> {
     prop_oneof![
-        prop::sample::select(vec![0i64, 1, -1, 2, 3, 10, i64::MAX, i64::MIN, 9_007_199_254_740_993])
+        1 => prop::sample::select(vec![0i64, 1, -1, 2, 3, 10, i64::MAX, i64::MIN, 9_007_199_254_740_993])
             .prop_map(Value::from),
-        prop::sample::select(vec![u64::MAX, 9_223_372_036_854_775_808]).prop_map(Value::from),
-        prop::sample::select(vec![
+        1 => prop::sample::select(vec![u64::MAX, 9_223_372_036_854_775_808]).prop_map(Value::from),
+        1 => prop::sample::select(vec![
             0.5,
             1.0,
             2.5,
@@ -130,11 +130,11 @@ fn number_value() -> impl Strategy<Value = Value> {
             9_007_199_254_740_992.0
         ])
         .prop_map(Value::from),
-        (-1e6f64..1e6).prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
-        edge().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        1 => (-1e6f64..1e6).prop_map(Value::from),
+        1 => any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        4 => edge().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
         // Uniform over the bits: most exponents are where SQLite's reading of a real errs.
-        any::<u64>().prop_map(f64::from_bits).prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+        1 => any::<u64>().prop_map(f64::from_bits).prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
     ]
 }
 
@@ -159,11 +159,21 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn metadata() -> impl Strategy<Value = Map> {
-    prop::collection::vec(
-        (prop::sample::select(vec!["difficulty", "n", "flag", "odd key", "nested", "x", "list"]), json_value()),
-        0..5,
+    (
+        prop::collection::vec(
+            (prop::sample::select(vec!["difficulty", "n", "flag", "odd key", "nested", "x", "list"]), json_value()),
+            0..5,
+        ),
+        // `v`: a number at the edges of the double range, which `metadata.v` tests compare.
+        prop::option::of(edge().prop_filter("finite", |f| f.is_finite())),
     )
-    .prop_map(|entries| entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        .prop_map(|(entries, v)| {
+            let mut map: Map = entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+            if let Some(v) = v {
+                map.insert("v".into(), Value::from(v));
+            }
+            map
+        })
 }
 
 fn turn() -> impl Strategy<Value = Turn> {
@@ -378,6 +388,9 @@ fn atom() -> impl Strategy<Value = String> {
         1 => (prop::sample::select(vec!["[0]", "[1]"]), prop::sample::select(vec!["user", "hitl", "system"]))
             .prop_map(|(i, r)| format!("turns{i}.role == \"{r}\"")),
         2 => (len_path, len_test()).prop_map(|(p, t)| format!("len({p}) {t}")),
+        3 => (prop::sample::select(vec!["==", "!=", "<", "<=", ">", ">="]), num_lit())
+            .prop_map(|(op, n)| format!("metadata.v {op} {n}")),
+        1 => list(num_lit()).prop_map(|l| format!("metadata.v in {l}")),
         2 => exists_path.prop_map(|p| format!("exists({p})")),
     ]
 }
