@@ -622,6 +622,13 @@ mod tests {
         // Near the literal, a real is told by its text: 0.8 and the doubles above it.
         assert!(confidence.params.contains(&text("0.8")) && confidence.params.contains(&text("0.8000000000000002")));
         assert!(!confidence.params.contains(&text("0.7999999999999999")));
+        assert_eq!(
+            sql("metadata.flag == true", &PLAIN),
+            SqlFragment {
+                sql: "(json_type(b.body, ?) IS 'true')".into(),
+                params: vec![text("$.\"metadata\".\"flag\"")],
+            }
+        );
         assert!(
             sql("not (metadata.x != 1)", &PLAIN)
                 .sql
@@ -629,6 +636,24 @@ mod tests {
         );
         assert_eq!(sql("metadata.x in []", &PLAIN).sql, "0");
         assert_eq!(sql("true and false", &PLAIN).sql, "(1 AND 0)");
+    }
+
+    #[test]
+    fn long_chains_are_balanced_trees() {
+        let src = (0..8).map(|i| format!("id == \"{i}\"")).collect::<Vec<_>>().join(" or ");
+        let sql = sql(&src, &PLAIN).sql;
+        // Three levels of parentheses around eight tests (each test has two of its own), where a
+        // chain would nest seven.
+        let depth = sql.chars().scan(0i32, |d, c| {
+            *d += match c {
+                '(' => 1,
+                ')' => -1,
+                _ => 0,
+            };
+            Some(*d)
+        });
+        assert_eq!(depth.max(), Some(3 + 2), "{sql}");
+        assert_eq!(sql.matches(" OR ").count(), 7);
     }
 
     #[test]
