@@ -147,26 +147,28 @@ impl Reporter {
     }
 }
 
-/// An error and its causes, each said once: a cause whose text its parent already quotes (as
-/// database errors do) is not repeated.
-fn chain_text(err: &anyhow::Error) -> String {
-    let mut text = String::new();
+/// An error and its causes joined by `: `, each said once: a wrapper whose message already holds
+/// its cause's (`#[error("database error: {0}")]` over sqlx's error, itself over SQLite's) is
+/// not followed by that message again, as `{err:#}` would.
+fn causes(err: &anyhow::Error) -> String {
+    let mut out = String::new();
     for cause in err.chain() {
-        let cause = cause.to_string();
-        if !text.contains(&cause) {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&cause);
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
         }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
     }
-    text
+    out
 }
 
 /// An environment or usage error (exit 2), on stderr.
 pub fn environment_error(settings: &Global, err: &anyhow::Error) {
     let mut stderr = std::io::stderr().lock();
-    let message = chain_text(err);
+    let message = causes(err);
     if settings.json {
         let value = serde_json::json!({"severity": "error", "code": "E-environment", "message": message});
         let _ = writeln!(stderr, "{value}");
@@ -174,5 +176,36 @@ pub fn environment_error(settings: &Global, err: &anyhow::Error) {
         let renderer = if settings.color_stderr { Renderer::styled() } else { Renderer::plain() };
         let report = [Group::with_title(Level::ERROR.primary_title(message))];
         let _ = writeln!(stderr, "{}", renderer.render(&report));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+
+    /// An error that repeats its cause in its message, as `StoreError::Database` does.
+    #[derive(Debug)]
+    struct Wrapper(&'static str, std::io::Error);
+
+    impl fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{}: {}", self.0, self.1)
+        }
+    }
+
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.1)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let sqlite = std::io::Error::other("(code: 1) Expression tree is too large (maximum depth 1000)");
+        let err = anyhow::Error::new(Wrapper("database error", sqlite)).context("cannot list the cases");
+        assert_eq!(
+            super::causes(&err),
+            "cannot list the cases: database error: (code: 1) Expression tree is too large (maximum depth 1000)"
+        );
     }
 }

@@ -4,6 +4,9 @@
 use std::fmt;
 use std::ops::Range;
 
+/// Characters of a long line shown on each side of the marked text.
+const WINDOW: usize = 60;
+
 /// A problem with a filter expression, located in its text.
 ///
 /// The message starts lowercase, has no trailing period and puts literals in backticks; the hint,
@@ -47,14 +50,26 @@ impl FilterError {
     /// `src` must be the expression the error came from. No colour, no trailing newline.
     pub fn render(&self, src: &str) -> String {
         let start = self.span.start.min(src.len());
-        let line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = src[start..].find('\n').map_or(src.len(), |i| start + i);
+        let mut line_start = src[..start].rfind('\n').map_or(0, |i| i + 1);
+        let mut line_end = src[start..].find('\n').map_or(src.len(), |i| start + i);
+        // A long line (a generated filter of thousands of tests) is cut to a window around the
+        // mark, with `...` where it was cut.
+        let (mut before, mut after) = ("", "");
+        if src[line_start..start].chars().count() > WINDOW {
+            line_start = src[..start].char_indices().rev().nth(WINDOW - 1).map_or(line_start, |(i, _)| i);
+            before = "...";
+        }
+        let end = self.span.end.clamp(start, line_end);
+        if src[end..line_end].chars().count() > WINDOW {
+            line_end = src[end..].char_indices().nth(WINDOW).map_or(line_end, |(i, _)| end + i);
+            after = "...";
+        }
         let line = &src[line_start..line_end];
         // Tabs stay tabs in the padding so the caret lines up however the terminal shows them.
-        let pad: String = src[line_start..start].chars().map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-        let end = self.span.end.clamp(start, line_end);
+        let pad: String =
+            before.chars().chain(src[line_start..start].chars()).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
         let width = src[start..end].chars().count().max(1);
-        let mut out = format!("error: {self}\n  {line}\n  {pad}{}", "^".repeat(width));
+        let mut out = format!("error: {self}\n  {before}{line}{after}\n  {pad}{}", "^".repeat(width));
         if let Some(hint) = &self.hint {
             out.push_str("\n  hint: ");
             out.push_str(hint);
@@ -111,6 +126,18 @@ mod tests {
         let e = FilterError::new(src, at..at + 3, "unknown field `nme`");
         assert_eq!(e.to_string(), "unknown field `nme` at line 2, column 7");
         assert_eq!(e.render(src), "error: unknown field `nme` at line 2, column 7\n    and nme == \"b\"\n        ^^^");
+    }
+
+    #[test]
+    fn a_long_line_is_cut_around_the_mark() {
+        let src = format!("{}id == 1 {}", "x ".repeat(100), "y ".repeat(100));
+        let at = src.find("id").unwrap();
+        let e = FilterError::new(&src, at..at + 2, "x");
+        let rendered = e.render(&src);
+        let lines: Vec<&str> = rendered.lines().collect();
+        // 60 characters on each side of `id`.
+        assert_eq!(lines[1], format!("  ...{}id == 1 {}...", "x ".repeat(30), &"y ".repeat(27)));
+        assert_eq!(lines[2], format!("  {}^^", " ".repeat(63)));
     }
 
     #[test]

@@ -143,7 +143,11 @@ impl<'s> Lexer<'s> {
         }
         match text.parse::<f64>() {
             Ok(r) if r.is_finite() => Ok(Token { tok: Tok::Num(Num::Real(r)), span }),
-            _ => Err(self.error(span, "number is out of range")),
+            // Beyond ±1.7976931348623157e308 (a dataset cannot hold such a number either); a
+            // number too small for a double has been rounded to the nearest one (0) above.
+            _ => Err(self
+                .error(span, format!("number `{text}` is beyond the largest number, 1.7976931348623157e308"))
+                .with_hint("datasets cannot hold larger numbers, so no case has one")),
         }
     }
 
@@ -261,7 +265,12 @@ mod tests {
         assert_eq!(tokens("01").unwrap_err().message, "a number cannot start with `0`");
         assert_eq!(tokens("1.").unwrap_err().message, "expected digits after the decimal point");
         assert_eq!(tokens("- 1").unwrap_err().message, "expected a number after `-`");
-        assert_eq!(tokens("1e999").unwrap_err().message, "number is out of range");
+        assert_eq!(
+            tokens("-1e400").unwrap_err().message,
+            "number `-1e400` is beyond the largest number, 1.7976931348623157e308"
+        );
+        // Too small for a double: the nearest one, as a dataset reads it.
+        assert_eq!(tokens("1e-400 -2.5e-324").unwrap(), [Tok::Num(Num::Real(0.0)), Tok::Num(Num::Real(-5e-324))]);
     }
 
     #[test]

@@ -79,7 +79,14 @@
 //! - `exists(path)`: the path reaches a value, `null` included.
 //! - Numbers are 64-bit integers or doubles, as SQLite holds them; integers outside the `i64`
 //!   range are doubles. An integer and a double compare exactly, without rounding either (as
-//!   SQLite's `sqlite3IntFloatCompare`), so `9007199254740993 > 9007199254740992.0`.
+//!   SQLite's `sqlite3IntFloatCompare`), so `9007199254740993 > 9007199254740992.0`. A number
+//!   written in a filter or a dataset is the nearest double (`1e-400` is 0); one beyond the
+//!   largest double (`1e400`) is an error in both. SQLite reads some reals a few doubles off
+//!   (`1.5e+308`); near a literal, SQL tells a real by its text instead (`exact.rs`), so the
+//!   results are the same.
+//! - A filter holds at most 2,000 tests and list values: in SQL each binds up to 16 values and
+//!   SQLite takes 32,766 in a statement. `and`/`or` chains become balanced trees in SQL, well
+//!   within SQLite's expression depth of 1,000.
 //! - Strings order by bytes (SQLite's `BINARY` collation, Rust's `str` order).
 //! - `len` counts array elements, object keys, or the characters of a string up to its first
 //!   U+0000 (SQLite's `length()` stops there; the rare string with U+0000 in it counts the same
@@ -96,6 +103,7 @@
 mod ast;
 mod error;
 mod eval;
+mod exact;
 mod facets;
 mod lexer;
 mod parser;

@@ -15,6 +15,10 @@ use crate::schema::{Problem, Shape, Where, did_you_mean, root_shape};
 /// Deepest nesting of parentheses and `not`; keeps recursion (here, in evaluation and in SQL)
 /// far from any stack or SQLite expression-depth limit.
 const MAX_DEPTH: usize = 64;
+/// Most tests and list values in one filter. In SQL a test binds up to 16 values, and SQLite
+/// takes at most 32,766 in a statement (the store binds a few of its own). Checked here so that
+/// a filter too large for a store is refused for a file too, with its place.
+pub(crate) const MAX_TERMS: usize = 2000;
 /// Compiled-size limit of a `matches` regex (the regex crate's default is 10 MiB).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// Nesting limit of a `matches` regex; below the regex crate's default (250) that SQLite's
@@ -30,7 +34,7 @@ pub(crate) fn parse(src: &str) -> Result<Expr, FilterError> {
         return Err(FilterError::new(src, 0..src.len(), "the filter is empty")
             .with_hint("write a condition, e.g. `labels contains \"math\"`"));
     }
-    let mut parser = Parser { src, lexer: Lexer::new(src), peeked: None, depth: 0 };
+    let mut parser = Parser { src, lexer: Lexer::new(src), peeked: None, depth: 0, terms: 0 };
     let expr = parser.or()?;
     let tok = parser.next()?;
     match tok.tok {
@@ -46,7 +50,7 @@ pub(crate) fn parse_path(src: &str) -> Result<Path, FilterError> {
         return Err(FilterError::new(src, 0..src.len(), "the path is empty")
             .with_hint("name a field, e.g. `metadata.difficulty` or `label.category`"));
     }
-    let mut parser = Parser { src, lexer: Lexer::new(src), peeked: None, depth: 0 };
+    let mut parser = Parser { src, lexer: Lexer::new(src), peeked: None, depth: 0, terms: 0 };
     let (path, _, _) = parser.path()?;
     let tok = parser.next()?;
     match tok.tok {
@@ -60,6 +64,8 @@ struct Parser<'s> {
     lexer: Lexer<'s>,
     peeked: Option<Token>,
     depth: usize,
+    /// Tests and list values read so far (see [`MAX_TERMS`]).
+    terms: usize,
 }
 
 impl<'s> Parser<'s> {
@@ -181,8 +187,9 @@ impl<'s> Parser<'s> {
             Tok::Ident => match self.text(&tok) {
                 "exists" if self.peek()?.tok == Tok::LParen => {
                     let open = self.next()?;
-                    let (path, _, _) = self.path()?;
+                    let (path, _, span) = self.path()?;
                     self.close_call("exists", tok.span.start..open.span.end)?;
+                    self.count(&Test::Exists, &(tok.span.start..span.end), &[])?;
                     Ok(Expr::Atom(Atom { subject: Subject::Path(path), test: Test::Exists }))
                 }
                 "len" if self.peek()?.tok == Tok::LParen => {
@@ -463,9 +470,28 @@ impl<'s> Parser<'s> {
         }
     }
 
+    /// Counts a test towards [`MAX_TERMS`]: once, or once per value of its list. The error points
+    /// at the first test or value past the limit.
+    fn count(&mut self, test: &Test, path_span: &Range<usize>, lit_spans: &[Range<usize>]) -> Result<(), FilterError> {
+        let (count, over) = match test {
+            Test::In(list) if !list.is_empty() => {
+                let room = MAX_TERMS.saturating_sub(self.terms);
+                (list.len(), lit_spans.get(room).cloned())
+            }
+            _ => (1, (self.terms >= MAX_TERMS).then(|| path_span.clone())),
+        };
+        if let Some(span) = over {
+            return Err(self
+                .error(span, format!("the filter is too long: more than {MAX_TERMS} tests and list values"))
+                .with_hint("split it into several filters, or select the cases by a label or a `metadata` key"));
+        }
+        self.terms += count;
+        Ok(())
+    }
+
     /// Type-checks a finished atom.
     fn checked(
-        &self,
+        &mut self,
         subject: Subject,
         test: Test,
         shape: Shape,
@@ -473,6 +499,7 @@ impl<'s> Parser<'s> {
         op_span: Range<usize>,
         lit_spans: Vec<Range<usize>>,
     ) -> Result<Expr, FilterError> {
+        self.count(&test, &path_span, &lit_spans)?;
         let written = subject.path().to_string();
         shape.check(&subject, &test, &written).map_err(|p| self.problem(p, path_span, op_span, &lit_spans))?;
         Ok(Expr::Atom(Atom { subject, test }))

@@ -7,6 +7,7 @@
 //! reads it (which turns `true` into 1 and a missing path into NULL).
 
 use crate::ast::{Atom, CmpOp, Expr, Lit, Num, Path, Root, Seg, Subject, Test};
+use crate::exact::Window;
 
 /// Where the case bodies are in the query the fragment goes into.
 #[derive(Debug, Clone, Copy)]
@@ -117,6 +118,38 @@ impl<'a> Sql<'a> {
         self.push(")");
     }
 
+    /// `<source> -> ?`: the JSON text at the path, a number exactly as written in the source.
+    fn json_text(&mut self, path: &str) {
+        self.text.push_str(self.source);
+        self.push(" -> ");
+        self.param(SqlParam::Text(path.to_owned()));
+    }
+
+    /// `n` items joined by `joiner` as a balanced tree of parentheses: a chain of thousands of
+    /// terms stays a few dozen levels deep, far below SQLite's expression-depth limit (1000).
+    fn balanced(&mut self, n: usize, joiner: &str, item: &mut dyn FnMut(&mut Self, usize)) {
+        fn go<'a>(
+            sql: &mut Sql<'a>,
+            range: std::ops::Range<usize>,
+            joiner: &str,
+            item: &mut dyn FnMut(&mut Sql<'a>, usize),
+        ) {
+            if range.len() == 1 {
+                return item(sql, range.start);
+            }
+            let mid = range.start + range.len() / 2;
+            sql.push("(");
+            go(sql, range.start..mid, joiner, item);
+            sql.push(joiner);
+            go(sql, mid..range.end, joiner, item);
+            sql.push(")");
+        }
+        if n == 0 {
+            return self.push(if joiner == " AND " { "1" } else { "0" });
+        }
+        go(self, 0..n, joiner, item);
+    }
+
     fn expr(&mut self, expr: &Expr) {
         match expr {
             Expr::Const(b) => self.push(if *b { "1" } else { "0" }),
@@ -127,14 +160,7 @@ impl<'a> Sql<'a> {
             }
             Expr::And(items) | Expr::Or(items) => {
                 let joiner = if matches!(expr, Expr::And(_)) { " AND " } else { " OR " };
-                self.push("(");
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        self.push(joiner);
-                    }
-                    self.expr(item);
-                }
-                self.push(")");
+                self.balanced(items.len(), joiner, &mut |sql, i| sql.expr(&items[i]));
             }
             Expr::Atom(atom) => self.atom(atom),
         }
@@ -181,6 +207,7 @@ impl<'a> Sql<'a> {
                 self.equals(jp, lit);
                 self.push(")");
             }
+            Test::Cmp(op, Lit::Num(n)) => self.number(jp, &[(*op, *n)]),
             Test::Cmp(op, lit) => self.typed(jp, lit, &|sql: &mut Self, lit: &Lit| {
                 sql.push(" ");
                 sql.push(op.sql());
@@ -199,8 +226,18 @@ impl<'a> Sql<'a> {
                     Lit::Bool(true) => self.push("e.type = 'true'"),
                     Lit::Bool(false) => self.push("e.type = 'false'"),
                     Lit::Num(n) => {
-                        self.push("e.type IN ('integer', 'real') AND e.value = ");
-                        self.param((*n).into());
+                        self.push("e.type IN ('integer', 'real') AND ");
+                        let source = self.source;
+                        self.num_cmp(
+                            &|sql: &mut Self| sql.push("e.type = 'integer'"),
+                            &|sql: &mut Self| sql.push("e.value"),
+                            &|sql: &mut Self| {
+                                sql.push(source);
+                                sql.push(" -> e.fullkey");
+                            },
+                            CmpOp::Eq,
+                            *n,
+                        );
                     }
                     Lit::Str(s) => {
                         self.push("e.type = 'text' AND e.value = ");
@@ -235,7 +272,8 @@ impl<'a> Sql<'a> {
             Lit::Null => "null",
             Lit::Bool(true) => "true",
             Lit::Bool(false) => "false",
-            Lit::Num(_) | Lit::Str(_) => {
+            Lit::Num(n) => return self.number(jp, &[(CmpOp::Eq, *n)]),
+            Lit::Str(_) => {
                 return self.typed(jp, lit, &|sql: &mut Self, lit: &Lit| {
                     sql.push(" = ");
                     sql.param(scalar(lit));
@@ -275,8 +313,8 @@ impl<'a> Sql<'a> {
             .iter()
             .filter_map(|l| if let Lit::Str(s) = l { Some(SqlParam::Text(s.clone())) } else { None })
             .collect();
-        let nums: Vec<SqlParam> =
-            list.iter().filter_map(|l| if let Lit::Num(n) = l { Some((*n).into()) } else { None }).collect();
+        let nums: Vec<(CmpOp, Num)> =
+            list.iter().filter_map(|l| if let Lit::Num(n) = l { Some((CmpOp::Eq, *n)) } else { None }).collect();
         let mut types: Vec<&str> = Vec::new();
         for (lit, json_type) in [(Lit::Null, "null"), (Lit::Bool(true), "true"), (Lit::Bool(false), "false")] {
             if list.contains(&lit) {
@@ -305,13 +343,7 @@ impl<'a> Sql<'a> {
         }
         if !nums.is_empty() {
             or(self);
-            self.push("CASE WHEN ");
-            self.json_fn("json_type", jp);
-            self.push(" IN ('integer', 'real') THEN ");
-            self.json_fn("json_extract", jp);
-            self.push(" IN ");
-            self.params_list(nums);
-            self.push(" ELSE 0 END");
+            self.number(jp, &nums);
         }
         for json_type in types {
             or(self);
@@ -321,6 +353,67 @@ impl<'a> Sql<'a> {
             self.push("'");
         }
         self.push(")");
+    }
+
+    /// A number at `jp` compared with literals: 1 if it holds for any of `tests`, 0 if none does
+    /// or the value is not a number.
+    fn number(&mut self, jp: &str, tests: &[(CmpOp, Num)]) {
+        self.push("(CASE WHEN ");
+        self.json_fn("json_type", jp);
+        self.push(" IN ('integer', 'real') THEN ");
+        self.balanced(tests.len(), " OR ", &mut |sql, i| {
+            let (op, n) = tests[i];
+            sql.num_cmp(
+                &|sql: &mut Self| {
+                    sql.json_fn("json_type", jp);
+                    sql.push(" = 'integer'");
+                },
+                &|sql: &mut Self| sql.json_fn("json_extract", jp),
+                &|sql: &mut Self| sql.json_text(jp),
+                op,
+                n,
+            );
+        });
+        self.push(" ELSE 0 END)");
+    }
+
+    /// `value op n` for a number that `is_integer` says is written as an integer, whose SQL value
+    /// `value` writes and whose JSON text `text` writes. Integers (which SQLite reads exactly up
+    /// to 2^63) and reals SQLite reads far from `n` compare as SQL values; a real near `n` is
+    /// told by its text (see `exact.rs`).
+    fn num_cmp(
+        &mut self,
+        is_integer: &dyn Fn(&mut Self),
+        value: &dyn Fn(&mut Self),
+        text: &dyn Fn(&mut Self),
+        op: CmpOp,
+        n: Num,
+    ) {
+        let window = Window::of(n);
+        self.push("(CASE WHEN ");
+        is_integer(self);
+        self.push(" OR NOT (");
+        value(self);
+        self.push(" BETWEEN ");
+        self.param(SqlParam::Real(window.low));
+        self.push(" AND ");
+        self.param(SqlParam::Real(window.high));
+        self.push(") THEN ");
+        value(self);
+        self.push(" ");
+        self.push(op.sql());
+        self.push(" ");
+        self.param(n.into());
+        let texts = window.texts(|d| op.holds(d.compare(n)));
+        if texts.is_empty() {
+            self.push(" ELSE 0 END)");
+            return;
+        }
+        self.push(" ELSE replace(");
+        text(self);
+        self.push(", '+', '') IN ");
+        self.params_list(texts.into_iter().map(SqlParam::Text));
+        self.push(" END)");
     }
 
     /// `len(path)`: elements of an array, keys of an object, characters of a string.
@@ -516,11 +609,19 @@ mod tests {
 
     #[test]
     fn types_are_checked_before_values_are_read() {
-        assert_eq!(sql("confidence >= 0.8", &PLAIN), SqlFragment {
-            sql: "(CASE WHEN json_type(b.body, ?) IN ('integer', 'real') THEN json_extract(b.body, ?) >= ? ELSE 0 END)"
-                .into(),
-            params: vec![text("$.\"confidence\""), text("$.\"confidence\""), SqlParam::Real(0.8)],
-        });
+        let confidence = sql("confidence >= 0.8", &PLAIN);
+        assert!(
+            confidence.sql.starts_with(
+                "(CASE WHEN json_type(b.body, ?) IN ('integer', 'real') THEN (CASE WHEN json_type(b.body, ?) = \
+                 'integer' OR NOT (json_extract(b.body, ?) BETWEEN ? AND ?) THEN json_extract(b.body, ?) >= ? \
+                 ELSE replace(b.body -> ?, '+', '') IN (?, "
+            ),
+            "{}",
+            confidence.sql
+        );
+        // Near the literal, a real is told by its text: 0.8 and the doubles above it.
+        assert!(confidence.params.contains(&text("0.8")) && confidence.params.contains(&text("0.8000000000000002")));
+        assert!(!confidence.params.contains(&text("0.7999999999999999")));
         assert_eq!(
             sql("metadata.flag == true", &PLAIN),
             SqlFragment {
@@ -528,13 +629,31 @@ mod tests {
                 params: vec![text("$.\"metadata\".\"flag\"")],
             }
         );
-        assert_eq!(
-            sql("not (metadata.x != 1)", &PLAIN).sql,
-            "NOT ((json_type(b.body, ?) IS NOT NULL AND NOT \
-             (CASE WHEN json_type(b.body, ?) IN ('integer', 'real') THEN json_extract(b.body, ?) = ? ELSE 0 END)))"
+        assert!(
+            sql("not (metadata.x != 1)", &PLAIN)
+                .sql
+                .starts_with("NOT ((json_type(b.body, ?) IS NOT NULL AND NOT (CASE")
         );
         assert_eq!(sql("metadata.x in []", &PLAIN).sql, "0");
         assert_eq!(sql("true and false", &PLAIN).sql, "(1 AND 0)");
+    }
+
+    #[test]
+    fn long_chains_are_balanced_trees() {
+        let src = (0..8).map(|i| format!("id == \"{i}\"")).collect::<Vec<_>>().join(" or ");
+        let sql = sql(&src, &PLAIN).sql;
+        // Three levels of parentheses around eight tests (each test has two of its own), where a
+        // chain would nest seven.
+        let depth = sql.chars().scan(0i32, |d, c| {
+            *d += match c {
+                '(' => 1,
+                ')' => -1,
+                _ => 0,
+            };
+            Some(*d)
+        });
+        assert_eq!(depth.max(), Some(3 + 2), "{sql}");
+        assert_eq!(sql.matches(" OR ").count(), 7);
     }
 
     #[test]

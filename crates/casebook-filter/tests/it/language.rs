@@ -73,3 +73,45 @@ fn shorthands_combine_with_parsed_filters() {
         r#"(exists(name) or exists(description)) and labels contains "x""#
     );
 }
+
+/// A filter holds at most 2,000 tests and list values, in files as in stores; one more is an
+/// error that points at it.
+#[test]
+fn a_filter_too_long_for_a_store_is_refused_where_it_goes_too_far() {
+    let terms: Vec<String> = (0..2000).map(|i| format!("metadata.v == {i}")).collect();
+    assert!(Filter::parse(&terms.join(" or ")).is_ok());
+    assert!(Filter::parse(&terms.join(" and ")).is_ok());
+    let src = format!("{} or exists(metadata.w)", terms.join(" or "));
+    let e = Filter::parse(&src).unwrap_err();
+    let at = src.rfind("exists").unwrap();
+    assert_eq!((e.span.start, e.column), (at, at + 1));
+    let rendered = e.render(&src);
+    let lines: Vec<&str> = rendered.lines().collect();
+    assert_eq!(lines[2].trim(), "^".repeat("exists(metadata.w".len()), "marks the test past the limit");
+    assert_eq!(lines[3], "  hint: split it into several filters, or select the cases by a label or a `metadata` key");
+    assert_eq!(e.message, "the filter is too long: more than 2000 tests and list values");
+    // List values count too: the first value past the limit is marked.
+    let src =
+        format!("id == \"a\" and metadata.v in [{}]", (0..2000).map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    let e = Filter::parse(&src).unwrap_err();
+    assert_eq!(e.span, src.rfind("1999").unwrap()..src.rfind("1999").unwrap() + 4);
+    let src = format!("metadata.v in [{}]", (0..2000).map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    assert!(Filter::parse(&src).is_ok());
+}
+
+/// `1e400` is beyond the doubles, in a filter as in a dataset (which refuses it); a number too
+/// small for a double is the nearest one, 0, as a dataset reads it.
+#[test]
+fn numbers_beyond_the_doubles_are_errors_and_tiny_ones_round() {
+    let src = "metadata.v > 1e400";
+    assert_eq!(
+        Filter::parse(src).unwrap_err().render(src),
+        "\
+error: number `1e400` is beyond the largest number, 1.7976931348623157e308 at column 14
+  metadata.v > 1e400
+               ^^^^^
+  hint: datasets cannot hold larger numbers, so no case has one"
+    );
+    assert_eq!(Filter::parse("metadata.v == 1e-400").unwrap().to_string(), "metadata.v == 0.0");
+    assert_eq!(Filter::parse("metadata.v == 100000000000000000000").unwrap().to_string(), "metadata.v == 1e20");
+}

@@ -310,3 +310,80 @@ pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
         }
     }
 }
+
+/// Numbers at the edges of the double range, and filters of thousands of tests, select the same
+/// cases in the store as in memory (issue 12: `metadata.v == 1.5e308` found the case only in
+/// memory, and 1,000 `or` terms failed in SQLite with "Expression tree is too large").
+pub async fn long_filters_and_extreme_numbers_select_what_they_select_in_memory(store: impl Store) {
+    let values = [
+        json!(1.5e308),
+        json!(-1.5e308),
+        json!(1e-300),
+        json!(5e-324),
+        json!(-0.0),
+        json!(0),
+        json!(1.5e308f64.next_down()),
+        json!(f64::MAX),
+        json!(1e20),
+        json!(9_007_199_254_740_993i64),
+        json!(9_223_372_036_854_775_808u64),
+        json!(1e-200),
+        json!(7),
+    ];
+    let cases: Vec<Case> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let mut c = case(&format!("c{i:02}"), "q");
+            c.metadata = Some(json!({"v": v, "list": [v]}).as_object().unwrap().clone());
+            c
+        })
+        .collect();
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    let numbers = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
+    let mut expressions: Vec<String> = [
+        "metadata.v == 1.5e308",
+        "metadata.v < 1.5e308",
+        "metadata.v >= 1.4999999999999998e308",
+        "metadata.v == -1.5e308",
+        "metadata.v > -1.5e308",
+        "metadata.v == 1e-300",
+        "metadata.v < 1e-300",
+        "metadata.v == 5e-324",
+        "metadata.v == -0.0",
+        "metadata.v == 1e-400",
+        "metadata.v == 1.7976931348623157e308",
+        "metadata.v == 100000000000000000000",
+        "metadata.v == 9007199254740993",
+        "metadata.v > 9007199254740992",
+        "metadata.v == 9223372036854775808",
+        "metadata.v in [1.5e308, 1e-300, 1e-200]",
+        "metadata.list contains 1.5e308",
+        "metadata.list contains 1e-200",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // 1,500 tests joined by `or`, and by `and`; and the most a filter may hold: 2,000 ordering
+    // tests (those bind the most values in SQL), and a list of 2,000 numbers.
+    let mut or: Vec<String> = numbers(1499).iter().map(|n| format!("metadata.v == {n}")).collect();
+    or.push("metadata.v == 1.5e308".into());
+    expressions.push(or.join(" or "));
+    expressions.push(numbers(1500).iter().map(|n| format!("metadata.v != {n}")).collect::<Vec<_>>().join(" and "));
+    expressions.push(numbers(2000).iter().map(|n| format!("metadata.v > {n}.5")).collect::<Vec<_>>().join(" or "));
+    expressions.push(format!("metadata.v in [{}, 1e-300]", numbers(1999).join(", ")));
+    for text in &expressions {
+        let filter = casebook_filter::Filter::parse(text).unwrap();
+        let expected: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
+        let select = Select { filter: Some(filter), limit: None };
+        let mut got = Vec::new();
+        store
+            .cases("support", 1, &select, 100, &mut |batch| {
+                got.extend(batch.into_iter().map(|c| c.id));
+                true
+            })
+            .await
+            .unwrap_or_else(|e| panic!("{e}: {}", &text[..text.len().min(80)]));
+        assert_eq!(got, expected, "{}", &text[..text.len().min(80)]);
+        assert!(!got.is_empty() && got.len() < cases.len(), "selects something, not everything: {text:.80}");
+    }
+}

@@ -40,6 +40,7 @@ conformance!(
     a_moved_head_is_a_conflict_and_writes_nothing,
     cancelled_input_writes_nothing,
     filters_select_what_they_select_in_memory,
+    long_filters_and_extreme_numbers_select_what_they_select_in_memory,
 );
 
 #[tokio::test]
