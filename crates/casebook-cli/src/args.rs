@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// Grade the stored outputs again without calling any agent
     #[arg(long)]
     pub regrade: bool,
+    /// Run the agents and keep their outputs without grading them: the runs are reported as
+    /// ungraded, with no pass/fail and no threshold (a run needs graders otherwise)
+    #[arg(long, conflicts_with_all = ["graders", "regrade"])]
+    pub no_grade: bool,
     /// Also write a report: `junit=FILE`, `markdown=FILE`, `html=FILE`, `jsonl=FILE` (repeatable)
     #[arg(long = "report", value_name = "FORMAT=FILE", value_parser = parse_report)]
     pub reports: Vec<(ReportFormat, PathBuf)>,

@@ -64,16 +64,18 @@ impl Drop for Tracked {
 /// interrupted `convert` or `export` leaves nothing behind. For commands that have no other
 /// use for these signals.
 pub fn remove_on_signals() {
+    use tokio::signal::unix::{SignalKind, signal};
     static STARTED: std::sync::Once = std::sync::Once::new();
     STARTED.call_once(|| {
-        std::thread::spawn(|| {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_io().build() else { return };
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_io().build() else { return };
+        // The handlers are in place when this returns, before any temporary file exists.
+        let handlers = {
+            let _context = runtime.enter();
+            (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        };
+        let (Ok(mut int), Ok(mut term)) = handlers else { return };
+        std::thread::spawn(move || {
             runtime.block_on(async {
-                use tokio::signal::unix::{SignalKind, signal};
-                let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-                else {
-                    return;
-                };
                 let code = tokio::select! {
                     _ = int.recv() => 130,
                     _ = term.recv() => 143,

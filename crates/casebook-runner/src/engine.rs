@@ -312,8 +312,9 @@ fn verdict(output: &Result<RunOutput, Failure>, grades: &[GraderResult]) -> (Opt
     if output.is_err() || grades.iter().any(|g| g.outcome.is_err()) {
         return (None, None);
     }
+    // Nothing graded it: neither a pass nor a fail.
     if grades.is_empty() {
-        return (Some(1.0), Some(true));
+        return (None, None);
     }
     let (mut total, mut weights, mut pass) = (0.0, 0.0, true);
     for g in grades {

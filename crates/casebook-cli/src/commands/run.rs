@@ -74,6 +74,14 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(n) = args.concurrency {
         experiment.concurrency = n.max(1);
     }
+    // A run that grades nothing must never look like a pass: say so before any agent is called.
+    if experiment.graders.is_empty() && !args.no_grade {
+        let source = if args.experiment.is_some() { "`graders:` in the experiment file" } else { "`--grader KIND`" };
+        anyhow::bail!(
+            "nothing would grade the answers: add {source} (e.g. `contains`, `exact_match`), \
+             or pass `--no-grade` to keep the agents' outputs without grading them"
+        );
+    }
     // A letta suite's target is a Letta agent, which casebook cannot start.
     if let Some(err) = experiment.missing_target() {
         report_experiment_error(settings, err);
@@ -288,7 +296,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         eprintln!("stopped after {done} of {total} runs");
         return Ok(Outcome::Invalid);
     }
-    Ok(if summary.threshold_met { Outcome::Ok } else { Outcome::Invalid })
+    let ok = if args.no_grade { summary.totals.errors == 0 } else { summary.threshold_met };
+    Ok(if ok { Outcome::Ok } else { Outcome::Invalid })
 }
 
 /// A window of jobs, each with the output stored for its run hash.

@@ -360,8 +360,10 @@ fn seed_files_are_read_for_files_and_kept_with_stored_versions() {
         hashes.sort();
         hashes
     };
-    let out =
-        run(cb(&dir).arg("run").args(["--target", &url, "--report", "jsonl=file.jsonl", "--dataset"]).arg(&dataset));
+    let out = run(cb(&dir)
+        .arg("run")
+        .args(["--no-grade", "--target", &url, "--report", "jsonl=file.jsonl", "--dataset"])
+        .arg(&dataset));
     assert_eq!(out.status, Some(0), "{out:?}");
     assert!(bodies.lock().expect("the lock").iter().any(|b| b.contains(&first)), "{first}");
 
@@ -369,8 +371,44 @@ fn seed_files_are_read_for_files_and_kept_with_stored_versions() {
     assert_eq!(run(cb(&dir).arg("import").arg(&dataset).args(["--dataset", "trips"])).status, Some(0));
     fs_err::remove_dir_all(dir.join("data")).expect("remove the files");
     bodies.lock().expect("the lock").clear();
-    let out = run(cb(&dir).args(["run", "--dataset", "trips", "--target", &url, "--report", "jsonl=stored.jsonl"]));
+    let out = run(cb(&dir).args([
+        "run",
+        "--no-grade",
+        "--dataset",
+        "trips",
+        "--target",
+        &url,
+        "--report",
+        "jsonl=stored.jsonl",
+    ]));
     assert_eq!(out.status, Some(0), "{out:?}");
     assert!(bodies.lock().expect("the lock").iter().any(|b| b.contains(&first)), "the stored seeds reach the agent");
     assert_eq!(hashes("file.jsonl"), hashes("stored.jsonl"));
+}
+
+/// A run that grades nothing never looks like a pass: without graders it is refused before any
+/// agent is called; with `--no-grade` the runs are ungraded and no threshold is applied.
+#[test]
+fn a_run_that_grades_nothing_is_refused_or_reported_as_ungraded() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    dir.file("cases.jsonl", DATASET);
+    let out = run(cb(&dir).args(["run", "--dataset", "cases.jsonl", "--target", &url]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("nothing would grade the answers: add `--grader KIND`"), "{}", out.stderr);
+    dir.file("exp.yaml", format!("name: bare\ndataset: cases.jsonl\ntarget: '{url}'\n"));
+    let out = run(cb(&dir).args(["run", "exp.yaml"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("add `graders:` in the experiment file"), "{}", out.stderr);
+    assert!(bodies.lock().expect("the lock").is_empty(), "no agent was called");
+
+    let out = run(cb(&dir).args(["run", "--no-grade", "--dataset", "cases.jsonl", "--target", &url]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(out.stdout.contains("results 3: 0 passed, 0 failed, 0 errors"), "{}", out.stdout);
+    assert!(out.stdout.contains("threshold 100.0 %: not applied (outputs only: no grader)"), "{}", out.stdout);
+    let json =
+        run(cb(&dir).args(["run", "--no-grade", "--format", "json", "--dataset", "cases.jsonl", "--target", &url]));
+    let s = summary(&json.stdout);
+    assert_eq!((s["totals"]["ungraded"].as_u64(), s["totals"]["passed"].as_u64()), (Some(3), Some(0)), "{s}");
+    assert_eq!(s["threshold_met"], false);
 }

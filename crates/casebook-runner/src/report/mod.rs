@@ -105,6 +105,9 @@ fn threshold_verdict(summary: &Summary) -> String {
         return "met".to_owned();
     }
     let errors = summary.totals.errors;
+    if summary.graders.is_empty() && errors == 0 {
+        return "not applied (outputs only: no grader)".to_owned();
+    }
     if errors > 0 {
         let plural = if errors == 1 { "" } else { "s" };
         format!("missed ({errors} error{plural})")
