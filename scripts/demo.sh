@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release -q -p casebook-cli
-casebook() { target/release/casebook "$@"; }
+bin=${CARGO_TARGET_DIR:-target}/release/casebook
+casebook() { "$bin" "$@"; }
 
 echo "== validate every example dataset"
 casebook validate examples/agenthealth/rca.json examples/casebook/incidents.yaml examples/letta/support.jsonl \

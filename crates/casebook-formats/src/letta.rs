@@ -120,7 +120,16 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
             _ => cx.wrong_type(n, &p, "a string or a list of strings"),
         }
     }
-    let labels = f.take("tags").and_then(|n| cx.strings(n, &ptr.key("tags")));
+    let labels = f.take("tags").and_then(|n| match &n.value {
+        // One tag written as text (a CSV cell `spy`): show the list it should be.
+        NodeValue::String(tag) => {
+            let list = serde_json::to_string(&[tag.as_ref()]).unwrap_or_default();
+            cx.report(Code::WrongType, n.offset, &ptr.key("tags"), "`tags` is a list of strings, found a string")
+                .hint = Some(format!("write it as a list: `{}` (in a CSV cell too)", casebook_model::excerpt(&list)));
+            None
+        }
+        _ => cx.strings(n, &ptr.key("tags")),
+    });
     let mut metadata = f.take("metadata").and_then(|n| cx.map(n, &ptr.key("metadata")));
     if let Some(n) = f.take("agent_args") {
         let args = cx.map(n, &ptr.key("agent_args"));

@@ -209,19 +209,16 @@ impl Encoder {
                         Format::Voltagent => voltagent::write_item(case),
                         Format::Maslab => {
                             let (mut item, lost) = maslab::write_item(case);
-                            if let Some(MemorySeeds::File { file, content }) = &case.task.memory_seeds {
+                            if let Some(seeds @ MemorySeeds::File { file, content }) = &case.task.memory_seeds {
                                 match self.seed_place(file) {
                                     SeedPlace::Path(None) => {}
                                     SeedPlace::Path(Some(path)) => maslab::replace_seeds(&mut item, json!(path)),
                                     SeedPlace::Write => out.seed_files.push((file.clone(), content.clone())),
+                                    // A seed file's content was checked when it was read.
                                     SeedPlace::Inline => {
-                                        if let Ok(seeds) =
-                                            case.task.memory_seeds.as_ref().map_or(Ok(Vec::new()), MemorySeeds::seeds)
-                                        {
-                                            maslab::replace_seeds(
-                                                &mut item,
-                                                serde_json::to_value(seeds).unwrap_or_default(),
-                                            );
+                                        if let Ok(list) = seeds.seeds() {
+                                            let list = serde_json::to_value(list).unwrap_or_default();
+                                            maslab::replace_seeds(&mut item, list);
                                         }
                                     }
                                 }

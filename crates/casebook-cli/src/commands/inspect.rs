@@ -153,12 +153,20 @@ fn human(r: &Report) -> String {
                 writeln!(out, "  … and {} more (all of them with `--format json`)", r.derived.len() - DERIVED_SHOWN);
         }
     }
-    let messages: Vec<String> = r.messages.iter().map(|(n, c)| format!("{n}: {c}")).collect();
+    // "4 cases send 1 message, 1 case sends 3 messages"
+    let messages: Vec<String> = r
+        .messages
+        .iter()
+        .map(|(n, c)| {
+            let (cases, send) = if *c == 1 { ("case", "sends") } else { ("cases", "send") };
+            format!("{c} {cases} {send} {n} message{}", if *n == 1 { "" } else { "s" })
+        })
+        .collect();
     let _ = writeln!(
         out,
         "messages  {}{}",
         messages.join(", "),
-        if r.hitl_turns > 0 { format!(" ({} hitl turns)", r.hitl_turns) } else { String::new() }
+        if r.hitl_turns > 0 { format!(" ({} of them hitl turns)", r.hitl_turns) } else { String::new() }
     );
     let _ = writeln!(out, "fields");
     for (field, count) in &r.fields {

@@ -22,7 +22,9 @@ pub fn input(path: &Path) -> Input {
 
 pub fn read_options(args: &ReadArgs) -> ReadOptions {
     ReadOptions {
-        format: args.from.or(args.map.as_ref().map(|_| casebook_formats::Format::Csv)),
+        // A column map reads a CSV file as the generic `csv` format (the reader decides that
+        // from the file's syntax); for any other input it only shapes the output.
+        format: args.from,
         syntax: None,
         threads: args.threads,
         column_map: args.map.clone(),

@@ -101,3 +101,13 @@ fn generic_csv_with_a_column_map() {
     assert_eq!(cases[0]["expected"]["output"], "007");
     assert_eq!(cases[0]["metadata"], json!({"topic": "geo"}));
 }
+
+#[test]
+fn a_tag_written_as_text_gets_the_list_it_should_be() {
+    let dir = Folder::new();
+    let file = dir.file("data.csv", "input,tags\nq1,\"[\"\"ok\"\"]\"\nq2,spy\n");
+    let out = validate(&file);
+    out.expect_status(1);
+    assert_eq!(out.locations(), [at("E-wrong-type", 3, 4, "/tags")]);
+    assert_eq!(out.diagnostics()[0]["hint"], "write it as a list: `[\"spy\"]` (in a CSV cell too)");
+}

@@ -28,6 +28,9 @@ fn inspect_a_letta_file() {
     assert_eq!(report["errors"], 0);
     assert_eq!(report["labels"], json!({"easy": 1, "math": 2}));
     assert_eq!(report["messages"], json!({"1": 2, "2": 1}));
+    // For people, in words.
+    let human = run(casebook().arg("inspect").arg(&file));
+    assert!(human.stdout.contains("messages  2 cases send 1 message, 1 case sends 2 messages\n"), "{}", human.stdout);
 }
 
 #[test]
