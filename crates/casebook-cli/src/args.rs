@@ -135,7 +135,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
-    /// A run id or a prefix of one (default: the latest run)
+    /// A run id, a unique prefix of one, `latest` (the default) or `previous`
     pub run: Option<String>,
     /// How to show it: human, json, markdown, junit, html, jsonl
     #[arg(long = "as", value_enum)]
@@ -147,9 +147,9 @@ pub struct ResultsArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The run before (an id or a prefix)
+    /// The run before: an id, a unique prefix of one, `latest` or `previous`
     pub a: String,
-    /// The run after
+    /// The run after, named the same ways
     pub b: String,
 }
 

@@ -43,7 +43,11 @@ impl Global {
             store: args.store.clone(),
             author: std::env::var("CASEBOOK_AUTHOR")
                 .or_else(|_| std::env::var("USER"))
-                .unwrap_or_else(|_| "unknown".into()),
+                .or_else(|_| std::env::var("LOGNAME"))
+                .ok()
+                .filter(|name| !name.is_empty())
+                .or_else(login_name)
+                .unwrap_or_else(|| "unknown".into()),
             time: now(),
         }
     }
@@ -76,4 +80,17 @@ pub fn expression_error(option: &str, text: &str, err: &FilterError) -> anyhow::
 /// `CASEBOOK_TIME` (RFC 3339, for reproducible runs and tests), else the time now.
 pub fn now() -> String {
     std::env::var("CASEBOOK_TIME").unwrap_or_else(|_| format!("{:.0}", jiff::Timestamp::now()))
+}
+
+/// The name the system's user database gives this process's user (as `id -un` does), for when
+/// the environment names nobody (cron, containers, CI).
+fn login_name() -> Option<String> {
+    let status = fs_err::read_to_string("/proc/self/status").ok()?;
+    let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"))?.split_whitespace().next()?.to_owned();
+    let passwd = fs_err::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid).then(|| name.to_owned())
+    })
 }

@@ -175,7 +175,8 @@ pub enum StoreError {
     ReadOnly(PathBuf),
     #[error("a stored case cannot be read back: {0}")]
     Corrupt(String),
-    #[error("no run `{0}`: `casebook results --list` lists them")]
+    /// No run matches: the message says what was looked for.
+    #[error("{0}")]
     NoRun(String),
     #[error("`{0}` is not a run hash (64 hexadecimal digits)")]
     BadHash(String),

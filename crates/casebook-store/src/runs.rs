@@ -116,15 +116,33 @@ impl SqliteStore {
         Ok(rows.iter().map(run_row).collect())
     }
 
-    /// The run whose id is `reference` or starts with it; the latest run for `None`.
+    /// The run whose id is `reference` or starts with it; `latest` (or `None`) and `previous`
+    /// are the last run and the one before.
     pub async fn run(&self, reference: Option<&str>) -> Result<RunRow, StoreError> {
-        let rows = match reference {
-            None => {
-                sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq DESC LIMIT 1")
-                    .fetch_all(self.pool())
-                    .await?
+        let back = match reference {
+            None | Some("latest") => Some(0),
+            Some("previous") => Some(1),
+            Some(_) => None,
+        };
+        let rows = match (back, reference) {
+            (Some(back), _) => {
+                let rows = sqlx::query(
+                    "SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                )
+                .bind(back)
+                .fetch_all(self.pool())
+                .await?;
+                if rows.is_empty() {
+                    return Err(StoreError::NoRun(if back == 0 {
+                        "no run yet: `casebook run` keeps its results in the store".to_owned()
+                    } else {
+                        "only one run so far: `previous` names the run before the latest".to_owned()
+                    }));
+                }
+                rows
             }
-            Some(prefix) => {
+            (None, None) => unreachable!("no reference is the latest run"),
+            (None, Some(prefix)) => {
                 sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs WHERE substr(id, 1, length(?1)) = ?1 LIMIT 5")
                     .bind(prefix)
                     .fetch_all(self.pool())
@@ -133,7 +151,10 @@ impl SqliteStore {
         };
         match rows.as_slice() {
             [one] => Ok(run_row(one)),
-            [] => Err(StoreError::NoRun(reference.unwrap_or("").to_owned())),
+            [] => Err(StoreError::NoRun(format!(
+                "no run `{}`: `casebook results --list` lists them",
+                reference.unwrap_or_default()
+            ))),
             many => Err(StoreError::AmbiguousRun(
                 reference.unwrap_or("").to_owned(),
                 many.iter().map(|r| r.get::<String, _>(0)).collect::<Vec<_>>().join(", "),
@@ -161,7 +182,8 @@ const RUN_SPAN: i64 = 1 << 32;
 async fn run_key(conn: &mut sqlx::SqliteConnection, run: &str) -> Result<i64, StoreError> {
     let seq: Option<i64> =
         sqlx::query_scalar("SELECT seq FROM runs WHERE id = ?").bind(run).fetch_optional(&mut *conn).await?;
-    seq.map(|seq| seq * RUN_SPAN).ok_or_else(|| StoreError::NoRun(run.to_owned()))
+    seq.map(|seq| seq * RUN_SPAN)
+        .ok_or_else(|| StoreError::NoRun(format!("no run `{run}`: `casebook results --list` lists them")))
 }
 
 /// A run hash as stored.

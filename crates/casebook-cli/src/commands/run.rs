@@ -351,12 +351,17 @@ pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> 
         if args.list {
             let runs = runtime.block_on(store.runs())?;
             let mut out = String::new();
+            if runs.is_empty() && !settings.json {
+                eprintln!("no run yet: `casebook run` keeps its results in the store");
+            } else if !settings.json {
+                out.push_str("run                         started               finished              experiment\n");
+            }
             for run in runs.iter().rev() {
                 let line = if settings.json {
                     json!({"id": run.id, "experiment": run.experiment, "started": run.started, "finished": run.finished}).to_string()
                 } else {
                     format!(
-                        "{}  {}  {}  {}",
+                        "{:<26}  {:<20}  {:<20}  {}",
                         run.id,
                         run.started,
                         run.finished.as_deref().unwrap_or("(stopped)"),

@@ -412,3 +412,44 @@ fn a_run_that_grades_nothing_is_refused_or_reported_as_ungraded() {
     assert_eq!((s["totals"]["ungraded"].as_u64(), s["totals"]["passed"].as_u64()), (Some(3), Some(0)), "{s}");
     assert_eq!(s["threshold_met"], false);
 }
+
+/// `results` and `compare` name runs by unique prefix, `latest` and `previous`; before any run,
+/// `results` says there is none yet.
+#[test]
+fn runs_are_named_by_prefix_latest_and_previous() {
+    let dir = Folder::new();
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    let out = run(cb(&dir).arg("results"));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("no run yet: `casebook run` keeps its results in the store"), "{}", out.stderr);
+    let list = run(cb(&dir).args(["results", "--list"]));
+    assert_eq!(list.status, Some(0), "{list:?}");
+    assert!(list.stderr.contains("no run yet"), "{}", list.stderr);
+
+    dir.file("cases.jsonl", DATASET);
+    let ids: Vec<String> = ["2026-11-23T10:00:00Z", "2026-11-23T11:00:00Z"]
+        .iter()
+        .map(|time| {
+            let out = run(cb(&dir)
+                .env("CASEBOOK_TIME", time)
+                .args(["run", "--format", "json", "--dataset", "cases.jsonl", "--target", "builtin:echo"])
+                .args(["--grader", "contains"]));
+            summary(&out.stdout)["meta"]["run_id"].as_str().expect("a run id").to_owned()
+        })
+        .collect();
+    let list = run(cb(&dir).args(["results", "--list"]));
+    assert!(list.stdout.starts_with("run  "), "{}", list.stdout);
+    let id_of = |reference: &str| {
+        let out = run(cb(&dir).args(["results", "--format", "json", reference]));
+        assert_eq!(out.status, Some(0), "{reference}: {out:?}");
+        summary(&out.stdout)["meta"]["run_id"].as_str().expect("a run id").to_owned()
+    };
+    assert_eq!(id_of("latest"), ids[1]);
+    assert_eq!(id_of("previous"), ids[0]);
+    assert_eq!(id_of(&ids[0][..18]), ids[0]);
+    let out = run(cb(&dir).args(["compare", "previous", "latest"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let out = run(cb(&dir).args(["results", "r-2026"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("names several runs"), "{}", out.stderr);
+}

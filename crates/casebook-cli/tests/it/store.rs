@@ -364,3 +364,21 @@ fn store_check_finds_garbage_written_into_the_file() {
     assert!(!problems.is_empty(), "{report}");
     assert!(problems.iter().any(|p| p.as_str().is_some_and(|p| p.starts_with("SQLite: "))), "{report}");
 }
+
+#[test]
+fn the_author_defaults_to_the_login_name_the_system_gives() {
+    let dir = Folder::new();
+    let bare = || {
+        let mut cmd = casebook();
+        cmd.current_dir(dir.join("")).env_remove("CASEBOOK_STORE").env_remove("CASEBOOK_AUTHOR");
+        cmd.env_remove("USER").env_remove("LOGNAME");
+        cmd
+    };
+    ok(bare().arg("init"));
+    let data = dir.file("qa.jsonl", V1);
+    ok(bare().args(["import", "--dataset", "qa"]).arg(&data));
+    let name = std::process::Command::new("id").arg("-un").output().expect("id runs").stdout;
+    let name = String::from_utf8_lossy(&name).trim().to_owned();
+    let log = ok(bare().args(["--format", "json", "log", "qa"]));
+    assert!(log.contains(&format!("\"author\":\"{name}\"")), "{name}: {log}");
+}
