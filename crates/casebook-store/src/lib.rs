@@ -155,10 +155,11 @@ pub struct Event {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("no dataset named `{0}`")]
-    NoDataset(String),
-    #[error("dataset `{dataset}` has no version `{reference}`")]
-    NoVersion { dataset: String, reference: String },
+    /// A dataset name that is not in the store, and what is (a suggestion or the names).
+    #[error("no dataset named `{0}`{1}")]
+    NoDataset(String, String),
+    #[error("dataset `{dataset}` has no version `{reference}`{hint}")]
+    NoVersion { dataset: String, reference: String, hint: String },
     #[error("`{reference}` names several versions of `{dataset}`: {candidates}")]
     Ambiguous { dataset: String, reference: String, candidates: String },
     #[error("dataset `{dataset}` moved on: its head is v{head}, the commit was made on v{parent}")]
@@ -285,4 +286,20 @@ pub trait Store {
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;
+}
+
+/// What to say after "no such name": the known name it is a typo of, else the names there are.
+pub(crate) fn suggestion(name: &str, known: &[String], what: &str) -> String {
+    let refs: Vec<&str> = known.iter().map(String::as_str).collect();
+    if let Some(near) = casebook_model::did_you_mean(name, &refs) {
+        return format!("; did you mean `{near}`?");
+    }
+    match known.len() {
+        0 => String::new(),
+        n => {
+            let shown: Vec<String> = known.iter().take(10).map(|k| format!("`{k}`")).collect();
+            let more = if n > 10 { format!(" and {} more", n - 10) } else { String::new() };
+            format!("; the {what} are {}{more}", shown.join(", "))
+        }
+    }
 }

@@ -202,10 +202,24 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// The error for a dataset name the store does not have, with the names it has.
+    async fn no_dataset(&self, name: &str) -> StoreError {
+        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM datasets ORDER BY name")
+            .fetch_all(&self.pool)
+            .await
+            .unwrap_or_default();
+        let hint = if known.is_empty() {
+            "; the store has no datasets yet (`casebook import FILE --dataset NAME` adds one)".to_owned()
+        } else {
+            crate::suggestion(name, &known, "datasets")
+        };
+        StoreError::NoDataset(name.to_owned(), hint)
+    }
+
     async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
         let row =
             sqlx::query("SELECT id, head FROM datasets WHERE name = ?").bind(name).fetch_optional(&self.pool).await?;
-        let row = row.ok_or_else(|| StoreError::NoDataset(name.to_owned()))?;
+        let Some(row) = row else { return Err(self.no_dataset(name).await) };
         Ok((row.get(0), row.get::<i64, _>(1) as u64))
     }
 
@@ -491,7 +505,23 @@ impl crate::Store for SqliteStore {
 
     async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
         let (id, head) = self.dataset_id(dataset).await?;
-        let missing = || StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference) };
+        let tags: Vec<String> = match reference {
+            Ref::Name(_) => {
+                sqlx::query_scalar("SELECT name FROM tags WHERE dataset = ? ORDER BY name")
+                    .bind(id)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            _ => Vec::new(),
+        };
+        let missing = || {
+            let hint = match reference {
+                Ref::Name(name) if !tags.is_empty() => crate::suggestion(name, &tags, "tags"),
+                Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
+                _ => format!("; its versions are v1 to v{head}"),
+            };
+            StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference), hint }
+        };
         let number = match reference {
             Ref::Latest => head,
             Ref::Number(n) => *n,
@@ -534,7 +564,7 @@ impl crate::Store for SqliteStore {
             .bind(dataset)
             .fetch_optional(&self.pool)
             .await?;
-        let header = header.ok_or_else(|| StoreError::NoDataset(dataset.to_owned()))?;
+        let Some(header) = header else { return Err(self.no_dataset(dataset).await) };
         serde_json::from_str(&header).map_err(|e| StoreError::Corrupt(e.to_string()))
     }
 
@@ -647,7 +677,11 @@ impl crate::Store for SqliteStore {
         let (id, _) = self.dataset_id(dataset).await?;
         let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
         if lo == 0 {
-            return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: "v0".into() });
+            return Err(StoreError::NoVersion {
+                dataset: dataset.to_owned(),
+                reference: "v0".into(),
+                hint: String::new(),
+            });
         }
         // Only rows that begin or end between the two versions can differ.
         let rows = sqlx::query(
@@ -701,7 +735,11 @@ impl crate::Store for SqliteStore {
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
         if self.version_row(dataset, id, version).await?.is_none() {
-            return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: format!("v{version}") });
+            return Err(StoreError::NoVersion {
+                dataset: dataset.to_owned(),
+                reference: format!("v{version}"),
+                hint: String::new(),
+            });
         }
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let before: Option<i64> = sqlx::query_scalar("SELECT version FROM tags WHERE dataset = ? AND name = ?")
@@ -821,7 +859,7 @@ impl SqliteStore {
             Some(row) => (row.get::<i64, _>("id"), row.get::<i64, _>("head") as u64),
             None => {
                 if matches!(request.mode, CommitMode::Remove(_)) {
-                    return Err(StoreError::NoDataset(request.dataset.clone()));
+                    return Err(StoreError::NoDataset(request.dataset.clone(), String::new()));
                 }
                 let header = request.header.clone().unwrap_or_default();
                 let id: i64 = sqlx::query_scalar("INSERT INTO datasets (name, header) VALUES (?, ?) RETURNING id")

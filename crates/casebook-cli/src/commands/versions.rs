@@ -208,7 +208,7 @@ fn commit_file(
         Parent::Any => None,
         Parent::Head => match runtime.block_on(store.resolve(&name, &casebook_store::Ref::Latest)) {
             Ok(head) => Some(head.number),
-            Err(StoreError::NoDataset(_) | StoreError::NoVersion { .. }) => Some(0),
+            Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => Some(0),
             Err(err) => return Err(err.into()),
         },
         Parent::Given(text) => {

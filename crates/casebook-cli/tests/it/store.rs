@@ -382,3 +382,25 @@ fn the_author_defaults_to_the_login_name_the_system_gives() {
     let log = ok(bare().args(["--format", "json", "log", "qa"]));
     assert!(log.contains(&format!("\"author\":\"{name}\"")), "{name}: {log}");
 }
+
+#[test]
+fn a_mistyped_dataset_or_tag_gets_a_suggestion_or_the_names_there_are() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let out = run(cb(&dir).args(["log", "support"]));
+    assert!(out.stderr.contains("no dataset named `support`; the store has no datasets yet"), "{}", out.stderr);
+    let data = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "support"]).arg(&data));
+    ok(cb(&dir).args(["import", "--dataset", "billing"]).arg(&data));
+    ok(cb(&dir).args(["tag", "support@v1", "prod"]));
+    for (args, expect) in [
+        (&["log", "suport"][..], "no dataset named `suport`; did you mean `support`?"),
+        (&["log", "zzz"], "no dataset named `zzz`; the datasets are `billing`, `support`"),
+        (&["show", "support@prd"], "dataset `support` has no version `prd`; did you mean `prod`?"),
+        (&["show", "support@v7"], "dataset `support` has no version `v7`; its versions are v1 to v1"),
+    ] {
+        let out = run(cb(&dir).args(args));
+        assert_eq!(out.status, Some(2), "{args:?}: {out:?}");
+        assert!(out.stderr.contains(expect), "{args:?}: {}", out.stderr);
+    }
+}
