@@ -122,7 +122,8 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
                     inline(&e.case_id),
                     inline(&e.scenario),
                     e.run,
-                    inline(&truncate(&e.message, RATIONALE_CHARS))
+                    // An error is shown whole: the reader's Markdown view wraps it.
+                    inline(&e.message)
                 )
             });
             writeln!(out, "| {} | {} | {} |", inline(&kind.kind), kind.count, example)?;

@@ -2,8 +2,6 @@
 //! comparison ([`human_comparison`]): no colour, no line wider than [`WIDTH`] columns. The
 //! library only builds the text; the CLI decides where it goes.
 
-use std::fmt::Write;
-
 use super::{percent, percent_interval, score, score_interval, threshold_verdict, truncate};
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
@@ -149,14 +147,40 @@ fn name_cases(lines: &mut Vec<String>, title: &str, cases: &[CaseRun]) {
     }
 }
 
-/// Joins the lines, each made printable and cut to [`WIDTH`].
+/// Joins the lines, each made printable and wrapped at [`WIDTH`] (never cut: an error message
+/// is read whole).
 fn finish(lines: Vec<String>) -> String {
     let mut out = String::new();
     for line in lines {
         let printable: String = line.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
-        let _ = writeln!(out, "{}", truncate(printable.trim_end(), WIDTH));
+        wrap(&mut out, printable.trim_end(), WIDTH);
     }
     out
+}
+
+/// Writes `line` in lines of at most `width` characters, broken at spaces where it can be; the
+/// lines after the first are indented under it.
+fn wrap(out: &mut String, line: &str, width: usize) {
+    const INDENT: &str = "    ";
+    let mut rest = line;
+    let mut first = true;
+    loop {
+        let room = if first { width } else { width - INDENT.len() };
+        if !first {
+            out.push_str(INDENT);
+        }
+        if rest.chars().count() <= room {
+            out.push_str(rest);
+            out.push('\n');
+            return;
+        }
+        let limit = rest.char_indices().nth(room).map_or(rest.len(), |(i, _)| i);
+        let cut = rest[..limit].rfind(' ').filter(|&i| i > 0).unwrap_or(limit);
+        out.push_str(rest[..cut].trim_end());
+        out.push('\n');
+        rest = rest[cut..].trim_start();
+        first = false;
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +188,22 @@ mod tests {
     use super::*;
     use crate::summary::compare;
     use crate::summary::tests::{erroring, failing, graded, meta, passing};
+
+    #[test]
+    fn long_lines_are_wrapped_not_cut() {
+        let message = format!("grader `contains` needs `expected.output`, which the case {} lacks", "word ".repeat(60));
+        let text = finish(vec![format!("  config ×1, e.g. a (base #0): {message}")]);
+        assert!(text.lines().all(|l| l.chars().count() <= WIDTH), "{text}");
+        let joined: Vec<&str> = text.split_whitespace().collect();
+        let original: Vec<String> =
+            format!("config ×1, e.g. a (base #0): {message}").split_whitespace().map(str::to_owned).collect();
+        assert_eq!(joined, original, "every word is kept, in order");
+        assert!(text.ends_with("lacks\n"), "{text}");
+        // A word longer than a line is broken, not lost.
+        let long = "x".repeat(WIDTH * 2 + 5);
+        let text = finish(vec![long.clone()]);
+        assert_eq!(text.replace(['\n', ' '], ""), long);
+    }
 
     #[test]
     fn human_summary_is_short_and_narrow() {
@@ -184,8 +224,11 @@ mod tests {
         assert!(text.contains("results 8: 4 passed, 3 failed, 1 error\n"), "{text}");
         assert!(text.contains("threshold 80.0 %: missed (1 error)"), "{text}");
         assert!(text.contains("a-scenario-name-that-goes-on-an…"), "{text}");
-        assert!(text.contains("  timeout ×1, e.g. c (base #0): no reply xxx"), "{text}");
-        assert!(text.lines().count() < 20);
+        // The message is wrapped, not cut: all 300 `x` are there.
+        assert!(text.contains("  timeout ×1, e.g. c (base #0): no reply\n    xxx"), "{text}");
+        let after = text.find("no reply").map_or("", |at| &text[at..]);
+        assert_eq!(after.matches('x').count(), 300, "{text}");
+        assert!(text.lines().count() < 24);
     }
 
     #[test]
