@@ -134,7 +134,7 @@ impl Reporter {
                 let origin = if d.line == 0 {
                     origin
                 } else {
-                    origin.line(d.line as usize).char_column(d.column.max(1) as usize - 1)
+                    origin.line(d.line as usize).char_column(d.column.max(1) as usize)
                 };
                 title.element(origin)
             }

@@ -88,6 +88,13 @@ pub struct ExperimentError {
     pub line_offset: u64,
     pub message: String,
     pub hint: Option<String>,
+    /// Further problems of the same file, in order (every one is reported, not only the first).
+    pub more: Vec<ExperimentError>,
+}
+
+/// Keeps `result`'s value, or its error among `problems`.
+fn keep<T>(problems: &mut Vec<ExperimentError>, result: Result<T, ExperimentError>) -> Option<T> {
+    result.map_err(|e| problems.push(e)).ok()
 }
 
 const KEYS: &[&str] = &[
@@ -131,6 +138,7 @@ impl Reader<'_> {
             line_offset,
             message: message.into(),
             hint: None,
+            more: Vec::new(),
         }
     }
 
@@ -192,6 +200,7 @@ impl Experiment {
         if crate::letta_suite::is_suite(&root) {
             return crate::letta_suite::parse(&r, file, &root);
         }
+        let mut problems = Vec::new();
         for entry in entries {
             if !KEYS.contains(&entry.key.as_ref()) {
                 let mut e = r.error(entry.key_offset, format!("unknown key `{}`", entry.key));
@@ -199,62 +208,79 @@ impl Experiment {
                     Some(k) => format!("did you mean `{k}`?"),
                     None => format!("the keys of an experiment: {}", KEYS.join(", ")),
                 });
-                return Err(e);
+                problems.push(e);
             }
         }
+        let p = &mut problems;
         let get = |key: &str| root.get(key);
-        let dataset = dataset(&r, &root)?;
+        let dataset = keep(p, dataset(&r, &root));
         let scenarios = match (get("scenarios"), get("target")) {
             (Some(_), Some(target)) => {
-                return Err(r.error(target.offset, "give either `target` or `scenarios`, not both"));
+                keep(p, Err(r.error(target.offset, "give either `target` or `scenarios`, not both")))
             }
-            (None, Some(target)) => vec![default_scenario(&r, target)?],
-            (Some(node), None) => scenarios(&r, node)?,
-            (None, None) => return Err(no_target(&r, &root)),
+            (None, Some(target)) => keep(p, default_scenario(&r, target)).map(|s| vec![s]),
+            (Some(node), None) => keep(p, scenarios(&r, node)),
+            (None, None) => keep(p, Err(no_target(&r, &root))),
         };
         let graders = match get("graders") {
-            None => Vec::new(),
-            Some(node) => match &node.value {
-                NodeValue::Array(items) => items
-                    .iter()
-                    .map(|item| Ok(Located { value: r.value(item, "graders")?, at: r.place(item.offset) }))
-                    .collect::<Result<_, _>>()?,
-                // letta style: a mapping from names to graders.
-                NodeValue::Object(named) => named
-                    .iter()
-                    .map(|entry| {
-                        let mut value = r.value(&entry.value, "graders")?;
-                        if let Value::Object(map) = &mut value {
-                            map.entry("name").or_insert_with(|| Value::String(entry.key.to_string()));
-                        }
-                        Ok(Located { value, at: r.place(entry.value.offset) })
-                    })
-                    .collect::<Result<_, _>>()?,
-                other => return Err(r.error(node.offset, format!("`graders` must be a list, not {}", other.kind()))),
-            },
+            None => Some(Vec::new()),
+            Some(node) => keep(
+                p,
+                match &node.value {
+                    NodeValue::Array(items) => items
+                        .iter()
+                        .map(|item| Ok(Located { value: r.value(item, "graders")?, at: r.place(item.offset) }))
+                        .collect::<Result<_, _>>(),
+                    // letta style: a mapping from names to graders.
+                    NodeValue::Object(named) => named
+                        .iter()
+                        .map(|entry| {
+                            let mut value = r.value(&entry.value, "graders")?;
+                            if let Value::Object(map) = &mut value {
+                                map.entry("name").or_insert_with(|| Value::String(entry.key.to_string()));
+                            }
+                            Ok(Located { value, at: r.place(entry.value.offset) })
+                        })
+                        .collect::<Result<_, _>>(),
+                    other => Err(r.error(node.offset, format!("`graders` must be a list, not {}", other.kind()))),
+                },
+            ),
         };
-        let timeout_secs = match get("timeout_secs") {
-            Some(node) => seconds(&r, node, "timeout_secs")?,
-            None => 60.0,
-        };
+        let timeout_secs = get("timeout_secs").map_or(Some(60.0), |n| keep(p, seconds(&r, n, "timeout_secs")));
+        let name = keep(p, name(&r, &root, file));
+        let description = keep(p, get("description").map(|n| r.string(n, "description")).transpose());
+        let filter = keep(p, get("filter").map(|n| r.string(n, "filter")).transpose());
+        let tags = keep(p, get("tags").map(|n| r.strings(n, "tags")).transpose());
+        let limit = keep(p, get("limit").map(|n| r.count(n, "limit", 1.0)).transpose());
+        let memory_seeds = keep(p, get("memory_seeds").map(|n| memory_seeds(&r, file, n)).transpose());
+        let n_runs = keep(p, get("n_runs").map(|n| r.count(n, "n_runs", 1.0)).transpose());
+        let threshold = keep(p, get("threshold").map(|n| threshold(&r, n)).transpose());
+        let concurrency = keep(p, get("concurrency").map(|n| r.count(n, "concurrency", 1.0)).transpose());
+        let retries = keep(p, get("retries").map(|n| r.count(n, "retries", 0.0)).transpose());
+        if !problems.is_empty() {
+            // In the order of the file.
+            problems.sort_by_key(|e| (e.at.line, e.at.column));
+            let mut first = problems.remove(0);
+            first.more = problems;
+            return Err(first);
+        }
+        // Every value is there: a missing one left a problem behind.
+        let missing = || r.error(0, "the experiment could not be read");
         Ok(Experiment {
-            name: name(&r, &root, file)?,
-            description: get("description").map(|n| r.string(n, "description")).transpose()?,
-            dataset,
-            filter: get("filter").map(|n| r.string(n, "filter")).transpose()?,
-            tags: get("tags").map(|n| r.strings(n, "tags")).transpose()?.unwrap_or_default(),
-            limit: get("limit").map(|n| r.count(n, "limit", 1.0)).transpose()?.map(|n| n as u64),
-            memory_seeds: get("memory_seeds").map(|n| memory_seeds(&r, file, n)).transpose()?.unwrap_or_default(),
-            scenarios,
-            n_runs: get("n_runs").map(|n| r.count(n, "n_runs", 1.0)).transpose()?.map_or(1, |n| n as u32),
-            graders,
-            threshold: get("threshold").map(|n| threshold(&r, n)).transpose()?.unwrap_or(1.0),
-            concurrency: get("concurrency")
-                .map(|n| r.count(n, "concurrency", 1.0))
-                .transpose()?
-                .map_or(8, |n| n as usize),
-            timeout_secs,
-            retries: get("retries").map(|n| r.count(n, "retries", 0.0)).transpose()?.map_or(2, |n| n as u32),
+            name: name.ok_or_else(missing)?,
+            description: description.flatten(),
+            dataset: dataset.ok_or_else(missing)?,
+            filter: filter.flatten(),
+            tags: tags.flatten().unwrap_or_default(),
+            limit: limit.flatten().map(|n| n as u64),
+            memory_seeds: memory_seeds.flatten().unwrap_or_default(),
+            scenarios: scenarios.ok_or_else(missing)?,
+            n_runs: n_runs.flatten().map_or(1, |n| n as u32),
+            graders: graders.ok_or_else(missing)?,
+            threshold: threshold.flatten().unwrap_or(1.0),
+            concurrency: concurrency.flatten().map_or(8, |n| n as usize),
+            timeout_secs: timeout_secs.ok_or_else(missing)?,
+            retries: retries.flatten().map_or(2, |n| n as u32),
             unsupported_target: None,
         })
     }

@@ -100,7 +100,17 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     };
 
     let select = selection(&experiment, args.only.as_deref())?;
-    let (scenarios, graders) = parts(&runtime, &args, &experiment)?;
+    let (scenarios, graders) = match parts(&runtime, &args, &experiment) {
+        Ok(parts) => parts,
+        Err(err) => match err.downcast::<InvalidParts>() {
+            Ok(InvalidParts(problems)) => {
+                let mut reporter = Reporter::new(settings, true);
+                problems.iter().for_each(|d| reporter.emit(d));
+                return Ok(Outcome::Invalid);
+            }
+            Err(err) => return Err(err),
+        },
+    };
     let keys = RunKeys::new(&scenarios, &experiment.memory_seeds, experiment.n_runs).map_err(anyhow::Error::msg)?;
     let Some(dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select, &keys)? else {
         return Ok(Outcome::Invalid);
@@ -536,11 +546,37 @@ fn parts(
     experiment: &Experiment,
 ) -> anyhow::Result<(Vec<PlannedScenario>, Vec<casebook_runner::grade::Grader>)> {
     let env = |name: &str| std::env::var(name).ok();
+    // In an experiment file, a target or grader that cannot be made is a problem of the file,
+    // reported with the others; on the command line it is a usage error.
+    let mut invalid = Vec::new();
+    let mut problem = |at: casebook_runner::experiment::Place, err: String| -> anyhow::Result<()> {
+        // A grader given with `--grader` has no place in the file.
+        let Some(path) = args.experiment.as_ref().filter(|_| at.line > 0) else { return Err(anyhow::anyhow!(err)) };
+        invalid.push(casebook_model::Diagnostic {
+            severity: casebook_model::Severity::Error,
+            code: casebook_model::Code::InvalidValue,
+            message: err,
+            file: path.display().to_string(),
+            line: at.line,
+            column: at.column,
+            pointer: String::new(),
+            hint: None,
+            line_offset: None,
+        });
+        Ok(())
+    };
     let mut scenarios = Vec::new();
     for scenario in &experiment.scenarios {
-        let mut spec: TargetSpec = match &scenario.target.value {
-            serde_json::Value::String(text) => text.parse().map_err(|e| located(args, scenario.target.at, e))?,
-            value => serde_json::from_value(value.clone()).map_err(|e| located(args, scenario.target.at, e))?,
+        let parsed: Result<TargetSpec, String> = match &scenario.target.value {
+            serde_json::Value::String(text) => text.parse().map_err(|e| format!("{e}")),
+            value => serde_json::from_value(value.clone()).map_err(|e| e.to_string()),
+        };
+        let mut spec = match parsed {
+            Ok(spec) => spec,
+            Err(err) => {
+                problem(scenario.target.at, err)?;
+                continue;
+            }
         };
         spec.resolve_env(env);
         let target = runtime
@@ -550,10 +586,21 @@ fn parts(
     }
     let mut graders = Vec::new();
     for grader in &experiment.graders {
-        let mut spec: GraderSpec =
-            serde_json::from_value(grader.value.clone()).map_err(|e| located(args, grader.at, e))?;
+        let mut spec: GraderSpec = match serde_json::from_value(grader.value.clone()) {
+            Ok(spec) => spec,
+            Err(err) => {
+                problem(grader.at, err.to_string())?;
+                continue;
+            }
+        };
         spec.resolve_env(env);
-        graders.push(spec.build().map_err(|e| located(args, grader.at, e))?);
+        match spec.build() {
+            Ok(built) => graders.push(built),
+            Err(err) => problem(grader.at, err.to_string())?,
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(InvalidParts(invalid).into());
     }
     Ok((scenarios, graders))
 }
@@ -717,24 +764,33 @@ fn progress_bar(settings: &Global, total: u64) -> Option<ProgressBar> {
     Some(bar)
 }
 
-fn located(args: &RunArgs, at: casebook_runner::experiment::Place, err: impl std::fmt::Display) -> anyhow::Error {
-    match &args.experiment {
-        Some(path) if at.line > 0 => anyhow::anyhow!("{}:{}:{}: {err}", path.display(), at.line, at.column),
-        _ => anyhow::anyhow!("{err}"),
+/// Reports an experiment's problems, every one of them, at their places in its file.
+fn report_experiment_error(settings: &Global, err: &ExperimentError) {
+    let mut reporter = Reporter::new(settings, true);
+    for err in std::iter::once(err).chain(&err.more) {
+        reporter.emit(&casebook_model::Diagnostic {
+            severity: casebook_model::Severity::Error,
+            code: casebook_model::Code::InvalidValue,
+            message: err.message.clone(),
+            file: err.file.clone(),
+            line: err.at.line,
+            column: err.at.column,
+            pointer: String::new(),
+            hint: err.hint.clone(),
+            line_offset: Some(err.line_offset),
+        });
     }
 }
 
-fn report_experiment_error(settings: &Global, err: &ExperimentError) {
-    let d = casebook_model::Diagnostic {
-        severity: casebook_model::Severity::Error,
-        code: casebook_model::Code::InvalidValue,
-        message: err.message.clone(),
-        file: err.file.clone(),
-        line: err.at.line,
-        column: err.at.column,
-        pointer: String::new(),
-        hint: err.hint.clone(),
-        line_offset: Some(err.line_offset),
-    };
-    Reporter::new(settings, true).emit(&d);
+/// Targets and graders of an experiment file that cannot be made: the file is invalid (exit 1),
+/// as it is for an unknown key.
+#[derive(Debug)]
+struct InvalidParts(Vec<casebook_model::Diagnostic>);
+
+impl std::fmt::Display for InvalidParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} invalid targets or graders", self.0.len())
+    }
 }
+
+impl std::error::Error for InvalidParts {}

@@ -179,7 +179,8 @@ fn finished_runs_are_reused_and_regrade_calls_no_agent() {
 
     // The runs are stored and can be reported and compared.
     let listed = run(cb(&dir).args(["results", "--list"]));
-    assert_eq!(listed.stdout.lines().count(), 4, "{listed:?}");
+    // A header line, then one line a run.
+    assert_eq!(listed.stdout.lines().count(), 5, "{listed:?}");
     let junit = run(cb(&dir).args(["results", "--as", "junit"]));
     assert!(junit.stdout.contains("<testsuite"), "{junit:?}");
 }
@@ -254,7 +255,8 @@ fn experiment_mistakes_are_located() {
         "dataset: cases.jsonl\ntarget: 'builtin:echo'\ngraders:\n  - {kind: exact_match}\n  - {kind: no_such_grader}\n",
     );
     let out = run(cb(&dir).arg("run").arg(&exp));
-    assert_ne!(out.status, Some(0), "{out:?}");
+    // An unknown grader kind makes the file invalid, as an unknown key does.
+    assert_eq!(out.status, Some(1), "{out:?}");
     assert!(out.stderr.contains("exp.yaml:5:5"), "{}", out.stderr);
     let exp = dir.file("bad.yaml", "dataset: cases.jsonl\ntarget: 'builtin:echo'\nn_rusn: 2\n");
     let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
@@ -452,4 +454,26 @@ fn runs_are_named_by_prefix_latest_and_previous() {
     let out = run(cb(&dir).args(["results", "r-2026"]));
     assert_eq!(out.status, Some(2), "{out:?}");
     assert!(out.stderr.contains("names several runs"), "{}", out.stderr);
+}
+
+/// Every mistake of an experiment file is reported, each at its line with a suggestion.
+#[test]
+fn every_mistake_of_an_experiment_is_reported() {
+    let dir = Folder::new();
+    dir.file("cases.jsonl", DATASET);
+    let exp = dir.file(
+        "exp.yaml",
+        "dataset: cases.jsonl\ntarget: 'builtin:echo'\ngrader: contains\ntreshold: 0.5\nn_runs: zero\n",
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let found: Vec<(u64, String)> = out
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|d| (d["line"].as_u64().unwrap_or(0), d["hint"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [3, 4, 5], "{}", out.stderr);
+    assert_eq!(found[0].1, "did you mean `graders`?");
+    assert_eq!(found[1].1, "did you mean `threshold`?");
 }
