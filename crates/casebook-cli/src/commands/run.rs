@@ -128,7 +128,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
 
     let mode = if args.regrade { Mode::Regrade } else { Mode::Run };
     let store = store.map(Arc::new);
-    let run_id = run_id(&settings.time);
+    // Without a store nothing can find the run again: it gets no id to look for.
+    let run_id = if store.is_some() { run_id(&settings.time) } else { "(not kept)".to_owned() };
     let meta = RunMeta {
         run_id: run_id.clone(),
         experiment: experiment.name.clone(),

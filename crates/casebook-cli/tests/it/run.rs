@@ -477,3 +477,19 @@ fn every_mistake_of_an_experiment_is_reported() {
     assert_eq!(found[0].1, "did you mean `graders`?");
     assert_eq!(found[1].1, "did you mean `threshold`?");
 }
+
+/// Without a store, the run says before it starts that its results will not be kept, and shows
+/// no run id that `results` could not find.
+#[test]
+fn a_run_without_a_store_says_its_results_are_not_kept() {
+    let dir = Folder::new();
+    dir.file("cases.jsonl", DATASET);
+    let out =
+        run(cb(&dir).args(["run", "--dataset", "cases.jsonl", "--target", "builtin:echo", "--grader", "contains"]));
+    let note = out.stderr.find("results are not kept (run `casebook init` to keep them");
+    let start = out.stderr.find("running");
+    assert!(note.is_some(), "{}", out.stderr);
+    assert!(start.is_none_or(|start| note < Some(start)), "the note comes first: {}", out.stderr);
+    assert!(out.stdout.contains("· run (not kept) ·"), "{}", out.stdout);
+    assert!(!out.stdout.contains("r-2026"), "{}", out.stdout);
+}
