@@ -681,7 +681,11 @@ fn produce(
         if cut == 0 && eof {
             return (seq, Ok(()));
         }
-        let rest = buf.split_off(cut);
+        // The next chunk's buffer, sized once: grown from the tail by doubling, each chunk was
+        // copied several times over as it was read.
+        let mut rest = Vec::with_capacity(CHUNK.max(buf.len() - cut) + 64 * 1024);
+        rest.extend_from_slice(&buf[cut..]);
+        buf.truncate(cut);
         let chunk_lines = counted.unwrap_or_else(|| memchr::memchr_iter(b'\n', &buf).count() as u64);
         if tokens.recv().is_err() {
             return (seq, Ok(()));
