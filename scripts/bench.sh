@@ -3,7 +3,9 @@
 # the formats issue, with `jq -c .` on the same JSONL file as the yardstick. BENCHMARKS.md
 # records a run of this script; rerun it to reproduce the figures.
 #
-#   scripts/bench.sh            # everything: 1M-row letta JSONL and CSV, 100k-item mas-lab YAML
+#   scripts/bench.sh            # everything: 1M-row letta JSONL (realistic rows and the all-id
+#                               # rows), CSV, 100k-item mas-lab YAML
+#   ONLY=realistic scripts/bench.sh  # the realistic letta JSONL only (100k and 1M rows)
 #   RUNS=5 scripts/bench.sh     # more runs per figure (default 3; the median is reported)
 #   CASEBOOK=path/to/casebook scripts/bench.sh  # measure that binary instead of building one
 #   ROWS=100000 scripts/bench.sh  # a smaller, quicker run (its data goes to other files)
@@ -71,6 +73,10 @@ fi
 echo "== data ($DATA)"
 JSONL=$DATA/letta-$ROWS.jsonl
 CSV=$DATA/letta-$ROWS.csv
+# Rows like users' files (`generate --kind letta-realistic`): 30 % without an id, repeated
+# prompts, escapes, mostly non-ASCII. The tenth-size file shows whether the cost per row is flat.
+REALISTIC=$DATA/letta-realistic-$ROWS.jsonl
+REALISTIC_SMALL=$DATA/letta-realistic-$((ROWS / 10)).jsonl
 YAML=$DATA/maslab-$YAML_ITEMS.yaml
 gen() { # kind cases file: generate unless present; a partial file never takes the final name
   if [[ -s $3 ]]; then
@@ -80,10 +86,16 @@ gen() { # kind cases file: generate unless present; a partial file never takes t
     echo "   $3: generated"
   fi
 }
-gen letta-jsonl "$ROWS" "$JSONL"
-gen letta-csv "$ROWS" "$CSV"
-gen maslab-yaml "$YAML_ITEMS" "$YAML"
-cat "$JSONL" "$CSV" "$YAML" >/dev/null # into the page cache: the figures are CPU, not disk
+gen letta-realistic "$ROWS" "$REALISTIC"
+gen letta-realistic "$((ROWS / 10))" "$REALISTIC_SMALL"
+INPUTS=("$REALISTIC")
+if [[ ${ONLY:-} != realistic ]]; then
+  gen letta-jsonl "$ROWS" "$JSONL"
+  gen letta-csv "$ROWS" "$CSV"
+  gen maslab-yaml "$YAML_ITEMS" "$YAML"
+  INPUTS+=("$JSONL" "$CSV" "$YAML")
+fi
+cat "${INPUTS[@]}" >/dev/null # into the page cache: the figures are CPU, not disk
 
 bytes() { stat -c %s "$1"; }
 mbs() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0 ? b / 1e6 / s : 0) }'; }
@@ -178,18 +190,32 @@ echo "== machine"
 echo "   $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== timings (median of $RUNS runs, largest peak RSS)"
 
-measure "jq -c . (JSONL)" "$JSONL" sh -c "jq -c . '$JSONL' >/dev/null"
-JQ_MBS=$(mbs "$(bytes "$JSONL")" "$SECS")
-row "letta JSONL" "jq -c . $JSONL > /dev/null" 1 "$JSONL" - "$JQ_MBS"
+measure "jq -c . (realistic JSONL)" "$REALISTIC" sh -c "jq -c . '$REALISTIC' >/dev/null"
+JQ_REALISTIC_MBS=$(mbs "$(bytes "$REALISTIC")" "$SECS")
+row "letta JSONL, realistic" "jq -c . $REALISTIC > /dev/null" 1 "$REALISTIC" - "$JQ_REALISTIC_MBS"
+measure "validate $(basename "$REALISTIC_SMALL") -t2" "$REALISTIC_SMALL" \
+  "$BIN" validate "$REALISTIC_SMALL" --threads 2 -q
+row "letta JSONL, realistic, a tenth" "casebook validate $REALISTIC_SMALL --threads 2 -q" 2 "$REALISTIC_SMALL" \
+  "$VALIDATE_MBS" "$JQ_REALISTIC_MBS"
+if [[ ${ONLY:-} != realistic ]]; then
+  measure "jq -c . (JSONL)" "$JSONL" sh -c "jq -c . '$JSONL' >/dev/null"
+  JQ_MBS=$(mbs "$(bytes "$JSONL")" "$SECS")
+  row "letta JSONL" "jq -c . $JSONL > /dev/null" 1 "$JSONL" - "$JQ_MBS"
+fi
 
-for input in "$JSONL" "$CSV" "$YAML"; do
+for input in "${INPUTS[@]}"; do
   case $input in
+    *realistic*) workload="letta JSONL, realistic" ;;
     *.jsonl) workload="letta JSONL" ;;
     *.csv) workload="letta CSV" ;;
     *) workload="mas-lab YAML" ;;
   esac
   # jq reads JSON only: the ratio is given for the JSONL file, where both read the same bytes.
-  ratio_base=$([[ $input == *.jsonl ]] && echo "$JQ_MBS" || echo -)
+  case $input in
+    *realistic*) ratio_base=$JQ_REALISTIC_MBS ;;
+    *.jsonl) ratio_base=$JQ_MBS ;;
+    *) ratio_base=- ;;
+  esac
   for threads in 2 1; do
     measure "validate $(basename "$input") -t$threads" "$input" "$BIN" validate "$input" --threads "$threads" -q
     target=$([[ $threads == 2 ]] && echo "$VALIDATE_MBS" || echo -)
@@ -214,7 +240,7 @@ done
 
 echo "== determinism: convert output with --threads 1, 2 and the default"
 DET=()
-for input in "$JSONL" "$CSV" "$YAML"; do
+for input in "${INPUTS[@]}"; do
   one=$OUT/$(basename "$input").t1.jsonl
   two=$OUT/$(basename "$input").t2.jsonl
   dflt=$OUT/$(basename "$input").t0.jsonl
@@ -228,16 +254,16 @@ for input in "$JSONL" "$CSV" "$YAML"; do
   DET+=("- \`$(basename "$input")\` → casebook JSONL, threads 1 / 2 / default: $verdict")
   rm -f "$two" "$dflt"
 done
-# The letta writer too, on the JSONL file (letta → letta).
-"$BIN" convert "$JSONL" --to letta -o "$OUT/letta.t1.jsonl" --threads 1 -q
-"$BIN" convert "$JSONL" --to letta -o "$OUT/letta.t2.jsonl" --threads 2 -q
+# The letta writer too, on the realistic JSONL file (letta → letta).
+"$BIN" convert "$REALISTIC" --to letta -o "$OUT/letta.t1.jsonl" --threads 1 -q
+"$BIN" convert "$REALISTIC" --to letta -o "$OUT/letta.t2.jsonl" --threads 2 -q
 if cmp -s "$OUT/letta.t1.jsonl" "$OUT/letta.t2.jsonl"; then
   verdict="identical ($(bytes "$OUT/letta.t1.jsonl") bytes)"
 else
   verdict="**DIFFERENT**"
 fi
-echo "   $(basename "$JSONL") → letta: $verdict"
-DET+=("- \`$(basename "$JSONL")\` → letta JSONL, threads 1 / 2: $verdict")
+echo "   $(basename "$REALISTIC") → letta: $verdict"
+DET+=("- \`$(basename "$REALISTIC")\` → letta JSONL, threads 1 / 2: $verdict")
 rm -f "$OUT"/*.jsonl "$OUT/time.txt"
 [[ $OUT == /dev/shm/* ]] && rmdir "$OUT" 2>/dev/null
 
@@ -255,7 +281,7 @@ rm -f "$OUT"/*.jsonl "$OUT/time.txt"
   echo
   echo "Converted files written to \`$OUT\`$([[ $OUT == /dev/shm/* ]] && echo " (tmpfs), except the rows marked disk")."
   echo
-  echo "Inputs: \`$JSONL\` $(bytes "$JSONL") bytes, \`$CSV\` $(bytes "$CSV") bytes, \`$YAML\` $(bytes "$YAML") bytes."
+  echo "Inputs: \`$REALISTIC_SMALL\` $(bytes "$REALISTIC_SMALL") bytes$(for f in "${INPUTS[@]}"; do printf ', `%s` %s bytes' "$f" "$(bytes "$f")"; done)."
   echo
   echo "| workload | command | threads | median s | MB/s | peak RSS MiB | vs jq | target met? |"
   echo "|---|---|---|---|---|---|---|---|"

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+pub mod scan;
 mod text;
 
 /// What kind of object an id names. The domain string is hashed in front of the content.
@@ -146,7 +147,10 @@ pub fn first_version_id<'a>(
 /// The id casebook gives a case whose source has none: `t-` and the first 16 hex digits of the
 /// content id of its task half, so that re-ordering a file does not rename its cases.
 pub fn derived_case_id<T: Serialize>(task: &T) -> Result<String, CanonError> {
-    let id = content_id(Kind::Task, task)?;
+    // Through JSON text and `canonical_json_text`, the same id as `content_id` at a fraction of
+    // the cost: a third of a realistic file's rows have no id, and this was a fifth of reading it.
+    let text = serde_json::to_string(task).map_err(|err| CanonError(err.to_string()))?;
+    let id = content_id_of_json(Kind::Task, &text)?;
     Ok(format!("t-{}", &id[..16]))
 }
 

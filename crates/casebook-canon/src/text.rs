@@ -130,7 +130,7 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
-            Some(b'"') => Ok(self.string()?.0),
+            Some(b'"') => Ok(self.string(false)?.0),
             Some(b't') => self.literal("true"),
             Some(b'f') => self.literal("false"),
             Some(b'n') => self.literal("null"),
@@ -183,7 +183,7 @@ impl<'a> Parser<'a> {
             if self.peek() != Some(b'"') {
                 return Err(self.error("expected a key"));
             }
-            let (text, decoded) = self.string()?;
+            let (text, decoded) = self.string(true)?;
             let raw = match &text {
                 Node::Raw(raw) => &raw[1..raw.len() - 1],
                 _ => "",
@@ -217,12 +217,13 @@ impl<'a> Parser<'a> {
 
     /// A string at the cursor: its canonical text with quotes, and its decoded content when it
     /// had escapes (otherwise the raw text is the content).
-    fn string(&mut self) -> Result<(Node<'a>, Option<String>), CanonError> {
+    fn string(&mut self, key: bool) -> Result<(Node<'a>, Option<String>), CanonError> {
         let start = self.pos;
         self.pos += 1;
         let bytes = self.text.as_bytes();
         let mut escaped = false;
         loop {
+            self.pos = crate::scan::string_special(bytes, self.pos);
             match bytes.get(self.pos) {
                 None => return Err(self.error("unterminated string")),
                 Some(b'"') => break,
@@ -230,13 +231,14 @@ impl<'a> Parser<'a> {
                     escaped = true;
                     self.pos += 2;
                 }
-                Some(&b) if b < 0x20 => return Err(self.error("control character in a string")),
-                Some(_) => self.pos += 1,
+                Some(_) => return Err(self.error("control character in a string")),
             }
         }
         self.pos += 1;
         let raw = self.text.get(start..self.pos).ok_or_else(|| self.error("unterminated string"))?;
-        if !escaped {
+        // Text written by serde_json (every stored body) escapes strings the canonical way
+        // already; only keys need their content, to sort by.
+        if !escaped || (!key && canonical_escapes(raw.as_bytes())) {
             return Ok((Node::Raw(raw), None));
         }
         let decoded = unescape(&raw[1..raw.len() - 1]).ok_or_else(|| self.error("invalid escape in a string"))?;
@@ -277,6 +279,33 @@ impl<'a> Parser<'a> {
         }
         Ok(Node::Owned(ryu_js::Buffer::new().format_finite(value).to_owned()))
     }
+}
+
+/// Whether every escape of a string (with its quotes) is the one RFC 8785 writes: `\"`, `\\`,
+/// the short forms, and `\u00xx` in lowercase for the other control characters.
+fn canonical_escapes(raw: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(at) = raw[i..].iter().position(|&b| b == b'\\') {
+        let k = i + at;
+        match raw.get(k + 1) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i = k + 2,
+            Some(b'u') => {
+                let lower_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+                match raw.get(k + 2..k + 6) {
+                    Some([b'0', b'0', high @ (b'0' | b'1'), low]) if lower_hex(low) => {
+                        let unit = (high - b'0') * 16 + if low.is_ascii_digit() { low - b'0' } else { low - b'a' + 10 };
+                        if matches!(unit, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                            return false;
+                        }
+                        i = k + 6;
+                    }
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// The content of a JSON string body with escapes, or `None` when an escape is invalid.
@@ -362,6 +391,22 @@ mod tests {
     fn rewrites_escapes_numbers_and_order() {
         let text = r#"{ "b\u00e9": [1.50, -0.0, 1E3, 12345678901234567890], "a": "\/\u0001\ud83d\ude00" }"#;
         assert_eq!(canonicalize(text).unwrap(), "{\"a\":\"/\\u0001😀\",\"bé\":[1.5,0,1000,12345678901234567000]}");
+    }
+
+    #[test]
+    fn canonical_escapes_are_kept_and_others_rewritten() {
+        let kept = r#"["a\"b\\c\n\t\b\f\r\u0001\u001f é"]"#;
+        assert_eq!(canonicalize(kept).unwrap(), kept);
+        for (text, canonical) in [
+            (r#"["\u0041"]"#, r#"["A"]"#),
+            (r#"["\u001F"]"#, r#"["\u001f"]"#),
+            (r#"["\u000a"]"#, r#"["\n"]"#),
+            (r#"["\/"]"#, r#"["/"]"#),
+            (r#"["\u00e9\ud83d\ude00"]"#, r#"["é😀"]"#),
+        ] {
+            assert_eq!(canonicalize(text).unwrap(), canonical, "{text}");
+        }
+        assert!(canonicalize(r#"["\u00"]"#).is_err());
     }
 
     #[test]

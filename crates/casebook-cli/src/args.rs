@@ -415,7 +415,8 @@ pub struct SchemaArgs {}
 
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
-    /// What to generate: letta-jsonl, letta-csv or maslab-yaml
+    /// What to generate: letta-jsonl (every row with an id), letta-realistic (JSONL like users'
+    /// files: rows without ids, repeated prompts, escapes), letta-csv or maslab-yaml
     #[arg(long, default_value = "letta-jsonl")]
     pub kind: String,
     /// Number of cases

@@ -279,29 +279,22 @@ impl<'a> Parser<'a, '_> {
         self.pos += 1; // opening quote
         let start = self.pos;
         // Fast path: no escapes.
-        loop {
-            match self.peek() {
-                None => return Err(self.error("unexpected end of input inside a string")),
-                Some(b'"') => {
-                    let s = &self.text[start..self.pos];
-                    self.pos += 1;
-                    return Ok(Cow::Borrowed(s));
-                }
-                Some(b'\\') => break,
-                Some(b) if b < 0x20 => return Err(self.control_error(b)),
-                Some(_) => self.pos += 1,
+        self.pos = casebook_canon::scan::string_special(self.bytes, self.pos);
+        match self.peek() {
+            None => return Err(self.error("unexpected end of input inside a string")),
+            Some(b'"') => {
+                let s = &self.text[start..self.pos];
+                self.pos += 1;
+                return Ok(Cow::Borrowed(s));
             }
+            Some(b'\\') => {}
+            Some(b) => return Err(self.control_error(b)),
         }
         let mut out = String::with_capacity(self.pos - start + 16);
         out.push_str(&self.text[start..self.pos]);
         loop {
             let run = self.pos;
-            while let Some(b) = self.peek() {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
+            self.pos = casebook_canon::scan::string_special(self.bytes, self.pos);
             out.push_str(&self.text[run..self.pos]);
             match self.peek() {
                 None => return Err(self.error("unexpected end of input inside a string")),

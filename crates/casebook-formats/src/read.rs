@@ -4,7 +4,7 @@
 //! (JSON, YAML) are parsed in one piece. Duplicate ids are checked here, in file order, keeping
 //! 12 bytes a case (a 64-bit hash of the id and the line it was first seen on).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -319,8 +319,10 @@ struct State<'c, W> {
     /// Diagnostics found before the first batch.
     pending: Vec<Diagnostic>,
     ids: IdTable,
-    /// Cases delivered so far: the next case's 0-based row.
+    /// Cases checked so far: the next case's 0-based row.
     rows: u64,
+    /// For derived ids given a suffix: the base id's key and the last suffix it was given.
+    suffixes: HashMap<u64, u64>,
     summary: Summary,
     stopped: bool,
     needs_cases: bool,
@@ -335,6 +337,7 @@ impl<'c, W> State<'c, W> {
             pending: Vec::new(),
             ids: IdTable::default(),
             rows: 0,
+            suffixes: HashMap::new(),
             summary: Summary::default(),
             stopped: false,
             needs_cases: true,
@@ -351,13 +354,21 @@ impl<'c, W> State<'c, W> {
         flow
     }
 
-    /// Checks ids and hands the batch to the consumer. `work` is `None` when it must be redone.
-    /// Returns the batch so that it can be dropped elsewhere.
-    fn deliver(&mut self, mut batch: Batch, work: Option<W>) -> (Flow, Batch, Option<W>) {
+    /// Checks a batch, works on it here and hands it to the consumer (whole-document files,
+    /// whose batches are made on this thread).
+    fn deliver(&mut self, mut batch: Batch) -> Flow {
         if self.stopped {
-            return (Flow::Stop, batch, work);
+            return Flow::Stop;
         }
-        let mut renamed = false;
+        self.check(&mut batch);
+        let mut work = (self.work)(&batch);
+        self.hand(&mut batch, &mut work)
+    }
+
+    /// Checks ids in file order: derived ids are made unique, cases with a duplicate id are
+    /// reported and dropped. Whatever `work` makes of the batch is made after this, so it sees
+    /// the final ids.
+    fn check(&mut self, batch: &mut Batch) {
         let mut keep = vec![true; batch.cases.len()];
         for (i, case) in batch.cases.iter_mut().enumerate() {
             case.provenance.get_or_insert_with(Default::default).row = Some(self.rows);
@@ -365,17 +376,23 @@ impl<'c, W> State<'c, W> {
             let loc = batch.locs[i];
             let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
             let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
-            if derived {
-                // Identical tasks get `-2`, `-3`, ... in file order.
-                let base = case.id.clone();
-                let mut n = 1;
-                while self.ids.get(key).is_some() {
+            if derived && self.ids.get(key).is_some() {
+                // Identical tasks get `-2`, `-3`, ... in file order. Every suffix up to the
+                // last one given to this base is taken for good (ids are never removed), so
+                // the search goes on from there instead of from 2.
+                let base_key = key;
+                let mut n = self.suffixes.get(&base_key).copied().unwrap_or(1);
+                loop {
                     n += 1;
-                    case.id = format!("{base}-{n}");
-                    key = id_key(&case.id);
-                    renamed = true;
+                    let id = format!("{}-{n}", case.id);
+                    key = id_key(&id);
+                    if self.ids.get(key).is_none() {
+                        case.id = id;
+                        break;
+                    }
                 }
-            } else if let Some(first_line) = self.ids.get(key) {
+                self.suffixes.insert(base_key, n);
+            } else if !derived && let Some(first_line) = self.ids.get(key) {
                 let mut d = Diagnostic {
                     severity: Code::DuplicateId.severity(),
                     code: Code::DuplicateId,
@@ -399,27 +416,30 @@ impl<'c, W> State<'c, W> {
             batch.cases.retain(|_| *it.next().unwrap_or(&true));
             let mut it = keep.iter();
             batch.locs.retain(|_| *it.next().unwrap_or(&true));
-            batch.keys.clear();
             batch.diagnostics.sort_by_key(|d| (d.line, d.column));
         }
+        batch.keys.clear();
         if !self.pending.is_empty() {
             let mut pending = std::mem::take(&mut self.pending);
             pending.append(&mut batch.diagnostics);
             batch.diagnostics = pending;
         }
-        self.count(&batch);
-        let mut work = match work {
-            Some(w) if !renamed && keep.iter().all(|k| *k) => w,
-            _ => (self.work)(&batch),
-        };
+        self.count(batch);
+    }
+
+    /// Hands a checked batch and what `work` made of it to the consumer.
+    fn hand(&mut self, batch: &mut Batch, work: &mut W) -> Flow {
+        if self.stopped {
+            return Flow::Stop;
+        }
         if let Some(header) = batch.header.take() {
             self.consumer.header(&header);
         }
-        let flow = self.consumer.batch(&mut batch, &mut work);
+        let flow = self.consumer.batch(batch, work);
         if flow == Flow::Stop {
             self.stopped = true;
         }
-        (flow, batch, Some(work))
+        flow
     }
 
     fn count(&mut self, batch: &Batch) {
@@ -479,7 +499,26 @@ fn split_lines(bytes: &[u8]) -> Option<(usize, Option<u64>)> {
     memchr::memrchr(b'\n', bytes).map(|i| (i + 1, None))
 }
 
-/// Reads chunks on one thread, works on them on `threads` others, and delivers them in order.
+/// What a worker thread is asked to do: parse a chunk into a batch, or run the consumer's
+/// `work` on a batch whose ids have been checked.
+enum Job {
+    Parse(Chunk),
+    Work(u64, Box<Batch>),
+}
+
+/// What comes back to the ordering thread.
+enum Done<W> {
+    Parsed(u64, Batch),
+    Worked(u64, Batch, W),
+    /// The reader has sent this many chunks and will send no more.
+    End(u64),
+}
+
+/// Reads chunks on one thread and parses them on `threads` others; the calling thread checks
+/// the ids of each batch in file order (which renames cases whose derived ids repeat), sends it
+/// back to the workers for the consumer's `work`, and hands the batches to the consumer in file
+/// order. Work is done once, after the ids are final, so a renamed case costs no more than
+/// another and the output does not depend on the thread count.
 #[allow(clippy::too_many_arguments)]
 fn stream<W: Send>(
     state: &mut State<'_, W>,
@@ -493,13 +532,14 @@ fn stream<W: Send>(
 ) -> Result<(), ReadError> {
     let threads = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
     let in_flight = threads * 2;
-    let (chunk_tx, chunk_rx) = sync_channel::<Chunk>(in_flight);
-    let chunk_rx = Mutex::new(chunk_rx);
-    let (done_tx, done_rx) = sync_channel::<(u64, Batch, W)>(in_flight);
+    // Tokens bound the chunks alive at once, wherever they are, so no channel below ever holds
+    // more than `in_flight` items and no send on them waits for long.
+    let (job_tx, job_rx) = sync_channel::<Job>(in_flight);
+    let job_rx = Mutex::new(job_rx);
+    let (done_tx, done_rx) = sync_channel::<Done<W>>(in_flight + 1);
     // Delivered batches go back to the workers to be freed there, in parallel.
-    let (spent_tx, spent_rx) = sync_channel::<(Batch, Option<W>)>(in_flight);
+    let (spent_tx, spent_rx) = sync_channel::<(Batch, W)>(in_flight);
     let spent_rx = Mutex::new(spent_rx);
-    // Tokens bound the chunks alive at once, wherever they are.
     let (token_tx, token_rx) = sync_channel::<()>(in_flight);
     for _ in 0..in_flight {
         let _ = token_tx.send(());
@@ -508,10 +548,18 @@ fn stream<W: Send>(
     let work = state.work;
     std::thread::scope(|scope| -> Result<(), ReadError> {
         let stop = &stop;
-        let producer = scope
-            .spawn(move || produce(&mut reader, initial, first_offset, first_line, split, &chunk_tx, &token_rx, stop));
+        let producer = {
+            let job_tx = job_tx.clone();
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                let (sent, result) =
+                    produce(&mut reader, initial, first_offset, first_line, split, &job_tx, &token_rx, stop);
+                let _ = done_tx.send(Done::End(sent));
+                result
+            })
+        };
         for _ in 0..threads {
-            let chunk_rx = &chunk_rx;
+            let job_rx = &job_rx;
             let spent_rx = &spent_rx;
             let done_tx = done_tx.clone();
             scope.spawn(move || {
@@ -521,40 +569,73 @@ fn stream<W: Send>(
                             drop(spent);
                         }
                     }
-                    let chunk = match chunk_rx.lock() {
+                    let job = match job_rx.lock() {
                         Ok(rx) => rx.recv(),
                         Err(_) => return,
                     };
-                    let Ok(chunk) = chunk else { return };
-                    let mut batch = worker(&chunk);
-                    let seq = chunk.seq;
-                    drop(chunk);
-                    batch.hash_ids();
-                    let out = work(&batch);
-                    if done_tx.send((seq, batch, out)).is_err() {
+                    let done = match job {
+                        Err(_) => return,
+                        Ok(Job::Parse(chunk)) => {
+                            let mut batch = worker(&chunk);
+                            let seq = chunk.seq;
+                            drop(chunk);
+                            batch.hash_ids();
+                            Done::Parsed(seq, batch)
+                        }
+                        Ok(Job::Work(seq, batch)) => {
+                            let out = work(&batch);
+                            Done::Worked(seq, *batch, out)
+                        }
+                    };
+                    if done_tx.send(done).is_err() {
                         return;
                     }
                 }
             });
         }
         drop(done_tx);
-        let mut next = 0u64;
-        let mut waiting: BTreeMap<u64, (Batch, W)> = BTreeMap::new();
-        'outer: for (seq, batch, out) in done_rx.iter() {
-            waiting.insert(seq, (batch, out));
-            while let Some((batch, out)) = waiting.remove(&next) {
-                next += 1;
-                let _ = token_tx.send(());
-                let (flow, spent, out) = state.deliver(batch, Some(out));
-                if let Err(std::sync::mpsc::TrySendError::Full(spent)) = spent_tx.try_send((spent, out)) {
-                    drop(spent);
+        // The workers stop when every sender of jobs is gone: the reader's at its end, this
+        // one once every batch has been sent back for its work.
+        let mut job_tx = Some(job_tx);
+        let mut chunks = None;
+        let (mut next_check, mut next_hand) = (0u64, 0u64);
+        let mut parsed: BTreeMap<u64, Batch> = BTreeMap::new();
+        let mut worked: BTreeMap<u64, (Batch, W)> = BTreeMap::new();
+        'outer: for done in done_rx.iter() {
+            match done {
+                Done::End(sent) => chunks = Some(sent),
+                Done::Parsed(seq, batch) => {
+                    parsed.insert(seq, batch);
+                    while let Some(mut batch) = parsed.remove(&next_check) {
+                        state.check(&mut batch);
+                        let Some(tx) = &job_tx else { break 'outer };
+                        if tx.send(Job::Work(next_check, Box::new(batch))).is_err() {
+                            break 'outer;
+                        }
+                        next_check += 1;
+                    }
                 }
-                if flow == Flow::Stop {
-                    stop.store(true, Ordering::Relaxed);
-                    break 'outer;
+                Done::Worked(seq, batch, out) => {
+                    worked.insert(seq, (batch, out));
+                    while let Some((mut batch, mut out)) = worked.remove(&next_hand) {
+                        next_hand += 1;
+                        let _ = token_tx.send(());
+                        let flow = state.hand(&mut batch, &mut out);
+                        if let Err(std::sync::mpsc::TrySendError::Full(spent)) = spent_tx.try_send((batch, out)) {
+                            drop(spent);
+                        }
+                        if flow == Flow::Stop {
+                            stop.store(true, Ordering::Relaxed);
+                            break 'outer;
+                        }
+                    }
                 }
             }
+            if chunks == Some(next_check) {
+                job_tx = None;
+            }
         }
+        drop(job_tx);
         drop(done_rx);
         drop(token_tx);
         drop(spent_tx);
@@ -565,6 +646,7 @@ fn stream<W: Send>(
     })
 }
 
+/// Cuts the input into chunks and sends them to the workers; returns how many it sent.
 #[allow(clippy::too_many_arguments)]
 fn produce(
     reader: &mut Box<dyn Read + Send>,
@@ -572,36 +654,48 @@ fn produce(
     mut offset: usize,
     mut line: u64,
     split: &Splitter,
-    tx: &SyncSender<Chunk>,
+    tx: &SyncSender<Job>,
     tokens: &Receiver<()>,
     stop: &AtomicBool,
-) -> Result<(), ReadError> {
+) -> (u64, Result<(), ReadError>) {
     let mut seq = 0;
     let mut eof = false;
+    let mut fill = |buf: &mut Vec<u8>, want: u64| -> Result<bool, ReadError> {
+        let before = buf.len();
+        reader.take(want).read_to_end(buf)?;
+        Ok(buf.len() == before)
+    };
     loop {
         if stop.load(Ordering::Relaxed) {
-            return Ok(());
+            return (seq, Ok(()));
         }
         while !eof && buf.len() < CHUNK {
-            let before = buf.len();
-            reader.take((CHUNK - before.min(CHUNK)).max(64 * 1024) as u64).read_to_end(&mut buf)?;
-            eof = buf.len() == before;
+            let want = (CHUNK - buf.len().min(CHUNK)).max(64 * 1024) as u64;
+            match fill(&mut buf, want) {
+                Ok(end) => eof = end,
+                Err(err) => return (seq, Err(err)),
+            }
         }
         let cut = if eof { Some((buf.len(), None)) } else { split(&buf) };
         let Some((cut, counted)) = cut else {
             // One record longer than a chunk: read on.
-            let before = buf.len();
-            reader.take(CHUNK as u64).read_to_end(&mut buf)?;
-            eof = buf.len() == before;
+            match fill(&mut buf, CHUNK as u64) {
+                Ok(end) => eof = end,
+                Err(err) => return (seq, Err(err)),
+            }
             continue;
         };
         if cut == 0 && eof {
-            return Ok(());
+            return (seq, Ok(()));
         }
-        let rest = buf.split_off(cut);
+        // The next chunk's buffer, sized once: grown from the tail by doubling, each chunk was
+        // copied several times over as it was read.
+        let mut rest = Vec::with_capacity(CHUNK.max(buf.len() - cut) + 64 * 1024);
+        rest.extend_from_slice(&buf[cut..]);
+        buf.truncate(cut);
         let chunk_lines = counted.unwrap_or_else(|| memchr::memchr_iter(b'\n', &buf).count() as u64);
         if tokens.recv().is_err() {
-            return Ok(());
+            return (seq, Ok(()));
         }
         let chunk = Chunk {
             seq,
@@ -610,11 +704,14 @@ fn produce(
             file_offset: offset as u64,
             last: eof,
         };
-        seq += 1;
         line += chunk_lines;
         offset += cut;
-        if tx.send(chunk).is_err() || eof {
-            return Ok(());
+        if tx.send(Job::Parse(chunk)).is_err() {
+            return (seq, Ok(()));
+        }
+        seq += 1;
+        if eof {
+            return (seq, Ok(()));
         }
     }
 }
@@ -922,13 +1019,13 @@ fn document<W>(
         batch.cases.push(case);
         if batch.cases.len() == DOC_BATCH {
             let full = std::mem::replace(&mut batch, new_batch());
-            if state.deliver(full, None).0 == Flow::Stop {
+            if state.deliver(full) == Flow::Stop {
                 return Ok(());
             }
         }
     }
     if !batch.cases.is_empty() {
-        state.deliver(batch, None);
+        state.deliver(batch);
     }
     Ok(())
 }
@@ -1096,7 +1193,7 @@ fn streamed_document<'t, W>(
             });
             if batch.cases.len() >= DOC_BATCH {
                 batch.diagnostics.append(&mut cx.diags);
-                if state.deliver(std::mem::take(&mut batch), None).0 == Flow::Stop {
+                if state.deliver(std::mem::take(&mut batch)) == Flow::Stop {
                     stopped = true;
                 }
             }
@@ -1132,7 +1229,7 @@ fn streamed_document<'t, W>(
     }
     batch.diagnostics.append(&mut cx.diags);
     if !batch.cases.is_empty() || !batch.diagnostics.is_empty() {
-        state.deliver(batch, None);
+        state.deliver(batch);
     }
     Ok(Streaming::Done)
 }

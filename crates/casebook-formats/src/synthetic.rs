@@ -66,3 +66,179 @@ pub fn letta_row(rng: &mut Rng, i: u64) -> Value {
         "rubric_vars": {"reference": rng.sentence(8)}
     })
 }
+
+/// Vocabularies of the realistic rows, one per language. Most rows are not plain ASCII, as in
+/// datasets collected from users: accents, CJK, right-to-left scripts, emoji.
+const LANGUAGES: &[&[&str]] = &[
+    &["please", "summarise", "the", "invoice", "refund", "for", "order", "customer", "my", "account", "why", "is"],
+    &["résumé", "café", "naïve", "déjà", "commande", "remboursement", "facture", "s'il", "vous", "plaît", "où", "est"],
+    &["Größe", "Rückerstattung", "Bestellung", "bitte", "über", "Straße", "für", "können", "Sie", "mir", "Konto"],
+    &["pedido", "reembolso", "año", "señor", "dirección", "cuánto", "está", "mañana", "factura", "por", "favor"],
+    &["请", "帮我", "总结", "这个", "订单", "退款", "发票", "客户", "账户", "为什么", "没有", "收到"],
+    &["注文", "返金", "請求書", "お客様", "アカウント", "確認", "してください", "ありがとう", "まだ", "届いて"],
+    &["주문", "환불", "영수증", "고객", "계정", "확인해", "주세요", "감사합니다", "아직", "도착"],
+    &["طلب", "استرداد", "فاتورة", "العميل", "حساب", "لماذا", "لم", "يصل", "من", "فضلك"],
+    &["הזמנה", "החזר", "חשבונית", "לקוח", "חשבון", "למה", "לא", "הגיע", "בבקשה", "תודה"],
+    &["заказ", "возврат", "счёт", "клиент", "аккаунт", "почему", "не", "пришёл", "пожалуйста", "спасибо"],
+];
+const EMOJI: &[&str] = &["🙂", "🚀", "✅", "❌", "🔥", "👍", "🤖", "📦", "🧾", "💳"];
+/// Short prompts users send again and again, often with nothing else on the row.
+const CANNED: &[&str] = &[
+    "hi",
+    "hello",
+    "Hello!",
+    "test",
+    "What can you do?",
+    "thanks 🙏",
+    "¿Hola?",
+    "你好",
+    "こんにちは",
+    "مرحبا",
+    "Bonjour, ça va ?",
+    "ping",
+];
+
+impl Rng {
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// True with probability `percent` / 100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// `words` words of one language, with now and then an emoji, a quoted phrase, a path with
+    /// backslashes or a line break: what makes JSON strings carry escapes.
+    fn text(&mut self, language: &[&str], words: usize) -> String {
+        // Chinese and Japanese put no spaces between words.
+        let cjk =
+            language.first().and_then(|w| w.chars().next()).is_some_and(|c| ('\u{3000}'..'\u{AC00}').contains(&c));
+        let mut out = String::new();
+        for k in 0..words {
+            if k > 0 && !cjk {
+                out.push(' ');
+            }
+            match self.below(40) {
+                0 => out.push_str(self.pick(EMOJI)),
+                1 => {
+                    out.push('"');
+                    out.push_str(self.pick(language));
+                    out.push('"');
+                }
+                2 => out.push_str("C:\\Users\\data\\report.csv"),
+                3 => out.push('\n'),
+                _ => out.push_str(self.pick(language)),
+            }
+        }
+        out
+    }
+}
+
+/// The `k`th of the popular prompts (the same text each time it is asked for).
+fn popular_prompt(k: u64) -> String {
+    let mut rng = Rng(k.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x5EED);
+    let language = LANGUAGES[(k % LANGUAGES.len() as u64) as usize];
+    let words = 8 + rng.below(30) as usize;
+    rng.text(language, words)
+}
+
+/// Row `i` of a realistic letta JSONL file, as written by the tools that make such files:
+/// about 30 % of rows without an id, prompts that repeat (some rows exactly, so that their
+/// derived ids collide), most rows not ASCII, a fifth of rows written with every non-ASCII
+/// character escaped (`\u00e9`, surrogate pairs for emoji) as Python's `json.dumps` does,
+/// multi-line strings, and shapes that vary from row to row. About 490 bytes a row on average.
+pub fn letta_realistic_row(rng: &mut Rng, i: u64, out: &mut Vec<u8>) {
+    let start = out.len();
+    // Exact repeats of a short row: `{"input": "hi"}` and the like.
+    if rng.chance(4) {
+        let text = rng.pick(CANNED);
+        let _ = serde_json::to_writer(&mut *out, &json!({ "input": text }));
+        out.push(b'\n');
+        return;
+    }
+    let language = LANGUAGES[if rng.chance(30) { 0 } else { rng.below(LANGUAGES.len() as u64) as usize }];
+    let mut row = serde_json::Map::new();
+    if !rng.chance(29) {
+        row.insert(
+            "id".into(),
+            match rng.below(3) {
+                0 => json!(i),
+                1 => json!(format!("case-{i:07}")),
+                _ => json!(format!("{:08x}-{:04x}-{:04x}", rng.next_u64() as u32, i & 0xffff, rng.below(1 << 16))),
+            },
+        );
+    }
+    // A third of prompts come from a pool of popular ones, the most popular most often.
+    let prompt = if rng.chance(33) {
+        let r = rng.below(1 << 20) as f64 / f64::from(1 << 20);
+        popular_prompt((r * r * r * 5_000.0) as u64)
+    } else {
+        let words = 8 + rng.below(44) as usize;
+        rng.text(language, words)
+    };
+    let list = rng.chance(8);
+    if list {
+        let turns = 2 + rng.below(2) as usize;
+        let mut messages = vec![json!(prompt)];
+        for _ in 1..turns {
+            let words = 4 + rng.below(12) as usize;
+            messages.push(json!(rng.text(language, words)));
+        }
+        row.insert("input".into(), json!(messages));
+        if rng.chance(50) {
+            let answers: Vec<Value> = (0..turns).map(|_| json!(rng.sentence(2))).collect();
+            row.insert("ground_truth".into(), json!(answers));
+        }
+    } else {
+        row.insert("input".into(), json!(prompt));
+        if rng.chance(85) {
+            let words = 3 + rng.below(34) as usize;
+            row.insert("ground_truth".into(), json!(rng.text(language, words)));
+        }
+    }
+    if rng.chance(45) {
+        row.insert("tags".into(), json!([rng.tag(), rng.tag()]));
+    }
+    if rng.chance(30) {
+        row.insert(
+            "metadata".into(),
+            json!({"difficulty": rng.pick(&["easy", "medium", "hard"]), "source": rng.pick(&["support", "chat", "forum"]), "batch": i / 1000}),
+        );
+    }
+    if rng.chance(15) {
+        row.insert("agent_args".into(), json!({"temperature": 0.2, "persona": rng.text(language, 6)}));
+    }
+    if rng.chance(10) {
+        row.insert("rubric_vars".into(), json!({"reference": rng.text(language, 10)}));
+    }
+    if rng.chance(4) {
+        row.insert("extra_vars".into(), json!({"file_path": format!("sandbox/task_{i}.py")}));
+    }
+    let _ = serde_json::to_writer(&mut *out, &Value::Object(row));
+    if rng.chance(20) {
+        escape_non_ascii(out, start);
+    }
+    out.push(b'\n');
+}
+
+/// Rewrites `out[start..]` (JSON text) with every non-ASCII character as a `\u` escape, UTF-16
+/// surrogate pairs beyond the BMP, as `json.dumps` does by default. Outside strings JSON text
+/// is ASCII, so escaping every such character keeps the value.
+fn escape_non_ascii(out: &mut Vec<u8>, start: usize) {
+    let Ok(text) = std::str::from_utf8(&out[start..]) else { return };
+    let mut escaped = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        if c.is_ascii() {
+            escaped.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                escaped.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    out.truncate(start);
+    out.extend_from_slice(escaped.as_bytes());
+}

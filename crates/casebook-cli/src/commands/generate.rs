@@ -4,7 +4,7 @@ use std::io::{BufWriter, Write};
 
 use anyhow::bail;
 
-use casebook_formats::synthetic::{Rng, letta_row};
+use casebook_formats::synthetic::{Rng, letta_realistic_row, letta_row};
 
 use crate::Outcome;
 use crate::args::GenerateArgs;
@@ -21,6 +21,14 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<Outcome> {
             for i in 0..args.cases {
                 serde_json::to_writer(&mut out, &letta_row(&mut rng, i))?;
                 out.write_all(b"\n")?;
+            }
+        }
+        "letta-realistic" => {
+            let mut row = Vec::with_capacity(4096);
+            for i in 0..args.cases {
+                row.clear();
+                letta_realistic_row(&mut rng, i, &mut row);
+                out.write_all(&row)?;
             }
         }
         "letta-csv" => {
@@ -53,7 +61,7 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<Outcome> {
                 writeln!(out, "    tags:\n    - {}\n    group: k{}", rng.tag(), i % 4)?;
             }
         }
-        other => bail!("unknown kind `{other}`: use letta-jsonl, letta-csv or maslab-yaml"),
+        other => bail!("unknown kind `{other}`: use letta-jsonl, letta-realistic, letta-csv or maslab-yaml"),
     }
     out.flush()?;
     Ok(Outcome::Ok)

@@ -3,5 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod corpus;
+mod derived_ids;
 mod harness;
 mod roundtrip;
