@@ -1072,6 +1072,13 @@ fn streamed_document<'t, W>(
     let mut stopped = false;
     let mut on = |event: crate::node::Streamed<'t>| match event {
         crate::node::Streamed::Begin { path, root, .. } => {
+            if let Some((_, current_path, count)) = current.as_mut() {
+                // A second list of cases (its key written twice): reading has started, so its
+                // items are read on; the duplicate key is reported from the whole document.
+                *current_path = path;
+                *count = 0;
+                return true;
+            }
             let format = STREAMED.iter().find(|(p, _)| *p == path).map_or(Format::Casebook, |(_, f)| *f);
             // The header so far; its problems are reported once, from the whole document.
             let mut scratch = Cx::new(src, base_dir);

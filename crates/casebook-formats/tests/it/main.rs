@@ -3,5 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod corpus;
+mod fuzz;
 mod harness;
 mod roundtrip;
