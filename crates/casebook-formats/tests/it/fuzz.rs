@@ -714,7 +714,7 @@ fn mutants_of_every_dataset_read_and_convert_without_panics_and_with_located_sho
     let keep = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fuzz");
 
     let started = Instant::now();
-    let (mut slowest, mut slowest_at) = (Duration::ZERO, 0);
+    let (mut slowest, mut slowest_at) = (Duration::ZERO, String::new());
     let (mut largest, mut bigs) = (0, 0);
     let mut failures = Vec::new();
     for n in 0..mutants {
@@ -735,8 +735,12 @@ fn mutants_of_every_dataset_read_and_convert_without_panics_and_with_located_sho
         bigs += usize::from(big);
         let result = run_mutant(dir.path(), seed, &bytes, stream_from, big);
         let took = t.elapsed();
+        let describe = || {
+            let list: Vec<String> = applied.iter().map(ToString::to_string).collect();
+            format!("mutant {n} of {} with {}", seed.name, list.join(", "))
+        };
         if took > slowest {
-            (slowest, slowest_at) = (took, n);
+            (slowest, slowest_at) = (took, describe());
         }
         let mut problems = result.err().unwrap_or_default();
         if took > MAX_MUTANT_TIME {
@@ -746,13 +750,11 @@ fn mutants_of_every_dataset_read_and_convert_without_panics_and_with_located_sho
             fs_err::create_dir_all(&keep).unwrap();
             let kept = keep.join(format!("{n}-{}", seed.name.replace('/', "_")));
             fs_err::write(&kept, &bytes).unwrap();
-            let list: Vec<String> = applied.iter().map(ToString::to_string).collect();
             problems.sort();
             problems.dedup();
             failures.push(format!(
-                "mutant {n} (CASEBOOK_FUZZ_SEED={rng_seed}) of {} with {} (stream_from {stream_from:?}), kept as {}:\n  {}",
-                seed.name,
-                list.join(", "),
+                "{} (CASEBOOK_FUZZ_SEED={rng_seed}, stream_from {stream_from:?}), kept as {}:\n  {}",
+                describe(),
                 kept.display(),
                 problems.join("\n  ")
             ));
@@ -760,7 +762,7 @@ fn mutants_of_every_dataset_read_and_convert_without_panics_and_with_located_sho
     }
     let peak = peak_rss();
     eprintln!(
-        "{mutants} mutants ({bigs} big) in {:?}; slowest: mutant {slowest_at} in {slowest:?}; largest mutant {} bytes; peak RSS {} MB",
+        "{mutants} mutants ({bigs} big) in {:?}; slowest: {slowest_at} in {slowest:?}; largest mutant {} bytes; peak RSS {} MB",
         started.elapsed(),
         largest,
         peak.map_or("?".into(), |p| (p >> 20).to_string())
@@ -828,6 +830,48 @@ fn an_agent_health_context_item_without_description_is_written_without_one() {
     let (out, _) = crate::harness::convert_file(&path, None, Format::AgentHealth, Syntax::Json, None);
     let written = crate::harness::value_of(&out, Syntax::Json);
     assert_eq!(written, crate::harness::value_of(text.as_bytes(), Syntax::Json));
+}
+
+#[test]
+fn diagnostics_quote_long_values_as_excerpts() {
+    // Found by the fuzz test: a 2 MB seed path and a CSV header with a long column were quoted
+    // whole in the message or the hint; the others are the same mistake, found by reading.
+    let long = "k".repeat(100_000);
+    let files = [
+        (
+            "dup.json",
+            format!(
+                r#"{{"name": "x", "cases": [{{"id": "a", "input": "hi", "metadata": {{"{long}": 1, "{long}": 2}}}}]}}"#
+            ),
+        ),
+        ("header.csv", format!("{long},other\nq,a\n")),
+        (
+            "seeds.yaml",
+            format!(
+                "apiVersion: lab/v1\nkind: Dataset\nmetadata:\n  name: x\nspec:\n  items:\n  - id: a\n    inputs:\n      \
+                 user:\n      - role: user\n        content: hi\n      memory_seeds: {long}.yaml\n"
+            ),
+        ),
+        (
+            "items.yaml",
+            format!("apiVersion: lab/v1\nkind: Dataset\nmetadata:\n  name: x\nspec:\n  path: {long}.yaml\n"),
+        ),
+        (
+            "escapes.yaml",
+            format!("apiVersion: lab/v1\nkind: Dataset\nmetadata:\n  name: x\nspec:\n  path: ../{long}.yaml\n"),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        fs_err::write(&path, text).unwrap();
+        let (_, collect) = read_file(&path, &ReadOptions { threads: 2, ..ReadOptions::default() }).unwrap();
+        assert!(collect.diagnostics.iter().any(Diagnostic::is_error), "{name}: no error");
+        for d in &collect.diagnostics {
+            check_diagnostic(d, &path.display().to_string(), dir.path())
+                .unwrap_or_else(|e| panic!("{name}: diagnostic {e}: {}", d.code));
+        }
+    }
 }
 
 #[test]
