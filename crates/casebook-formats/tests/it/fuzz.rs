@@ -16,15 +16,22 @@
 //!   relative to the largest mutant.
 //!
 //! A failing mutant is written under `target/tmp/fuzz/` with its number and mutations in the
-//! failure message, so it can be reproduced with `casebook convert`.
+//! failure message, so it can be reproduced with `casebook convert` (documents are also read as
+//! they are parsed, as files of 16 MiB and more are, for a third of the JSON and YAML mutants:
+//! the message says `stream_from Some(0)` then). The run prints its slowest mutant and its peak
+//! memory.
 //!
-//! The default run is small enough for CI (a few hundred mutants, about half a minute in a debug
-//! build). For longer local runs set `CASEBOOK_FUZZ_MUTANTS` (number of mutants) and
-//! `CASEBOOK_FUZZ_SEED` (the generator's seed, a decimal number):
+//! The default run is small enough for CI ([`DEFAULT_MUTANTS`] mutants, 15 to 25 seconds in a
+//! debug build on two cores). For longer local runs set `CASEBOOK_FUZZ_MUTANTS` (number of
+//! mutants) and `CASEBOOK_FUZZ_SEED` (the generator's seed, a decimal number); 1,000 mutants
+//! take one to one and a half minutes:
 //!
 //! ```text
 //! CASEBOOK_FUZZ_MUTANTS=20000 CASEBOOK_FUZZ_SEED=7 cargo nextest run -p casebook-formats fuzz
 //! ```
+//!
+//! Open bugs it found have ignored tests at the end of this file (`--run-ignored only`); until
+//! they are fixed, [`known_open_bug`] and the generator keep them out of the default run.
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -313,7 +320,7 @@ fn draw(rng: &mut Rng, bytes: &[u8], syntax: Syntax) -> Mutation {
             if fill == '"' && syntax == Syntax::Csv {
                 // Not megabytes: a CSV record full of quotes is read in quadratic time (see
                 // `a_long_csv_cell_of_doubled_quotes_is_read_in_linear_time`).
-                size >>= 4;
+                size >>= 6;
             }
             let at = if rng.chance(70) { after_any(rng, bytes, &[b"\"", b": ", b","]) } else { anywhere(rng) };
             Mutation::BlowUp { at, fill, size }
