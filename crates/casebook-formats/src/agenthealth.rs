@@ -240,7 +240,12 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
             .iter()
             .map(|c| {
                 if shipped {
-                    json!({"description": c.source, "value": c.content})
+                    // An item read without `description` is written without it: `null` is not
+                    // a string, and the reader refuses it.
+                    match &c.source {
+                        Some(description) => json!({"description": description, "value": c.content}),
+                        None => json!({"value": c.content}),
+                    }
                 } else {
                     serde_json::to_value(c).unwrap_or(Value::Null)
                 }

@@ -222,7 +222,8 @@ fn review(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Review> {
         "reviewed" => Some(Review::Reviewed),
         "rejected" => Some(Review::Rejected),
         other => {
-            let d = cx.report(Code::InvalidValue, node.offset, ptr, format!("unknown review state `{other}`"));
+            let d =
+                cx.report(Code::InvalidValue, node.offset, ptr, format!("unknown review state `{}`", excerpt(other)));
             d.hint = Some("use `draft`, `reviewed` or `rejected`".into());
             None
         }

@@ -140,7 +140,10 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
                 let content = match cx.seed_files.get(path.as_ref()) {
                     Some(Some(content)) => content.clone(),
                     Some(None) => {
-                        let message = format!("the seed file `{path}` has problems, reported where it was first named");
+                        let message = format!(
+                            "the seed file `{}` has problems, reported where it was first named",
+                            casebook_model::excerpt(path)
+                        );
                         cx.report(Code::SeedPathMissing, node.offset, ptr, message);
                         return None;
                     }
@@ -163,7 +166,7 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
                         Code::SeedPathEscapes,
                         n.offset,
                         &ptr.key("file"),
-                        format!("seed path `{file}` leaves the dataset's folder"),
+                        format!("seed path `{}` leaves the dataset's folder", casebook_model::excerpt(&file)),
                     )
                     .hint = Some("a seed file's path is relative to the dataset file and stays in its folder".into());
                     return None;
@@ -201,7 +204,7 @@ fn read_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) -> Op
             Code::SeedPathEscapes,
             node.offset,
             ptr,
-            format!("seed path `{path}` leaves the dataset's folder"),
+            format!("seed path `{}` leaves the dataset's folder", casebook_model::excerpt(path)),
         );
         d.hint = Some("keep seed files in the dataset's folder or below it".into());
         return None;
@@ -213,9 +216,13 @@ fn read_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) -> Op
                 Code::SeedPathMissing,
                 node.offset,
                 ptr,
-                format!("seed file `{path}` cannot be read: {}", err.kind()),
+                format!("seed file `{}` cannot be read: {}", casebook_model::excerpt(path), err.kind()),
             );
-            d.hint = Some(format!("looked for {}; paths are relative to the dataset file", resolved.display()));
+            let looked = resolved.display().to_string();
+            d.hint = Some(format!(
+                "looked for {}; paths are relative to the dataset file",
+                casebook_model::excerpt(&looked)
+            ));
             return None;
         }
     };
@@ -379,7 +386,7 @@ pub fn outcome(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Outcome> {
                             Code::InvalidValue,
                             n.offset,
                             &ptr.key("role"),
-                            format!("unknown outcome role `{other}`"),
+                            format!("unknown outcome role `{}`", casebook_model::excerpt(other)),
                         );
                         d.hint = Some("use `gate` (must hold) or `observe` (reported only)".into());
                         None

@@ -244,9 +244,15 @@ pub fn read<W: Send>(
                 let src = Source::new(&input.display, &header_text, 1, base as u64);
                 let mut d =
                     src.diagnostic(Code::MissingField, 0, String::new(), "the CSV header has no `input` column".into());
+                // A few columns, each cut short: the header is the user's, of any size.
+                const SHOWN: usize = 6;
+                let mut shown: Vec<String> = columns.iter().take(SHOWN).map(|c| excerpt(c).into_owned()).collect();
+                if columns.len() > SHOWN {
+                    shown.push(format!("… ({} columns)", columns.len()));
+                }
                 d.hint = Some(format!(
                     "letta CSV needs an `input` column; for other spreadsheets use `--from csv --map input=COLUMN` (columns: {})",
-                    columns.join(", ")
+                    shown.join(", ")
                 ));
                 state.pending.push(d);
                 let _ = state.start(Start { format, syntax, header: line_header(input, format) });
@@ -1049,7 +1055,7 @@ fn items_file(
             Code::ItemsPathMissing,
             path_offset,
             &ptr,
-            format!("cannot read the items file `{path}` from standard input"),
+            format!("cannot read the items file `{}` from standard input", excerpt(path)),
         )
         .hint = Some("give the manifest's path, so that `spec.path` can be found beside it".into());
         return (None, Vec::new(), Vec::new());
@@ -1059,7 +1065,7 @@ fn items_file(
             Code::ItemsPathEscapes,
             path_offset,
             &ptr,
-            format!("items path `{path}` leaves the manifest's folder"),
+            format!("items path `{}` leaves the manifest's folder", excerpt(path)),
         )
         .hint = Some("keep the items file in the manifest's folder or below it".into());
         return (None, Vec::new(), Vec::new());
@@ -1072,7 +1078,7 @@ fn items_file(
                 Code::InvalidValue,
                 path_offset,
                 &spec_path.key("format"),
-                format!("casebook cannot read items files in `{other}`"),
+                format!("casebook cannot read items files in `{}`", excerpt(other)),
             )
             .hint = Some("items files are JSON or YAML: `format: json` or `format: yaml`".into());
             return (None, Vec::new(), Vec::new());
@@ -1082,8 +1088,13 @@ fn items_file(
     let text = match fs_err::read(&resolved).map(String::from_utf8) {
         Ok(Ok(text)) => text,
         Ok(Err(_)) => {
-            cx.report(Code::InvalidUtf8, path_offset, &ptr, format!("the items file `{path}` is not UTF-8 text"))
-                .hint = Some("save it as UTF-8".into());
+            cx.report(
+                Code::InvalidUtf8,
+                path_offset,
+                &ptr,
+                format!("the items file `{}` is not UTF-8 text", excerpt(path)),
+            )
+            .hint = Some("save it as UTF-8".into());
             return (None, Vec::new(), Vec::new());
         }
         Err(err) => {
@@ -1091,9 +1102,12 @@ fn items_file(
                 Code::ItemsPathMissing,
                 path_offset,
                 &ptr,
-                format!("the items file `{path}` cannot be read: {}", err.kind()),
+                format!("the items file `{}` cannot be read: {}", excerpt(path), err.kind()),
             )
-            .hint = Some(format!("looked for {}; `spec.path` is relative to the manifest", resolved.display()));
+            .hint = Some(format!(
+                "looked for {}; `spec.path` is relative to the manifest",
+                excerpt(&resolved.display().to_string())
+            ));
             return (None, Vec::new(), Vec::new());
         }
     };
@@ -1169,6 +1183,13 @@ fn streamed_document<'t, W>(
     let mut stopped = false;
     let mut on = |event: crate::node::Streamed<'t>| match event {
         crate::node::Streamed::Begin { path, root, .. } => {
+            if let Some((_, current_path, count)) = current.as_mut() {
+                // A second list of cases (its key written twice): reading has started, so its
+                // items are read on; the duplicate key is reported from the whole document.
+                *current_path = path;
+                *count = 0;
+                return true;
+            }
             let format = STREAMED.iter().find(|(p, _)| *p == path).map_or(Format::Casebook, |(_, f)| *f);
             // The header so far; its problems are reported once, from the whole document.
             let mut scratch = Cx::new(src, base_dir);

@@ -202,7 +202,10 @@ impl<'a> Cx<'a> {
                     Code::DuplicateKey,
                     entry.key_offset,
                     &ptr.key(&entry.key),
-                    format!("duplicate key `{}` (first at line {line}, column {column})", entry.key),
+                    format!(
+                        "duplicate key `{}` (first at line {line}, column {column})",
+                        casebook_model::excerpt(&entry.key)
+                    ),
                 );
                 d.hint = Some("remove one of them: readers disagree on which one wins".into());
             }

@@ -114,7 +114,7 @@ fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'stati
                 Code::JsonSyntax,
                 offset,
                 &Ptr::ROOT.key(column),
-                format!("the `{column}` cell holds invalid JSON: {}", err.message),
+                format!("the `{}` cell holds invalid JSON: {}", casebook_model::excerpt(column), err.message),
             );
             d.hint = Some("inside a CSV cell, JSON quotes are doubled: `{\"\"key\"\": \"\"value\"\"}`".into());
             None
@@ -261,7 +261,11 @@ pub fn mapped_record(
                         Code::WrongType,
                         field.content_offset(),
                         &Ptr::ROOT.key(column),
-                        format!("expected a number in column `{column}`, found `{text}`"),
+                        format!(
+                            "expected a number in column `{}`, found `{}`",
+                            casebook_model::excerpt(column),
+                            casebook_model::excerpt(&text)
+                        ),
                     );
                     ok = false;
                     continue;

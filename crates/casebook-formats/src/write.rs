@@ -329,7 +329,10 @@ impl Encoder {
                 _ => false,
             };
             if !readable {
-                lost.push(format!("{target} (the `{column}` column would read back as something else)"));
+                lost.push(format!(
+                    "{target} (the `{}` column would read back as something else)",
+                    casebook_model::excerpt(column)
+                ));
                 unreadable.push(column.clone());
             }
         }

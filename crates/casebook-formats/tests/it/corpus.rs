@@ -8,7 +8,7 @@ use casebook_model::Code;
 use crate::harness::{cases_of, convert_file, convert_with, corpus, errors, temp_file, value_of};
 
 /// `(path under corpus/, format, syntax)` of every dataset its source system accepts.
-const ACCEPTED: &[(&str, Format, Syntax)] = &[
+pub const ACCEPTED: &[(&str, Format, Syntax)] = &[
     ("agent-health/sample-import-test-cases.json", Format::AgentHealth, Syntax::Json),
     ("agent-health/otel-benchmark-test-cases.json", Format::AgentHealth, Syntax::Json),
     ("agent-health/observability-agent-benchmark.json", Format::AgentHealth, Syntax::Json),

@@ -26,13 +26,19 @@ fn ids_of(path: &std::path::Path, threads: usize) -> (Vec<String>, u64) {
 /// Converts a file to native JSONL with `threads` workers.
 fn to_native(path: &std::path::Path, threads: usize) -> Vec<u8> {
     let opts = ReadOptions { threads, ..ReadOptions::default() };
-    let target = Target { format: Format::Casebook, syntax: Syntax::Jsonl, lossy: false, column_map: None };
+    let target = Target {
+        format: Format::Casebook,
+        syntax: Syntax::Jsonl,
+        lossy: false,
+        column_map: None,
+        seed_files: Default::default(),
+    };
     let mut out = Vec::new();
     let mut errors = Vec::new();
     let mut on_batch = |d: &[Diagnostic], _: &casebook_formats::Progress| {
         errors.extend(d.iter().filter(|d| d.is_error()).map(ToString::to_string));
     };
-    convert(&Input::path(path), &opts, &target, Vec::new(), Box::new(&mut out), &mut on_batch).expect("convert");
+    convert(&Input::path(path), &opts, &target, Vec::new(), Box::new(&mut out), None, &mut on_batch).expect("convert");
     assert_eq!(errors, Vec::<String>::new());
     out
 }

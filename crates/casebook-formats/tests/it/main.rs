@@ -4,5 +4,6 @@
 
 mod corpus;
 mod derived_ids;
+mod fuzz;
 mod harness;
 mod roundtrip;
