@@ -55,6 +55,15 @@ pub fn casebook() -> Command {
     cmd
 }
 
+/// The binary working in `dir`, with a fixed author and clock, and no store named from the
+/// test's own environment.
+pub fn cb(dir: &Folder) -> Command {
+    let mut cmd = casebook();
+    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
+    cmd.env_remove("CASEBOOK_STORE");
+    cmd
+}
+
 /// What one run of the binary did.
 pub struct Run {
     pub status: Option<i32>,

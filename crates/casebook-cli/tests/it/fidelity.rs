@@ -4,15 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, Loc, at, casebook, jsonl, run, to_native, validate};
-
-/// `casebook` working in `dir`, with a fixed author and clock and no store from the outside.
-fn cb(dir: &Folder) -> assert_cmd::Command {
-    let mut cmd = casebook();
-    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
-    cmd.env_remove("CASEBOOK_STORE");
-    cmd
-}
+use crate::cli::{Folder, Loc, at, casebook, cb, jsonl, run, to_native, validate};
 
 fn ok(cmd: &mut assert_cmd::Command) -> String {
     let out = run(cmd);

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::cli::{Folder, casebook, run};
+use crate::cli::{Folder, casebook, cb, run};
 
 /// Six letta rows: tags, a `category:` label, metadata, one multi-turn input.
 const ROWS: &str = r#"{"id": 1, "input": "What is 2+2?", "ground_truth": "4", "tags": ["math", "easy"], "metadata": {"difficulty": "easy"}}
@@ -13,13 +13,6 @@ const ROWS: &str = r#"{"id": 1, "input": "What is 2+2?", "ground_truth": "4", "t
 {"id": 5, "input": "Refund my order", "ground_truth": "refund issued", "tags": ["category:support", "math"], "metadata": {"difficulty": "medium"}}
 {"id": 6, "input": "Solve 3x = 9", "ground_truth": "3", "tags": ["math", "category:algebra"]}
 "#;
-
-fn cb(dir: &Folder) -> assert_cmd::Command {
-    let mut cmd = casebook();
-    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
-    cmd.env_remove("CASEBOOK_STORE");
-    cmd
-}
 
 fn ok(cmd: &mut assert_cmd::Command) -> String {
     let out = run(cmd);

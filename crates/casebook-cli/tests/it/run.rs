@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, casebook, run};
+use crate::cli::{Folder, cb, run};
 
 /// A fake agent: what it answers, and every request body it was sent.
 #[derive(Clone)]
@@ -96,13 +96,6 @@ const SECRETS: [&str; 7] = [
     "STOP-SECRET-6",
     "GROUND-TRUTH-SECRET-7",
 ];
-
-fn cb(dir: &Folder) -> assert_cmd::Command {
-    let mut cmd = casebook();
-    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
-    cmd.env_remove("CASEBOOK_STORE");
-    cmd
-}
 
 fn experiment(dir: &Folder, url: &str, extra: &str) -> std::path::PathBuf {
     dir.file("cases.jsonl", DATASET);

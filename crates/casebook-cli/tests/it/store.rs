@@ -6,15 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::{Folder, casebook, run};
-
-/// `casebook` working in `dir`, with a fixed author and clock.
-fn cb(dir: &Folder) -> assert_cmd::Command {
-    let mut cmd = casebook();
-    cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
-    cmd.env_remove("CASEBOOK_STORE");
-    cmd
-}
+use crate::cli::{Folder, casebook, cb, run};
 
 /// The binary as a plain child process (to kill it, or to run several at once), with the same
 /// environment as [`cb`]: a `CASEBOOK_STORE` in the test's environment must not leak in.
