@@ -666,6 +666,9 @@ fn produce(
 ) -> (u64, Result<(), ReadError>) {
     let mut seq = 0;
     let mut eof = false;
+    // How much more to read when one record is longer than what the buffer holds. It doubles
+    // each time, so a record of n bytes is scanned for its end O(log n) times, not n / CHUNK.
+    let mut more = CHUNK;
     let mut fill = |buf: &mut Vec<u8>, want: u64| -> Result<bool, ReadError> {
         let before = buf.len();
         reader.take(want).read_to_end(buf)?;
@@ -685,12 +688,14 @@ fn produce(
         let cut = if eof { Some((buf.len(), None)) } else { split(&buf) };
         let Some((cut, counted)) = cut else {
             // One record longer than a chunk: read on.
-            match fill(&mut buf, CHUNK as u64) {
+            match fill(&mut buf, more as u64) {
                 Ok(end) => eof = end,
                 Err(err) => return (seq, Err(err)),
             }
+            more = more.saturating_mul(2);
             continue;
         };
+        more = CHUNK;
         if cut == 0 && eof {
             return (seq, Ok(()));
         }
