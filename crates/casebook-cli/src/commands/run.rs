@@ -37,6 +37,8 @@ use crate::stores;
 const SAVE_EVERY: usize = 4096;
 /// Jobs whose stored outputs are looked up at a time.
 const WINDOW: usize = 4096;
+/// Characters of a failing case's answer kept for the reports of a run.
+const REPORTED_ANSWER: usize = 4000;
 
 pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let (mut experiment, base) = match &args.experiment {
@@ -344,6 +346,15 @@ impl Done {
         let engine::Finished { job, mut result, from_store } = finished;
         let line = line.then(|| serde_json::to_string(&result).unwrap_or_default() + "\n");
         let output = result.take_output();
+        // Reports show what a failing case got: its final answer stays (cut to a few KB, so a
+        // large run keeps little), its trajectory does not.
+        let answer = output.as_ref().filter(|_| result.pass == Some(false)).map(|o| match &o.output {
+            serde_json::Value::String(text) if text.chars().nth(REPORTED_ANSWER).is_some() => {
+                let cut: String = text.chars().take(REPORTED_ANSWER).collect();
+                serde_json::Value::String(format!("{cut}… (cut here; the whole answer is in the store)"))
+            }
+            other => other.clone(),
+        });
         let row = keep.then(|| ResultRow {
             seq: job.seq,
             result: serde_json::to_string(&result).unwrap_or_default(),
@@ -353,6 +364,9 @@ impl Done {
                 .and_then(|o| serde_json::to_string(&o).ok())
                 .map(|o| (result.hash.clone(), o)),
         });
+        if let (Ok(kept), Some(answer)) = (&mut result.output, answer) {
+            kept.output = answer;
+        }
         Self { seq: job.seq, result, from_store, row, line }
     }
 }
@@ -535,7 +549,8 @@ fn load_dataset(
         })
         .into_iter()
         .collect::<anyhow::Result<Vec<_>>>()?;
-        (cases, name, version.id)
+        // Named as a user would name it again: `support@v4`.
+        (cases, format!("{name}@v{}", version.number), version.id)
     };
     Ok(Some(Dataset { cases, name, version_id }))
 }

@@ -486,3 +486,22 @@ fn a_run_without_a_store_says_its_results_are_not_kept() {
     assert!(out.stdout.contains("· run (not kept) ·"), "{}", out.stdout);
     assert!(!out.stdout.contains("r-2026"), "{}", out.stdout);
 }
+
+/// Reports name a stored dataset as it would be named again, and show what a failing case's
+/// agent answered.
+#[test]
+fn reports_name_the_version_and_show_failing_answers() {
+    let dir = Folder::new();
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    let data = dir.file("cases.jsonl", DATASET);
+    assert_eq!(run(cb(&dir).arg("import").arg(&data).args(["--dataset", "support"])).status, Some(0));
+    let out = run(cb(&dir)
+        .args(["run", "--dataset", "support", "--target", "builtin:echo", "--grader", "exact_match"])
+        .args(["--report", "markdown=report.md"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(out.stdout.contains("· dataset support@v1 ·"), "{}", out.stdout);
+    let md = fs_err::read_to_string(dir.join("report.md")).expect("the report");
+    assert!(md.contains("dataset support@v1 (version "), "{md}");
+    // The echo agent answers with the input, which is not the expected answer.
+    assert!(md.contains("  - the agent answered: wrong answer please\n"), "{md}");
+}

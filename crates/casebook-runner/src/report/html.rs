@@ -7,7 +7,7 @@
 use std::io::{self, Write};
 
 use super::escape::{attribute, text};
-use super::{explanation, ordered, percent, percent_interval, score, score_interval, threshold_verdict};
+use super::{explanation, ordered, output_text, percent, percent_interval, score, score_interval, threshold_verdict};
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
 
@@ -154,7 +154,13 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
             number(&score(result.score)),
             verdict.as_str(),
             verdict.as_str(),
-            text(&explanation(result, false).join("\n")),
+            text(&explanation(result, false).join("\n"))
+                + &match output_text(result).filter(|_| verdict == Verdict::Fail) {
+                    // Folded away, whole: the answer a failing case got.
+                    Some(answer) =>
+                        format!("<details><summary>the agent's answer</summary><pre>{}</pre></details>", text(&answer)),
+                    None => String::new(),
+                },
         )?;
     }
     writeln!(out, "</table>\n</body></html>")
@@ -188,6 +194,23 @@ mod tests {
     use crate::summary::tests::{erroring, failing, meta, passing};
 
     #[test]
+    fn a_failing_case_shows_the_agent_s_answer_folded_and_escaped() {
+        let mut bad = failing("b", "base", 0);
+        if let Ok(output) = &mut bad.output {
+            output.output = serde_json::json!("<b>not it</b>");
+        }
+        let results = vec![passing("a", "base", 0), bad];
+        let html = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
+        assert!(
+            html.contains(
+                "<details><summary>the agent's answer</summary><pre>&lt;b&gt;not it&lt;/b&gt;</pre></details>"
+            ),
+            "{html}"
+        );
+        assert_eq!(html.matches("<details>").count(), 1, "only the failing case");
+    }
+
+    #[test]
     fn agent_output_cannot_inject_markup() {
         let mut evil = failing("<img src=x onerror=alert(1)>", "base", 0);
         if let Ok(grade) = &mut evil.grades[0].outcome {
@@ -217,11 +240,9 @@ mod tests {
         }
         assert!(page.contains("<h2>Results (3)</h2>"));
         assert!(page.contains(r#"<td class="pass">pass</td>"#));
-        assert!(
-            page.contains(
-                r#"<td class="fail">fail</td><td class="why">exact_match 0.000 fail: exact_match says 0</td>"#
-            )
-        );
+        assert!(page.contains(
+            r#"<td class="fail">fail</td><td class="why">exact_match 0.000 fail: exact_match says 0<details>"#
+        ));
         assert!(page.contains(r#"<td class="error">error</td><td class="why">timeout: slow</td>"#));
         assert_eq!(page.matches("<tr id=").count(), 3);
     }

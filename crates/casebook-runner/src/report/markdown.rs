@@ -7,7 +7,9 @@
 
 use std::io::{self, Write};
 
-use super::{explanation, ordered, percent, percent_interval, score, score_interval, threshold_verdict, truncate};
+use super::{
+    explanation, ordered, output_text, percent, percent_interval, score, score_interval, threshold_verdict, truncate,
+};
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
 
@@ -16,6 +18,9 @@ pub const FAILING_CASES_SHOWN: usize = 50;
 
 /// How much of one rationale the report shows.
 const RATIONALE_CHARS: usize = 300;
+
+/// Answers up to this long (and on one line) are shown inline; longer ones are folded away.
+const SHORT_OUTPUT: usize = 200;
 
 /// The Markdown report of a run.
 pub fn render(summary: &Summary, results: &[RunResult]) -> String {
@@ -147,6 +152,27 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
             for line in explanation(result, true) {
                 writeln!(out, "  - {}", inline(&truncate(&line, RATIONALE_CHARS)))?;
             }
+            match output_text(result) {
+                Some(text) if text.chars().count() <= SHORT_OUTPUT && !text.contains('\n') => {
+                    writeln!(out, "  - the agent answered: {}", inline(&text))?;
+                }
+                // A long answer is folded away, whole, in a code block that it cannot close.
+                Some(text) => {
+                    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+                    let fence = "`".repeat(longest.max(2) + 1);
+                    writeln!(
+                        out,
+                        "  <details><summary>the agent's answer ({} characters)</summary>\n",
+                        text.chars().count()
+                    )?;
+                    writeln!(out, "  {fence}text")?;
+                    for line in text.lines() {
+                        writeln!(out, "  {line}")?;
+                    }
+                    writeln!(out, "  {fence}\n\n  </details>")?;
+                }
+                None => {}
+            }
         }
         if failing.len() > FAILING_CASES_SHOWN {
             writeln!(out, "\n…and {} more", failing.len() - FAILING_CASES_SHOWN)?;
@@ -198,6 +224,24 @@ mod tests {
     fn inline_text_cannot_break_a_table_or_become_markup() {
         assert_eq!(inline("a|b\nc <script>x</script> *y*"), r"a\|b c \<script\>x\</script\> \*y\*");
         assert_eq!(inline("a\u{1b}b"), r"a\\u{1b}b");
+    }
+
+    #[test]
+    fn failing_cases_show_what_the_agent_answered_short_inline_long_folded() {
+        let short = failing("short", "base", 0);
+        let mut long = failing("long", "base", 0);
+        let answer = format!("line one with ``` fences\n{}", "word ".repeat(80));
+        if let Ok(output) = &mut long.output {
+            output.output = serde_json::json!(answer);
+        }
+        let results = [short, long];
+        let text = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
+        assert!(text.contains("  - the agent answered: answer\n"), "{text}");
+        let summary = format!("<details><summary>the agent's answer ({} characters)</summary>", answer.chars().count());
+        assert!(text.contains(&summary), "{text}");
+        // The answer's own ``` cannot close the block around it.
+        assert!(text.contains("  ````text\n  line one with ``` fences\n"), "{text}");
+        assert!(text.contains(&"word ".repeat(80).trim_end().to_owned()), "the answer is whole");
     }
 
     #[test]

@@ -99,6 +99,17 @@ fn truncate(text: &str, max: usize) -> String {
     cut
 }
 
+/// What the agent answered in a run, as text (a string as it is, anything else as JSON); `None`
+/// when the run has no output.
+fn output_text(result: &RunResult) -> Option<String> {
+    let output = &result.output.as_ref().ok()?.output;
+    match output {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
 /// What a threshold line says: `met`, or `missed` with the reason.
 fn threshold_verdict(summary: &Summary) -> String {
     if summary.threshold_met {
