@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --release -q -p casebook-cli
-bin=${CARGO_TARGET_DIR:-target}/release/casebook
+bin=$(scripts/release-binary.sh)
 casebook() { "$bin" "$@"; }
 
 echo "== validate every example dataset"

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use casebook_formats::{Encoded, Encoder, Format, SeedFiles, Syntax, Writer};
-use casebook_model::{Code, Diagnostic};
+use casebook_model::{Code, Diagnostic, excerpt};
 use casebook_store::Store;
 use serde_json::json;
 
@@ -100,6 +100,9 @@ pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
     })
 }
 
+/// `casebook history NAME CASE`: each content the case has had, as `git log -p` shows a file's:
+/// the versions it was in, who made it, when and why, and its fields that changed from the
+/// content before (JSON Pointer, old → new).
 pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> {
     stores::print(settings, |runtime, store| {
         let revisions = runtime.block_on(store.history(&args.name, &args.case))?;
@@ -107,13 +110,55 @@ pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> 
             anyhow::bail!("`{}` never had a case `{}`", args.name, args.case);
         }
         let mut out = String::new();
+        let mut previous: Option<serde_json::Value> = None;
+        let mut last_to = None;
         for r in &revisions {
-            if settings.json {
-                let _ = writeln!(out, "{}", json!(r));
-            } else {
-                let to = r.to_version.map_or("head".to_owned(), |t| format!("v{}", t - 1));
-                let _ = writeln!(out, "v{}..{to}  {}", r.from_version, &r.content_id[..12]);
+            // The case may have been removed, and added again later.
+            if let Some(to) = last_to.filter(|to| *to != r.from_version) {
+                let _ = writeln!(out, "removed in v{to}\n");
+                previous = None;
             }
+            let made = runtime.block_on(store.resolve(&args.name, &casebook_store::Ref::Number(r.from_version)))?;
+            let case = runtime.block_on(store.case(&args.name, r.from_version, &args.case))?;
+            let body = serde_json::to_value(&case)?;
+            let changes = previous.as_ref().map(|before| casebook_store::field_changes(before, &body));
+            let until = r.to_version.map_or_else(|| "head".to_owned(), |t| format!("v{}", t - 1));
+            if settings.json {
+                let entry = json!({
+                    "from_version": r.from_version,
+                    "to_version": r.to_version,
+                    "content_id": r.content_id,
+                    "author": made.author,
+                    "time": made.time,
+                    "message": made.message,
+                    "changes": changes,
+                    "case": body,
+                });
+                let _ = writeln!(out, "{entry}");
+            } else {
+                let _ = writeln!(out, "content {}  in v{}–{until}", &r.content_id[..12], r.from_version);
+                let _ = writeln!(out, "  v{} by {} at {}: {}", r.from_version, made.author, made.time, made.message);
+                match &changes {
+                    None => {
+                        let _ = writeln!(out, "  (added)");
+                    }
+                    Some(changes) => {
+                        for c in changes {
+                            let show = |v: &Option<serde_json::Value>| {
+                                v.as_ref()
+                                    .map_or_else(|| "(absent)".to_owned(), |v| excerpt(&v.to_string()).into_owned())
+                            };
+                            let _ = writeln!(out, "  {}: {} → {}", c.pointer, show(&c.old), show(&c.new));
+                        }
+                    }
+                }
+                out.push('\n');
+            }
+            previous = Some(body);
+            last_to = r.to_version;
+        }
+        if let (Some(to), false) = (last_to, settings.json) {
+            let _ = writeln!(out, "removed in v{to}");
         }
         Ok(out)
     })

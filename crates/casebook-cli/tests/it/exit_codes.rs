@@ -136,3 +136,19 @@ fn human_output_says_how_many_errors_on_stderr() {
     r.expect_status(1);
     assert_eq!(r.stderr, "", "--quiet hides the summary");
 }
+
+/// The README's first command finds the binary where cargo puts it, `CARGO_TARGET_DIR`
+/// included (it asks cargo rather than assuming `target/`).
+#[test]
+fn the_demo_finds_the_binary_where_cargo_builds_it() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/release-binary.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .env("CARGO_TARGET_DIR", "/somewhere/else")
+        .output()
+        .expect("the script runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "/somewhere/else/release/casebook\n");
+    let demo = fs_err::read_to_string(script.with_file_name("demo.sh")).expect("demo.sh");
+    assert!(demo.contains("bin=$(scripts/release-binary.sh)"), "demo.sh uses it");
+}

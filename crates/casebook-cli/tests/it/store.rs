@@ -53,8 +53,20 @@ fn versions_diffs_and_exports() {
 
     let log = ok(cb(&dir).args(["log", "qa"]));
     assert!(log.contains("v2 ") && log.contains("more") && log.contains("prod: v1"), "{log}");
+    // Each content of the case as a block: where it was, who made it and why, what changed.
     let history = ok(cb(&dir).args(["history", "qa", "b"]));
-    assert_eq!(history.lines().count(), 2, "{history}");
+    let blocks: Vec<&str> = history.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
+    assert_eq!(blocks.len(), 2, "{history}");
+    assert!(blocks[0].contains("in v1–v1\n  v1 by tester at 2026-11-23T10:00:00Z: first\n  (added)"), "{history}");
+    assert!(blocks[1].contains("in v2–head\n  v2 by tester at 2026-11-23T10:00:00Z: more\n"), "{history}");
+    assert!(blocks[1].contains("  /expected/output: \"Paris\" → \"Paris, France\""), "{history}");
+    let json: Vec<Value> = ok(cb(&dir).args(["history", "qa", "b", "--format", "json"]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(json[1]["changes"][0]["new"], "Paris, France");
+    assert_eq!(json[1]["case"]["expected"]["output"], "Paris, France");
+    assert_eq!(json[0]["message"], "first");
     let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
     let first: Value = serde_json::from_str(datasets.lines().next().unwrap()).unwrap();
     assert_eq!(
@@ -395,4 +407,18 @@ fn a_mistyped_dataset_or_tag_gets_a_suggestion_or_the_names_there_are() {
         assert_eq!(out.status, Some(2), "{args:?}: {out:?}");
         assert!(out.stderr.contains(expect), "{args:?}: {}", out.stderr);
     }
+}
+
+#[test]
+fn history_says_when_a_case_was_removed_and_added_again() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    ok(cb(&dir).args(["rm", "qa", "b", "-m", "stale"]));
+    ok(cb(&dir).args(["put", "qa"]).arg(&v1).args(["-m", "back"]));
+    let history = ok(cb(&dir).args(["history", "qa", "b"]));
+    let removed = history.find("removed in v2\n").expect("the removal");
+    let back = history.find("in v3–head\n  v3 by tester at 2026-11-23T10:00:00Z: back\n  (added)").expect("back");
+    assert!(removed < back, "{history}");
 }
