@@ -152,3 +152,26 @@ fn the_demo_finds_the_binary_where_cargo_builds_it() {
     let demo = fs_err::read_to_string(script.with_file_name("demo.sh")).expect("demo.sh");
     assert!(demo.contains("bin=$(scripts/release-binary.sh)"), "demo.sh uses it");
 }
+
+/// Every summary line counts exactly what was printed above it.
+#[test]
+fn summaries_count_what_they_printed() {
+    let dir = Folder::new();
+    // Two errors (a duplicate id, a missing input) and one warning (a byte order mark).
+    let file = dir.file(
+        "mixed.jsonl",
+        "\u{feff}{\"id\": \"a\", \"input\": \"x\"}\n{\"id\": \"a\", \"input\": \"y\"}\n{\"id\": \"b\"}\n",
+    );
+    for args in [&["validate"][..], &["inspect"], &["convert", "--to", "casebook"]] {
+        let out = run(casebook().args(args).arg(&file));
+        let text = format!("{}{}", out.stdout, out.stderr);
+        let (errors, warnings) = (text.matches("error[E-").count(), text.matches("warning[W-").count());
+        assert_eq!((errors, warnings), (2, 1), "{args:?}: {text}");
+        let said = match args[0] {
+            "validate" => "2 errors, 1 warning",
+            "inspect" => "problems  2 errors, 1 warnings",
+            _ => "conversion failed: 2 errors",
+        };
+        assert!(text.contains(said), "{args:?}: {text}");
+    }
+}
