@@ -1000,18 +1000,26 @@ fn document<W>(
         },
     };
     let (mut header, cases) = documents::read(&mut cx, &root, format, &input.stem(), None);
-    let items_path_offset = root.get("spec").and_then(|s| s.get("path")).map_or(0, |n| n.offset);
+    let spec_offset = |key: &str| root.get("spec").and_then(|s| s.get(key)).map_or(0, |n| n.offset);
+    let (path_offset, format_offset) = (spec_offset("path"), spec_offset("format"));
     drop(root);
     let mut located: Vec<(Case, Loc)> = cases.into_iter().map(|(case, offset)| (case, loc(&src, offset))).collect();
     let mut items_diags = Vec::new();
     let mut items_display = None;
     if format == Format::Maslab {
         if let Some((path, hint)) = documents::items_file(&header).map(|(p, h)| (p.to_owned(), h.map(str::to_owned))) {
-            let (display, cases, diags) =
-                items_file(&mut cx, base_dir, items_path_offset, &path, hint.as_deref(), &mut header);
-            located = cases;
-            items_diags = diags;
-            items_display = display;
+            match items_file(base_dir, &path, hint.as_deref(), &mut header) {
+                Ok((display, cases, diags)) => {
+                    located = cases;
+                    items_diags = diags;
+                    items_display = Some(display);
+                }
+                Err(p) => {
+                    let offset = if p.key == "format" { format_offset } else { path_offset };
+                    let ptr = Ptr::ROOT.key("spec");
+                    cx.report(p.code, offset, &ptr.key(p.key), p.message).hint = Some(p.hint);
+                }
+            }
         }
     }
     state.needs_cases = false; // the document reader reports empty lists itself
@@ -1041,79 +1049,72 @@ fn document<W>(
     Ok(())
 }
 
+/// What is wrong with a manifest's `spec.path` (or `spec.format`): reported on the manifest.
+struct ItemsFileProblem {
+    code: Code,
+    /// The key of `spec` it is about.
+    key: &'static str,
+    message: String,
+    hint: String,
+}
+
 /// Reads the file a mas-lab manifest keeps its items in (`spec.path`, relative to the manifest
-/// and inside its folder tree; JSON or YAML). Problems with the path are reported on the
-/// manifest (`cx`, at `path_offset`), problems inside the file at their place in it. Returns
-/// the file's name as diagnostics give it, its cases, and its diagnostics.
+/// and inside its folder tree; JSON or YAML). Problems inside the file are reported at their
+/// place in it; problems with the path or format come back to be reported on the manifest.
+/// Returns the file's name as diagnostics give it, its cases, and its diagnostics.
 fn items_file(
-    cx: &mut Cx<'_>,
     base_dir: Option<&Path>,
-    path_offset: usize,
     path: &str,
     format: Option<&str>,
     header: &mut DatasetHeader,
-) -> (Option<String>, Vec<(Case, Loc)>, Vec<Diagnostic>) {
-    let spec_path = Ptr::ROOT.key("spec");
-    let ptr = spec_path.key("path");
+) -> Result<(String, Vec<(Case, Loc)>, Vec<Diagnostic>), ItemsFileProblem> {
+    let problem = |code, key, message: String, hint: String| ItemsFileProblem { code, key, message, hint };
+    let shown = excerpt(path);
     let Some(base) = base_dir else {
-        cx.report(
+        return Err(problem(
             Code::ItemsPathMissing,
-            path_offset,
-            &ptr,
-            format!("cannot read the items file `{}` from standard input", excerpt(path)),
-        )
-        .hint = Some("give the manifest's path, so that `spec.path` can be found beside it".into());
-        return (None, Vec::new(), Vec::new());
+            "path",
+            format!("cannot read the items file `{shown}` from standard input"),
+            "give the manifest's path, so that `spec.path` can be found beside it".into(),
+        ));
     };
     let Some(resolved) = crate::parts::inside(base, path) else {
-        cx.report(
+        return Err(problem(
             Code::ItemsPathEscapes,
-            path_offset,
-            &ptr,
-            format!("items path `{}` leaves the manifest's folder", excerpt(path)),
-        )
-        .hint = Some("keep the items file in the manifest's folder or below it".into());
-        return (None, Vec::new(), Vec::new());
+            "path",
+            format!("items path `{shown}` leaves the manifest's folder"),
+            "keep the items file in the manifest's folder or below it".into(),
+        ));
     };
     let json = match format.map(str::to_ascii_lowercase).as_deref() {
         Some("json") => true,
         Some("yaml" | "yml") => false,
         Some(other) => {
-            cx.report(
+            return Err(problem(
                 Code::InvalidValue,
-                path_offset,
-                &spec_path.key("format"),
+                "format",
                 format!("casebook cannot read items files in `{}`", excerpt(other)),
-            )
-            .hint = Some("items files are JSON or YAML: `format: json` or `format: yaml`".into());
-            return (None, Vec::new(), Vec::new());
+                "items files are JSON or YAML: `format: json` or `format: yaml`".into(),
+            ));
         }
         None => resolved.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")),
     };
     let text = match fs_err::read(&resolved).map(String::from_utf8) {
         Ok(Ok(text)) => text,
         Ok(Err(_)) => {
-            cx.report(
-                Code::InvalidUtf8,
-                path_offset,
-                &ptr,
-                format!("the items file `{}` is not UTF-8 text", excerpt(path)),
-            )
-            .hint = Some("save it as UTF-8".into());
-            return (None, Vec::new(), Vec::new());
+            let message = format!("the items file `{shown}` is not UTF-8 text");
+            return Err(problem(Code::InvalidUtf8, "path", message, "save it as UTF-8".into()));
         }
         Err(err) => {
-            cx.report(
+            return Err(problem(
                 Code::ItemsPathMissing,
-                path_offset,
-                &ptr,
-                format!("the items file `{}` cannot be read: {}", excerpt(path), err.kind()),
-            )
-            .hint = Some(format!(
-                "looked for {}; `spec.path` is relative to the manifest",
-                excerpt(&resolved.display().to_string())
+                "path",
+                format!("the items file `{shown}` cannot be read: {}", err.kind()),
+                format!(
+                    "looked for {}; `spec.path` is relative to the manifest",
+                    excerpt(&resolved.display().to_string())
+                ),
             ));
-            return (None, Vec::new(), Vec::new());
         }
     };
     let display: PathBuf =
@@ -1135,7 +1136,7 @@ fn items_file(
     };
     let located = cases.into_iter().map(|(case, offset)| (case, loc(&src, offset))).collect();
     let diags = items_cx.diags;
-    (Some(display.clone()), located, diags)
+    Ok((display.clone(), located, diags))
 }
 
 /// Where lists of cases are in documents, from the root: Agent Health's root array,

@@ -96,6 +96,24 @@ fn items_file_problems_are_located_in_the_file_they_are_in() {
     assert_eq!(validate(&escaping).locations(), [at("E-items-path-escapes", 6, 9, "/spec/path")]);
     let missing = dir.file("missing/manifest.yaml", MANIFEST);
     assert_eq!(validate(&missing).locations(), [at("E-items-path-missing", 6, 9, "/spec/path")]);
+    // A format casebook does not read items in is reported on `format`.
+    dir.file("csv/benchmark.json", ITEMS);
+    let csv = dir.file("csv/manifest.yaml", MANIFEST.replace("format: json", "format: csv"));
+    let out = validate(&csv);
+    assert_eq!(out.locations(), [at("E-invalid-value", 7, 11, "/spec/format")]);
+    assert_eq!(out.diagnostics()[0]["message"], "casebook cannot read items files in `csv`");
+}
+
+#[test]
+fn a_carried_seed_file_may_not_name_a_path_outside_the_dataset_folder() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "cases.jsonl",
+        "{\"id\": \"a\", \"input\": \"hi\", \"memory_seeds\": {\"file\": \"../../etc/seeds.yaml\", \"content\": []}}\n",
+    );
+    let out = validate(&file);
+    out.expect_status(1);
+    assert_eq!(out.locations(), [at("E-seed-path-escapes", 1, 53, "/memory_seeds/file")]);
 }
 
 #[test]
