@@ -1009,10 +1009,10 @@ fn document<W>(
     if format == Format::Maslab {
         if let Some((path, hint)) = documents::items_file(&header).map(|(p, h)| (p.to_owned(), h.map(str::to_owned))) {
             match items_file(base_dir, &path, hint.as_deref(), &mut header) {
-                Ok((display, cases, diags)) => {
-                    located = cases;
-                    items_diags = diags;
-                    items_display = Some(display);
+                Ok(read) => {
+                    located = read.cases;
+                    items_diags = read.diagnostics;
+                    items_display = Some(read.file);
                 }
                 Err(p) => {
                     let offset = if p.key == "format" { format_offset } else { path_offset };
@@ -1049,6 +1049,14 @@ fn document<W>(
     Ok(())
 }
 
+/// The cases of a manifest's items file: the file's name as diagnostics give it, the cases with
+/// where they are in it, and the problems found in it.
+struct ItemsRead {
+    file: String,
+    cases: Vec<(Case, Loc)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
 /// What is wrong with a manifest's `spec.path` (or `spec.format`): reported on the manifest.
 struct ItemsFileProblem {
     code: Code,
@@ -1061,13 +1069,12 @@ struct ItemsFileProblem {
 /// Reads the file a mas-lab manifest keeps its items in (`spec.path`, relative to the manifest
 /// and inside its folder tree; JSON or YAML). Problems inside the file are reported at their
 /// place in it; problems with the path or format come back to be reported on the manifest.
-/// Returns the file's name as diagnostics give it, its cases, and its diagnostics.
 fn items_file(
     base_dir: Option<&Path>,
     path: &str,
     format: Option<&str>,
     header: &mut DatasetHeader,
-) -> Result<(String, Vec<(Case, Loc)>, Vec<Diagnostic>), ItemsFileProblem> {
+) -> Result<ItemsRead, ItemsFileProblem> {
     let problem = |code, key, message: String, hint: String| ItemsFileProblem { code, key, message, hint };
     let shown = excerpt(path);
     let Some(base) = base_dir else {
@@ -1136,7 +1143,7 @@ fn items_file(
     };
     let located = cases.into_iter().map(|(case, offset)| (case, loc(&src, offset))).collect();
     let diags = items_cx.diags;
-    Ok((display.clone(), located, diags))
+    Ok(ItemsRead { file: display.clone(), cases: located, diagnostics: diags })
 }
 
 /// Where lists of cases are in documents, from the root: Agent Health's root array,
