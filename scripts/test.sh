@@ -13,6 +13,12 @@ if ! python3 -c 'import yaml' 2>/dev/null; then
   python3 -m pip install --quiet pyyaml || python3 -m pip install --quiet --user --break-system-packages pyyaml
 fi
 
+# A throwaway PostgreSQL server for the shared store's tests (installed first if missing), stopped
+# however the run ends. The tests fail, never skip, without it.
+postgres=$(scripts/postgres.sh start)
+eval "$postgres"
+trap 'scripts/postgres.sh stop "$CASEBOOK_TEST_PGDATA"' EXIT
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --doc --workspace --locked

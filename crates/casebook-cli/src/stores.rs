@@ -1,26 +1,40 @@
 //! Finding and opening the store a command works on, and running its async calls.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
-use casebook_store::{Ref, STORE_DIR, STORE_FILE, SqliteStore, find_store};
+use casebook_store::{AnyStore, Location, Ref, STORE_DIR, STORE_FILE, StoreError, find_store};
 
 use crate::settings::Global;
 
-/// The store folder: `--store` / `CASEBOOK_STORE`, else the nearest `.casebook/`.
-pub fn folder(settings: &Global) -> anyhow::Result<PathBuf> {
+/// The store: `--store` / `CASEBOOK_STORE` (a folder, or a `postgres://` URL), else the
+/// nearest `.casebook/`.
+pub fn location(settings: &Global) -> anyhow::Result<Location> {
     if let Some(path) = &settings.store {
+        if let Some(url) = path.to_str().filter(|text| Location::is_url(text)) {
+            return Ok(Location::Postgres(url.to_owned()));
+        }
         // A project folder holding a store stands for its store.
         let inner = path.join(STORE_DIR);
         if !path.join(STORE_FILE).exists() && inner.join(STORE_FILE).exists() {
-            return Ok(inner);
+            return Ok(Location::File(inner.join(STORE_FILE)));
         }
-        return Ok(path.clone());
+        return Ok(Location::File(path.join(STORE_FILE)));
     }
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    find_store(&cwd).ok_or_else(|| {
-        anyhow::anyhow!("no store here or in any parent folder: run `casebook init`, or name one with `--store PATH`")
-    })
+    let folder = find_store(&cwd).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no store here or in any parent folder: run `casebook init`, or name one with `--store PATH` \
+             (or `--store postgres://…` for a shared store)"
+        )
+    })?;
+    Ok(Location::File(folder.join(STORE_FILE)))
+}
+
+/// How messages name a store: its folder, or its URL without the password.
+pub fn shown(location: &Location) -> String {
+    match location {
+        Location::File(file) => file.parent().unwrap_or(file).display().to_string(),
+        Location::Postgres(_) => location.to_string(),
+    }
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -28,17 +42,22 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Opens the store the settings name.
-pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<SqliteStore> {
-    let folder = folder(settings)?;
-    let file = folder.join(STORE_FILE);
-    runtime.block_on(SqliteStore::open(&file)).with_context(|| format!("cannot open the store `{}`", folder.display()))
+pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<AnyStore> {
+    let location = location(settings)?;
+    match runtime.block_on(AnyStore::open(&location)) {
+        Ok(store) => Ok(store),
+        // These name the database already.
+        Err(err @ StoreError::Connect { .. }) => Err(err.into()),
+        Err(err @ StoreError::NotAStore(..)) if matches!(location, Location::Postgres(_)) => Err(err.into()),
+        Err(err) => Err(anyhow::Error::new(err).context(format!("cannot open the store `{}`", shown(&location)))),
+    }
 }
 
 /// Opens the store the settings name for a command that writes to it.
-pub fn open_write(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<SqliteStore> {
+pub fn open_write(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<AnyStore> {
     let store = open(settings, runtime)?;
     if store.is_read_only() {
-        return Err(casebook_store::StoreError::ReadOnly(store.path().to_owned()).into());
+        return Err(casebook_store::StoreError::ReadOnly(store.name().into()).into());
     }
     Ok(store)
 }
@@ -46,7 +65,7 @@ pub fn open_write(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyho
 /// Runs `read` on the store the settings name, prints what it returns, and closes the store.
 pub fn print(
     settings: &Global,
-    read: impl FnOnce(&tokio::runtime::Runtime, &SqliteStore) -> anyhow::Result<String>,
+    read: impl FnOnce(&tokio::runtime::Runtime, &AnyStore) -> anyhow::Result<String>,
 ) -> anyhow::Result<crate::Outcome> {
     let runtime = runtime()?;
     let store = open(settings, &runtime)?;
@@ -57,10 +76,16 @@ pub fn print(
 }
 
 /// Where `init` creates a store.
-pub fn new_folder(settings: &Global) -> anyhow::Result<PathBuf> {
+pub fn new_location(settings: &Global) -> anyhow::Result<Location> {
     match &settings.store {
-        Some(path) => Ok(path.clone()),
-        None => Ok(std::env::current_dir().context("cannot read the working directory")?.join(STORE_DIR)),
+        Some(path) => match path.to_str().filter(|text| Location::is_url(text)) {
+            Some(url) => Ok(Location::Postgres(url.to_owned())),
+            None => Ok(Location::File(path.join(STORE_FILE))),
+        },
+        None => {
+            let folder = std::env::current_dir().context("cannot read the working directory")?.join(STORE_DIR);
+            Ok(Location::File(folder.join(STORE_FILE)))
+        }
     }
 }
 

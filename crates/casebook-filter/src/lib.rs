@@ -108,6 +108,7 @@ mod facets;
 mod lexer;
 mod parser;
 mod path;
+mod pg;
 mod schema;
 mod shorthand;
 mod sql;
@@ -120,6 +121,7 @@ use casebook_model::Case;
 pub use error::{FilterError, ShorthandError};
 pub use facets::{FACET_FIELDS, OTHER_FIELDS, facets_json};
 pub use path::FieldPath;
+pub use pg::PgContext;
 pub use sql::{LabelIndex, SqlContext, SqlFragment, SqlParam};
 
 /// The language reference: grammar, tests, paths and rules with examples, plain text of at most
@@ -183,6 +185,13 @@ impl Filter {
     /// `labels contains "x"` and `label.KEY` tests when `ctx.labels` is given.
     pub fn to_sqlite(&self, ctx: &SqlContext<'_>) -> SqlFragment {
         sql::to_sqlite(&self.expr, ctx)
+    }
+
+    /// A PostgreSQL condition selecting the same cases, its parameters numbered from `$first`;
+    /// `None` for a filter PostgreSQL cannot evaluate as memory does (one with `matches`),
+    /// which the store evaluates on each case instead. See `pg.rs`.
+    pub fn to_postgres(&self, ctx: &PgContext<'_>, first: usize) -> Option<SqlFragment> {
+        pg::to_postgres(&self.expr, ctx, first)
     }
 }
 

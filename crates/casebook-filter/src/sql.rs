@@ -42,6 +42,8 @@ pub enum SqlParam {
     Integer(i64),
     Real(f64),
     Text(String),
+    /// Bytes (`bytea`; the PostgreSQL translation binds labels so).
+    Bytes(Vec<u8>),
 }
 
 impl From<Num> for SqlParam {

@@ -29,7 +29,7 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    fn problem(&mut self, text: String) {
+    pub(crate) fn problem(&mut self, text: String) {
         if self.problems.len() < LISTED * 4 {
             self.problems.push(text);
         } else {
@@ -77,15 +77,8 @@ impl SqliteStore {
             };
             report.bodies += 1;
             let (id, cid, body): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
-            let stored = <[u8; 32]>::try_from(cid.as_slice()).ok();
-            match content_id_bytes_of_json(Kind::Case, &body) {
-                Ok(actual) if Some(actual) == stored => {}
-                Ok(actual) => wrong.push(format!(
-                    "case body #{id} is stored as {} but its content is {}",
-                    stored.map_or_else(|| "a malformed id".to_owned(), |s| id_hex(&s)[..12].to_owned()),
-                    &id_hex(&actual)[..12]
-                )),
-                Err(err) => wrong.push(format!("case body #{id} is not a case: {err}")),
+            if let Some(problem) = body_problem(id, &cid, &body) {
+                wrong.push(problem);
             }
         }
         drop(bodies);
@@ -162,55 +155,87 @@ impl SqliteStore {
         .bind(number)
         .fetch_all(pool)
         .await?;
-        let mut changes: Vec<(String, Option<String>)> = Vec::new();
-        let mut reopened = false;
-        let mut i = 0;
-        while i < rows.len() {
-            let case_id: String = rows[i].get(0);
-            let (mut before, mut after) = (None, None);
-            while i < rows.len() && rows[i].get::<String, _>(0) == case_id {
-                let cid: String = rows[i].get(1);
-                if rows[i].get::<bool, _>(2) {
-                    after = Some(cid)
-                } else {
-                    before = Some(cid)
-                }
-                i += 1;
-            }
-            if before.is_some() && before == after {
-                reopened = true;
-            } else {
-                // A removed case is hashed with an empty content id: commits read it as
-                // `lower(hex(NULL))`, which SQLite gives as '' (the ids of existing versions
-                // depend on it).
-                changes.push((case_id, Some(after.unwrap_or_default())));
-            }
-        }
-        let mut ids = Vec::new();
-        let orders = if reopened { vec![true] } else { vec![false, true] };
-        for with_order in orders {
-            let order = if with_order {
-                let mut hasher = VersionHasher::new(&json!({"order": name}))?;
-                let mut ids = sqlx::query_scalar::<_, String>(
-                    "SELECT case_id FROM members WHERE dataset = ? AND from_v <= ?2 AND (to_v IS NULL OR to_v > ?2)
-                     ORDER BY ord",
-                )
-                .bind(dataset)
-                .bind(number)
-                .fetch(pool);
-                while let Some(case_id) = ids.try_next().await? {
-                    hasher.change(&case_id, None)?;
-                }
-                Some(hasher.finish())
-            } else {
-                None
-            };
-            let mut hasher = VersionHasher::new(&json!({"dataset": name, "parent": parent, "order": order}))?;
-            for (case_id, cid) in &changes {
-                hasher.change(case_id, cid.as_deref())?;
-            }
-            ids.push(hasher.finish());
-        }
-        Ok(ids)
+        let rows: Vec<VersionRow> =
+            rows.iter().map(|r| VersionRow { case_id: r.get(0), content_id: r.get(1), opens: r.get(2) }).collect();
+        let order: Vec<String> = sqlx::query_scalar(
+            "SELECT case_id FROM members WHERE dataset = ? AND from_v <= ?2 AND (to_v IS NULL OR to_v > ?2) ORDER BY ord",
+        )
+        .bind(dataset)
+        .bind(number)
+        .fetch_all(pool)
+        .await?;
+        version_ids(name, parent, &rows, &order)
     }
+}
+
+/// What is wrong with a stored case body, if anything: its content id recomputed.
+pub(crate) fn body_problem(id: i64, cid: &[u8], body: &str) -> Option<String> {
+    let stored = <[u8; 32]>::try_from(cid).ok();
+    match content_id_bytes_of_json(Kind::Case, body) {
+        Ok(actual) if Some(actual) == stored => None,
+        Ok(actual) => Some(format!(
+            "case body #{id} is stored as {} but its content is {}",
+            stored.map_or_else(|| "a malformed id".to_owned(), |s| id_hex(&s)[..12].to_owned()),
+            &id_hex(&actual)[..12]
+        )),
+        Err(err) => Some(format!("case body #{id} is not a case: {err}")),
+    }
+}
+
+/// A membership row that opens (`opens`) or closes at a version.
+pub(crate) struct VersionRow {
+    pub case_id: String,
+    /// Hexadecimal.
+    pub content_id: String,
+    pub opens: bool,
+}
+
+/// The ids a version can have, from the rows that open and close at it (in case-id order) and
+/// its cases in order: from its changes alone, and with its order (a commit that re-orders the
+/// cases names the new order; when every case changed too, the rows cannot tell whether it did).
+pub(crate) fn version_ids(
+    name: &str,
+    parent: Option<&str>,
+    rows: &[VersionRow],
+    order: &[String],
+) -> Result<Vec<String>, StoreError> {
+    let mut changes: Vec<(&str, String)> = Vec::new();
+    let mut reopened = false;
+    for group in rows.chunk_by(|a, b| a.case_id == b.case_id) {
+        let (mut before, mut after) = (None, None);
+        for row in group {
+            if row.opens {
+                after = Some(row.content_id.as_str());
+            } else {
+                before = Some(row.content_id.as_str());
+            }
+        }
+        if before.is_some() && before == after {
+            reopened = true;
+        } else {
+            // A removed case is hashed with an empty content id: commits read it as
+            // `lower(hex(NULL))`, which SQLite gives as '' (the ids of existing versions
+            // depend on it).
+            changes.push((&group[0].case_id, after.unwrap_or_default().to_owned()));
+        }
+    }
+    let mut ids = Vec::new();
+    let orders = if reopened { vec![true] } else { vec![false, true] };
+    for with_order in orders {
+        let order = if with_order {
+            let mut hasher = VersionHasher::new(&json!({"order": name}))?;
+            for case_id in order {
+                hasher.change(case_id, None)?;
+            }
+            Some(hasher.finish())
+        } else {
+            None
+        };
+        let mut hasher = VersionHasher::new(&json!({"dataset": name, "parent": parent, "order": order}))?;
+        for (case_id, cid) in &changes {
+            hasher.change(case_id, Some(cid))?;
+        }
+        ids.push(hasher.finish());
+    }
+    Ok(ids)
 }

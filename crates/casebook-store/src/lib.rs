@@ -3,10 +3,13 @@
 //! A [`Store`] keeps datasets as numbered versions (v1, v2, …), each named also by a content id
 //! (`casebook-canon`). A version never changes once written; a commit that names a parent fails
 //! with [`StoreError::Conflict`] if the head moved, and writes nothing. Every backend passes the
-//! conformance suite in `tests/it/conformance.rs`. The embedded backend is [`SqliteStore`].
+//! conformance suite in `tests/it/conformance.rs`. The embedded backend is [`SqliteStore`], the
+//! shared one [`PostgresStore`]; [`AnyStore`] is either, chosen by [`Location`].
 
+mod any;
 mod check;
 mod diff;
+mod postgres;
 mod runs;
 mod sqlite;
 
@@ -16,8 +19,10 @@ use casebook_filter::Filter;
 use casebook_model::{Case, DatasetHeader};
 use serde::Serialize;
 
+pub use any::{AnyStore, Location};
 pub use check::CheckReport;
 pub use diff::{FieldChange, field_changes};
+pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
 pub use sqlite::SqliteStore;
 
@@ -174,6 +179,8 @@ pub enum StoreError {
         "the store `{0}` cannot be written (a read-only folder, or files of another user): reading works, writing needs write access to the store's folder"
     )]
     ReadOnly(PathBuf),
+    #[error("cannot connect to the store `{url}`: {why}")]
+    Connect { url: String, why: String },
     #[error("a stored case cannot be read back: {0}")]
     Corrupt(String),
     /// No run matches: the message says what was looked for.
@@ -286,6 +293,15 @@ pub trait Store {
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;
+}
+
+/// A version reference as the user wrote it.
+pub(crate) fn describe(reference: &Ref) -> String {
+    match reference {
+        Ref::Number(n) => format!("v{n}"),
+        Ref::Latest => "latest".into(),
+        Ref::Name(name) => name.clone(),
+    }
 }
 
 /// What to say after "no such name": the known name it is a typo of, else the names there are.

@@ -119,13 +119,9 @@ impl SqliteStore {
     /// The run whose id is `reference` or starts with it; `latest` (or `None`) and `previous`
     /// are the last run and the one before.
     pub async fn run(&self, reference: Option<&str>) -> Result<RunRow, StoreError> {
-        let back = match reference {
-            None | Some("latest") => Some(0),
-            Some("previous") => Some(1),
-            Some(_) => None,
-        };
-        let rows = match (back, reference) {
-            (Some(back), _) => {
+        let rows = match reference {
+            None | Some("latest" | "previous") => {
+                let back: i64 = if reference == Some("previous") { 1 } else { 0 };
                 let rows = sqlx::query(
                     "SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq DESC LIMIT 1 OFFSET ?",
                 )
@@ -133,33 +129,18 @@ impl SqliteStore {
                 .fetch_all(self.pool())
                 .await?;
                 if rows.is_empty() {
-                    return Err(StoreError::NoRun(if back == 0 {
-                        "no run yet: `casebook run` keeps its results in the store".to_owned()
-                    } else {
-                        "only one run so far: `previous` names the run before the latest".to_owned()
-                    }));
+                    return Err(no_run_back(back));
                 }
                 rows
             }
-            (None, None) => unreachable!("no reference is the latest run"),
-            (None, Some(prefix)) => {
+            Some(prefix) => {
                 sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs WHERE substr(id, 1, length(?1)) = ?1 LIMIT 5")
                     .bind(prefix)
                     .fetch_all(self.pool())
                     .await?
             }
         };
-        match rows.as_slice() {
-            [one] => Ok(run_row(one)),
-            [] => Err(StoreError::NoRun(format!(
-                "no run `{}`: `casebook results --list` lists them",
-                reference.unwrap_or_default()
-            ))),
-            many => Err(StoreError::AmbiguousRun(
-                reference.unwrap_or("").to_owned(),
-                many.iter().map(|r| r.get::<String, _>(0)).collect::<Vec<_>>().join(", "),
-            )),
-        }
+        one_run(reference, rows.iter().map(run_row).collect())
     }
 
     /// The results of a run, in order.
@@ -176,18 +157,42 @@ impl SqliteStore {
 }
 
 /// A run's results are keyed from its `seq` times this (migration 0006).
-const RUN_SPAN: i64 = 1 << 32;
+pub(crate) const RUN_SPAN: i64 = 1 << 32;
+
+/// The error for `latest` (`back` 0) or `previous` (1) when there is no such run.
+pub(crate) fn no_run_back(back: i64) -> StoreError {
+    StoreError::NoRun(if back == 0 {
+        "no run yet: `casebook run` keeps its results in the store".to_owned()
+    } else {
+        "only one run so far: `previous` names the run before the latest".to_owned()
+    })
+}
+
+pub(crate) fn no_run(run: &str) -> StoreError {
+    StoreError::NoRun(format!("no run `{run}`: `casebook results --list` lists them"))
+}
+
+/// The run a reference names, from the (at most 5) runs found for it.
+pub(crate) fn one_run(reference: Option<&str>, mut rows: Vec<RunRow>) -> Result<RunRow, StoreError> {
+    match rows.len() {
+        1 => Ok(rows.remove(0)),
+        0 => Err(no_run(reference.unwrap_or_default())),
+        _ => Err(StoreError::AmbiguousRun(
+            reference.unwrap_or("").to_owned(),
+            rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
+        )),
+    }
+}
 
 /// The first key of a run's results.
 async fn run_key(conn: &mut sqlx::SqliteConnection, run: &str) -> Result<i64, StoreError> {
     let seq: Option<i64> =
         sqlx::query_scalar("SELECT seq FROM runs WHERE id = ?").bind(run).fetch_optional(&mut *conn).await?;
-    seq.map(|seq| seq * RUN_SPAN)
-        .ok_or_else(|| StoreError::NoRun(format!("no run `{run}`: `casebook results --list` lists them")))
+    seq.map(|seq| seq * RUN_SPAN).ok_or_else(|| no_run(run))
 }
 
 /// A run hash as stored.
-fn hash_bytes(hash: &str) -> Result<[u8; 32], StoreError> {
+pub(crate) fn hash_bytes(hash: &str) -> Result<[u8; 32], StoreError> {
     casebook_canon::id_bytes(hash).ok_or_else(|| StoreError::BadHash(hash.to_owned()))
 }
 

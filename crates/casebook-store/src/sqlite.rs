@@ -520,7 +520,7 @@ impl crate::Store for SqliteStore {
                 Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
                 _ => format!("; its versions are v1 to v{head}"),
             };
-            StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference), hint }
+            StoreError::NoVersion { dataset: dataset.to_owned(), reference: crate::describe(reference), hint }
         };
         let number = match reference {
             Ref::Latest => head,
@@ -1198,6 +1198,7 @@ fn bind_select<'q>(
             SqlParam::Integer(n) => query.bind(n),
             SqlParam::Real(x) => query.bind(x),
             SqlParam::Text(text) => query.bind(text),
+            SqlParam::Bytes(bytes) => query.bind(bytes),
         };
     }
     query
@@ -1233,7 +1234,7 @@ async fn insert_version(tx: &mut Transaction<'_, Sqlite>, dataset: i64, v: &Vers
 
 /// Case ids and content ids, compactly: the ids' text end to end.
 #[derive(Default)]
-struct Listing {
+pub(crate) struct Listing {
     text: String,
     /// Where each id ends in `text`.
     ends: Vec<u32>,
@@ -1241,7 +1242,7 @@ struct Listing {
 }
 
 impl Listing {
-    fn push(&mut self, id: &str, cid: [u8; 32]) -> Result<(), StoreError> {
+    pub(crate) fn push(&mut self, id: &str, cid: [u8; 32]) -> Result<(), StoreError> {
         self.text.push_str(id);
         let end = u32::try_from(self.text.len())
             .map_err(|_| StoreError::Corrupt("a first version's case ids add up to more than 4 GiB".into()))?;
@@ -1256,18 +1257,10 @@ impl Listing {
     }
 
     /// The content id of a first version holding these cases.
-    fn first_version_id(&self, dataset: &str) -> Result<String, StoreError> {
+    pub(crate) fn first_version_id(&self, dataset: &str) -> Result<String, StoreError> {
         let mut order: Vec<u32> = (0..self.ends.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| self.id(a as usize).cmp(self.id(b as usize)));
         let cases = order.into_iter().map(|i| (self.id(i as usize), &self.cids[i as usize]));
         Ok(casebook_canon::first_version_id(dataset, cases)?)
-    }
-}
-
-fn describe(reference: &Ref) -> String {
-    match reference {
-        Ref::Number(n) => format!("v{n}"),
-        Ref::Latest => "latest".into(),
-        Ref::Name(name) => name.clone(),
     }
 }

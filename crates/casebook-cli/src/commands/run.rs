@@ -23,7 +23,7 @@ use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
 use casebook_runner::summary::{RunMeta, Summary, SummaryBuilder};
 use casebook_runner::target::TargetSpec;
-use casebook_store::{ResultRow, SqliteStore, Store};
+use casebook_store::{AnyStore, ResultRow, Store};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
@@ -96,7 +96,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         .build()
         .context("cannot start the async runtime")?;
     // The store is where results are kept; a run works without one (and says so).
-    let store = match stores::folder(settings) {
+    let store = match stores::location(settings) {
         Ok(_) => Some(stores::open_write(settings, &runtime)?),
         Err(_) => None,
     };
@@ -314,7 +314,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
 }
 
 /// A window of jobs, each with the output stored for its run hash.
-async fn lookup(store: Option<&SqliteStore>, window: Vec<Job>) -> Vec<engine::Work> {
+async fn lookup(store: Option<&AnyStore>, window: Vec<Job>) -> Vec<engine::Work> {
     let stored = match store {
         Some(store) => {
             let hashes: Vec<String> = window.iter().map(|j| j.hash.clone()).collect();
@@ -420,7 +420,7 @@ pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> 
 /// A stored run's summary (as recorded, or computed again for a stopped run) and results.
 fn load_run(
     runtime: &tokio::runtime::Runtime,
-    store: &SqliteStore,
+    store: &AnyStore,
     reference: Option<&str>,
 ) -> anyhow::Result<(Summary, Vec<RunResult>)> {
     let run = runtime.block_on(store.run(reference))?;
@@ -507,7 +507,7 @@ struct Dataset {
 fn load_dataset(
     settings: &Global,
     runtime: &tokio::runtime::Runtime,
-    store: Option<&SqliteStore>,
+    store: Option<&AnyStore>,
     experiment: &Experiment,
     base: &Path,
     select: &casebook_store::Select,

@@ -8,8 +8,7 @@ use anyhow::Context;
 use casebook_formats::{Batch, Consumer, Flow, ReadOptions, Start, read};
 use casebook_model::DatasetHeader;
 use casebook_store::{
-    CommitMode, CommitOutcome, CommitRequest, Prepared, STORE_FILE, SqliteStore, Store, StoreError, VersionInfo,
-    prepare,
+    AnyStore, CommitMode, CommitOutcome, CommitRequest, Location, Prepared, Store, StoreError, VersionInfo, prepare,
 };
 use serde_json::json;
 
@@ -20,19 +19,24 @@ use crate::settings::Global;
 use crate::stores;
 
 pub fn init(settings: &Global, _args: InitArgs) -> anyhow::Result<Outcome> {
-    let folder = stores::new_folder(settings)?;
-    let file = folder.join(STORE_FILE);
-    let existed = file.is_file();
+    let location = stores::new_location(settings)?;
+    let shown = stores::shown(&location);
     let runtime = stores::runtime()?;
-    let store = runtime
-        .block_on(SqliteStore::create(&file))
-        .with_context(|| format!("cannot create a store in `{}`", folder.display()))?;
+    // An existing store is opened as it is (and brought up to date), never made again.
+    let existed = match &location {
+        Location::File(file) => file.is_file(),
+        Location::Postgres(_) => {
+            runtime.block_on(AnyStore::open(&location)).map(|s| runtime.block_on(s.close())).is_ok()
+        }
+    };
+    let store =
+        runtime.block_on(AnyStore::create(&location)).with_context(|| format!("cannot create a store in `{shown}`"))?;
     runtime.block_on(store.close());
     let what = if existed { "store already there" } else { "created an empty store" };
     crate::write_stdout(&if settings.json {
-        format!("{}\n", json!({"store": folder, "created": !existed}))
+        format!("{}\n", json!({"store": shown, "created": !existed}))
     } else {
-        format!("{what} in {}\n", folder.display())
+        format!("{what} in {shown}\n")
     })?;
     Ok(Outcome::Ok)
 }

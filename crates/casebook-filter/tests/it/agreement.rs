@@ -1,17 +1,19 @@
 //! The property SPEC §6 rests on: a filter selects the same cases in memory (typed and JSON) as
 //! in SQLite, with and without the label table. Random cases are stored as the store keeps them
 //! (`blobs.body` = the case's JSON text, `case_labels` = one row per distinct label) in a SQLite
-//! file; random well-typed expressions over present and missing paths are run all four ways.
+//! file; random well-typed expressions over present and missing paths are run all four ways,
+//! and in PostgreSQL (the server `scripts/test.sh` starts, `CASEBOOK_TEST_POSTGRES`) as the
+//! shared store keeps them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 
-use casebook_filter::{Filter, LabelIndex, SqlContext, SqlParam};
+use casebook_filter::{Filter, LabelIndex, PgContext, SqlContext, SqlParam};
 use casebook_model::{Case, ContextItem, Expectations, Map, Review, Role, Task, Turn};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
-use sqlx::{AssertSqlSafe, ConnectOptions, Connection, Row, SqliteConnection};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection, PgConnection, Row, SqliteConnection};
 
 /// Strings the data and the literals share, so that tests hit as often as they miss: empty, case
 /// variants, non-ASCII (ordering by bytes), a U+0000, digits as text.
@@ -424,10 +426,85 @@ async fn sql_ids(conn: &mut SqliteConnection, filter: &Filter, index: bool) -> B
             SqlParam::Integer(i) => query.bind(i),
             SqlParam::Real(r) => query.bind(r),
             SqlParam::Text(s) => query.bind(s),
+            SqlParam::Bytes(b) => query.bind(b),
         };
     }
     let rows = query.fetch_all(&mut *conn).await.unwrap_or_else(|e| panic!("{e}\n{sql}"));
     rows.iter().map(|row| row.get::<i64, _>(0)).collect()
+}
+
+/// The ids PostgreSQL selects, as the shared store asks it: cases whose JSON holds a `\u0000`
+/// (which PostgreSQL's JSON functions refuse) and filters with `matches` are tested in memory.
+async fn pg_ids(conn: &mut PgConnection, filter: &Filter, json: &[Value]) -> BTreeSet<i64> {
+    let ctx = PgContext { body: "b.body", blob: "b.id", facets: "b.facets" };
+    let in_memory = |i: i64| filter.matches_json(&json[usize::try_from(i - 1).unwrap()]);
+    let Some(fragment) = filter.to_postgres(&ctx, 1) else {
+        return (1..=json.len() as i64).filter(|&i| in_memory(i)).collect();
+    };
+    let sql = format!("SELECT b.id, b.nul FROM blobs b WHERE CASE WHEN b.nul THEN true ELSE ({}) END", fragment.sql);
+    let mut query = sqlx::query(AssertSqlSafe(sql.clone()));
+    for param in fragment.params {
+        query = match param {
+            SqlParam::Integer(i) => query.bind(i),
+            SqlParam::Real(r) => query.bind(r),
+            SqlParam::Text(s) => query.bind(s),
+            SqlParam::Bytes(b) => query.bind(b),
+        };
+    }
+    let rows = query.fetch_all(&mut *conn).await.unwrap_or_else(|e| panic!("{e}\n{sql}"));
+    rows.iter()
+        .map(|row| (row.get::<i64, _>(0), row.get::<bool, _>(1)))
+        .filter(|&(i, nul)| !nul || in_memory(i))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A new database on the test server, with the shared store's tables for bodies and labels.
+async fn pg_open() -> PgConnection {
+    let base = std::env::var("CASEBOOK_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!("CASEBOOK_TEST_POSTGRES is not set: run the tests with `scripts/test.sh`, which starts PostgreSQL")
+    });
+    let (server, _) = base.rsplit_once('/').unwrap();
+    let name = format!(
+        "filter_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    );
+    let mut admin = PgConnection::connect(&base).await.unwrap();
+    sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
+    let mut conn = PgConnection::connect(&format!("{server}/{name}")).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE TABLE blobs (id bigint PRIMARY KEY, body text NOT NULL, facets json NOT NULL, nul boolean NOT NULL);
+         CREATE TABLE case_labels (label bytea, blob bigint, PRIMARY KEY (label, blob));",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn
+}
+
+async fn pg_store(conn: &mut PgConnection, cases: &[Case]) {
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::raw_sql("DELETE FROM blobs; DELETE FROM case_labels;").execute(&mut *tx).await.unwrap();
+    for (i, case) in (1i64..).zip(cases) {
+        let body = serde_json::to_string(case).unwrap();
+        sqlx::query("INSERT INTO blobs (id, body, facets, nul) VALUES ($1, $2, $3::json, strpos($2, '\\u0000') > 0)")
+            .bind(i)
+            .bind(body)
+            .bind(casebook_filter::facets_json(case))
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        for label in case.labels.iter().flatten() {
+            sqlx::query("INSERT INTO case_labels (label, blob) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                .bind(label.as_bytes())
+                .bind(i)
+                .execute(&mut *tx)
+                .await
+                .unwrap();
+        }
+    }
+    tx.commit().await.unwrap();
 }
 
 async fn store(conn: &mut SqliteConnection, cases: &[Case]) {
@@ -476,9 +553,10 @@ async fn open(dir: &tempfile::TempDir) -> SqliteConnection {
 
 #[test]
 fn memory_json_and_sql_select_the_same_cases() {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let conn = RefCell::new(runtime.block_on(open(&dir)));
+    let pg = RefCell::new(runtime.block_on(pg_open()));
     // `PROPTEST_CASES=20000` for a deeper search.
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
     let mut runner = TestRunner::new(Config { cases, failure_persistence: None, ..Config::default() });
@@ -491,7 +569,9 @@ fn memory_json_and_sql_select_the_same_cases() {
             }
             let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
             let mut conn = conn.borrow_mut();
+            let mut pg = pg.borrow_mut();
             runtime.block_on(store(&mut conn, &cases));
+            runtime.block_on(pg_store(&mut pg, &cases));
             for src in &exprs {
                 let filter = Filter::parse(src).map_err(|e| TestCaseError::fail(e.render(src)))?;
                 let printed = filter.to_string();
@@ -499,10 +579,12 @@ fn memory_json_and_sql_select_the_same_cases() {
                 let (typed, from_json) = ids(&filter, &cases, &json);
                 let sql = runtime.block_on(sql_ids(&mut conn, &filter, false));
                 let indexed = runtime.block_on(sql_ids(&mut conn, &filter, true));
+                let postgres = runtime.block_on(pg_ids(&mut pg, &filter, &json));
                 let shown = || format!("{src}\ncases: {}", serde_json::to_string_pretty(&json).unwrap_or_default());
                 prop_assert_eq!(&typed, &from_json, "typed vs JSON: {}", shown());
                 prop_assert_eq!(&typed, &sql, "memory vs SQL: {}", shown());
                 prop_assert_eq!(&typed, &indexed, "memory vs SQL with the label table: {}", shown());
+                prop_assert_eq!(&typed, &postgres, "memory vs PostgreSQL: {}", shown());
                 selected.set(selected.get() + typed.len());
                 total.set(total.get() + cases.len());
             }
@@ -516,7 +598,7 @@ fn memory_json_and_sql_select_the_same_cases() {
 
 #[test]
 fn the_same_holds_for_hand_picked_edges() {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut conn = runtime.block_on(open(&dir));
     let case = |value: Value| -> Case { serde_json::from_value(value).unwrap() };
@@ -529,6 +611,8 @@ fn the_same_holds_for_hand_picked_edges() {
     ];
     let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
     runtime.block_on(store(&mut conn, &cases));
+    let mut pg = runtime.block_on(pg_open());
+    runtime.block_on(pg_store(&mut pg, &cases));
     let expectations: &[(&str, &[i64])] = &[
         ("input == 18446744073709551615", &[1]),
         ("input == 18446744073709551616", &[1]),
@@ -555,6 +639,7 @@ fn the_same_holds_for_hand_picked_edges() {
         assert_eq!(from_json, expected, "{src}");
         assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, false)), expected, "{src}");
         assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, true)), expected, "{src}");
+        assert_eq!(runtime.block_on(pg_ids(&mut pg, &filter, &json)), expected, "{src} in PostgreSQL");
     }
 }
 
@@ -562,7 +647,7 @@ fn the_same_holds_for_hand_picked_edges() {
 /// `1.5e+308` one unit in the last place low), and `<` selected one case more.
 #[test]
 fn numbers_at_the_edges_of_the_double_range_compare_the_same() {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut conn = runtime.block_on(open(&dir));
     let below = 1.5e308f64.next_down();
@@ -590,6 +675,8 @@ fn numbers_at_the_edges_of_the_double_range_compare_the_same() {
     );
     let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
     runtime.block_on(store(&mut conn, &cases));
+    let mut pg = runtime.block_on(pg_open());
+    runtime.block_on(pg_store(&mut pg, &cases));
     let below = format!("{below:?}");
     let expectations: Vec<(String, Vec<i64>)> = vec![
         ("metadata.v == 1.5e308".into(), vec![1]),
@@ -625,6 +712,7 @@ fn numbers_at_the_edges_of_the_double_range_compare_the_same() {
         assert_eq!(from_json, expected, "{src}");
         assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, false)), expected, "{src} in SQL");
         assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, true)), expected, "{src} in SQL with facets");
+        assert_eq!(runtime.block_on(pg_ids(&mut pg, &filter, &json)), expected, "{src} in PostgreSQL");
     }
 }
 
@@ -633,7 +721,7 @@ fn numbers_at_the_edges_of_the_double_range_compare_the_same() {
 /// binary exponent, subnormals included, checks that this SQLite still does.
 #[test]
 fn sqlite_reads_reals_within_a_few_doubles() {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut conn = runtime.block_on(open(&dir));
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;

@@ -1,4 +1,4 @@
-//! casebook-filter's integration tests: the filter agrees with SQLite and uses its label index, and the
+//! casebook-filter's integration tests: the filter agrees with SQLite and PostgreSQL and uses the label index, and the
 //! language as users meet it (the help text, rendered errors).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -20,6 +20,7 @@ async fn plan(src: &str) -> String {
             SqlParam::Integer(i) => query.bind(i),
             SqlParam::Real(r) => query.bind(r),
             SqlParam::Text(s) => query.bind(s),
+            SqlParam::Bytes(b) => query.bind(b),
         };
     }
     let rows = query.fetch_all(&mut conn).await.unwrap();

@@ -2,7 +2,7 @@
 
 use casebook_model::{Case, Expectations, Task};
 use casebook_store::{
-    CaseBatches, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, VersionInfo,
+    AnyStore, CaseBatches, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, VersionInfo,
 };
 use serde_json::json;
 
@@ -386,4 +386,57 @@ pub async fn long_filters_and_extreme_numbers_select_what_they_select_in_memory(
         assert_eq!(got, expected, "{}", &text[..text.len().min(80)]);
         assert!(!got.is_empty() && got.len() < cases.len(), "selects something, not everything: {text:.80}");
     }
+}
+
+pub const H1: &str = "9d251713791785edcf8a054cd03ea048c14e203890eb05a458ea5eda21a03a43";
+pub const H2: &str = "0d0fa5000000000000000000000000000000000000000000000000000000000a";
+
+pub async fn runs_keep_their_results_and_outputs_by_hash(store: AnyStore) {
+    store.begin_run("r-20261123-a1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    let rows = [
+        casebook_store::ResultRow { seq: 1, result: "{\"b\":1}".into(), output: None },
+        casebook_store::ResultRow { seq: 0, result: "{\"a\":1}".into(), output: Some((H1.into(), "\"out\"".into())) },
+    ];
+    store.save_results("r-20261123-a1", &rows).await.unwrap();
+    assert_eq!(store.run_results("r-20261123-a1").await.unwrap(), ["{\"a\":1}", "{\"b\":1}"]);
+    let outputs = store.outputs(&[H2.into(), H1.into(), H1.into()]).await.unwrap();
+    assert_eq!(outputs, [None, Some("\"out\"".into()), Some("\"out\"".into())]);
+    // A run is named by a prefix of its id, the latest by none; unfinished until finished.
+    assert_eq!(store.run(Some("r-2026")).await.unwrap().finished, None);
+    store.finish_run("r-20261123-a1", "2026-11-23T10:01:00Z", "{}").await.unwrap();
+    assert_eq!(store.run(None).await.unwrap().finished.as_deref(), Some("2026-11-23T10:01:00Z"));
+    assert!(matches!(store.run(Some("x")).await, Err(StoreError::NoRun(_))));
+    // Two runs begun in the same second: the latest is the one begun last, whatever its id.
+    store.begin_run("r-20261123-00", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    assert_eq!(store.run(None).await.unwrap().id, "r-20261123-00");
+    let ids: Vec<String> = store.runs().await.unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(ids, ["r-20261123-a1", "r-20261123-00"]);
+    // Each run's results are its own.
+    store
+        .save_results("r-20261123-00", &[casebook_store::ResultRow { seq: 0, result: "{}".into(), output: None }])
+        .await
+        .unwrap();
+    assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
+    assert_eq!(store.run_results("r-20261123-a1").await.unwrap().len(), 2);
+    assert!(matches!(store.save_results("r-nope", &rows).await, Err(StoreError::NoRun(_))));
+    let bad = [casebook_store::ResultRow { seq: 2, result: "{}".into(), output: Some(("h1".into(), "1".into())) }];
+    assert!(matches!(store.save_results("r-20261123-00", &bad).await, Err(StoreError::BadHash(_))));
+    // Nothing of a refused batch was kept.
+    assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
+}
+
+pub async fn outputs_are_found_by_their_whole_run_hash(store: AnyStore) {
+    store.begin_run("r-1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    // Two hashes that share all but their last bits.
+    let twin = format!("{}{}", &H1[..63], "0");
+    let row = |seq, hash: &str, output: &str| casebook_store::ResultRow {
+        seq,
+        result: "{}".into(),
+        output: Some((hash.into(), output.into())),
+    };
+    store.save_results("r-1", &[row(0, H1, "\"first\"")]).await.unwrap();
+    assert_eq!(store.outputs(std::slice::from_ref(&twin)).await.unwrap(), [None]);
+    store.save_results("r-1", &[row(1, &twin, "\"second\"")]).await.unwrap();
+    let found = store.outputs(&[twin.clone(), H1.into()]).await.unwrap();
+    assert_eq!(found, [Some("\"second\"".into()), Some("\"first\"".into())]);
 }

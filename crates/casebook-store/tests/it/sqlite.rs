@@ -43,6 +43,18 @@ conformance!(
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
 );
 
+macro_rules! run_conformance {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (_dir, store) = fresh().await;
+            conformance::$name(casebook_store::AnyStore::Sqlite(store)).await;
+        }
+    )*};
+}
+
+run_conformance!(runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash);
+
 #[tokio::test]
 async fn a_case_is_stored_once_across_versions_and_datasets() {
     let (dir, store) = fresh().await;
@@ -219,62 +231,7 @@ async fn a_label_and_metadata_filter_reads_only_the_labelled_rows() {
     assert!(!plan.contains("SCAN"), "{plan}");
 }
 
-const H1: &str = "9d251713791785edcf8a054cd03ea048c14e203890eb05a458ea5eda21a03a43";
-const H2: &str = "0d0fa5000000000000000000000000000000000000000000000000000000000a";
-
-#[tokio::test]
-async fn runs_keep_their_results_and_outputs_by_hash() {
-    let (_dir, store) = fresh().await;
-    store.begin_run("r-20261123-a1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
-    let rows = [
-        casebook_store::ResultRow { seq: 1, result: "{\"b\":1}".into(), output: None },
-        casebook_store::ResultRow { seq: 0, result: "{\"a\":1}".into(), output: Some((H1.into(), "\"out\"".into())) },
-    ];
-    store.save_results("r-20261123-a1", &rows).await.unwrap();
-    assert_eq!(store.run_results("r-20261123-a1").await.unwrap(), ["{\"a\":1}", "{\"b\":1}"]);
-    let outputs = store.outputs(&[H2.into(), H1.into(), H1.into()]).await.unwrap();
-    assert_eq!(outputs, [None, Some("\"out\"".into()), Some("\"out\"".into())]);
-    // A run is named by a prefix of its id, the latest by none; unfinished until finished.
-    assert_eq!(store.run(Some("r-2026")).await.unwrap().finished, None);
-    store.finish_run("r-20261123-a1", "2026-11-23T10:01:00Z", "{}").await.unwrap();
-    assert_eq!(store.run(None).await.unwrap().finished.as_deref(), Some("2026-11-23T10:01:00Z"));
-    assert!(matches!(store.run(Some("x")).await, Err(StoreError::NoRun(_))));
-    // Two runs begun in the same second: the latest is the one begun last, whatever its id.
-    store.begin_run("r-20261123-00", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
-    assert_eq!(store.run(None).await.unwrap().id, "r-20261123-00");
-    let ids: Vec<String> = store.runs().await.unwrap().into_iter().map(|r| r.id).collect();
-    assert_eq!(ids, ["r-20261123-a1", "r-20261123-00"]);
-    // Each run's results are its own.
-    store
-        .save_results("r-20261123-00", &[casebook_store::ResultRow { seq: 0, result: "{}".into(), output: None }])
-        .await
-        .unwrap();
-    assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
-    assert_eq!(store.run_results("r-20261123-a1").await.unwrap().len(), 2);
-    assert!(matches!(store.save_results("r-nope", &rows).await, Err(StoreError::NoRun(_))));
-    let bad = [casebook_store::ResultRow { seq: 2, result: "{}".into(), output: Some(("h1".into(), "1".into())) }];
-    assert!(matches!(store.save_results("r-20261123-00", &bad).await, Err(StoreError::BadHash(_))));
-    // Nothing of a refused batch was kept.
-    assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
-}
-
-#[tokio::test]
-async fn outputs_are_found_by_their_whole_run_hash() {
-    let (_dir, store) = fresh().await;
-    store.begin_run("r-1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
-    // Two hashes that share all but their last bits.
-    let twin = format!("{}{}", &H1[..63], "0");
-    let row = |seq, hash: &str, output: &str| casebook_store::ResultRow {
-        seq,
-        result: "{}".into(),
-        output: Some((hash.into(), output.into())),
-    };
-    store.save_results("r-1", &[row(0, H1, "\"first\"")]).await.unwrap();
-    assert_eq!(store.outputs(std::slice::from_ref(&twin)).await.unwrap(), [None]);
-    store.save_results("r-1", &[row(1, &twin, "\"second\"")]).await.unwrap();
-    let found = store.outputs(&[twin.clone(), H1.into()]).await.unwrap();
-    assert_eq!(found, [Some("\"second\"".into()), Some("\"first\"".into())]);
-}
+use crate::conformance::{H1, H2};
 
 /// Results as schema 5 kept them: Rust's `Result` written by serde.
 const OLD_OK: &str = r#"{"case_id":"x","output":{"Ok":{"millis":4}},"grades":[{"grader":"g","weight":1.0,"outcome":{"Ok":{"score":0.5,"pass":false,"rationale":"half"}}},{"grader":"j","weight":1.0,"outcome":{"Err":{"kind":"judge","message":"down"}}}],"score":null}"#;

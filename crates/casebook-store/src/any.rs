@@ -1,0 +1,179 @@
+//! One store of either backend, chosen from where it is: a `postgres://` (or `postgresql://`)
+//! URL is the shared PostgreSQL store, anything else the path of an embedded SQLite store
+//! (as atuin picks its backend from the URL's scheme).
+
+use std::path::PathBuf;
+
+use casebook_model::{Case, DatasetHeader};
+
+use crate::{
+    CaseBatches, CheckReport, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, PostgresStore, Ref, ResultRow,
+    Revision, RunRow, Select, SqliteStore, Store, StoreError, VersionInfo,
+};
+
+/// Where a store is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// The embedded store's database file.
+    File(PathBuf),
+    /// A PostgreSQL URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// Whether `text` names a PostgreSQL database rather than a path.
+    pub fn is_url(text: &str) -> bool {
+        let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
+        lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::Postgres(url) => f.write_str(&crate::postgres::redact(url)),
+        }
+    }
+}
+
+/// A store of either backend; every operation goes to the backend's own.
+pub enum AnyStore {
+    Sqlite(SqliteStore),
+    Postgres(PostgresStore),
+}
+
+macro_rules! each {
+    ($self:expr, $store:ident => $body:expr) => {
+        match $self {
+            AnyStore::Sqlite($store) => $body,
+            AnyStore::Postgres($store) => $body,
+        }
+    };
+}
+
+impl AnyStore {
+    /// Opens an existing store (see [`SqliteStore::open`], [`PostgresStore::open`]).
+    pub async fn open(location: &Location) -> Result<Self, StoreError> {
+        Ok(match location {
+            Location::File(path) => AnyStore::Sqlite(SqliteStore::open(path).await?),
+            Location::Postgres(url) => AnyStore::Postgres(PostgresStore::open(url).await?),
+        })
+    }
+
+    /// Makes a store, or brings an existing one up to date.
+    pub async fn create(location: &Location) -> Result<Self, StoreError> {
+        Ok(match location {
+            Location::File(path) => AnyStore::Sqlite(SqliteStore::create(path).await?),
+            Location::Postgres(url) => AnyStore::Postgres(PostgresStore::create(url).await?),
+        })
+    }
+
+    /// Where the store is, as messages name it (a URL without its password).
+    pub fn name(&self) -> String {
+        match self {
+            AnyStore::Sqlite(s) => s.path().display().to_string(),
+            AnyStore::Postgres(s) => s.url().to_owned(),
+        }
+    }
+
+    /// Whether the store was opened read-only (an embedded store that cannot be written).
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            AnyStore::Sqlite(s) => s.is_read_only(),
+            AnyStore::Postgres(_) => false,
+        }
+    }
+
+    pub async fn close(self) {
+        each!(self, s => s.close().await)
+    }
+
+    pub async fn check(&self) -> Result<CheckReport, StoreError> {
+        each!(self, s => s.check().await)
+    }
+
+    pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
+        each!(self, s => s.begin_run(id, experiment, started, meta).await)
+    }
+
+    pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
+        each!(self, s => s.save_results(run, rows).await)
+    }
+
+    pub async fn finish_run(&self, id: &str, finished: &str, summary: &str) -> Result<(), StoreError> {
+        each!(self, s => s.finish_run(id, finished, summary).await)
+    }
+
+    pub async fn outputs(&self, hashes: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+        each!(self, s => s.outputs(hashes).await)
+    }
+
+    pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
+        each!(self, s => s.runs().await)
+    }
+
+    pub async fn run(&self, reference: Option<&str>) -> Result<RunRow, StoreError> {
+        each!(self, s => s.run(reference).await)
+    }
+
+    pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        each!(self, s => s.run_results(id).await)
+    }
+}
+
+impl Store for AnyStore {
+    async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
+        each!(self, s => s.datasets().await)
+    }
+    async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+        each!(self, s => s.commit(request, cases).await)
+    }
+    async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
+        each!(self, s => s.versions(dataset).await)
+    }
+    async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError> {
+        each!(self, s => s.events(dataset).await)
+    }
+    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
+        each!(self, s => s.resolve(dataset, reference).await)
+    }
+    async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
+        each!(self, s => s.header(dataset).await)
+    }
+    async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError> {
+        each!(self, s => s.case(dataset, version, id).await)
+    }
+    async fn cases(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        batch: usize,
+        each: &mut dyn FnMut(Vec<Case>) -> bool,
+    ) -> Result<u64, StoreError> {
+        each!(self, s => s.cases(dataset, version, select, batch, each).await)
+    }
+    async fn bodies(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        batch: usize,
+        each: &mut dyn FnMut(Vec<String>) -> bool,
+    ) -> Result<u64, StoreError> {
+        each!(self, s => s.bodies(dataset, version, select, batch, each).await)
+    }
+    async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
+        each!(self, s => s.count(dataset, version, select).await)
+    }
+    async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError> {
+        each!(self, s => s.history(dataset, id).await)
+    }
+    async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
+        each!(self, s => s.diff(dataset, from, to).await)
+    }
+    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+        each!(self, s => s.tag(dataset, version, tag, author, time).await)
+    }
+}

@@ -1,0 +1,81 @@
+//! `casebook store check` on the shared store: every case body against its content id and
+//! every version's id recomputed from its rows, as on the embedded store (`src/check.rs`).
+//! PostgreSQL checks its own pages and references; bodies that no version names (left by a
+//! commit that failed after writing them, see `mod.rs`) are counted, not a problem.
+
+use futures_util::TryStreamExt;
+use sqlx::Row;
+
+use super::{PostgresStore, case_id};
+use crate::check::{VersionRow, body_problem, version_ids};
+use crate::{CheckReport, StoreError};
+
+impl PostgresStore {
+    /// Checks the whole store; a store that cannot be read is an error.
+    pub async fn check(&self) -> Result<CheckReport, StoreError> {
+        let mut report = CheckReport::default();
+        let pool = self.pool();
+        let mut problems = Vec::new();
+        {
+            let mut bodies = sqlx::query("SELECT id, cid, body FROM blobs ORDER BY id").fetch(pool);
+            while let Some(row) = bodies.try_next().await? {
+                report.bodies += 1;
+                if let Some(problem) = body_problem(row.get(0), row.get(1), row.get(2)) {
+                    problems.push(problem);
+                }
+            }
+        }
+        for problem in problems {
+            report.problem(problem);
+        }
+        let datasets: Vec<(i64, String, i64)> =
+            sqlx::query_as("SELECT id, name, head FROM datasets ORDER BY name").fetch_all(pool).await?;
+        for (dataset, name, head) in datasets {
+            let mut parent: Option<String> = None;
+            for number in 1..=head {
+                report.versions += 1;
+                let stored: Option<String> =
+                    sqlx::query_scalar("SELECT cid FROM versions WHERE dataset = $1 AND number = $2")
+                        .bind(dataset)
+                        .bind(number)
+                        .fetch_optional(pool)
+                        .await?;
+                let Some(stored) = stored else {
+                    report.problem(format!("`{name}` has no v{number}, but its head is v{head}"));
+                    break;
+                };
+                let rows = sqlx::query(
+                    "SELECT m.case_id, encode(b.cid, 'hex'), m.from_v = $2 FROM members m JOIN blobs b ON b.id = m.blob
+                     WHERE m.dataset = $1 AND (m.from_v = $2 OR m.to_v = $2) ORDER BY m.case_id",
+                )
+                .bind(dataset)
+                .bind(number)
+                .fetch_all(pool)
+                .await?;
+                let rows = rows
+                    .into_iter()
+                    .map(|r| Ok(VersionRow { case_id: case_id(r.get(0))?, content_id: r.get(1), opens: r.get(2) }))
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                let order: Vec<Vec<u8>> = sqlx::query_scalar(
+                    "SELECT case_id FROM members WHERE dataset = $1 AND from_v <= $2 AND (to_v IS NULL OR to_v > $2)
+                     ORDER BY ord",
+                )
+                .bind(dataset)
+                .bind(number)
+                .fetch_all(pool)
+                .await?;
+                let order = order.into_iter().map(case_id).collect::<Result<Vec<_>, _>>()?;
+                let actual = version_ids(&name, parent.as_deref(), &rows, &order)?;
+                if !actual.contains(&stored) {
+                    report.problem(format!(
+                        "`{name}` v{number} is stored as {} but its cases make {}",
+                        &stored[..stored.len().min(12)],
+                        &actual[0][..12]
+                    ));
+                }
+                parent = Some(stored);
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,1121 @@
+//! The shared store: a PostgreSQL database, with the embedded store's semantics.
+//!
+//! The schema (`migrations/postgres`) is the embedded store's, and a commit follows the same
+//! steps (see `sqlite.rs`): the incoming cases go into a temporary table, SQL compares them with
+//! the head, closes the rows that changed and opens new ones. Two things differ, both for many
+//! writers at once:
+//!
+//! - Case bodies are written before the version, in short transactions of their own (one per
+//!   batch, in content-id order). A body is immutable and content-addressed, so writing it early
+//!   changes nothing anyone can see; it keeps a long import from holding locks on the body index
+//!   that another import of overlapping content would wait on (or deadlock with). A commit that
+//!   fails leaves bodies that no version names.
+//! - The version itself is one transaction that locks the dataset's row (`FOR UPDATE`) only once
+//!   its input is all there: concurrent commits to one dataset queue on that row, so a commit on
+//!   a parent that is no longer the head is a conflict and no update is lost. Readers never wait.
+
+mod check;
+mod runs;
+
+use casebook_canon::VersionHasher;
+use casebook_model::{Case, DatasetHeader};
+use futures_util::TryStreamExt;
+use serde_json::{Value, json};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
+use sqlx::{AssertSqlSafe, Connection, Row};
+
+use crate::{
+    CaseBatches, CommitMode, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, ModifiedCase, Prepared, Ref,
+    Revision, Select, StoreError, VersionInfo, field_changes,
+};
+
+/// Schema migrations, in order. The store records the last one it applied.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+
+/// Cases a batch statement carries.
+const ROWS: usize = 2000;
+
+/// The key of the advisory lock that one migration at a time takes.
+const MIGRATION_LOCK: i64 = 0x6361_7365_626f_6f6b; // "casebook"
+
+pub struct PostgresStore {
+    pool: PgPool,
+    /// The URL with its password hidden, to name the store in messages.
+    url: String,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` and creates the store's schema in it (an empty
+    /// database) or brings it up to date.
+    pub async fn create(url: &str) -> Result<Self, StoreError> {
+        Self::connect(url, true).await
+    }
+
+    /// Connects to the store at `url`; a database without casebook's schema is
+    /// [`StoreError::NotAStore`] (only [`PostgresStore::create`] makes one).
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        Self::connect(url, false).await
+    }
+
+    /// The URL, password hidden.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub async fn close(self) {
+        self.pool.close().await;
+    }
+
+    async fn connect(url: &str, create: bool) -> Result<Self, StoreError> {
+        let shown = redact(url);
+        let failed = |e: sqlx::Error| StoreError::Connect { url: shown.clone(), why: why(&e) };
+        let options: PgConnectOptions = url.parse().map_err(failed)?;
+        let options = options.application_name("casebook");
+        // One connection first, for the server's own answer (a pool retries until it times out,
+        // and then says only that).
+        let first = PgConnection::connect_with(&options).await.map_err(failed)?;
+        first.close().await.map_err(failed)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(std::time::Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(failed)?;
+        let store = Self { pool, url: shown };
+        let encoding: String = sqlx::query_scalar("SHOW server_encoding").fetch_one(&store.pool).await?;
+        if encoding != "UTF8" {
+            return Err(StoreError::NotAStore(
+                store.url.clone().into(),
+                format!(
+                    "its encoding is {encoding}; casebook needs a UTF8 database (`CREATE DATABASE … ENCODING 'UTF8'`)"
+                ),
+            ));
+        }
+        store.migrate(create).await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self, create: bool) -> Result<(), StoreError> {
+        let current = self.schema_version().await?;
+        if current == Some(MIGRATIONS.len() as i64) {
+            return Ok(());
+        }
+        if current.is_none() && !create {
+            let tables: Vec<String> = sqlx::query_scalar(
+                "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()
+                 ORDER BY 1 LIMIT 5",
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            let why = if tables.is_empty() {
+                "the database holds no tables".to_owned()
+            } else {
+                format!("the database has no casebook schema, but other tables: {}", tables.join(", "))
+            };
+            return Err(StoreError::NotAStore(self.url.clone().into(), why));
+        }
+        let mut tx = self.pool.begin().await?;
+        // One migration at a time, whoever else opens the store meanwhile.
+        sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await?;
+        sqlx::query("CREATE TABLE IF NOT EXISTS casebook_schema (version integer NOT NULL)").execute(&mut *tx).await?;
+        let current: Option<i32> =
+            sqlx::query_scalar("SELECT max(version) FROM casebook_schema").fetch_one(&mut *tx).await?;
+        let current = i64::from(current.unwrap_or(0));
+        if current > MIGRATIONS.len() as i64 {
+            return Err(StoreError::Newer(self.url.clone().into(), current));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(*sql)).execute(&mut *tx).await?;
+            sqlx::query("INSERT INTO casebook_schema (version) VALUES ($1)")
+                .bind(i as i32 + 1)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The schema version, `None` when the database has no casebook schema.
+    async fn schema_version(&self) -> Result<Option<i64>, StoreError> {
+        let exists: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.tables
+                            WHERE table_schema = current_schema() AND table_name = 'casebook_schema')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        if !exists {
+            return Ok(None);
+        }
+        let v: Option<i32> =
+            sqlx::query_scalar("SELECT max(version) FROM casebook_schema").fetch_one(&self.pool).await?;
+        let v = i64::from(v.unwrap_or(0));
+        if v > MIGRATIONS.len() as i64 {
+            return Err(StoreError::Newer(self.url.clone().into(), v));
+        }
+        Ok(Some(v))
+    }
+
+    async fn no_dataset(&self, name: &str) -> StoreError {
+        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM datasets ORDER BY name")
+            .fetch_all(&self.pool)
+            .await
+            .unwrap_or_default();
+        let hint = if known.is_empty() {
+            "; the store has no datasets yet (`casebook import FILE --dataset NAME` adds one)".to_owned()
+        } else {
+            crate::suggestion(name, &known, "datasets")
+        };
+        StoreError::NoDataset(name.to_owned(), hint)
+    }
+
+    async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
+        let row =
+            sqlx::query("SELECT id, head FROM datasets WHERE name = $1").bind(name).fetch_optional(&self.pool).await?;
+        let Some(row) = row else { return Err(self.no_dataset(name).await) };
+        Ok((row.get(0), row.get::<i64, _>(1) as u64))
+    }
+
+    async fn version_row(
+        conn: &mut PgConnection,
+        dataset: &str,
+        id: i64,
+        number: u64,
+    ) -> Result<Option<VersionInfo>, StoreError> {
+        let row = sqlx::query(
+            "SELECT number, cid, parent, author, time, message, added, removed, modified, cases
+             FROM versions WHERE dataset = $1 AND number = $2",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .fetch_optional(&mut *conn)
+        .await?;
+        Ok(row.map(|r| version_info(dataset, &r)))
+    }
+
+    /// Writes the bodies of `cases` that are not stored yet, with their facets and labels, in
+    /// one transaction of their own.
+    async fn store_bodies(&self, cases: &mut [Prepared]) -> Result<(), StoreError> {
+        let mut order: Vec<usize> = (0..cases.len()).collect();
+        // In content-id order, so that two writers of overlapping bodies wait on each other in
+        // one order and never deadlock.
+        order.sort_unstable_by(|&a, &b| cases[a].content_id.cmp(&cases[b].content_id));
+        order.dedup_by(|a, b| cases[*a].content_id == cases[*b].content_id);
+        let mut cids = Vec::with_capacity(order.len());
+        let mut bodies = Vec::with_capacity(order.len());
+        let mut facets = Vec::with_capacity(order.len());
+        let (mut label_cids, mut labels) = (Vec::new(), Vec::new());
+        for &i in &order {
+            let case = &mut cases[i];
+            cids.push(case.content_id.to_vec());
+            bodies.push(std::mem::take(&mut case.body));
+            facets.push(std::mem::take(&mut case.facets));
+            for label in std::mem::take(&mut case.labels) {
+                label_cids.push(case.content_id.to_vec());
+                labels.push(label.into_bytes());
+            }
+        }
+        sqlx::query(
+            "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t (cid, body, facets)),
+                  new AS (INSERT INTO blobs (cid, body) SELECT cid, body FROM input
+                          ON CONFLICT (cid) DO NOTHING RETURNING id, cid),
+                  facets AS (INSERT INTO blob_facets (blob, facets, nul)
+                             SELECT new.id, input.facets::json, strpos(input.body, '\\u0000') > 0
+                             FROM new JOIN input USING (cid))
+             INSERT INTO case_labels (label, blob)
+             SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(cids)
+        .bind(bodies)
+        .bind(facets)
+        .bind(label_cids)
+        .bind(labels)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+}
+
+/// `url` with its password replaced by `***`.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// Why a connection failed, in one line: the server's message, or the client's.
+fn why(err: &sqlx::Error) -> String {
+    let text = match err {
+        sqlx::Error::Database(e) => e.message().to_owned(),
+        sqlx::Error::Io(e) => e.to_string(),
+        other => other.to_string(),
+    };
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+fn version_info(dataset: &str, r: &PgRow) -> VersionInfo {
+    VersionInfo {
+        dataset: dataset.to_owned(),
+        number: r.get::<i64, _>("number") as u64,
+        id: r.get("cid"),
+        parent: r.get::<Option<i64>, _>("parent").map(|p| p as u64),
+        author: r.get("author"),
+        time: r.get("time"),
+        message: r.get("message"),
+        added: r.get::<i64, _>("added") as u64,
+        removed: r.get::<i64, _>("removed") as u64,
+        modified: r.get::<i64, _>("modified") as u64,
+        cases: r.get::<i64, _>("cases") as u64,
+    }
+}
+
+fn parse_case(body: &str) -> Result<Case, StoreError> {
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// A case id as stored (ids are bytes in this store, see the schema).
+fn case_id(bytes: Vec<u8>) -> Result<String, StoreError> {
+    String::from_utf8(bytes).map_err(|_| StoreError::Corrupt("a stored case id is not UTF-8".into()))
+}
+
+const VERSION_COLUMNS: &str = "number, cid, parent, author, time, message, added, removed, modified, cases";
+
+impl crate::Store for PostgresStore {
+    async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
+        let rows =
+            sqlx::query("SELECT name, head, cases, header FROM datasets ORDER BY name").fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|r| {
+                Ok(DatasetInfo {
+                    name: r.get("name"),
+                    head: r.get::<i64, _>("head") as u64,
+                    cases: r.get::<i64, _>("cases") as u64,
+                    header: serde_json::from_str(r.get("header")).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let outcome = self.commit_on(&mut conn, request, cases).await;
+        // The temporary tables go with the commit; a connection that failed is not reused.
+        if outcome.is_err() {
+            conn.close_on_drop();
+        } else {
+            sqlx::query("DROP TABLE IF EXISTS pg_temp.incoming, pg_temp.changes, pg_temp.opening, pg_temp.kept")
+                .execute(&mut *conn)
+                .await?;
+        }
+        outcome
+    }
+
+    async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {VERSION_COLUMNS} FROM versions WHERE dataset = $1 ORDER BY number"
+        )))
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| version_info(dataset, r)).collect())
+    }
+
+    async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows = sqlx::query("SELECT time, author, kind, detail FROM events WHERE dataset = $1 ORDER BY id")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| Event { time: r.get(0), author: r.get(1), kind: r.get(2), detail: r.get(3) }).collect())
+    }
+
+    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
+        let (id, head) = self.dataset_id(dataset).await?;
+        let tags: Vec<String> = match reference {
+            Ref::Name(_) => {
+                sqlx::query_scalar("SELECT name FROM tags WHERE dataset = $1 ORDER BY name")
+                    .bind(id)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            _ => Vec::new(),
+        };
+        let missing = || {
+            let hint = match reference {
+                Ref::Name(name) if !tags.is_empty() => crate::suggestion(name, &tags, "tags"),
+                Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
+                _ => format!("; its versions are v1 to v{head}"),
+            };
+            StoreError::NoVersion { dataset: dataset.to_owned(), reference: crate::describe(reference), hint }
+        };
+        let number = match reference {
+            Ref::Latest => head,
+            Ref::Number(n) => *n,
+            Ref::Name(name) => {
+                let tagged: Option<i64> =
+                    sqlx::query_scalar("SELECT version FROM tags WHERE dataset = $1 AND name = $2")
+                        .bind(id)
+                        .bind(name)
+                        .fetch_optional(&self.pool)
+                        .await?;
+                match tagged {
+                    Some(v) => v as u64,
+                    None => {
+                        // A prefix of the content id (which is lowercase hexadecimal).
+                        let prefix: String = name.chars().filter(char::is_ascii_hexdigit).collect();
+                        let found: Vec<i64> = if prefix.len() == name.len() {
+                            sqlx::query_scalar(
+                                "SELECT number FROM versions WHERE dataset = $1 AND cid >= $2 AND cid < $2 || 'g'
+                                 ORDER BY number LIMIT 5",
+                            )
+                            .bind(id)
+                            .bind(&prefix)
+                            .fetch_all(&self.pool)
+                            .await?
+                        } else {
+                            Vec::new()
+                        };
+                        match found.as_slice() {
+                            [one] => *one as u64,
+                            [] => return Err(missing()),
+                            many => {
+                                return Err(StoreError::Ambiguous {
+                                    dataset: dataset.to_owned(),
+                                    reference: name.clone(),
+                                    candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let mut conn = self.pool.acquire().await?;
+        Self::version_row(&mut conn, dataset, id, number).await?.ok_or_else(missing)
+    }
+
+    async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
+        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE name = $1")
+            .bind(dataset)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(header) = header else { return Err(self.no_dataset(dataset).await) };
+        serde_json::from_str(&header).map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+
+    async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let body: Option<String> = sqlx::query_scalar(
+            "SELECT b.body FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = $1 AND m.case_id = $2 AND m.from_v <= $3 AND (m.to_v IS NULL OR m.to_v > $3)",
+        )
+        .bind(id)
+        .bind(case_id.as_bytes())
+        .bind(version as i64)
+        .fetch_optional(&self.pool)
+        .await?;
+        body.as_deref().map(parse_case).transpose()
+    }
+
+    async fn cases(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        batch: usize,
+        each: &mut dyn FnMut(Vec<Case>) -> bool,
+    ) -> Result<u64, StoreError> {
+        let mut failed = None;
+        let total = self
+            .bodies(dataset, version, select, batch, &mut |bodies| match bodies
+                .iter()
+                .map(|b| parse_case(b))
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(cases) => each(cases),
+                Err(err) => {
+                    failed = Some(err);
+                    false
+                }
+            })
+            .await?;
+        match failed {
+            Some(err) => Err(err),
+            None => Ok(total),
+        }
+    }
+
+    async fn bodies(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        batch: usize,
+        each: &mut dyn FnMut(Vec<String>) -> bool,
+    ) -> Result<u64, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let query = SelectQuery::new(select, id, version);
+        let mut conn = self.pool.acquire().await?;
+        let mut rows = query.rows(&mut conn, query.rows_sql());
+        let mut out = Vec::with_capacity(batch);
+        let mut total = 0;
+        while let Some(body) = rows.next().await? {
+            out.push(body);
+            total += 1;
+            if out.len() == batch && !each(std::mem::take(&mut out)) {
+                return Ok(total);
+            }
+        }
+        if !out.is_empty() {
+            each(out);
+        }
+        Ok(total)
+    }
+
+    async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let query = SelectQuery::new(select, id, version);
+        let mut conn = self.pool.acquire().await?;
+        query.count(&mut conn).await
+    }
+
+    async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows = sqlx::query(
+            "SELECT m.from_v, m.to_v, encode(b.cid, 'hex') FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = $1 AND m.case_id = $2 ORDER BY m.from_v",
+        )
+        .bind(id)
+        .bind(case_id.as_bytes())
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<Revision> = Vec::new();
+        for r in rows {
+            let (from, to, cid): (i64, Option<i64>, String) = (r.get(0), r.get(1), r.get(2));
+            match out.last_mut() {
+                Some(last) if last.content_id == cid && last.to_version == Some(from as u64) => {
+                    last.to_version = to.map(|t| t as u64);
+                }
+                _ => {
+                    out.push(Revision { from_version: from as u64, to_version: to.map(|t| t as u64), content_id: cid })
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
+        if lo == 0 {
+            return Err(StoreError::NoVersion {
+                dataset: dataset.to_owned(),
+                reference: "v0".into(),
+                hint: String::new(),
+            });
+        }
+        let rows = sqlx::query(
+            "SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = $1 AND m.from_v > 1 AND m.from_v > $2 AND m.from_v <= $3
+             UNION ALL
+             SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = $1 AND m.to_v > $2 AND m.to_v <= $3 AND NOT (m.from_v > $2 AND m.from_v <= $3)
+             ORDER BY 1, 2",
+        )
+        .bind(id)
+        .bind(lo)
+        .bind(hi)
+        .fetch_all(&self.pool)
+        .await?;
+        let alive = |v: i64, f: i64, t: Option<i64>| f <= v && t.is_none_or(|t| t > v);
+        let mut diff = Diff::default();
+        let mut i = 0;
+        while i < rows.len() {
+            let id_bytes: Vec<u8> = rows[i].get(0);
+            let mut at_from: Option<(i64, String)> = None;
+            let mut at_to: Option<(i64, String)> = None;
+            while i < rows.len() && rows[i].get::<&[u8], _>(0) == id_bytes.as_slice() {
+                let r = &rows[i];
+                let (f, t, blob, body): (i64, Option<i64>, i64, String) = (r.get(1), r.get(2), r.get(3), r.get(4));
+                if alive(from as i64, f, t) {
+                    at_from = Some((blob, body.clone()));
+                }
+                if alive(to as i64, f, t) {
+                    at_to = Some((blob, body));
+                }
+                i += 1;
+            }
+            let case_id = case_id(id_bytes)?;
+            match (at_from, at_to) {
+                (None, Some(_)) => diff.added.push(case_id),
+                (Some(_), None) => diff.removed.push(case_id),
+                (Some((a, _)), Some((b, _))) if a == b => diff.moved.push(case_id),
+                (Some((_, old)), Some((_, new))) => {
+                    let old: Value = serde_json::from_str(&old).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    let new: Value = serde_json::from_str(&new).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(diff)
+    }
+
+    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let mut tx = self.pool.begin().await?;
+        if Self::version_row(&mut tx, dataset, id, version).await?.is_none() {
+            return Err(StoreError::NoVersion {
+                dataset: dataset.to_owned(),
+                reference: format!("v{version}"),
+                hint: String::new(),
+            });
+        }
+        // The dataset's row orders the tag changes of one dataset, as it orders its commits.
+        sqlx::query("SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
+        let before: Option<i64> = sqlx::query_scalar("SELECT version FROM tags WHERE dataset = $1 AND name = $2")
+            .bind(id)
+            .bind(tag)
+            .fetch_optional(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO tags (dataset, name, version) VALUES ($1, $2, $3)
+             ON CONFLICT (dataset, name) DO UPDATE SET version = excluded.version",
+        )
+        .bind(id)
+        .bind(tag)
+        .bind(version as i64)
+        .execute(&mut *tx)
+        .await?;
+        let detail = match before {
+            Some(v) => format!("{tag}: v{v} → v{version}"),
+            None => format!("{tag}: v{version}"),
+        };
+        sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'tag', $4)")
+            .bind(id)
+            .bind(time)
+            .bind(author)
+            .bind(detail)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl PostgresStore {
+    /// [`crate::Store::commit`] on one connection: the input into a temporary table (its bodies
+    /// written as it comes, see the module's comment), then the version in one transaction.
+    async fn commit_on(
+        &self,
+        conn: &mut PgConnection,
+        request: CommitRequest,
+        mut cases: CaseBatches,
+    ) -> Result<CommitOutcome, StoreError> {
+        sqlx::raw_sql(
+            "DROP TABLE IF EXISTS pg_temp.incoming;
+             CREATE TEMP TABLE incoming (pos bigint PRIMARY KEY, case_id bytea NOT NULL, blob bigint NOT NULL);",
+        )
+        .execute(&mut *conn)
+        .await?;
+        // A dataset without a head now will most likely have none when the version is made:
+        // list its cases as they go by for the first version's id, as the embedded store does.
+        let head_before: Option<i64> = sqlx::query_scalar("SELECT head FROM datasets WHERE name = $1")
+            .bind(&request.dataset)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let mut listed = (head_before.unwrap_or(0) == 0).then(crate::sqlite::Listing::default);
+        let mut pos = 0i64;
+        match &request.mode {
+            CommitMode::Remove(ids) => {
+                let mut unique: Vec<&String> = ids.iter().collect();
+                unique.sort();
+                unique.dedup();
+                for chunk in unique.chunks(ROWS) {
+                    let ids: Vec<&[u8]> = chunk.iter().map(|id| id.as_bytes()).collect();
+                    let positions: Vec<i64> = (pos..pos + chunk.len() as i64).collect();
+                    pos += chunk.len() as i64;
+                    sqlx::query("INSERT INTO incoming (pos, case_id, blob) SELECT p, id, 0 FROM unnest($1::bigint[], $2::bytea[]) AS t (p, id)")
+                        .bind(positions)
+                        .bind(ids)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+            }
+            _ => {
+                while let Some(batch) = cases.recv().await {
+                    let Ok(mut batch) = batch else { return Err(StoreError::Cancelled) };
+                    if let Some(listed) = &mut listed {
+                        for case in &batch {
+                            listed.push(&case.id, case.content_id)?;
+                        }
+                    }
+                    for chunk in batch.chunks_mut(ROWS) {
+                        self.store_bodies(chunk).await?;
+                        let positions: Vec<i64> = (pos..pos + chunk.len() as i64).collect();
+                        pos += chunk.len() as i64;
+                        let ids: Vec<Vec<u8>> =
+                            chunk.iter_mut().map(|c| std::mem::take(&mut c.id).into_bytes()).collect();
+                        let cids: Vec<Vec<u8>> = chunk.iter().map(|c| c.content_id.to_vec()).collect();
+                        sqlx::query(
+                            "INSERT INTO incoming (pos, case_id, blob)
+                             SELECT t.p, t.id, b.id FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS t (p, id, cid)
+                             JOIN blobs b ON b.cid = t.cid",
+                        )
+                        .bind(positions)
+                        .bind(ids)
+                        .bind(cids)
+                        .execute(&mut *conn)
+                        .await?;
+                    }
+                }
+            }
+        }
+        let loaded: i64 = sqlx::query_scalar("SELECT count(*) FROM incoming").fetch_one(&mut *conn).await?;
+        if loaded != pos {
+            return Err(StoreError::Corrupt(format!(
+                "{} of the commit's case bodies were not found after they were written",
+                pos - loaded
+            )));
+        }
+        sqlx::query("CREATE UNIQUE INDEX incoming_case ON incoming (case_id)").execute(&mut *conn).await?;
+        sqlx::query("ANALYZE incoming").execute(&mut *conn).await?;
+
+        let mut tx = conn.begin().await?;
+        let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
+        let removing = matches!(request.mode, CommitMode::Remove(_));
+        if !removing {
+            let header = request.header.clone().unwrap_or_default();
+            sqlx::query("INSERT INTO datasets (name, header) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+                .bind(&request.dataset)
+                .bind(header_json(&header))
+                .execute(&mut *tx)
+                .await?;
+        }
+        // From here to the commit, the dataset is this commit's alone.
+        let row = sqlx::query("SELECT id, head, header FROM datasets WHERE name = $1 FOR UPDATE")
+            .bind(&request.dataset)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = row else { return Err(StoreError::NoDataset(request.dataset.clone(), String::new())) };
+        let (id, head): (i64, u64) = (row.get("id"), row.get::<i64, _>("head") as u64);
+        if let Some(parent) = request.parent {
+            if parent != head {
+                return Err(StoreError::Conflict { dataset: request.dataset.clone(), parent, head });
+            }
+        }
+        if let Some(header) = &request.header {
+            let old: String = row.get("header");
+            let new = header_json(header);
+            if old != new {
+                sqlx::query("UPDATE datasets SET header = $1 WHERE id = $2")
+                    .bind(&new)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'header', $4)",
+                )
+                .bind(id)
+                .bind(&request.time)
+                .bind(&request.author)
+                .bind(&new)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+
+        if head == 0 && !removing {
+            let Some(listed) = listed else {
+                // The head was there when the commit began and is gone: it cannot be.
+                return Err(StoreError::Corrupt(format!("dataset `{}` lost its versions", request.dataset)));
+            };
+            sqlx::query(
+                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+                 SELECT $1, case_id, 1, NULL, blob, pos FROM incoming ORDER BY pos",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            let version = VersionInfo {
+                id: listed.first_version_id(&request.dataset)?,
+                dataset: request.dataset,
+                number: 1,
+                parent: None,
+                author: request.author,
+                time: request.time,
+                message: request.message,
+                added: pos as u64,
+                removed: 0,
+                modified: 0,
+                cases: pos as u64,
+            };
+            insert_version(&mut tx, id, &version).await?;
+            tx.commit().await?;
+            return Ok(CommitOutcome::Created(version));
+        }
+
+        let live = "dataset = $1 AND to_v IS NULL";
+        sqlx::query("CREATE TEMP TABLE changes (case_id bytea PRIMARY KEY, kind integer NOT NULL, blob bigint)")
+            .execute(&mut *tx)
+            .await?;
+        if removing {
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO changes SELECT m.case_id, 2, NULL FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
+                 FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
+                 WHERE m.blob IS NULL OR m.blob <> i.blob"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            if request.mode == CommitMode::Replace {
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m
+                     WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
+                )))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            }
+        }
+        let reordered = request.mode == CommitMode::Replace && {
+            let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT count(*) FROM (SELECT m.ord AS ord, lag(m.ord) OVER (ORDER BY i.pos) AS prev
+                 FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}) AS kept WHERE ord < prev"
+            )))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+            n > 0
+        };
+        let counts = sqlx::query(
+            "SELECT count(*) FILTER (WHERE kind = 1), count(*) FILTER (WHERE kind = 2), count(*) FILTER (WHERE kind = 3)
+             FROM changes",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let (added, removed, modified): (i64, i64, i64) = (counts.get(0), counts.get(1), counts.get(2));
+        let head_info = if head > 0 { Self::version_row(&mut tx, &request.dataset, id, head).await? } else { None };
+        if added + removed + modified == 0 && !reordered && head > 0 {
+            tx.rollback().await?;
+            return Ok(CommitOutcome::Unchanged(head_info));
+        }
+        let number = head + 1;
+
+        let order = if reordered {
+            let mut hasher = VersionHasher::new(&json!({"order": request.dataset}))?;
+            let mut ids = sqlx::query_scalar::<_, Vec<u8>>("SELECT case_id FROM incoming ORDER BY pos").fetch(&mut *tx);
+            while let Some(case_id) = ids.try_next().await? {
+                hasher.change(&self::case_id(case_id)?, None)?;
+            }
+            Some(hasher.finish())
+        } else {
+            None
+        };
+        let mut hasher = VersionHasher::new(&json!({
+            "dataset": request.dataset,
+            "parent": head_info.as_ref().map(|h| h.id.clone()),
+            "order": order,
+        }))?;
+        {
+            // A removed case has the empty content id (see `VersionHasher`).
+            let mut rows = sqlx::query(
+                "SELECT c.case_id, coalesce(encode(b.cid, 'hex'), '') FROM changes c LEFT JOIN blobs b ON b.id = c.blob
+                 ORDER BY c.case_id",
+            )
+            .fetch(&mut *tx);
+            while let Some(r) = rows.try_next().await? {
+                hasher.change(&case_id(r.get(0))?, Some(r.get::<&str, _>(1)))?;
+            }
+        }
+        let cid = hasher.finish();
+
+        let close = if reordered {
+            format!(
+                "UPDATE members SET to_v = $2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
+            )
+        } else {
+            format!("UPDATE members SET to_v = $2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
+        };
+        sqlx::query(
+            "CREATE TEMP TABLE opening (case_id bytea PRIMARY KEY, blob bigint NOT NULL, ord double precision NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await?;
+        if reordered {
+            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos FROM incoming").execute(&mut *tx).await?;
+        } else {
+            let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
+                "SELECT ord FROM members WHERE {live} ORDER BY ord DESC LIMIT 1"
+            )))
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let end = max_ord.unwrap_or(-1.0);
+            if request.mode == CommitMode::Replace {
+                sqlx::query("CREATE TEMP TABLE kept (pos bigint PRIMARY KEY, ord double precision NOT NULL)")
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(AssertSqlSafe(format!(
+                    "INSERT INTO kept SELECT i.pos, m.ord FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                )))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "INSERT INTO opening
+                     WITH added AS (SELECT c.case_id, c.blob, i.pos,
+                            (SELECT k.ord FROM kept k WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
+                            (SELECT k.ord FROM kept k WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
+                            FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1),
+                         ranked AS (SELECT *, row_number() OVER (PARTITION BY lo, hi ORDER BY pos) AS k,
+                            count(*) OVER (PARTITION BY lo, hi) AS n FROM added)
+                     SELECT case_id, blob, CASE
+                        WHEN lo IS NULL AND hi IS NULL THEN pos
+                        WHEN lo IS NULL THEN hi - (n + 1 - k)
+                        WHEN hi IS NULL THEN lo + k
+                        ELSE lo + (hi - lo) * k / (n + 1) END FROM ranked",
+                )
+                .execute(&mut *tx)
+                .await?;
+            } else {
+                sqlx::query(
+                    "INSERT INTO opening
+                     SELECT c.case_id, c.blob, $1 + row_number() OVER (ORDER BY i.pos)
+                     FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1",
+                )
+                .bind(end)
+                .execute(&mut *tx)
+                .await?;
+            }
+            sqlx::query(AssertSqlSafe(format!(
+                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+             SELECT $1, case_id, $2, NULL, blob, ord FROM opening ORDER BY case_id",
+        )
+        .bind(id)
+        .bind(number as i64)
+        .execute(&mut *tx)
+        .await?;
+        let count = head_info.as_ref().map_or(0, |h| h.cases as i64) + added - removed;
+        let version = VersionInfo {
+            dataset: request.dataset,
+            number,
+            id: cid,
+            parent: (head > 0).then_some(head),
+            author: request.author,
+            time: request.time,
+            message: request.message,
+            added: added as u64,
+            removed: removed as u64,
+            modified: modified as u64,
+            cases: count as u64,
+        };
+        insert_version(&mut tx, id, &version).await?;
+        tx.commit().await?;
+        Ok(CommitOutcome::Created(version))
+    }
+}
+
+/// Records a new version and makes it the head.
+async fn insert_version(conn: &mut PgConnection, dataset: i64, v: &VersionInfo) -> Result<(), StoreError> {
+    sqlx::query(
+        "INSERT INTO versions (dataset, number, cid, parent, author, time, message, added, removed, modified, cases)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(dataset)
+    .bind(v.number as i64)
+    .bind(&v.id)
+    .bind(v.parent.map(|p| p as i64))
+    .bind(&v.author)
+    .bind(&v.time)
+    .bind(&v.message)
+    .bind(v.added as i64)
+    .bind(v.removed as i64)
+    .bind(v.modified as i64)
+    .bind(v.cases as i64)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE datasets SET head = $1, cases = $2 WHERE id = $3")
+        .bind(v.number as i64)
+        .bind(v.cases as i64)
+        .bind(dataset)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The query behind [`crate::Store::bodies`] and [`crate::Store::count`]: the members of a
+/// version that a selection picks, in order. A filter's test is made in SQL where PostgreSQL can
+/// make it exactly as memory does, and on the case as it is read where it cannot: for a filter
+/// with `matches` (PostgreSQL's regular expressions are not Rust's), every case; for a filter
+/// that reads the JSON, the cases holding a `\u0000`, which PostgreSQL's JSON functions refuse
+/// (`blob_facets.nul`).
+struct SelectQuery {
+    /// `FROM … WHERE …` for the version, without the filter.
+    from: String,
+    /// The filter in SQL.
+    cond: Option<String>,
+    params: Vec<casebook_filter::SqlParam>,
+    /// The filter and what it is tested on in memory.
+    filter: Option<casebook_filter::Filter>,
+    check: Check,
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// All in SQL.
+    Sql,
+    /// Every case in memory.
+    Memory,
+    /// In SQL, but the cases with a `\u0000` in memory.
+    Guarded,
+}
+
+impl SelectQuery {
+    fn new(select: &Select, dataset: i64, version: u64) -> Self {
+        use casebook_filter::{PgContext, SqlParam};
+        let version = i64::try_from(version).unwrap_or(i64::MAX);
+        let mut params = vec![SqlParam::Integer(dataset), SqlParam::Integer(version)];
+        let context = PgContext { body: "b.body", blob: "m.blob", facets: "f.facets" };
+        let fragment = select.filter.as_ref().map(|f| f.to_postgres(&context, params.len() + 1));
+        let (check, cond) = match fragment {
+            None => (Check::Sql, None),
+            Some(None) => (Check::Memory, None),
+            Some(Some(fragment)) => {
+                params.extend(fragment.params);
+                let reads_json = fragment.sql.contains("b.body") || fragment.sql.contains("f.facets");
+                (if reads_json { Check::Guarded } else { Check::Sql }, Some(fragment.sql))
+            }
+        };
+        // Left joins, which PostgreSQL drops when nothing reads them (every member has both).
+        let from = "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob
+                    WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)"
+            .to_owned();
+        Self { from, cond, params, filter: select.filter.clone(), check, limit: select.limit }
+    }
+
+    /// The SQL of the rows to read: each case's body and whether to test it in memory.
+    fn rows_sql(&self) -> String {
+        let (from, cond) = (&self.from, self.cond.as_deref().unwrap_or("true"));
+        let mut sql = match self.check {
+            Check::Sql => format!("SELECT b.body, false {from} AND ({cond}) ORDER BY m.ord"),
+            Check::Memory => format!("SELECT b.body, true {from} ORDER BY m.ord"),
+            // `CASE` so that PostgreSQL never reads the JSON of a case it cannot.
+            Check::Guarded => {
+                format!("SELECT b.body, f.nul {from} AND CASE WHEN f.nul THEN true ELSE ({cond}) END ORDER BY m.ord")
+            }
+        };
+        if let (Check::Sql, Some(limit)) = (self.check, self.limit) {
+            sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
+        }
+        sql
+    }
+
+    /// Binds the parameters `sql` names: the version's, and the filter's if it is in it.
+    fn bind<'q, O>(
+        &self,
+        sql: &str,
+        mut query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+        use casebook_filter::SqlParam;
+        let named = if self.cond.as_deref().is_some_and(|cond| sql.contains(cond)) { self.params.len() } else { 2 };
+        for param in &self.params[..named] {
+            query = match param {
+                SqlParam::Integer(n) => query.bind(*n),
+                SqlParam::Real(x) => query.bind(*x),
+                SqlParam::Text(text) => query.bind(text.clone()),
+                SqlParam::Bytes(bytes) => query.bind(bytes.clone()),
+            };
+        }
+        query
+    }
+
+    fn rows<'c>(&'c self, conn: &'c mut PgConnection, sql: String) -> Rows<'c> {
+        let query = self.bind(&sql, sqlx::query_as::<_, (String, bool)>(AssertSqlSafe(sql.clone())));
+        Rows { stream: query.fetch(conn), query: self, passed: 0 }
+    }
+
+    /// How many cases the selection picks.
+    async fn count(&self, conn: &mut PgConnection) -> Result<u64, StoreError> {
+        let (from, cond) = (&self.from, self.cond.as_deref().unwrap_or("true"));
+        let limit = self.limit.map_or(String::new(), |l| format!(" LIMIT {}", i64::try_from(l).unwrap_or(i64::MAX)));
+        let (in_sql, in_memory) = match self.check {
+            Check::Sql => (Some(format!("SELECT 1 {from} AND ({cond}){limit}")), None),
+            Check::Memory => (None, Some(format!("SELECT b.body, true {from}"))),
+            Check::Guarded => (
+                Some(format!("SELECT 1 {from} AND NOT f.nul AND ({cond}){limit}")),
+                Some(format!("SELECT b.body, true {from} AND f.nul")),
+            ),
+        };
+        let mut total = 0;
+        if let Some(sql) = in_sql {
+            let sql = format!("SELECT count(*) FROM ({sql}) AS picked");
+            let (n,): (i64,) =
+                self.bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone()))).fetch_one(&mut *conn).await?;
+            total += n as u64;
+        }
+        if let Some(sql) = in_memory {
+            let mut rows = self.rows(conn, sql);
+            while rows.next().await?.is_some() {
+                total += 1;
+            }
+        }
+        Ok(self.limit.map_or(total, |limit| total.min(limit)))
+    }
+}
+
+/// The rows of a [`SelectQuery`], with its in-memory tests and limit applied.
+struct Rows<'c> {
+    stream: futures_util::stream::BoxStream<'c, Result<(String, bool), sqlx::Error>>,
+    query: &'c SelectQuery,
+    passed: u64,
+}
+
+impl Rows<'_> {
+    async fn next(&mut self) -> Result<Option<String>, StoreError> {
+        if self.query.limit.is_some_and(|limit| self.passed >= limit) {
+            return Ok(None);
+        }
+        while let Some((body, in_memory)) = self.stream.try_next().await? {
+            if in_memory {
+                let value: Value = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                if !self.query.filter.as_ref().is_none_or(|f| f.matches_json(&value)) {
+                    continue;
+                }
+            }
+            self.passed += 1;
+            return Ok(Some(body));
+        }
+        Ok(None)
+    }
+}

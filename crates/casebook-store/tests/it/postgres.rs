@@ -1,0 +1,245 @@
+//! The conformance suite on the shared PostgreSQL store, and what is particular to it: many
+//! writers, connection errors, the same ids as the embedded store.
+//!
+//! The server is the one `scripts/test.sh` starts (`CASEBOOK_TEST_POSTGRES`, a superuser's
+//! URL); each test makes a database of its own, so tests run in parallel. Without the variable
+//! every test fails: PostgreSQL is never skipped.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use casebook_store::{AnyStore, CommitMode, CommitOutcome, PostgresStore, Select, SqliteStore, Store, StoreError};
+use sqlx::Connection;
+
+use crate::conformance::{self, batches, case, created, request};
+
+/// The server's URL, with database `db`.
+fn url_of(db: &str) -> String {
+    let base = std::env::var("CASEBOOK_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!("CASEBOOK_TEST_POSTGRES is not set: run the tests with `scripts/test.sh`, which starts PostgreSQL")
+    });
+    let (server, _) = base.rsplit_once('/').expect("a URL with a database");
+    format!("{server}/{db}")
+}
+
+/// A new, empty database on the test server; its URL.
+pub async fn fresh_database() -> String {
+    static COUNT: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "t_{}_{}_{}",
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+    );
+    let mut admin = sqlx::PgConnection::connect(&url_of("postgres")).await.expect("the test server answers");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
+    admin.close().await.unwrap();
+    url_of(&name)
+}
+
+async fn fresh() -> PostgresStore {
+    PostgresStore::create(&fresh_database().await).await.unwrap()
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            conformance::$name(fresh().await).await;
+        }
+    )*};
+}
+
+conformance!(
+    versions_are_immutable_and_numbered,
+    put_and_rm_touch_only_their_cases,
+    new_cases_go_between_their_neighbours,
+    diff_names_changed_fields,
+    history_lists_distinct_contents,
+    references_resolve,
+    a_moved_head_is_a_conflict_and_writes_nothing,
+    cancelled_input_writes_nothing,
+    filters_select_what_they_select_in_memory,
+    long_filters_and_extreme_numbers_select_what_they_select_in_memory,
+);
+
+macro_rules! run_conformance {
+    ($($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            conformance::$name(AnyStore::Postgres(fresh().await)).await;
+        }
+    )*};
+}
+
+run_conformance!(runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash);
+
+/// The same commits make the same versions, with the same content ids, in both stores.
+#[tokio::test]
+async fn versions_have_the_same_ids_as_in_the_embedded_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::create(&dir.path().join("store.db")).await.unwrap();
+    let pg = fresh().await;
+    // Ids whose byte order is not their order in other collations (upper case, accents, NUL).
+    let ids = ["b", "B", "a", "é", "e\u{301}", "z\0z", "Z", "10", "9", "_x"];
+    let first: Vec<_> = ids.iter().enumerate().map(|(i, id)| case(id, &format!("q{i}"))).collect();
+    let mut reordered = first.clone();
+    reordered.reverse();
+    reordered[3] = case(ids[6], "changed");
+    reordered.push(case("new", "n"));
+    let steps: Vec<(CommitMode, Vec<_>)> = vec![
+        (CommitMode::Replace, first),
+        (CommitMode::Upsert, vec![case("a", "edited"), case("c", "added")]),
+        (CommitMode::Remove(vec!["b".into(), "z\0z".into(), "missing".into()]), Vec::new()),
+        (CommitMode::Replace, reordered),
+    ];
+    for (mode, cases) in steps {
+        let a = sqlite.commit(request(mode.clone(), "m"), batches(cases.clone())).await.unwrap();
+        let b = pg.commit(request(mode, "m"), batches(cases)).await.unwrap();
+        assert_eq!(a, b);
+    }
+    for v in 1..=4 {
+        assert_eq!(conformance::ids(&sqlite, v).await, conformance::ids(&pg, v).await, "v{v}");
+    }
+    assert_eq!(sqlite.diff("support", 1, 4).await.unwrap(), pg.diff("support", 1, 4).await.unwrap());
+    assert_eq!(sqlite.history("support", "a").await.unwrap(), pg.history("support", "a").await.unwrap());
+    let sound = pg.check().await.unwrap();
+    assert!(sound.problems.is_empty(), "{:?}", sound.problems);
+    assert_eq!(sound.versions, 4);
+}
+
+/// Eight writers on eight connections commit to one dataset at once, each on the head it read,
+/// retrying on a conflict: every update is in the end, none is lost, and the versions follow
+/// one another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_committers_lose_no_update() {
+    let url = fresh_database().await;
+    let first = PostgresStore::create(&url).await.unwrap();
+    created(&first, CommitMode::Replace, vec![case("seed", "0")]).await;
+    let mut writers = Vec::new();
+    for w in 0..8 {
+        let url = url.clone();
+        writers.push(tokio::spawn(async move {
+            let store = PostgresStore::open(&url).await.unwrap();
+            let mut conflicts = 0;
+            loop {
+                let head = store.resolve("support", &casebook_store::Ref::Latest).await.unwrap().number;
+                let mut req = request(CommitMode::Upsert, &format!("writer {w}"));
+                req.parent = Some(head);
+                let cases = vec![case(&format!("w{w}"), &format!("from writer {w}")), case("shared", &format!("{w}"))];
+                match store.commit(req, batches(cases)).await {
+                    Ok(CommitOutcome::Created(v)) => return (v.number, conflicts),
+                    Err(StoreError::Conflict { .. }) => conflicts += 1,
+                    other => panic!("writer {w}: {other:?}"),
+                }
+            }
+        }));
+    }
+    let mut numbers = Vec::new();
+    for writer in writers {
+        numbers.push(writer.await.unwrap().0);
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (2..=9).collect::<Vec<_>>());
+    let head = first.resolve("support", &casebook_store::Ref::Latest).await.unwrap();
+    assert_eq!(head.number, 9);
+    let mut ids = conformance::ids(&first, 9).await;
+    ids.sort();
+    let mut want: Vec<String> = (0..8).map(|w| format!("w{w}")).collect();
+    want.extend(["seed".into(), "shared".into()]);
+    want.sort();
+    assert_eq!(ids, want);
+    for v in first.versions("support").await.unwrap().windows(2) {
+        assert_eq!(v[1].parent, Some(v[0].number));
+    }
+}
+
+/// A long commit to one dataset does not keep readers of it, or writers of another, waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_commit_in_progress_blocks_no_reader_and_no_other_dataset() {
+    let url = fresh_database().await;
+    let store = PostgresStore::create(&url).await.unwrap();
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    // A commit whose input has not all arrived: its bodies are written, its version is not.
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let pending = {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let writer = PostgresStore::open(&url).await.unwrap();
+            writer.commit(request(CommitMode::Upsert, "slow"), rx).await
+        })
+    };
+    tx.send(Ok(vec![casebook_store::prepare(&case("b", "2")).unwrap()])).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let quick = std::time::Duration::from_secs(5);
+    let read = tokio::time::timeout(quick, conformance::ids(&store, 1)).await.expect("a reader waited");
+    assert_eq!(read, ["a"]);
+    let mut other = request(CommitMode::Replace, "other");
+    other.dataset = "other".into();
+    let done = tokio::time::timeout(quick, store.commit(other, batches(vec![case("x", "1")])))
+        .await
+        .expect("a writer of another dataset waited");
+    assert!(matches!(done.unwrap(), CommitOutcome::Created(_)));
+    drop(tx);
+    let slow = pending.await.unwrap().unwrap();
+    assert!(matches!(slow, CommitOutcome::Created(v) if v.number == 2));
+}
+
+#[tokio::test]
+async fn a_wrong_password_or_an_unreachable_server_is_a_one_line_error_without_the_password() {
+    let url = fresh_database().await;
+    let wrong = url.replacen(":test-", ":wrong-", 1);
+    assert_ne!(wrong, url, "the test server's password starts with `test-`");
+    let err = PostgresStore::open(&wrong).await.err().expect("a wrong password is refused");
+    let text = err.to_string();
+    assert!(matches!(err, StoreError::Connect { .. }), "{err:?}");
+    assert!(text.contains("password authentication failed") && text.contains(":***@"), "{text}");
+    assert!(!text.contains("wrong-") && !text.contains('\n'), "{text}");
+
+    // A port nobody listens on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let err = PostgresStore::open(&format!("postgres://u:secret@127.0.0.1:{port}/db")).await.err().unwrap();
+    let text = err.to_string();
+    assert!(text.starts_with(&format!("cannot connect to the store `postgres://u:***@127.0.0.1:{port}/db`")), "{text}");
+    assert!(!text.contains("secret"), "{text}");
+}
+
+#[tokio::test]
+async fn a_database_without_the_schema_or_of_a_newer_casebook_is_refused() {
+    let url = fresh_database().await;
+    let err = PostgresStore::open(&url).await.err().unwrap();
+    assert!(matches!(err, StoreError::NotAStore(..)), "{err:?}");
+    assert!(err.to_string().contains("holds no tables"), "{err}");
+
+    let store = PostgresStore::create(&url).await.unwrap();
+    store.close().await;
+    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("INSERT INTO casebook_schema (version) VALUES (99)").execute(&mut raw).await.unwrap();
+    let err = PostgresStore::open(&url).await.err().unwrap();
+    assert!(matches!(err, StoreError::Newer(_, 99)), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_commit_cut_off_with_its_connection_writes_no_version() {
+    let url = fresh_database().await;
+    let store = PostgresStore::create(&url).await.unwrap();
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let writer = PostgresStore::open(&url).await.unwrap();
+    let pending = tokio::spawn(async move { writer.commit(request(CommitMode::Upsert, "cut"), rx).await });
+    tx.send(Ok(vec![casebook_store::prepare(&case("b", "2")).unwrap()])).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The server ends every other session, as a restart or a network failure would.
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    drop(tx);
+    let outcome = pending.await.unwrap();
+    assert!(matches!(outcome, Err(StoreError::Database(_))), "{outcome:?}");
+    let store = PostgresStore::open(&url).await.unwrap();
+    assert_eq!(store.resolve("support", &casebook_store::Ref::Latest).await.unwrap().number, 1);
+    assert_eq!(store.count("support", 1, &Select::all()).await.unwrap(), 1);
+}
