@@ -273,6 +273,19 @@ pub enum StoreCommand {
     /// Check the store: SQLite's integrity check and foreign keys, every case body against its
     /// content id, every version's id recomputed from its cases (exit 1 if anything is wrong)
     Check,
+    /// Copy every dataset (its whole history, log and tags) and every run from one store into
+    /// another, SQLite or PostgreSQL either way, content ids unchanged; only what the target
+    /// lacks is copied, and a dataset whose versions differ there is left alone (exit 1)
+    Copy(CopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CopyArgs {
+    /// The store to copy from: a folder (or the project folder holding `.casebook/`), or a
+    /// `postgres://` URL
+    pub from: PathBuf,
+    /// The store to copy into, made if it does not exist
+    pub to: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -9,15 +9,7 @@ use crate::settings::Global;
 /// nearest `.casebook/`.
 pub fn location(settings: &Global) -> anyhow::Result<Location> {
     if let Some(path) = &settings.store {
-        if let Some(url) = path.to_str().filter(|text| Location::is_url(text)) {
-            return Ok(Location::Postgres(url.to_owned()));
-        }
-        // A project folder holding a store stands for its store.
-        let inner = path.join(STORE_DIR);
-        if !path.join(STORE_FILE).exists() && inner.join(STORE_FILE).exists() {
-            return Ok(Location::File(inner.join(STORE_FILE)));
-        }
-        return Ok(Location::File(path.join(STORE_FILE)));
+        return Ok(named(path));
     }
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let folder = find_store(&cwd).ok_or_else(|| {
@@ -27,6 +19,20 @@ pub fn location(settings: &Global) -> anyhow::Result<Location> {
         )
     })?;
     Ok(Location::File(folder.join(STORE_FILE)))
+}
+
+/// The store a command-line argument names: a `postgres://` URL, a store folder, or a project
+/// folder holding `.casebook/`.
+pub fn named(path: &std::path::Path) -> Location {
+    if let Some(url) = path.to_str().filter(|text| Location::is_url(text)) {
+        return Location::Postgres(url.to_owned());
+    }
+    // A project folder holding a store stands for its store.
+    let inner = path.join(STORE_DIR);
+    if !path.join(STORE_FILE).exists() && inner.join(STORE_FILE).exists() {
+        return Location::File(inner.join(STORE_FILE));
+    }
+    Location::File(path.join(STORE_FILE))
 }
 
 /// How messages name a store: its folder, or its URL without the password.

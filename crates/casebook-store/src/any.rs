@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use casebook_model::{Case, DatasetHeader};
 
 use crate::{
-    CaseBatches, CheckReport, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, PostgresStore, Ref, ResultRow,
-    Revision, RunRow, Select, SqliteStore, Store, StoreError, VersionInfo,
+    CaseBatches, CheckReport, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, Page, PostgresStore, Ref,
+    ResultRow, Revision, RunRow, Select, SqliteStore, Store, StoreError, VersionInfo,
 };
 
 /// Where a store is.
@@ -120,6 +120,23 @@ impl AnyStore {
     pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
         each!(self, s => s.run_results(id).await)
     }
+
+    /// A run's results with the outputs it was the first to keep, as `save_results` takes them.
+    pub async fn run_rows(&self, id: &str) -> Result<Vec<ResultRow>, StoreError> {
+        each!(self, s => s.run_rows(id).await)
+    }
+
+    /// Sets a dataset's header, appends `events` to its log and sets `tags`, in one transaction,
+    /// logging nothing of its own (what `copy` uses to carry a log over).
+    pub async fn restore_log(
+        &self,
+        dataset: &str,
+        header: &DatasetHeader,
+        events: &[Event],
+        tags: &[(String, u64)],
+    ) -> Result<(), StoreError> {
+        each!(self, s => s.restore_log(dataset, header, events, tags).await)
+    }
 }
 
 impl Store for AnyStore {
@@ -175,5 +192,18 @@ impl Store for AnyStore {
     }
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
         each!(self, s => s.tag(dataset, version, tag, author, time).await)
+    }
+    async fn page(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        each!(self, s => s.page(dataset, version, select, after, size).await)
+    }
+    async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        each!(self, s => s.tags(dataset).await)
     }
 }

@@ -8,6 +8,7 @@
 
 mod any;
 mod check;
+mod copy;
 mod diff;
 mod postgres;
 mod runs;
@@ -21,6 +22,7 @@ use serde::Serialize;
 
 pub use any::{AnyStore, Location};
 pub use check::CheckReport;
+pub use copy::{CopyReport, copy};
 pub use diff::{FieldChange, field_changes};
 pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
@@ -235,6 +237,11 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     Ok(Prepared { id: case.id.clone(), content_id, body, labels, facets: casebook_filter::facets_json(case) })
 }
 
+/// A case from its stored body.
+pub(crate) fn parse_body(body: &str) -> Result<Case, StoreError> {
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
 /// Which cases of a version a read returns, in the version's order.
 #[derive(Debug, Clone, Default)]
 pub struct Select {
@@ -248,6 +255,21 @@ impl Select {
     pub fn all() -> Self {
         Self::default()
     }
+}
+
+/// Where a page of a version's cases ends: the last case's place in the order and its id.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Cursor {
+    pub ord: f64,
+    pub id: String,
+}
+
+/// A page of cases (their bodies, the native JSON as stored) and the cursor of the next page,
+/// `None` after the last.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Page {
+    pub bodies: Vec<String>,
+    pub next: Option<Cursor>,
 }
 
 /// Batches of prepared cases for a commit; `Err(())` cancels it (its input had errors).
@@ -293,6 +315,19 @@ pub trait Store {
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;
+    /// A page of the cases of a version that `select` picks (its limit aside): at most `size`,
+    /// in order, from just after `after`. A cursor stays valid while versions are committed (a
+    /// version never changes), so the pages of a version are the same whenever they are read.
+    async fn page(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<Page, StoreError>;
+    /// The tags of a dataset and the versions they name, by name.
+    async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError>;
 }
 
 /// A version reference as the user wrote it.

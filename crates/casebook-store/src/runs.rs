@@ -156,6 +156,28 @@ impl SqliteStore {
     }
 }
 
+impl SqliteStore {
+    /// See [`crate::AnyStore::run_rows`].
+    pub async fn run_rows(&self, id: &str) -> Result<Vec<ResultRow>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let base = run_key(&mut conn, id).await?;
+        let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT r.key - ?1, r.result, lower(hex(o.hash)), o.output FROM run_results r
+             LEFT JOIN run_outputs o ON o.key = r.key WHERE r.key >= ?1 AND r.key < ?2 ORDER BY r.key",
+        )
+        .bind(base)
+        .bind(base + RUN_SPAN)
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(rows.into_iter().map(result_row).collect())
+    }
+}
+
+/// A result row as `run_rows` reads it: its place in the run, the result, the output it kept.
+pub(crate) fn result_row((seq, result, hash, output): (i64, String, Option<String>, Option<String>)) -> ResultRow {
+    ResultRow { seq: seq as u64, result, output: hash.zip(output) }
+}
+
 /// A run's results are keyed from its `seq` times this (migration 0006).
 pub(crate) const RUN_SPAN: i64 = 1 << 32;
 

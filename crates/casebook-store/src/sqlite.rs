@@ -23,8 +23,8 @@ use sqlx::sqlite::{
 use sqlx::{AssertSqlSafe, Connection, Row, Sqlite, Transaction};
 
 use crate::{
-    CaseBatches, CommitMode, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, ModifiedCase, Prepared, Ref,
-    Revision, Select, StoreError, VersionInfo, field_changes,
+    CaseBatches, CommitMode, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, ModifiedCase, Page,
+    Prepared, Ref, Revision, Select, StoreError, VersionInfo, field_changes,
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
@@ -764,6 +764,76 @@ impl crate::Store for SqliteStore {
             .bind(detail)
             .execute(&mut *tx)
             .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn page(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let unlimited = Select { filter: select.filter.clone(), limit: None };
+        let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        if let Some(after) = after {
+            sql.push_str(" AND m.ord >= ? AND (m.ord > ? OR m.case_id > ?)");
+            params.extend([SqlParam::Real(after.ord), SqlParam::Real(after.ord), SqlParam::Text(after.id.clone())]);
+        }
+        sql.push_str(" ORDER BY m.ord, m.case_id LIMIT ?");
+        params.push(SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX)));
+        let rows = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await?;
+        let next = match rows.last() {
+            Some(last) if rows.len() == size => Some(Cursor { ord: last.get(1), id: last.get(2) }),
+            _ => None,
+        };
+        Ok(Page { bodies: rows.iter().map(|r| r.get(0)).collect(), next })
+    }
+
+    async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, version FROM tags WHERE dataset = ? ORDER BY name")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(|(name, v)| (name, v as u64)).collect())
+    }
+}
+
+impl SqliteStore {
+    /// See [`crate::AnyStore::restore_log`].
+    pub async fn restore_log(
+        &self,
+        dataset: &str,
+        header: &DatasetHeader,
+        events: &[Event],
+        tags: &[(String, u64)],
+    ) -> Result<(), StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let header = serde_json::to_string(header).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        sqlx::query("UPDATE datasets SET header = ? WHERE id = ?").bind(header).bind(id).execute(&mut *tx).await?;
+        for e in events {
+            sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES (?, ?, ?, ?, ?)")
+                .bind(id)
+                .bind(&e.time)
+                .bind(&e.author)
+                .bind(&e.kind)
+                .bind(&e.detail)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (name, version) in tags {
+            sqlx::query("INSERT OR REPLACE INTO tags (dataset, name, version) VALUES (?, ?, ?)")
+                .bind(id)
+                .bind(name)
+                .bind(*version as i64)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         Ok(())
     }

@@ -320,35 +320,3 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     Ok(Outcome::Ok)
 }
-
-/// `casebook store check`.
-pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
-    let report = runtime.block_on(store.check())?;
-    runtime.block_on(store.close());
-    let text = if settings.json {
-        format!("{}\n", serde_json::to_string(&report)?)
-    } else {
-        let mut out = String::new();
-        for problem in &report.problems {
-            let _ = writeln!(out, "{problem}");
-        }
-        if report.more > 0 {
-            let _ = writeln!(out, "… and {} more", report.more);
-        }
-        out
-    };
-    crate::write_stdout(&text)?;
-    if !settings.quiet && !settings.json {
-        let found = report.problems.len() as u64 + report.more;
-        eprintln!(
-            "{}: {} case bodies and {} versions checked, {found} problem{}",
-            if found == 0 { "sound" } else { "damaged" },
-            report.bodies,
-            report.versions,
-            if found == 1 { "" } else { "s" }
-        );
-    }
-    Ok(if report.problems.is_empty() { Outcome::Ok } else { Outcome::Invalid })
-}

@@ -25,8 +25,8 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRo
 use sqlx::{AssertSqlSafe, Connection, Row};
 
 use crate::{
-    CaseBatches, CommitMode, CommitOutcome, CommitRequest, DatasetInfo, Diff, Event, ModifiedCase, Prepared, Ref,
-    Revision, Select, StoreError, VersionInfo, field_changes,
+    CaseBatches, CommitMode, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, ModifiedCase, Page,
+    Prepared, Ref, Revision, Select, StoreError, VersionInfo, field_changes,
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
@@ -468,12 +468,12 @@ impl crate::Store for PostgresStore {
         each: &mut dyn FnMut(Vec<String>) -> bool,
     ) -> Result<u64, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
-        let query = SelectQuery::new(select, id, version);
+        let query = SelectQuery::new(select, id, version, None);
         let mut conn = self.pool.acquire().await?;
         let mut rows = query.rows(&mut conn, query.rows_sql());
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
-        while let Some(body) = rows.next().await? {
+        while let Some((body, _, _)) = rows.next().await? {
             out.push(body);
             total += 1;
             if out.len() == batch && !each(std::mem::take(&mut out)) {
@@ -488,9 +488,36 @@ impl crate::Store for PostgresStore {
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
-        let query = SelectQuery::new(select, id, version);
+        let query = SelectQuery::new(select, id, version, None);
         let mut conn = self.pool.acquire().await?;
         query.count(&mut conn).await
+    }
+
+    async fn page(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let select = Select { filter: select.filter.clone(), limit: Some(size as u64) };
+        let query = SelectQuery::new(&select, id, version, after);
+        let mut conn = self.pool.acquire().await?;
+        let mut rows = query.rows(&mut conn, query.rows_sql());
+        let mut page = Page::default();
+        let mut last = None;
+        while let Some((body, ord, case)) = rows.next().await? {
+            page.bodies.push(body);
+            last = Some((ord, case));
+        }
+        if page.bodies.len() == size {
+            if let Some((ord, case)) = last {
+                page.next = Some(Cursor { ord, id: case_id(case)? });
+            }
+        }
+        Ok(page)
     }
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
@@ -615,9 +642,57 @@ impl crate::Store for PostgresStore {
         tx.commit().await?;
         Ok(())
     }
+
+    async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, version FROM tags WHERE dataset = $1 ORDER BY name")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(name, v)| (name, v as u64)).collect())
+    }
 }
 
 impl PostgresStore {
+    /// See [`crate::AnyStore::restore_log`].
+    pub async fn restore_log(
+        &self,
+        dataset: &str,
+        header: &DatasetHeader,
+        events: &[Event],
+        tags: &[(String, u64)],
+    ) -> Result<(), StoreError> {
+        let (id, _) = self.dataset_id(dataset).await?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
+        let header = serde_json::to_string(header).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        sqlx::query("UPDATE datasets SET header = $1 WHERE id = $2").bind(header).bind(id).execute(&mut *tx).await?;
+        for e in events {
+            sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, $4, $5)")
+                .bind(id)
+                .bind(&e.time)
+                .bind(&e.author)
+                .bind(&e.kind)
+                .bind(&e.detail)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (name, version) in tags {
+            sqlx::query(
+                "INSERT INTO tags (dataset, name, version) VALUES ($1, $2, $3)
+                 ON CONFLICT (dataset, name) DO UPDATE SET version = excluded.version",
+            )
+            .bind(id)
+            .bind(name)
+            .bind(*version as i64)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// [`crate::Store::commit`] on one connection: the input into a temporary table (its bodies
     /// written as it comes, see the module's comment), then the version in one transaction.
     async fn commit_on(
@@ -985,6 +1060,8 @@ struct SelectQuery {
     /// The filter in SQL.
     cond: Option<String>,
     params: Vec<casebook_filter::SqlParam>,
+    /// How many of `params` are the version's and the cursor's (the filter's follow).
+    base: usize,
     /// The filter and what it is tested on in memory.
     filter: Option<casebook_filter::Filter>,
     check: Check,
@@ -1002,10 +1079,19 @@ enum Check {
 }
 
 impl SelectQuery {
-    fn new(select: &Select, dataset: i64, version: u64) -> Self {
+    fn new(select: &Select, dataset: i64, version: u64, after: Option<&Cursor>) -> Self {
         use casebook_filter::{PgContext, SqlParam};
         let version = i64::try_from(version).unwrap_or(i64::MAX);
         let mut params = vec![SqlParam::Integer(dataset), SqlParam::Integer(version)];
+        // Left joins, which PostgreSQL drops when nothing reads them (every member has both).
+        let mut from = "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob
+                    WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)"
+            .to_owned();
+        if let Some(after) = after {
+            from.push_str(" AND m.ord >= $3 AND (m.ord > $3 OR m.case_id > $4)");
+            params.extend([SqlParam::Real(after.ord), SqlParam::Bytes(after.id.clone().into_bytes())]);
+        }
+        let base = params.len();
         let context = PgContext { body: "b.body", blob: "m.blob", facets: "f.facets" };
         let fragment = select.filter.as_ref().map(|f| f.to_postgres(&context, params.len() + 1));
         let (check, cond) = match fragment {
@@ -1017,23 +1103,19 @@ impl SelectQuery {
                 (if reads_json { Check::Guarded } else { Check::Sql }, Some(fragment.sql))
             }
         };
-        // Left joins, which PostgreSQL drops when nothing reads them (every member has both).
-        let from = "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob
-                    WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)"
-            .to_owned();
-        Self { from, cond, params, filter: select.filter.clone(), check, limit: select.limit }
+        Self { from, cond, params, base, filter: select.filter.clone(), check, limit: select.limit }
     }
 
     /// The SQL of the rows to read: each case's body and whether to test it in memory.
     fn rows_sql(&self) -> String {
         let (from, cond) = (&self.from, self.cond.as_deref().unwrap_or("true"));
         let mut sql = match self.check {
-            Check::Sql => format!("SELECT b.body, false {from} AND ({cond}) ORDER BY m.ord"),
-            Check::Memory => format!("SELECT b.body, true {from} ORDER BY m.ord"),
+            Check::Sql => format!("SELECT {ROW} false {from} AND ({cond}) ORDER BY m.ord, m.case_id"),
+            Check::Memory => format!("SELECT {ROW} true {from} ORDER BY m.ord, m.case_id"),
             // `CASE` so that PostgreSQL never reads the JSON of a case it cannot.
-            Check::Guarded => {
-                format!("SELECT b.body, f.nul {from} AND CASE WHEN f.nul THEN true ELSE ({cond}) END ORDER BY m.ord")
-            }
+            Check::Guarded => format!(
+                "SELECT {ROW} f.nul {from} AND CASE WHEN f.nul THEN true ELSE ({cond}) END ORDER BY m.ord, m.case_id"
+            ),
         };
         if let (Check::Sql, Some(limit)) = (self.check, self.limit) {
             sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
@@ -1048,7 +1130,8 @@ impl SelectQuery {
         mut query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
         use casebook_filter::SqlParam;
-        let named = if self.cond.as_deref().is_some_and(|cond| sql.contains(cond)) { self.params.len() } else { 2 };
+        let named =
+            if self.cond.as_deref().is_some_and(|cond| sql.contains(cond)) { self.params.len() } else { self.base };
         for param in &self.params[..named] {
             query = match param {
                 SqlParam::Integer(n) => query.bind(*n),
@@ -1061,7 +1144,7 @@ impl SelectQuery {
     }
 
     fn rows<'c>(&'c self, conn: &'c mut PgConnection, sql: String) -> Rows<'c> {
-        let query = self.bind(&sql, sqlx::query_as::<_, (String, bool)>(AssertSqlSafe(sql.clone())));
+        let query = self.bind(&sql, sqlx::query_as::<_, RowColumns>(AssertSqlSafe(sql.clone())));
         Rows { stream: query.fetch(conn), query: self, passed: 0 }
     }
 
@@ -1071,10 +1154,10 @@ impl SelectQuery {
         let limit = self.limit.map_or(String::new(), |l| format!(" LIMIT {}", i64::try_from(l).unwrap_or(i64::MAX)));
         let (in_sql, in_memory) = match self.check {
             Check::Sql => (Some(format!("SELECT 1 {from} AND ({cond}){limit}")), None),
-            Check::Memory => (None, Some(format!("SELECT b.body, true {from}"))),
+            Check::Memory => (None, Some(format!("SELECT {ROW} true {from}"))),
             Check::Guarded => (
                 Some(format!("SELECT 1 {from} AND NOT f.nul AND ({cond}){limit}")),
-                Some(format!("SELECT b.body, true {from} AND f.nul")),
+                Some(format!("SELECT {ROW} true {from} AND f.nul")),
             ),
         };
         let mut total = 0;
@@ -1094,19 +1177,25 @@ impl SelectQuery {
     }
 }
 
-/// The rows of a [`SelectQuery`], with its in-memory tests and limit applied.
+/// What [`Rows`] reads of each case: its body, its place, its id; and whether to test it in
+/// memory.
+const ROW: &str = "b.body, m.ord, m.case_id,";
+type RowColumns = (String, f64, Vec<u8>, bool);
+
+/// The rows of a [`SelectQuery`], with its in-memory tests and limit applied: each case's body
+/// and its place in the version.
 struct Rows<'c> {
-    stream: futures_util::stream::BoxStream<'c, Result<(String, bool), sqlx::Error>>,
+    stream: futures_util::stream::BoxStream<'c, Result<RowColumns, sqlx::Error>>,
     query: &'c SelectQuery,
     passed: u64,
 }
 
 impl Rows<'_> {
-    async fn next(&mut self) -> Result<Option<String>, StoreError> {
+    async fn next(&mut self) -> Result<Option<(String, f64, Vec<u8>)>, StoreError> {
         if self.query.limit.is_some_and(|limit| self.passed >= limit) {
             return Ok(None);
         }
-        while let Some((body, in_memory)) = self.stream.try_next().await? {
+        while let Some((body, ord, id, in_memory)) = self.stream.try_next().await? {
             if in_memory {
                 let value: Value = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 if !self.query.filter.as_ref().is_none_or(|f| f.matches_json(&value)) {
@@ -1114,7 +1203,7 @@ impl Rows<'_> {
                 }
             }
             self.passed += 1;
-            return Ok(Some(body));
+            return Ok(Some((body, ord, id)));
         }
         Ok(None)
     }

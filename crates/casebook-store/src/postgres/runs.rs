@@ -136,6 +136,21 @@ impl PostgresStore {
         crate::runs::one_run(reference, rows.iter().map(run_row).collect())
     }
 
+    /// See [`crate::AnyStore::run_rows`].
+    pub async fn run_rows(&self, id: &str) -> Result<Vec<ResultRow>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let base = run_key(&mut conn, id).await?;
+        let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(
+            "SELECT r.key - $1, r.result, encode(o.hash, 'hex'), o.output FROM run_results r
+             LEFT JOIN run_outputs o ON o.key = r.key WHERE r.key >= $1 AND r.key < $2 ORDER BY r.key",
+        )
+        .bind(base)
+        .bind(base + RUN_SPAN)
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(rows.into_iter().map(crate::runs::result_row).collect())
+    }
+
     /// The results of a run, in order.
     pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
         let mut conn = self.pool().acquire().await?;

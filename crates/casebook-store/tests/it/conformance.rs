@@ -440,3 +440,45 @@ pub async fn outputs_are_found_by_their_whole_run_hash(store: AnyStore) {
     let found = store.outputs(&[twin.clone(), H1.into()]).await.unwrap();
     assert_eq!(found, [Some("\"second\"".into()), Some("\"first\"".into())]);
 }
+
+/// Cursor paging walks a version in order, with or without a filter, and a cursor gives the
+/// same pages after later commits (a version never changes).
+pub async fn pages_walk_a_fixed_version(store: impl Store) {
+    let many: Vec<Case> = (0..23).map(|i| case(&format!("c{i:02}"), &format!("question {i}"))).collect();
+    created(&store, CommitMode::Replace, many.clone()).await;
+    let walk = |select: Select, size: usize| {
+        let store = &store;
+        async move {
+            let mut pages = Vec::new();
+            let mut after = None;
+            loop {
+                let page = store.page("support", 1, &select, after.as_ref(), size).await.unwrap();
+                let ids: Vec<String> =
+                    page.bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect();
+                assert!(ids.len() <= size);
+                pages.push(ids);
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => return pages,
+                }
+            }
+        }
+    };
+    let pages = walk(Select::all(), 5).await;
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [5, 5, 5, 5, 3]);
+    assert_eq!(pages.concat(), ids(&store, 1).await);
+    // A page that ends exactly at the end has an empty one after it.
+    assert_eq!(walk(Select::all(), 23).await.iter().map(Vec::len).collect::<Vec<_>>(), [23, 0]);
+    let odd = casebook_filter::Filter::parse(r#"input contains "1" or input matches "7$""#).unwrap();
+    let want: Vec<String> = many.iter().filter(|c| odd.matches(c)).map(|c| c.id.clone()).collect();
+    let filtered = Select { filter: Some(odd), limit: None };
+    assert_eq!(walk(filtered.clone(), 2).await.concat(), want);
+    // The head moves on: v1's pages are what they were.
+    let second = store.page("support", 1, &Select::all(), None, 5).await.unwrap().next.unwrap();
+    let before = store.page("support", 1, &Select::all(), Some(&second), 5).await.unwrap();
+    created(&store, CommitMode::Upsert, vec![case("c00x", "between"), case("c05", "edited")]).await;
+    created(&store, CommitMode::Remove(vec!["c06".into(), "c07".into()]), vec![]).await;
+    let after = store.page("support", 1, &Select::all(), Some(&second), 5).await.unwrap();
+    assert_eq!(before, after);
+    assert_eq!(walk(Select::all(), 5).await.concat(), ids(&store, 1).await);
+}

@@ -60,6 +60,7 @@ conformance!(
     cancelled_input_writes_nothing,
     filters_select_what_they_select_in_memory,
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
+    pages_walk_a_fixed_version,
 );
 
 macro_rules! run_conformance {
@@ -242,4 +243,102 @@ async fn a_commit_cut_off_with_its_connection_writes_no_version() {
     let store = PostgresStore::open(&url).await.unwrap();
     assert_eq!(store.resolve("support", &casebook_store::Ref::Latest).await.unwrap().number, 1);
     assert_eq!(store.count("support", 1, &Select::all()).await.unwrap(), 1);
+}
+
+/// Everything a store holds, as its reading calls give it back.
+async fn everything(store: &AnyStore) -> Vec<String> {
+    let mut out = Vec::new();
+    for dataset in store.datasets().await.unwrap() {
+        let name = &dataset.name;
+        out.push(format!("{dataset:?}"));
+        out.push(format!("{:?}", store.events(name).await.unwrap()));
+        out.push(format!("{:?}", store.tags(name).await.unwrap()));
+        for version in store.versions(name).await.unwrap() {
+            out.push(format!("{version:?}"));
+            store
+                .bodies(name, version.number, &Select::all(), 100, &mut |bodies| {
+                    out.extend(bodies);
+                    true
+                })
+                .await
+                .unwrap();
+        }
+    }
+    for run in store.runs().await.unwrap() {
+        out.push(format!("{run:?}"));
+        out.push(format!("{:?}", store.run_rows(&run.id).await.unwrap()));
+    }
+    out
+}
+
+async fn with_history(store: &AnyStore) {
+    let first: Vec<_> = (0..30).map(|i| case(&format!("c{i}"), &format!("q{i}"))).collect();
+    let mut reordered = first.clone();
+    reordered.swap(0, 29);
+    reordered.insert(10, case("between", "b"));
+    let mut header = request(CommitMode::Upsert, "with a header");
+    header.header = Some(serde_json::from_value(serde_json::json!({"name": "support", "description": "d"})).unwrap());
+    store.commit(request(CommitMode::Replace, "first"), batches(first)).await.unwrap();
+    store.commit(header, batches(vec![case("c3", "edited"), case("new", "n")])).await.unwrap();
+    store.commit(request(CommitMode::Remove(vec!["c4".into()]), "rm"), batches(vec![])).await.unwrap();
+    store.commit(request(CommitMode::Replace, "reordered"), batches(reordered)).await.unwrap();
+    store.tag("support", 2, "prod", "tester", "2026-11-23T01:00:00Z").await.unwrap();
+    store.tag("support", 4, "prod", "tester", "2026-11-23T02:00:00Z").await.unwrap();
+    let mut other = request(CommitMode::Replace, "other");
+    other.dataset = "other".into();
+    store.commit(other, batches(vec![case("c3", "edited"), case("x", "y")])).await.unwrap();
+    store.begin_run("r-1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    let rows = [
+        casebook_store::ResultRow {
+            seq: 0,
+            result: "{\"a\":1}".into(),
+            output: Some((conformance::H1.into(), "\"o\"".into())),
+        },
+        casebook_store::ResultRow { seq: 1, result: "{\"b\":1}".into(), output: None },
+    ];
+    store.save_results("r-1", &rows).await.unwrap();
+    store.finish_run("r-1", "2026-11-23T10:01:00Z", "{\"n\":2}").await.unwrap();
+    store.begin_run("r-2", "smoke", "2026-11-23T11:00:00Z", "{}").await.unwrap();
+}
+
+/// `store copy` carries datasets with their whole history, log and tags, and runs with their
+/// results and outputs, from SQLite to PostgreSQL and back, ids unchanged; copying again copies
+/// nothing, a later version alone is copied alone, and diverged datasets are left alone.
+#[tokio::test]
+async fn a_copy_between_backends_holds_everything_and_copies_only_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = AnyStore::Sqlite(SqliteStore::create(&dir.path().join("a.db")).await.unwrap());
+    with_history(&sqlite).await;
+    let pg = AnyStore::Postgres(fresh().await);
+    let mut seen = Vec::new();
+    let report = casebook_store::copy(&sqlite, &pg, &mut |name, v, _| seen.push(format!("{name}@v{v}"))).await.unwrap();
+    assert_eq!(report.versions, 5);
+    assert_eq!(report.runs, 2);
+    assert_eq!(seen, ["other@v1", "support@v1", "support@v2", "support@v3", "support@v4"]);
+    assert_eq!(everything(&sqlite).await, everything(&pg).await);
+
+    let again = casebook_store::copy(&sqlite, &pg, &mut |_, _, _| {}).await.unwrap();
+    assert_eq!((again.versions, again.runs, again.runs_present), (0, 0, 2));
+    assert_eq!(again.up_to_date, ["other", "support"]);
+    assert_eq!(everything(&sqlite).await, everything(&pg).await);
+
+    sqlite.commit(request(CommitMode::Upsert, "later"), batches(vec![case("late", "l")])).await.unwrap();
+    let later = casebook_store::copy(&sqlite, &pg, &mut |_, _, _| {}).await.unwrap();
+    assert_eq!(later.versions, 1);
+    assert_eq!(everything(&sqlite).await, everything(&pg).await);
+
+    // And back, into a new embedded store.
+    let back = AnyStore::Sqlite(SqliteStore::create(&dir.path().join("b.db")).await.unwrap());
+    casebook_store::copy(&pg, &back, &mut |_, _, _| {}).await.unwrap();
+    assert_eq!(everything(&pg).await, everything(&back).await);
+
+    // A dataset whose versions differ in the target is reported and left as it is.
+    let mut elsewhere = request(CommitMode::Replace, "elsewhere");
+    elsewhere.dataset = "third".into();
+    back.commit(elsewhere.clone(), batches(vec![case("a", "1")])).await.unwrap();
+    pg.commit(elsewhere, batches(vec![case("a", "2")])).await.unwrap();
+    let before = everything(&back).await;
+    let diverged = casebook_store::copy(&pg, &back, &mut |_, _, _| {}).await.unwrap();
+    assert_eq!(diverged.diverged, ["third"]);
+    assert_eq!(everything(&back).await, before);
 }

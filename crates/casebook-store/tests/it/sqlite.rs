@@ -41,6 +41,7 @@ conformance!(
     cancelled_input_writes_nothing,
     filters_select_what_they_select_in_memory,
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
+    pages_walk_a_fixed_version,
 );
 
 macro_rules! run_conformance {

@@ -1,0 +1,102 @@
+//! `casebook store …`: looking after stores themselves: `check` one, `copy` one into another.
+
+use std::fmt::Write as _;
+
+use anyhow::Context;
+use casebook_store::AnyStore;
+
+use crate::Outcome;
+use crate::args::CopyArgs;
+use crate::settings::Global;
+use crate::stores;
+
+/// `casebook store check`.
+pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let store = stores::open(settings, &runtime)?;
+    let report = runtime.block_on(store.check())?;
+    runtime.block_on(store.close());
+    let text = if settings.json {
+        format!("{}\n", serde_json::to_string(&report)?)
+    } else {
+        let mut out = String::new();
+        for problem in &report.problems {
+            let _ = writeln!(out, "{problem}");
+        }
+        if report.more > 0 {
+            let _ = writeln!(out, "… and {} more", report.more);
+        }
+        out
+    };
+    crate::write_stdout(&text)?;
+    if !settings.quiet && !settings.json {
+        let found = report.problems.len() as u64 + report.more;
+        eprintln!(
+            "{}: {} case bodies and {} versions checked, {found} problem{}",
+            if found == 0 { "sound" } else { "damaged" },
+            report.bodies,
+            report.versions,
+            if found == 1 { "" } else { "s" }
+        );
+    }
+    Ok(if report.problems.is_empty() { Outcome::Ok } else { Outcome::Invalid })
+}
+
+/// `casebook store copy FROM TO`.
+pub fn copy(settings: &Global, args: CopyArgs) -> anyhow::Result<Outcome> {
+    let (from, to) = (stores::named(&args.from), stores::named(&args.to));
+    if from == to {
+        anyhow::bail!("`{}` and `{}` are the same store: name two stores", stores::shown(&from), stores::shown(&to));
+    }
+    let runtime = stores::runtime()?;
+    let source = runtime
+        .block_on(AnyStore::open(&from))
+        .with_context(|| format!("cannot open the store to copy from, `{}`", stores::shown(&from)))?;
+    // The target is made if it is not there yet, as `init` makes one.
+    let target = runtime
+        .block_on(AnyStore::create(&to))
+        .with_context(|| format!("cannot open or make the store to copy into, `{}`", stores::shown(&to)))?;
+    if target.is_read_only() {
+        return Err(casebook_store::StoreError::ReadOnly(target.name().into()).into());
+    }
+    let quiet = settings.quiet;
+    let report = runtime.block_on(casebook_store::copy(&source, &target, &mut |name, number, head| {
+        if !quiet {
+            eprintln!("copied {name}@v{number} (of v{head})");
+        }
+    }));
+    runtime.block_on(source.close());
+    runtime.block_on(target.close());
+    let report = report.with_context(|| format!("the copy into `{}` stopped", stores::shown(&to)))?;
+    let mut out = String::new();
+    if settings.json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&report)?);
+    } else {
+        let plural = |n: u64, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+        let _ = writeln!(
+            out,
+            "copied {} ({}) and {} into {}",
+            plural(report.versions, "version"),
+            plural(report.cases, "case"),
+            plural(report.runs, "run"),
+            stores::shown(&to)
+        );
+        if !report.up_to_date.is_empty() {
+            let _ = writeln!(out, "already there: {}", report.up_to_date.join(", "));
+        }
+        if report.runs_present > 0 {
+            let _ = writeln!(out, "runs already there: {}", report.runs_present);
+        }
+    }
+    crate::write_stdout(&out)?;
+    if !report.diverged.is_empty() {
+        eprintln!(
+            "error: left alone, their versions in `{}` differ from the source's: {} \
+             (copy them into another store, or remove them there first)",
+            stores::shown(&to),
+            report.diverged.join(", ")
+        );
+        return Ok(Outcome::Invalid);
+    }
+    Ok(Outcome::Ok)
+}

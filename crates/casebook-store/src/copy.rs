@@ -1,0 +1,140 @@
+//! `casebook store copy FROM TO`: every dataset with its whole history, log and tags, and every
+//! run with its results and outputs, from one store to another of either backend.
+//!
+//! A version is copied by committing its cases, in order, on the copy of its parent, with its
+//! author, time and message: the commit makes the same version, so its content id must come out
+//! the same, and the copy stops if it does not. What the target holds already is kept and not
+//! copied again: a dataset whose versions there are the first ones of the source's gets the
+//! ones after them; a dataset whose versions differ from the source's is left alone and
+//! reported (the stores have diverged; nothing is overwritten). Runs are copied by id.
+
+use serde::Serialize;
+
+use crate::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Event, Select, Store, StoreError};
+
+/// Cases a batch of a copied version carries.
+const BATCH: usize = 2000;
+
+/// What a copy did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct CopyReport {
+    /// Versions copied, over all datasets.
+    pub versions: u64,
+    /// Cases committed (each version's whole list).
+    pub cases: u64,
+    /// Datasets the target held already, as far as the source's head.
+    pub up_to_date: Vec<String>,
+    /// Datasets left alone: their versions in the target differ from the source's.
+    pub diverged: Vec<String>,
+    pub runs: u64,
+    /// Runs the target held already.
+    pub runs_present: u64,
+}
+
+/// Copies what `to` lacks of `from`; `progress` hears of each version as it is copied.
+pub async fn copy(
+    from: &AnyStore,
+    to: &AnyStore,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<CopyReport, StoreError> {
+    let mut report = CopyReport::default();
+    for dataset in from.datasets().await? {
+        let name = dataset.name.as_str();
+        let source = from.versions(name).await?;
+        let present = match to.versions(name).await {
+            Ok(versions) => versions,
+            Err(StoreError::NoDataset(..)) => Vec::new(),
+            Err(err) => return Err(err),
+        };
+        let shared = present.iter().zip(&source).take_while(|(a, b)| a.id == b.id).count();
+        if shared < present.len() {
+            report.diverged.push(dataset.name.clone());
+            continue;
+        }
+        if shared == source.len() {
+            report.up_to_date.push(dataset.name.clone());
+        }
+        for version in &source[shared..] {
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            let request = CommitRequest {
+                dataset: dataset.name.clone(),
+                header: None,
+                mode: CommitMode::Replace,
+                parent: Some(version.parent.unwrap_or(0)),
+                author: version.author.clone(),
+                time: version.time.clone(),
+                message: version.message.clone(),
+            };
+            // The version is read a page at a time as it is committed.
+            let read = async move {
+                let mut after = None;
+                let mut n = 0u64;
+                loop {
+                    let page = from.page(name, version.number, &Select::all(), after.as_ref(), BATCH).await?;
+                    n += page.bodies.len() as u64;
+                    let batch = page
+                        .bodies
+                        .iter()
+                        .map(|body| crate::prepare(&crate::parse_body(body)?))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    if !batch.is_empty() && tx.send(Ok(batch)).await.is_err() {
+                        // The commit stopped; it says why.
+                        return Ok(n);
+                    }
+                    match page.next {
+                        Some(next) => after = Some(next),
+                        None => return Ok::<_, StoreError>(n),
+                    }
+                }
+            };
+            let (read, written) = tokio::join!(read, to.commit(request, rx));
+            let made = match written? {
+                CommitOutcome::Created(made) => made,
+                CommitOutcome::Unchanged(_) => {
+                    return Err(StoreError::Corrupt(format!(
+                        "`{name}` v{} of the source makes no new version when copied",
+                        version.number
+                    )));
+                }
+            };
+            let cases = read?;
+            if made.id != version.id || made.number != version.number {
+                return Err(StoreError::Corrupt(format!(
+                    "`{name}` v{} ({}) copies as v{} ({}): the copy stopped there",
+                    version.number,
+                    &version.id[..12.min(version.id.len())],
+                    made.number,
+                    &made.id[..12.min(made.id.len())]
+                )));
+            }
+            report.versions += 1;
+            report.cases += cases;
+            progress(name, version.number, source.len() as u64);
+        }
+        // The log: the header as it is now, the events the target lacks, and the tags.
+        let events = from.events(name).await?;
+        let have = to.events(name).await?;
+        let missing: Vec<Event> = if events.starts_with(&have) { events[have.len()..].to_vec() } else { Vec::new() };
+        let tags = from.tags(name).await?;
+        if !missing.is_empty() || tags != to.tags(name).await? || dataset.header != to.header(name).await? {
+            to.restore_log(name, &dataset.header, &missing, &tags).await?;
+        }
+    }
+    let present: std::collections::HashSet<String> = to.runs().await?.into_iter().map(|r| r.id).collect();
+    for run in from.runs().await? {
+        if present.contains(&run.id) {
+            report.runs_present += 1;
+            continue;
+        }
+        let rows = from.run_rows(&run.id).await?;
+        to.begin_run(&run.id, &run.experiment, &run.started, &run.meta).await?;
+        for chunk in rows.chunks(BATCH) {
+            to.save_results(&run.id, chunk).await?;
+        }
+        if let (Some(finished), Some(summary)) = (&run.finished, &run.summary) {
+            to.finish_run(&run.id, finished, summary).await?;
+        }
+        report.runs += 1;
+    }
+    Ok(report)
+}
