@@ -422,3 +422,24 @@ fn history_says_when_a_case_was_removed_and_added_again() {
     let back = history.find("in v3–head\n  v3 by tester at 2026-11-23T10:00:00Z: back\n  (added)").expect("back");
     assert!(removed < back, "{history}");
 }
+
+#[test]
+fn an_export_never_writes_a_file_its_own_reader_refuses() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let data = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&data));
+    let out = run(cb(&dir).args(["export", "qa", "--to", "agenthealth"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("case `a` lacks what `agenthealth` requires: `category`, `difficulty`, `expectedOutcomes`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("or export to another format"), "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    let out = run(cb(&dir).args(["export", "qa", "--to", "letta", "--where", "id == \"none\""]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(out.stderr.contains("`qa@v1` has no cases, and a `letta` file must hold at least one"), "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+}
