@@ -95,6 +95,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     };
     let (_tx, rx) = tokio::sync::mpsc::channel(1);
     let outcome = runtime.block_on(store.commit(request, rx));
+    runtime.block_on(store.close());
     report_commit(settings, outcome)
 }
 
@@ -227,6 +228,9 @@ fn commit_file(
         message,
     };
     let outcome = runtime.block_on(store.commit(request, batch_rx));
+    // Closing checkpoints the write-ahead log into the database: the next command need not
+    // read it, and the file alone holds the store.
+    runtime.block_on(store.close());
     let errors = match reader.join() {
         Ok(result) => result?,
         Err(_) => anyhow::bail!("the reader thread failed"),
