@@ -444,9 +444,11 @@ fn an_export_never_writes_a_file_its_own_reader_refuses() {
     assert_eq!(out.stdout, "");
 }
 
-/// Writes 8 KB of garbage over the page of `store.db` that holds `marker` and the page after
-/// it, as a failing disk or a stray write would; returns the damaged file's bytes.
-fn damage_the_page_holding(dir: &Folder, marker: &str) -> Vec<u8> {
+/// Writes 8 KB of garbage over the first page of `store.db` of type `kind` (SQLite's page type
+/// byte: 0x0D a table's rows, 0x0A the rows of a table without row ids, such as `members`) that
+/// holds `marker`, and the page after it, as a failing disk or a stray write would; returns the
+/// damaged file's bytes.
+fn damage_the_page_holding(dir: &Folder, marker: &str, kind: u8) -> Vec<u8> {
     let store = dir.join(".casebook/store.db");
     assert!(!dir.join(".casebook/store.db-wal").exists(), "the last command left its log: the file is not the store");
     let mut bytes = fs_err::read(&store).expect("the store");
@@ -455,8 +457,13 @@ fn damage_the_page_holding(dir: &Folder, marker: &str) -> Vec<u8> {
         1 => 65536,
         size => usize::from(size),
     };
-    let at = bytes.windows(marker.len()).position(|w| w == marker.as_bytes()).expect("the marker is in the file");
-    let start = at / page * page;
+    let start = bytes
+        .windows(marker.len())
+        .enumerate()
+        .filter(|(_, w)| *w == marker.as_bytes())
+        .map(|(at, _)| at / page * page)
+        .find(|&start| start > 0 && bytes[start] == kind)
+        .expect("the marker is on a page of that kind");
     assert!(start > 0 && start + 2 * page < bytes.len(), "the marker is in the middle of the file");
     for (i, b) in bytes[start..start + 8192].iter_mut().enumerate() {
         *b = (i * 7 + 13) as u8;
@@ -480,7 +487,7 @@ fn a_write_on_a_damaged_page_fails_cleanly_and_writes_nothing() {
     let rows: String = (0..400).map(|i| row(i, "a")).collect();
     let data = dir.file("big.jsonl", &rows);
     ok(cb(&dir).args(["import", "--dataset", "big"]).arg(&data));
-    let damaged = damage_the_page_holding(&dir, "marker-200-");
+    let damaged = damage_the_page_holding(&dir, "marker-200-", 0x0D);
 
     let said_damaged = |out: &crate::cli::Run, what: &str| {
         assert_eq!(out.status, Some(2), "{what}: {out:?}");
@@ -508,4 +515,23 @@ fn a_write_on_a_damaged_page_fails_cleanly_and_writes_nothing() {
     assert!(out.stderr.contains("the store is damaged"), "{}", out.stderr);
     let out = run(cb(&dir).args(["store", "check"]));
     assert_eq!(out.status, Some(1), "{out:?}");
+
+    // The same with the page of `members` that holds a case's row: `put` of a new content.
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let other = dir.file("other.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "other"]).arg(&other));
+    let rows: String = (0..2000).map(|i| format!("{{\"id\": \"member-{i}\", \"input\": \"q\"}}\n")).collect();
+    let data = dir.file("big.jsonl", &rows);
+    ok(cb(&dir).args(["import", "--dataset", "big"]).arg(&data));
+    let damaged = damage_the_page_holding(&dir, "member-1000", 0x0A);
+    let one = dir.file("one.jsonl", "{\"id\": \"member-1000\", \"input\": \"changed\"}\n");
+    let out = run(cb(&dir).args(["put", "big"]).arg(&one));
+    assert_eq!(out.status, Some(2), "put: {out:?}");
+    for words in ["the store is damaged", "nothing was written", "run `casebook store check`"] {
+        assert!(out.stderr.contains(words), "put: `{words}` not in {}", out.stderr);
+    }
+    assert_eq!(fs_err::read(dir.join(".casebook/store.db")).expect("the store"), damaged, "put wrote");
+    assert!(ok(cb(&dir).args(["log", "big"])).contains("v1"));
+    assert!(ok(cb(&dir).args(["export", "other", "--to", "letta", "-q"])).contains("Capital of France?"));
 }
