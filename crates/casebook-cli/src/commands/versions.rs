@@ -105,6 +105,7 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
+    runtime.block_on(store.close());
     crate::write_stdout(&if settings.json {
         format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
     } else {
