@@ -201,6 +201,42 @@ fn shipped_context_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<C
     Some(ContextItem { kind: None, source, content: content?, metadata: None })
 }
 
+/// What the Agent Health importer (and so casebook's reader) requires that a written case
+/// `item` lacks: `category` and `difficulty` in the shipped shape, and `expectedOutcomes`
+/// unless the case has a legacy `expectedTrajectory`.
+pub fn required(item: &Map) -> Vec<crate::write::Required> {
+    use crate::write::Required;
+    let mut missing = Vec::new();
+    let documented = item
+        .get("labels")
+        .and_then(Value::as_array)
+        .is_some_and(|labels| labels.iter().any(Value::is_object))
+        || ["version", "createdAt"].iter().any(|k| item.contains_key(*k))
+        || item.get("context").and_then(Value::as_array).is_some_and(|c| c.iter().any(|i| i.get("content").is_some()));
+    if !documented {
+        if !item.contains_key("category") {
+            missing.push(Required { field: "category", how: "a `category:…` label (e.g. `category:RCA`)".into() });
+        }
+        match item.get("difficulty").and_then(Value::as_str) {
+            Some(d) if DIFFICULTIES.contains(&d) => {}
+            found => missing.push(Required {
+                field: "difficulty",
+                how: match found {
+                    Some(d) => format!("a `difficulty:…` label of `Easy`, `Medium` or `Hard` (not `{}`)", excerpt(d)),
+                    None => "a `difficulty:…` label (`Easy`, `Medium` or `Hard`)".into(),
+                },
+            }),
+        }
+    }
+    if !item.contains_key("expectedOutcomes") && !item.contains_key("expectedTrajectory") {
+        missing.push(Required {
+            field: "expectedOutcomes",
+            how: "expected outcomes (`expected.outcomes`: what the agent should do)".into(),
+        });
+    }
+    missing
+}
+
 pub fn write_case(case: &Case) -> (Map, Lost) {
     let layout = layout::layout_for(case, NAME);
     let documented = layout::text(layout, "shape") == Some("documented");

@@ -9,7 +9,7 @@ use casebook_model::{Code, DatasetHeader, Diagnostic};
 
 use crate::read::{Batch, Consumer, Flow, Input, ReadError, ReadOptions, Start, read};
 use crate::tabular::ColumnMap;
-use crate::write::{Beside, Encoded, Encoder, SeedFiles, Writer};
+use crate::write::{Beside, Encoded, Encoder, SeedFiles, Writer, empty_refusal, refusal};
 use crate::{Format, Syntax};
 
 /// What to convert to.
@@ -123,6 +123,21 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 line_offset: Some(loc.line_offset),
             });
         }
+        for (i, missing) in &encoded.missing {
+            let loc = batch.locs[*i];
+            let (message, hint) = refusal(self.target.format, &batch.cases[*i].id, missing, "convert");
+            batch.diagnostics.push(Diagnostic {
+                severity: Code::MissingField.severity(),
+                code: Code::MissingField,
+                message,
+                file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
+                line: loc.line,
+                column: loc.column,
+                pointer: String::new(),
+                hint: Some(hint),
+                line_offset: Some(loc.line_offset),
+            });
+        }
         for d in &batch.diagnostics {
             if d.is_error() {
                 self.summary.errors += 1;
@@ -180,6 +195,25 @@ pub fn convert<'w>(
     read(input, opts, &work, &mut converter)?;
     if let Some(err) = converter.io_error.take() {
         return Err(ReadError::Io(err));
+    }
+    if converter.summary.written == 0 && converter.summary.errors == 0 && target.format.needs_cases() {
+        // The reader took the input (a casebook document or an Agent Health array may be
+        // empty), but the output would be a file its own reader refuses.
+        let (message, hint) = empty_refusal(target.format, "the dataset", "convert");
+        let refused = Diagnostic {
+            severity: Code::EmptyDataset.severity(),
+            code: Code::EmptyDataset,
+            message,
+            file: input.display.clone(),
+            line: 1,
+            column: 1,
+            pointer: String::new(),
+            hint: Some(hint),
+            line_offset: Some(0),
+        };
+        converter.summary.errors += 1;
+        let progress = Progress { bytes: 0, cases: converter.summary.cases };
+        (converter.on_batch)(std::slice::from_ref(&refused), &progress);
     }
     if let Some(writer) = converter.writer.take() {
         let kept = writer.finish(converter.final_header.as_ref())?;

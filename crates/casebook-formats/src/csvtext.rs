@@ -4,6 +4,38 @@
 
 use std::borrow::Cow;
 
+/// Bytes looked at one by one before a search is handed to `memchr`: a `memchr` call has a
+/// setup cost that dominates when the bytes looked for are dense (a cell of doubled quotes),
+/// so dense runs are walked and sparse ones searched; either way a scan stays linear and fast.
+const NEAR: usize = 16;
+
+/// Position of the first `a` at or after `from`.
+fn find(a: u8, bytes: &[u8], from: usize) -> Option<usize> {
+    let near = bytes.len().min(from + NEAR);
+    if let Some(i) = bytes.get(from..near)?.iter().position(|&b| b == a) {
+        return Some(from + i);
+    }
+    memchr::memchr(a, &bytes[near..]).map(|i| near + i)
+}
+
+/// How many quotes follow one another from `at`.
+fn quote_run(bytes: &[u8], at: usize) -> usize {
+    let mut end = at;
+    while bytes.get(end) == Some(&b'"') {
+        end += 1;
+    }
+    end - at
+}
+
+/// Position of the first `a` or `b` at or after `from`.
+fn find2(a: u8, b: u8, bytes: &[u8], from: usize) -> Option<usize> {
+    let near = bytes.len().min(from + NEAR);
+    if let Some(i) = bytes.get(from..near)?.iter().position(|&c| c == a || c == b) {
+        return Some(from + i);
+    }
+    memchr::memchr2(a, b, &bytes[near..]).map(|i| near + i)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Field {
     /// Byte range of the field in the text, quotes included.
@@ -21,19 +53,24 @@ impl Field {
         }
         let inner = &raw[1..raw.len() - 1];
         // Inside a quoted cell every quote is doubled: keep one of each pair.
-        let Some(first) = memchr::memchr(b'"', inner.as_bytes()) else { return Cow::Borrowed(inner) };
+        let bytes = inner.as_bytes();
+        let Some(mut at) = find(b'"', bytes, 0) else { return Cow::Borrowed(inner) };
         let mut out = String::with_capacity(inner.len());
-        let mut rest = inner;
-        let mut at = first;
+        let mut done = 0;
         loop {
-            out.push_str(&rest[..=at]);
-            rest = rest.get(at + 2..).unwrap_or("");
-            match memchr::memchr(b'"', rest.as_bytes()) {
+            // A run of quotes stands for half as many (a run is whole pairs in a valid cell).
+            let run = quote_run(bytes, at);
+            out.push_str(&inner[done..at]);
+            for _ in 0..run.div_ceil(2) {
+                out.push('"');
+            }
+            done = (at + run.div_ceil(2) * 2).min(inner.len());
+            match find(b'"', bytes, done) {
                 Some(next) => at = next,
                 None => break,
             }
         }
-        out.push_str(rest);
+        out.push_str(&inner[done..]);
         Cow::Owned(out)
     }
 
@@ -43,10 +80,10 @@ impl Field {
         if self.quoted {
             let inner = &text.as_bytes()[self.start + 1..self.end.saturating_sub(1).max(self.start + 1)];
             let mut i = 0;
-            while let Some(q) = memchr::memchr(b'"', &inner[i..]) {
+            while let Some(q) = find(b'"', inner, i) {
                 // Position in the value of the quote this pair stands for.
-                pairs.push(i + q - pairs.len());
-                i += q + 2;
+                pairs.push(q - pairs.len());
+                i = q + 2;
             }
         }
         Offsets { start: self.content_offset(), pairs }
@@ -107,7 +144,7 @@ impl Iterator for Records<'_> {
             if bytes.get(self.pos) == Some(&b'"') {
                 let mut i = self.pos + 1;
                 loop {
-                    match memchr::memchr(b'"', &bytes[i..]) {
+                    match find(b'"', bytes, i) {
                         None => {
                             self.pos = bytes.len();
                             return Some(Err(CsvError {
@@ -116,10 +153,12 @@ impl Iterator for Records<'_> {
                             }));
                         }
                         Some(q) => {
-                            i += q;
-                            if bytes.get(i + 1) == Some(&b'"') {
-                                i += 2;
-                            } else {
+                            // Quotes pair up from the left: an even run is all doubled quotes,
+                            // an odd one ends with the closing quote.
+                            let run = quote_run(bytes, q);
+                            i = q + run;
+                            if run % 2 == 1 {
+                                i -= 1;
                                 break;
                             }
                         }
@@ -188,9 +227,13 @@ pub fn complete_prefix_lines(bytes: &[u8]) -> Option<(usize, u64)> {
     let mut in_quotes = false;
     let mut last = None;
     let mut lines = 0;
-    for i in memchr::memchr2_iter(b'"', b'\n', bytes) {
+    let mut from = 0;
+    while let Some(i) = find2(b'"', b'\n', bytes, from) {
+        from = i + 1;
         if bytes[i] == b'"' {
-            in_quotes = !in_quotes;
+            let run = quote_run(bytes, i);
+            from = i + run;
+            in_quotes ^= run % 2 == 1;
             continue;
         }
         lines += 1;
@@ -260,6 +303,17 @@ mod tests {
         // `1` is at 6 in the value and at 11 in the text.
         assert_eq!((offsets.raw(0), offsets.raw(1), offsets.raw(6)), (3, 4, 11));
         assert_eq!(&text[11..12], "1");
+    }
+
+    #[test]
+    fn runs_of_quotes_pair_up_from_the_left() {
+        let text = "\"a\"\"\"\"b\",\"\"\"\",\"\",\"\"\"\"\"\"\"\"\"\"\"\"\"\"\nx\n";
+        assert_eq!(cells(text), vec![vec!["a\"\"b", "\"", "", "\"\"\"\"\"\""], vec!["x"]]);
+        let field = records(text).next().unwrap().unwrap().1[0];
+        // `b` is at 3 in the value and at 6 in the text.
+        assert_eq!(field.offsets(text).raw(3), 6);
+        assert_eq!(complete_prefix_lines(text.as_bytes()), Some((text.len(), 2)));
+        assert_eq!(complete_prefix_lines(b"\"\"\"\n\"\"\"\"\n"), None);
     }
 
     #[test]

@@ -49,6 +49,14 @@ impl Format {
         }
     }
 
+    /// Whether a file of this format must hold at least one case: casebook's readers refuse an
+    /// empty letta, mas-lab, VoltAgent or CSV file (letta-evals and mas-lab run the cases of a
+    /// file, and a CSV file without rows has no columns either); a casebook document and an
+    /// Agent Health array may be empty (with a warning).
+    pub fn needs_cases(self) -> bool {
+        !matches!(self, Format::Casebook | Format::AgentHealth)
+    }
+
     /// The syntax to write: the one the output path's extension names, if this format has it.
     pub fn syntax_for(self, path: Option<&Path>) -> Syntax {
         let wanted = path.and_then(Syntax::from_path);

@@ -31,4 +31,4 @@ pub use convert::{ConvertSummary, Progress, Target, convert, csv_columns};
 pub use format::{Format, Syntax};
 pub use read::{Batch, Consumer, Flow, Input, Loc, ReadError, ReadOptions, Start, Summary, read};
 pub use tabular::ColumnMap;
-pub use write::{Beside, Encoded, Encoder, SeedFiles, Writer};
+pub use write::{Beside, Encoded, Encoder, Required, SeedFiles, Writer, empty_refusal, refusal};

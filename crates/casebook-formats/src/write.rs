@@ -53,10 +53,46 @@ pub struct Encoded {
     pub bytes: Vec<u8>,
     /// Cases (by index in the batch) with fields the target format cannot hold.
     pub lost: Vec<(usize, Vec<std::borrow::Cow<'static, str>>)>,
+    /// Cases (by index in the batch) not written because they lack what the target format
+    /// requires, whether the conversion is lossy or not (see [`refusal`]).
+    pub missing: Vec<(usize, Vec<Required>)>,
     /// Cases written.
     pub written: usize,
     /// Seed files to write beside the output ([`SeedFiles::Write`]): path and document.
     pub seed_files: Vec<(String, Value)>,
+}
+
+/// Something a format requires that a case does not have: the field, and how to give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Required {
+    pub field: &'static str,
+    pub how: String,
+}
+
+/// The message and hint for a case `id` that lacks what `format` requires; `verb` is what the
+/// user does (`convert`, `export`).
+pub fn refusal(format: Format, id: &str, missing: &[Required], verb: &str) -> (String, String) {
+    let fields: Vec<String> = missing.iter().map(|m| format!("`{}`", m.field)).collect();
+    let mut how: Vec<&str> = missing.iter().map(|m| m.how.as_str()).collect();
+    how.dedup();
+    let how = match how.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    (
+        format!("case `{}` lacks what `{format}` requires: {}", casebook_model::excerpt(id), fields.join(", ")),
+        format!("give the case {how}, or {verb} to another format"),
+    )
+}
+
+/// The message and hint for an output of `format` that would hold no case: `what` is the
+/// dataset (`the dataset`, `qa@v2`), `verb` what the user does (`convert`, `export`).
+pub fn empty_refusal(format: Format, what: &str, verb: &str) -> (String, String) {
+    (
+        format!("{what} has no cases, and a `{format}` file must hold at least one"),
+        format!("add a case, or {verb} to `casebook`, which can hold an empty dataset"),
+    )
 }
 
 pub struct Encoder {
@@ -204,8 +240,13 @@ impl Encoder {
                     lost
                 }
                 _ => {
+                    let mut missing = Vec::new();
                     let (item, lost) = match self.format {
-                        Format::AgentHealth => agenthealth::write_case(case),
+                        Format::AgentHealth => {
+                            let (item, lost) = agenthealth::write_case(case);
+                            missing = agenthealth::required(&item);
+                            (item, lost)
+                        }
                         Format::Voltagent => voltagent::write_item(case),
                         Format::Maslab => {
                             let (mut item, lost) = maslab::write_item(case);
@@ -227,11 +268,14 @@ impl Encoder {
                         }
                         _ => (native_value(case), Lost::default()),
                     };
-                    if self.keep(&lost) {
+                    if missing.is_empty() && self.keep(&lost) {
                         text.clear();
                         self.document_item(&mut text, &Value::Object(item));
                         out.bytes.extend_from_slice(text.as_bytes());
                         out.written += 1;
+                    }
+                    if !missing.is_empty() {
+                        out.missing.push((i, missing));
                     }
                     lost
                 }

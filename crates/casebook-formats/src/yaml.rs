@@ -55,6 +55,7 @@ pub fn parse_streaming<'a>(
         anchors: HashMap::new(),
         depth: 0,
         values: 0,
+        alias_bytes: 0,
         open: Vec::new(),
         paths: paths.to_vec(),
         on,
@@ -120,11 +121,13 @@ impl<'a> Offsets<'a> {
 struct Builder<'a, 'b> {
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     offsets: Offsets<'a>,
-    /// Anchored nodes and how many values each holds.
-    anchors: HashMap<usize, (Node<'a>, usize)>,
+    /// Anchored nodes, and how many values and bytes of text each holds ([`Size`]).
+    anchors: HashMap<usize, (Node<'a>, Size)>,
     depth: usize,
     /// Values produced so far, aliases counted in full, against [`MAX_VALUES`].
     values: usize,
+    /// Bytes of text (strings, keys, numbers) aliases have added, against [`MAX_ALIAS_BYTES`].
+    alias_bytes: usize,
     /// The containers being built, outermost first.
     open: Vec<Open<'a>>,
     paths: Vec<&'static [&'static str]>,
@@ -133,6 +136,9 @@ struct Builder<'a, 'b> {
 
 /// Aliases can make a small file expand exponentially ("billion laughs"): refuse beyond this.
 const MAX_VALUES: usize = 2_000_000;
+/// Aliases of long strings expand a small file to gigabytes in few values: the text they add
+/// is capped too.
+const MAX_ALIAS_BYTES: usize = 64 << 20;
 
 impl<'a> Builder<'a, '_> {
     fn next(&mut self) -> Result<(Event<'a>, Span), YamlError> {
@@ -203,11 +209,24 @@ impl<'a> Builder<'a, '_> {
                 let Some((node, size)) = self.anchors.get(&id) else {
                     return Err(YamlError { offset, message: "alias to an unknown anchor".into(), too_deep: false });
                 };
-                self.values += size;
+                self.values = self.values.saturating_add(size.values);
+                self.alias_bytes = self.alias_bytes.saturating_add(size.bytes);
                 if self.values > MAX_VALUES {
                     return Err(YamlError {
                         offset,
-                        message: format!("aliases expand this document beyond {MAX_VALUES} values"),
+                        message: format!(
+                            "aliases expand this document beyond {MAX_VALUES} values: write fewer aliases, or the values themselves"
+                        ),
+                        too_deep: false,
+                    });
+                }
+                if self.alias_bytes > MAX_ALIAS_BYTES {
+                    return Err(YamlError {
+                        offset,
+                        message: format!(
+                            "aliases expand this document by more than {} MiB of text: write fewer aliases, or the values themselves",
+                            MAX_ALIAS_BYTES >> 20
+                        ),
                         too_deep: false,
                     });
                 }
@@ -281,7 +300,7 @@ impl<'a> Builder<'a, '_> {
         };
         self.values += 1;
         if anchor != 0 {
-            self.anchors.insert(anchor, (node.clone(), count(&node)));
+            self.anchors.insert(anchor, (node.clone(), size(&node)));
         }
         Ok(node)
     }
@@ -333,13 +352,33 @@ impl<'a> Builder<'a, '_> {
     }
 }
 
-/// How many values a node holds, itself included.
-fn count(node: &Node<'_>) -> usize {
-    1 + match &node.value {
-        NodeValue::Array(items) => items.iter().map(count).sum(),
-        NodeValue::Object(entries) => entries.iter().map(|e| count(&e.value)).sum(),
-        _ => 0,
+/// What an alias of a node adds to the document.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    /// Values, the node included.
+    values: usize,
+    /// Bytes of text: strings, numbers and keys.
+    bytes: usize,
+}
+
+fn size(node: &Node<'_>) -> Size {
+    let mut size = Size { values: 1, bytes: 0 };
+    let mut add = |s: Size| {
+        size.values = size.values.saturating_add(s.values);
+        size.bytes = size.bytes.saturating_add(s.bytes);
+    };
+    match &node.value {
+        NodeValue::Array(items) => items.iter().for_each(|item| add(self::size(item))),
+        NodeValue::Object(entries) => {
+            for e in entries {
+                add(Size { values: 0, bytes: e.key.len() });
+                add(self::size(&e.value));
+            }
+        }
+        NodeValue::String(s) | NodeValue::Number(s) => add(Size { values: 0, bytes: s.len() }),
+        NodeValue::Null | NodeValue::Bool(_) => {}
     }
+    size
 }
 
 /// Resolves a scalar to a typed value (YAML 1.2 core schema, strict).

@@ -117,6 +117,11 @@ impl SqliteStore {
                 };
                 let actual = match self.version_id(dataset, &name, number, parent.as_deref()).await {
                     Ok(actual) => actual,
+                    // What the damage is, without the advice to run this check.
+                    Err(StoreError::Damaged(detail)) => {
+                        report.problem(format!("`{name}` v{number} cannot be read: {detail}"));
+                        break;
+                    }
                     Err(err) => {
                         report.problem(format!("`{name}` v{number} cannot be read: {err}"));
                         break;

@@ -201,12 +201,35 @@ pub enum StoreError {
     UnreadSeedFile { case: String, file: String },
     #[error(transparent)]
     Canon(#[from] casebook_canon::CanonError),
+    /// SQLite found a damaged page (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), or a commit found that
+    /// what it would build on is not what was stored. The transaction was rolled back.
+    #[error("the store is damaged ({0}): nothing was written; run `casebook store check` to see what is wrong")]
+    Damaged(String),
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("cannot prepare the store: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// What [`StoreError::Damaged`] says of a file SQLite does not take for a database.
+pub(crate) const NOT_A_DATABASE: &str = "SQLite: file is not a database";
+
+impl From<sqlx::Error> for StoreError {
+    /// Damage SQLite reports is said as such, from whichever query met it.
+    fn from(err: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(e) = &err {
+            // SQLite's primary result codes are the low byte of the extended ones.
+            let code = e.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff);
+            match code {
+                Some(11) => return StoreError::Damaged(format!("SQLite: {}", e.message())),
+                Some(26) => return StoreError::Damaged(NOT_A_DATABASE.into()),
+                _ => {}
+            }
+        }
+        StoreError::Database(err)
+    }
 }
 
 /// A case ready to be stored: its id, content id and body. Preparing is the costly part of a

@@ -131,6 +131,10 @@ impl SqliteStore {
         let store = Self { pool, path: path.to_owned(), read_only: access == Access::ReadOnly };
         store.migrate(access).await.map_err(|e| match e {
             StoreError::Database(e) => on(path, e),
+            // The first read of a file that is not a database at all.
+            StoreError::Damaged(detail) if detail == crate::NOT_A_DATABASE => {
+                StoreError::NotAStore(path.to_owned(), "it is not an SQLite database".into())
+            }
             other => other,
         })?;
         Ok(store)
@@ -257,8 +261,7 @@ fn on(path: &Path, err: sqlx::Error) -> StoreError {
     match code.map(|c| c & 0xff) {
         Some(8) => StoreError::ReadOnly(path.to_owned()),
         Some(26) => StoreError::NotAStore(path.to_owned(), "it is not an SQLite database".into()),
-        Some(11) => StoreError::Corrupt(format!("the database file `{}` is damaged", path.display())),
-        _ => StoreError::Database(err),
+        _ => StoreError::from(err),
     }
 }
 
@@ -278,8 +281,16 @@ fn version_info(dataset: &str, r: &sqlx::sqlite::SqliteRow) -> VersionInfo {
     }
 }
 
+fn damaged_body(err: serde_json::Error) -> StoreError {
+    StoreError::Damaged(format!("a stored case cannot be read back: {err}"))
+}
+
+fn damaged_header(err: serde_json::Error) -> StoreError {
+    StoreError::Damaged(format!("a dataset header cannot be read back: {err}"))
+}
+
 fn parse_case(body: &str) -> Result<Case, StoreError> {
-    serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
+    serde_json::from_str(body).map_err(damaged_body)
 }
 
 /// How a commit is journaled.
@@ -374,6 +385,7 @@ async fn load(
     let mut cases = cases.into_iter().peekable();
     while cases.peek().is_some() {
         let mut chunk: Vec<Prepared> = cases.by_ref().take(ROWS).collect();
+        let lengths: Vec<i64> = chunk.iter().map(|c| c.body.len() as i64).collect();
         let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
@@ -435,20 +447,30 @@ async fn load(
             .bind(last)
             .execute(&mut **tx)
             .await?;
-            let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+            // A body stored before is reused as it is: the row the content-id index points at
+            // must be there, be JSON and have the body's length, or the new version would be
+            // built on a damaged page (SQLite reads a row only when asked for its columns).
+            let values = vec!["(?, ?, ?, ?)"; chunk.len()].join(", ");
             let columns = match list {
                 ListIn::Incoming => "v.column1, b.id, v.column3".to_owned(),
                 ListIn::FirstVersion(dataset) => format!("{dataset}, v.column1, 1, NULL, b.id, v.column3"),
             };
             let sql = format!(
-                "{insert} SELECT {columns} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2"
+                "{insert} SELECT {columns} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2
+                 WHERE octet_length(b.body) = v.column4 AND json_valid(b.body)"
             );
             let mut query = sqlx::query(AssertSqlSafe(sql));
-            for case in &mut chunk {
-                query = query.bind(std::mem::take(&mut case.id)).bind(&case.content_id[..]).bind(*pos);
+            for (case, length) in chunk.iter_mut().zip(&lengths) {
+                query = query.bind(std::mem::take(&mut case.id)).bind(&case.content_id[..]).bind(*pos).bind(*length);
                 *pos += 1;
             }
-            query.execute(&mut **tx).await?;
+            let listed = query.execute(&mut **tx).await?.rows_affected();
+            if listed != chunk.len() as u64 {
+                return Err(StoreError::Damaged(format!(
+                    "{} of the case bodies this commit reuses are missing or not what was stored",
+                    chunk.len() as u64 - listed
+                )));
+            }
         }
     }
     Ok(())
@@ -464,7 +486,7 @@ impl crate::Store for SqliteStore {
                     name: r.get("name"),
                     head: r.get::<i64, _>("head") as u64,
                     cases: r.get::<i64, _>("cases") as u64,
-                    header: serde_json::from_str(r.get("header")).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                    header: serde_json::from_str(r.get("header")).map_err(damaged_header)?,
                 })
             })
             .collect()
@@ -565,7 +587,7 @@ impl crate::Store for SqliteStore {
             .fetch_optional(&self.pool)
             .await?;
         let Some(header) = header else { return Err(self.no_dataset(dataset).await) };
-        serde_json::from_str(&header).map_err(|e| StoreError::Corrupt(e.to_string()))
+        serde_json::from_str(&header).map_err(damaged_header)
     }
 
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
@@ -722,8 +744,8 @@ impl crate::Store for SqliteStore {
                 (Some(_), None) => diff.removed.push(case_id),
                 (Some((a, _)), Some((b, _))) if a == b => diff.moved.push(case_id),
                 (Some((_, old)), Some((_, new))) => {
-                    let old: Value = serde_json::from_str(&old).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                    let new: Value = serde_json::from_str(&new).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    let old: Value = serde_json::from_str(&old).map_err(damaged_body)?;
+                    let new: Value = serde_json::from_str(&new).map_err(damaged_body)?;
                     diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
                 }
                 (None, None) => {}
@@ -1049,6 +1071,12 @@ impl SqliteStore {
         .await?;
         let (added, removed, modified): (i64, i64, i64) = (counts.get(0), counts.get(1), counts.get(2));
         let head_info = if head > 0 { self.version_row_tx(&mut tx, &request.dataset, id, head).await? } else { None };
+        // The new version's id hashes its parent's: a head that cannot be read is not built on.
+        if head > 0
+            && !head_info.as_ref().is_some_and(|h| h.id.len() == 64 && h.id.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            return Err(StoreError::Damaged(format!("the head of `{}`, v{head}, cannot be read", request.dataset)));
+        }
         if added + removed + modified == 0 && !reordered && head > 0 {
             tx.rollback().await?;
             return Ok(CommitOutcome::Unchanged(head_info));

@@ -303,6 +303,21 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
                     line_offset: None,
                 });
             }
+            for (i, missing) in &encoded.missing {
+                errors += 1;
+                let (message, hint) = casebook_formats::refusal(args.write.to, &cases[*i].id, missing, "export");
+                reporter.emit(&Diagnostic {
+                    severity: Code::MissingField.severity(),
+                    code: Code::MissingField,
+                    message,
+                    file: place.clone(),
+                    line: 0,
+                    column: 0,
+                    pointer: String::new(),
+                    hint: Some(hint),
+                    line_offset: None,
+                });
+            }
             write(&encoded)
         }))?
     };
@@ -311,6 +326,21 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     writer.finish(None)?;
     runtime.block_on(store.close());
+    if total == 0 && errors == 0 && args.write.to.needs_cases() {
+        let (message, hint) = casebook_formats::empty_refusal(args.write.to, &format!("`{place}`"), "export");
+        reporter.emit(&Diagnostic {
+            severity: Code::EmptyDataset.severity(),
+            code: Code::EmptyDataset,
+            message,
+            file: place.clone(),
+            line: 0,
+            column: 0,
+            pointer: String::new(),
+            hint: Some(hint),
+            line_offset: None,
+        });
+        errors += 1;
+    }
     if errors > 0 {
         return Ok(Outcome::Invalid);
     }

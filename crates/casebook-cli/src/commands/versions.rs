@@ -99,6 +99,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     };
     let (_tx, rx) = tokio::sync::mpsc::channel(1);
     let outcome = runtime.block_on(store.commit(request, rx));
+    runtime.block_on(store.close());
     report_commit(settings, outcome)
 }
 
@@ -108,6 +109,7 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
+    runtime.block_on(store.close());
     crate::write_stdout(&if settings.json {
         format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
     } else {
@@ -231,6 +233,9 @@ fn commit_file(
         message,
     };
     let outcome = runtime.block_on(store.commit(request, batch_rx));
+    // Closing checkpoints the write-ahead log into the database: the next command need not
+    // read it, and the file alone holds the store.
+    runtime.block_on(store.close());
     let errors = match reader.join() {
         Ok(result) => result?,
         Err(_) => anyhow::bail!("the reader thread failed"),

@@ -233,3 +233,34 @@ fn a_killed_convert_s_temporary_file_is_removed_by_the_next_one() {
     assert_eq!(out.status, Some(0), "{out:?}");
     assert_eq!(temporaries(&dir), Vec::<String>::new());
 }
+
+#[test]
+fn a_conversion_never_writes_a_file_its_own_reader_refuses() {
+    let dir = Folder::new();
+    // An Agent Health case needs a category, a difficulty and expected outcomes.
+    let file = dir.file("cases.jsonl", "{\"id\": \"a\", \"input\": \"why?\"}\n");
+    let out = dir.join("out.json");
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "agenthealth", "--lossy", "-o"]).arg(&out));
+    r.expect_status(1);
+    assert!(
+        r.stderr.contains("case `a` lacks what `agenthealth` requires: `category`, `difficulty`, `expectedOutcomes`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("give the case a `category:…` label"), "{}", r.stderr);
+    assert!(!out.exists(), "out.json must not be created");
+    // An empty dataset, which a letta file cannot be.
+    let file = dir.file("empty.json", "[]\n");
+    let out = dir.join("out.jsonl");
+    let r = run(casebook()
+        .arg("convert")
+        .arg(&file)
+        .args(["--from", "agenthealth", "--to", "letta", "--format", "json", "-o"])
+        .arg(&out));
+    r.expect_status(1);
+    let errors: Vec<_> = r.stderr_diagnostics().into_iter().filter(|d| d["severity"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{r:?}");
+    assert_eq!(errors[0]["code"], "E-empty-dataset");
+    assert_eq!(message(&errors[0]), "the dataset has no cases, and a `letta` file must hold at least one");
+    assert!(!out.exists(), "out.jsonl must not be created");
+}

@@ -422,3 +422,116 @@ fn history_says_when_a_case_was_removed_and_added_again() {
     let back = history.find("in v3–head\n  v3 by tester at 2026-11-23T10:00:00Z: back\n  (added)").expect("back");
     assert!(removed < back, "{history}");
 }
+
+#[test]
+fn an_export_never_writes_a_file_its_own_reader_refuses() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let data = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&data));
+    let out = run(cb(&dir).args(["export", "qa", "--to", "agenthealth"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains("case `a` lacks what `agenthealth` requires: `category`, `difficulty`, `expectedOutcomes`"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("or export to another format"), "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    let out = run(cb(&dir).args(["export", "qa", "--to", "letta", "--where", "id == \"none\""]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    assert!(out.stderr.contains("`qa@v1` has no cases, and a `letta` file must hold at least one"), "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+}
+
+/// Writes 8 KB of garbage over the first page of `store.db` of type `kind` (SQLite's page type
+/// byte: 0x0D a table's rows, 0x0A the rows of a table without row ids, such as `members`) that
+/// holds `marker`, and the page after it, as a failing disk or a stray write would; returns the
+/// damaged file's bytes.
+fn damage_the_page_holding(dir: &Folder, marker: &str, kind: u8) -> Vec<u8> {
+    let store = dir.join(".casebook/store.db");
+    assert!(!dir.join(".casebook/store.db-wal").exists(), "the last command left its log: the file is not the store");
+    let mut bytes = fs_err::read(&store).expect("the store");
+    // The page size is at offset 16 of the header, big-endian (1 stands for 65536).
+    let page = match u16::from_be_bytes([bytes[16], bytes[17]]) {
+        1 => 65536,
+        size => usize::from(size),
+    };
+    let start = bytes
+        .windows(marker.len())
+        .enumerate()
+        .filter(|(_, w)| *w == marker.as_bytes())
+        .map(|(at, _)| at / page * page)
+        .find(|&start| start > 0 && bytes[start] == kind)
+        .expect("the marker is on a page of that kind");
+    assert!(start > 0 && start + 2 * page < bytes.len(), "the marker is in the middle of the file");
+    for (i, b) in bytes[start..start + 8192].iter_mut().enumerate() {
+        *b = (i * 7 + 13) as u8;
+    }
+    fs_err::write(&store, &bytes).expect("damage the store");
+    bytes
+}
+
+#[test]
+fn a_write_on_a_damaged_page_fails_cleanly_and_writes_nothing() {
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let other = dir.file("other.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "other"]).arg(&other));
+    let row = |i: usize, answer: &str| {
+        format!(
+            "{{\"id\": \"c{i}\", \"input\": \"question {i}: marker-{i}-{}\", \"ground_truth\": \"{answer}\"}}\n",
+            "x".repeat(300)
+        )
+    };
+    let rows: String = (0..400).map(|i| row(i, "a")).collect();
+    let data = dir.file("big.jsonl", &rows);
+    ok(cb(&dir).args(["import", "--dataset", "big"]).arg(&data));
+    let damaged = damage_the_page_holding(&dir, "marker-200-", 0x0D);
+
+    let said_damaged = |out: &crate::cli::Run, what: &str| {
+        assert_eq!(out.status, Some(2), "{what}: {out:?}");
+        for words in ["the store is damaged", "nothing was written", "run `casebook store check`"] {
+            assert!(out.stderr.contains(words), "{what}: `{words}` not in {}", out.stderr);
+        }
+        assert_eq!(fs_err::read(dir.join(".casebook/store.db")).expect("the store"), damaged, "{what} wrote");
+    };
+    // `put` of a case whose body is stored on the damaged page: the commit would reuse it.
+    let one = dir.file("one.jsonl", row(200, "a"));
+    said_damaged(&run(cb(&dir).args(["put", "big"]).arg(&one)), "put");
+    // The same with a new case beside it, and a whole-dataset import that changes one case.
+    let two = dir.file("two.jsonl", format!("{}{}", row(200, "a"), row(1000, "new")));
+    said_damaged(&run(cb(&dir).args(["put", "big"]).arg(&two)), "put of two");
+    let changed: String = (0..400).map(|i| row(i, if i == 3 { "b" } else { "a" })).collect();
+    let changed = dir.file("changed.jsonl", changed);
+    said_damaged(&run(cb(&dir).args(["import", "--dataset", "big"]).arg(&changed)), "import");
+    // Reading what the damage did not reach still works; reading what it did says so.
+    let log = ok(cb(&dir).args(["log", "big"]));
+    assert!(log.contains("v1") && !log.contains("v2"), "{log}");
+    let exported = ok(cb(&dir).args(["export", "other", "--to", "letta", "-q"]));
+    assert!(exported.contains("Capital of France?"), "{exported}");
+    let out = run(cb(&dir).args(["export", "big", "--to", "letta", "-q"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("the store is damaged"), "{}", out.stderr);
+    let out = run(cb(&dir).args(["store", "check"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+
+    // The same with the page of `members` that holds a case's row: `put` of a new content.
+    let dir = Folder::new();
+    ok(cb(&dir).arg("init"));
+    let other = dir.file("other.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "other"]).arg(&other));
+    let rows: String = (0..2000).map(|i| format!("{{\"id\": \"member-{i}\", \"input\": \"q\"}}\n")).collect();
+    let data = dir.file("big.jsonl", &rows);
+    ok(cb(&dir).args(["import", "--dataset", "big"]).arg(&data));
+    let damaged = damage_the_page_holding(&dir, "member-1000", 0x0A);
+    let one = dir.file("one.jsonl", "{\"id\": \"member-1000\", \"input\": \"changed\"}\n");
+    let out = run(cb(&dir).args(["put", "big"]).arg(&one));
+    assert_eq!(out.status, Some(2), "put: {out:?}");
+    for words in ["the store is damaged", "nothing was written", "run `casebook store check`"] {
+        assert!(out.stderr.contains(words), "put: `{words}` not in {}", out.stderr);
+    }
+    assert_eq!(fs_err::read(dir.join(".casebook/store.db")).expect("the store"), damaged, "put wrote");
+    assert!(ok(cb(&dir).args(["log", "big"])).contains("v1"));
+    assert!(ok(cb(&dir).args(["export", "other", "--to", "letta", "-q"])).contains("Capital of France?"));
+}

@@ -353,3 +353,34 @@ async fn check_finds_bodies_and_versions_changed_behind_its_back() {
     assert!(report.problems.iter().any(|p| p.starts_with("`support` v1 is stored as ")), "{report:?}");
     assert!(!report.problems.iter().any(|p| p.contains("v3")), "{report:?}");
 }
+
+#[tokio::test]
+async fn a_commit_does_not_build_on_a_reused_body_that_was_changed() {
+    // Damage SQLite cannot see: a body rewritten behind the store's back (as a stray write into
+    // an overflow page would), which the content-id index still finds. A commit that would reuse
+    // it writes nothing.
+    for garbage in ["'{not json' || substr(body, 10)", "substr(body, 2) || '}'", "'{}'"] {
+        let (dir, store) = fresh().await;
+        created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+        let pool = raw(&dir).await;
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE blobs SET body = {garbage} WHERE id = (SELECT blob FROM members WHERE case_id = 'b')"
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        // `b` again, unchanged (its body is reused), with a new case beside it.
+        let outcome = conformance::commit(&store, CommitMode::Upsert, vec![case("b", "2"), case("c", "3")]).await;
+        match outcome {
+            Err(err @ StoreError::Damaged(_)) => assert_eq!(
+                err.to_string(),
+                "the store is damaged (1 of the case bodies this commit reuses are missing or not what was stored): \
+                 nothing was written; run `casebook store check` to see what is wrong",
+                "{garbage}"
+            ),
+            other => panic!("{garbage}: {other:?}"),
+        }
+        assert_eq!(store.versions("support").await.unwrap().len(), 1, "{garbage}");
+    }
+}
