@@ -182,3 +182,66 @@ pub fn to_native(file: &Path) -> (Run, Vec<Value>) {
 pub fn ids(cases: &[Value]) -> Vec<&str> {
     cases.iter().map(|c| c["id"].as_str().unwrap_or_else(|| panic!("no string id in {c}"))).collect()
 }
+
+/// A new, empty database on the PostgreSQL server the test command starts
+/// (`CASEBOOK_TEST_POSTGRES`); its URL. Without the server the test fails: it is never skipped.
+pub fn postgres_database() -> String {
+    use sqlx::Connection;
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::env::var("CASEBOOK_TEST_POSTGRES").unwrap_or_else(|_| {
+        panic!("CASEBOOK_TEST_POSTGRES is not set: run the tests with `scripts/test.sh`, which starts PostgreSQL")
+    });
+    let (server, _) = base.rsplit_once('/').expect("a URL with a database");
+    let name = format!(
+        "cli_{}_{}_{}",
+        std::process::id(),
+        COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut admin = sqlx::PgConnection::connect(&base).await.expect("the test server answers");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
+    });
+    format!("{server}/{name}")
+}
+
+/// Where a test keeps its store: the embedded one in the test's folder, or a fresh database on
+/// the PostgreSQL server the test command starts.
+pub enum Backend {
+    Embedded,
+    Postgres(String),
+}
+
+impl Backend {
+    pub fn postgres() -> Self {
+        Backend::Postgres(postgres_database())
+    }
+
+    /// [`cb`] on this store.
+    pub fn cb(&self, dir: &Folder) -> Command {
+        let mut cmd = cb(dir);
+        if let Backend::Postgres(url) = self {
+            cmd.env("CASEBOOK_STORE", url);
+        }
+        cmd
+    }
+}
+
+/// Each test function (taking a `&Backend`) as a test on each store.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(#[test]
+            fn $name() {
+                super::$name(&$crate::cli::Backend::Embedded);
+            })*
+        }
+        mod postgres {
+            $(#[test]
+            fn $name() {
+                super::$name(&$crate::cli::Backend::postgres());
+            })*
+        }
+    };
+}

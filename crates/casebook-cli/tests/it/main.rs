@@ -2,6 +2,7 @@
 //! Every test writes its input into a temporary folder, runs the real binary with `NO_COLOR=1`
 //! and checks the exit status and the diagnostics, down to the line and column they name.
 
+#[macro_use]
 mod cli;
 
 mod convert;

@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, cb, run};
+use crate::cli::{Backend, Folder, cb, run};
 
 /// A fake agent: what it answers, and every request body it was sent.
 #[derive(Clone)]
@@ -112,6 +112,12 @@ fn summary(stdout: &str) -> Value {
     serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("the summary is JSON")
 }
 
+on_both!(
+    finished_runs_are_reused_and_regrade_calls_no_agent,
+    seed_files_are_read_for_files_and_kept_with_stored_versions,
+    runs_are_named_by_prefix_latest_and_previous,
+);
+
 #[test]
 fn no_expectation_reaches_the_agent() {
     let dir = Folder::new();
@@ -140,19 +146,18 @@ fn no_expectation_reaches_the_agent() {
     );
 }
 
-#[test]
-fn finished_runs_are_reused_and_regrade_calls_no_agent() {
+fn finished_runs_are_reused_and_regrade_calls_no_agent(b: &Backend) {
     let dir = Folder::new();
     let (url, bodies) = serve(Behaviour::Shout);
     let exp = experiment(&dir, &url, "");
-    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
-    assert_eq!(run(cb(&dir).arg("run").arg(&exp).arg("-q")).status, Some(0));
+    assert_eq!(run(b.cb(&dir).arg("init")).status, Some(0));
+    assert_eq!(run(b.cb(&dir).arg("run").arg(&exp).arg("-q")).status, Some(0));
     assert_eq!(bodies.lock().expect("the lock").len(), 10);
     // The same experiment again: every output is stored, no agent is called.
-    let again = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    let again = run(b.cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
     assert_eq!(again.status, Some(0), "{again:?}");
     // The results name the dataset version they ran: the id the file has once imported.
-    let imported = run(cb(&dir).args(["import", "cases.jsonl", "--format", "json"]));
+    let imported = run(b.cb(&dir).args(["import", "cases.jsonl", "--format", "json"]));
     let version: Value = serde_json::from_str(imported.stdout.trim()).expect("the import's JSON");
     assert_eq!(summary(&again.stdout)["meta"]["dataset_version_id"], version["version"]["id"], "{imported:?}");
     assert_eq!(bodies.lock().expect("the lock").len(), 10);
@@ -161,20 +166,20 @@ fn finished_runs_are_reused_and_regrade_calls_no_agent() {
         "strict.yaml",
         format!("dataset: cases.jsonl\ntarget: '{url}'\nn_runs: 2\ngraders:\n  - {{kind: exact_match}}\n  - {{kind: contains, ignore_case: false}}\n"),
     );
-    let regraded = run(cb(&dir).arg("run").arg(&strict).args(["--regrade", "--format", "json"]));
+    let regraded = run(b.cb(&dir).arg("run").arg(&strict).args(["--regrade", "--format", "json"]));
     assert_eq!(bodies.lock().expect("the lock").len(), 10);
     assert_eq!(regraded.status, Some(1), "{regraded:?}");
     // A new target configuration is a new run hash: the agent is called again.
     let other = dir
         .file("other.yaml", format!("dataset: cases.jsonl\ntarget: '{url}?v=2'\ngraders: [{{kind: exact_match}}]\n"));
-    run(cb(&dir).arg("run").arg(&other).arg("-q"));
+    run(b.cb(&dir).arg("run").arg(&other).arg("-q"));
     assert_eq!(bodies.lock().expect("the lock").len(), 15);
 
     // The runs are stored and can be reported and compared.
-    let listed = run(cb(&dir).args(["results", "--list"]));
+    let listed = run(b.cb(&dir).args(["results", "--list"]));
     // A header line, then one line a run.
     assert_eq!(listed.stdout.lines().count(), 5, "{listed:?}");
-    let junit = run(cb(&dir).args(["results", "--as", "junit"]));
+    let junit = run(b.cb(&dir).args(["results", "--as", "junit"]));
     assert!(junit.stdout.contains("<testsuite"), "{junit:?}");
 }
 
@@ -335,8 +340,7 @@ fn a_letta_suite_runs_with_a_casebook_target() {
 /// Seed files are read from beside a dataset file, and kept with a stored version: a run of the
 /// stored dataset needs no file on disk, sends the agent the same seeds and has the same run
 /// hashes (so it reuses the file's outputs).
-#[test]
-fn seed_files_are_read_for_files_and_kept_with_stored_versions() {
+fn seed_files_are_read_for_files_and_kept_with_stored_versions(b: &Backend) {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/maslab");
     let dir = Folder::new();
     let dataset =
@@ -355,6 +359,7 @@ fn seed_files_are_read_for_files_and_kept_with_stored_versions() {
         hashes.sort();
         hashes
     };
+    // From the file, without a store.
     let out = run(cb(&dir)
         .arg("run")
         .args(["--no-grade", "--target", &url, "--report", "jsonl=file.jsonl", "--dataset"])
@@ -362,11 +367,11 @@ fn seed_files_are_read_for_files_and_kept_with_stored_versions() {
     assert_eq!(out.status, Some(0), "{out:?}");
     assert!(bodies.lock().expect("the lock").iter().any(|b| b.contains(&first)), "{first}");
 
-    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
-    assert_eq!(run(cb(&dir).arg("import").arg(&dataset).args(["--dataset", "trips"])).status, Some(0));
+    assert_eq!(run(b.cb(&dir).arg("init")).status, Some(0));
+    assert_eq!(run(b.cb(&dir).arg("import").arg(&dataset).args(["--dataset", "trips"])).status, Some(0));
     fs_err::remove_dir_all(dir.join("data")).expect("remove the files");
     bodies.lock().expect("the lock").clear();
-    let out = run(cb(&dir).args([
+    let out = run(b.cb(&dir).args([
         "run",
         "--no-grade",
         "--dataset",
@@ -410,14 +415,13 @@ fn a_run_that_grades_nothing_is_refused_or_reported_as_ungraded() {
 
 /// `results` and `compare` name runs by unique prefix, `latest` and `previous`; before any run,
 /// `results` says there is none yet.
-#[test]
-fn runs_are_named_by_prefix_latest_and_previous() {
+fn runs_are_named_by_prefix_latest_and_previous(b: &Backend) {
     let dir = Folder::new();
-    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
-    let out = run(cb(&dir).arg("results"));
+    assert_eq!(run(b.cb(&dir).arg("init")).status, Some(0));
+    let out = run(b.cb(&dir).arg("results"));
     assert_eq!(out.status, Some(2), "{out:?}");
     assert!(out.stderr.contains("no run yet: `casebook run` keeps its results in the store"), "{}", out.stderr);
-    let list = run(cb(&dir).args(["results", "--list"]));
+    let list = run(b.cb(&dir).args(["results", "--list"]));
     assert_eq!(list.status, Some(0), "{list:?}");
     assert!(list.stderr.contains("no run yet"), "{}", list.stderr);
 
@@ -425,26 +429,27 @@ fn runs_are_named_by_prefix_latest_and_previous() {
     let ids: Vec<String> = ["2026-11-23T10:00:00Z", "2026-11-23T11:00:00Z"]
         .iter()
         .map(|time| {
-            let out = run(cb(&dir)
+            let out = run(b
+                .cb(&dir)
                 .env("CASEBOOK_TIME", time)
                 .args(["run", "--format", "json", "--dataset", "cases.jsonl", "--target", "builtin:echo"])
                 .args(["--grader", "contains"]));
             summary(&out.stdout)["meta"]["run_id"].as_str().expect("a run id").to_owned()
         })
         .collect();
-    let list = run(cb(&dir).args(["results", "--list"]));
+    let list = run(b.cb(&dir).args(["results", "--list"]));
     assert!(list.stdout.starts_with("run  "), "{}", list.stdout);
     let id_of = |reference: &str| {
-        let out = run(cb(&dir).args(["results", "--format", "json", reference]));
+        let out = run(b.cb(&dir).args(["results", "--format", "json", reference]));
         assert_eq!(out.status, Some(0), "{reference}: {out:?}");
         summary(&out.stdout)["meta"]["run_id"].as_str().expect("a run id").to_owned()
     };
     assert_eq!(id_of("latest"), ids[1]);
     assert_eq!(id_of("previous"), ids[0]);
     assert_eq!(id_of(&ids[0][..18]), ids[0]);
-    let out = run(cb(&dir).args(["compare", "previous", "latest"]));
+    let out = run(b.cb(&dir).args(["compare", "previous", "latest"]));
     assert_eq!(out.status, Some(0), "{out:?}");
-    let out = run(cb(&dir).args(["results", "r-2026"]));
+    let out = run(b.cb(&dir).args(["results", "r-2026"]));
     assert_eq!(out.status, Some(2), "{out:?}");
     assert!(out.stderr.contains("names several runs"), "{}", out.stderr);
 }

@@ -6,13 +6,29 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::{Folder, casebook, cb, run};
+use crate::cli::{Backend, Folder, casebook, cb, run};
 
 /// The binary as a plain child process (to kill it, or to run several at once), with the same
 /// environment as [`cb`]: a `CASEBOOK_STORE` in the test's environment must not leak in.
 fn child(dir: &Folder) -> std::process::Command {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"));
     cmd.current_dir(dir.join("")).env("NO_COLOR", "1").env("CASEBOOK_AUTHOR", "tester").env_remove("CASEBOOK_STORE");
+    cmd
+}
+
+on_both!(
+    versions_diffs_and_exports,
+    bad_input_commits_nothing,
+    a_killed_import_leaves_the_previous_head_intact,
+    racing_commits_land_or_conflict,
+);
+
+/// [`child`] on the store `b` names.
+fn child_on(b: &Backend, dir: &Folder) -> std::process::Command {
+    let mut cmd = child(dir);
+    if let Backend::Postgres(url) = b {
+        cmd.env("CASEBOOK_STORE", url);
+    }
     cmd
 }
 
@@ -24,50 +40,50 @@ fn ok(cmd: &mut assert_cmd::Command) -> String {
 
 const V1: &str = "{\"id\": \"a\", \"input\": \"What is 2+2?\", \"ground_truth\": \"4\"}\n{\"id\": \"b\", \"input\": \"Capital of France?\", \"ground_truth\": \"Paris\"}\n";
 
-#[test]
-fn versions_diffs_and_exports() {
+fn versions_diffs_and_exports(b: &Backend) {
     let dir = Folder::new();
-    ok(cb(&dir).arg("init"));
+    ok(b.cb(&dir).arg("init"));
     let v1 = dir.file("qa.jsonl", V1);
-    assert!(ok(cb(&dir).args(["import", "--dataset", "qa", "-m", "first"]).arg(&v1)).starts_with("created qa v1 "));
+    assert!(ok(b.cb(&dir).args(["import", "--dataset", "qa", "-m", "first"]).arg(&v1)).starts_with("created qa v1 "));
     // The same content again: no version.
-    assert!(ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1)).starts_with("no change: qa v1 "));
+    assert!(ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1)).starts_with("no change: qa v1 "));
     let v2 = dir.file(
         "qa2.jsonl",
         V1.replace("Paris", "Paris, France") + "{\"id\": \"c\", \"input\": \"2*3?\", \"ground_truth\": \"6\"}\n",
     );
-    let created = ok(cb(&dir).args(["commit", "qa"]).arg(&v2).args(["-m", "more"]));
+    let created = ok(b.cb(&dir).args(["commit", "qa"]).arg(&v2).args(["-m", "more"]));
     assert!(created.contains("v2") && created.contains("+1 -0 ~1"), "{created}");
 
-    let diff = ok(cb(&dir).args(["diff", "qa@v1", "qa@latest"]));
+    let diff = ok(b.cb(&dir).args(["diff", "qa@v1", "qa@latest"]));
     assert_eq!(diff, "qa v1 → v2\n+ c\n~ b\n    /expected/output: \"Paris\" → \"Paris, France\"\n");
-    let json: Value = serde_json::from_str(&ok(cb(&dir).args(["diff", "qa@v1", "qa@v2", "--format", "json"]))).unwrap();
+    let json: Value =
+        serde_json::from_str(&ok(b.cb(&dir).args(["diff", "qa@v1", "qa@v2", "--format", "json"]))).unwrap();
     assert_eq!(json["diff"]["added"], serde_json::json!(["c"]));
 
     // An old version exports as it was, in the letta shape it came in.
-    ok(cb(&dir).args(["tag", "qa@v1", "prod"]));
-    let exported = ok(cb(&dir).args(["export", "qa@prod", "--to", "letta", "-q"]));
+    ok(b.cb(&dir).args(["tag", "qa@v1", "prod"]));
+    let exported = ok(b.cb(&dir).args(["export", "qa@prod", "--to", "letta", "-q"]));
     let rows: Vec<Value> = exported.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let original: Vec<Value> = V1.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(rows, original);
 
-    let log = ok(cb(&dir).args(["log", "qa"]));
+    let log = ok(b.cb(&dir).args(["log", "qa"]));
     assert!(log.contains("v2 ") && log.contains("more") && log.contains("prod: v1"), "{log}");
     // Each content of the case as a block: where it was, who made it and why, what changed.
-    let history = ok(cb(&dir).args(["history", "qa", "b"]));
+    let history = ok(b.cb(&dir).args(["history", "qa", "b"]));
     let blocks: Vec<&str> = history.split("\n\n").filter(|b| !b.trim().is_empty()).collect();
     assert_eq!(blocks.len(), 2, "{history}");
     assert!(blocks[0].contains("in v1–v1\n  v1 by tester at 2026-11-23T10:00:00Z: first\n  (added)"), "{history}");
     assert!(blocks[1].contains("in v2–head\n  v2 by tester at 2026-11-23T10:00:00Z: more\n"), "{history}");
     assert!(blocks[1].contains("  /expected/output: \"Paris\" → \"Paris, France\""), "{history}");
-    let json: Vec<Value> = ok(cb(&dir).args(["history", "qa", "b", "--format", "json"]))
+    let json: Vec<Value> = ok(b.cb(&dir).args(["history", "qa", "b", "--format", "json"]))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(json[1]["changes"][0]["new"], "Paris, France");
     assert_eq!(json[1]["case"]["expected"]["output"], "Paris, France");
     assert_eq!(json[0]["message"], "first");
-    let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
+    let datasets = ok(b.cb(&dir).args(["datasets", "--format", "json"]));
     let first: Value = serde_json::from_str(datasets.lines().next().unwrap()).unwrap();
     assert_eq!(
         (first["name"].as_str(), first["head"].as_u64(), first["cases"].as_u64()),
@@ -75,29 +91,28 @@ fn versions_diffs_and_exports() {
     );
 
     // rm and put touch only their cases.
-    ok(cb(&dir).args(["rm", "qa", "a"]));
+    ok(b.cb(&dir).args(["rm", "qa", "a"]));
     let put = dir.file("put.jsonl", "{\"id\": \"d\", \"input\": \"new\"}\n");
-    ok(cb(&dir).args(["put", "qa"]).arg(&put));
-    let ids: Vec<String> = ok(cb(&dir).args(["export", "qa", "--to", "casebook", "-q"]))
+    ok(b.cb(&dir).args(["put", "qa"]).arg(&put));
+    let ids: Vec<String> = ok(b.cb(&dir).args(["export", "qa", "--to", "casebook", "-q"]))
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(ids, ["b", "c", "d"]);
-    let case: Value = serde_json::from_str(&ok(cb(&dir).args(["show", "qa@v1", "b"]))).unwrap();
+    let case: Value = serde_json::from_str(&ok(b.cb(&dir).args(["show", "qa@v1", "b"]))).unwrap();
     assert_eq!(case["expected"]["output"], "Paris");
 }
 
-#[test]
-fn bad_input_commits_nothing() {
+fn bad_input_commits_nothing(b: &Backend) {
     let dir = Folder::new();
-    ok(cb(&dir).arg("init"));
+    ok(b.cb(&dir).arg("init"));
     let v1 = dir.file("qa.jsonl", V1);
-    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     let bad = dir.file("bad.jsonl", format!("{V1}{{\"id\": \"c\", \"input\": 3\n"));
-    let out = run(cb(&dir).args(["commit", "qa"]).arg(&bad));
+    let out = run(b.cb(&dir).args(["commit", "qa"]).arg(&bad));
     assert_eq!(out.status, Some(1), "{out:?}");
     assert!(out.stderr.contains("nothing was committed"), "{}", out.stderr);
-    assert!(ok(cb(&dir).args(["log", "qa"])).lines().count() == 1);
+    assert!(ok(b.cb(&dir).args(["log", "qa"])).lines().count() == 1);
 }
 
 #[test]
@@ -109,30 +124,34 @@ fn no_store_is_a_usage_error_that_says_what_to_do() {
 }
 
 /// A commit killed at any point leaves the previous head as it was.
-#[test]
-fn a_killed_import_leaves_the_previous_head_intact() {
+fn a_killed_import_leaves_the_previous_head_intact(b: &Backend) {
     let dir = Folder::new();
-    ok(cb(&dir).arg("init"));
+    ok(b.cb(&dir).arg("init"));
     let v1 = dir.file("qa.jsonl", V1);
-    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     // A file that takes a while to commit.
     let big: String = (0..150_000)
         .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"question number {i} with some text to store\"}}\n"))
         .collect();
     let big = dir.file("big.jsonl", big);
     for delay in [50u64, 300, 800] {
-        let mut child =
-            child(&dir).args(["commit", "qa"]).arg(&big).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = child_on(b, &dir)
+            .args(["commit", "qa"])
+            .arg(&big)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_millis(delay));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
-        let log = ok(cb(&dir).args(["log", "qa", "--format", "json"]));
+        let log = ok(b.cb(&dir).args(["log", "qa", "--format", "json"]));
         let log: Value = serde_json::from_str(&log).unwrap();
         let versions = log["versions"].as_array().unwrap();
         // Either the commit had landed whole before the kill, or it left no trace.
         match versions.len() {
             1 => {
-                let rows = ok(cb(&dir).args(["export", "qa", "--to", "letta", "-q"]));
+                let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "-q"]));
                 assert_eq!(rows.lines().count(), 2);
             }
             2 => assert_eq!(versions[1]["cases"], 150_000),
@@ -178,12 +197,11 @@ fn a_killed_first_import_leaves_an_empty_store() {
 }
 
 /// Several writers at once: each commit lands or reports a conflict; none is lost.
-#[test]
-fn racing_commits_land_or_conflict() {
+fn racing_commits_land_or_conflict(b: &Backend) {
     let dir = Folder::new();
-    ok(cb(&dir).arg("init"));
+    ok(b.cb(&dir).arg("init"));
     let v1 = dir.file("qa.jsonl", V1);
-    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     let files: Vec<_> = (0..4)
         .map(|k| {
             let rows: String =
@@ -192,7 +210,8 @@ fn racing_commits_land_or_conflict() {
         })
         .collect();
     let start = Instant::now();
-    let children: Vec<_> = files.iter().map(|f| child(&dir).args(["commit", "qa"]).arg(f).output_async()).collect();
+    let children: Vec<_> =
+        files.iter().map(|f| child_on(b, &dir).args(["commit", "qa"]).arg(f).output_async()).collect();
     let outputs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
     let report: Vec<String> = outputs
         .iter()
@@ -215,7 +234,7 @@ fn racing_commits_land_or_conflict() {
         }
     }
     assert!(landed >= 1, "at least one commit lands: {report:#?}");
-    let log: Value = serde_json::from_str(&ok(cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
+    let log: Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
     assert_eq!(log["versions"].as_array().unwrap().len(), 1 + landed, "every landed commit is a version: {report:#?}");
     assert!(start.elapsed() < Duration::from_secs(60));
 }
