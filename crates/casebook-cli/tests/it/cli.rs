@@ -196,12 +196,15 @@ pub fn postgres_database() -> String {
         "cli_{}_{}_{}",
         std::process::id(),
         COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
     );
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
     runtime.block_on(async {
         let mut admin = sqlx::PgConnection::connect(&base).await.expect("the test server answers");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut admin).await.unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .expect("a new database");
     });
     format!("{server}/{name}")
 }
