@@ -1,6 +1,8 @@
 //! `casebook run` end to end against fake agents that are real HTTP servers on 127.0.0.1:0:
 //! the ground truth never reaches an agent, finished runs are reused, failures are errors and
 //! not scores, and the reports and exit status say what happened.
+// The functions `on_both!` makes tests of are tests too.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! The store commands on a real SQLite file: versions, diffs, exports, and what must survive a
 //! crash or a race.
+// The functions `on_both!` makes tests of are tests too.
+#![allow(clippy::unwrap_used)]
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
