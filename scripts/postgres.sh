@@ -57,10 +57,12 @@ start() {
 
   local port
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  # fsync off: a test cluster is thrown away; connections enough for parallel test processes.
+  # fsync off: a test cluster is thrown away (CASEBOOK_PG_DURABLE=1 keeps PostgreSQL's defaults,
+  # for benchmarks); connections enough for parallel test processes.
+  local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  [[ -n ${CASEBOOK_PG_DURABLE:-} ]] && durability=""
   "${run[@]}" "$bin/pg_ctl" -D "$data/cluster" -l "$data/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $data -c fsync=off -c synchronous_commit=off \
-        -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB" \
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $data $durability -c max_connections=300 -c shared_buffers=128MB" \
     start >/dev/null 2>&1 || {
     cat "$data/server.log" >&2
     fail "the PostgreSQL server did not start"

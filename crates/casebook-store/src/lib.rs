@@ -217,15 +217,20 @@ pub enum StoreError {
 pub(crate) const NOT_A_DATABASE: &str = "SQLite: file is not a database";
 
 impl From<sqlx::Error> for StoreError {
-    /// Damage SQLite reports is said as such, from whichever query met it.
+    /// Damage the database reports is said as such, from whichever query met it.
     fn from(err: sqlx::Error) -> Self {
         if let sqlx::Error::Database(e) = &err {
-            // SQLite's primary result codes are the low byte of the extended ones.
-            let code = e.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff);
-            match code {
-                Some(11) => return StoreError::Damaged(format!("SQLite: {}", e.message())),
-                Some(26) => return StoreError::Damaged(NOT_A_DATABASE.into()),
-                _ => {}
+            if e.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                // SQLite's primary result codes are the low byte of the extended ones.
+                let code = e.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff);
+                match code {
+                    Some(11) => return StoreError::Damaged(format!("SQLite: {}", e.message())),
+                    Some(26) => return StoreError::Damaged(NOT_A_DATABASE.into()),
+                    _ => {}
+                }
+            } else if matches!(e.code().as_deref(), Some("XX001" | "XX002")) {
+                // PostgreSQL's `data_corrupted` and `index_corrupted`.
+                return StoreError::Damaged(format!("PostgreSQL: {}", e.message()));
             }
         }
         StoreError::Database(err)

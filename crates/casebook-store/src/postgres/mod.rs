@@ -46,7 +46,7 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects to the database at `url` and creates the store's schema in it (an empty
-    /// database) or brings it up to date.
+    /// database, made first if the server has none of that name) or brings it up to date.
     pub async fn create(url: &str) -> Result<Self, StoreError> {
         Self::connect(url, true).await
     }
@@ -77,7 +77,21 @@ impl PostgresStore {
         let options = options.application_name("casebook");
         // One connection first, for the server's own answer (a pool retries until it times out,
         // and then says only that).
-        let first = PgConnection::connect_with(&options).await.map_err(failed)?;
+        let first = match PgConnection::connect_with(&options).await {
+            // `init` on a database that is not there yet makes it, as `createdb` would.
+            Err(sqlx::Error::Database(e)) if create && e.code().as_deref() == Some("3D000") => {
+                let name = options.get_database().unwrap_or_default().to_owned();
+                let mut admin = PgConnection::connect_with(&options.clone().database("postgres")).await.map_err(failed)?;
+                let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+                sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {quoted} ENCODING 'UTF8' TEMPLATE template0")))
+                    .execute(&mut admin)
+                    .await
+                    .map_err(failed)?;
+                admin.close().await.map_err(failed)?;
+                PgConnection::connect_with(&options).await.map_err(failed)?
+            }
+            other => other.map_err(failed)?,
+        };
         first.close().await.map_err(failed)?;
         let pool = PgPoolOptions::new()
             .max_connections(8)

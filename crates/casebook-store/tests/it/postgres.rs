@@ -342,3 +342,16 @@ async fn a_copy_between_backends_holds_everything_and_copies_only_what_is_missin
     assert_eq!(diverged.diverged, ["third"]);
     assert_eq!(everything(&back).await, before);
 }
+
+/// `init` on a database the server does not have makes it (as `createdb` would); opening one
+/// does not.
+#[tokio::test]
+async fn creating_a_store_makes_its_database_opening_one_does_not() {
+    let name = fresh_database().await.rsplit_once('/').unwrap().1.to_owned();
+    let url = url_of(&format!("{name}_new"));
+    let err = PostgresStore::open(&url).await.err().unwrap();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    let store = PostgresStore::create(&url).await.unwrap();
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    assert_eq!(PostgresStore::open(&url).await.unwrap().datasets().await.unwrap().len(), 1);
+}
