@@ -10,8 +10,9 @@ use serde::Serialize;
 use serde_json::json;
 use sqlx::Row;
 
+use crate::seeds::{seed_content_id, seed_reference};
 use crate::sqlite::SqliteStore;
-use crate::{SeedDocuments, StoreError, seed_content_id, seed_reference};
+use crate::{SeedDocuments, StoreError};
 
 /// Problems reported beyond this many of one kind are counted, not listed.
 const LISTED: usize = 50;

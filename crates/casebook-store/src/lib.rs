@@ -8,7 +8,7 @@
 mod check;
 mod diff;
 mod runs;
-mod seeds;
+pub mod seeds;
 mod sqlite;
 mod sqlite_seeds;
 
@@ -21,7 +21,7 @@ use serde::Serialize;
 pub use check::CheckReport;
 pub use diff::{FieldChange, field_changes};
 pub use runs::{ResultRow, RunRow};
-pub use seeds::{SeedDocument, SeedDocuments, compact, expand, seed_content_id, seed_reference};
+pub use seeds::{SeedDocument, SeedDocuments};
 pub use sqlite::SqliteStore;
 
 /// The folder a store lives in, found by walking up from the working directory.
@@ -210,7 +210,7 @@ pub struct Prepared {
     pub id: String,
     /// The content id, as bytes: of the whole case, whether or not `body` is compact.
     pub content_id: [u8; 32],
-    /// The body to store: the case's JSON, compact when it has a seed file (see [`compact`]).
+    /// The body to store: the case's JSON, compact when it has a seed file (see [`seeds`]).
     pub body: String,
     /// The seed document a compact `body` refers to, which the store keeps once.
     pub seed: Option<SeedDocument>,
@@ -230,7 +230,7 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     let content_id = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body)?;
     // Only a case with a seed file has a document to keep apart: the others cost one `match`.
     let (body, seed) = match &case.task.memory_seeds {
-        Some(casebook_model::MemorySeeds::File { .. }) => match compact(&body)? {
+        Some(casebook_model::MemorySeeds::File { .. }) => match seeds::compact(&body)? {
             Some((compact, seed)) => (compact, Some(seed)),
             None => (body, None),
         },

@@ -1,5 +1,5 @@
 //! Seed documents kept once: what every backend calls to store a case that carries a seed file
-//! ([`MemorySeeds::File`]) without storing the file's document with each such case.
+//! ([`MemorySeeds::File`](casebook_model::MemorySeeds::File)) without storing the file's document with each such case.
 //!
 //! A case's body as stored (*compact*) holds `"memory_seeds": {"file": F, "content_id": ID}`
 //! where the case itself has `{"file": F, "content": DOCUMENT}`; `ID` is the document's content
@@ -39,8 +39,10 @@ pub struct SeedDocument {
 /// The key of the case's top-level object that holds the seeds.
 const SEEDS_KEY: &str = "memory_seeds";
 /// What every body with a seed file holds, compact or not (keys quoted, as JSON text has them;
-/// quotes inside strings are escaped, so this is structure, not text).
-const MARKER: &[u8] = br#""memory_seeds":{"file":"#;
+/// quotes inside strings are escaped, so this is structure, not text). Looked for in every body
+/// read, hence a searcher built once.
+static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""memory_seeds":{"file":"#));
 /// Documents kept by [`SeedDocuments`] before it forgets them all (it fetches them again).
 const CACHE_BYTES: usize = 64 << 20;
 
@@ -122,7 +124,7 @@ impl Members<'_> {
 ///
 /// [`MemorySeeds::File`]: casebook_model::MemorySeeds::File
 pub fn compact(body: &str) -> Result<Option<(String, SeedDocument)>, StoreError> {
-    if memchr::memmem::find(body.as_bytes(), MARKER).is_none() {
+    if MARKER.find(body.as_bytes()).is_none() {
         return Ok(None);
     }
     let members = Members::parse(body)?;
@@ -163,7 +165,7 @@ pub fn seed_reference(body: &str) -> Result<Option<[u8; 32]>, StoreError> {
 /// A compact body's members and its reference (the seed file's name and document id).
 #[allow(clippy::type_complexity)]
 fn reference(body: &str) -> Result<Option<(Members<'_>, (String, [u8; 32]))>, StoreError> {
-    if memchr::memmem::find(body.as_bytes(), MARKER).is_none() {
+    if MARKER.find(body.as_bytes()).is_none() {
         return Ok(None);
     }
     let members = Members::parse(body)?;
