@@ -1,5 +1,6 @@
 //! Seed documents kept once: what every backend calls to store a case that carries a seed file
-//! ([`MemorySeeds::File`](casebook_model::MemorySeeds::File)) without storing the file's document with each such case.
+//! ([`MemorySeeds::File`](casebook_model::MemorySeeds::File)) without storing the file's
+//! document with each such case.
 //!
 //! A case's body as stored (*compact*) holds `"memory_seeds": {"file": F, "content_id": ID}`
 //! where the case itself has `{"file": F, "content": DOCUMENT}`; `ID` is the document's content
@@ -246,7 +247,8 @@ impl SeedDocuments {
         match self.documents.get(&id) {
             Some(document) => expand(&body, document),
             None => Err(StoreError::Corrupt(format!(
-                "a case body refers to the seed document {}, which is not in the store",
+                "a case body refers to the seed document {}, which is not in the store \
+                 (`casebook store check` lists what is damaged)",
                 &id_hex(&id)[..12]
             ))),
         }
