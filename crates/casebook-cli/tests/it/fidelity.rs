@@ -160,6 +160,9 @@ fn a_version_holds_its_seed_files() {
         ),
         "{diff}"
     );
+    let history = ok(cb(&dir).args(["history", "trips", "1"]));
+    assert!(history.contains("/memory_seeds/content/entries/0/content"), "{history}");
+    assert!(history.contains("Bob likes early flights"), "{history}");
     // The files on disk are gone: the store still has everything.
     fs_err::remove_dir_all(dir.join("in")).expect("remove the input");
     for folder in ["v1", "v2"] {
