@@ -175,7 +175,8 @@ impl SqliteStore {
         sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
         let migrated = Self::migrate_on(&mut conn, &self.path).await;
         sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
-        migrated
+        migrated?;
+        crate::sqlite_seeds::reclaim(&mut conn).await
     }
 
     async fn migrate_on(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {

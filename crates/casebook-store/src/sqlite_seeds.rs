@@ -82,3 +82,19 @@ pub(crate) async fn compact_stored(conn: &mut SqliteConnection) -> Result<(), St
         }
     }
 }
+
+/// After migrating: when the store is mostly free pages (moving seed documents out of bodies
+/// stored whole can leave a 200 MB store with 1 MB of data), gives them back to the file
+/// system. SQLite would reuse them for later writes, but a user who sees the file keep its
+/// size would not know that.
+pub(crate) async fn reclaim(conn: &mut SqliteConnection) -> Result<(), StoreError> {
+    let free: i64 = sqlx::query_scalar("PRAGMA freelist_count").fetch_one(&mut *conn).await?;
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(&mut *conn).await?;
+    // At least 16 MiB (in 4 KiB pages) and half the file.
+    if free >= 4096 && free * 2 >= pages {
+        sqlx::query("VACUUM").execute(&mut *conn).await?;
+        // In WAL mode the file shrinks when the log is written back into it.
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&mut *conn).await?;
+    }
+    Ok(())
+}

@@ -527,6 +527,39 @@ async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
     pool.close().await;
 }
 
+/// Bodies of schema 7, each with its own copy of a 100 KB seed document: migrating moves the
+/// documents out and gives the space back, so the file shrinks to what it holds.
+#[tokio::test]
+async fn migrating_gives_back_the_space_of_seed_documents_stored_whole() {
+    let (dir, store) = fresh().await;
+    let document = conformance::seed_document(&"Bob likes night trains. ".repeat(4200));
+    let cases = seeded_cases(200, &document);
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    store.close().await;
+    let path = dir.path().join(".casebook/store.db");
+    let pool = raw_at(&path).await;
+    let mut whole = Vec::new();
+    for c in &cases {
+        let body = serde_json::to_string(c).unwrap();
+        let cid = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body).unwrap();
+        sqlx::query("UPDATE blobs SET body = ? WHERE cid = ?").bind(&body).bind(&cid[..]).execute(&pool).await.unwrap();
+        whole.push(body);
+    }
+    sqlx::raw_sql(
+        "DROP TABLE seed_documents; DELETE FROM schema_version WHERE version > 7; PRAGMA wal_checkpoint(TRUNCATE);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let size = || fs_err::metadata(&path).unwrap().len();
+    assert!(size() > 20_000_000, "{}", size());
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert!(size() < 2_000_000, "{}", size());
+    assert_eq!(bodies(&store, 1).await, whole);
+}
+
 #[tokio::test]
 async fn check_finds_seed_documents_changed_or_lost() {
     let (dir, store) = fresh().await;
