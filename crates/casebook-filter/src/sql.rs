@@ -567,6 +567,18 @@ mod tests {
     }
 
     #[test]
+    fn paths_into_memory_seeds_read_the_seeds_expression_and_only_those() {
+        let ctx = SqlContext { seeds: Some("seeds(b.body)"), facets: Some("f.facets"), ..PLAIN };
+        assert_eq!(
+            sql(r#"memory_seeds.content.owner == "bob""#, &ctx).sql,
+            "(CASE json_type(seeds(b.body), ?) WHEN 'text' THEN json_extract(seeds(b.body), ?) = ? ELSE 0 END)"
+        );
+        let other = sql(r#"input == "x" and metadata.k == 1"#, &ctx).sql;
+        assert!(!other.contains("seeds("), "{other}");
+        assert!(other.contains("f.facets") && other.contains("b.body"), "{other}");
+    }
+
+    #[test]
     fn labels_use_the_label_table_when_there_is_one() {
         assert_eq!(
             sql(r#"labels contains "math""#, &INDEXED),
