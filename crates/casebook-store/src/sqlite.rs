@@ -192,6 +192,8 @@ impl SqliteStore {
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             sqlx::raw_sql(*sql).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO schema_version (version) VALUES (?)").bind(i as i64 + 1).execute(&mut *tx).await?;
+            // 0008 made the table of seed documents; moving them out of the bodies needs their
+            // content ids, which SQL cannot compute.
             if i + 1 == 8 {
                 crate::sqlite_seeds::compact_stored(&mut tx).await?;
             }
