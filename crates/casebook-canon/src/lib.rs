@@ -16,6 +16,9 @@ pub enum Kind {
     Version,
     /// What determines one run of a case against an agent (SPEC §8's run hash).
     Run,
+    /// A seed file's document (its content as JSON), which a store keeps once however many
+    /// cases name the file.
+    Seed,
 }
 
 impl Kind {
@@ -27,6 +30,7 @@ impl Kind {
             Kind::Manifest => "casebook/manifest/v1",
             Kind::Version => "casebook/version/v1",
             Kind::Run => "casebook/run/v1",
+            Kind::Seed => "casebook/seed/v1",
         }
     }
 }
@@ -180,5 +184,6 @@ mod tests {
     fn kinds_are_separate_domains() {
         let value = json!({"input": "hi"});
         assert_ne!(content_id(Kind::Case, &value).unwrap(), content_id(Kind::Task, &value).unwrap());
+        assert_ne!(content_id(Kind::Case, &value).unwrap(), content_id(Kind::Seed, &value).unwrap());
     }
 }

@@ -22,6 +22,7 @@ fn golden_vectors_hold() {
             "version" => Kind::Version,
             "manifest" => Kind::Manifest,
             "run" => Kind::Run,
+            "seed" => Kind::Seed,
             other => panic!("unknown kind {other}"),
         };
         assert_eq!(content_id(kind, &input).unwrap(), v["id"].as_str().unwrap(), "{name}: content id");

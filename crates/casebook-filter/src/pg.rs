@@ -9,8 +9,10 @@
 //! needs no unescaping. Every test is `true` or `false`, never NULL, so `NOT` keeps the
 //! "missing field" rules.
 //!
-//! `matches` is not translated: PostgreSQL's regular expressions are not Rust's. A filter with
-//! it is evaluated in memory by the store ([`crate::Filter::to_postgres`] returns `None`).
+//! `matches` is not translated: PostgreSQL's regular expressions are not Rust's. Nor are paths
+//! into `memory_seeds`: the store keeps a seed file's document apart from the body. A filter
+//! with either is evaluated in memory by the store ([`crate::Filter::to_postgres`] returns
+//! `None`).
 //!
 //! PostgreSQL's JSON functions refuse a document with `\u0000` in a string, so a query whose
 //! filter reads such a case fails (with PostgreSQL's message) rather than answer wrongly.
@@ -33,7 +35,7 @@ pub struct PgContext<'a> {
 }
 
 pub(crate) fn to_postgres(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Option<SqlFragment> {
-    if has_matches(expr) {
+    if in_memory(expr) {
         return None;
     }
     let mut pg = Pg { ctx: *ctx, text: String::new(), params: Vec::new(), first };
@@ -41,12 +43,14 @@ pub(crate) fn to_postgres(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Opt
     Some(SqlFragment { sql: pg.text, params: pg.params })
 }
 
-fn has_matches(expr: &Expr) -> bool {
+/// Whether a filter is left to memory: it has `matches`, or reads `memory_seeds` (whose seed
+/// file's document the store keeps apart from the body).
+fn in_memory(expr: &Expr) -> bool {
     match expr {
         Expr::Const(_) => false,
-        Expr::Not(inner) => has_matches(inner),
-        Expr::And(items) | Expr::Or(items) => items.iter().any(has_matches),
-        Expr::Atom(atom) => matches!(atom.test, Test::Matches(_)),
+        Expr::Not(inner) => in_memory(inner),
+        Expr::And(items) | Expr::Or(items) => items.iter().any(in_memory),
+        Expr::Atom(atom) => matches!(atom.test, Test::Matches(_)) || atom.subject.path().root == Root::MemorySeeds,
     }
 }
 

@@ -19,6 +19,13 @@ pub struct SqlContext<'a> {
     /// The SQL expression of the case's facets (see [`crate::facets_json`]), if the query has
     /// them: paths into the facet fields are read there instead of in the (larger) body.
     pub facets: Option<&'a str>,
+    /// The SQL expression of a JSON object whose `memory_seeds` is the case's as a [`Case`]
+    /// serialises it, if the stored body keeps a seed file's document elsewhere (the stores
+    /// keep each document once and leave a reference in the body): paths into `memory_seeds`
+    /// are read there instead of in the body. `None` when the body holds them.
+    ///
+    /// [`Case`]: casebook_model::Case
+    pub seeds: Option<&'a str>,
 }
 
 /// A table `case_labels(label TEXT, blob INTEGER, PRIMARY KEY (label, blob)) WITHOUT ROWID`
@@ -170,8 +177,9 @@ impl<'a> Sql<'a> {
 
     fn atom(&mut self, atom: &Atom) {
         let path = atom.subject.path();
-        self.source = match self.ctx.facets {
-            Some(facets) if crate::facets::in_facets(&path.root) => facets,
+        self.source = match (self.ctx.facets, self.ctx.seeds) {
+            (Some(facets), _) if crate::facets::in_facets(&path.root) => facets,
+            (_, Some(seeds)) if path.root == Root::MemorySeeds => seeds,
             _ => self.ctx.body,
         };
         if let Root::Label(key) = &path.root {
@@ -546,9 +554,9 @@ mod tests {
     use super::*;
     use crate::Filter;
 
-    const PLAIN: SqlContext<'static> = SqlContext { body: "b.body", labels: None, facets: None };
+    const PLAIN: SqlContext<'static> = SqlContext { body: "b.body", labels: None, facets: None, seeds: None };
     const INDEXED: SqlContext<'static> =
-        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }), facets: None };
+        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }), facets: None, seeds: None };
 
     fn sql(src: &str, ctx: &SqlContext<'_>) -> SqlFragment {
         let fragment = Filter::parse(src).unwrap().to_sqlite(ctx);
@@ -558,6 +566,18 @@ mod tests {
 
     fn text(s: &str) -> SqlParam {
         SqlParam::Text(s.to_owned())
+    }
+
+    #[test]
+    fn paths_into_memory_seeds_read_the_seeds_expression_and_only_those() {
+        let ctx = SqlContext { seeds: Some("seeds(b.body)"), facets: Some("f.facets"), ..PLAIN };
+        assert_eq!(
+            sql(r#"memory_seeds.content.owner == "bob""#, &ctx).sql,
+            "(CASE json_type(seeds(b.body), ?) WHEN 'text' THEN json_extract(seeds(b.body), ?) = ? ELSE 0 END)"
+        );
+        let other = sql(r#"input == "x" and metadata.k == 1"#, &ctx).sql;
+        assert!(!other.contains("seeds("), "{other}");
+        assert!(other.contains("f.facets") && other.contains("b.body"), "{other}");
     }
 
     #[test]

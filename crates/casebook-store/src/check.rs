@@ -1,7 +1,8 @@
 //! `casebook store check`: whether the embedded store is what it says it is. SQLite's own
-//! integrity check and foreign keys, then every case body against its content id, and every
-//! version's id recomputed from its parent and the rows that open and close at it, so damage
-//! that SQLite cannot see (a body or a membership row changed behind casebook's back) is found.
+//! integrity check and foreign keys, then every seed document and every case body (with the
+//! seed document it refers to in place) against its content id, and every version's id
+//! recomputed from its parent and the rows that open and close at it, so damage that SQLite
+//! cannot see (a body or a membership row changed behind casebook's back) is found.
 
 use casebook_canon::{Kind, VersionHasher, content_id_bytes_of_json, id_hex};
 use futures_util::TryStreamExt;
@@ -9,8 +10,9 @@ use serde::Serialize;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::StoreError;
+use crate::seeds::{seed_content_id, seed_reference};
 use crate::sqlite::SqliteStore;
+use crate::{SeedDocuments, StoreError};
 
 /// Problems reported beyond this many of one kind are counted, not listed.
 const LISTED: usize = 50;
@@ -20,6 +22,8 @@ const LISTED: usize = 50;
 pub struct CheckReport {
     /// Case bodies whose content id was recomputed.
     pub bodies: u64,
+    /// Seed documents whose content id was recomputed.
+    pub seed_documents: u64,
     /// Versions whose id was recomputed.
     pub versions: u64,
     /// What is wrong, one line each (empty when the store is sound).
@@ -63,8 +67,27 @@ impl SqliteStore {
         }
         report.more += broken.len().saturating_sub(LISTED) as u64;
 
-        let mut bodies = sqlx::query("SELECT id, cid, body FROM blobs ORDER BY id").fetch(pool);
         let mut wrong = Vec::new();
+        let mut documents = sqlx::query("SELECT id, cid, document FROM seed_documents ORDER BY id").fetch(pool);
+        loop {
+            let row = match documents.try_next().await {
+                Ok(Some(row)) => row,
+                Ok(None) => break,
+                Err(err) => {
+                    wrong.push(format!("seed documents after the {}th cannot be read: {err}", report.seed_documents));
+                    break;
+                }
+            };
+            report.seed_documents += 1;
+            let (id, cid, document): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
+            if let Some(problem) = seed_problem(id, &cid, &document) {
+                wrong.push(problem);
+            }
+        }
+        drop(documents);
+
+        let mut seeds = SeedDocuments::new();
+        let mut bodies = sqlx::query("SELECT id, cid, body FROM blobs ORDER BY id").fetch(pool);
         loop {
             // A damaged page stops the scan: say where, and go on with the versions.
             let row = match bodies.try_next().await {
@@ -77,6 +100,28 @@ impl SqliteStore {
             };
             report.bodies += 1;
             let (id, cid, body): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
+            // A body that refers to a seed document is checked with the document in place.
+            let mut body = [body];
+            match seed_reference(&body[0]) {
+                Ok(None) => {}
+                Ok(Some(seed)) => {
+                    if let Err(err) = self.expand_bodies(&mut seeds, &mut body).await {
+                        wrong.push(match err {
+                            StoreError::Corrupt(_) => format!(
+                                "case body #{id} refers to the seed document {}, which is not in the store",
+                                &id_hex(&seed)[..12]
+                            ),
+                            err => format!("case body #{id} cannot be read whole: {err}"),
+                        });
+                        continue;
+                    }
+                }
+                Err(err) => {
+                    wrong.push(format!("case body #{id} is not a case: {err}"));
+                    continue;
+                }
+            }
+            let [body] = body;
             if let Some(problem) = body_problem(id, &cid, &body) {
                 wrong.push(problem);
             }
@@ -170,6 +215,20 @@ impl SqliteStore {
         .fetch_all(pool)
         .await?;
         version_ids(name, parent, &rows, &order)
+    }
+}
+
+/// What is wrong with a stored seed document, if anything: its content id recomputed.
+pub(crate) fn seed_problem(id: i64, cid: &[u8], document: &str) -> Option<String> {
+    let stored = <[u8; 32]>::try_from(cid).ok();
+    match seed_content_id(document) {
+        Ok(actual) if Some(actual) == stored => None,
+        Ok(actual) => Some(format!(
+            "seed document #{id} is stored as {} but its content is {}",
+            stored.map_or_else(|| "a malformed id".to_owned(), |s| id_hex(&s)[..12].to_owned()),
+            &id_hex(&actual)[..12]
+        )),
+        Err(err) => Some(format!("seed document #{id} is not JSON: {err}")),
     }
 }
 

@@ -12,7 +12,9 @@ mod copy;
 mod diff;
 mod postgres;
 mod runs;
+pub mod seeds;
 mod sqlite;
+mod sqlite_seeds;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +28,7 @@ pub use copy::{CopyReport, copy};
 pub use diff::{FieldChange, field_changes};
 pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
+pub use seeds::{SeedDocument, SeedDocuments};
 pub use sqlite::SqliteStore;
 
 /// The folder a store lives in, found by walking up from the working directory.
@@ -242,9 +245,12 @@ impl From<sqlx::Error> for StoreError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepared {
     pub id: String,
-    /// The content id, as bytes.
+    /// The content id, as bytes: of the whole case, whether or not `body` is compact.
     pub content_id: [u8; 32],
+    /// The body to store: the case's JSON, compact when it has a seed file (see [`seeds`]).
     pub body: String,
+    /// The seed document a compact `body` refers to, which the store keeps once.
+    pub seed: Option<SeedDocument>,
     /// The case's distinct labels (the stores index them).
     pub labels: Vec<String>,
     /// The case's facets (`casebook_filter::facets_json`), which filters read.
@@ -259,10 +265,18 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     let body = serde_json::to_string(case).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     // The content id from the body's text: the same id as from the case, for a sixth of the cost.
     let content_id = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body)?;
+    // Only a case with a seed file has a document to keep apart: the others cost one `match`.
+    let (body, seed) = match &case.task.memory_seeds {
+        Some(casebook_model::MemorySeeds::File { .. }) => match seeds::compact(&body)? {
+            Some((compact, seed)) => (compact, Some(seed)),
+            None => (body, None),
+        },
+        _ => (body, None),
+    };
     let mut labels = case.labels.clone().unwrap_or_default();
     labels.sort_unstable();
     labels.dedup();
-    Ok(Prepared { id: case.id.clone(), content_id, body, labels, facets: casebook_filter::facets_json(case) })
+    Ok(Prepared { id: case.id.clone(), content_id, body, seed, labels, facets: casebook_filter::facets_json(case) })
 }
 
 /// A case from its stored body.
@@ -310,6 +324,8 @@ pub type CaseBatches = tokio::sync::mpsc::Receiver<Result<Vec<Prepared>, ()>>;
 ///   `parent`, it fails with [`StoreError::Conflict`] if the head is not that version.
 /// - Content identical to the head makes no version ([`CommitOutcome::Unchanged`]).
 /// - A case's content id depends on its content only; a case stored once is stored once.
+/// - A seed file's document is stored once however many cases carry it (`seeds.rs`); reads
+///   give every case back whole.
 #[allow(async_fn_in_trait)]
 pub trait Store {
     async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError>;
@@ -329,7 +345,8 @@ pub trait Store {
         batch: usize,
         each: &mut dyn FnMut(Vec<Case>) -> bool,
     ) -> Result<u64, StoreError>;
-    /// Like [`Store::cases`], the native JSON of each case as stored.
+    /// Like [`Store::cases`], the native JSON of each case as committed (`serde_json` of the
+    /// case, with its seed file's document in place: see [`SeedDocuments`]).
     async fn bodies(
         &self,
         dataset: &str,

@@ -24,7 +24,7 @@ use sqlx::{AssertSqlSafe, Connection, Row, Sqlite, Transaction};
 
 use crate::{
     CaseBatches, CommitMode, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, ModifiedCase, Page,
-    Prepared, Ref, Revision, Select, StoreError, VersionInfo, field_changes,
+    Prepared, Ref, Revision, SeedDocuments, Select, StoreError, VersionInfo, field_changes,
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
@@ -36,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0005_runs.sql"),
     include_str!("../migrations/sqlite/0006_run_rows.sql"),
     include_str!("../migrations/sqlite/0007_blobs_cid_index.sql"),
+    include_str!("../migrations/sqlite/0008_seed_documents.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
@@ -178,7 +179,8 @@ impl SqliteStore {
         sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await?;
         let migrated = Self::migrate_on(&mut conn, &self.path).await;
         sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
-        migrated
+        migrated?;
+        crate::sqlite_seeds::reclaim(&mut conn).await
     }
 
     async fn migrate_on(conn: &mut SqliteConnection, path: &Path) -> Result<(), StoreError> {
@@ -194,6 +196,11 @@ impl SqliteStore {
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             sqlx::raw_sql(*sql).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO schema_version (version) VALUES (?)").bind(i as i64 + 1).execute(&mut *tx).await?;
+            // 0008 made the table of seed documents; moving them out of the bodies needs their
+            // content ids, which SQL cannot compute.
+            if i + 1 == 8 {
+                crate::sqlite_seeds::compact_stored(&mut tx).await?;
+            }
         }
         let broken: Vec<sqlx::sqlite::SqliteRow> = sqlx::query("PRAGMA foreign_key_check").fetch_all(&mut *tx).await?;
         if !broken.is_empty() {
@@ -385,7 +392,10 @@ async fn load(
     let mut cases = cases.into_iter().peekable();
     while cases.peek().is_some() {
         let mut chunk: Vec<Prepared> = cases.by_ref().take(ROWS).collect();
-        let lengths: Vec<i64> = chunk.iter().map(|c| c.body.len() as i64).collect();
+        // (A body stored before seed documents were kept apart holds its document whole: its
+        // length is not the compact body's.)
+        let lengths: Vec<Option<i64>> = chunk.iter().map(|c| c.seed.is_none().then_some(c.body.len() as i64)).collect();
+        crate::sqlite_seeds::keep_documents(tx, &mut chunk).await?;
         let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
@@ -457,7 +467,7 @@ async fn load(
             };
             let sql = format!(
                 "{insert} SELECT {columns} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2
-                 WHERE octet_length(b.body) = v.column4 AND json_valid(b.body)"
+                 WHERE (v.column4 IS NULL OR octet_length(b.body) = v.column4) AND json_valid(b.body)"
             );
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for (case, length) in chunk.iter_mut().zip(&lengths) {
@@ -601,7 +611,9 @@ impl crate::Store for SqliteStore {
         .bind(version as i64)
         .fetch_optional(&self.pool)
         .await?;
-        body.as_deref().map(parse_case).transpose()
+        let mut bodies: Vec<String> = body.into_iter().collect();
+        self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
+        bodies.first().map(|b| parse_case(b)).transpose()
     }
 
     async fn cases(
@@ -647,14 +659,19 @@ impl crate::Store for SqliteStore {
         let mut rows = query.fetch(&self.pool);
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
+        let mut documents = SeedDocuments::new();
         while let Some(row) = rows.try_next().await? {
             out.push(row.get(0));
             total += 1;
-            if out.len() == batch && !each(std::mem::take(&mut out)) {
-                return Ok(total);
+            if out.len() == batch {
+                self.expand_bodies(&mut documents, &mut out).await?;
+                if !each(std::mem::take(&mut out)) {
+                    return Ok(total);
+                }
             }
         }
         if !out.is_empty() {
+            self.expand_bodies(&mut documents, &mut out).await?;
             each(out);
         }
         Ok(total)
@@ -723,6 +740,7 @@ impl crate::Store for SqliteStore {
         .await?;
         let alive = |v: i64, f: i64, t: Option<i64>| f <= v && t.is_none_or(|t| t > v);
         let mut diff = Diff::default();
+        let mut documents = SeedDocuments::new();
         let mut i = 0;
         while i < rows.len() {
             let case_id: String = rows[i].get(0);
@@ -744,6 +762,9 @@ impl crate::Store for SqliteStore {
                 (Some(_), None) => diff.removed.push(case_id),
                 (Some((a, _)), Some((b, _))) if a == b => diff.moved.push(case_id),
                 (Some((_, old)), Some((_, new))) => {
+                    let mut pair = [old, new];
+                    self.expand_bodies(&mut documents, &mut pair).await?;
+                    let [old, new] = pair;
                     let old: Value = serde_json::from_str(&old).map_err(damaged_body)?;
                     let new: Value = serde_json::from_str(&new).map_err(damaged_body)?;
                     diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
@@ -812,7 +833,9 @@ impl crate::Store for SqliteStore {
             Some(last) if rows.len() == size => Some(Cursor { ord: last.get(1), id: last.get(2) }),
             _ => None,
         };
-        Ok(Page { bodies: rows.iter().map(|r| r.get(0)).collect(), next })
+        let mut bodies: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
+        Ok(Page { bodies, next })
     }
 
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
@@ -1252,8 +1275,12 @@ fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, versi
     // Without a filter, the order index lists the version (and holds all the query needs); with
     // one, the planner may rather start from the labels a filter names.
     let hint = if select.filter.is_none() { "INDEXED BY members_ord" } else { "" };
-    let context =
-        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }), facets: Some("f.facets") };
+    let context = SqlContext {
+        body: "b.body",
+        labels: Some(LabelIndex { blob_expr: "m.blob" }),
+        facets: Some("f.facets"),
+        seeds: Some(crate::sqlite_seeds::FILTER_SEEDS),
+    };
     let fragment = select.filter.as_ref().map(|f| f.to_sqlite(&context));
     // The bodies and the facets only when something reads them (a filter on labels alone does
     // not; one on metadata reads the facets).

@@ -31,8 +31,13 @@ pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
     crate::write_stdout(&text)?;
     if !settings.quiet && !settings.json {
         let found = report.problems.len() as u64 + report.more;
+        let seeds = match report.seed_documents {
+            0 => String::new(),
+            1 => ", 1 seed document".to_owned(),
+            n => format!(", {n} seed documents"),
+        };
         eprintln!(
-            "{}: {} case bodies and {} versions checked, {found} problem{}",
+            "{}: {} case bodies{seeds} and {} versions checked, {found} problem{}",
             if found == 0 { "sound" } else { "damaged" },
             report.bodies,
             report.versions,

@@ -160,6 +160,9 @@ fn a_version_holds_its_seed_files() {
         ),
         "{diff}"
     );
+    let history = ok(cb(&dir).args(["history", "trips", "1"]));
+    assert!(history.contains("/memory_seeds/content/entries/0/content"), "{history}");
+    assert!(history.contains("Bob likes early flights"), "{history}");
     // The files on disk are gone: the store still has everything.
     fs_err::remove_dir_all(dir.join("in")).expect("remove the input");
     for folder in ["v1", "v2"] {
@@ -360,4 +363,49 @@ fn a_spreadsheet_is_never_written_with_values_it_would_give_back_changed() {
         fs_err::read_to_string(dir.join("out.csv")).expect("written"),
         "qid,question,answer,topic\na,q,4,math\nb,q,,\n"
     );
+}
+
+/// Items that share a seed file: the store keeps its document once, `store check` checks it,
+/// and the stored dataset filters, exports and converts back as the files do.
+#[test]
+fn a_seed_file_many_stored_cases_share_is_kept_once() {
+    let dir = Folder::new();
+    let items: Vec<Value> = (0..300)
+        .map(|i| {
+            let seeds = if i % 3 == 2 { json!("./seeds/ann.yaml") } else { json!("./seeds/bob.yaml") };
+            json!({"id": i, "inputs": {"user": [{"role": "user", "content": format!("trip {i}")}], "memory_seeds": seeds}})
+        })
+        .collect();
+    dir.file("in/benchmark.json", json!({"items": items}).to_string());
+    dir.file("in/seeds/bob.yaml", SEEDS);
+    dir.file("in/seeds/ann.yaml", SEEDS.replace("Bob likes night trains", "Ann likes ferries"));
+    dir.file("in/manifest.yaml", MANIFEST);
+    ok(cb(&dir).arg("init"));
+    ok(cb(&dir).args(["import", "in/manifest.yaml", "--dataset", "trips"]));
+    let out = run(cb(&dir).args(["store", "check"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains("sound: 300 case bodies, 2 seed documents and 1 versions checked, 0 problems"),
+        "{}",
+        out.stderr
+    );
+    let filter = r#"memory_seeds.content.entries[0].content matches "ferries""#;
+    for source in ["in/manifest.yaml", "trips"] {
+        assert_eq!(ok(cb(&dir).args(["cases", source, "--where", filter, "--count"])), "100\n", "{source}");
+    }
+    // The stored version gives the same cases as the files.
+    ok(cb(&dir).args(["export", "trips", "--to", "native", "-o", "stored.jsonl"]));
+    ok(cb(&dir).args(["convert", "in/manifest.yaml", "--to", "native", "-o", "file.jsonl"]));
+    let stored = fs_err::read_to_string(dir.join("stored.jsonl")).expect("export");
+    let file = fs_err::read_to_string(dir.join("file.jsonl")).expect("convert");
+    let lines = |text: &str| -> Vec<Value> {
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+            .filter(|v| v.get("$dataset").is_none())
+            .collect()
+    };
+    let (stored, file) = (lines(&stored), lines(&file));
+    assert_eq!(stored.len(), 300);
+    assert_eq!(stored, file);
+    assert_eq!(stored[2]["memory_seeds"]["content"]["entries"][0]["content"], "Ann likes ferries");
 }

@@ -13,6 +13,14 @@ CREATE TABLE blobs (
 );
 CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
 
+-- Seed files' documents, once each, by content id (`seeds.rs`): a case body that carries one
+-- holds a reference to it.
+CREATE TABLE seed_documents (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    cid bytea NOT NULL UNIQUE,
+    document text NOT NULL
+);
+
 -- The fields filters read most (`casebook_filter::facets_json`), as JSON text: `json`, not
 -- `jsonb`, so numbers keep the text they were written with, which exact comparisons need.
 -- `nul`: the body holds a `\u0000`, which PostgreSQL's JSON functions refuse; filters test such

@@ -7,8 +7,8 @@ use futures_util::TryStreamExt;
 use sqlx::Row;
 
 use super::{PostgresStore, case_id};
-use crate::check::{VersionRow, body_problem, version_ids};
-use crate::{CheckReport, StoreError};
+use crate::check::{VersionRow, body_problem, seed_problem, version_ids};
+use crate::{CheckReport, SeedDocuments, StoreError};
 
 impl PostgresStore {
     /// Checks the whole store; a store that cannot be read is an error.
@@ -17,10 +17,28 @@ impl PostgresStore {
         let pool = self.pool();
         let mut problems = Vec::new();
         {
+            let mut documents = sqlx::query("SELECT id, cid, document FROM seed_documents ORDER BY id").fetch(pool);
+            while let Some(row) = documents.try_next().await? {
+                report.seed_documents += 1;
+                let (id, cid, document): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
+                if let Some(problem) = seed_problem(id, &cid, &document) {
+                    problems.push(problem);
+                }
+            }
+        }
+        {
+            let mut documents = SeedDocuments::new();
             let mut bodies = sqlx::query("SELECT id, cid, body FROM blobs ORDER BY id").fetch(pool);
             while let Some(row) = bodies.try_next().await? {
                 report.bodies += 1;
-                if let Some(problem) = body_problem(row.get(0), row.get(1), row.get(2)) {
+                let (id, cid, body): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
+                // A body that refers to a seed document is checked with the document in place.
+                let mut body = [body];
+                if let Err(err) = self.expand_bodies(&mut documents, &mut body).await {
+                    problems.push(format!("case body #{id} cannot be read whole: {err}"));
+                    continue;
+                }
+                if let Some(problem) = body_problem(id, &cid, &body[0]) {
                     problems.push(problem);
                 }
             }

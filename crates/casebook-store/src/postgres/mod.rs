@@ -26,7 +26,7 @@ use sqlx::{AssertSqlSafe, Connection, Row};
 
 use crate::{
     CaseBatches, CommitMode, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, ModifiedCase, Page,
-    Prepared, Ref, Revision, Select, StoreError, VersionInfo, field_changes,
+    Prepared, Ref, Revision, SeedDocuments, Select, StoreError, VersionInfo, field_changes,
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
@@ -81,7 +81,8 @@ impl PostgresStore {
             // `init` on a database that is not there yet makes it, as `createdb` would.
             Err(sqlx::Error::Database(e)) if create && e.code().as_deref() == Some("3D000") => {
                 let name = options.get_database().unwrap_or_default().to_owned();
-                let mut admin = PgConnection::connect_with(&options.clone().database("postgres")).await.map_err(failed)?;
+                let mut admin =
+                    PgConnection::connect_with(&options.clone().database("postgres")).await.map_err(failed)?;
                 let quoted = format!("\"{}\"", name.replace('"', "\"\""));
                 sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {quoted} ENCODING 'UTF8' TEMPLATE template0")))
                     .execute(&mut admin)
@@ -222,6 +223,25 @@ impl PostgresStore {
         let mut bodies = Vec::with_capacity(order.len());
         let mut facets = Vec::with_capacity(order.len());
         let (mut label_cids, mut labels) = (Vec::new(), Vec::new());
+        let (mut seed_ids, mut seed_documents) = (Vec::new(), Vec::new());
+        for case in cases.iter_mut() {
+            if let Some(seed) = case.seed.take() {
+                if !seed_ids.contains(&seed.content_id.to_vec()) {
+                    seed_ids.push(seed.content_id.to_vec());
+                    seed_documents.push(seed.document);
+                }
+            }
+        }
+        if !seed_ids.is_empty() {
+            sqlx::query(
+                "INSERT INTO seed_documents (cid, document) SELECT * FROM unnest($1::bytea[], $2::text[])
+                 ON CONFLICT (cid) DO NOTHING",
+            )
+            .bind(seed_ids)
+            .bind(seed_documents)
+            .execute(&self.pool)
+            .await?;
+        }
         for &i in &order {
             let case = &mut cases[i];
             cids.push(case.content_id.to_vec());
@@ -251,6 +271,33 @@ impl PostgresStore {
         .execute(&self.pool)
         .await?;
         Ok(())
+    }
+}
+
+impl PostgresStore {
+    /// Gives `bodies` as read from `blobs` back whole (see [`SeedDocuments`]), fetching the seed
+    /// documents they refer to that `documents` does not hold yet.
+    pub(crate) async fn expand_bodies(
+        &self,
+        documents: &mut SeedDocuments,
+        bodies: &mut [String],
+    ) -> Result<(), StoreError> {
+        let missing = documents.missing(bodies)?;
+        if !missing.is_empty() {
+            let ids: Vec<Vec<u8>> = missing.iter().map(|id| id.to_vec()).collect();
+            let rows: Vec<(Vec<u8>, String)> =
+                sqlx::query_as("SELECT cid, document FROM seed_documents WHERE cid = ANY($1)")
+                    .bind(ids)
+                    .fetch_all(&self.pool)
+                    .await?;
+            for (cid, document) in rows {
+                if let Ok(cid) = <[u8; 32]>::try_from(cid.as_slice()) {
+                    documents.insert(cid, document);
+                }
+            }
+        }
+        // One that is missing is reported by `expand_all`.
+        documents.expand_all(bodies)
     }
 }
 
@@ -442,7 +489,9 @@ impl crate::Store for PostgresStore {
         .bind(version as i64)
         .fetch_optional(&self.pool)
         .await?;
-        body.as_deref().map(parse_case).transpose()
+        let mut bodies: Vec<String> = body.into_iter().collect();
+        self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
+        bodies.first().map(|b| parse_case(b)).transpose()
     }
 
     async fn cases(
@@ -484,7 +533,7 @@ impl crate::Store for PostgresStore {
         let (id, _) = self.dataset_id(dataset).await?;
         let query = SelectQuery::new(select, id, version, None);
         let mut conn = self.pool.acquire().await?;
-        let mut rows = query.rows(&mut conn, query.rows_sql());
+        let mut rows = query.rows(self, &mut conn, query.rows_sql());
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
         while let Some((body, _, _)) = rows.next().await? {
@@ -504,7 +553,7 @@ impl crate::Store for PostgresStore {
         let (id, _) = self.dataset_id(dataset).await?;
         let query = SelectQuery::new(select, id, version, None);
         let mut conn = self.pool.acquire().await?;
-        query.count(&mut conn).await
+        query.count(self, &mut conn).await
     }
 
     async fn page(
@@ -519,7 +568,7 @@ impl crate::Store for PostgresStore {
         let select = Select { filter: select.filter.clone(), limit: Some(size as u64) };
         let query = SelectQuery::new(&select, id, version, after);
         let mut conn = self.pool.acquire().await?;
-        let mut rows = query.rows(&mut conn, query.rows_sql());
+        let mut rows = query.rows(self, &mut conn, query.rows_sql());
         let mut page = Page::default();
         let mut last = None;
         while let Some((body, ord, case)) = rows.next().await? {
@@ -584,6 +633,7 @@ impl crate::Store for PostgresStore {
         .await?;
         let alive = |v: i64, f: i64, t: Option<i64>| f <= v && t.is_none_or(|t| t > v);
         let mut diff = Diff::default();
+        let mut documents = SeedDocuments::new();
         let mut i = 0;
         while i < rows.len() {
             let id_bytes: Vec<u8> = rows[i].get(0);
@@ -606,6 +656,9 @@ impl crate::Store for PostgresStore {
                 (Some(_), None) => diff.removed.push(case_id),
                 (Some((a, _)), Some((b, _))) if a == b => diff.moved.push(case_id),
                 (Some((_, old)), Some((_, new))) => {
+                    let mut pair = [old, new];
+                    self.expand_bodies(&mut documents, &mut pair).await?;
+                    let [old, new] = pair;
                     let old: Value = serde_json::from_str(&old).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                     let new: Value = serde_json::from_str(&new).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                     diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
@@ -1157,13 +1210,13 @@ impl SelectQuery {
         query
     }
 
-    fn rows<'c>(&'c self, conn: &'c mut PgConnection, sql: String) -> Rows<'c> {
+    fn rows<'c>(&'c self, store: &'c PostgresStore, conn: &'c mut PgConnection, sql: String) -> Rows<'c> {
         let query = self.bind(&sql, sqlx::query_as::<_, RowColumns>(AssertSqlSafe(sql.clone())));
-        Rows { stream: query.fetch(conn), query: self, passed: 0 }
+        Rows { stream: query.fetch(conn), query: self, store, documents: SeedDocuments::new(), passed: 0 }
     }
 
     /// How many cases the selection picks.
-    async fn count(&self, conn: &mut PgConnection) -> Result<u64, StoreError> {
+    async fn count(&self, store: &PostgresStore, conn: &mut PgConnection) -> Result<u64, StoreError> {
         let (from, cond) = (&self.from, self.cond.as_deref().unwrap_or("true"));
         let limit = self.limit.map_or(String::new(), |l| format!(" LIMIT {}", i64::try_from(l).unwrap_or(i64::MAX)));
         let (in_sql, in_memory) = match self.check {
@@ -1182,7 +1235,7 @@ impl SelectQuery {
             total += n as u64;
         }
         if let Some(sql) = in_memory {
-            let mut rows = self.rows(conn, sql);
+            let mut rows = self.rows(store, conn, sql);
             while rows.next().await?.is_some() {
                 total += 1;
             }
@@ -1201,6 +1254,9 @@ type RowColumns = (String, f64, Vec<u8>, bool);
 struct Rows<'c> {
     stream: futures_util::stream::BoxStream<'c, Result<RowColumns, sqlx::Error>>,
     query: &'c SelectQuery,
+    /// Where seed documents are fetched from, and those fetched.
+    store: &'c PostgresStore,
+    documents: SeedDocuments,
     passed: u64,
 }
 
@@ -1210,6 +1266,9 @@ impl Rows<'_> {
             return Ok(None);
         }
         while let Some((body, ord, id, in_memory)) = self.stream.try_next().await? {
+            let mut body = [body];
+            self.store.expand_bodies(&mut self.documents, &mut body).await?;
+            let [body] = body;
             if in_memory {
                 let value: Value = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 if !self.query.filter.as_ref().is_none_or(|f| f.matches_json(&value)) {

@@ -1,8 +1,10 @@
 //! What every store must do, whatever keeps the data. Each function takes a fresh, empty store.
 
-use casebook_model::{Case, Expectations, Task};
+use casebook_canon::{Kind, content_id, id_bytes};
+use casebook_model::{Case, Expectations, MemorySeeds, Task};
 use casebook_store::{
-    AnyStore, CaseBatches, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, VersionInfo,
+    AnyStore, CaseBatches, CommitMode, CommitOutcome, CommitRequest, FieldChange, Ref, Select, Store, StoreError,
+    VersionInfo,
 };
 use serde_json::json;
 
@@ -19,6 +21,18 @@ pub fn case(id: &str, input: &str) -> Case {
         review: None,
         provenance: None,
     }
+}
+
+/// A case that carries a seed file, as `casebook-formats` reads one.
+pub fn seeded(id: &str, file: &str, content: serde_json::Value) -> Case {
+    let mut c = case(id, &format!("plan {id}"));
+    c.task.memory_seeds = Some(MemorySeeds::File { file: file.into(), content });
+    c
+}
+
+/// The seed document of [`seeded`] cases: `content` is Bob's preference.
+pub fn seed_document(content: &str) -> serde_json::Value {
+    json!({"apiVersion": "memory-seed/v1", "entries": [{"key": "preference", "content": content}], "n": 1.5e300})
 }
 
 pub fn batches(cases: Vec<Case>) -> CaseBatches {
@@ -221,8 +235,89 @@ pub async fn cancelled_input_writes_nothing(store: impl Store) {
     assert_eq!(ids(&store, 1).await, ["a"]);
 }
 
+/// Cases that share a seed file are given back whole by every read, with the content ids they
+/// have in memory (a backend keeps the document once: that is not to change any id); a changed
+/// seed file makes a new version whose diff names the change in the document.
+pub async fn seed_files_are_given_back_whole(store: impl Store) {
+    let trains = seed_document("Bob likes night trains");
+    let mut cases: Vec<Case> = (0..5).map(|i| seeded(&format!("s{i}"), "./seeds/bob.yaml", trains.clone())).collect();
+    cases.push(case("plain", "no seeds"));
+    let mut inline = case("inline", "seeds inline");
+    inline.task.memory_seeds = Some(serde_json::from_value(json!([{"source": "s", "content": "c"}])).unwrap());
+    cases.push(inline);
+    cases.push(seeded(
+        "other",
+        "./seeds/ann.yaml",
+        json!(["a list", {"memory_seeds": {"file": "x", "content_id": "y"}}]),
+    ));
+    let v1 = created(&store, CommitMode::Replace, cases.clone()).await;
+    let whole: Vec<String> = cases.iter().map(|c| serde_json::to_string(c).unwrap()).collect();
+    let mut bodies = Vec::new();
+    store
+        .bodies("support", 1, &Select::all(), 3, &mut |batch| {
+            bodies.extend(batch);
+            true
+        })
+        .await
+        .unwrap();
+    assert_eq!(bodies, whole);
+    let mut read = Vec::new();
+    store
+        .cases("support", 1, &Select::all(), 2, &mut |batch| {
+            read.extend(batch);
+            true
+        })
+        .await
+        .unwrap();
+    assert_eq!(read, cases);
+    assert_eq!(store.case("support", 1, "s3").await.unwrap().as_ref(), Some(&cases[3]));
+    // Content ids and the version id are those of the cases as they are.
+    let mut pairs = Vec::new();
+    for c in &cases {
+        let cid = content_id(Kind::Case, c).unwrap();
+        assert_eq!(store.history("support", &c.id).await.unwrap()[0].content_id, cid, "{}", c.id);
+        pairs.push((c.id.clone(), id_bytes(&cid).unwrap()));
+    }
+    pairs.sort();
+    let expected = casebook_canon::first_version_id("support", pairs.iter().map(|(id, cid)| (id.as_str(), cid)));
+    assert_eq!(v1.id, expected.unwrap());
+
+    // The seed file changes: every case that carries it changes, and the diff says how.
+    let flights = seed_document("Bob likes early flights");
+    let mut changed = cases.clone();
+    for c in changed.iter_mut().take(5) {
+        c.task.memory_seeds = Some(MemorySeeds::File { file: "./seeds/bob.yaml".into(), content: flights.clone() });
+    }
+    let v2 = created(&store, CommitMode::Replace, changed.clone()).await;
+    assert_eq!((v2.added, v2.removed, v2.modified), (0, 0, 5));
+    let diff = store.diff("support", 1, 2).await.unwrap();
+    assert_eq!(diff.modified.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(), ["s0", "s1", "s2", "s3", "s4"]);
+    for modified in &diff.modified {
+        assert_eq!(
+            modified.changes,
+            [FieldChange {
+                pointer: "/memory_seeds/content/entries/0/content".into(),
+                old: Some(json!("Bob likes night trains")),
+                new: Some(json!("Bob likes early flights")),
+            }]
+        );
+    }
+    // Both versions read back as they were committed; the same content again makes no version.
+    let mut read = Vec::new();
+    store
+        .cases("support", 2, &Select::all(), 100, &mut |batch| {
+            read.extend(batch);
+            true
+        })
+        .await
+        .unwrap();
+    assert_eq!(read, changed);
+    assert_eq!(store.case("support", 1, "s0").await.unwrap().as_ref(), Some(&cases[0]));
+    assert!(matches!(commit(&store, CommitMode::Replace, changed).await.unwrap(), CommitOutcome::Unchanged(_)));
+}
+
 /// Cases with something for every kind of filter: plain and `key:value` labels, metadata of
-/// every JSON type, turns, confidence, non-ASCII text.
+/// every JSON type, turns, confidence, non-ASCII text, seed files and inline seeds.
 fn varied_cases() -> Vec<Case> {
     let specs = [
         (
@@ -249,6 +344,21 @@ fn varied_cases() -> Vec<Case> {
             }
             serde_json::from_value(value).unwrap()
         })
+        .chain([
+            seeded("s1", "./seeds/bob.yaml", seed_document("Bob likes night trains")),
+            seeded("s2", "./seeds/bob.yaml", seed_document("Bob likes night trains")),
+            seeded(
+                "s3",
+                "seeds/ann.yaml",
+                json!({"seeds": [{"source": "a", "content": "Ann", "n": 2}], "content_id": 7}),
+            ),
+            seeded("s4", "seeds/empty.yaml", json!([])),
+            {
+                let mut c = case("s5", "inline");
+                c.task.memory_seeds = Some(serde_json::from_value(json!([{"source": "s", "content": "c"}])).unwrap());
+                c
+            },
+        ])
         .collect()
 }
 
@@ -288,6 +398,20 @@ pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
         r#"turns[1].role == "hitl""#,
         r#"input contains "naïve" and id > "r""#,
         r#"input matches "refund\\?""#,
+        r#"exists(memory_seeds)"#,
+        r#"exists(memory_seeds.content)"#,
+        r#"exists(memory_seeds.content_id)"#,
+        r#"exists(memory_seeds.content.content_id)"#,
+        r#"memory_seeds.file == "./seeds/bob.yaml""#,
+        r#"memory_seeds.file matches "ann""#,
+        r#"memory_seeds.content.entries[0].content matches "night""#,
+        r#"memory_seeds.content.n > 1e300"#,
+        r#"memory_seeds.content.seeds[0].n == 2"#,
+        r#"len(memory_seeds.content) == 0"#,
+        r#"len(memory_seeds.content.entries) >= 1"#,
+        r#"memory_seeds[0].source == "s""#,
+        r#"not (memory_seeds.content.entries[0].content matches "night")"#,
+        r#"memory_seeds.content.entries[0].content matches "night" and labels contains "math""#,
     ];
     for (version, expected_cases) in [(1, &cases), (2, &v2), (3, &v3)] {
         for text in expressions {

@@ -59,6 +59,7 @@ conformance!(
     a_moved_head_is_a_conflict_and_writes_nothing,
     cancelled_input_writes_nothing,
     filters_select_what_they_select_in_memory,
+    seed_files_are_given_back_whole,
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
     pages_walk_a_fixed_version,
 );

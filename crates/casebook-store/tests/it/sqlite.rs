@@ -40,6 +40,7 @@ conformance!(
     a_moved_head_is_a_conflict_and_writes_nothing,
     cancelled_input_writes_nothing,
     filters_select_what_they_select_in_memory,
+    seed_files_are_given_back_whole,
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
     pages_walk_a_fixed_version,
 );
@@ -170,7 +171,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
         "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
          DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
          DROP TABLE case_labels; DROP INDEX members_blob; DROP TABLE blob_facets;
-         DROP TABLE run_results; DROP TABLE runs; DROP TABLE run_outputs;
+         DROP TABLE run_results; DROP TABLE runs; DROP TABLE run_outputs; DROP TABLE seed_documents;
          DELETE FROM schema_version WHERE version > 1;",
     )
     .execute(&pool)
@@ -184,7 +185,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 7);
+    assert_eq!(version, 8);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -245,7 +246,7 @@ async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
     let path = dir.path().join(".casebook/store.db");
     let pool = raw_at(&path).await;
     let sql = format!(
-        "DROP TABLE run_results; DROP TABLE run_outputs;
+        "DROP TABLE run_results; DROP TABLE run_outputs; DROP TABLE seed_documents;
          CREATE TABLE run_results (run TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, result TEXT NOT NULL,
                                    PRIMARY KEY (run, seq)) WITHOUT ROWID;
          CREATE TABLE run_outputs (hash TEXT PRIMARY KEY, output TEXT NOT NULL) WITHOUT ROWID;
@@ -383,4 +384,191 @@ async fn a_commit_does_not_build_on_a_reused_body_that_was_changed() {
         }
         assert_eq!(store.versions("support").await.unwrap().len(), 1, "{garbage}");
     }
+}
+
+/// Cases that carry a seed file, and others.
+fn seeded_cases(n: usize, document: &serde_json::Value) -> Vec<casebook_model::Case> {
+    let mut cases: Vec<_> =
+        (0..n).map(|i| conformance::seeded(&format!("s{i:04}"), "./seeds/bob.yaml", document.clone())).collect();
+    cases.push(case("plain", "no seeds"));
+    cases
+}
+
+async fn scalar(pool: &sqlx::SqlitePool, sql: &'static str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+}
+
+/// Every body of `version`, as the store gives them back.
+async fn bodies(store: &SqliteStore, version: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    store
+        .bodies("support", version, &Select::all(), 500, &mut |batch| {
+            out.extend(batch);
+            true
+        })
+        .await
+        .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn a_seed_file_thousands_of_cases_share_is_stored_once() {
+    let (dir, store) = fresh().await;
+    // A 100 KB seed file, carried by 2,000 cases.
+    let entries: Vec<serde_json::Value> = (0..10)
+        .map(|i| serde_json::json!({"key": format!("k{i}"), "content": format!("{i}: {}", "Bob likes night trains. ".repeat(420))}))
+        .collect();
+    let document = serde_json::json!({"kind": "MemorySeed", "entries": entries});
+    let size = serde_json::to_string(&document).unwrap().len();
+    assert!(size > 100_000, "{size}");
+    let cases = seeded_cases(2000, &document);
+    created(&store, CommitMode::Replace, cases[..10].to_vec()).await;
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    let read = bodies(&store, 2).await;
+    assert_eq!(read.len(), 2001);
+    for i in [0, 1999, 2000] {
+        assert_eq!(read[i], serde_json::to_string(&cases[i]).unwrap());
+    }
+    // Stored once, under its content id; each body holds a reference of about 100 bytes.
+    let pool = raw(&dir).await;
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 1);
+    let cid: Vec<u8> = sqlx::query_scalar("SELECT cid FROM seed_documents").fetch_one(&pool).await.unwrap();
+    let expected = casebook_canon::content_id(casebook_canon::Kind::Seed, &document).unwrap();
+    assert_eq!(casebook_canon::id_hex(&cid.try_into().unwrap()), expected);
+    assert!(scalar(&pool, "SELECT max(length(body)) FROM blobs").await < 400);
+    pool.close().await;
+    store.close().await;
+    // 2,000 copies would be 200 MB; the store is a few hundred kilobytes and one document.
+    let file = fs_err::metadata(dir.path().join(".casebook/store.db")).unwrap().len();
+    assert!(file < 3 * size as u64 + 2_000_000, "{file} bytes");
+    let store = SqliteStore::open(&dir.path().join(".casebook/store.db")).await.unwrap();
+    let report = store.check().await.unwrap();
+    assert_eq!(report.problems, Vec::<String>::new());
+    assert_eq!((report.bodies, report.seed_documents), (2001, 1));
+}
+
+/// A store of schema 7 kept a seed file's document inside each body that carries it: migrating
+/// moves the documents into `seed_documents` (once each) and leaves every content id, and
+/// every read, as it was. A body still holding its document (as schema 7 wrote it) reads the
+/// same as a compact one.
+#[tokio::test]
+async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
+    let (dir, store) = fresh().await;
+    let document = conformance::seed_document("Bob likes night trains");
+    let cases = seeded_cases(3, &document);
+    let v1 = created(&store, CommitMode::Replace, cases.clone()).await;
+    let mut other = conformance::seed_document("Bob likes early flights");
+    other["n"] = serde_json::json!(2);
+    let mut changed = cases.clone();
+    changed[0] = conformance::seeded("s0000", "./seeds/bob.yaml", other);
+    created(&store, CommitMode::Replace, changed.clone()).await;
+    store.close().await;
+    let whole = |cases: &[casebook_model::Case]| -> Vec<String> {
+        cases.iter().map(|c| serde_json::to_string(c).unwrap()).collect()
+    };
+    // Back to schema 7: every body whole, no table of seed documents.
+    let path = dir.path().join(".casebook/store.db");
+    let pool = raw_at(&path).await;
+    let cids_before: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT cid FROM blobs ORDER BY id").fetch_all(&pool).await.unwrap();
+    for c in cases.iter().chain(&changed) {
+        let body = serde_json::to_string(c).unwrap();
+        let cid = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body).unwrap();
+        sqlx::query("UPDATE blobs SET body = ? WHERE cid = ?").bind(&body).bind(&cid[..]).execute(&pool).await.unwrap();
+    }
+    sqlx::raw_sql("DROP TABLE seed_documents; DELETE FROM schema_version WHERE version > 7;")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 3);
+    pool.close().await;
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    let pool = raw_at(&path).await;
+    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 8);
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 2);
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 0);
+    let cids_after: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT cid FROM blobs ORDER BY id").fetch_all(&pool).await.unwrap();
+    assert_eq!(cids_after, cids_before);
+    assert_eq!(bodies(&store, 1).await, whole(&cases));
+    assert_eq!(bodies(&store, 2).await, whole(&changed));
+    assert_eq!(store.versions("support").await.unwrap()[0].id, v1.id);
+    let diff = store.diff("support", 1, 2).await.unwrap();
+    assert_eq!(diff.modified.len(), 1);
+    assert_eq!(diff.modified[0].changes.len(), 2, "{diff:?}");
+    let report = store.check().await.unwrap();
+    assert_eq!((report.problems.clone(), report.seed_documents), (Vec::<String>::new(), 2), "{report:?}");
+
+    // A body left whole (as schema 7 wrote it) reads, filters and checks the same.
+    let body = serde_json::to_string(&cases[1]).unwrap();
+    let cid = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body).unwrap();
+    sqlx::query("UPDATE blobs SET body = ? WHERE cid = ?").bind(&body).bind(&cid[..]).execute(&pool).await.unwrap();
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 1);
+    assert_eq!(bodies(&store, 2).await, whole(&changed));
+    let filter = casebook_filter::Filter::parse(r#"memory_seeds.content.entries[0].content matches "night""#).unwrap();
+    let select = Select { filter: Some(filter), limit: None };
+    assert_eq!(store.count("support", 2, &select).await.unwrap(), 2);
+    assert_eq!(store.check().await.unwrap().problems, Vec::<String>::new());
+    // Committing the same cases again changes nothing.
+    let outcome = conformance::commit(&store, CommitMode::Replace, changed).await.unwrap();
+    assert!(matches!(outcome, casebook_store::CommitOutcome::Unchanged(_)), "{outcome:?}");
+    pool.close().await;
+}
+
+/// Bodies of schema 7, each with its own copy of a 100 KB seed document: migrating moves the
+/// documents out and gives the space back, so the file shrinks to what it holds.
+#[tokio::test]
+async fn migrating_gives_back_the_space_of_seed_documents_stored_whole() {
+    let (dir, store) = fresh().await;
+    let document = conformance::seed_document(&"Bob likes night trains. ".repeat(4200));
+    let cases = seeded_cases(200, &document);
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    store.close().await;
+    let path = dir.path().join(".casebook/store.db");
+    let pool = raw_at(&path).await;
+    let mut whole = Vec::new();
+    for c in &cases {
+        let body = serde_json::to_string(c).unwrap();
+        let cid = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body).unwrap();
+        sqlx::query("UPDATE blobs SET body = ? WHERE cid = ?").bind(&body).bind(&cid[..]).execute(&pool).await.unwrap();
+        whole.push(body);
+    }
+    sqlx::raw_sql(
+        "DROP TABLE seed_documents; DELETE FROM schema_version WHERE version > 7; PRAGMA wal_checkpoint(TRUNCATE);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let size = || fs_err::metadata(&path).unwrap().len();
+    assert!(size() > 20_000_000, "{}", size());
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert!(size() < 2_000_000, "{}", size());
+    assert_eq!(bodies(&store, 1).await, whole);
+}
+
+#[tokio::test]
+async fn check_finds_seed_documents_changed_or_lost() {
+    let (dir, store) = fresh().await;
+    created(&store, CommitMode::Replace, seeded_cases(2, &conformance::seed_document("trains"))).await;
+    let pool = raw(&dir).await;
+    sqlx::query("UPDATE seed_documents SET document = replace(document, 'trains', 'planes')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let report = store.check().await.unwrap();
+    assert!(report.problems.iter().any(|p| p.starts_with("seed document #1 is stored as ")), "{report:?}");
+    // Each body that carries it no longer makes its content id either.
+    assert_eq!(report.problems.iter().filter(|p| p.starts_with("case body #")).count(), 2, "{report:?}");
+    sqlx::query("DELETE FROM seed_documents").execute(&pool).await.unwrap();
+    let report = store.check().await.unwrap();
+    let lost: Vec<&String> = report.problems.iter().filter(|p| p.contains("which is not in the store")).collect();
+    assert_eq!(lost.len(), 2, "{report:?}");
+    assert!(lost[0].starts_with("case body #1 refers to the seed document "), "{report:?}");
+    // Reading such a case says what is wrong.
+    let err = store.case("support", 1, "s0000").await.unwrap_err();
+    assert!(err.to_string().contains("which is not in the store"), "{err}");
+    pool.close().await;
 }
