@@ -30,6 +30,7 @@ CREATE TABLE blob_facets (
     facets json NOT NULL,
     nul boolean NOT NULL
 );
+CREATE INDEX blob_facets_nul ON blob_facets (blob) WHERE nul;
 
 CREATE TABLE case_labels (
     label bytea NOT NULL,

@@ -34,6 +34,8 @@ const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.
 
 /// Cases a batch statement carries.
 const ROWS: usize = 2000;
+/// Tasks writing case bodies at once during a commit.
+const WRITERS: usize = 2;
 
 /// The key of the advisory lock that one migration at a time takes.
 const MIGRATION_LOCK: i64 = 0x6361_7365_626f_6f6b; // "casebook"
@@ -156,12 +158,8 @@ impl PostgresStore {
 
     /// The schema version, `None` when the database has no casebook schema.
     async fn schema_version(&self) -> Result<Option<i64>, StoreError> {
-        let exists: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM information_schema.tables
-                            WHERE table_schema = current_schema() AND table_name = 'casebook_schema')",
-        )
-        .fetch_one(&self.pool)
-        .await?;
+        let exists: bool =
+            sqlx::query_scalar("SELECT to_regclass('casebook_schema') IS NOT NULL").fetch_one(&self.pool).await?;
         if !exists {
             return Ok(None);
         }
@@ -210,68 +208,6 @@ impl PostgresStore {
         .await?;
         Ok(row.map(|r| version_info(dataset, &r)))
     }
-
-    /// Writes the bodies of `cases` that are not stored yet, with their facets and labels, in
-    /// one transaction of their own.
-    async fn store_bodies(&self, cases: &mut [Prepared]) -> Result<(), StoreError> {
-        let mut order: Vec<usize> = (0..cases.len()).collect();
-        // In content-id order, so that two writers of overlapping bodies wait on each other in
-        // one order and never deadlock.
-        order.sort_unstable_by(|&a, &b| cases[a].content_id.cmp(&cases[b].content_id));
-        order.dedup_by(|a, b| cases[*a].content_id == cases[*b].content_id);
-        let mut cids = Vec::with_capacity(order.len());
-        let mut bodies = Vec::with_capacity(order.len());
-        let mut facets = Vec::with_capacity(order.len());
-        let (mut label_cids, mut labels) = (Vec::new(), Vec::new());
-        let (mut seed_ids, mut seed_documents) = (Vec::new(), Vec::new());
-        for case in cases.iter_mut() {
-            if let Some(seed) = case.seed.take() {
-                if !seed_ids.contains(&seed.content_id.to_vec()) {
-                    seed_ids.push(seed.content_id.to_vec());
-                    seed_documents.push(seed.document);
-                }
-            }
-        }
-        if !seed_ids.is_empty() {
-            sqlx::query(
-                "INSERT INTO seed_documents (cid, document) SELECT * FROM unnest($1::bytea[], $2::text[])
-                 ON CONFLICT (cid) DO NOTHING",
-            )
-            .bind(seed_ids)
-            .bind(seed_documents)
-            .execute(&self.pool)
-            .await?;
-        }
-        for &i in &order {
-            let case = &mut cases[i];
-            cids.push(case.content_id.to_vec());
-            bodies.push(std::mem::take(&mut case.body));
-            facets.push(std::mem::take(&mut case.facets));
-            for label in std::mem::take(&mut case.labels) {
-                label_cids.push(case.content_id.to_vec());
-                labels.push(label.into_bytes());
-            }
-        }
-        sqlx::query(
-            "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t (cid, body, facets)),
-                  new AS (INSERT INTO blobs (cid, body) SELECT cid, body FROM input
-                          ON CONFLICT (cid) DO NOTHING RETURNING id, cid),
-                  facets AS (INSERT INTO blob_facets (blob, facets, nul)
-                             SELECT new.id, input.facets::json, strpos(input.body, '\\u0000') > 0
-                             FROM new JOIN input USING (cid))
-             INSERT INTO case_labels (label, blob)
-             SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid)
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(cids)
-        .bind(bodies)
-        .bind(facets)
-        .bind(label_cids)
-        .bind(labels)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
 }
 
 impl PostgresStore {
@@ -299,6 +235,92 @@ impl PostgresStore {
         // One that is missing is reported by `expand_all`.
         documents.expand_all(bodies)
     }
+}
+
+/// Writes the bodies of `cases` that are not stored yet, with their facets and labels (and
+/// the seed documents they refer to), in one transaction of their own; returns the cases'
+/// ids and content ids, in order.
+async fn write_bodies(pool: PgPool, mut cases: Vec<Prepared>) -> Result<Chunk, StoreError> {
+    let mut order: Vec<usize> = (0..cases.len()).collect();
+    // In content-id order, so that two writers of overlapping bodies wait on each other in
+    // one order and never deadlock.
+    order.sort_unstable_by(|&a, &b| cases[a].content_id.cmp(&cases[b].content_id));
+    order.dedup_by(|a, b| cases[*a].content_id == cases[*b].content_id);
+    let mut cids = Vec::with_capacity(order.len());
+    let mut bodies = Vec::with_capacity(order.len());
+    let mut facets = Vec::with_capacity(order.len());
+    let (mut label_cids, mut labels) = (Vec::new(), Vec::new());
+    let (mut seed_ids, mut seed_documents) = (Vec::new(), Vec::new());
+    for case in cases.iter_mut() {
+        if let Some(seed) = case.seed.take() {
+            if !seed_ids.contains(&seed.content_id.to_vec()) {
+                seed_ids.push(seed.content_id.to_vec());
+                seed_documents.push(seed.document);
+            }
+        }
+    }
+    if !seed_ids.is_empty() {
+        sqlx::query(
+            "INSERT INTO seed_documents (cid, document) SELECT * FROM unnest($1::bytea[], $2::text[])
+             ON CONFLICT (cid) DO NOTHING",
+        )
+        .bind(seed_ids)
+        .bind(seed_documents)
+        .execute(&pool)
+        .await?;
+    }
+    for &i in &order {
+        let case = &mut cases[i];
+        cids.push(case.content_id.to_vec());
+        bodies.push(std::mem::take(&mut case.body));
+        facets.push(std::mem::take(&mut case.facets));
+        for label in std::mem::take(&mut case.labels) {
+            label_cids.push(case.content_id.to_vec());
+            labels.push(label.into_bytes());
+        }
+    }
+    // The row id of each body: those this statement stored, and those stored before it began
+    // (which its snapshot shows); one stored meanwhile by another writer is looked up after.
+    let rows: Vec<(Vec<u8>, i64)> = sqlx::query_as(
+        "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t (cid, body, facets)),
+              new AS (INSERT INTO blobs (cid, body) SELECT cid, body FROM input
+                      ON CONFLICT (cid) DO NOTHING RETURNING id, cid),
+              facets AS (INSERT INTO blob_facets (blob, facets, nul)
+                         SELECT new.id, input.facets::json, strpos(input.body, '\\u0000') > 0
+                         FROM new JOIN input USING (cid)),
+              labels AS (INSERT INTO case_labels (label, blob)
+                         SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid)
+                         ON CONFLICT DO NOTHING)
+         SELECT cid, id FROM new
+         UNION ALL
+         SELECT b.cid, b.id FROM input i LEFT JOIN new n ON n.cid = i.cid JOIN blobs b ON b.cid = i.cid
+         WHERE n.cid IS NULL",
+    )
+    .bind(&cids)
+    .bind(bodies)
+    .bind(facets)
+    .bind(label_cids)
+    .bind(labels)
+    .fetch_all(&pool)
+    .await?;
+    let mut found: std::collections::HashMap<Vec<u8>, i64> = rows.into_iter().collect();
+    let missing: Vec<&Vec<u8>> = cids.iter().filter(|cid| !found.contains_key(*cid)).collect();
+    if !missing.is_empty() {
+        let rows: Vec<(Vec<u8>, i64)> =
+            sqlx::query_as("SELECT cid, id FROM blobs WHERE cid = ANY($1)").bind(missing).fetch_all(&pool).await?;
+        found.extend(rows);
+    }
+    let mut chunk =
+        Chunk { ids: Vec::with_capacity(cases.len()), blobs: Vec::with_capacity(cases.len()), cids: Vec::new() };
+    for case in &mut cases {
+        let Some(&blob) = found.get(case.content_id.as_slice()) else {
+            return Err(StoreError::Corrupt("a case body was not found after it was written".into()));
+        };
+        chunk.ids.push(std::mem::take(&mut case.id));
+        chunk.blobs.push(blob);
+        chunk.cids.push(case.content_id);
+    }
+    Ok(chunk)
 }
 
 /// `url` with its password replaced by `***`.
@@ -766,21 +788,33 @@ impl PostgresStore {
         &self,
         conn: &mut PgConnection,
         request: CommitRequest,
-        mut cases: CaseBatches,
+        cases: CaseBatches,
     ) -> Result<CommitOutcome, StoreError> {
+        let removing = matches!(request.mode, CommitMode::Remove(_));
+        let mut bodies =
+            Bodies { pool: self.pool.clone(), cases, writing: Default::default(), pending: Vec::new(), done: false };
+        // A dataset without a head gets its first version straight into `members`, as the bodies
+        // are written (other writers of the dataset wait for it; readers do not).
+        let head_before: Option<i64> = sqlx::query_scalar("SELECT head FROM datasets WHERE name = $1")
+            .bind(&request.dataset)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if head_before.unwrap_or(0) == 0 && !removing {
+            let mut tx = conn.begin().await?;
+            let (id, head) = lock_dataset(&mut tx, &request).await?;
+            if head == 0 {
+                return first_version(tx, request, id, bodies).await;
+            }
+            // Another writer made the first version meanwhile: this commit builds on it.
+            tx.rollback().await?;
+        }
+
         sqlx::raw_sql(
             "DROP TABLE IF EXISTS pg_temp.incoming;
              CREATE TEMP TABLE incoming (pos bigint PRIMARY KEY, case_id bytea NOT NULL, blob bigint NOT NULL);",
         )
         .execute(&mut *conn)
         .await?;
-        // A dataset without a head now will most likely have none when the version is made:
-        // list its cases as they go by for the first version's id, as the embedded store does.
-        let head_before: Option<i64> = sqlx::query_scalar("SELECT head FROM datasets WHERE name = $1")
-            .bind(&request.dataset)
-            .fetch_optional(&mut *conn)
-            .await?;
-        let mut listed = (head_before.unwrap_or(0) == 0).then(crate::sqlite::Listing::default);
         let mut pos = 0i64;
         match &request.mode {
             CommitMode::Remove(ids) => {
@@ -799,116 +833,28 @@ impl PostgresStore {
                 }
             }
             _ => {
-                while let Some(batch) = cases.recv().await {
-                    let Ok(mut batch) = batch else { return Err(StoreError::Cancelled) };
-                    if let Some(listed) = &mut listed {
-                        for case in &batch {
-                            listed.push(&case.id, case.content_id)?;
-                        }
-                    }
-                    for chunk in batch.chunks_mut(ROWS) {
-                        self.store_bodies(chunk).await?;
-                        let positions: Vec<i64> = (pos..pos + chunk.len() as i64).collect();
-                        pos += chunk.len() as i64;
-                        let ids: Vec<Vec<u8>> =
-                            chunk.iter_mut().map(|c| std::mem::take(&mut c.id).into_bytes()).collect();
-                        let cids: Vec<Vec<u8>> = chunk.iter().map(|c| c.content_id.to_vec()).collect();
-                        sqlx::query(
-                            "INSERT INTO incoming (pos, case_id, blob)
-                             SELECT t.p, t.id, b.id FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS t (p, id, cid)
-                             JOIN blobs b ON b.cid = t.cid",
-                        )
-                        .bind(positions)
-                        .bind(ids)
-                        .bind(cids)
-                        .execute(&mut *conn)
-                        .await?;
-                    }
+                while let Some(chunk) = bodies.next().await? {
+                    let positions: Vec<i64> = (pos..pos + chunk.ids.len() as i64).collect();
+                    pos += chunk.ids.len() as i64;
+                    sqlx::query(
+                        "INSERT INTO incoming (pos, case_id, blob) SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bigint[])",
+                    )
+                    .bind(positions)
+                    .bind(as_bytes(&chunk.ids))
+                    .bind(&chunk.blobs)
+                    .execute(&mut *conn)
+                    .await?;
                 }
             }
-        }
-        let loaded: i64 = sqlx::query_scalar("SELECT count(*) FROM incoming").fetch_one(&mut *conn).await?;
-        if loaded != pos {
-            return Err(StoreError::Corrupt(format!(
-                "{} of the commit's case bodies were not found after they were written",
-                pos - loaded
-            )));
         }
         sqlx::query("CREATE UNIQUE INDEX incoming_case ON incoming (case_id)").execute(&mut *conn).await?;
         sqlx::query("ANALYZE incoming").execute(&mut *conn).await?;
 
         let mut tx = conn.begin().await?;
-        let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
-        let removing = matches!(request.mode, CommitMode::Remove(_));
-        if !removing {
-            let header = request.header.clone().unwrap_or_default();
-            sqlx::query("INSERT INTO datasets (name, header) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
-                .bind(&request.dataset)
-                .bind(header_json(&header))
-                .execute(&mut *tx)
-                .await?;
-        }
-        // From here to the commit, the dataset is this commit's alone.
-        let row = sqlx::query("SELECT id, head, header FROM datasets WHERE name = $1 FOR UPDATE")
-            .bind(&request.dataset)
-            .fetch_optional(&mut *tx)
-            .await?;
-        let Some(row) = row else { return Err(StoreError::NoDataset(request.dataset.clone(), String::new())) };
-        let (id, head): (i64, u64) = (row.get("id"), row.get::<i64, _>("head") as u64);
-        if let Some(parent) = request.parent {
-            if parent != head {
-                return Err(StoreError::Conflict { dataset: request.dataset.clone(), parent, head });
-            }
-        }
-        if let Some(header) = &request.header {
-            let old: String = row.get("header");
-            let new = header_json(header);
-            if old != new {
-                sqlx::query("UPDATE datasets SET header = $1 WHERE id = $2")
-                    .bind(&new)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query(
-                    "INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'header', $4)",
-                )
-                .bind(id)
-                .bind(&request.time)
-                .bind(&request.author)
-                .bind(&new)
-                .execute(&mut *tx)
-                .await?;
-            }
-        }
-
+        let (id, head) = lock_dataset(&mut tx, &request).await?;
         if head == 0 && !removing {
-            let Some(listed) = listed else {
-                // The head was there when the commit began and is gone: it cannot be.
-                return Err(StoreError::Corrupt(format!("dataset `{}` lost its versions", request.dataset)));
-            };
-            sqlx::query(
-                "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-                 SELECT $1, case_id, 1, NULL, blob, pos FROM incoming ORDER BY pos",
-            )
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-            let version = VersionInfo {
-                id: listed.first_version_id(&request.dataset)?,
-                dataset: request.dataset,
-                number: 1,
-                parent: None,
-                author: request.author,
-                time: request.time,
-                message: request.message,
-                added: pos as u64,
-                removed: 0,
-                modified: 0,
-                cases: pos as u64,
-            };
-            insert_version(&mut tx, id, &version).await?;
-            tx.commit().await?;
-            return Ok(CommitOutcome::Created(version));
+            // The head was there when the commit began and is gone: it cannot be.
+            return Err(StoreError::Corrupt(format!("dataset `{}` lost its versions", request.dataset)));
         }
 
         let live = "dataset = $1 AND to_v IS NULL";
@@ -993,12 +939,13 @@ impl PostgresStore {
         }
         let cid = hasher.finish();
 
+        // The rows that close, found through the primary key (dataset, case id).
+        sqlx::query("ANALYZE changes").execute(&mut *tx).await?;
         let close = if reordered {
-            format!(
-                "UPDATE members SET to_v = $2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
-            )
+            "UPDATE members m SET to_v = $2 FROM (SELECT case_id FROM incoming UNION SELECT case_id FROM changes) c
+             WHERE m.dataset = $1 AND m.case_id = c.case_id AND m.to_v IS NULL"
         } else {
-            format!("UPDATE members SET to_v = $2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
+            "UPDATE members m SET to_v = $2 FROM changes c WHERE m.dataset = $1 AND m.case_id = c.case_id AND m.to_v IS NULL"
         };
         sqlx::query(
             "CREATE TEMP TABLE opening (case_id bytea PRIMARY KEY, blob bigint NOT NULL, ord double precision NOT NULL)",
@@ -1058,7 +1005,7 @@ impl PostgresStore {
             .execute(&mut *tx)
             .await?;
         }
-        sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
+        sqlx::query(close).bind(id).bind(number as i64).execute(&mut *tx).await?;
         sqlx::query(
             "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
              SELECT $1, case_id, $2, NULL, blob, ord FROM opening ORDER BY case_id",
@@ -1085,6 +1032,145 @@ impl PostgresStore {
         tx.commit().await?;
         Ok(CommitOutcome::Created(version))
     }
+}
+
+/// Makes the dataset a commit names if it is new (not for a removal), locks its row until the
+/// transaction ends, checks the commit's parent, and records a header edit. Returns the
+/// dataset's row id and head.
+async fn lock_dataset(tx: &mut PgConnection, request: &CommitRequest) -> Result<(i64, u64), StoreError> {
+    let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
+    if !matches!(request.mode, CommitMode::Remove(_)) {
+        let header = request.header.clone().unwrap_or_default();
+        sqlx::query("INSERT INTO datasets (name, header) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+            .bind(&request.dataset)
+            .bind(header_json(&header))
+            .execute(&mut *tx)
+            .await?;
+    }
+    // From here to the end of the transaction, the dataset is this commit's alone.
+    let row = sqlx::query("SELECT id, head, header FROM datasets WHERE name = $1 FOR UPDATE")
+        .bind(&request.dataset)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(row) = row else { return Err(StoreError::NoDataset(request.dataset.clone(), String::new())) };
+    let (id, head): (i64, u64) = (row.get("id"), row.get::<i64, _>("head") as u64);
+    if let Some(parent) = request.parent {
+        if parent != head {
+            return Err(StoreError::Conflict { dataset: request.dataset.clone(), parent, head });
+        }
+    }
+    // Header edits are logged, not versioned.
+    if let Some(header) = &request.header {
+        let old: String = row.get("header");
+        let new = header_json(header);
+        if old != new {
+            sqlx::query("UPDATE datasets SET header = $1 WHERE id = $2").bind(&new).bind(id).execute(&mut *tx).await?;
+            sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'header', $4)")
+                .bind(id)
+                .bind(&request.time)
+                .bind(&request.author)
+                .bind(&new)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    Ok((id, head))
+}
+
+/// The first version of dataset `id`, in `tx` (which holds its row): every case is new, so each
+/// chunk goes into `members` as soon as its bodies are written. The version id hashes the cases
+/// in id order; they are listed as they go by, as the embedded store does.
+async fn first_version(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    request: CommitRequest,
+    id: i64,
+    mut bodies: Bodies,
+) -> Result<CommitOutcome, StoreError> {
+    let mut listed = crate::sqlite::Listing::default();
+    let mut pos = 0i64;
+    while let Some(chunk) = bodies.next().await? {
+        for (case, cid) in chunk.ids.iter().zip(&chunk.cids) {
+            listed.push(case, *cid)?;
+        }
+        let positions: Vec<i64> = (pos..pos + chunk.ids.len() as i64).collect();
+        pos += chunk.ids.len() as i64;
+        sqlx::query(
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+             SELECT $1, t.id, 1, NULL, t.blob, t.p FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS t (p, id, blob)",
+        )
+        .bind(id)
+        .bind(positions)
+        .bind(as_bytes(&chunk.ids))
+        .bind(&chunk.blobs)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let version = VersionInfo {
+        id: listed.first_version_id(&request.dataset)?,
+        dataset: request.dataset,
+        number: 1,
+        parent: None,
+        author: request.author,
+        time: request.time,
+        message: request.message,
+        added: pos as u64,
+        removed: 0,
+        modified: 0,
+        cases: pos as u64,
+    };
+    insert_version(&mut tx, id, &version).await?;
+    tx.commit().await?;
+    Ok(CommitOutcome::Created(version))
+}
+
+/// A commit's input, its case bodies written as it comes by up to [`WRITERS`] tasks at once,
+/// each on a connection of its own (the server works on them in parallel), in chunks of
+/// [`ROWS`]; [`Bodies::next`] gives each chunk's case ids and content ids, in input order, once
+/// its bodies are stored.
+struct Bodies {
+    pool: PgPool,
+    cases: CaseBatches,
+    writing: std::collections::VecDeque<tokio::task::JoinHandle<Result<Chunk, StoreError>>>,
+    pending: Vec<Prepared>,
+    /// The input has ended.
+    done: bool,
+}
+
+/// A chunk of a commit: its cases' ids, their bodies' row ids and content ids.
+struct Chunk {
+    ids: Vec<String>,
+    blobs: Vec<i64>,
+    cids: Vec<[u8; 32]>,
+}
+
+impl Bodies {
+    async fn next(&mut self) -> Result<Option<Chunk>, StoreError> {
+        while !self.done && self.writing.len() < WRITERS {
+            while self.pending.len() < ROWS {
+                match self.cases.recv().await {
+                    Some(Ok(batch)) => self.pending.extend(batch),
+                    Some(Err(())) => return Err(StoreError::Cancelled),
+                    None => {
+                        self.done = true;
+                        break;
+                    }
+                }
+            }
+            if self.pending.is_empty() {
+                break;
+            }
+            let chunk: Vec<Prepared> = self.pending.drain(..self.pending.len().min(ROWS)).collect();
+            self.writing.push_back(tokio::spawn(write_bodies(self.pool.clone(), chunk)));
+        }
+        match self.writing.pop_front() {
+            Some(writer) => Ok(Some(writer.await.map_err(|e| StoreError::Corrupt(e.to_string()))??)),
+            None => Ok(None),
+        }
+    }
+}
+
+fn as_bytes<T: AsRef<[u8]>>(items: &[T]) -> Vec<&[u8]> {
+    items.iter().map(AsRef::as_ref).collect()
 }
 
 /// Records a new version and makes it the head.
