@@ -556,3 +556,33 @@ fn a_write_on_a_damaged_page_fails_cleanly_and_writes_nothing() {
     assert!(ok(cb(&dir).args(["log", "big"])).contains("v1"));
     assert!(ok(cb(&dir).args(["export", "other", "--to", "letta", "-q"])).contains("Capital of France?"));
 }
+
+/// A shared store that cannot be reached is one line naming the URL without its password, and
+/// exit 2; `init` makes a database the server does not have, `store copy` carries a store over.
+#[test]
+fn a_shared_store_is_named_by_url() {
+    let url = crate::cli::postgres_database();
+    let dir = Folder::new();
+    // The test server's passwords start with `test-`.
+    let wrong = url.replacen(":test-", ":wrong-pw-", 1);
+    assert_ne!(wrong, url);
+    let out = run(cb(&dir).args(["datasets", "--store", &wrong]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("password authentication failed") && out.stderr.contains(":***@"), "{}", out.stderr);
+    assert!(!out.stderr.contains("wrong-pw"), "{}", out.stderr);
+
+    let fresh = format!("{url}_made");
+    assert_eq!(run(cb(&dir).args(["init", "--store", &fresh])).status, Some(0));
+    ok(cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    let copied = ok(cb(&dir).args(["store", "copy", "."]).arg(&fresh));
+    assert!(copied.starts_with("copied 1 version (2 cases) and 0 runs into postgres://"), "{copied}");
+    let local = ok(cb(&dir).args(["log", "qa", "--format", "json"]));
+    let shared = ok(cb(&dir).args(["log", "qa", "--format", "json", "--store", &fresh]));
+    assert_eq!(local, shared);
+    let again = run(cb(&dir).args(["store", "copy", ".", &fresh, "--format", "json"]));
+    assert_eq!(again.status, Some(0), "{again:?}");
+    assert!(again.stdout.contains("\"up_to_date\":[\"qa\"]"), "{}", again.stdout);
+}
