@@ -184,6 +184,11 @@ pub enum StoreError {
         "the store `{0}` cannot be written (a read-only folder, or files of another user): reading works, writing needs write access to the store's folder"
     )]
     ReadOnly(PathBuf),
+    #[error(
+        "case `{0}…` has an id or a label longer than 2,000 bytes, which the shared store cannot index: \
+         shorten it (nothing was written)"
+    )]
+    TooLong(String),
     #[error("cannot connect to the store `{url}`: {why}")]
     Connect { url: String, why: String },
     #[error("a stored case cannot be read back: {0}")]

@@ -1160,7 +1160,12 @@ impl Bodies {
         while !self.done && self.writing.len() < WRITERS {
             while self.pending.len() < ROWS {
                 match self.cases.recv().await {
-                    Some(Ok(batch)) => self.pending.extend(batch),
+                    Some(Ok(batch)) => {
+                        if let Some(case) = batch.iter().find(|c| too_long(c)) {
+                            return Err(StoreError::TooLong(case.id.chars().take(40).collect()));
+                        }
+                        self.pending.extend(batch);
+                    }
                     Some(Err(())) => return Err(StoreError::Cancelled),
                     None => {
                         self.done = true;
@@ -1179,6 +1184,14 @@ impl Bodies {
             None => Ok(None),
         }
     }
+}
+
+/// PostgreSQL's B-tree entries hold at most about 2,700 bytes: a case id or a label longer than
+/// [`MAX_KEY`] cannot be indexed, so the commit is refused before anything is written.
+const MAX_KEY: usize = 2000;
+
+fn too_long(case: &Prepared) -> bool {
+    case.id.len() > MAX_KEY || case.labels.iter().any(|l| l.len() > MAX_KEY)
 }
 
 fn as_bytes<T: AsRef<[u8]>>(items: &[T]) -> Vec<&[u8]> {

@@ -356,3 +356,20 @@ async fn creating_a_store_makes_its_database_opening_one_does_not() {
     created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
     assert_eq!(PostgresStore::open(&url).await.unwrap().datasets().await.unwrap().len(), 1);
 }
+
+/// An id or a label too long for PostgreSQL's indexes is refused by name before anything is
+/// written, not met as an index error half-way.
+#[tokio::test]
+async fn an_id_or_label_too_long_to_index_is_refused_and_nothing_is_written() {
+    let store = fresh().await;
+    let long = "x".repeat(3000);
+    let err =
+        conformance::commit(&store, CommitMode::Replace, vec![case("a", "1"), case(&long, "2")]).await.unwrap_err();
+    assert!(matches!(err, StoreError::TooLong(_)), "{err:?}");
+    assert!(err.to_string().contains("longer than 2,000 bytes"), "{err}");
+    let mut labelled = case("b", "3");
+    labelled.labels = Some(vec![long]);
+    let err = conformance::commit(&store, CommitMode::Replace, vec![labelled]).await.unwrap_err();
+    assert!(matches!(err, StoreError::TooLong(_)), "{err:?}");
+    assert!(store.datasets().await.unwrap().is_empty());
+}
