@@ -161,16 +161,6 @@ impl Store for AnyStore {
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError> {
         each!(self, s => s.case(dataset, version, id).await)
     }
-    async fn cases(
-        &self,
-        dataset: &str,
-        version: u64,
-        select: &Select,
-        batch: usize,
-        each: &mut dyn FnMut(Vec<Case>) -> bool,
-    ) -> Result<u64, StoreError> {
-        each!(self, s => s.cases(dataset, version, select, batch, each).await)
-    }
     async fn bodies(
         &self,
         dataset: &str,

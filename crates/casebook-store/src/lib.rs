@@ -284,9 +284,28 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     Ok(Prepared { id: case.id.clone(), content_id, body, seed, labels, facets: casebook_filter::facets_json(case) })
 }
 
-/// A case from its stored body.
+/// A case from its stored body; one that does not read back is damage.
 pub(crate) fn parse_body(body: &str) -> Result<Case, StoreError> {
-    serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
+    serde_json::from_str(body).map_err(damaged_body)
+}
+
+pub(crate) fn damaged_body(err: serde_json::Error) -> StoreError {
+    StoreError::Damaged(format!("a stored case cannot be read back: {err}"))
+}
+
+/// A case's revisions from its membership rows `(from, to, content id)` in version order: rows
+/// that only moved keep their content, and are merged into one revision.
+pub(crate) fn revisions(rows: impl IntoIterator<Item = (i64, Option<i64>, String)>) -> Vec<Revision> {
+    let mut out: Vec<Revision> = Vec::new();
+    for (from, to, cid) in rows {
+        match out.last_mut() {
+            Some(last) if last.content_id == cid && last.to_version == Some(from as u64) => {
+                last.to_version = to.map(|t| t as u64);
+            }
+            _ => out.push(Revision { from_version: from as u64, to_version: to.map(|t| t as u64), content_id: cid }),
+        }
+    }
+    out
 }
 
 /// Which cases of a version a read returns, in the version's order.
@@ -349,7 +368,26 @@ pub trait Store {
         select: &Select,
         batch: usize,
         each: &mut dyn FnMut(Vec<Case>) -> bool,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<u64, StoreError> {
+        let mut failed = None;
+        let total = self
+            .bodies(dataset, version, select, batch, &mut |bodies| match bodies
+                .iter()
+                .map(|b| parse_body(b))
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(cases) => each(cases),
+                Err(err) => {
+                    failed = Some(err);
+                    false
+                }
+            })
+            .await?;
+        match failed {
+            Some(err) => Err(err),
+            None => Ok(total),
+        }
+    }
     /// Like [`Store::cases`], the native JSON of each case as committed (`serde_json` of the
     /// case, with its seed file's document in place: see [`SeedDocuments`]).
     async fn bodies(

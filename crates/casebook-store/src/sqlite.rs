@@ -288,16 +288,8 @@ fn version_info(dataset: &str, r: &sqlx::sqlite::SqliteRow) -> VersionInfo {
     }
 }
 
-fn damaged_body(err: serde_json::Error) -> StoreError {
-    StoreError::Damaged(format!("a stored case cannot be read back: {err}"))
-}
-
 fn damaged_header(err: serde_json::Error) -> StoreError {
     StoreError::Damaged(format!("a dataset header cannot be read back: {err}"))
-}
-
-fn parse_case(body: &str) -> Result<Case, StoreError> {
-    serde_json::from_str(body).map_err(damaged_body)
 }
 
 /// How a commit is journaled.
@@ -613,35 +605,7 @@ impl crate::Store for SqliteStore {
         .await?;
         let mut bodies: Vec<String> = body.into_iter().collect();
         self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
-        bodies.first().map(|b| parse_case(b)).transpose()
-    }
-
-    async fn cases(
-        &self,
-        dataset: &str,
-        version: u64,
-        select: &Select,
-        batch: usize,
-        each: &mut dyn FnMut(Vec<Case>) -> bool,
-    ) -> Result<u64, StoreError> {
-        let mut failed = None;
-        let total = self
-            .bodies(dataset, version, select, batch, &mut |bodies| match bodies
-                .iter()
-                .map(|b| parse_case(b))
-                .collect::<Result<Vec<_>, _>>()
-            {
-                Ok(cases) => each(cases),
-                Err(err) => {
-                    failed = Some(err);
-                    false
-                }
-            })
-            .await?;
-        match failed {
-            Some(err) => Err(err),
-            None => Ok(total),
-        }
+        bodies.first().map(|b| crate::parse_body(b)).transpose()
     }
 
     async fn bodies(
@@ -688,7 +652,7 @@ impl crate::Store for SqliteStore {
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
-        let rows = sqlx::query(
+        let rows: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
             "SELECT m.from_v, m.to_v, lower(hex(b.cid)) FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ? AND m.case_id = ? ORDER BY m.from_v",
         )
@@ -696,20 +660,7 @@ impl crate::Store for SqliteStore {
         .bind(case_id)
         .fetch_all(&self.pool)
         .await?;
-        // Rows that only moved keep their content: merge them into one revision.
-        let mut out: Vec<Revision> = Vec::new();
-        for r in rows {
-            let (from, to, cid): (i64, Option<i64>, String) = (r.get(0), r.get(1), r.get(2));
-            match out.last_mut() {
-                Some(last) if last.content_id == cid && last.to_version == Some(from as u64) => {
-                    last.to_version = to.map(|t| t as u64);
-                }
-                _ => {
-                    out.push(Revision { from_version: from as u64, to_version: to.map(|t| t as u64), content_id: cid })
-                }
-            }
-        }
-        Ok(out)
+        Ok(crate::revisions(rows))
     }
 
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
@@ -765,8 +716,8 @@ impl crate::Store for SqliteStore {
                     let mut pair = [old, new];
                     self.expand_bodies(&mut documents, &mut pair).await?;
                     let [old, new] = pair;
-                    let old: Value = serde_json::from_str(&old).map_err(damaged_body)?;
-                    let new: Value = serde_json::from_str(&new).map_err(damaged_body)?;
+                    let old: Value = serde_json::from_str(&old).map_err(crate::damaged_body)?;
+                    let new: Value = serde_json::from_str(&new).map_err(crate::damaged_body)?;
                     diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
                 }
                 (None, None) => {}

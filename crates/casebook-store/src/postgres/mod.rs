@@ -369,10 +369,6 @@ fn version_info(dataset: &str, r: &PgRow) -> VersionInfo {
     }
 }
 
-fn parse_case(body: &str) -> Result<Case, StoreError> {
-    serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
 /// A case id as stored (ids are bytes in this store, see the schema).
 fn case_id(bytes: Vec<u8>) -> Result<String, StoreError> {
     String::from_utf8(bytes).map_err(|_| StoreError::Corrupt("a stored case id is not UTF-8".into()))
@@ -525,35 +521,7 @@ impl crate::Store for PostgresStore {
         .await?;
         let mut bodies: Vec<String> = body.into_iter().collect();
         self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
-        bodies.first().map(|b| parse_case(b)).transpose()
-    }
-
-    async fn cases(
-        &self,
-        dataset: &str,
-        version: u64,
-        select: &Select,
-        batch: usize,
-        each: &mut dyn FnMut(Vec<Case>) -> bool,
-    ) -> Result<u64, StoreError> {
-        let mut failed = None;
-        let total = self
-            .bodies(dataset, version, select, batch, &mut |bodies| match bodies
-                .iter()
-                .map(|b| parse_case(b))
-                .collect::<Result<Vec<_>, _>>()
-            {
-                Ok(cases) => each(cases),
-                Err(err) => {
-                    failed = Some(err);
-                    false
-                }
-            })
-            .await?;
-        match failed {
-            Some(err) => Err(err),
-            None => Ok(total),
-        }
+        bodies.first().map(|b| crate::parse_body(b)).transpose()
     }
 
     async fn bodies(
@@ -619,7 +587,7 @@ impl crate::Store for PostgresStore {
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
         let (id, _) = self.dataset_id(dataset).await?;
-        let rows = sqlx::query(
+        let rows: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
             "SELECT m.from_v, m.to_v, encode(b.cid, 'hex') FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = $1 AND m.case_id = $2 ORDER BY m.from_v",
         )
@@ -627,19 +595,7 @@ impl crate::Store for PostgresStore {
         .bind(case_id.as_bytes())
         .fetch_all(&self.pool)
         .await?;
-        let mut out: Vec<Revision> = Vec::new();
-        for r in rows {
-            let (from, to, cid): (i64, Option<i64>, String) = (r.get(0), r.get(1), r.get(2));
-            match out.last_mut() {
-                Some(last) if last.content_id == cid && last.to_version == Some(from as u64) => {
-                    last.to_version = to.map(|t| t as u64);
-                }
-                _ => {
-                    out.push(Revision { from_version: from as u64, to_version: to.map(|t| t as u64), content_id: cid })
-                }
-            }
-        }
-        Ok(out)
+        Ok(crate::revisions(rows))
     }
 
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
@@ -693,8 +649,8 @@ impl crate::Store for PostgresStore {
                     let mut pair = [old, new];
                     self.expand_bodies(&mut documents, &mut pair).await?;
                     let [old, new] = pair;
-                    let old: Value = serde_json::from_str(&old).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-                    let new: Value = serde_json::from_str(&new).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                    let old: Value = serde_json::from_str(&old).map_err(crate::damaged_body)?;
+                    let new: Value = serde_json::from_str(&new).map_err(crate::damaged_body)?;
                     diff.modified.push(ModifiedCase { id: case_id, changes: field_changes(&old, &new) });
                 }
                 (None, None) => {}
@@ -1381,7 +1337,7 @@ impl Rows<'_> {
             self.store.expand_bodies(&mut self.documents, &mut body).await?;
             let [body] = body;
             if in_memory {
-                let value: Value = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let value: Value = serde_json::from_str(&body).map_err(crate::damaged_body)?;
                 if !self.query.filter.as_ref().is_none_or(|f| f.matches_json(&value)) {
                     continue;
                 }
