@@ -273,7 +273,10 @@ async fn everything(store: &AnyStore) -> Vec<String> {
 }
 
 async fn with_history(store: &AnyStore) {
-    let first: Vec<_> = (0..30).map(|i| case(&format!("c{i}"), &format!("q{i}"))).collect();
+    let mut first: Vec<_> = (0..30).map(|i| case(&format!("c{i}"), &format!("q{i}"))).collect();
+    // Cases sharing a seed file, whose document each store keeps once.
+    let bob = conformance::seed_document("night trains");
+    first.extend((0..3).map(|i| conformance::seeded(&format!("s{i}"), "./seeds/bob.yaml", bob.clone())));
     let mut reordered = first.clone();
     reordered.swap(0, 29);
     reordered.insert(10, case("between", "b"));
