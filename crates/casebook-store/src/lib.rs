@@ -284,6 +284,25 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     Ok(Prepared { id: case.id.clone(), content_id, body, seed, labels, facets: casebook_filter::facets_json(case) })
 }
 
+/// A query (for either backend: `?1` and `$1` are both written `{dataset}`) that is true when a
+/// whole-dataset commit adds cases between two kept ones whose places are too close to hold
+/// them: the new places, `lo + (hi - lo) · k / (n + 1)`, would not all fall apart and strictly
+/// between (about 50 insertions at one spot halve the gap down to adjacent doubles). Such a
+/// commit renumbers every case, as a change of order does, so the order stays the input's.
+pub(crate) fn crowded_sql(dataset: &str, kept_join: &str) -> String {
+    format!(
+        "SELECT EXISTS (SELECT 1 FROM (
+            SELECT lo, hi, count(*) AS n FROM (
+                SELECT (SELECT m.ord FROM incoming k {kept_join} members m ON m.case_id = k.case_id AND m.dataset = {dataset} AND m.to_v IS NULL
+                        WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
+                       (SELECT m.ord FROM incoming k {kept_join} members m ON m.case_id = k.case_id AND m.dataset = {dataset} AND m.to_v IS NULL
+                        WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
+                FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1) AS gaps
+            WHERE lo IS NOT NULL AND hi IS NOT NULL GROUP BY lo, hi) AS g
+         WHERE (hi - lo) / (n + 1) <= (abs(lo) + abs(hi)) * 1e-15)"
+    )
+}
+
 /// A case from its stored body; one that does not read back is damage.
 pub(crate) fn parse_body(body: &str) -> Result<Case, StoreError> {
     serde_json::from_str(body).map_err(damaged_body)

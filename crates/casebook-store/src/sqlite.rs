@@ -1036,7 +1036,10 @@ impl SqliteStore {
                  FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}) WHERE ord < prev"
             );
             let n: i64 = sqlx::query_scalar(AssertSqlSafe(sql)).bind(id).fetch_one(&mut *tx).await?;
-            n > 0
+            n > 0 || {
+                let crowded = crate::crowded_sql("?1", "CROSS JOIN");
+                sqlx::query_scalar::<_, bool>(AssertSqlSafe(crowded)).bind(id).fetch_one(&mut *tx).await?
+            }
         };
         let counts = sqlx::query(
             "SELECT coalesce(sum(kind = 1), 0), coalesce(sum(kind = 2), 0), coalesce(sum(kind = 3), 0) FROM changes",

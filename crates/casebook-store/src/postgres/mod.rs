@@ -863,7 +863,10 @@ impl PostgresStore {
             .bind(id)
             .fetch_one(&mut *tx)
             .await?;
-            n > 0
+            n > 0 || {
+                let crowded = crate::crowded_sql("$1", "JOIN");
+                sqlx::query_scalar::<_, bool>(AssertSqlSafe(crowded)).bind(id).fetch_one(&mut *tx).await?
+            }
         };
         let counts = sqlx::query(
             "SELECT count(*) FILTER (WHERE kind = 1), count(*) FILTER (WHERE kind = 2), count(*) FILTER (WHERE kind = 3)

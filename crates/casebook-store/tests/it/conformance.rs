@@ -606,3 +606,20 @@ pub async fn pages_walk_a_fixed_version(store: impl Store) {
     assert_eq!(before, after);
     assert_eq!(walk(Select::all(), 5).await.concat(), ids(&store, 1).await);
 }
+
+/// Cases inserted again and again at one spot keep the input's order: the places between two
+/// neighbours halve each time, and once they are too close to hold another, the commit
+/// renumbers the cases instead of giving two the same place.
+pub async fn many_insertions_at_one_spot_keep_the_order(store: impl Store) {
+    // `a` at place 10 (near 0, doubles are dense enough for a thousand halvings).
+    let mut list: Vec<Case> = (0..10).map(|i| case(&format!("p{i}"), "before")).collect();
+    list.extend([case("a", "first"), case("z", "last")]);
+    created(&store, CommitMode::Replace, list.clone()).await;
+    for k in 0..70 {
+        // Each new case right after `a`, before the one added last.
+        list.insert(11, case(&format!("x{k:02}"), &format!("inserted {k}")));
+        let v = created(&store, CommitMode::Replace, list.clone()).await;
+        let want: Vec<String> = list.iter().map(|c| c.id.clone()).collect();
+        assert_eq!(ids(&store, v.number).await, want, "after insertion {k}");
+    }
+}

@@ -62,6 +62,7 @@ conformance!(
     seed_files_are_given_back_whole,
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
     pages_walk_a_fixed_version,
+    many_insertions_at_one_spot_keep_the_order,
 );
 
 macro_rules! run_conformance {
