@@ -82,26 +82,10 @@ impl<'a> Pg<'a> {
     }
 
     fn balanced(&mut self, n: usize, joiner: &str, item: &mut dyn FnMut(&mut Self, usize)) {
-        fn go<'a>(
-            pg: &mut Pg<'a>,
-            range: std::ops::Range<usize>,
-            joiner: &str,
-            item: &mut dyn FnMut(&mut Pg<'a>, usize),
-        ) {
-            if range.len() == 1 {
-                return item(pg, range.start);
-            }
-            let mid = range.start + range.len() / 2;
-            pg.push("(");
-            go(pg, range.start..mid, joiner, item);
-            pg.push(joiner);
-            go(pg, mid..range.end, joiner, item);
-            pg.push(")");
-        }
         if n == 0 {
             return self.push(if joiner == " AND " { "true" } else { "false" });
         }
-        go(self, 0..n, joiner, item);
+        crate::sql::balanced(self, 0..n, joiner, &mut |pg, text| pg.push(text), item);
     }
 
     fn expr(&mut self, expr: &Expr) {

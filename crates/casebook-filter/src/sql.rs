@@ -134,29 +134,11 @@ impl<'a> Sql<'a> {
         self.param(SqlParam::Text(path.to_owned()));
     }
 
-    /// `n` items joined by `joiner` as a balanced tree of parentheses: a chain of thousands of
-    /// terms stays a few dozen levels deep, far below SQLite's expression-depth limit (1000).
     fn balanced(&mut self, n: usize, joiner: &str, item: &mut dyn FnMut(&mut Self, usize)) {
-        fn go<'a>(
-            sql: &mut Sql<'a>,
-            range: std::ops::Range<usize>,
-            joiner: &str,
-            item: &mut dyn FnMut(&mut Sql<'a>, usize),
-        ) {
-            if range.len() == 1 {
-                return item(sql, range.start);
-            }
-            let mid = range.start + range.len() / 2;
-            sql.push("(");
-            go(sql, range.start..mid, joiner, item);
-            sql.push(joiner);
-            go(sql, mid..range.end, joiner, item);
-            sql.push(")");
-        }
         if n == 0 {
             return self.push(if joiner == " AND " { "1" } else { "0" });
         }
-        go(self, 0..n, joiner, item);
+        balanced(self, 0..n, joiner, &mut |sql, text| sql.push(text), item);
     }
 
     fn expr(&mut self, expr: &Expr) {
@@ -537,6 +519,27 @@ impl<'a> Sql<'a> {
         self.params.extend(params);
         self.push("))");
     }
+}
+
+/// Items `range` joined by `joiner` as a balanced tree of parentheses, written into `out` by
+/// `push` and `item`: a chain of thousands of terms stays a few dozen levels deep, far below
+/// SQLite's expression-depth limit (1000) and PostgreSQL's stack. `range` is not empty.
+pub(crate) fn balanced<W>(
+    out: &mut W,
+    range: std::ops::Range<usize>,
+    joiner: &str,
+    push: &mut dyn FnMut(&mut W, &str),
+    item: &mut dyn FnMut(&mut W, usize),
+) {
+    if range.len() == 1 {
+        return item(out, range.start);
+    }
+    let mid = range.start + range.len() / 2;
+    push(out, "(");
+    balanced(out, range.start..mid, joiner, push, item);
+    push(out, joiner);
+    balanced(out, mid..range.end, joiner, push, item);
+    push(out, ")");
 }
 
 /// The parameter of a number or string literal.
