@@ -65,29 +65,33 @@ pub async fn copy(
                 time: version.time.clone(),
                 message: version.message.clone(),
             };
-            // The version is read a page at a time as it is committed.
+            // The version is read a page at a time as it is committed; a read that fails
+            // cancels the commit, which then writes nothing.
             let read = async move {
                 let mut after = None;
                 let mut n = 0u64;
                 loop {
-                    let page = from.page(name, version.number, &Select::all(), after.as_ref(), BATCH).await?;
-                    n += page.bodies.len() as u64;
-                    let batch = page
-                        .bodies
-                        .iter()
-                        .map(|body| crate::prepare(&crate::parse_body(body)?))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    if !batch.is_empty() && tx.send(Ok(batch)).await.is_err() {
+                    let page = match read_page(from, name, version.number, after.as_ref()).await {
+                        Ok(page) => page,
+                        Err(err) => {
+                            let _ = tx.send(Err(())).await;
+                            return Err(err);
+                        }
+                    };
+                    n += page.1.len() as u64;
+                    if !page.1.is_empty() && tx.send(Ok(page.1)).await.is_err() {
                         // The commit stopped; it says why.
                         return Ok(n);
                     }
-                    match page.next {
+                    match page.0 {
                         Some(next) => after = Some(next),
                         None => return Ok::<_, StoreError>(n),
                     }
                 }
             };
             let (read, written) = tokio::join!(read, to.commit(request, rx));
+            // A failed read cancelled the commit: its error is the one to tell.
+            let cases = read?;
             let made = match written? {
                 CommitOutcome::Created(made) => made,
                 CommitOutcome::Unchanged(_) => {
@@ -97,7 +101,6 @@ pub async fn copy(
                     )));
                 }
             };
-            let cases = read?;
             if made.id != version.id || made.number != version.number {
                 return Err(StoreError::Corrupt(format!(
                     "`{name}` v{} ({}) copies as v{} ({}): the copy stopped there",
@@ -137,4 +140,16 @@ pub async fn copy(
         report.runs += 1;
     }
     Ok(report)
+}
+
+/// A page of a version, prepared for a commit, and the cursor of the next.
+async fn read_page(
+    from: &AnyStore,
+    name: &str,
+    version: u64,
+    after: Option<&crate::Cursor>,
+) -> Result<(Option<crate::Cursor>, Vec<crate::Prepared>), StoreError> {
+    let page = from.page(name, version, &Select::all(), after, BATCH).await?;
+    let batch = page.bodies.iter().map(|body| crate::prepare(&crate::parse_body(body)?)).collect::<Result<_, _>>()?;
+    Ok((page.next, batch))
 }

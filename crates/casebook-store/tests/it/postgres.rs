@@ -377,3 +377,28 @@ async fn an_id_or_label_too_long_to_index_is_refused_and_nothing_is_written() {
     assert!(matches!(err, StoreError::TooLong(_)), "{err:?}");
     assert!(store.datasets().await.unwrap().is_empty());
 }
+
+/// A copy that cannot read a version of the source (a damaged body) stops there and writes no
+/// part of that version into the target.
+#[tokio::test]
+async fn a_copy_that_meets_a_damaged_body_writes_no_part_of_its_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    let sqlite = AnyStore::Sqlite(SqliteStore::create(&path).await.unwrap());
+    let many: Vec<_> = (0..5000).map(|i| case(&format!("c{i:04}"), &format!("q{i}"))).collect();
+    created(&sqlite, CommitMode::Replace, many).await;
+    created(&sqlite, CommitMode::Upsert, vec![case("c4999", "edited")]).await;
+    let raw = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display())).await.unwrap();
+    sqlx::query("UPDATE blobs SET body = '{\"id\": 1}' WHERE id = (SELECT blob FROM members WHERE case_id = 'c4999' AND from_v = 2)")
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    let pg = AnyStore::Postgres(fresh().await);
+    let err = casebook_store::copy(&sqlite, &pg, &mut |_, _, _| {}).await.unwrap_err();
+    assert!(matches!(err, StoreError::Damaged(_)), "{err:?}");
+    // v1 was copied whole; of v2, nothing.
+    let versions = pg.versions("support").await.unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(pg.count("support", 1, &Select::all()).await.unwrap(), 5000);
+}
