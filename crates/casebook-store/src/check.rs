@@ -207,14 +207,17 @@ impl SqliteStore {
         .await?;
         let rows: Vec<VersionRow> =
             rows.iter().map(|r| VersionRow { case_id: r.get(0), content_id: r.get(1), opens: r.get(2) }).collect();
-        let order: Vec<String> = sqlx::query_scalar(
+        let mut order = order_hasher(name)?;
+        let mut ids = sqlx::query_scalar::<_, String>(
             "SELECT case_id FROM members WHERE dataset = ? AND from_v <= ?2 AND (to_v IS NULL OR to_v > ?2) ORDER BY ord",
         )
         .bind(dataset)
         .bind(number)
-        .fetch_all(pool)
-        .await?;
-        version_ids(name, parent, &rows, &order)
+        .fetch(pool);
+        while let Some(case_id) = ids.try_next().await? {
+            order.change(&case_id, None)?;
+        }
+        version_ids(name, parent, &rows, &order.finish())
     }
 }
 
@@ -254,14 +257,20 @@ pub(crate) struct VersionRow {
     pub opens: bool,
 }
 
+/// The hash of a version's order (`order` in a version id's head): its case ids in order are
+/// given to it one by one.
+pub(crate) fn order_hasher(name: &str) -> Result<VersionHasher, StoreError> {
+    Ok(VersionHasher::new(&json!({"order": name}))?)
+}
+
 /// The ids a version can have, from the rows that open and close at it (in case-id order) and
-/// its cases in order: from its changes alone, and with its order (a commit that re-orders the
+/// the hash of its order (see [`order_hasher`]): from its changes alone, and with its order (a commit that re-orders the
 /// cases names the new order; when every case changed too, the rows cannot tell whether it did).
 pub(crate) fn version_ids(
     name: &str,
     parent: Option<&str>,
     rows: &[VersionRow],
-    order: &[String],
+    order: &str,
 ) -> Result<Vec<String>, StoreError> {
     let mut changes: Vec<(&str, String)> = Vec::new();
     let mut reopened = false;
@@ -286,15 +295,7 @@ pub(crate) fn version_ids(
     let mut ids = Vec::new();
     let orders = if reopened { vec![true] } else { vec![false, true] };
     for with_order in orders {
-        let order = if with_order {
-            let mut hasher = VersionHasher::new(&json!({"order": name}))?;
-            for case_id in order {
-                hasher.change(case_id, None)?;
-            }
-            Some(hasher.finish())
-        } else {
-            None
-        };
+        let order = with_order.then_some(order);
         let mut hasher = VersionHasher::new(&json!({"dataset": name, "parent": parent, "order": order}))?;
         for (case_id, cid) in &changes {
             hasher.change(case_id, Some(cid))?;

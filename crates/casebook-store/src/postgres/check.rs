@@ -1,13 +1,13 @@
 //! `casebook store check` on the shared store: every case body against its content id and
 //! every version's id recomputed from its rows, as on the embedded store (`src/check.rs`).
 //! PostgreSQL checks its own pages and references; bodies that no version names (left by a
-//! commit that failed after writing them, see `mod.rs`) are counted, not a problem.
+//! commit that failed after writing them, see `mod.rs`) are not a problem.
 
 use futures_util::TryStreamExt;
 use sqlx::Row;
 
 use super::{PostgresStore, case_id};
-use crate::check::{VersionRow, body_problem, seed_problem, version_ids};
+use crate::check::{VersionRow, body_problem, order_hasher, seed_problem, version_ids};
 use crate::{CheckReport, SeedDocuments, StoreError};
 
 impl PostgresStore {
@@ -74,16 +74,20 @@ impl PostgresStore {
                     .into_iter()
                     .map(|r| Ok(VersionRow { case_id: case_id(r.get(0))?, content_id: r.get(1), opens: r.get(2) }))
                     .collect::<Result<Vec<_>, StoreError>>()?;
-                let order: Vec<Vec<u8>> = sqlx::query_scalar(
-                    "SELECT case_id FROM members WHERE dataset = $1 AND from_v <= $2 AND (to_v IS NULL OR to_v > $2)
-                     ORDER BY ord",
-                )
-                .bind(dataset)
-                .bind(number)
-                .fetch_all(pool)
-                .await?;
-                let order = order.into_iter().map(case_id).collect::<Result<Vec<_>, _>>()?;
-                let actual = version_ids(&name, parent.as_deref(), &rows, &order)?;
+                let mut order = order_hasher(&name)?;
+                {
+                    let mut ids = sqlx::query_scalar::<_, Vec<u8>>(
+                        "SELECT case_id FROM members WHERE dataset = $1 AND from_v <= $2 AND (to_v IS NULL OR to_v > $2)
+                         ORDER BY ord",
+                    )
+                    .bind(dataset)
+                    .bind(number)
+                    .fetch(pool);
+                    while let Some(id) = ids.try_next().await? {
+                        order.change(&case_id(id)?, None)?;
+                    }
+                }
+                let actual = version_ids(&name, parent.as_deref(), &rows, &order.finish())?;
                 if !actual.contains(&stored) {
                     report.problem(format!(
                         "`{name}` v{number} is stored as {} but its cases make {}",
