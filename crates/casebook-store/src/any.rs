@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use casebook_model::{Case, DatasetHeader};
 
 use crate::{
-    CaseBatches, CheckReport, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, Page, PostgresStore, Ref,
+    CaseBatches, CheckReport, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, Page, PostgresStore,
     ResultRow, Revision, RunRow, Select, SqliteStore, Store, StoreError, VersionInfo,
 };
 
@@ -151,9 +151,6 @@ impl Store for AnyStore {
     }
     async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError> {
         each!(self, s => s.events(dataset).await)
-    }
-    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
-        each!(self, s => s.resolve(dataset, reference).await)
     }
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
         each!(self, s => s.header(dataset).await)

@@ -375,7 +375,54 @@ pub trait Store {
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError>;
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError>;
     async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError>;
-    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError>;
+    /// The version a reference names: a number, `latest`, a tag, or a prefix of a content id
+    /// (of any case; tags first). A miss says what there is instead.
+    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
+        let mut versions = self.versions(dataset).await?;
+        let head = versions.last().map_or(0, |v| v.number);
+        let tags = match reference {
+            Ref::Name(_) => self.tags(dataset).await?,
+            _ => Vec::new(),
+        };
+        let missing = || {
+            let hint = match reference {
+                Ref::Name(name) if !tags.is_empty() => {
+                    let names: Vec<String> = tags.iter().map(|(tag, _)| tag.clone()).collect();
+                    suggestion(name, &names, "tags")
+                }
+                Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
+                _ => format!("; its versions are v1 to v{head}"),
+            };
+            StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference), hint }
+        };
+        let number = match reference {
+            Ref::Latest => head,
+            Ref::Number(n) => *n,
+            Ref::Name(name) => match tags.iter().find(|(tag, _)| tag == name) {
+                Some((_, v)) => *v,
+                None => {
+                    let prefix = name.to_ascii_lowercase();
+                    let found: Vec<u64> =
+                        versions.iter().filter(|v| v.id.starts_with(&prefix)).map(|v| v.number).take(5).collect();
+                    match found.as_slice() {
+                        [one] => *one,
+                        [] => return Err(missing()),
+                        many => {
+                            return Err(StoreError::Ambiguous {
+                                dataset: dataset.to_owned(),
+                                reference: name.clone(),
+                                candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
+                            });
+                        }
+                    }
+                }
+            },
+        };
+        match versions.iter().position(|v| v.number == number) {
+            Some(at) => Ok(versions.swap_remove(at)),
+            None => Err(missing()),
+        }
+    }
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError>;
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError>;
     /// The cases of a version that `select` picks, in order, in batches of at most `batch` to

@@ -26,7 +26,7 @@ use sqlx::{AssertSqlSafe, Connection, Row};
 
 use crate::{
     CaseBatches, CommitMode, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, ModifiedCase, Page,
-    Prepared, Ref, Revision, SeedDocuments, Select, StoreError, VersionInfo, field_changes,
+    Prepared, Revision, SeedDocuments, Select, StoreError, VersionInfo, field_changes,
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
@@ -432,71 +432,6 @@ impl crate::Store for PostgresStore {
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.iter().map(|r| Event { time: r.get(0), author: r.get(1), kind: r.get(2), detail: r.get(3) }).collect())
-    }
-
-    async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
-        let (id, head) = self.dataset_id(dataset).await?;
-        let tags: Vec<String> = match reference {
-            Ref::Name(_) => {
-                sqlx::query_scalar("SELECT name FROM tags WHERE dataset = $1 ORDER BY name")
-                    .bind(id)
-                    .fetch_all(&self.pool)
-                    .await?
-            }
-            _ => Vec::new(),
-        };
-        let missing = || {
-            let hint = match reference {
-                Ref::Name(name) if !tags.is_empty() => crate::suggestion(name, &tags, "tags"),
-                Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
-                _ => format!("; its versions are v1 to v{head}"),
-            };
-            StoreError::NoVersion { dataset: dataset.to_owned(), reference: crate::describe(reference), hint }
-        };
-        let number = match reference {
-            Ref::Latest => head,
-            Ref::Number(n) => *n,
-            Ref::Name(name) => {
-                let tagged: Option<i64> =
-                    sqlx::query_scalar("SELECT version FROM tags WHERE dataset = $1 AND name = $2")
-                        .bind(id)
-                        .bind(name)
-                        .fetch_optional(&self.pool)
-                        .await?;
-                match tagged {
-                    Some(v) => v as u64,
-                    None => {
-                        // A prefix of the content id (which is lowercase hexadecimal).
-                        let prefix: String = name.chars().filter(char::is_ascii_hexdigit).collect();
-                        let found: Vec<i64> = if prefix.len() == name.len() {
-                            sqlx::query_scalar(
-                                "SELECT number FROM versions WHERE dataset = $1 AND cid >= $2 AND cid < $2 || 'g'
-                                 ORDER BY number LIMIT 5",
-                            )
-                            .bind(id)
-                            .bind(&prefix)
-                            .fetch_all(&self.pool)
-                            .await?
-                        } else {
-                            Vec::new()
-                        };
-                        match found.as_slice() {
-                            [one] => *one as u64,
-                            [] => return Err(missing()),
-                            many => {
-                                return Err(StoreError::Ambiguous {
-                                    dataset: dataset.to_owned(),
-                                    reference: name.clone(),
-                                    candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        let mut conn = self.pool.acquire().await?;
-        Self::version_row(&mut conn, dataset, id, number).await?.ok_or_else(missing)
     }
 
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
