@@ -5,14 +5,17 @@
 //! the head, closes the rows that changed and opens new ones. Two things differ, both for many
 //! writers at once:
 //!
-//! - Case bodies are written before the version, in short transactions of their own (one per
-//!   batch, in content-id order). A body is immutable and content-addressed, so writing it early
+//! - Case bodies are written as the input comes, by two tasks on connections of their own (the
+//!   server works on both), in short transactions of `ROWS` bodies in content-id order
+//!   ([`Bodies`], `write_bodies`). A body is immutable and content-addressed, so writing it early
 //!   changes nothing anyone can see; it keeps a long import from holding locks on the body index
 //!   that another import of overlapping content would wait on (or deadlock with). A commit that
 //!   fails leaves bodies that no version names.
-//! - The version itself is one transaction that locks the dataset's row (`FOR UPDATE`) only once
-//!   its input is all there: concurrent commits to one dataset queue on that row, so a commit on
-//!   a parent that is no longer the head is a conflict and no update is lost. Readers never wait.
+//! - The version itself is one transaction that locks the dataset's row (`FOR UPDATE`):
+//!   concurrent commits to one dataset queue on that row, so a commit on a parent that is no
+//!   longer the head is a conflict and no update is lost. Readers never wait. A later version
+//!   takes the lock once its input is all there; a first version takes it at once and puts each
+//!   chunk into `members` as its bodies land, so that the two overlap.
 
 mod check;
 mod runs;
