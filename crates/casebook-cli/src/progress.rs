@@ -1,4 +1,5 @@
-//! A progress bar on stderr for long reads, shown only on a terminal.
+//! Progress on stderr for long work, shown only on a terminal: a bar over a file's bytes, or a
+//! spinner with a message.
 
 use std::path::Path;
 
@@ -21,6 +22,25 @@ impl Progress {
                 .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         Self(Some(bar))
+    }
+
+    /// A spinner with a message, or nothing when not on a terminal.
+    pub fn spinner(settings: &Global) -> Self {
+        if !settings.progress {
+            return Self(None);
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5));
+        let style = ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Self(Some(bar))
+    }
+
+    pub fn message(&self, text: String) {
+        if let Some(bar) = &self.0 {
+            bar.set_message(text);
+        }
     }
 
     pub fn set(&self, bytes: u64, cases: u64) {

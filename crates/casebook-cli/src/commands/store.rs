@@ -7,6 +7,7 @@ use casebook_store::AnyStore;
 
 use crate::Outcome;
 use crate::args::CopyArgs;
+use crate::progress::Progress;
 use crate::settings::Global;
 use crate::stores;
 
@@ -64,12 +65,12 @@ pub fn copy(settings: &Global, args: CopyArgs) -> anyhow::Result<Outcome> {
     if target.is_read_only() {
         return Err(casebook_store::StoreError::ReadOnly(target.name().into()).into());
     }
-    let quiet = settings.quiet;
+    // On a terminal, which version is being copied; the summary says what was.
+    let progress = Progress::spinner(settings);
     let report = runtime.block_on(casebook_store::copy(&source, &target, &mut |name, number, head| {
-        if !quiet {
-            eprintln!("copied {name}@v{number} (of v{head})");
-        }
+        progress.message(format!("copied {name}@v{number} of v{head}"));
     }));
+    progress.finish();
     runtime.block_on(source.close());
     runtime.block_on(target.close());
     let report = report.with_context(|| format!("the copy into `{}` stopped", stores::shown(&to)))?;
