@@ -1231,7 +1231,8 @@ impl SelectQuery {
             Check::Sql => (Some(format!("SELECT 1 {from} AND ({cond}){limit}")), None),
             Check::Memory => (None, Some(format!("SELECT {ROW} true {from}"))),
             Check::Guarded => (
-                Some(format!("SELECT 1 {from} AND NOT f.nul AND ({cond}){limit}")),
+                // `CASE`, not `AND`: PostgreSQL may test the conditions of an `AND` in any order.
+                Some(format!("SELECT 1 {from} AND CASE WHEN f.nul THEN false ELSE ({cond}) END{limit}")),
                 Some(format!("SELECT {ROW} true {from} AND f.nul")),
             ),
         };

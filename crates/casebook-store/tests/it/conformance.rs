@@ -623,3 +623,48 @@ pub async fn many_insertions_at_one_spot_keep_the_order(store: impl Store) {
         assert_eq!(ids(&store, v.number).await, want, "after insertion {k}");
     }
 }
+
+/// Cases holding U+0000 in their text (which PostgreSQL's JSON functions refuse) are selected
+/// by filters on that text as in memory, counted as in memory, and paged as in memory.
+pub async fn text_with_nul_is_filtered_as_in_memory(store: impl Store) {
+    let mut cases = Vec::new();
+    for (i, (input, meta)) in
+        [("a\u{0}b", "x\u{0}"), ("ab", "x"), ("\u{0}", "y"), ("plain", "x\u{0}y"), ("b\u{0}a", "")].iter().enumerate()
+    {
+        let mut c = case(&format!("n{i}"), input);
+        c.metadata = Some(json!({"k": meta, "n": i}).as_object().unwrap().clone());
+        c.labels = Some(vec![format!("l{}", i % 2)]);
+        cases.push(c);
+    }
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    let expressions = [
+        r#"input contains "a""#,
+        r#"input contains "\u0000""#,
+        r#"metadata.k == "x\u0000""#,
+        r#"metadata.k < "x\u0000z""#,
+        r#"metadata.n >= 2 and labels contains "l0""#,
+        r#"len(input) == 1"#,
+        r#"not (input == "ab")"#,
+        r#"labels contains "l1" or metadata.k == """#,
+    ];
+    for text in expressions {
+        let filter = casebook_filter::Filter::parse(text).unwrap();
+        let expected: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
+        let select = Select { filter: Some(filter), limit: None };
+        let mut got = Vec::new();
+        store
+            .cases("support", 1, &select, 2, &mut |batch| {
+                got.extend(batch.into_iter().map(|c| c.id));
+                true
+            })
+            .await
+            .unwrap();
+        assert_eq!(got, expected, "{text}");
+        assert_eq!(store.count("support", 1, &select).await.unwrap(), expected.len() as u64, "{text}");
+        let first = Select { limit: Some(1), ..select.clone() };
+        assert_eq!(store.count("support", 1, &first).await.unwrap(), expected.len().min(1) as u64, "{text}");
+        let page = store.page("support", 1, &select, None, 2).await.unwrap();
+        let paged: Vec<String> = page.bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect();
+        assert_eq!(paged, expected.iter().take(2).cloned().collect::<Vec<_>>(), "{text}");
+    }
+}

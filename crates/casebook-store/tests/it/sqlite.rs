@@ -44,6 +44,7 @@ conformance!(
     long_filters_and_extreme_numbers_select_what_they_select_in_memory,
     pages_walk_a_fixed_version,
     many_insertions_at_one_spot_keep_the_order,
+    text_with_nul_is_filtered_as_in_memory,
 );
 
 macro_rules! run_conformance {
