@@ -596,6 +596,26 @@ fn memory_json_and_sql_select_the_same_cases() {
     assert!(selected > total / 10 && selected < total * 9 / 10, "selected {selected} of {total}");
 }
 
+/// Asserts that the filter `src` selects `expected` (1-based) of `cases` in memory (typed and
+/// JSON), in SQLite without and with the label table and facets, and in PostgreSQL.
+fn selects_everywhere(
+    runtime: &tokio::runtime::Runtime,
+    (conn, pg): (&mut SqliteConnection, &mut PgConnection),
+    cases: &[Case],
+    src: &str,
+    expected: &[i64],
+) {
+    let filter = Filter::parse(src).unwrap_or_else(|e| panic!("{}", e.render(src)));
+    let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
+    let expected: BTreeSet<i64> = expected.iter().copied().collect();
+    let (typed, from_json) = ids(&filter, cases, &json);
+    assert_eq!(typed, expected, "{src}");
+    assert_eq!(from_json, expected, "{src}");
+    assert_eq!(runtime.block_on(sql_ids(conn, &filter, false)), expected, "{src} in SQL");
+    assert_eq!(runtime.block_on(sql_ids(conn, &filter, true)), expected, "{src} in SQL with facets");
+    assert_eq!(runtime.block_on(pg_ids(pg, &filter, &json)), expected, "{src} in PostgreSQL");
+}
+
 #[test]
 fn the_same_holds_for_hand_picked_edges() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -609,7 +629,6 @@ fn the_same_holds_for_hand_picked_edges() {
         case(json!({"id": "bool", "input": true, "metadata": {"n": 1}})),
         case(json!({"id": "esc", "input": {"a\"b": 1, "a\\b": 2, "line\nbreak": 3}})),
     ];
-    let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
     runtime.block_on(store(&mut conn, &cases));
     let mut pg = runtime.block_on(pg_open());
     runtime.block_on(pg_store(&mut pg, &cases));
@@ -632,14 +651,7 @@ fn the_same_holds_for_hand_picked_edges() {
         ("input.\"a\\\"b\" == 1 and input.\"a\\\\b\" == 2 and input.\"line\\nbreak\" == 3", &[5]),
     ];
     for (src, expected) in expectations {
-        let filter = Filter::parse(src).unwrap_or_else(|e| panic!("{}", e.render(src)));
-        let expected: BTreeSet<i64> = expected.iter().copied().collect();
-        let (typed, from_json) = ids(&filter, &cases, &json);
-        assert_eq!(typed, expected, "{src}");
-        assert_eq!(from_json, expected, "{src}");
-        assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, false)), expected, "{src}");
-        assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, true)), expected, "{src}");
-        assert_eq!(runtime.block_on(pg_ids(&mut pg, &filter, &json)), expected, "{src} in PostgreSQL");
+        selects_everywhere(&runtime, (&mut conn, &mut pg), &cases, src, expected);
     }
 }
 
@@ -673,7 +685,6 @@ fn numbers_at_the_edges_of_the_double_range_compare_the_same() {
     cases.push(
         serde_json::from_value(json!({"id": "list", "input": "x", "metadata": {"list": [1.5e308, 1e-300]}})).unwrap(),
     );
-    let json: Vec<Value> = cases.iter().map(|c| serde_json::to_value(c).unwrap()).collect();
     runtime.block_on(store(&mut conn, &cases));
     let mut pg = runtime.block_on(pg_open());
     runtime.block_on(pg_store(&mut pg, &cases));
@@ -705,14 +716,7 @@ fn numbers_at_the_edges_of_the_double_range_compare_the_same() {
         ("metadata.v not in [1.5e308]".into(), vec![2, 3, 4, 5, 6, 7, 8, 9, 10, 11]),
     ];
     for (src, expected) in &expectations {
-        let filter = Filter::parse(src).unwrap_or_else(|e| panic!("{}", e.render(src)));
-        let expected: BTreeSet<i64> = expected.iter().copied().collect();
-        let (typed, from_json) = ids(&filter, &cases, &json);
-        assert_eq!(typed, expected, "{src}");
-        assert_eq!(from_json, expected, "{src}");
-        assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, false)), expected, "{src} in SQL");
-        assert_eq!(runtime.block_on(sql_ids(&mut conn, &filter, true)), expected, "{src} in SQL with facets");
-        assert_eq!(runtime.block_on(pg_ids(&mut pg, &filter, &json)), expected, "{src} in PostgreSQL");
+        selects_everywhere(&runtime, (&mut conn, &mut pg), &cases, src, expected);
     }
 }
 
