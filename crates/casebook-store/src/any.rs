@@ -43,6 +43,18 @@ pub enum AnyStore {
     Postgres(PostgresStore),
 }
 
+impl From<SqliteStore> for AnyStore {
+    fn from(store: SqliteStore) -> Self {
+        AnyStore::Sqlite(store)
+    }
+}
+
+impl From<PostgresStore> for AnyStore {
+    fn from(store: PostgresStore) -> Self {
+        AnyStore::Postgres(store)
+    }
+}
+
 macro_rules! each {
     ($self:expr, $store:ident => $body:expr) => {
         match $self {

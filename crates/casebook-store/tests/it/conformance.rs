@@ -8,6 +8,37 @@ use casebook_store::{
 };
 use serde_json::json;
 
+/// The whole suite as `#[tokio::test]`s, each on the store `$fresh().await` makes: a
+/// `(guard, store)` pair, the guard keeping what the store needs (its folder) until the end.
+#[macro_export]
+macro_rules! suite {
+    ($fresh:path) => {
+        $crate::suite!(@each $fresh; |store| store; versions_are_immutable_and_numbered,
+            put_and_rm_touch_only_their_cases,
+            new_cases_go_between_their_neighbours,
+            diff_names_changed_fields,
+            history_lists_distinct_contents,
+            references_resolve,
+            a_moved_head_is_a_conflict_and_writes_nothing,
+            cancelled_input_writes_nothing,
+            filters_select_what_they_select_in_memory,
+            seed_files_are_given_back_whole,
+            long_filters_and_extreme_numbers_select_what_they_select_in_memory,
+            pages_walk_a_fixed_version,
+            many_insertions_at_one_spot_keep_the_order,
+            text_with_nul_is_filtered_as_in_memory);
+        $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
+            runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash);
+    };
+    (@each $fresh:path; |$store:ident| $wrap:expr; $($name:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $name() {
+            let (_guard, $store) = $fresh().await;
+            $crate::conformance::$name($wrap).await;
+        }
+    )*};
+}
+
 pub fn case(id: &str, input: &str) -> Case {
     Case {
         id: id.into(),

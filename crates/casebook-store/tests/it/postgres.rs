@@ -40,42 +40,12 @@ async fn fresh() -> PostgresStore {
     PostgresStore::create(&fresh_database().await).await.unwrap()
 }
 
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {$(
-        #[tokio::test]
-        async fn $name() {
-            conformance::$name(fresh().await).await;
-        }
-    )*};
+// The whole conformance suite, on a fresh database each.
+crate::suite!(fresh_suite);
+
+async fn fresh_suite() -> ((), PostgresStore) {
+    ((), fresh().await)
 }
-
-conformance!(
-    versions_are_immutable_and_numbered,
-    put_and_rm_touch_only_their_cases,
-    new_cases_go_between_their_neighbours,
-    diff_names_changed_fields,
-    history_lists_distinct_contents,
-    references_resolve,
-    a_moved_head_is_a_conflict_and_writes_nothing,
-    cancelled_input_writes_nothing,
-    filters_select_what_they_select_in_memory,
-    seed_files_are_given_back_whole,
-    long_filters_and_extreme_numbers_select_what_they_select_in_memory,
-    pages_walk_a_fixed_version,
-    many_insertions_at_one_spot_keep_the_order,
-    text_with_nul_is_filtered_as_in_memory,
-);
-
-macro_rules! run_conformance {
-    ($($name:ident),* $(,)?) => {$(
-        #[tokio::test]
-        async fn $name() {
-            conformance::$name(AnyStore::Postgres(fresh().await)).await;
-        }
-    )*};
-}
-
-run_conformance!(runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash);
 
 /// The same commits make the same versions, with the same content ids, in both stores.
 #[tokio::test]

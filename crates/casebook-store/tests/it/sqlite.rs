@@ -20,44 +20,8 @@ async fn fresh() -> (tempfile::TempDir, SqliteStore) {
     (dir, store)
 }
 
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {$(
-        #[tokio::test]
-        async fn $name() {
-            let (_dir, store) = fresh().await;
-            conformance::$name(store).await;
-        }
-    )*};
-}
-
-conformance!(
-    versions_are_immutable_and_numbered,
-    put_and_rm_touch_only_their_cases,
-    new_cases_go_between_their_neighbours,
-    diff_names_changed_fields,
-    history_lists_distinct_contents,
-    references_resolve,
-    a_moved_head_is_a_conflict_and_writes_nothing,
-    cancelled_input_writes_nothing,
-    filters_select_what_they_select_in_memory,
-    seed_files_are_given_back_whole,
-    long_filters_and_extreme_numbers_select_what_they_select_in_memory,
-    pages_walk_a_fixed_version,
-    many_insertions_at_one_spot_keep_the_order,
-    text_with_nul_is_filtered_as_in_memory,
-);
-
-macro_rules! run_conformance {
-    ($($name:ident),* $(,)?) => {$(
-        #[tokio::test]
-        async fn $name() {
-            let (_dir, store) = fresh().await;
-            conformance::$name(casebook_store::AnyStore::Sqlite(store)).await;
-        }
-    )*};
-}
-
-run_conformance!(runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash);
+// The whole conformance suite, on a fresh store in a temporary folder each.
+crate::suite!(fresh);
 
 #[tokio::test]
 async fn a_case_is_stored_once_across_versions_and_datasets() {
