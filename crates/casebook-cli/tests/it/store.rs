@@ -585,4 +585,21 @@ fn a_shared_store_is_named_by_url() {
     let again = run(cb(&dir).args(["store", "copy", ".", &fresh, "--format", "json"]));
     assert_eq!(again.status, Some(0), "{again:?}");
     assert!(again.stdout.contains("\"up_to_date\":[\"qa\"]"), "{}", again.stdout);
+
+    // The same dataset name with other versions in the target is left alone, and said so.
+    let other = dir.file("other.jsonl", "{\"id\": \"x\", \"input\": \"elsewhere\"}\n");
+    ok(cb(&dir).args(["import", "--dataset", "mine", "--store", &fresh]).arg(&other));
+    ok(cb(&dir).args(["import", "--dataset", "mine"]).arg(&v1));
+    let diverged = run(cb(&dir).args(["store", "copy", ".", &fresh]));
+    assert_eq!(diverged.status, Some(1), "{diverged:?}");
+    assert!(
+        diverged.stderr.contains("error: left alone, their versions in `postgres://")
+            && diverged
+                .stderr
+                .contains("differ from the source's: mine (copy them into another store, or remove them there first)"),
+        "{}",
+        diverged.stderr
+    );
+    let kept = ok(cb(&dir).args(["export", "mine", "--to", "casebook", "-q", "--store", &fresh]));
+    assert!(kept.contains("elsewhere") && !kept.contains("Paris"), "{kept}");
 }
