@@ -484,6 +484,16 @@ pub trait Store {
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError>;
 }
 
+/// The error for a dataset `name` that is not among the `known` ones, with what there is.
+pub(crate) fn no_dataset(name: &str, known: &[String]) -> StoreError {
+    let hint = if known.is_empty() {
+        "; the store has no datasets yet (`casebook import FILE --dataset NAME` adds one)".to_owned()
+    } else {
+        suggestion(name, known, "datasets")
+    };
+    StoreError::NoDataset(name.to_owned(), hint)
+}
+
 /// A version reference as the user wrote it.
 pub(crate) fn describe(reference: &Ref) -> String {
     match reference {

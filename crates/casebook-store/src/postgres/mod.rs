@@ -180,12 +180,7 @@ impl PostgresStore {
             .fetch_all(&self.pool)
             .await
             .unwrap_or_default();
-        let hint = if known.is_empty() {
-            "; the store has no datasets yet (`casebook import FILE --dataset NAME` adds one)".to_owned()
-        } else {
-            crate::suggestion(name, &known, "datasets")
-        };
-        StoreError::NoDataset(name.to_owned(), hint)
+        crate::no_dataset(name, &known)
     }
 
     async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
