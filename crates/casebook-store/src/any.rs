@@ -37,7 +37,9 @@ impl std::fmt::Display for Location {
     }
 }
 
-/// A store of either backend; every operation goes to the backend's own.
+/// A store of either backend; every operation goes to the backend's own. A clone shares the
+/// connections.
+#[derive(Clone)]
 pub enum AnyStore {
     Sqlite(SqliteStore),
     Postgres(PostgresStore),
@@ -87,6 +89,29 @@ impl AnyStore {
             AnyStore::Sqlite(s) => s.path().display().to_string(),
             AnyStore::Postgres(s) => s.url().to_owned(),
         }
+    }
+
+    /// The same store, seeing the datasets and runs of `project` (sharing the connections).
+    pub fn in_project(&self, project: &str) -> Self {
+        match self {
+            AnyStore::Sqlite(s) => AnyStore::Sqlite(s.in_project(project)),
+            AnyStore::Postgres(s) => AnyStore::Postgres(s.in_project(project)),
+        }
+    }
+
+    /// The project this handle sees.
+    pub fn project(&self) -> &str {
+        each!(self, s => s.project())
+    }
+
+    /// Every project that has a dataset, a run or a key, by name.
+    pub async fn projects(&self) -> Result<Vec<String>, StoreError> {
+        let sql =
+            "SELECT project FROM datasets UNION SELECT project FROM runs UNION SELECT project FROM api_keys ORDER BY 1";
+        Ok(match self {
+            AnyStore::Sqlite(s) => sqlx::query_scalar(sql).fetch_all(s.pool()).await?,
+            AnyStore::Postgres(s) => sqlx::query_scalar(sql).fetch_all(s.pool()).await?,
+        })
     }
 
     /// Whether the store was opened read-only (an embedded store that cannot be written).

@@ -131,15 +131,19 @@ impl SqliteStore {
             report.problem(text);
         }
 
-        let datasets: Vec<(i64, String, i64)> =
-            match sqlx::query_as("SELECT id, name, head FROM datasets ORDER BY name").fetch_all(pool).await {
+        let datasets: Vec<(i64, String, String, i64)> =
+            match sqlx::query_as("SELECT id, project, name, head FROM datasets ORDER BY project, name")
+                .fetch_all(pool)
+                .await
+            {
                 Ok(datasets) => datasets,
                 Err(err) => {
                     report.problem(format!("the datasets cannot be read: {err}"));
                     Vec::new()
                 }
             };
-        for (dataset, name, head) in datasets {
+        for (dataset, project, name, head) in datasets {
+            let shown = crate::qualified(&project, &name);
             let mut parent: Option<String> = None;
             for number in 1..=head {
                 report.versions += 1;
@@ -152,29 +156,29 @@ impl SqliteStore {
                 let stored = match stored {
                     Ok(stored) => stored,
                     Err(err) => {
-                        report.problem(format!("`{name}` v{number} cannot be read: {err}"));
+                        report.problem(format!("`{shown}` v{number} cannot be read: {err}"));
                         break;
                     }
                 };
                 let Some(stored) = stored else {
-                    report.problem(format!("`{name}` has no v{number}, but its head is v{head}"));
+                    report.problem(format!("`{shown}` has no v{number}, but its head is v{head}"));
                     break;
                 };
                 let actual = match self.version_id(dataset, &name, number, parent.as_deref()).await {
                     Ok(actual) => actual,
                     // What the damage is, without the advice to run this check.
                     Err(StoreError::Damaged(detail)) => {
-                        report.problem(format!("`{name}` v{number} cannot be read: {detail}"));
+                        report.problem(format!("`{shown}` v{number} cannot be read: {detail}"));
                         break;
                     }
                     Err(err) => {
-                        report.problem(format!("`{name}` v{number} cannot be read: {err}"));
+                        report.problem(format!("`{shown}` v{number} cannot be read: {err}"));
                         break;
                     }
                 };
                 if !actual.contains(&stored) {
                     report.problem(format!(
-                        "`{name}` v{number} is stored as {} but its cases make {}",
+                        "`{shown}` v{number} is stored as {} but its cases make {}",
                         &stored[..stored.len().min(12)],
                         &actual[0][..12]
                     ));

@@ -31,15 +31,30 @@ pub struct CopyReport {
     pub runs_present: u64,
 }
 
-/// Copies what `to` lacks of `from`; `progress` hears of each version as it is copied.
+/// Copies what `to` lacks of `from`, project by project; `progress` hears of each version as
+/// it is copied (datasets named as [`crate::qualified`] does).
 pub async fn copy(
     from: &AnyStore,
     to: &AnyStore,
     progress: &mut dyn FnMut(&str, u64, u64),
 ) -> Result<CopyReport, StoreError> {
     let mut report = CopyReport::default();
+    for project in from.projects().await? {
+        copy_project(&from.in_project(&project), &to.in_project(&project), &mut report, progress).await?;
+    }
+    Ok(report)
+}
+
+async fn copy_project(
+    from: &AnyStore,
+    to: &AnyStore,
+    report: &mut CopyReport,
+    progress: &mut dyn FnMut(&str, u64, u64),
+) -> Result<(), StoreError> {
+    let project = from.project();
     for dataset in from.datasets().await? {
         let name = dataset.name.as_str();
+        let shown = crate::qualified(project, name);
         let source = from.versions(name).await?;
         let present = match to.versions(name).await {
             Ok(versions) => versions,
@@ -48,11 +63,11 @@ pub async fn copy(
         };
         let shared = present.iter().zip(&source).take_while(|(a, b)| a.id == b.id).count();
         if shared < present.len() {
-            report.diverged.push(dataset.name.clone());
+            report.diverged.push(shown);
             continue;
         }
         if shared == source.len() {
-            report.up_to_date.push(dataset.name.clone());
+            report.up_to_date.push(shown.clone());
         }
         for version in &source[shared..] {
             let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -96,14 +111,14 @@ pub async fn copy(
                 CommitOutcome::Created(made) => made,
                 CommitOutcome::Unchanged(_) => {
                     return Err(StoreError::Corrupt(format!(
-                        "`{name}` v{} of the source makes no new version when copied",
+                        "`{shown}` v{} of the source makes no new version when copied",
                         version.number
                     )));
                 }
             };
             if made.id != version.id || made.number != version.number {
                 return Err(StoreError::Corrupt(format!(
-                    "`{name}` v{} ({}) copies as v{} ({}): the copy stopped there",
+                    "`{shown}` v{} ({}) copies as v{} ({}): the copy stopped there",
                     version.number,
                     &version.id[..12.min(version.id.len())],
                     made.number,
@@ -112,7 +127,7 @@ pub async fn copy(
             }
             report.versions += 1;
             report.cases += cases;
-            progress(name, version.number, source.len() as u64);
+            progress(&shown, version.number, source.len() as u64);
         }
         // The log: the header as it is now, the events the target lacks, and the tags.
         let events = from.events(name).await?;
@@ -139,7 +154,7 @@ pub async fn copy(
         }
         report.runs += 1;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// A page of a version, prepared for a commit, and the cursor of the next.

@@ -10,6 +10,7 @@ mod any;
 mod check;
 mod copy;
 mod diff;
+mod keys;
 mod postgres;
 mod runs;
 pub mod seeds;
@@ -26,6 +27,7 @@ pub use any::{AnyStore, Location};
 pub use check::CheckReport;
 pub use copy::{CopyReport, copy};
 pub use diff::{FieldChange, field_changes};
+pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};
@@ -35,6 +37,16 @@ pub use sqlite::SqliteStore;
 pub const STORE_DIR: &str = ".casebook";
 /// The database file in it.
 pub const STORE_FILE: &str = "store.db";
+
+/// The project a store handle sees unless told otherwise: everything the command line stores
+/// without `--project`, and everything stored before there were projects.
+pub const DEFAULT_PROJECT: &str = "default";
+
+/// How messages that span projects name a dataset: `project/name`, or `name` in the default
+/// project.
+pub fn qualified(project: &str, name: &str) -> String {
+    if project == DEFAULT_PROJECT { name.to_owned() } else { format!("{project}/{name}") }
+}
 
 /// The nearest `.casebook/` folder at or above `start`.
 pub fn find_store(start: &Path) -> Option<PathBuf> {
@@ -200,6 +212,12 @@ pub enum StoreError {
     BadHash(String),
     #[error("`{0}` names several runs: {1}")]
     AmbiguousRun(String, String),
+    #[error(
+        "`{0}` is not a project name: use 1 to 64 lowercase letters, digits, `-`, `_` or `.`, starting with a letter or digit"
+    )]
+    BadProject(String),
+    #[error("no API key `{0}`: `casebook keys list` lists them")]
+    NoKey(String),
     #[error("the commit was cancelled: its input had errors")]
     Cancelled,
     #[error(

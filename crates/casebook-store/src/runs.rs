@@ -32,7 +32,8 @@ const ROWS: usize = 400;
 
 impl SqliteStore {
     pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO runs (id, experiment, started, meta) VALUES (?, ?, ?, ?)")
+        sqlx::query("INSERT INTO runs (project, id, experiment, started, meta) VALUES (?, ?, ?, ?, ?)")
+            .bind(self.project())
             .bind(id)
             .bind(experiment)
             .bind(started)
@@ -45,7 +46,7 @@ impl SqliteStore {
     /// Records finished results, and their outputs by run hash, in one transaction.
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
-        let base = run_key(&mut tx, run).await?;
+        let base = run_key(&mut tx, self.project(), run).await?;
         for chunk in rows.chunks(ROWS) {
             let values = vec!["(?, ?)"; chunk.len()].join(", ");
             let mut query =
@@ -56,13 +57,17 @@ impl SqliteStore {
             query.execute(&mut *tx).await?;
             let outputs = chunk.iter().filter(|r| r.output.is_some()).count();
             if outputs > 0 {
-                let values = vec!["(?, ?, ?)"; outputs].join(", ");
+                let values = vec!["(?, ?, ?, ?)"; outputs].join(", ");
                 let mut query = sqlx::query(AssertSqlSafe(format!(
-                    "INSERT OR REPLACE INTO run_outputs (key, hash, output) VALUES {values}"
+                    "INSERT OR REPLACE INTO run_outputs (key, project, hash, output) VALUES {values}"
                 )));
                 for row in chunk {
                     if let Some((hash, output)) = &row.output {
-                        query = query.bind(base + row.seq as i64).bind(hash_bytes(hash)?.to_vec()).bind(output);
+                        query = query
+                            .bind(base + row.seq as i64)
+                            .bind(self.project())
+                            .bind(hash_bytes(hash)?.to_vec())
+                            .bind(output);
                     }
                 }
                 query.execute(&mut *tx).await?;
@@ -73,12 +78,16 @@ impl SqliteStore {
     }
 
     pub async fn finish_run(&self, id: &str, finished: &str, summary: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE runs SET finished = ?, summary = ? WHERE id = ?")
+        let done = sqlx::query("UPDATE runs SET finished = ?, summary = ? WHERE project = ? AND id = ?")
             .bind(finished)
             .bind(summary)
+            .bind(self.project())
             .bind(id)
             .execute(self.pool())
             .await?;
+        if done.rows_affected() == 0 {
+            return Err(no_run(id));
+        }
         Ok(())
     }
 
@@ -87,8 +96,10 @@ impl SqliteStore {
         let mut found = vec![None; hashes.len()];
         for (c, chunk) in hashes.chunks(ROWS).enumerate() {
             let marks = vec!["?"; chunk.len()].join(", ");
-            let mut query =
-                sqlx::query(AssertSqlSafe(format!("SELECT hash, output FROM run_outputs WHERE hash IN ({marks})")));
+            let mut query = sqlx::query(AssertSqlSafe(format!(
+                "SELECT hash, output FROM run_outputs WHERE project = ? AND hash IN ({marks})"
+            )))
+            .bind(self.project());
             let mut wanted = Vec::with_capacity(chunk.len());
             for (i, hash) in chunk.iter().enumerate() {
                 let bytes = hash_bytes(hash)?;
@@ -110,9 +121,12 @@ impl SqliteStore {
 
     /// Every run, oldest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let rows = sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq")
-            .fetch_all(self.pool())
-            .await?;
+        let rows = sqlx::query(
+            "SELECT id, experiment, started, finished, meta, summary FROM runs WHERE project = ? ORDER BY seq",
+        )
+        .bind(self.project())
+        .fetch_all(self.pool())
+        .await?;
         Ok(rows.iter().map(run_row).collect())
     }
 
@@ -123,8 +137,10 @@ impl SqliteStore {
             None | Some("latest" | "previous") => {
                 let back: i64 = if reference == Some("previous") { 1 } else { 0 };
                 let rows = sqlx::query(
-                    "SELECT id, experiment, started, finished, meta, summary FROM runs ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                    "SELECT id, experiment, started, finished, meta, summary FROM runs WHERE project = ?
+                     ORDER BY seq DESC LIMIT 1 OFFSET ?",
                 )
+                .bind(self.project())
                 .bind(back)
                 .fetch_all(self.pool())
                 .await?;
@@ -134,10 +150,14 @@ impl SqliteStore {
                 rows
             }
             Some(prefix) => {
-                sqlx::query("SELECT id, experiment, started, finished, meta, summary FROM runs WHERE substr(id, 1, length(?1)) = ?1 LIMIT 5")
-                    .bind(prefix)
-                    .fetch_all(self.pool())
-                    .await?
+                sqlx::query(
+                    "SELECT id, experiment, started, finished, meta, summary FROM runs
+                     WHERE project = ?2 AND substr(id, 1, length(?1)) = ?1 ORDER BY seq LIMIT 5",
+                )
+                .bind(prefix)
+                .bind(self.project())
+                .fetch_all(self.pool())
+                .await?
             }
         };
         one_run(reference, rows.iter().map(run_row).collect())
@@ -146,7 +166,7 @@ impl SqliteStore {
     /// The results of a run, in order.
     pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let base = run_key(&mut conn, id).await?;
+        let base = run_key(&mut conn, self.project(), id).await?;
         let rows = sqlx::query_scalar("SELECT result FROM run_results WHERE key >= ? AND key < ? ORDER BY key")
             .bind(base)
             .bind(base + RUN_SPAN)
@@ -160,7 +180,7 @@ impl SqliteStore {
     /// See [`crate::AnyStore::run_rows`].
     pub async fn run_rows(&self, id: &str) -> Result<Vec<ResultRow>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let base = run_key(&mut conn, id).await?;
+        let base = run_key(&mut conn, self.project(), id).await?;
         let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT r.key - ?1, r.result, lower(hex(o.hash)), o.output FROM run_results r
              LEFT JOIN run_outputs o ON o.key = r.key WHERE r.key >= ?1 AND r.key < ?2 ORDER BY r.key",
@@ -206,10 +226,13 @@ pub(crate) fn one_run(reference: Option<&str>, mut rows: Vec<RunRow>) -> Result<
     }
 }
 
-/// The first key of a run's results.
-async fn run_key(conn: &mut sqlx::SqliteConnection, run: &str) -> Result<i64, StoreError> {
-    let seq: Option<i64> =
-        sqlx::query_scalar("SELECT seq FROM runs WHERE id = ?").bind(run).fetch_optional(&mut *conn).await?;
+/// The first key of a run's results (a run of another project is not there).
+async fn run_key(conn: &mut sqlx::SqliteConnection, project: &str, run: &str) -> Result<i64, StoreError> {
+    let seq: Option<i64> = sqlx::query_scalar("SELECT seq FROM runs WHERE project = ? AND id = ?")
+        .bind(project)
+        .bind(run)
+        .fetch_optional(&mut *conn)
+        .await?;
     seq.map(|seq| seq * RUN_SPAN).ok_or_else(|| no_run(run))
 }
 

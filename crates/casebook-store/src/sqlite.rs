@@ -37,15 +37,19 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0006_run_rows.sql"),
     include_str!("../migrations/sqlite/0007_blobs_cid_index.sql"),
     include_str!("../migrations/sqlite/0008_seed_documents.sql"),
+    include_str!("../migrations/sqlite/0009_projects.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;
 
+#[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
     path: PathBuf,
     /// Opened read-only because it cannot be written.
     read_only: bool,
+    /// The project whose datasets and runs this handle sees (see [`crate::DEFAULT_PROJECT`]).
+    project: String,
 }
 
 impl SqliteStore {
@@ -78,6 +82,16 @@ impl SqliteStore {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The same store, seeing the datasets and runs of `project` (sharing the connections).
+    pub fn in_project(&self, project: &str) -> Self {
+        Self { project: project.to_owned(), ..self.clone() }
+    }
+
+    /// The project this handle sees.
+    pub fn project(&self) -> &str {
+        &self.project
     }
 
     /// Whether the store was opened read-only (see [`SqliteStore::open`]).
@@ -129,7 +143,12 @@ impl SqliteStore {
             .pragma("cache_size", "-8192")
             .pragma("temp_store", "memory");
         let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await.map_err(|e| on(path, e))?;
-        let store = Self { pool, path: path.to_owned(), read_only: access == Access::ReadOnly };
+        let store = Self {
+            pool,
+            path: path.to_owned(),
+            read_only: access == Access::ReadOnly,
+            project: crate::DEFAULT_PROJECT.to_owned(),
+        };
         store.migrate(access).await.map_err(|e| match e {
             StoreError::Database(e) => on(path, e),
             // The first read of a file that is not a database at all.
@@ -215,7 +234,8 @@ impl SqliteStore {
 
     /// The error for a dataset name the store does not have, with the names it has.
     async fn no_dataset(&self, name: &str) -> StoreError {
-        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM datasets ORDER BY name")
+        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM datasets WHERE project = ? ORDER BY name")
+            .bind(&self.project)
             .fetch_all(&self.pool)
             .await
             .unwrap_or_default();
@@ -223,8 +243,11 @@ impl SqliteStore {
     }
 
     async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
-        let row =
-            sqlx::query("SELECT id, head FROM datasets WHERE name = ?").bind(name).fetch_optional(&self.pool).await?;
+        let row = sqlx::query("SELECT id, head FROM datasets WHERE project = ? AND name = ?")
+            .bind(&self.project)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(row) = row else { return Err(self.no_dataset(name).await) };
         Ok((row.get(0), row.get::<i64, _>(1) as u64))
     }
@@ -475,8 +498,10 @@ async fn load(
 
 impl crate::Store for SqliteStore {
     async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
-        let rows =
-            sqlx::query("SELECT name, head, cases, header FROM datasets ORDER BY name").fetch_all(&self.pool).await?;
+        let rows = sqlx::query("SELECT name, head, cases, header FROM datasets WHERE project = ? ORDER BY name")
+            .bind(&self.project)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|r| {
                 Ok(DatasetInfo {
@@ -523,7 +548,8 @@ impl crate::Store for SqliteStore {
     }
 
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
-        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE name = ?")
+        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE project = ? AND name = ?")
+            .bind(&self.project)
             .bind(dataset)
             .fetch_optional(&self.pool)
             .await?;
@@ -855,7 +881,8 @@ impl SqliteStore {
         // index pages that did not fit).
         sqlx::query("PRAGMA cache_size = -65536").execute(&mut *tx).await?;
         // The dataset, created on its first commit.
-        let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE name = ?")
+        let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE project = ? AND name = ?")
+            .bind(&self.project)
             .bind(&request.dataset)
             .fetch_optional(&mut *tx)
             .await?;
@@ -867,11 +894,13 @@ impl SqliteStore {
                     return Err(StoreError::NoDataset(request.dataset.clone(), String::new()));
                 }
                 let header = request.header.clone().unwrap_or_default();
-                let id: i64 = sqlx::query_scalar("INSERT INTO datasets (name, header) VALUES (?, ?) RETURNING id")
-                    .bind(&request.dataset)
-                    .bind(header_json(&header))
-                    .fetch_one(&mut *tx)
-                    .await?;
+                let id: i64 =
+                    sqlx::query_scalar("INSERT INTO datasets (project, name, header) VALUES (?, ?, ?) RETURNING id")
+                        .bind(&self.project)
+                        .bind(&request.dataset)
+                        .bind(header_json(&header))
+                        .fetch_one(&mut *tx)
+                        .await?;
                 (id, 0)
             }
         };

@@ -46,9 +46,12 @@ impl PostgresStore {
         for problem in problems {
             report.problem(problem);
         }
-        let datasets: Vec<(i64, String, i64)> =
-            sqlx::query_as("SELECT id, name, head FROM datasets ORDER BY name").fetch_all(pool).await?;
-        for (dataset, name, head) in datasets {
+        let datasets: Vec<(i64, String, String, i64)> =
+            sqlx::query_as("SELECT id, project, name, head FROM datasets ORDER BY project, name")
+                .fetch_all(pool)
+                .await?;
+        for (dataset, project, name, head) in datasets {
+            let shown = crate::qualified(&project, &name);
             let mut parent: Option<String> = None;
             for number in 1..=head {
                 report.versions += 1;
@@ -59,7 +62,7 @@ impl PostgresStore {
                         .fetch_optional(pool)
                         .await?;
                 let Some(stored) = stored else {
-                    report.problem(format!("`{name}` has no v{number}, but its head is v{head}"));
+                    report.problem(format!("`{shown}` has no v{number}, but its head is v{head}"));
                     break;
                 };
                 let rows = sqlx::query(
@@ -90,7 +93,7 @@ impl PostgresStore {
                 let actual = version_ids(&name, parent.as_deref(), &rows, &order.finish())?;
                 if !actual.contains(&stored) {
                     report.problem(format!(
-                        "`{name}` v{number} is stored as {} but its cases make {}",
+                        "`{shown}` v{number} is stored as {} but its cases make {}",
                         &stored[..stored.len().min(12)],
                         &actual[0][..12]
                     ));

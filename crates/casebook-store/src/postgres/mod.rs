@@ -33,7 +33,10 @@ use crate::{
 };
 
 /// Schema migrations, in order. The store records the last one it applied.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_projects.sql"),
+];
 
 /// Cases a batch statement carries.
 const ROWS: usize = 2000;
@@ -43,10 +46,13 @@ const WRITERS: usize = 2;
 /// The key of the advisory lock that one migration at a time takes.
 const MIGRATION_LOCK: i64 = 0x6361_7365_626f_6f6b; // "casebook"
 
+#[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
     /// The URL with its password hidden, to name the store in messages.
     url: String,
+    /// The project whose datasets and runs this handle sees (see [`crate::DEFAULT_PROJECT`]).
+    project: String,
 }
 
 impl PostgresStore {
@@ -65,6 +71,16 @@ impl PostgresStore {
     /// The URL, password hidden.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The same store, seeing the datasets and runs of `project` (sharing the connections).
+    pub fn in_project(&self, project: &str) -> Self {
+        Self { project: project.to_owned(), ..self.clone() }
+    }
+
+    /// The project this handle sees.
+    pub fn project(&self) -> &str {
+        &self.project
     }
 
     pub(crate) fn pool(&self) -> &PgPool {
@@ -105,7 +121,7 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(failed)?;
-        let store = Self { pool, url: shown };
+        let store = Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned() };
         let encoding: String = sqlx::query_scalar("SHOW server_encoding").fetch_one(&store.pool).await?;
         if encoding != "UTF8" {
             return Err(StoreError::NotAStore(
@@ -176,7 +192,8 @@ impl PostgresStore {
     }
 
     async fn no_dataset(&self, name: &str) -> StoreError {
-        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM datasets ORDER BY name")
+        let known: Vec<String> = sqlx::query_scalar("SELECT name FROM datasets WHERE project = $1 ORDER BY name")
+            .bind(&self.project)
             .fetch_all(&self.pool)
             .await
             .unwrap_or_default();
@@ -184,8 +201,11 @@ impl PostgresStore {
     }
 
     async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
-        let row =
-            sqlx::query("SELECT id, head FROM datasets WHERE name = $1").bind(name).fetch_optional(&self.pool).await?;
+        let row = sqlx::query("SELECT id, head FROM datasets WHERE project = $1 AND name = $2")
+            .bind(&self.project)
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
         let Some(row) = row else { return Err(self.no_dataset(name).await) };
         Ok((row.get(0), row.get::<i64, _>(1) as u64))
     }
@@ -376,8 +396,10 @@ const VERSION_COLUMNS: &str = "number, cid, parent, author, time, message, added
 
 impl crate::Store for PostgresStore {
     async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
-        let rows =
-            sqlx::query("SELECT name, head, cases, header FROM datasets ORDER BY name").fetch_all(&self.pool).await?;
+        let rows = sqlx::query("SELECT name, head, cases, header FROM datasets WHERE project = $1 ORDER BY name")
+            .bind(&self.project)
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|r| {
                 Ok(DatasetInfo {
@@ -433,7 +455,8 @@ impl crate::Store for PostgresStore {
     }
 
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
-        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE name = $1")
+        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE project = $1 AND name = $2")
+            .bind(&self.project)
             .bind(dataset)
             .fetch_optional(&self.pool)
             .await?;
@@ -696,13 +719,14 @@ impl PostgresStore {
             Bodies { pool: self.pool.clone(), cases, writing: Default::default(), pending: Vec::new(), done: false };
         // A dataset without a head gets its first version straight into `members`, as the bodies
         // are written (other writers of the dataset wait for it; readers do not).
-        let head_before: Option<i64> = sqlx::query_scalar("SELECT head FROM datasets WHERE name = $1")
+        let head_before: Option<i64> = sqlx::query_scalar("SELECT head FROM datasets WHERE project = $1 AND name = $2")
+            .bind(&self.project)
             .bind(&request.dataset)
             .fetch_optional(&mut *conn)
             .await?;
         if head_before.unwrap_or(0) == 0 && !removing {
             let mut tx = conn.begin().await?;
-            let (id, head) = lock_dataset(&mut tx, &request).await?;
+            let (id, head) = lock_dataset(&mut tx, &self.project, &request).await?;
             if head == 0 {
                 return first_version(tx, request, id, bodies).await;
             }
@@ -752,7 +776,7 @@ impl PostgresStore {
         sqlx::query("ANALYZE incoming").execute(&mut *conn).await?;
 
         let mut tx = conn.begin().await?;
-        let (id, head) = lock_dataset(&mut tx, &request).await?;
+        let (id, head) = lock_dataset(&mut tx, &self.project, &request).await?;
         if head == 0 && !removing {
             // The head was there when the commit began and is gone: it cannot be.
             return Err(StoreError::Corrupt(format!("dataset `{}` lost its versions", request.dataset)));
@@ -941,18 +965,22 @@ impl PostgresStore {
 /// Makes the dataset a commit names if it is new (not for a removal), locks its row until the
 /// transaction ends, checks the commit's parent, and records a header edit. Returns the
 /// dataset's row id and head.
-async fn lock_dataset(tx: &mut PgConnection, request: &CommitRequest) -> Result<(i64, u64), StoreError> {
+async fn lock_dataset(tx: &mut PgConnection, project: &str, request: &CommitRequest) -> Result<(i64, u64), StoreError> {
     let header_json = |h: &DatasetHeader| serde_json::to_string(h).unwrap_or_else(|_| "{}".into());
     if !matches!(request.mode, CommitMode::Remove(_)) {
         let header = request.header.clone().unwrap_or_default();
-        sqlx::query("INSERT INTO datasets (name, header) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
-            .bind(&request.dataset)
-            .bind(header_json(&header))
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO datasets (project, name, header) VALUES ($1, $2, $3) ON CONFLICT (project, name) DO NOTHING",
+        )
+        .bind(project)
+        .bind(&request.dataset)
+        .bind(header_json(&header))
+        .execute(&mut *tx)
+        .await?;
     }
     // From here to the end of the transaction, the dataset is this commit's alone.
-    let row = sqlx::query("SELECT id, head, header FROM datasets WHERE name = $1 FOR UPDATE")
+    let row = sqlx::query("SELECT id, head, header FROM datasets WHERE project = $1 AND name = $2 FOR UPDATE")
+        .bind(project)
         .bind(&request.dataset)
         .fetch_optional(&mut *tx)
         .await?;

@@ -12,7 +12,8 @@ const RUN_COLUMNS: &str = "id, experiment, started, finished, meta, summary";
 
 impl PostgresStore {
     pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO runs (id, experiment, started, meta) VALUES ($1, $2, $3, $4)")
+        sqlx::query("INSERT INTO runs (project, id, experiment, started, meta) VALUES ($1, $2, $3, $4, $5)")
+            .bind(self.project())
             .bind(id)
             .bind(experiment)
             .bind(started)
@@ -26,7 +27,7 @@ impl PostgresStore {
     /// saved again replaces the first; an output replaces any kept under its hash or its key.
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
-        let base = run_key(&mut tx, run).await?;
+        let base = run_key(&mut tx, self.project(), run).await?;
         let keys: Vec<i64> = rows.iter().map(|r| base + r.seq as i64).collect();
         let results: Vec<&str> = rows.iter().map(|r| r.result.as_str()).collect();
         sqlx::query(
@@ -48,20 +49,22 @@ impl PostgresStore {
             }
         }
         if !out_keys.is_empty() {
-            sqlx::query("DELETE FROM run_outputs WHERE key = ANY($1) OR hash = ANY($2)")
+            sqlx::query("DELETE FROM run_outputs WHERE key = ANY($1) OR (project = $3 AND hash = ANY($2))")
                 .bind(&out_keys)
                 .bind(&hashes)
+                .bind(self.project())
                 .execute(&mut *tx)
                 .await?;
             // A hash given twice in one call keeps its last output.
             sqlx::query(
-                "INSERT INTO run_outputs (key, hash, output)
-                 SELECT DISTINCT ON (hash) key, hash, output FROM unnest($1::bigint[], $2::bytea[], $3::text[])
+                "INSERT INTO run_outputs (key, project, hash, output)
+                 SELECT DISTINCT ON (hash) key, $4, hash, output FROM unnest($1::bigint[], $2::bytea[], $3::text[])
                  WITH ORDINALITY AS t (key, hash, output, n) ORDER BY hash, n DESC",
             )
             .bind(&out_keys)
             .bind(&hashes)
             .bind(outputs)
+            .bind(self.project())
             .execute(&mut *tx)
             .await?;
         }
@@ -70,12 +73,16 @@ impl PostgresStore {
     }
 
     pub async fn finish_run(&self, id: &str, finished: &str, summary: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE runs SET finished = $1, summary = $2 WHERE id = $3")
+        let done = sqlx::query("UPDATE runs SET finished = $1, summary = $2 WHERE project = $3 AND id = $4")
             .bind(finished)
             .bind(summary)
+            .bind(self.project())
             .bind(id)
             .execute(self.pool())
             .await?;
+        if done.rows_affected() == 0 {
+            return Err(crate::runs::no_run(id));
+        }
         Ok(())
     }
 
@@ -84,9 +91,10 @@ impl PostgresStore {
         let bytes: Vec<Vec<u8>> = hashes.iter().map(|h| hash_bytes(h).map(|b| b.to_vec())).collect::<Result<_, _>>()?;
         let rows = sqlx::query(
             "SELECT t.n, o.output FROM unnest($1::bytea[]) WITH ORDINALITY AS t (hash, n)
-             JOIN run_outputs o ON o.hash = t.hash",
+             JOIN run_outputs o ON o.project = $2 AND o.hash = t.hash",
         )
         .bind(bytes)
+        .bind(self.project())
         .fetch_all(self.pool())
         .await?;
         let mut found = vec![None; hashes.len()];
@@ -101,9 +109,11 @@ impl PostgresStore {
 
     /// Every run, oldest first.
     pub async fn runs(&self) -> Result<Vec<RunRow>, StoreError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY seq")))
-            .fetch_all(self.pool())
-            .await?;
+        let rows =
+            sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM runs WHERE project = $1 ORDER BY seq")))
+                .bind(self.project())
+                .fetch_all(self.pool())
+                .await?;
         Ok(rows.iter().map(run_row).collect())
     }
 
@@ -114,9 +124,10 @@ impl PostgresStore {
             None | Some("latest" | "previous") => {
                 let back: i64 = if reference == Some("previous") { 1 } else { 0 };
                 let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {RUN_COLUMNS} FROM runs ORDER BY seq DESC LIMIT 1 OFFSET $1"
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE project = $2 ORDER BY seq DESC LIMIT 1 OFFSET $1"
                 )))
                 .bind(back)
+                .bind(self.project())
                 .fetch_all(self.pool())
                 .await?;
                 if rows.is_empty() {
@@ -124,14 +135,13 @@ impl PostgresStore {
                 }
                 rows
             }
-            Some(prefix) => {
-                sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "SELECT {RUN_COLUMNS} FROM runs WHERE left(id, length($1)) = $1 ORDER BY seq LIMIT 5"
-                )))
-                .bind(prefix)
-                .fetch_all(self.pool())
-                .await?
-            }
+            Some(prefix) => sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE project = $2 AND left(id, length($1)) = $1 ORDER BY seq LIMIT 5"
+            )))
+            .bind(prefix)
+            .bind(self.project())
+            .fetch_all(self.pool())
+            .await?,
         };
         crate::runs::one_run(reference, rows.iter().map(run_row).collect())
     }
@@ -139,7 +149,7 @@ impl PostgresStore {
     /// See [`crate::AnyStore::run_rows`].
     pub async fn run_rows(&self, id: &str) -> Result<Vec<ResultRow>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let base = run_key(&mut conn, id).await?;
+        let base = run_key(&mut conn, self.project(), id).await?;
         let rows: Vec<(i64, String, Option<String>, Option<String>)> = sqlx::query_as(
             "SELECT r.key - $1, r.result, encode(o.hash, 'hex'), o.output FROM run_results r
              LEFT JOIN run_outputs o ON o.key = r.key WHERE r.key >= $1 AND r.key < $2 ORDER BY r.key",
@@ -154,7 +164,7 @@ impl PostgresStore {
     /// The results of a run, in order.
     pub async fn run_results(&self, id: &str) -> Result<Vec<String>, StoreError> {
         let mut conn = self.pool().acquire().await?;
-        let base = run_key(&mut conn, id).await?;
+        let base = run_key(&mut conn, self.project(), id).await?;
         let rows = sqlx::query_scalar("SELECT result FROM run_results WHERE key >= $1 AND key < $2 ORDER BY key")
             .bind(base)
             .bind(base + RUN_SPAN)
@@ -164,9 +174,12 @@ impl PostgresStore {
     }
 }
 
-async fn run_key(conn: &mut sqlx::PgConnection, run: &str) -> Result<i64, StoreError> {
-    let seq: Option<i64> =
-        sqlx::query_scalar("SELECT seq FROM runs WHERE id = $1").bind(run).fetch_optional(&mut *conn).await?;
+async fn run_key(conn: &mut sqlx::PgConnection, project: &str, run: &str) -> Result<i64, StoreError> {
+    let seq: Option<i64> = sqlx::query_scalar("SELECT seq FROM runs WHERE project = $1 AND id = $2")
+        .bind(project)
+        .bind(run)
+        .fetch_optional(&mut *conn)
+        .await?;
     seq.map(|seq| seq * RUN_SPAN).ok_or_else(|| crate::runs::no_run(run))
 }
 

@@ -28,7 +28,8 @@ macro_rules! suite {
             many_insertions_at_one_spot_keep_the_order,
             text_with_nul_is_filtered_as_in_memory);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
-            runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash);
+            runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
+            projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
     };
     (@each $fresh:path; |$store:ident| $wrap:expr; $($name:ident),* $(,)?) => {$(
         #[tokio::test]
@@ -698,4 +699,74 @@ pub async fn text_with_nul_is_filtered_as_in_memory(store: impl Store) {
         let paged: Vec<String> = page.bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect();
         assert_eq!(paged, expected.iter().take(2).cloned().collect::<Vec<_>>(), "{text}");
     }
+}
+
+/// Two projects may hold datasets of the same name; neither sees the other's datasets, runs or
+/// stored outputs, and a version's id does not depend on its project.
+pub async fn projects_keep_datasets_and_runs_apart(store: AnyStore) {
+    let team = store.in_project("team-a");
+    let mine = created(&store, CommitMode::Replace, vec![case("c1", "one")]).await;
+    let theirs = created(&team, CommitMode::Replace, vec![case("c1", "one")]).await;
+    assert_eq!(theirs.id, mine.id);
+    assert_eq!((theirs.number, mine.number), (1, 1));
+    created(&team, CommitMode::Upsert, vec![case("c2", "two")]).await;
+    assert_eq!(ids(&store, 1).await, ["c1"]);
+    assert_eq!(ids(&team, 2).await, ["c1", "c2"]);
+    assert_eq!(store.versions("support").await.unwrap().len(), 1);
+    let only = team.in_project("team-b");
+    assert!(only.datasets().await.unwrap().is_empty());
+    // A miss names no dataset of another project.
+    match only.versions("support").await {
+        Err(StoreError::NoDataset(name, hint)) => {
+            assert_eq!(name, "support");
+            assert!(!hint.contains("support"), "{hint}");
+        }
+        other => panic!("{:?}", other.map(|v| v.len())),
+    }
+    // Runs and their outputs.
+    team.begin_run("r-team", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    let row = casebook_store::ResultRow { seq: 0, result: "{}".into(), output: Some((H1.into(), "\"out\"".into())) };
+    team.save_results("r-team", std::slice::from_ref(&row)).await.unwrap();
+    assert_eq!(team.outputs(&[H1.into()]).await.unwrap(), [Some("\"out\"".into())]);
+    assert_eq!(store.outputs(&[H1.into()]).await.unwrap(), [None]);
+    assert!(store.runs().await.unwrap().is_empty());
+    assert!(matches!(store.run(Some("r-team")).await, Err(StoreError::NoRun(_))));
+    assert!(matches!(store.run_results("r-team").await, Err(StoreError::NoRun(_))));
+    assert!(matches!(store.save_results("r-team", &[row]).await, Err(StoreError::NoRun(_))));
+    assert!(matches!(store.finish_run("r-team", "2026-11-23T10:01:00Z", "{}").await, Err(StoreError::NoRun(_))));
+    assert_eq!(team.run(None).await.unwrap().finished, None);
+    assert_eq!(store.projects().await.unwrap(), ["default", "team-a"]);
+}
+
+pub async fn api_keys_open_one_project_until_revoked(store: AnyStore) {
+    use casebook_store::{KeyMaterial, Scope};
+    let material = |n: u8| KeyMaterial { id: [n; 6], secret: [n; 32], store_secret: [7; 32] };
+    let time = "2026-11-24T08:00:00Z";
+    let read = store.create_key("team-a", Scope::Read, "ci", "ana", time, &material(1)).await.unwrap();
+    let write = store.create_key("team-b", Scope::Write, "laptop", "bo", time, &material(2)).await.unwrap();
+    assert_eq!(read.token, format!("cb_{}_{}", "01".repeat(6), "01".repeat(32)));
+    let access = store.authenticate(&read.token).await.unwrap().unwrap();
+    assert_eq!((access.project.as_str(), access.scope), ("team-a", Scope::Read));
+    assert_eq!(store.authenticate(&write.token).await.unwrap().unwrap().scope, Scope::Write);
+    // One changed digit of the secret, another key's id, garbage: no access.
+    let mut forged = read.token.clone();
+    forged.replace_range(forged.len() - 1.., "2");
+    assert_eq!(store.authenticate(&forged).await.unwrap(), None);
+    let swapped = format!("cb_{}_{}", "02".repeat(6), "01".repeat(32));
+    assert_eq!(store.authenticate(&swapped).await.unwrap(), None);
+    assert_eq!(store.authenticate("Bearer nonsense").await.unwrap(), None);
+    // The token is stored nowhere; listing shows ids.
+    let listed = store.keys(Some("team-a")).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, "01".repeat(6));
+    assert_eq!(store.keys(None).await.unwrap().len(), 2);
+    let revoked = store.revoke_key(&read.key.id, "2026-11-24T09:00:00Z").await.unwrap();
+    assert_eq!(revoked.revoked.as_deref(), Some("2026-11-24T09:00:00Z"));
+    assert_eq!(store.authenticate(&read.token).await.unwrap(), None);
+    assert!(store.authenticate(&write.token).await.unwrap().is_some());
+    assert!(matches!(store.revoke_key("ffffffffffff", time).await, Err(StoreError::NoKey(_))));
+    assert!(matches!(
+        store.create_key("Team A", Scope::Read, "", "ana", time, &material(3)).await,
+        Err(StoreError::BadProject(_))
+    ));
 }

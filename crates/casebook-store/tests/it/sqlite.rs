@@ -122,6 +122,47 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
 }
 
+/// SQL that takes a store of schema 9 back to schema 8: no projects, no API keys.
+macro_rules! undo_projects {
+    () => {
+        "PRAGMA foreign_keys = OFF; DROP TABLE api_keys; DROP TABLE secrets;
+         DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN project;
+         DROP INDEX run_outputs_hash; ALTER TABLE run_outputs DROP COLUMN project;
+         CREATE UNIQUE INDEX run_outputs_hash ON run_outputs (hash);
+         CREATE TABLE datasets_old (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, header TEXT NOT NULL,
+                                    head INTEGER NOT NULL DEFAULT 0, cases INTEGER NOT NULL DEFAULT 0);
+         INSERT INTO datasets_old SELECT id, name, header, head, cases FROM datasets;
+         DROP TABLE datasets; ALTER TABLE datasets_old RENAME TO datasets;
+         DELETE FROM schema_version WHERE version > 8;"
+    };
+}
+
+#[tokio::test]
+async fn a_store_of_schema_8_is_migrated_into_the_default_project() {
+    let (dir, store) = fresh().await;
+    let v1 = created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    store.begin_run("r-1", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    let row = casebook_store::ResultRow { seq: 0, result: "{}".into(), output: Some((H1.into(), "1".into())) };
+    store.save_results("r-1", &[row]).await.unwrap();
+    store.close().await;
+    let path = dir.path().join(".casebook/store.db");
+    let pool = raw_at(&path).await;
+    sqlx::raw_sql(undo_projects!()).execute(&pool).await.unwrap();
+    pool.close().await;
+
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.project(), "default");
+    assert_eq!(store.versions("support").await.unwrap(), [v1]);
+    assert_eq!(store.run(None).await.unwrap().id, "r-1");
+    assert_eq!(store.outputs(&[H1.into()]).await.unwrap(), [Some("1".into())]);
+    // The new project starts empty, and may take the same name.
+    let team = store.in_project("team");
+    assert!(team.datasets().await.unwrap().is_empty());
+    created(&team, CommitMode::Replace, vec![case("b", "2")]).await;
+    assert_eq!(conformance::ids(&store, 1).await, ["a"]);
+    assert!(store.check().await.unwrap().problems.is_empty());
+}
+
 #[tokio::test]
 async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     let (dir, store) = fresh().await;
@@ -133,13 +174,14 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     // Put the store back as schema 1 left it: full indexes for diffs.
     let path = dir.path().join(".casebook/store.db");
     let pool = raw_at(&path).await;
-    sqlx::raw_sql(
+    sqlx::raw_sql(concat!(
+        undo_projects!(),
         "DROP INDEX members_from; CREATE INDEX members_from ON members (dataset, from_v);
          DROP INDEX members_to; CREATE INDEX members_to ON members (dataset, to_v);
          DROP TABLE case_labels; DROP INDEX members_blob; DROP TABLE blob_facets;
          DROP TABLE run_results; DROP TABLE runs; DROP TABLE run_outputs; DROP TABLE seed_documents;
          DELETE FROM schema_version WHERE version > 1;",
-    )
+    ))
     .execute(&pool)
     .await
     .unwrap();
@@ -151,7 +193,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 8);
+    assert_eq!(version, 9);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -212,7 +254,7 @@ async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
     let path = dir.path().join(".casebook/store.db");
     let pool = raw_at(&path).await;
     let sql = format!(
-        "DROP TABLE run_results; DROP TABLE run_outputs; DROP TABLE seed_documents;
+        "{undo} DROP TABLE run_results; DROP TABLE run_outputs; DROP TABLE seed_documents;
          CREATE TABLE run_results (run TEXT NOT NULL REFERENCES runs (id), seq INTEGER NOT NULL, result TEXT NOT NULL,
                                    PRIMARY KEY (run, seq)) WITHOUT ROWID;
          CREATE TABLE run_outputs (hash TEXT PRIMARY KEY, output TEXT NOT NULL) WITHOUT ROWID;
@@ -220,7 +262,8 @@ async fn runs_of_schema_5_are_migrated_with_their_results_and_outputs() {
          INSERT INTO run_results VALUES ('r-b', 1, 'b1'), ('r-a', 0, 'a0'), ('r-b', 0, 'b0'), ('r-c', 0, '{OLD_OK}'),
              ('r-c', 1, '{OLD_ERR}');
          INSERT INTO run_outputs VALUES ('{H1}', 'one'), ('{H2}', 'two');
-         DELETE FROM schema_version WHERE version > 5;"
+         DELETE FROM schema_version WHERE version > 5;",
+        undo = undo_projects!()
     );
     sqlx::raw_sql(AssertSqlSafe(sql)).execute(&pool).await.unwrap();
     pool.close().await;
@@ -442,16 +485,19 @@ async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
         let cid = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body).unwrap();
         sqlx::query("UPDATE blobs SET body = ? WHERE cid = ?").bind(&body).bind(&cid[..]).execute(&pool).await.unwrap();
     }
-    sqlx::raw_sql("DROP TABLE seed_documents; DELETE FROM schema_version WHERE version > 7;")
-        .execute(&pool)
-        .await
-        .unwrap();
+    sqlx::raw_sql(concat!(
+        undo_projects!(),
+        "DROP TABLE seed_documents; DELETE FROM schema_version WHERE version > 7;"
+    ))
+    .execute(&pool)
+    .await
+    .unwrap();
     assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 3);
     pool.close().await;
 
     let store = SqliteStore::open(&path).await.unwrap();
     let pool = raw_at(&path).await;
-    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 8);
+    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 9);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 2);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 0);
     let cids_after: Vec<Vec<u8>> =
@@ -500,9 +546,10 @@ async fn migrating_gives_back_the_space_of_seed_documents_stored_whole() {
         sqlx::query("UPDATE blobs SET body = ? WHERE cid = ?").bind(&body).bind(&cid[..]).execute(&pool).await.unwrap();
         whole.push(body);
     }
-    sqlx::raw_sql(
+    sqlx::raw_sql(concat!(
+        undo_projects!(),
         "DROP TABLE seed_documents; DELETE FROM schema_version WHERE version > 7; PRAGMA wal_checkpoint(TRUNCATE);",
-    )
+    ))
     .execute(&pool)
     .await
     .unwrap();
