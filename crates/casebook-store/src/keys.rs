@@ -12,6 +12,9 @@ use sqlx::Row;
 
 use crate::{AnyStore, StoreError};
 
+/// `id, project, scope, label, author, created, revoked`, as selected.
+type KeyRow = (String, String, String, String, String, String, Option<String>);
+
 /// What a key may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -177,7 +180,7 @@ impl AnyStore {
     /// The keys of `project`, or of every project; oldest first.
     pub async fn keys(&self, project: Option<&str>) -> Result<Vec<ApiKey>, StoreError> {
         let select = "SELECT id, project, scope, label, author, created, revoked FROM api_keys";
-        let rows: Vec<(String, String, String, String, String, String, Option<String>)> = match (self, project) {
+        let rows: Vec<KeyRow> = match (self, project) {
             (AnyStore::Sqlite(s), Some(p)) => {
                 sqlx::query_as(sqlx::AssertSqlSafe(format!("{select} WHERE project = ? ORDER BY created, id")))
                     .bind(p)
