@@ -34,6 +34,10 @@ pub struct GlobalArgs {
     /// The store folder (default: the nearest `.casebook/` at or above the working directory)
     #[arg(long, global = true, env = "CASEBOOK_STORE", value_name = "PATH")]
     pub store: Option<PathBuf>,
+    /// The project of the store to work in (default: `default`); a shared store keeps each
+    /// project's datasets and runs apart
+    #[arg(long, global = true, env = "CASEBOOK_PROJECT", value_name = "NAME")]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -94,6 +98,11 @@ pub enum Command {
     /// Look after the store itself: `casebook store check`
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Serve the store to a team: the REST API under `/api/v1` (API keys from `casebook keys`)
+    Serve(ServeArgs),
+    /// API keys of the server: `create`, `list`, `revoke`
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -277,6 +286,56 @@ pub enum StoreCommand {
     /// another, SQLite or PostgreSQL either way, content ids unchanged; only what the target
     /// lacks is copied, and a dataset whose versions differ there is left alone (exit 1)
     Copy(CopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: String,
+    /// The largest request body (a bulk import), in bytes; larger ones are refused with 413
+    #[arg(long, default_value_t = 1 << 30, value_name = "BYTES")]
+    pub max_body: u64,
+    /// Requests served at once; more wait their turn
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pub max_concurrent: usize,
+    /// Seconds a client may send nothing of a request body before it is cut off
+    #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+    pub body_timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Make an API key for a project (`--project`) and print it: it is shown only this once
+    Create(KeysCreateArgs),
+    /// List the keys (ids, projects, scopes; never the keys themselves)
+    List,
+    /// Revoke a key by its id (or the key itself): requests with it are refused from now on
+    Revoke(KeysRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct KeysCreateArgs {
+    /// What the key may do
+    #[arg(long, value_enum)]
+    pub scope: KeyScope,
+    /// A note to tell keys apart (`ci`, `ana's laptop`)
+    #[arg(long, default_value = "")]
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KeyScope {
+    /// Read datasets, versions, cases and runs
+    Read,
+    /// Read, and push versions, tags and runs
+    Write,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysRevokeArgs {
+    /// The key's id (as `casebook keys list` shows it)
+    pub id: String,
 }
 
 #[derive(Debug, Args)]

@@ -43,6 +43,8 @@ fn main() -> ExitCode {
         args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
         args::Command::Store(args::StoreCommand::Check) => commands::store::check(&settings),
         args::Command::Store(args::StoreCommand::Copy(a)) => commands::store::copy(&settings, a),
+        args::Command::Serve(a) => commands::serve::run(&settings, a),
+        args::Command::Keys(a) => commands::serve::keys(&settings, a),
         args::Command::Log(a) => commands::browse::log(&settings, a),
         args::Command::Show(a) => commands::browse::show(&settings, a),
         args::Command::History(a) => commands::browse::history(&settings, a),

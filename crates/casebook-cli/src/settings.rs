@@ -19,6 +19,8 @@ pub struct Global {
     pub progress: bool,
     /// `--store` or `CASEBOOK_STORE`.
     pub store: Option<PathBuf>,
+    /// `--project` or `CASEBOOK_PROJECT`, if given.
+    pub project: Option<String>,
     /// Who commits: `CASEBOOK_AUTHOR`, else the login name.
     pub author: String,
     /// When: `CASEBOOK_TIME` (RFC 3339, for reproducible runs and tests), else now.
@@ -41,6 +43,7 @@ impl Global {
             color_stderr: color(stderr_tty),
             progress: stderr_tty && !args.quiet,
             store: args.store.clone(),
+            project: args.project.clone(),
             author: std::env::var("CASEBOOK_AUTHOR")
                 .or_else(|_| std::env::var("USER"))
                 .or_else(|_| std::env::var("LOGNAME"))

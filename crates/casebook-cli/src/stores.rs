@@ -47,8 +47,15 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().context("cannot start the async runtime")
 }
 
-/// Opens the store the settings name.
+/// Opens the store the settings name, seeing the project they name.
 pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<AnyStore> {
+    let project = settings.project.as_deref().unwrap_or(casebook_store::DEFAULT_PROJECT);
+    casebook_store::check_project(project)?;
+    Ok(open_all(settings, runtime)?.in_project(project))
+}
+
+/// Opens the store the settings name, seeing the default project (for what spans projects).
+pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<AnyStore> {
     let location = location(settings)?;
     match runtime.block_on(AnyStore::open(&location)) {
         Ok(store) => Ok(store),

@@ -7,6 +7,7 @@ pub mod generate;
 pub mod inspect;
 pub mod run;
 pub mod schema;
+pub mod serve;
 pub mod store;
 pub mod validate;
 pub mod versions;

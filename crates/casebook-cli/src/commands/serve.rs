@@ -1,0 +1,153 @@
+//! `casebook serve` (the team server over the store) and `casebook keys` (its API keys).
+
+use anyhow::Context;
+use casebook_store::{KeyMaterial, Scope};
+use serde_json::json;
+
+use crate::Outcome;
+use crate::args::{KeyScope, KeysCommand, ServeArgs};
+use crate::settings::Global;
+use crate::stores;
+
+pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
+    let store = stores::open_all(settings, &runtime)?;
+    let shown = store.name();
+    init_logs(settings);
+    let limits = casebook_server::Limits {
+        max_body: args.max_body,
+        max_concurrent: args.max_concurrent,
+        body_idle: std::time::Duration::from_secs(args.body_timeout),
+        ..casebook_server::Limits::default()
+    };
+    let (router, _) = casebook_server::app(store.clone(), limits);
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&args.listen)
+            .await
+            .with_context(|| format!("cannot listen on `{}`", args.listen))?;
+        let address = listener.local_addr().context("cannot read the address listened on")?;
+        let url = format!("http://{address}");
+        crate::write_stdout(&if settings.json {
+            format!("{}\n", json!({"listening": url, "store": shown}))
+        } else {
+            format!("{url}\n")
+        })?;
+        tracing::info!(%url, store = %shown, "serving");
+        casebook_server::serve(listener, router, stop_signal()).await.context("the server failed")?;
+        tracing::info!("stopped: every request in flight was answered");
+        store.close().await;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(Outcome::Ok)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stop_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = interrupt.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+/// Request logs on stderr: JSON lines with `--format json`, else text (coloured on a terminal
+/// unless `NO_COLOR`). `--quiet` keeps only warnings and errors.
+fn init_logs(settings: &Global) {
+    let level = if settings.quiet { tracing::Level::WARN } else { tracing::Level::INFO };
+    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).with_target(false);
+    let _ = if settings.json {
+        builder.json().with_current_span(true).try_init()
+    } else {
+        builder.with_ansi(settings.color_stderr).try_init()
+    };
+}
+
+pub fn keys(settings: &Global, command: KeysCommand) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let store = stores::open_all(settings, &runtime)?;
+    let text = match command {
+        KeysCommand::Create(args) => {
+            let Some(project) = &settings.project else {
+                anyhow::bail!(
+                    "name the project the key opens: `casebook keys create --project NAME --scope read|write`"
+                );
+            };
+            let scope = match args.scope {
+                KeyScope::Read => Scope::Read,
+                KeyScope::Write => Scope::Write,
+            };
+            let mut material = KeyMaterial { id: [0; 6], secret: [0; 32], store_secret: [0; 32] };
+            for bytes in [&mut material.id[..], &mut material.secret[..], &mut material.store_secret[..]] {
+                getrandom::fill(bytes).map_err(|e| anyhow::anyhow!("cannot read random bytes for the key: {e}"))?;
+            }
+            let made = runtime.block_on(store.create_key(
+                project,
+                scope,
+                &args.label,
+                &settings.author,
+                &settings.time,
+                &material,
+            ))?;
+            if !settings.quiet && !settings.json {
+                eprintln!(
+                    "made key `{}` for project `{}` ({}): copy it now, it is not shown again",
+                    made.key.id,
+                    made.key.project,
+                    scope.as_str()
+                );
+            }
+            if settings.json {
+                format!("{}\n", json!({"key": made.key, "token": made.token}))
+            } else {
+                format!("{}\n", made.token)
+            }
+        }
+        KeysCommand::List => {
+            let keys = runtime.block_on(store.keys(settings.project.as_deref()))?;
+            if settings.json {
+                format!("{}\n", serde_json::to_string(&keys)?)
+            } else if keys.is_empty() {
+                "no API keys (`casebook keys create --project NAME --scope read|write` makes one)\n".to_owned()
+            } else {
+                let mut out = String::new();
+                for k in &keys {
+                    let state = k.revoked.as_ref().map_or("active".to_owned(), |t| format!("revoked {t}"));
+                    out.push_str(&format!(
+                        "{}  {:<20} {:<5}  {}  {}  {}\n",
+                        k.id,
+                        k.project,
+                        k.scope.as_str(),
+                        k.created,
+                        state,
+                        k.label
+                    ));
+                }
+                out
+            }
+        }
+        KeysCommand::Revoke(args) => {
+            let key = runtime.block_on(store.revoke_key(&args.id, &settings.time))?;
+            if settings.json {
+                format!("{}\n", serde_json::to_string(&key)?)
+            } else {
+                format!("revoked key `{}` of project `{}`\n", key.id, key.project)
+            }
+        }
+    };
+    runtime.block_on(store.close());
+    crate::write_stdout(&text)?;
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,191 @@
+//! The shapes the API answers with, as the OpenAPI document describes them. Cases travel as the
+//! native casebook JSON, byte for byte as stored (`casebook schema` prints their JSON Schema).
+
+use casebook_store::{DatasetInfo, Revision, VersionInfo};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Project {
+    pub name: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Dataset {
+    pub name: String,
+    /// The head version number; 0 before the first commit.
+    pub head: u64,
+    /// Cases in the head.
+    pub cases: u64,
+    /// The dataset's header: description, labels, metadata, provenance.
+    #[schema(value_type = Object)]
+    pub header: serde_json::Value,
+}
+
+impl From<DatasetInfo> for Dataset {
+    fn from(d: DatasetInfo) -> Self {
+        Self { name: d.name, head: d.head, cases: d.cases, header: serde_json::to_value(&d.header).unwrap_or_default() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Version {
+    pub number: u64,
+    /// The version's content id.
+    pub id: String,
+    pub parent: Option<u64>,
+    pub author: String,
+    /// RFC 3339.
+    pub time: String,
+    pub message: String,
+    pub added: u64,
+    pub removed: u64,
+    pub modified: u64,
+    pub cases: u64,
+}
+
+impl From<VersionInfo> for Version {
+    fn from(v: VersionInfo) -> Self {
+        Self {
+            number: v.number,
+            id: v.id,
+            parent: v.parent,
+            author: v.author,
+            time: v.time,
+            message: v.message,
+            added: v.added,
+            removed: v.removed,
+            modified: v.modified,
+            cases: v.cases,
+        }
+    }
+}
+
+/// A dataset's versions, oldest first, and what else happened to it (tags, header edits).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Log {
+    pub versions: Vec<Version>,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Event {
+    pub time: String,
+    pub author: String,
+    /// `tag` or `header`.
+    pub kind: String,
+    pub detail: String,
+}
+
+/// A page of the cases of one version.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CasePage {
+    /// The version the page is of (a walk stays on it).
+    pub version: u64,
+    /// The cases, in the version's order, as native casebook JSON.
+    #[schema(value_type = Vec<Object>)]
+    pub cases: Vec<Box<serde_json::value::RawValue>>,
+    /// Pass as `cursor` for the next page; absent after the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Count {
+    pub version: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct History {
+    pub case: String,
+    pub revisions: Vec<RevisionOut>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RevisionOut {
+    pub from_version: u64,
+    /// The first version without this content; absent while it is in the head.
+    pub to_version: Option<u64>,
+    pub content_id: String,
+}
+
+impl From<Revision> for RevisionOut {
+    fn from(r: Revision) -> Self {
+        Self { from_version: r.from_version, to_version: r.to_version, content_id: r.content_id }
+    }
+}
+
+/// What changed from one version to another.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DiffOut {
+    pub from: u64,
+    pub to: u64,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    /// Each modified case with its changed fields (JSON Pointers, old and new values).
+    #[schema(value_type = Vec<Object>)]
+    pub modified: Vec<serde_json::Value>,
+    /// Same content, new place in the order.
+    pub moved: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Tag {
+    pub name: String,
+    pub version: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TagRequest {
+    /// The version to name: `v3`, `latest`, a tag or a content-id prefix.
+    pub version: String,
+}
+
+/// A stored experiment run.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Run {
+    pub id: String,
+    pub experiment: String,
+    pub started: String,
+    pub finished: Option<String>,
+    /// The run's settings as the runner recorded them (dataset version, scenarios, graders).
+    #[schema(value_type = Object)]
+    pub meta: serde_json::Value,
+    /// Absent while running or when the run was stopped.
+    #[schema(value_type = Object)]
+    pub summary: Option<serde_json::Value>,
+}
+
+impl TryFrom<casebook_store::RunRow> for Run {
+    type Error = serde_json::Error;
+    fn try_from(r: casebook_store::RunRow) -> Result<Self, Self::Error> {
+        Ok(Self {
+            id: r.id,
+            experiment: r.experiment,
+            started: r.started,
+            finished: r.finished,
+            meta: serde_json::from_str(&r.meta)?,
+            summary: r.summary.as_deref().map(serde_json::from_str).transpose()?,
+        })
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ImportReport {
+    /// Whether a version was made (false: the content is the head's).
+    pub created: bool,
+    /// The version made, or the head that already had this content.
+    pub version: Option<Version>,
+    pub warnings: u64,
+    /// The warnings (at most 1,000), with their lines and columns.
+    #[schema(value_type = Vec<Object>)]
+    pub diagnostics: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+}

@@ -1,0 +1,32 @@
+//! Page cursors: opaque to clients, they say which version a walk is over and where its last
+//! page ended, so a cursor gives the same next page whenever it is used (a version never
+//! changes) and cannot move a walk onto another version.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use casebook_store::Cursor;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+#[derive(Serialize, Deserialize)]
+struct Token {
+    /// The version walked.
+    v: u64,
+    /// Where the last page ended.
+    o: f64,
+    i: String,
+}
+
+pub fn encode(version: u64, at: &Cursor) -> String {
+    let token = Token { v: version, o: at.ord, i: at.id.clone() };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
+}
+
+/// The version and position a cursor names.
+pub fn decode(text: &str) -> Result<(u64, Cursor), ApiError> {
+    let bad = || ApiError::bad_request("`cursor` is not a cursor this server gave: start again without it");
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+    let token: Token = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    Ok((token.v, Cursor { ord: token.o, id: token.i }))
+}

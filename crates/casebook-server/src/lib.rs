@@ -1,0 +1,141 @@
+//! casebook's team server: a REST API under `/api/v1` over a store of either backend, for
+//! `casebook serve`.
+//!
+//! The server is a shell around `casebook-store`: handlers take a [`auth::Reader`] or
+//! [`auth::Writer`] (an API key turned into a store handle that sees one project), call the
+//! store, and answer JSON, or stream a body in or out. Every route is declared with its
+//! OpenAPI operation (`utoipa`) and added to the router through `utoipa_axum`'s `routes!`, the
+//! only way a route is added, so the document served at `/api/v1/openapi.json` lists exactly
+//! the routes served. Errors are [`ApiError`]s: a code, a message, the CLI's diagnostics, and
+//! the request's id, which the request log carries too.
+
+pub mod api;
+pub mod auth;
+mod cursor;
+mod error;
+mod routes;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use casebook_store::AnyStore;
+use tracing::Instrument;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+
+pub use error::{ApiError, ErrorBody};
+
+/// What a server allows.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The largest request body (a bulk import); larger ones get 413.
+    pub max_body: u64,
+    /// Requests served at once; more wait their turn.
+    pub max_concurrent: usize,
+    /// A client that sends nothing of its body for this long is cut off (408).
+    pub body_idle: Duration,
+    /// The most cases one page may hold.
+    pub max_page: usize,
+    /// Where import bodies are kept while they are read (a temporary folder).
+    pub spool: Option<PathBuf>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_body: 1 << 30, max_concurrent: 64, body_idle: Duration::from_secs(30), max_page: 5000, spool: None }
+    }
+}
+
+/// What every handler shares: the store (seeing no project until a key picks one), the limits,
+/// the OpenAPI document.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: AnyStore,
+    pub limits: Arc<Limits>,
+    document: Arc<OnceLock<String>>,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "casebook", description = "Versioned agent-evaluation datasets: projects, datasets, versions, cases, runs."),
+    modifiers(&BearerKey),
+    components(schemas(ErrorBody))
+)]
+struct ApiDoc;
+
+struct BearerKey;
+
+impl utoipa::Modify for BearerKey {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("casebook API key").build(),
+            ),
+        );
+    }
+}
+
+/// The application: its router (state, limits and logging applied) and its OpenAPI document.
+pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
+    let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default() };
+    let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
+    let text = document.to_pretty_json().unwrap_or_default();
+    let _ = state.document.set(text);
+    let router = router
+        .fallback(routes::no_route)
+        .method_not_allowed_fallback(routes::no_method)
+        .with_state(state)
+        .layer(DefaultBodyLimit::disable())
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body_idle))
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent.max(1)))
+        .layer(axum::middleware::from_fn(request_log));
+    (router, document)
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then finishes the requests in
+/// flight and returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+}
+
+/// Gives each request an id (`x-request-id`, kept from the client if it sent one), logs it
+/// when it is answered, and makes the id known to error bodies.
+async fn request_log(request: Request, next: Next) -> Response {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        format!("{:08x}", (nanos as u64 ^ u64::from(std::process::id())) & 0xffff_ffff)
+    });
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 64 && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("{prefix}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    let span = tracing::info_span!("request", id = %id, method = %request.method(), path = %request.uri().path());
+    let started = Instant::now();
+    let mut response = error::REQUEST_ID.scope(id.clone(), next.run(request)).instrument(span.clone()).await;
+    span.in_scope(|| {
+        tracing::info!(status = response.status().as_u16(), millis = started.elapsed().as_millis() as u64, "answered");
+    });
+    if let Ok(value) = id.parse() {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    response
+}

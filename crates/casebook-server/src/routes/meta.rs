@@ -1,0 +1,38 @@
+//! The server itself: health, the OpenAPI document, and the projects a key sees.
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::IntoResponse;
+
+use crate::AppState;
+use crate::api::{Health, Project};
+use crate::auth::Reader;
+use crate::error::ErrorBody;
+
+/// Whether the server is up and its store answers. Needs no key.
+#[utoipa::path(get, path = "/healthz", tag = "server",
+    responses((status = 200, body = Health), (status = 503, body = ErrorBody)))]
+pub async fn healthz(State(state): State<AppState>) -> axum::response::Response {
+    match state.store.projects().await {
+        Ok(_) => Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() }).into_response(),
+        Err(err) => {
+            let mut e = crate::ApiError::internal(err);
+            e.status = axum::http::StatusCode::SERVICE_UNAVAILABLE;
+            e.into_response()
+        }
+    }
+}
+
+/// This document. Needs no key.
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "server",
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API", content_type = "application/json")))]
+pub async fn openapi(State(state): State<AppState>) -> impl IntoResponse {
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], state.document.get().cloned().unwrap_or_default())
+}
+
+/// The projects the key may use: its own.
+#[utoipa::path(get, path = "/api/v1/projects", tag = "projects", security(("bearer" = [])),
+    responses((status = 200, body = Vec<Project>), (status = 401, body = ErrorBody)))]
+pub async fn projects(reader: Reader) -> Json<Vec<Project>> {
+    Json(vec![Project { name: reader.access.project }])
+}

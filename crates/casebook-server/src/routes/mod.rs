@@ -1,0 +1,85 @@
+//! The routes, one module per resource. [`all`] is the only place routes are added, each with
+//! its OpenAPI operation.
+
+mod cases;
+mod datasets;
+mod meta;
+mod runs;
+mod transfer;
+
+use casebook_store::{AnyStore, Ref, Store, VersionInfo};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+
+pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    router
+        .routes(routes!(meta::healthz))
+        .routes(routes!(meta::openapi))
+        .routes(routes!(meta::projects))
+        .routes(routes!(datasets::list))
+        .routes(routes!(datasets::one))
+        .routes(routes!(datasets::log))
+        .routes(routes!(datasets::version))
+        .routes(routes!(datasets::tags))
+        .routes(routes!(datasets::set_tag))
+        .routes(routes!(datasets::diff))
+        .routes(routes!(datasets::history))
+        .routes(routes!(cases::page))
+        .routes(routes!(cases::count))
+        .routes(routes!(cases::one))
+        .routes(routes!(runs::list))
+        .routes(routes!(runs::one))
+        .routes(routes!(runs::results))
+}
+
+/// The time now (RFC 3339), as the server's clock says.
+pub(crate) fn now() -> String {
+    format!("{:.0}", jiff::Timestamp::now())
+}
+
+/// Any path no route serves.
+pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "no-route",
+        format!("no such resource `{}`: `/api/v1/openapi.json` lists them", uri.path()),
+    )
+}
+
+pub(crate) async fn no_method(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        "method-not-allowed",
+        format!("`{method}` is not served at `{}`: `/api/v1/openapi.json` lists what is", uri.path()),
+    )
+}
+
+/// The version a path's `{version}` names: `v3`, `latest`, a tag or a content-id prefix.
+pub(crate) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> ApiResult<VersionInfo> {
+    let reference: Ref = text.parse().map_err(|e: String| ApiError::bad_request(e))?;
+    Ok(store.resolve(dataset, &reference).await?)
+}
+
+/// Path parameters shared by the routes of a dataset.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct DatasetPath {
+    /// The project (the API key's).
+    #[allow(dead_code)] // `auth` checks it against the key's project
+    pub project: String,
+    /// The dataset's name (percent-encoded where it needs to be).
+    pub dataset: String,
+}
+
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub(crate) struct VersionPath {
+    #[allow(dead_code)] // `auth` checks it against the key's project
+    pub project: String,
+    pub dataset: String,
+    /// `v3`, `latest`, a tag or a prefix of the version's content id.
+    pub version: String,
+}

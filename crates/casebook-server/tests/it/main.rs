@@ -1,0 +1,7 @@
+//! The server's tests: real servers on `127.0.0.1:0` over a real store of each backend (SQLite
+//! in a temporary folder, and the PostgreSQL that `scripts/test.sh` starts).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+mod isolation;
+mod reads;
