@@ -103,6 +103,12 @@ pub enum Command {
     /// API keys of the server: `create`, `list`, `revoke`
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Save the server's address and an API key for `push` and `pull` (mode 0600)
+    Login(LoginArgs),
+    /// Send a dataset file to the server as the dataset's next version
+    Push(PushArgs),
+    /// Fetch a version of a dataset from the server into a file
+    Pull(PullArgs),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -286,6 +292,62 @@ pub enum StoreCommand {
     /// another, SQLite or PostgreSQL either way, content ids unchanged; only what the target
     /// lacks is copied, and a dataset whose versions differ there is left alone (exit 1)
     Copy(CopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server (`http://host:8080`); default `CASEBOOK_URL`
+    #[arg(env = "CASEBOOK_URL")]
+    pub url: Option<String>,
+    /// Read the API key from standard input instead of asking for it
+    #[arg(long)]
+    pub token_stdin: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The dataset on the server
+    #[arg(long, env = "CASEBOOK_DATASET")]
+    pub name: Option<String>,
+    /// The file to send (default: the one file `NAME.{jsonl,json,yaml,yml,csv}` here)
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// The version's message
+    #[arg(long, short)]
+    pub message: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The dataset on the server
+    #[arg(long, env = "CASEBOOK_DATASET", conflicts_with = "id")]
+    pub name: Option<String>,
+    /// A version's content id (or a prefix of one), in whichever dataset it is
+    #[arg(long)]
+    pub id: Option<String>,
+    /// The version: `v3`, `latest`, a tag, a content-id prefix (default: latest)
+    #[arg(long)]
+    pub version: Option<String>,
+    /// The file to write (default: `NAME.jsonl`, or the dataset's own format's extension)
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// The format to write (default: the format the dataset was imported from, else casebook)
+    #[arg(long, value_parser = parse_format)]
+    pub to: Option<Format>,
+    /// Cases a request fetches
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    pub page_size: usize,
+    /// When the output file exists and differs: replace it
+    #[arg(long, group = "on_conflict")]
+    pub overwrite: bool,
+    /// When the output file exists and differs: write `NAME-remote.EXT` beside it
+    #[arg(long, group = "on_conflict")]
+    pub save_as_new: bool,
+    /// When the output file exists and differs: write nothing (exit 1)
+    #[arg(long, group = "on_conflict")]
+    pub cancel_on_conflict: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod args;
 mod commands;
 mod output;
 mod progress;
+mod remote;
 mod report;
 mod settings;
 mod stores;
@@ -45,6 +46,9 @@ fn main() -> ExitCode {
         args::Command::Store(args::StoreCommand::Copy(a)) => commands::store::copy(&settings, a),
         args::Command::Serve(a) => commands::serve::run(&settings, a),
         args::Command::Keys(a) => commands::serve::keys(&settings, a),
+        args::Command::Login(a) => commands::remote::login(&settings, a),
+        args::Command::Push(a) => commands::remote::push(&settings, a),
+        args::Command::Pull(a) => commands::remote::pull(&settings, a),
         args::Command::Log(a) => commands::browse::log(&settings, a),
         args::Command::Show(a) => commands::browse::show(&settings, a),
         args::Command::History(a) => commands::browse::history(&settings, a),

@@ -1,0 +1,182 @@
+//! The client side of the team server, for `login`, `push` and `pull`: where the server is and
+//! which key to send (`CASEBOOK_URL` and `CASEBOOK_TOKEN`, else what `casebook login` saved),
+//! requests, and the server's errors as one-line messages.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+/// What `casebook login` saves, in the user's config folder (mode 0600).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Credentials {
+    pub url: String,
+    pub token: String,
+}
+
+/// `$XDG_CONFIG_HOME/casebook/credentials.json`, else `~/.config/casebook/credentials.json`.
+pub fn credentials_path() -> anyhow::Result<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".config")))
+        .ok_or_else(|| anyhow::anyhow!("no config folder: set `HOME` or `XDG_CONFIG_HOME`, or use `CASEBOOK_URL` and `CASEBOOK_TOKEN`"))?;
+    Ok(base.join("casebook").join("credentials.json"))
+}
+
+/// Saves credentials readable by the user alone, replacing the file whole.
+pub fn save_credentials(credentials: &Credentials) -> anyhow::Result<PathBuf> {
+    let path = credentials_path()?;
+    let dir = path.parent().unwrap_or(&path);
+    fs_err::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).context("cannot write the credentials")?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.as_file().set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    use std::io::Write;
+    file.write_all(serde_json::to_string_pretty(credentials)?.as_bytes())?;
+    file.persist(&path).map_err(|e| anyhow::anyhow!("cannot save `{}`: {}", path.display(), e.error))?;
+    Ok(path)
+}
+
+/// A connection to the server, on behalf of one key (and so one project).
+pub struct Remote {
+    pub url: String,
+    token: String,
+    /// The key's project, as the server says.
+    pub project: String,
+    client: reqwest::Client,
+}
+
+/// Percent-encodes a path segment (a dataset name may hold `/`, spaces, anything).
+pub fn segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// An error answer of the server, as its body says it.
+#[derive(Debug, Deserialize)]
+pub struct ServerError {
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub diagnostics: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub head: Option<u64>,
+    #[serde(default)]
+    pub request_id: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("cannot reach the server at {url}: {why}; is `casebook serve` running there? (`CASEBOOK_URL` or `casebook login URL` names it)")]
+    Unreachable { url: String, why: String },
+    #[error("the server refused the key ({message}): run `casebook login` with a key of `casebook keys create`, or set `CASEBOOK_TOKEN`")]
+    Unauthorized { message: String },
+    #[error("{}", .0.message)]
+    Refused(u16, ServerError),
+    #[error("the server answered {0} with a body that is not casebook's: {1}")]
+    Garbled(u16, String),
+}
+
+impl RemoteError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            RemoteError::Refused(status, _) | RemoteError::Garbled(status, _) => Some(*status),
+            RemoteError::Unauthorized { .. } => Some(401),
+            RemoteError::Unreachable { .. } => None,
+        }
+    }
+}
+
+/// The root cause of a transport error, for a one-line message.
+fn why(err: &reqwest::Error) -> String {
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    let mut last = err.to_string();
+    while let Some(e) = source {
+        last = e.to_string();
+        source = e.source();
+    }
+    last
+}
+
+impl Remote {
+    /// Connects with `CASEBOOK_URL` / `CASEBOOK_TOKEN`, else the saved credentials, and asks
+    /// the server which project the key opens.
+    pub async fn connect() -> anyhow::Result<Self> {
+        let saved = credentials_path().ok().and_then(|p| fs_err::read_to_string(p).ok());
+        let saved: Option<Credentials> = saved.and_then(|text| serde_json::from_str(&text).ok());
+        let url = std::env::var("CASEBOOK_URL").ok().filter(|u| !u.is_empty()).or_else(|| saved.as_ref().map(|c| c.url.clone()));
+        let token =
+            std::env::var("CASEBOOK_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| saved.as_ref().map(|c| c.token.clone()));
+        let Some(url) = url else {
+            anyhow::bail!("no server: set `CASEBOOK_URL`, or run `casebook login URL`");
+        };
+        let Some(token) = token else {
+            anyhow::bail!("no API key for {url}: set `CASEBOOK_TOKEN`, or run `casebook login {url}`");
+        };
+        Ok(Self::with(url, token).await?)
+    }
+
+    /// Connects to `url` with `token`, learning the key's project.
+    pub async fn with(url: String, token: String) -> Result<Self, RemoteError> {
+        let url = url.trim_end_matches('/').to_owned();
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(|e| RemoteError::Unreachable { url: url.clone(), why: why(&e) })?;
+        let mut remote = Self { url, token, project: String::new(), client };
+        let projects: Vec<serde_json::Value> = remote.get_json("/api/v1/projects").await?;
+        remote.project = projects
+            .first()
+            .and_then(|p| p["name"].as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| RemoteError::Garbled(200, "no project for this key".into()))?;
+        Ok(remote)
+    }
+
+    /// `/api/v1/projects/{project}/datasets/{name}` and what follows.
+    pub fn dataset_path(&self, name: &str, rest: &str) -> String {
+        format!("/api/v1/projects/{}/datasets/{}{rest}", segment(&self.project), segment(name))
+    }
+
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, format!("{}{path}", self.url)).bearer_auth(&self.token)
+    }
+
+    /// Sends a request; an error answer becomes a [`RemoteError`].
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, RemoteError> {
+        let response =
+            request.send().await.map_err(|e| RemoteError::Unreachable { url: self.url.clone(), why: why(&e) })?;
+        let status = response.status().as_u16();
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let text = response.text().await.unwrap_or_default();
+        #[derive(Deserialize)]
+        struct Envelope {
+            error: ServerError,
+        }
+        match serde_json::from_str::<Envelope>(&text) {
+            Ok(e) if status == 401 => Err(RemoteError::Unauthorized { message: e.error.message }),
+            Ok(e) => Err(RemoteError::Refused(status, e.error)),
+            Err(_) => Err(RemoteError::Garbled(status, text.chars().take(200).collect())),
+        }
+    }
+
+    pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
+        let response = self.send(self.request(reqwest::Method::GET, path)).await?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(|e| RemoteError::Unreachable { url: self.url.clone(), why: why(&e) })?;
+        serde_json::from_slice(&bytes).map_err(|e| RemoteError::Garbled(status, e.to_string()))
+    }
+}
