@@ -242,7 +242,8 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     exporter.begin()?;
     let mut reporter = Reporter::new(settings, true);
     let mut io_error = None;
-    let mut written = |diagnostics: std::io::Result<Vec<Diagnostic>>| match diagnostics {
+    // Prints a batch's diagnostics; a failed write stops the reading.
+    let mut report = |diagnostics: std::io::Result<Vec<Diagnostic>>| match diagnostics {
         Ok(diagnostics) => {
             for d in &diagnostics {
                 reporter.emit(d);
@@ -257,14 +258,14 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let total = if exporter.takes_bodies() {
         // The stored body is the native JSON line: no need to read it into a case and back.
         runtime.block_on(store.bodies(&name, version.number, &select, 4096, &mut |bodies| {
-            written(exporter.bodies(&bodies).map_err(|err| match err {
+            report(exporter.bodies(&bodies).map_err(|err| match err {
                 ExportError::Io(err) => err,
                 other => std::io::Error::other(other),
             }))
         }))?
     } else {
         runtime
-            .block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| written(exporter.cases(&cases))))?
+            .block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| report(exporter.cases(&cases))))?
     };
     if let Some(err) = io_error {
         return Err(anyhow::Error::new(err).context("cannot write the output"));
