@@ -68,7 +68,8 @@ pub enum IngestError {
     /// told; or reading failed part way (the commit was then cancelled).
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// No dataset name was given and the input's header names none.
+    /// No dataset name was given and the input's header names none. (The reader names a
+    /// dataset after its input when nothing else does, so this is a guard.)
     #[error("the dataset has no name: the input names none, and none was given")]
     NoName,
     /// A case read without errors cannot be stored (a seed file named by a path that was not
