@@ -91,7 +91,7 @@ pub fn remove_on_signals() {
 
 impl Output {
     /// The writer for `path` (standard output when `None`).
-    pub fn create(path: Option<&Path>) -> anyhow::Result<(Self, Box<dyn Write>)> {
+    pub fn create(path: Option<&Path>) -> anyhow::Result<(Self, Box<dyn Write + Send>)> {
         let Some(path) = path else {
             let file = tempfile::tempfile().context("cannot make a temporary file for the output")?;
             let writer = file.try_clone().context("cannot make a temporary file for the output")?;
@@ -105,7 +105,7 @@ impl Output {
     }
 
     /// Where files next to the output go: beside an output file, none for standard output.
-    pub fn beside(&self) -> Option<Box<dyn casebook_formats::Beside>> {
+    pub fn beside(&self) -> Option<Box<dyn casebook_formats::Beside + Send>> {
         let Temp::File(_, path) = &self.temp else { return None };
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned();
         Some(Box::new(BesideFiles { dir, made: Arc::clone(&self.beside) }))
@@ -199,7 +199,7 @@ impl casebook_formats::Beside for BesideFiles {
         }
     }
 
-    fn create(&mut self, path: &str) -> std::io::Result<Box<dyn Write>> {
+    fn create(&mut self, path: &str) -> std::io::Result<Box<dyn Write + Send>> {
         let target = self.resolve(path)?;
         let dir = target.parent().unwrap_or(&self.dir).to_owned();
         fs_err::create_dir_all(&dir)?;

@@ -40,8 +40,8 @@ struct Converter<'a, 'w> {
     encoder: &'a OnceLock<Encoder>,
     target: &'a Target,
     columns: Vec<String>,
-    out: Option<Box<dyn Write + 'w>>,
-    beside: Option<Box<dyn Beside + 'w>>,
+    out: Option<Box<dyn Write + Send + 'w>>,
+    beside: Option<Box<dyn Beside + Send + 'w>>,
     /// The input's folder, when it is a file.
     input_dir: Option<std::path::PathBuf>,
     writer: Option<Writer<'w>>,
@@ -172,8 +172,8 @@ pub fn convert<'w>(
     opts: &ReadOptions,
     target: &Target,
     columns: Vec<String>,
-    out: Box<dyn Write + 'w>,
-    beside: Option<Box<dyn Beside + 'w>>,
+    out: Box<dyn Write + Send + 'w>,
+    beside: Option<Box<dyn Beside + Send + 'w>>,
     on_batch: &mut dyn FnMut(&[Diagnostic], &Progress),
 ) -> Result<ConvertSummary, ReadError> {
     let encoder = OnceLock::new();

@@ -8,6 +8,7 @@ mod agenthealth;
 mod convert;
 mod csvtext;
 mod documents;
+mod export;
 mod format;
 mod ids;
 pub mod json;
@@ -28,6 +29,7 @@ pub mod yaml;
 mod yaml_out;
 
 pub use convert::{ConvertSummary, Progress, Target, convert, csv_columns};
+pub use export::{CsvColumns, ExportError, ExportSettings, Exported, Exporter};
 pub use format::{Format, Syntax};
 pub use read::{Batch, Consumer, Flow, Input, Loc, ReadError, ReadOptions, Start, Summary, read};
 pub use tabular::ColumnMap;

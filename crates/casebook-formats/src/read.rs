@@ -30,7 +30,8 @@ const DOC_BATCH: usize = 4096;
 #[derive(Debug, Clone)]
 pub struct Input {
     pub path: Option<PathBuf>,
-    /// The name diagnostics use for it.
+    /// The name diagnostics use for it (the path, unless the caller shows it as another name);
+    /// a dataset that names itself nowhere takes its stem as its name.
     pub display: String,
 }
 
@@ -44,10 +45,12 @@ impl Input {
         Self { path: None, display: "<stdin>".into() }
     }
 
+    /// The name of a dataset whose file names none: the stem of the name the file is shown by
+    /// (so a temporary copy shown as the original is named as the original).
     fn stem(&self) -> String {
         self.path
-            .as_deref()
-            .and_then(Path::file_stem)
+            .as_ref()
+            .and_then(|_| Path::new(&self.display).file_stem())
             .map_or_else(|| "stdin".into(), |s| s.to_string_lossy().into_owned())
     }
 }

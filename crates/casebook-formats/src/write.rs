@@ -42,7 +42,7 @@ pub trait Beside {
     /// The text of the file already at `path`, if there is one.
     fn existing(&mut self, path: &str) -> io::Result<Option<String>>;
     /// A new file at `path`.
-    fn create(&mut self, path: &str) -> io::Result<Box<dyn Write>>;
+    fn create(&mut self, path: &str) -> io::Result<Box<dyn Write + Send>>;
     /// Whether `path` beside the output is the file `other`.
     fn is(&self, path: &str, other: &Path) -> bool;
 }
@@ -675,10 +675,10 @@ fn maslab_document(
 /// Puts encoded batches into one file, in order (and, through [`Beside`], the files that go
 /// next to it).
 pub struct Writer<'w> {
-    out: Box<dyn Write + 'w>,
-    beside: Option<Box<dyn Beside + 'w>>,
+    out: Box<dyn Write + Send + 'w>,
+    beside: Option<Box<dyn Beside + Send + 'w>>,
     /// The items file of a manifest written apart, once begun.
-    items: Option<Box<dyn Write>>,
+    items: Option<Box<dyn Write + Send>>,
     /// The manifest's text and the items file's path, for a manifest written apart.
     apart: Option<(String, String)>,
     /// Seed files to write at the end, by path.
@@ -698,7 +698,7 @@ pub struct Writer<'w> {
 }
 
 impl<'w> Writer<'w> {
-    pub fn new(out: Box<dyn Write + 'w>, encoder: &Encoder, header: &DatasetHeader) -> Self {
+    pub fn new(out: Box<dyn Write + Send + 'w>, encoder: &Encoder, header: &DatasetHeader) -> Self {
         let single_object = header.provenance.as_ref().is_some_and(|p| {
             p.format.as_deref() == Some(Format::AgentHealth.name()) && layout::flag(Some(&p.layout), "single_object")
         });
@@ -721,7 +721,7 @@ impl<'w> Writer<'w> {
     }
 
     /// Where the files beside the output go (needed for an encoder made `with_files(.., true)`).
-    pub fn with_beside(mut self, beside: Box<dyn Beside + 'w>) -> Self {
+    pub fn with_beside(mut self, beside: Box<dyn Beside + Send + 'w>) -> Self {
         self.beside = Some(beside);
         self
     }

@@ -1,9 +1,10 @@
-//! Commands that read the store: `datasets`, `log`, `show`, `history`, `diff`, `export`.
+//! Commands that read the store: `datasets`, `log`, `show`, `history`, `diff`, `export` (which
+//! hands the version's cases to `casebook_formats::Exporter`).
 
 use std::fmt::Write as _;
 
-use casebook_formats::{Encoded, Encoder, Format, SeedFiles, Syntax, Writer};
-use casebook_model::{Code, Diagnostic, excerpt};
+use casebook_formats::{CsvColumns, ExportError, ExportSettings, Exporter, Format, SeedFiles};
+use casebook_model::{Diagnostic, excerpt};
 use casebook_store::Store;
 use serde_json::json;
 
@@ -215,133 +216,66 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     if args.write.to == Format::Csv && args.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
+    let place = format!("{name}@v{}", version.number);
+    let export = ExportSettings {
+        format: args.write.to,
+        syntax,
+        column_map: args.map.clone(),
+        lossy: args.write.lossy,
+        // A stored version carries its seed files: they are written beside an output file.
+        seed_files: if args.write.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
+        place: place.clone(),
+    };
     // CSV needs its columns before the first row: a first pass over the version finds them.
     let mut columns = Vec::new();
-    if syntax == Syntax::Csv {
-        let probe = Encoder::new(
-            args.write.to,
-            syntax,
-            &casebook_model::DatasetHeader::default(),
-            Vec::new(),
-            args.map.clone(),
-            true,
-        );
+    if export.needs_columns() {
+        let mut scan = CsvColumns::new(&export);
         runtime.block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| {
-            probe.csv_columns(&cases, &mut columns);
+            scan.add(&cases);
             true
         }))?;
-        let source_order: Vec<String> = header
-            .provenance
-            .as_ref()
-            .and_then(|p| p.layout.get("columns"))
-            .and_then(|c| c.as_array())
-            .map(|c| c.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default();
-        let mut ordered: Vec<String> = source_order.into_iter().filter(|c| columns.contains(c)).collect();
-        ordered.extend(columns.into_iter().filter(|c| !ordered.contains(c)).collect::<Vec<_>>());
-        columns = ordered;
+        columns = scan.ordered(&header);
     }
     crate::output::remove_on_signals();
     let (output, out) = Output::create(args.write.output.as_deref())?;
-    let beside = output.beside();
-    // A stored version carries its seed files: they are written beside an output file.
-    let seed_files = if args.write.inline_seeds || beside.is_none() { SeedFiles::Inline } else { SeedFiles::Write };
-    let encoder = Encoder::new(args.write.to, syntax, &header, columns, args.map.clone(), args.write.lossy).with_files(
-        &header,
-        seed_files,
-        beside.is_some(),
-    );
-    let mut writer = Writer::new(out, &encoder, &header);
-    if let Some(beside) = beside {
-        writer = writer.with_beside(beside);
-    }
-    writer.begin()?;
+    let mut exporter = Exporter::new(export, &header, columns, out, output.beside())?;
+    exporter.begin()?;
     let mut reporter = Reporter::new(settings, true);
-    let mut errors = 0u64;
     let mut io_error = None;
-    let place = format!("{name}@v{}", version.number);
-    let mut write = |encoded: &Encoded| match writer.write(encoded) {
-        Ok(()) => true,
+    // Prints a batch's diagnostics; a failed write stops the reading.
+    let mut report = |diagnostics: std::io::Result<Vec<Diagnostic>>| match diagnostics {
+        Ok(diagnostics) => {
+            for d in &diagnostics {
+                reporter.emit(d);
+            }
+            true
+        }
         Err(err) => {
             io_error = Some(err);
             false
         }
     };
-    let total = if args.write.to == Format::Casebook && syntax == Syntax::Jsonl {
+    let total = if exporter.takes_bodies() {
         // The stored body is the native JSON line: no need to read it into a case and back.
         runtime.block_on(store.bodies(&name, version.number, &select, 4096, &mut |bodies| {
-            let mut bytes = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum());
-            for body in &bodies {
-                bytes.extend_from_slice(body.as_bytes());
-                bytes.push(b'\n');
-            }
-            write(&Encoded { bytes, written: bodies.len(), ..Encoded::default() })
+            report(exporter.bodies(&bodies).map_err(|err| match err {
+                ExportError::Io(err) => err,
+                other => std::io::Error::other(other),
+            }))
         }))?
     } else {
-        runtime.block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| {
-            let encoded = encoder.encode(&cases);
-            for (i, fields) in &encoded.lost {
-                let code = if args.write.lossy { Code::Dropped } else { Code::Unrepresentable };
-                if !args.write.lossy {
-                    errors += 1;
-                }
-                reporter.emit(&Diagnostic {
-                    severity: code.severity(),
-                    code,
-                    message: format!(
-                        "case `{}` has what `{}` cannot hold: {}",
-                        casebook_model::excerpt(&cases[*i].id),
-                        args.write.to,
-                        fields.join(", ")
-                    ),
-                    file: place.clone(),
-                    line: 0,
-                    column: 0,
-                    pointer: String::new(),
-                    hint: (!args.write.lossy)
-                        .then(|| "export to a format that holds these fields, or pass `--lossy`".into()),
-                    line_offset: None,
-                });
-            }
-            for (i, missing) in &encoded.missing {
-                errors += 1;
-                let (message, hint) = casebook_formats::refusal(args.write.to, &cases[*i].id, missing, "export");
-                reporter.emit(&Diagnostic {
-                    severity: Code::MissingField.severity(),
-                    code: Code::MissingField,
-                    message,
-                    file: place.clone(),
-                    line: 0,
-                    column: 0,
-                    pointer: String::new(),
-                    hint: Some(hint),
-                    line_offset: None,
-                });
-            }
-            write(&encoded)
-        }))?
+        runtime
+            .block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| report(exporter.cases(&cases))))?
     };
     if let Some(err) = io_error {
         return Err(anyhow::Error::new(err).context("cannot write the output"));
     }
-    writer.finish(None)?;
+    let exported = exporter.finish()?;
     runtime.block_on(store.close());
-    if total == 0 && errors == 0 && args.write.to.needs_cases() {
-        let (message, hint) = casebook_formats::empty_refusal(args.write.to, &format!("`{place}`"), "export");
-        reporter.emit(&Diagnostic {
-            severity: Code::EmptyDataset.severity(),
-            code: Code::EmptyDataset,
-            message,
-            file: place.clone(),
-            line: 0,
-            column: 0,
-            pointer: String::new(),
-            hint: Some(hint),
-            line_offset: None,
-        });
-        errors += 1;
+    for d in &exported.diagnostics {
+        reporter.emit(d);
     }
-    if errors > 0 {
+    if exported.errors > 0 {
         return Ok(Outcome::Invalid);
     }
     output.keep()?;

@@ -1,14 +1,14 @@
-//! Commands that write to the store: `init`, `import`, `commit`, `put`, `rm`, `tag`. Reading the
-//! input runs on its own threads (and prepares cases there); the commit consumes the prepared
-//! batches in one transaction, and is cancelled if the input has any error.
+//! Commands that write to the store: `init`, `import`, `commit`, `put`, `rm`, `tag`. `import`,
+//! `commit` and `put` go through `casebook_store::ingest` (read on its own threads, committed in
+//! one transaction, cancelled if the input has any error); this file reports what it says.
 
 use std::path::Path;
 
 use anyhow::Context;
-use casebook_formats::{Batch, Consumer, Flow, ReadOptions, Start, read};
-use casebook_model::DatasetHeader;
+use casebook_formats::ReadOptions;
 use casebook_store::{
-    AnyStore, CommitMode, CommitOutcome, CommitRequest, Location, Prepared, Store, StoreError, VersionInfo, prepare,
+    AnyStore, CommitMode, CommitOutcome, CommitRequest, IngestError, IngestEvent, IngestRequest, Location, Parent,
+    Store, StoreError, VersionInfo, ingest,
 };
 use serde_json::json;
 
@@ -57,7 +57,7 @@ pub fn import(settings: &Global, args: ImportArgs) -> anyhow::Result<Outcome> {
 pub fn commit(settings: &Global, args: CommitArgs) -> anyhow::Result<Outcome> {
     let message = args.message.unwrap_or_else(|| format!("commit {}", args.file.display()));
     let parent = match &args.parent {
-        Some(text) => Parent::Given(text.clone()),
+        Some(text) => Parent::Given(text.parse().map_err(|e: String| anyhow::anyhow!(e))?),
         None => Parent::Head,
     };
     commit_file(
@@ -118,56 +118,6 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Which version a commit builds on.
-enum Parent {
-    /// The head as it is when the command starts (a commit made meanwhile is a conflict).
-    Head,
-    /// The one the user named.
-    Given(String),
-    /// Whatever the head is when the commit lands (`put`: it only adds and replaces).
-    Any,
-}
-
-/// Batches of prepared cases (a reader's chunk each, a few hundred cases) the reader may be
-/// ahead of the store by. Reading and storing take about as long as each other on a large
-/// import, and with 4 each kept stopping to wait for the other: 32 took a million-case import
-/// from 10.7 s to 9.4 s, for about 10 MB more memory.
-const BATCHES_AHEAD: usize = 32;
-
-/// Feeds the cases of a file to a commit, reporting the file's problems as it goes.
-struct Feed {
-    header: std::sync::mpsc::Sender<DatasetHeader>,
-    batches: tokio::sync::mpsc::Sender<Result<Vec<Prepared>, ()>>,
-    reporter: Reporter,
-    errors: u64,
-}
-
-impl Consumer<Result<Vec<Prepared>, String>> for Feed {
-    fn start(&mut self, start: &Start) -> Flow {
-        let _ = self.header.send(start.header.clone());
-        Flow::Continue
-    }
-
-    fn batch(&mut self, batch: &mut Batch, prepared: &mut Result<Vec<Prepared>, String>) -> Flow {
-        for d in &batch.diagnostics {
-            if d.is_error() {
-                self.errors += 1;
-            }
-            self.reporter.emit(d);
-        }
-        let message = match (self.errors, std::mem::replace(prepared, Ok(Vec::new()))) {
-            (0, Ok(cases)) => Ok(cases),
-            (_, Err(err)) => {
-                eprintln!("error: a case cannot be stored: {err}");
-                Err(())
-            }
-            _ => Err(()),
-        };
-        let stop = message.is_err();
-        if self.batches.blocking_send(message).is_err() || stop { Flow::Stop } else { Flow::Continue }
-    }
-}
-
 fn commit_file(
     settings: &Global,
     file: &Path,
@@ -180,77 +130,51 @@ fn commit_file(
     super::check_exists(file)?;
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
-    let input = super::input(file);
-    let (header_tx, header_rx) = std::sync::mpsc::channel();
-    let (batch_tx, batch_rx) = tokio::sync::mpsc::channel(BATCHES_AHEAD);
-    let reporter = Reporter::new(settings, true);
-    let reader = {
-        let input = input.clone();
-        let opts = opts.clone();
-        std::thread::spawn(move || -> anyhow::Result<u64> {
-            let mut feed = Feed { header: header_tx, batches: batch_tx, reporter, errors: 0 };
-            let work = |batch: &Batch| {
-                batch.cases.iter().map(prepare).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())
-            };
-            read(&input, &opts, &work, &mut feed)?;
-            Ok(feed.errors)
-        })
-    };
-    let header = match header_rx.recv() {
-        Ok(header) => header,
-        Err(_) => {
-            // The reader stopped before the file's header: it says why.
-            return match reader.join() {
-                Ok(Err(err)) => Err(err),
-                _ => Err(anyhow::anyhow!("cannot read `{}`", file.display())),
-            };
-        }
-    };
-    let name = match dataset.or_else(|| header.name.clone()) {
-        Some(name) => name,
-        None => anyhow::bail!("name the dataset with `--dataset NAME`"),
-    };
-    let parent = match parent {
-        Parent::Any => None,
-        Parent::Head => match runtime.block_on(store.resolve(&name, &casebook_store::Ref::Latest)) {
-            Ok(head) => Some(head.number),
-            Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => Some(0),
-            Err(err) => return Err(err.into()),
-        },
-        Parent::Given(text) => {
-            Some(runtime.block_on(store.resolve(&name, &text.parse().map_err(|e: String| anyhow::anyhow!(e))?))?.number)
-        }
-    };
-    let mut header = header;
-    header.name = Some(name.clone());
-    let request = CommitRequest {
-        dataset: name,
-        header: Some(header),
+    let request = IngestRequest {
+        input: super::input(file),
+        options: opts.clone(),
+        dataset,
         mode,
         parent,
         author: settings.author.clone(),
         time: settings.time.clone(),
         message,
     };
-    let outcome = runtime.block_on(store.commit(request, batch_rx));
+    let mut reporter = Reporter::new(settings, true);
+    let events = Box::new(move |event: IngestEvent| {
+        if let IngestEvent::Diagnostic(d) = event {
+            reporter.emit(&d);
+        }
+    });
+    let ingested = runtime.block_on(ingest(&store, request, events));
     // Closing checkpoints the write-ahead log into the database: the next command need not
     // read it, and the file alone holds the store.
     runtime.block_on(store.close());
-    let errors = match reader.join() {
-        Ok(result) => result?,
-        Err(_) => anyhow::bail!("the reader thread failed"),
-    };
-    if errors > 0 {
-        if !settings.quiet {
-            eprintln!(
-                "nothing was committed: `{}` has {errors} error{}",
-                file.display(),
-                if errors == 1 { "" } else { "s" }
-            );
+    let ingested = match ingested {
+        Ok(ingested) => ingested,
+        Err(IngestError::Read(err)) => return Err(err.into()),
+        Err(IngestError::NoName) => anyhow::bail!("name the dataset with `--dataset NAME`"),
+        Err(IngestError::Unstorable(err)) => {
+            eprintln!("error: a case cannot be stored: {err}");
+            return report_commit(settings, Err(StoreError::Cancelled));
         }
-        return Ok(Outcome::Invalid);
+        Err(IngestError::Store(err)) => return report_commit(settings, Err(err)),
+        Err(err @ IngestError::Reader) => return Err(err.into()),
+    };
+    match ingested.outcome {
+        Some(outcome) => report_commit(settings, Ok(outcome)),
+        None => {
+            if !settings.quiet {
+                let errors = ingested.errors;
+                eprintln!(
+                    "nothing was committed: `{}` has {errors} error{}",
+                    file.display(),
+                    if errors == 1 { "" } else { "s" }
+                );
+            }
+            Ok(Outcome::Invalid)
+        }
     }
-    report_commit(settings, outcome)
 }
 
 fn report_commit(settings: &Global, outcome: Result<CommitOutcome, StoreError>) -> anyhow::Result<Outcome> {
