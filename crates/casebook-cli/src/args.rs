@@ -336,6 +336,9 @@ pub struct PullArgs {
     /// The format to write (default: the format the dataset was imported from, else casebook)
     #[arg(long, value_parser = parse_format)]
     pub to: Option<Format>,
+    /// Column map for `--to csv`
+    #[arg(long, value_parser = parse_map)]
+    pub map: Option<ColumnMap>,
     /// Cases a request fetches
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub page_size: usize,

@@ -111,6 +111,39 @@ impl Output {
         Some(Box::new(BesideFiles { dir, made: Arc::clone(&self.beside) }))
     }
 
+    /// Whether what was written is byte for byte the file at `path` (false when there is none).
+    /// (The writer must have been flushed and dropped.)
+    pub fn same_as(&self, path: &Path) -> anyhow::Result<bool> {
+        let Temp::File(temp, _) = &self.temp else { return Ok(false) };
+        let Ok(existing) = fs_err::File::open(path) else { return Ok(false) };
+        let written = fs_err::File::open(&temp.path)?;
+        if existing.metadata()?.len() != written.metadata()?.len() {
+            return Ok(false);
+        }
+        let (mut a, mut b) = (std::io::BufReader::new(existing), std::io::BufReader::new(written));
+        loop {
+            use std::io::BufRead;
+            let (x, y) = (a.fill_buf()?, b.fill_buf()?);
+            let n = x.len().min(y.len());
+            if x[..n] != y[..n] {
+                return Ok(false);
+            }
+            if n == 0 {
+                return Ok(x.is_empty() && y.is_empty());
+            }
+            a.consume(n);
+            b.consume(n);
+        }
+    }
+
+    /// Like [`Output::keep`], the file going to `path` instead.
+    pub fn keep_as(mut self, path: &Path) -> anyhow::Result<()> {
+        if let Temp::File(_, target) = &mut self.temp {
+            *target = path.to_owned();
+        }
+        self.keep()
+    }
+
     /// Moves the file into place, or copies the output to standard output. Dropping an
     /// `Output` instead discards it. (The writer must have been flushed and dropped.)
     pub fn keep(self) -> anyhow::Result<()> {

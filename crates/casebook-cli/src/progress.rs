@@ -7,6 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::settings::Global;
 
+#[derive(Clone)]
 pub struct Progress(Option<ProgressBar>);
 
 impl Progress {
@@ -22,6 +23,29 @@ impl Progress {
                 .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         Self(Some(bar))
+    }
+
+    /// A bar over `total` of something (`unit`: bytes sent, cases fetched), or nothing when
+    /// not on a terminal.
+    pub fn counting(settings: &Global, total: u64, bytes: bool, message: &str) -> Self {
+        if !settings.progress {
+            return Self(None);
+        }
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(5));
+        let template = if bytes {
+            "{spinner} {msg} {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}"
+        } else {
+            "{spinner} {msg} {pos}/{len} {bar:30} {per_sec} eta {eta}"
+        };
+        bar.set_style(ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()));
+        bar.set_message(message.to_owned());
+        Self(Some(bar))
+    }
+
+    pub fn add(&self, n: u64) {
+        if let Some(bar) = &self.0 {
+            bar.inc(n);
+        }
     }
 
     /// A spinner with a message, or nothing when not on a terminal.

@@ -20,7 +20,11 @@ pub fn credentials_path() -> anyhow::Result<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".config")))
-        .ok_or_else(|| anyhow::anyhow!("no config folder: set `HOME` or `XDG_CONFIG_HOME`, or use `CASEBOOK_URL` and `CASEBOOK_TOKEN`"))?;
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no config folder: set `HOME` or `XDG_CONFIG_HOME`, or use `CASEBOOK_URL` and `CASEBOOK_TOKEN`"
+            )
+        })?;
     Ok(base.join("casebook").join("credentials.json"))
 }
 
@@ -66,10 +70,7 @@ pub fn segment(text: &str) -> String {
 /// An error answer of the server, as its body says it.
 #[derive(Debug, Deserialize)]
 pub struct ServerError {
-    pub code: String,
     pub message: String,
-    #[serde(default)]
-    pub diagnostics: Vec<serde_json::Value>,
     #[serde(default)]
     pub head: Option<u64>,
     #[serde(default)]
@@ -78,24 +79,18 @@ pub struct ServerError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    #[error("cannot reach the server at {url}: {why}; is `casebook serve` running there? (`CASEBOOK_URL` or `casebook login URL` names it)")]
+    #[error(
+        "cannot reach the server at {url}: {why}; is `casebook serve` running there? (`CASEBOOK_URL` or `casebook login URL` names it)"
+    )]
     Unreachable { url: String, why: String },
-    #[error("the server refused the key ({message}): run `casebook login` with a key of `casebook keys create`, or set `CASEBOOK_TOKEN`")]
+    #[error(
+        "the server refused the key ({message}): run `casebook login` with a key of `casebook keys create`, or set `CASEBOOK_TOKEN`"
+    )]
     Unauthorized { message: String },
-    #[error("{}", .0.message)]
+    #[error("{}", .1.message)]
     Refused(u16, ServerError),
     #[error("the server answered {0} with a body that is not casebook's: {1}")]
     Garbled(u16, String),
-}
-
-impl RemoteError {
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            RemoteError::Refused(status, _) | RemoteError::Garbled(status, _) => Some(*status),
-            RemoteError::Unauthorized { .. } => Some(401),
-            RemoteError::Unreachable { .. } => None,
-        }
-    }
 }
 
 /// The root cause of a transport error, for a one-line message.
@@ -115,9 +110,14 @@ impl Remote {
     pub async fn connect() -> anyhow::Result<Self> {
         let saved = credentials_path().ok().and_then(|p| fs_err::read_to_string(p).ok());
         let saved: Option<Credentials> = saved.and_then(|text| serde_json::from_str(&text).ok());
-        let url = std::env::var("CASEBOOK_URL").ok().filter(|u| !u.is_empty()).or_else(|| saved.as_ref().map(|c| c.url.clone()));
-        let token =
-            std::env::var("CASEBOOK_TOKEN").ok().filter(|t| !t.is_empty()).or_else(|| saved.as_ref().map(|c| c.token.clone()));
+        let url = std::env::var("CASEBOOK_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .or_else(|| saved.as_ref().map(|c| c.url.clone()));
+        let token = std::env::var("CASEBOOK_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+            .or_else(|| saved.as_ref().map(|c| c.token.clone()));
         let Some(url) = url else {
             anyhow::bail!("no server: set `CASEBOOK_URL`, or run `casebook login URL`");
         };
@@ -176,7 +176,8 @@ impl Remote {
     pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
         let response = self.send(self.request(reqwest::Method::GET, path)).await?;
         let status = response.status().as_u16();
-        let bytes = response.bytes().await.map_err(|e| RemoteError::Unreachable { url: self.url.clone(), why: why(&e) })?;
+        let bytes =
+            response.bytes().await.map_err(|e| RemoteError::Unreachable { url: self.url.clone(), why: why(&e) })?;
         serde_json::from_slice(&bytes).map_err(|e| RemoteError::Garbled(status, e.to_string()))
     }
 }

@@ -180,6 +180,12 @@ async fn prepare_commit(
             Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => Some(0),
             Err(err) => return Err(err.into()),
         },
+        // `v0` is the empty dataset before its first version (a first push names it).
+        Parent::Given(Ref::Number(0)) => match store.resolve(&name, &Ref::Latest).await {
+            Ok(head) => return Err(StoreError::Conflict { dataset: name, parent: 0, head: head.number }.into()),
+            Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => Some(0),
+            Err(err) => return Err(err.into()),
+        },
         Parent::Given(reference) => Some(store.resolve(&name, &reference).await?.number),
     };
     header.name = Some(name.clone());

@@ -30,6 +30,8 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(cases::page))
         .routes(routes!(cases::count))
         .routes(routes!(cases::one))
+        .routes(routes!(transfer::import))
+        .routes(routes!(transfer::export))
         .routes(routes!(runs::list))
         .routes(routes!(runs::one))
         .routes(routes!(runs::results))

@@ -1,1 +1,454 @@
 //! Bulk import of a file in any format, and export of a version in any format, both streamed.
+//!
+//! An import's body is written to a file of its own in a new temporary folder as it arrives
+//! (counted against the size limit, cut off when the client stalls), then read by the same
+//! pipeline as `casebook import` (`casebook_store::ingest`): every diagnostic with its line and
+//! column, and nothing written unless the whole file is valid. The folder holds the body alone,
+//! so a manifest that names other files (`spec.path`, seed files) finds none of the server's.
+//! An export is written page by page into the response as the store gives the version.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use casebook_formats::{ExportSettings, Exporter, Format, Input, ReadOptions, SeedFiles, Syntax};
+use casebook_model::Diagnostic;
+use casebook_store::{CommitMode, CommitOutcome, IngestError, IngestEvent, IngestRequest, Parent, Ref, Select, Store};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use tokio::io::AsyncWriteExt;
+
+use super::{DatasetPath, VersionPath, resolve};
+use crate::AppState;
+use crate::api::{ImportReport, Version};
+use crate::auth::{Reader, Writer};
+use crate::error::{ApiError, ApiResult, ErrorBody};
+
+/// Diagnostics an answer carries at most; the count says how many there were.
+const MAX_DIAGNOSTICS: usize = 1000;
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ImportQuery {
+    /// The body's format (`casebook`, `letta`, `maslab`, `agenthealth`, `voltagent`, `csv`);
+    /// detected when absent.
+    pub format: Option<String>,
+    /// The body's syntax (`jsonl`, `json`, `yaml`, `csv`); from `filename` when absent.
+    pub syntax: Option<String>,
+    /// The file's name, as diagnostics name it (default `body.jsonl`).
+    pub filename: Option<String>,
+    /// The version the import builds on (`v3`; `v0` for a new dataset): if the head is another
+    /// by the time it commits, nothing is written and the answer is 409 with the head.
+    pub parent: Option<String>,
+    /// `replace` (default: the file is the whole next version) or `upsert` (its cases are added
+    /// or replace those with their ids).
+    pub mode: Option<String>,
+    /// The version's message.
+    pub message: Option<String>,
+}
+
+fn parse_format(text: Option<&str>) -> ApiResult<Option<Format>> {
+    text.map(|t| t.parse::<Format>().map_err(|e| ApiError::bad_request(format!("`format`: {e}")))).transpose()
+}
+
+fn parse_syntax(text: Option<&str>) -> ApiResult<Option<Syntax>> {
+    text.map(|t| {
+        Syntax::from_path(std::path::Path::new(&format!("x.{t}"))).ok_or_else(|| {
+            ApiError::bad_request(format!("`syntax`: unknown syntax `{t}`; use `jsonl`, `json`, `yaml` or `csv`"))
+        })
+    })
+    .transpose()
+}
+
+/// Writes a request body to `file`, at most `max` bytes.
+async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            format!("the body is larger than this server takes ({max} bytes): split the file, or raise `--max-body`"),
+        )
+    };
+    let mut out = tokio::fs::File::create(file).await.map_err(ApiError::internal)?;
+    let mut stream = body.into_data_stream();
+    let mut size = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|err| {
+            let timed_out = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
+                .any(|e| e.is::<tower_http::timeout::TimeoutError>());
+            if timed_out {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "timeout",
+                    "the client sent nothing of the body for too long: nothing was imported",
+                )
+            } else {
+                ApiError::bad_request(format!("the body could not be read: {err}; nothing was imported"))
+            }
+        })?;
+        size += chunk.len() as u64;
+        if size > max {
+            return Err(too_large());
+        }
+        out.write_all(&chunk).await.map_err(ApiError::internal)?;
+    }
+    out.flush().await.map_err(ApiError::internal)?;
+    Ok(size)
+}
+
+/// Imports a file (the body, in any supported format) as the dataset's next version. With
+/// `Accept: application/x-ndjson` the answer is a stream of JSON lines: `{"progress": {"cases":
+/// N}}` as the file is read, then `{"report": …}` or `{"error": …}`.
+#[utoipa::path(post, path = "/api/v1/projects/{project}/datasets/{dataset}/import", tag = "datasets",
+    security(("bearer" = [])), params(DatasetPath, ImportQuery),
+    request_body(content = String, description = "The file, in any supported format", content_type = "application/octet-stream"),
+    responses((status = 201, body = ImportReport, description = "A version was made"),
+        (status = 200, body = ImportReport, description = "The content is the head's: no version was made"),
+        (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 408, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "The file has errors (every one, located): nothing was written")))]
+pub async fn import(
+    State(state): State<AppState>,
+    writer: Writer,
+    Path(path): Path<DatasetPath>,
+    Query(query): Query<ImportQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<Response> {
+    let format = parse_format(query.format.as_deref())?;
+    let syntax = parse_syntax(query.syntax.as_deref())?;
+    let mode = match query.mode.as_deref().unwrap_or("replace") {
+        "replace" => CommitMode::Replace,
+        "upsert" => CommitMode::Upsert,
+        other => return Err(ApiError::bad_request(format!("`mode`: `{other}` is not `replace` or `upsert`"))),
+    };
+    let parent = match query.parent.as_deref() {
+        None => Parent::Head,
+        Some("v0" | "0") => Parent::Given(Ref::Number(0)),
+        Some(text) => Parent::Given(text.parse().map_err(|e: String| ApiError::bad_request(format!("`parent`: {e}")))?),
+    };
+    let max = state.limits.max_body;
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            format!("the body is larger than this server takes ({max} bytes): split the file, or raise `--max-body`"),
+        ));
+    }
+    // Only the file's own name, with a name for the body when it has none.
+    let shown = query
+        .filename
+        .as_deref()
+        .and_then(|f| std::path::Path::new(f).file_name()?.to_str().map(str::to_owned))
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| "body.jsonl".to_owned());
+    let folder = match &state.limits.spool {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .map_err(ApiError::internal)?;
+    let file = folder.path().join(&shown);
+    spool(body, &file, max).await?;
+
+    let author = headers
+        .get("x-casebook-author")
+        .and_then(|v| v.to_str().ok())
+        .filter(|a| !a.is_empty() && a.len() <= 200)
+        .map_or_else(|| format!("key {}", writer.access.key), |a| format!("{a} (key {})", writer.access.key));
+    let request = IngestRequest {
+        input: Input { path: Some(file), display: shown.clone() },
+        options: ReadOptions { format, syntax, threads: 0, column_map: None, stream_from: None },
+        dataset: Some(path.dataset.clone()),
+        mode,
+        parent,
+        author,
+        time: super::now(),
+        message: query.message.unwrap_or_else(|| format!("import {shown}")),
+    };
+    let streaming =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("application/x-ndjson"));
+    if streaming {
+        return Ok(import_streaming(writer.store, request, folder));
+    }
+    let diagnostics = Arc::new(Mutex::new(Vec::new()));
+    let kept = diagnostics.clone();
+    let events = Box::new(move |event: IngestEvent| {
+        if let IngestEvent::Diagnostic(d) = event {
+            if let Ok(mut list) = kept.lock() {
+                if list.len() < MAX_DIAGNOSTICS {
+                    list.push(d);
+                }
+            }
+        }
+    });
+    let result = casebook_store::ingest(&writer.store, request, events).await;
+    drop(folder);
+    let diagnostics = std::mem::take(&mut *diagnostics.lock().map_err(|_| ApiError::internal("a lock was poisoned"))?);
+    let (status, report) = report(result, diagnostics, &shown)?;
+    Ok((status, axum::Json(report)).into_response())
+}
+
+/// The answer to an import: its status and report, or the error.
+fn report(
+    result: Result<casebook_store::Ingested, IngestError>,
+    diagnostics: Vec<Diagnostic>,
+    shown: &str,
+) -> ApiResult<(StatusCode, ImportReport)> {
+    let ingested = result.map_err(|err| match err {
+        IngestError::Store(e) | IngestError::Unstorable(e) => ApiError::from(e),
+        IngestError::Read(e) => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-input",
+            format!("`{shown}` cannot be read: {e}; nothing was imported"),
+        ),
+        other => ApiError::internal(other),
+    })?;
+    if ingested.errors > 0 {
+        let n = ingested.errors;
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid-input",
+            format!("nothing was imported: `{shown}` has {n} error{}", if n == 1 { "" } else { "s" }),
+        )
+        .with_diagnostics(diagnostics));
+    }
+    let (status, created, version) = match ingested.outcome {
+        Some(CommitOutcome::Created(v)) => (StatusCode::CREATED, true, Some(v)),
+        Some(CommitOutcome::Unchanged(v)) => (StatusCode::OK, false, v),
+        None => return Err(ApiError::internal("an import without errors made no commit")),
+    };
+    Ok((
+        status,
+        ImportReport {
+            created,
+            version: version.map(Version::from),
+            warnings: ingested.warnings,
+            diagnostics: diagnostics.iter().map(|d| serde_json::to_value(d).unwrap_or_default()).collect(),
+        },
+    ))
+}
+
+/// The import as a stream of JSON lines: progress as it goes, then the report or the error.
+fn import_streaming(store: casebook_store::AnyStore, request: IngestRequest, folder: tempfile::TempDir) -> Response {
+    let (lines, receiver) = tokio::sync::mpsc::channel::<String>(64);
+    let shown = request.input.display.clone();
+    let request_id = crate::error::REQUEST_ID.try_with(Clone::clone).unwrap_or_default();
+    let work = async move {
+        let diagnostics = Arc::new(Mutex::new(Vec::new()));
+        let kept = diagnostics.clone();
+        let progress = lines.clone();
+        let events = Box::new(move |event: IngestEvent| match event {
+            IngestEvent::Diagnostic(d) => {
+                if let Ok(mut list) = kept.lock() {
+                    if list.len() < MAX_DIAGNOSTICS {
+                        list.push(d);
+                    }
+                }
+            }
+            // Progress is best effort: a slow reader of the stream misses some, never the end.
+            IngestEvent::Progress { cases } => {
+                let _ = progress.try_send(format!("{}\n", serde_json::json!({"progress": {"cases": cases}})));
+            }
+        });
+        let result = casebook_store::ingest(&store, request, events).await;
+        drop(folder);
+        let diagnostics = diagnostics.lock().map(|mut d| std::mem::take(&mut *d)).unwrap_or_default();
+        let line = match report(result, diagnostics, &shown) {
+            Ok((status, report)) => serde_json::json!({"status": status.as_u16(), "report": report}),
+            Err(e) => serde_json::json!({"status": e.status.as_u16(), "error": e.body}),
+        };
+        let _ = lines.send(format!("{line}\n")).await;
+    };
+    tokio::spawn(crate::error::REQUEST_ID.scope(request_id, work));
+    let stream = futures_util::stream::unfold(receiver, |mut r| async move {
+        r.recv().await.map(|line| (Ok::<_, std::convert::Infallible>(line), r))
+    });
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], Body::from_stream(stream)).into_response()
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExportQuery {
+    /// The format to write (default `casebook`).
+    pub format: Option<String>,
+    /// The syntax (`jsonl`, `json`, `yaml`, `csv`; default: the format's first).
+    pub syntax: Option<String>,
+    /// Only the cases this filter selects.
+    #[serde(rename = "where")]
+    #[param(rename = "where")]
+    pub filter: Option<String>,
+    /// Drop what the format cannot hold instead of failing.
+    pub lossy: Option<bool>,
+}
+
+/// Shared output of an [`Exporter`]: what it wrote since the last chunk was sent.
+#[derive(Clone, Default)]
+struct Chunks(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Chunks {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Chunks {
+    fn take(&self) -> Vec<u8> {
+        self.0.lock().map(|mut b| std::mem::take(&mut *b)).unwrap_or_default()
+    }
+}
+
+/// Cases an export reads at a time.
+const EXPORT_PAGE: usize = 2000;
+
+/// A version in any format, written as it is read. Seed files are inline; what the format
+/// cannot hold fails the export (422) before anything is sent, unless `lossy`. A failure after
+/// the first bytes (the store, or a case the format refuses) ends the body early, with the
+/// error in the server's log; a client sees a body cut short, never a shorter valid file.
+#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}/versions/{version}/export", tag = "cases",
+    security(("bearer" = [])), params(VersionPath, ExportQuery),
+    responses((status = 200, description = "The version, written in the format asked for", content_type = "application/octet-stream"),
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn export(
+    reader: Reader,
+    Path(path): Path<VersionPath>,
+    Query(query): Query<ExportQuery>,
+) -> ApiResult<Response> {
+    let format = parse_format(query.format.as_deref())?.unwrap_or(Format::Casebook);
+    let syntax = parse_syntax(query.syntax.as_deref())?.unwrap_or_else(|| format.syntax_for(None));
+    if !format.syntaxes().contains(&syntax) {
+        return Err(ApiError::bad_request(format!("`{format}` cannot be written as {}", syntax.name())));
+    }
+    let filter =
+        query.filter.as_deref().filter(|f| !f.trim().is_empty()).map(casebook_filter::Filter::parse).transpose()?;
+    let select = Select { filter, limit: None };
+    let store = reader.store;
+    let version = resolve(&store, &path.dataset, &path.version).await?;
+    let header = store.header(&path.dataset).await?;
+    let settings = ExportSettings {
+        format,
+        syntax,
+        column_map: None,
+        lossy: query.lossy.unwrap_or(false),
+        seed_files: SeedFiles::Inline,
+        place: format!("{}@v{}", path.dataset, version.number),
+    };
+    let mut columns = Vec::new();
+    if settings.needs_columns() {
+        // (Page by page: a store's callback reads are not `Send`.)
+        let mut found = casebook_formats::CsvColumns::new(&settings);
+        let mut after = None;
+        loop {
+            let page = store.page(&path.dataset, version.number, &select, after.as_ref(), EXPORT_PAGE).await?;
+            let cases = page
+                .bodies
+                .iter()
+                .map(|b| serde_json::from_str::<casebook_model::Case>(b))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(ApiError::internal)?;
+            found.add(&cases);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        columns = found.ordered(&header);
+    }
+    let chunks = Chunks::default();
+    let mut exporter = Exporter::new(settings, &header, columns, Box::new(chunks.clone()), None)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    exporter.begin().map_err(ApiError::internal)?;
+    // The first page decides the answer: what the format refuses is an error, not a cut body.
+    let first = store.page(&path.dataset, version.number, &select, None, EXPORT_PAGE).await?;
+    let refused = |diagnostics: Vec<Diagnostic>| {
+        let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(Diagnostic::is_error).collect();
+        if errors.is_empty() {
+            return None;
+        }
+        Some(
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid-input",
+                format!("`{}` cannot be written as `{format}`: {}", path.dataset, errors[0].message),
+            )
+            .with_diagnostics(errors),
+        )
+    };
+    let diagnostics = exporter.bodies(&first.bodies).map_err(ApiError::internal)?;
+    if let Some(err) = refused(diagnostics) {
+        return Err(err);
+    }
+    let content_type = match syntax {
+        Syntax::Jsonl => "application/x-ndjson",
+        Syntax::Json => "application/json",
+        Syntax::Yaml => "application/yaml",
+        Syntax::Csv => "text/csv",
+    };
+    // A version of one page is answered whole, so that a refusal at the end (an empty version
+    // in a format that needs cases) is an error answer too.
+    if first.next.is_none() {
+        let exported = exporter.finish().map_err(ApiError::internal)?;
+        if let Some(err) = refused(exported.diagnostics) {
+            return Err(err);
+        }
+        return Ok(([(header::CONTENT_TYPE, content_type)], chunks.take()).into_response());
+    }
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    let dataset = path.dataset.clone();
+    let number = version.number;
+    let work = async move {
+        let send = |bytes: Vec<u8>| {
+            let sender = sender.clone();
+            async move { bytes.is_empty() || sender.send(Ok(bytes)).await.is_ok() }
+        };
+        if !send(chunks.take()).await {
+            return;
+        }
+        let mut next = first.next;
+        while let Some(after) = next.take() {
+            let page = match store.page(&dataset, number, &select, Some(&after), EXPORT_PAGE).await {
+                Ok(page) => page,
+                Err(err) => {
+                    tracing::error!(error = %err, "the export stopped");
+                    let _ = sender.send(Err(std::io::Error::other(err.to_string()))).await;
+                    return;
+                }
+            };
+            match exporter.bodies(&page.bodies) {
+                Ok(diagnostics) if !diagnostics.iter().any(Diagnostic::is_error) => {}
+                Ok(diagnostics) => {
+                    let message =
+                        diagnostics.iter().find(|d| d.is_error()).map(|d| d.message.clone()).unwrap_or_default();
+                    tracing::error!(%message, "the export stopped: a case the format cannot hold");
+                    let _ = sender.send(Err(std::io::Error::other(message))).await;
+                    return;
+                }
+                Err(err) => {
+                    let _ = sender.send(Err(std::io::Error::other(err.to_string()))).await;
+                    return;
+                }
+            }
+            if !send(chunks.take()).await {
+                return;
+            }
+            next = page.next;
+        }
+        match exporter.finish() {
+            Ok(_) => {
+                let _ = send(chunks.take()).await;
+            }
+            Err(err) => {
+                let _ = sender.send(Err(err)).await;
+            }
+        }
+    };
+    tokio::spawn(work);
+    let stream = futures_util::stream::unfold(receiver, |mut r| async move { r.recv().await.map(|item| (item, r)) });
+    Ok(([(header::CONTENT_TYPE, content_type)], Body::from_stream(stream)).into_response())
+}
