@@ -5,3 +5,4 @@
 mod harness;
 mod isolation;
 mod reads;
+mod transfer;

@@ -1,0 +1,267 @@
+//! Import and export through the API: a file in any format in, a version in any format out,
+//! every error located, nothing written on a refusal, limits on size and on slow clients, and
+//! requests in flight finished on shutdown.
+
+use std::time::Duration;
+
+use crate::harness::{Backend, Server, answer};
+
+const A: &str = "/api/v1/projects/team-a/datasets";
+
+async fn import(server: &Server, dataset: &str, query: &str, body: &str) -> (u16, serde_json::Value) {
+    let response = server
+        .client
+        .post(format!("{}{A}/{dataset}/import?{query}", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    answer(response).await
+}
+
+async fn versions(server: &Server, dataset: &str) -> usize {
+    let (_, log) = server.get(&server.keys.a_read, &format!("{A}/{dataset}/versions")).await;
+    log["versions"].as_array().map_or(0, Vec::len)
+}
+
+const LETTA: &str = "{\"input\": \"What is 2+2?\", \"ground_truth\": \"4\"}\n\
+                     {\"input\": \"Capital of France?\", \"ground_truth\": \"Paris\", \"tags\": [\"geo\"]}\n";
+
+async fn imports_are_read_as_the_command_line_reads_them(backend: Backend) {
+    let server = Server::start(backend).await;
+    let (status, report) = import(&server, "qa", "filename=qa.jsonl&message=first", LETTA).await;
+    assert_eq!(status, 201, "{report}");
+    assert_eq!((report["created"].as_bool(), report["version"]["cases"].as_u64()), (Some(true), Some(2)));
+    assert_eq!(report["version"]["message"], "first");
+    // Who: the key that made the version.
+    assert_eq!(report["version"]["author"], format!("key {}", &server.keys.a_write[3..15]));
+    // The same content again makes no version.
+    let (status, report) = import(&server, "qa", "filename=qa.jsonl", LETTA).await;
+    assert_eq!((status, report["created"].as_bool()), (200, Some(false)), "{report}");
+    assert_eq!(versions(&server, "qa").await, 1);
+    // A bad line: every error with its line and column in the file as the client named it, and
+    // nothing written.
+    let bad = format!("{LETTA}{{\"input\": 7, \"ground_truth\": \"x\"}}\n{{\"input\": \"ok\", \"ground_truth\": }}\n");
+    let (status, body) = import(&server, "qa", "filename=qa.jsonl", &bad).await;
+    assert_eq!(status, 422, "{body}");
+    let error = &body["error"];
+    assert_eq!(error["code"], "invalid-input");
+    assert_eq!(error["message"], "nothing was imported: `qa.jsonl` has 2 errors");
+    let located: Vec<(String, u64, u64)> = error["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["file"].as_str().unwrap().to_owned(), d["line"].as_u64().unwrap(), d["column"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(located, [("qa.jsonl".to_owned(), 3, 11), ("qa.jsonl".to_owned(), 4, 33)]);
+    assert_eq!(versions(&server, "qa").await, 1);
+    // Upsert adds; a stale parent is a conflict that writes nothing.
+    let one = "{\"input\": \"Largest ocean?\", \"ground_truth\": \"Pacific\"}\n";
+    let (status, report) = import(&server, "qa", "filename=more.jsonl&mode=upsert&parent=v1", one).await;
+    assert_eq!((status, report["version"]["cases"].as_u64()), (201, Some(3)), "{report}");
+    let (status, body) = import(&server, "qa", "filename=more.jsonl&parent=v1", LETTA).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str(), body["error"]["head"].as_u64()),
+        (409, Some("conflict"), Some(2))
+    );
+    assert_eq!(versions(&server, "qa").await, 2);
+    // `v0` is "a new dataset": a conflict once it exists.
+    let (status, _) = import(&server, "fresh", "filename=f.jsonl&parent=v0", LETTA).await;
+    assert_eq!(status, 201);
+    let (status, body) = import(&server, "fresh", "filename=f.jsonl&parent=v0", one).await;
+    assert_eq!((status, body["error"]["head"].as_u64()), (409, Some(1)));
+    // Bad parameters are named.
+    let (status, body) = import(&server, "qa", "format=excel", LETTA).await;
+    assert_eq!(status, 400);
+    assert!(body["error"]["message"].as_str().unwrap().starts_with("`format`:"), "{body}");
+    server.stop().await;
+}
+
+async fn an_imported_manifest_reads_no_file_of_the_server(backend: Backend) {
+    let server = Server::start(backend).await;
+    // A mas-lab manifest whose items are "in another file", and a seed file: the body's folder
+    // holds the body alone, so neither is found, and nothing is written.
+    let manifest = "apiVersion: maslab/v1\nkind: Dataset\nmetadata:\n  name: trip\nspec:\n  path: ../../../etc/hostname\n  format: json\n";
+    let (status, body) = import(&server, "trip", "filename=trip.yaml", manifest).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["diagnostics"][0]["file"], "trip.yaml", "{body}");
+    assert_eq!(versions(&server, "trip").await, 0);
+    server.stop().await;
+}
+
+async fn bodies_over_the_limit_or_too_slow_are_refused(backend: Backend) {
+    let limits = casebook_server::Limits {
+        max_body: 1000,
+        body_idle: Duration::from_millis(300),
+        ..casebook_server::Limits::default()
+    };
+    let server = Server::start_with(backend, limits).await;
+    let big: String =
+        (0..40).map(|i| format!("{{\"input\": \"question {i}\", \"ground_truth\": \"{i}\"}}\n")).collect();
+    assert!(big.len() > 1000);
+    // Declared too large.
+    let (status, body) = import(&server, "big", "filename=big.jsonl", &big).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (413, Some("too-large")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("1000 bytes"));
+    // Sent in chunks without a length: counted as it comes.
+    let chunks: Vec<Result<String, std::io::Error>> = big.lines().map(|l| Ok(format!("{l}\n"))).collect();
+    let response = server
+        .client
+        .post(format!("{}{A}/big/import?filename=big.jsonl", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = answer(response).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (413, Some("too-large")), "{body}");
+    // A client that stops sending halfway is cut off.
+    let stalled = futures_util::stream::unfold(0, |n| async move {
+        match n {
+            0 => Some((Ok::<_, std::io::Error>("{\"input\": \"a\", \"ground_truth\": \"b\"}\n".to_owned()), 1)),
+            _ => {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                None
+            }
+        }
+    });
+    let started = std::time::Instant::now();
+    let response = server
+        .client
+        .post(format!("{}{A}/slow/import?filename=slow.jsonl", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .body(reqwest::Body::wrap_stream(stalled))
+        .send()
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    if let Ok(response) = response {
+        let (status, body) = answer(response).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (408, Some("timeout")), "{body}");
+    }
+    assert_eq!(versions(&server, "big").await + versions(&server, "slow").await, 0);
+    server.stop().await;
+}
+
+async fn imports_can_report_progress_as_json_lines(backend: Backend) {
+    let server = Server::start(backend).await;
+    let many: String =
+        (0..3000).map(|i| format!("{{\"input\": \"question {i}\", \"ground_truth\": \"{i}\"}}\n")).collect();
+    let response = server
+        .client
+        .post(format!("{}{A}/many/import?filename=many.jsonl", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .header("accept", "application/x-ndjson")
+        .body(many)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-type"], "application/x-ndjson");
+    let text = response.text().await.unwrap();
+    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let last = lines.last().unwrap();
+    assert_eq!(
+        (last["status"].as_u64(), last["report"]["version"]["cases"].as_u64()),
+        (Some(201), Some(3000)),
+        "{text}"
+    );
+    let progress: Vec<u64> = lines.iter().filter_map(|l| l["progress"]["cases"].as_u64()).collect();
+    assert!(!progress.is_empty() && progress.windows(2).all(|w| w[0] <= w[1]), "{progress:?}");
+    // An error arrives as the last line too.
+    let response = server
+        .client
+        .post(format!("{}{A}/many/import?filename=bad.jsonl", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .header("accept", "application/x-ndjson")
+        .body("{\"input\": 1}\n")
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!((last["status"].as_u64(), last["error"]["code"].as_str()), (Some(422), Some("invalid-input")), "{text}");
+    server.stop().await;
+}
+
+async fn exports_write_a_version_in_any_format(backend: Backend) {
+    let server = Server::start(backend).await;
+    let many: String =
+        (0..4500).map(|i| format!("{{\"input\": \"question {i}\", \"ground_truth\": \"{i}\"}}\n")).collect();
+    let (status, _) = import(&server, "big", "filename=big.jsonl", &many).await;
+    assert_eq!(status, 201);
+    let get = |query: &'static str| {
+        let server = &server;
+        async move {
+            let response = server
+                .client
+                .get(format!("{}{A}/big/versions/latest/export?{query}", server.url))
+                .bearer_auth(&server.keys.a_read)
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    // Native JSON lines over several pages (a letta file has no header to write): each case as
+    // stored.
+    let (status, native) = get("").await;
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = native.lines().collect();
+    assert_eq!(lines.len(), 4500);
+    let (_, page) = server.get(&server.keys.a_read, &format!("{A}/big/versions/latest/cases?limit=3")).await;
+    for (line, case) in lines[..3].iter().zip(page["cases"].as_array().unwrap()) {
+        assert_eq!(serde_json::from_str::<serde_json::Value>(line).unwrap(), *case);
+    }
+    // letta, as it came: the values of the file sent.
+    let (status, letta) = get("format=letta").await;
+    assert_eq!(status, 200);
+    let sent: Vec<serde_json::Value> = many.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let back: Vec<serde_json::Value> = letta.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(back, sent);
+    // A filter, and a format that cannot hold the cases: refused before a byte is sent.
+    let (status, some) = get("where=input%20%3D%3D%20%22question%207%22").await;
+    assert_eq!((status, some.lines().count()), (200, 1));
+    let (status, refused) = get("format=agenthealth").await;
+    assert_eq!(status, 422, "{refused}");
+    let body: serde_json::Value = serde_json::from_str(&refused).unwrap();
+    assert_eq!(body["error"]["code"], "invalid-input");
+    let (status, _) = get("format=letta&syntax=yaml").await;
+    assert_eq!(status, 400);
+    server.stop().await;
+}
+
+/// A request in flight when the server is told to stop is answered before it stops.
+async fn shutdown_finishes_requests_in_flight(backend: Backend) {
+    let server = Server::start(backend).await;
+    let url = format!("{}{A}/late/import?filename=late.jsonl", server.url);
+    let key = server.keys.a_write.clone();
+    let client = server.client.clone();
+    let slow = futures_util::stream::unfold(0, |n| async move {
+        if n == 3 {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Some((Ok::<_, std::io::Error>(format!("{{\"input\": \"q{n}\", \"ground_truth\": \"a\"}}\n")), n + 1))
+    });
+    let request =
+        tokio::spawn(
+            async move { client.post(url).bearer_auth(key).body(reqwest::Body::wrap_stream(slow)).send().await },
+        );
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let store = server.store.clone();
+    server.stop().await;
+    let response = request.await.unwrap().unwrap();
+    let (status, report) = answer(response).await;
+    assert_eq!((status, report["version"]["cases"].as_u64()), (201, Some(3)), "{report}");
+    let versions = casebook_store::Store::versions(&store.in_project("team-a"), "late").await.unwrap();
+    assert_eq!(versions.len(), 1);
+}
+
+crate::on_both!(
+    imports_are_read_as_the_command_line_reads_them,
+    an_imported_manifest_reads_no_file_of_the_server,
+    bodies_over_the_limit_or_too_slow_are_refused,
+    imports_can_report_progress_as_json_lines,
+    exports_write_a_version_in_any_format,
+    shutdown_finishes_requests_in_flight
+);
