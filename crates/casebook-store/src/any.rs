@@ -230,4 +230,14 @@ impl Store for AnyStore {
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
         each!(self, s => s.tags(dataset).await)
     }
+    async fn page_json(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<crate::JsonPage, StoreError> {
+        each!(self, s => s.page_json(dataset, version, select, after, size).await)
+    }
 }

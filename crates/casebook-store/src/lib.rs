@@ -398,50 +398,7 @@ pub trait Store {
     /// The version a reference names: a number, `latest`, a tag, or a prefix of a content id
     /// (of any case; tags first). A miss says what there is instead.
     async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
-        let mut versions = self.versions(dataset).await?;
-        let head = versions.last().map_or(0, |v| v.number);
-        let tags = match reference {
-            Ref::Name(_) => self.tags(dataset).await?,
-            _ => Vec::new(),
-        };
-        let missing = || {
-            let hint = match reference {
-                Ref::Name(name) if !tags.is_empty() => {
-                    let names: Vec<String> = tags.iter().map(|(tag, _)| tag.clone()).collect();
-                    suggestion(name, &names, "tags")
-                }
-                Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
-                _ => format!("; its versions are v1 to v{head}"),
-            };
-            StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference), hint }
-        };
-        let number = match reference {
-            Ref::Latest => head,
-            Ref::Number(n) => *n,
-            Ref::Name(name) => match tags.iter().find(|(tag, _)| tag == name) {
-                Some((_, v)) => *v,
-                None => {
-                    let prefix = name.to_ascii_lowercase();
-                    let found: Vec<u64> =
-                        versions.iter().filter(|v| v.id.starts_with(&prefix)).map(|v| v.number).take(5).collect();
-                    match found.as_slice() {
-                        [one] => *one,
-                        [] => return Err(missing()),
-                        many => {
-                            return Err(StoreError::Ambiguous {
-                                dataset: dataset.to_owned(),
-                                reference: name.clone(),
-                                candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
-                            });
-                        }
-                    }
-                }
-            },
-        };
-        match versions.iter().position(|v| v.number == number) {
-            Some(at) => Ok(versions.swap_remove(at)),
-            None => Err(missing()),
-        }
+        resolve_by_listing(self, dataset, reference).await
     }
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError>;
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError>;
@@ -502,7 +459,84 @@ pub trait Store {
     ) -> Result<Page, StoreError>;
     /// The tags of a dataset and the versions they name, by name.
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError>;
+    /// [`Store::page`] with the bodies joined by commas (the inside of a JSON array), for a
+    /// server that sends them on as they are: backends make it in one piece where they can.
+    async fn page_json(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<JsonPage, StoreError> {
+        let page = self.page(dataset, version, select, after, size).await?;
+        Ok(JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next })
+    }
 }
+
+/// A page of cases as the inside of a JSON array (see [`Store::page_json`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JsonPage {
+    pub json: String,
+    pub count: usize,
+    pub next: Option<Cursor>,
+}
+
+/// [`Store::resolve`] from the list of versions and tags (what backends fall back to).
+pub(crate) async fn resolve_by_listing<S: Store + ?Sized>(
+store: &S,
+dataset: &str,
+reference: &Ref,
+) -> Result<VersionInfo, StoreError> {
+    let mut versions = store.versions(dataset).await?;
+    let head = versions.last().map_or(0, |v| v.number);
+    let tags = match reference {
+        Ref::Name(_) => store.tags(dataset).await?,
+        _ => Vec::new(),
+    };
+    let missing = || {
+        let hint = match reference {
+            Ref::Name(name) if !tags.is_empty() => {
+                let names: Vec<String> = tags.iter().map(|(tag, _)| tag.clone()).collect();
+                suggestion(name, &names, "tags")
+            }
+            Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
+            _ => format!("; its versions are v1 to v{head}"),
+        };
+        StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference), hint }
+    };
+    let number = match reference {
+        Ref::Latest => head,
+        Ref::Number(n) => *n,
+        Ref::Name(name) => match tags.iter().find(|(tag, _)| tag == name) {
+            Some((_, v)) => *v,
+            None => {
+                let prefix = name.to_ascii_lowercase();
+                let found: Vec<u64> =
+                    versions.iter().filter(|v| v.id.starts_with(&prefix)).map(|v| v.number).take(5).collect();
+                match found.as_slice() {
+                    [one] => *one,
+                    [] => return Err(missing()),
+                    many => {
+                        return Err(StoreError::Ambiguous {
+                            dataset: dataset.to_owned(),
+                            reference: name.clone(),
+                            candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
+                        });
+                    }
+                }
+            }
+        },
+    };
+    match versions.iter().position(|v| v.number == number) {
+        Some(at) => Ok(versions.swap_remove(at)),
+        None => Err(missing()),
+    }
+}
+
+/// Dataset row ids by project and name. A dataset is never removed and its row id never
+/// changes, so a store handle (and its clones) may remember them.
+pub(crate) type DatasetIds = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<(String, String), i64>>>;
 
 /// The error for a dataset `name` that is not among the `known` ones, with what there is.
 pub(crate) fn no_dataset(name: &str, known: &[String]) -> StoreError {

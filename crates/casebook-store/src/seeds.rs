@@ -44,6 +44,11 @@ const SEEDS_KEY: &str = "memory_seeds";
 /// read, hence a searcher built once.
 static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""memory_seeds":{"file":"#));
+/// Whether JSON text (one body or many) may refer to a seed document kept apart.
+pub(crate) fn may_refer(text: &str) -> bool {
+    MARKER.find(text.as_bytes()).is_some()
+}
+
 /// Documents kept by [`SeedDocuments`] before it forgets them all (it fetches them again).
 const CACHE_BYTES: usize = 64 << 20;
 

@@ -50,6 +50,7 @@ pub struct SqliteStore {
     read_only: bool,
     /// The project whose datasets and runs this handle sees (see [`crate::DEFAULT_PROJECT`]).
     project: String,
+    ids: crate::DatasetIds,
 }
 
 impl SqliteStore {
@@ -148,6 +149,7 @@ impl SqliteStore {
             path: path.to_owned(),
             read_only: access == Access::ReadOnly,
             project: crate::DEFAULT_PROJECT.to_owned(),
+            ids: crate::DatasetIds::default(),
         };
         store.migrate(access).await.map_err(|e| match e {
             StoreError::Database(e) => on(path, e),
@@ -242,14 +244,22 @@ impl SqliteStore {
         crate::no_dataset(name, &known)
     }
 
-    async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
-        let row = sqlx::query("SELECT id, head FROM datasets WHERE project = ? AND name = ?")
+    /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
+    async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
+        let key = (self.project.clone(), name.to_owned());
+        if let Some(id) = self.ids.lock().ok().and_then(|ids| ids.get(&key).copied()) {
+            return Ok(id);
+        }
+        let id: Option<i64> = sqlx::query_scalar("SELECT id FROM datasets WHERE project = ? AND name = ?")
             .bind(&self.project)
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        let Some(row) = row else { return Err(self.no_dataset(name).await) };
-        Ok((row.get(0), row.get::<i64, _>(1) as u64))
+        let Some(id) = id else { return Err(self.no_dataset(name).await) };
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.insert(key, id);
+        }
+        Ok(id)
     }
 
     async fn version_row(&self, dataset: &str, id: i64, number: u64) -> Result<Option<VersionInfo>, StoreError> {
@@ -497,6 +507,29 @@ async fn load(
 }
 
 impl crate::Store for SqliteStore {
+    /// A number or `latest` in one query; tags and content-id prefixes (and misses, for their
+    /// message) from the list of versions.
+    async fn resolve(&self, dataset: &str, reference: &crate::Ref) -> Result<VersionInfo, StoreError> {
+        let number = match reference {
+            crate::Ref::Number(n) => Some(*n as i64),
+            crate::Ref::Latest => None,
+            crate::Ref::Name(_) => return crate::resolve_by_listing(self, dataset, reference).await,
+        };
+        let id = self.dataset_id(dataset).await?;
+        let row = sqlx::query(
+            "SELECT number, cid, parent, author, time, message, added, removed, modified, cases FROM versions
+             WHERE dataset = ?1 AND number = coalesce(?2, (SELECT head FROM datasets WHERE id = ?1))",
+        )
+        .bind(id)
+        .bind(number)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(version_info(dataset, &row)),
+            None => crate::resolve_by_listing(self, dataset, reference).await,
+        }
+    }
+
     async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
         let rows = sqlx::query("SELECT name, head, cases, header FROM datasets WHERE project = ? ORDER BY name")
             .bind(&self.project)
@@ -527,7 +560,7 @@ impl crate::Store for SqliteStore {
         Ok(outcome)
     }
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows = sqlx::query(
             "SELECT number, cid, parent, author, time, message, added, removed, modified, cases
              FROM versions WHERE dataset = ? ORDER BY number",
@@ -539,7 +572,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows = sqlx::query("SELECT time, author, kind, detail FROM events WHERE dataset = ? ORDER BY id")
             .bind(id)
             .fetch_all(&self.pool)
@@ -558,7 +591,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let body: Option<String> = sqlx::query_scalar(
             "SELECT b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ? AND m.case_id = ? AND m.from_v <= ?3 AND (m.to_v IS NULL OR m.to_v > ?3)",
@@ -582,7 +615,7 @@ impl crate::Store for SqliteStore {
         each: &mut dyn FnMut(Vec<String>) -> bool,
     ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let (sql, params) = select_sql("b.body", select, true, id, version);
         let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let mut rows = query.fetch(&self.pool);
@@ -607,7 +640,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let (sql, params) = select_sql("1", select, false, id, version);
         let sql = format!("SELECT count(*) FROM ({sql})");
         let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
@@ -616,7 +649,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
             "SELECT m.from_v, m.to_v, lower(hex(b.cid)) FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = ? AND m.case_id = ? ORDER BY m.from_v",
@@ -629,7 +662,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
         if lo == 0 {
             return Err(StoreError::NoVersion {
@@ -692,7 +725,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         if self.version_row(dataset, id, version).await?.is_none() {
             return Err(StoreError::NoVersion {
                 dataset: dataset.to_owned(),
@@ -735,7 +768,7 @@ impl crate::Store for SqliteStore {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<Page, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
         let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
         if let Some(after) = after {
@@ -754,8 +787,48 @@ impl crate::Store for SqliteStore {
         Ok(Page { bodies, next })
     }
 
+    /// One row: SQLite joins the bodies (a page row by row costs a message between threads and a
+    /// string each). Bodies that refer to a seed document are expanded by `page`.
+    async fn page_json(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        after: Option<&Cursor>,
+        size: usize,
+    ) -> Result<crate::JsonPage, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let unlimited = Select { filter: select.filter.clone(), limit: None };
+        let (inner, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let mut sql = format!("WITH page AS MATERIALIZED ({inner}");
+        if let Some(after) = after {
+            sql.push_str(" AND m.ord >= ? AND (m.ord > ? OR m.case_id > ?)");
+            params.extend([SqlParam::Real(after.ord), SqlParam::Real(after.ord), SqlParam::Text(after.id.clone())]);
+        }
+        sql.push_str(
+            " ORDER BY m.ord, m.case_id LIMIT ?)
+             SELECT coalesce(group_concat(body, ',' ORDER BY ord, case_id), ''), count(*),
+                    (SELECT ord FROM page ORDER BY ord DESC, case_id DESC LIMIT 1),
+                    (SELECT case_id FROM page ORDER BY ord DESC, case_id DESC LIMIT 1)
+             FROM page",
+        );
+        params.push(SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX)));
+        let row = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_one(&self.pool).await?;
+        let json: String = row.get(0);
+        if crate::seeds::may_refer(&json) {
+            let page = self.page(dataset, version, select, after, size).await?;
+            return Ok(crate::JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next });
+        }
+        let count = row.get::<i64, _>(1) as usize;
+        let next = match (row.get::<Option<f64>, _>(2), row.get::<Option<String>, _>(3)) {
+            (Some(ord), Some(id)) if count == size => Some(Cursor { ord, id }),
+            _ => None,
+        };
+        Ok(crate::JsonPage { json, count, next })
+    }
+
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, version FROM tags WHERE dataset = ? ORDER BY name")
             .bind(id)
             .fetch_all(&self.pool)
@@ -773,7 +846,7 @@ impl SqliteStore {
         events: &[Event],
         tags: &[(String, u64)],
     ) -> Result<(), StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let header = serde_json::to_string(header).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query("UPDATE datasets SET header = ? WHERE id = ?").bind(header).bind(id).execute(&mut *tx).await?;
@@ -1162,7 +1235,7 @@ impl SqliteStore {
     /// How SQLite finds the cases `select` picks in a version to count them (`EXPLAIN QUERY
     /// PLAN`), one step a line: what shows that a filter uses the label table and the facets.
     pub async fn query_plan(&self, dataset: &str, version: u64, select: &Select) -> Result<Vec<String>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let (sql, params) = select_sql("1", select, false, id, version);
         let query = bind_select(sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}"))), params);
         let rows = query.fetch_all(&self.pool).await?;

@@ -62,16 +62,11 @@ pub async fn page(
             (v, Some(at))
         }
     };
-    let page = reader.store.page(&path.dataset, number, &select, after.as_ref(), size).await?;
+    let page = reader.store.page_json(&path.dataset, number, &select, after.as_ref(), size).await?;
     // The bodies are the stored native JSON: they go out as they are, not parsed and written again.
-    let mut out = String::with_capacity(64 + page.bodies.iter().map(|b| b.len() + 1).sum::<usize>());
+    let mut out = String::with_capacity(256 + page.json.len());
     out.push_str(&format!("{{\"version\":{number},\"cases\":["));
-    for (i, body) in page.bodies.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(body);
-    }
+    out.push_str(&page.json);
     out.push(']');
     if let Some(next) = &page.next {
         out.push_str(&format!(",\"next_cursor\":\"{}\"", cursor::encode(number, next)));

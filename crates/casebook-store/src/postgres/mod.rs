@@ -53,6 +53,7 @@ pub struct PostgresStore {
     url: String,
     /// The project whose datasets and runs this handle sees (see [`crate::DEFAULT_PROJECT`]).
     project: String,
+    ids: crate::DatasetIds,
 }
 
 impl PostgresStore {
@@ -121,7 +122,7 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(failed)?;
-        let store = Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned() };
+        let store = Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned(), ids: crate::DatasetIds::default() };
         let encoding: String = sqlx::query_scalar("SHOW server_encoding").fetch_one(&store.pool).await?;
         if encoding != "UTF8" {
             return Err(StoreError::NotAStore(
@@ -200,14 +201,22 @@ impl PostgresStore {
         crate::no_dataset(name, &known)
     }
 
-    async fn dataset_id(&self, name: &str) -> Result<(i64, u64), StoreError> {
-        let row = sqlx::query("SELECT id, head FROM datasets WHERE project = $1 AND name = $2")
+    /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
+    async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
+        let key = (self.project.clone(), name.to_owned());
+        if let Some(id) = self.ids.lock().ok().and_then(|ids| ids.get(&key).copied()) {
+            return Ok(id);
+        }
+        let id: Option<i64> = sqlx::query_scalar("SELECT id FROM datasets WHERE project = $1 AND name = $2")
             .bind(&self.project)
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        let Some(row) = row else { return Err(self.no_dataset(name).await) };
-        Ok((row.get(0), row.get::<i64, _>(1) as u64))
+        let Some(id) = id else { return Err(self.no_dataset(name).await) };
+        if let Ok(mut ids) = self.ids.lock() {
+            ids.insert(key, id);
+        }
+        Ok(id)
     }
 
     async fn version_row(
@@ -395,6 +404,29 @@ fn case_id(bytes: Vec<u8>) -> Result<String, StoreError> {
 const VERSION_COLUMNS: &str = "number, cid, parent, author, time, message, added, removed, modified, cases";
 
 impl crate::Store for PostgresStore {
+    /// A number or `latest` in one query; tags and content-id prefixes (and misses, for their
+    /// message) from the list of versions.
+    async fn resolve(&self, dataset: &str, reference: &crate::Ref) -> Result<VersionInfo, StoreError> {
+        let number = match reference {
+            crate::Ref::Number(n) => Some(*n as i64),
+            crate::Ref::Latest => None,
+            crate::Ref::Name(_) => return crate::resolve_by_listing(self, dataset, reference).await,
+        };
+        let id = self.dataset_id(dataset).await?;
+        let row = sqlx::query(
+            "SELECT number, cid, parent, author, time, message, added, removed, modified, cases FROM versions
+             WHERE dataset = $1 AND number = coalesce($2::bigint, (SELECT head FROM datasets WHERE id = $1))",
+        )
+        .bind(id)
+        .bind(number)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(version_info(dataset, &row)),
+            None => crate::resolve_by_listing(self, dataset, reference).await,
+        }
+    }
+
     async fn datasets(&self) -> Result<Vec<DatasetInfo>, StoreError> {
         let rows = sqlx::query("SELECT name, head, cases, header FROM datasets WHERE project = $1 ORDER BY name")
             .bind(&self.project)
@@ -435,7 +467,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {VERSION_COLUMNS} FROM versions WHERE dataset = $1 ORDER BY number"
         )))
@@ -446,7 +478,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows = sqlx::query("SELECT time, author, kind, detail FROM events WHERE dataset = $1 ORDER BY id")
             .bind(id)
             .fetch_all(&self.pool)
@@ -465,7 +497,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let body: Option<String> = sqlx::query_scalar(
             "SELECT b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = $1 AND m.case_id = $2 AND m.from_v <= $3 AND (m.to_v IS NULL OR m.to_v > $3)",
@@ -488,7 +520,7 @@ impl crate::Store for PostgresStore {
         batch: usize,
         each: &mut dyn FnMut(Vec<String>) -> bool,
     ) -> Result<u64, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let query = SelectQuery::new(select, id, version, None);
         let mut conn = self.pool.acquire().await?;
         let mut rows = query.rows(self, &mut conn, query.rows_sql());
@@ -508,7 +540,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let query = SelectQuery::new(select, id, version, None);
         let mut conn = self.pool.acquire().await?;
         query.count(self, &mut conn).await
@@ -522,7 +554,7 @@ impl crate::Store for PostgresStore {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<Page, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let select = Select { filter: select.filter.clone(), limit: Some(size as u64) };
         let query = SelectQuery::new(&select, id, version, after);
         let mut conn = self.pool.acquire().await?;
@@ -542,7 +574,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn history(&self, dataset: &str, case_id: &str) -> Result<Vec<Revision>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows: Vec<(i64, Option<i64>, String)> = sqlx::query_as(
             "SELECT m.from_v, m.to_v, encode(b.cid, 'hex') FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = $1 AND m.case_id = $2 ORDER BY m.from_v",
@@ -555,7 +587,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
         if lo == 0 {
             return Err(StoreError::NoVersion {
@@ -616,7 +648,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let mut tx = self.pool.begin().await?;
         if Self::version_row(&mut tx, dataset, id, version).await?.is_none() {
             return Err(StoreError::NoVersion {
@@ -657,7 +689,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let rows: Vec<(String, i64)> =
             sqlx::query_as("SELECT name, version FROM tags WHERE dataset = $1 ORDER BY name")
                 .bind(id)
@@ -676,7 +708,7 @@ impl PostgresStore {
         events: &[Event],
         tags: &[(String, u64)],
     ) -> Result<(), StoreError> {
-        let (id, _) = self.dataset_id(dataset).await?;
+        let id = self.dataset_id(dataset).await?;
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
         let header = serde_json::to_string(header).map_err(|e| StoreError::Corrupt(e.to_string()))?;

@@ -26,7 +26,8 @@ macro_rules! suite {
             long_filters_and_extreme_numbers_select_what_they_select_in_memory,
             pages_walk_a_fixed_version,
             many_insertions_at_one_spot_keep_the_order,
-            text_with_nul_is_filtered_as_in_memory);
+            text_with_nul_is_filtered_as_in_memory,
+            json_pages_are_the_pages_joined);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
@@ -769,4 +770,30 @@ pub async fn api_keys_open_one_project_until_revoked(store: AnyStore) {
         store.create_key("Team A", Scope::Read, "", "ana", time, &material(3)).await,
         Err(StoreError::BadProject(_))
     ));
+}
+
+/// `page_json` gives the pages `page` gives, joined: with and without a filter, at every
+/// cursor, with cases that carry seed files, and past the end.
+pub async fn json_pages_are_the_pages_joined(store: impl Store) {
+    let document = seed_document("Ana likes trains");
+    let mut many: Vec<Case> = (0..17).map(|i| case(&format!("c{i:02}"), &format!("question {i}"))).collect();
+    many.insert(5, seeded("s1", "./seeds/ana.yaml", document.clone()));
+    many.push(seeded("s2", "./seeds/ana.yaml", document));
+    let v = created(&store, CommitMode::Replace, many).await;
+    for filter in [None, Some(r#"id != "c03" and not (input matches "1$")"#)] {
+        let select = Select { filter: filter.map(|f| casebook_filter::Filter::parse(f).unwrap()), limit: None };
+        for size in [1, 4, 19, 50] {
+            let mut after = None;
+            loop {
+                let page = store.page("support", v.number, &select, after.as_ref(), size).await.unwrap();
+                let json = store.page_json("support", v.number, &select, after.as_ref(), size).await.unwrap();
+                assert_eq!(json.json, page.bodies.join(","), "{filter:?} {size}");
+                assert_eq!((json.count, &json.next), (page.bodies.len(), &page.next), "{filter:?} {size}");
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+        }
+    }
 }
