@@ -861,8 +861,7 @@ fn login_saves_the_key_for_the_user_alone() {
     // Push and pull with what was saved.
     let said = ok(client(&dir).args(["push", "--name", "support", "--file"]).arg(example("letta/support.jsonl")));
     assert!(
-        said.starts_with(&format!("pushed support v1 ("))
-            && said.ends_with(&format!(") to {}: 4 cases, +4 -0 ~0\n", server.url)),
+        said.starts_with("pushed support v1 (") && said.ends_with(&format!(") to {}: 4 cases, +4 -0 ~0\n", server.url)),
         "{said}"
     );
     ok(client(&dir).args(["pull", "--name", "support"]));
