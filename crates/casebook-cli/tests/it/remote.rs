@@ -752,6 +752,39 @@ fn a_pull_over_a_different_file_asks_what_to_do() {
     assert!(out.stderr.contains("cannot be used with"), "{out:?}");
 }
 
+/// A seed file beside the output with other content is never replaced (another dataset may use
+/// it): the pull says so and how to write the seeds into the cases instead.
+#[test]
+fn a_pull_never_replaces_a_seed_file_with_other_content() {
+    let dir = Folder::new();
+    let b = Backend::Embedded;
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    push(&server, &dir, &token, "trip-planner", &example("maslab/trip-planner.yaml"));
+    let pull = |extra: &[&str]| run(server.client(&dir, &token).args(["pull", "--name", "trip-planner"]).args(extra));
+    pull(&[]).expect_status(0);
+    let manifest = fs_err::read_to_string(dir.join("trip-planner.yaml")).unwrap();
+    let mine = "- source: notes\n  content: Bob moved to Turin.\n";
+    dir.file("seeds/bob.yaml", mine);
+    for flag in [&[][..], &["--overwrite"], &["--save-as-new"], &["--cancel-on-conflict"]] {
+        let out = pull(flag);
+        assert_eq!(
+            one_error(&out, 2),
+            "error: the seed file `seeds/bob.yaml` is already there with other content: write to another folder, or pass `--inline-seeds` to put the seeds in the cases",
+            "{flag:?}"
+        );
+        assert_eq!(fs_err::read_to_string(dir.join("seeds/bob.yaml")).unwrap(), mine);
+        assert_eq!(fs_err::read_to_string(dir.join("trip-planner.yaml")).unwrap(), manifest);
+        assert!(!dir.join("trip-planner-remote.yaml").exists());
+    }
+    // As the message says: the seeds inside the cases, and no file beside.
+    pull(&["--inline-seeds", "-o", "inline/trips.yaml"]).expect_status(0);
+    assert!(!dir.join("inline/seeds").exists());
+    let inline = value_of(&dir.join("inline/trips.yaml"));
+    let bob = inline["spec"]["items"].as_array().unwrap().iter().find(|i| i["id"] == "warm-bob-001").unwrap();
+    assert_eq!(bob["inputs"]["memory_seeds"], value_of(&example("maslab/seeds/bob.yaml")));
+}
+
 /// Without `--name` and without a terminal, `pull` says what it needs instead of waiting for
 /// an answer nobody can give.
 #[test]
