@@ -122,7 +122,11 @@ impl Server {
         stdout.read_line(&mut first).unwrap();
         // The rest of stdout (nothing, normally) is drained so the server never blocks on it.
         std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        let url = first.trim_end().to_owned();
+        // `--format json`: `{"listening": URL, "store": …}`.
+        let url = match serde_json::from_str::<Value>(&first) {
+            Ok(said) => said["listening"].as_str().unwrap_or_default().to_owned(),
+            Err(_) => first.trim_end().to_owned(),
+        };
         let mut server = Server { child, url, log };
         assert!(
             server.url.starts_with("http://127.0.0.1:") && server.url.len() > "http://127.0.0.1:".len(),
@@ -954,6 +958,24 @@ fn login_saves_the_key_for_the_user_alone() {
         .write_stdin(token.clone()));
     let mode = fs_err::metadata(config.join("casebook/credentials.json")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "{mode:o}");
+}
+
+/// With `--format json` the server says where it listens and what it serves as JSON, and logs
+/// JSON lines.
+#[test]
+fn the_server_speaks_json_to_programs() {
+    let dir = Folder::new();
+    let b = Backend::Embedded;
+    ok(b.cb(&dir).arg("init"));
+    let server = Server::serve(&b, &dir, &["--format", "json"]);
+    let token = Server::key(&b, &dir, PROJECT, "read");
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "nothing-here", "-o", "x.jsonl"]));
+    assert!(one_error(&out, 2).starts_with("error: no dataset named `nothing-here`"), "{out:?}");
+    let line = server.log.wait_for(0, |l| l.contains("\"serving\""));
+    let line: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["fields"]["url"], server.url.as_str());
+    let store = dir.join(".casebook/store.db");
+    assert_eq!(line["fields"]["store"], store.display().to_string().as_str());
 }
 
 /// SIGTERM stops the server after the requests in flight, with exit status 0.
