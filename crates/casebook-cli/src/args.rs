@@ -342,6 +342,9 @@ pub struct PullArgs {
     /// Cases a request fetches
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub page_size: usize,
+    /// Put the seed files' content in the cases instead of writing the files beside the output
+    #[arg(long)]
+    pub inline_seeds: bool,
     /// When the output file exists and differs: replace it
     #[arg(long, group = "on_conflict")]
     pub overwrite: bool,

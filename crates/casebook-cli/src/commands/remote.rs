@@ -360,7 +360,9 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         syntax,
         column_map: args.map.clone(),
         lossy: false,
-        seed_files: SeedFiles::Write,
+        // Seed files are written beside the output; one there with other content is an error
+        // that names `--inline-seeds`.
+        seed_files: if args.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
         place: format!("{name}@v{}", version.number),
     };
     // Pages of the version, as native JSON lines (checked to be one line each).

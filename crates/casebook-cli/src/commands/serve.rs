@@ -26,6 +26,9 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await
             .with_context(|| format!("cannot listen on `{}`", args.listen))?;
+        // Listening for the signals starts before the address is printed: a signal sent as
+        // soon as the server says where it is stops it gracefully, instead of killing it.
+        let stop = stop_signal()?;
         let address = listener.local_addr().context("cannot read the address listened on")?;
         let url = format!("http://{address}");
         crate::write_stdout(&if settings.json {
@@ -34,7 +37,7 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
             format!("{url}\n")
         })?;
         tracing::info!(%url, store = %shown, "serving");
-        casebook_server::serve(listener, router, stop_signal()).await.context("the server failed")?;
+        casebook_server::serve(listener, router, stop).await.context("the server failed")?;
         tracing::info!("stopped: every request in flight was answered");
         store.close().await;
         Ok::<_, anyhow::Error>(())
@@ -42,25 +45,25 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn stop_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Listens for SIGINT and SIGTERM from now on; the future resolves on either. Called inside
+/// the runtime.
+fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = interrupt.await;
-                return;
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut interrupt = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+        let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = term.recv() => {}
             }
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = term.recv() => {}
-        }
+        })
     }
     #[cfg(not(unix))]
-    let _ = interrupt.await;
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
 
 /// Request logs on stderr: JSON lines with `--format json`, else text (coloured on a terminal

@@ -13,6 +13,7 @@ mod filter;
 mod human;
 mod inspect;
 mod memory;
+mod remote;
 mod run;
 mod schema;
 mod store;
