@@ -93,6 +93,10 @@ impl From<StoreError> for ApiError {
     /// project: a store handle sees no other); the server's failures are logged, not shown.
     fn from(err: StoreError) -> Self {
         match &err {
+            // The store's hint for an empty project speaks of `casebook import`; a client pushes.
+            StoreError::NoDataset(name, hint) if hint.contains("no datasets yet") => Self::not_found(format!(
+                "no dataset named `{name}`; the project has no datasets yet (`casebook push --name NAME --file FILE` adds one)"
+            )),
             StoreError::NoDataset(..) | StoreError::NoVersion { .. } | StoreError::NoRun(_) => {
                 Self::not_found(err.to_string())
             }
