@@ -45,31 +45,45 @@ timed() { # label, cases, command...
     "$(awk -v n="$cases" -v s="$secs" 'BEGIN {printf "%d", n / s}')" "$((kib / 1024))" "$((server_kib / 1024))"
 }
 
+start_server() {
+  "$BIN" serve --listen 127.0.0.1:0 -q >"$WORK/url" 2>"$WORK/serve.log" &
+  SERVER=$!
+  for _ in $(seq 50); do [[ -s $WORK/url ]] && break; sleep 0.1; done
+  CASEBOOK_URL=$(head -1 "$WORK/url")
+  export CASEBOOK_URL
+  : >"$WORK/url"
+}
+
+stop_server() {
+  kill "$SERVER"
+  wait "$SERVER" 2>/dev/null || true
+  SERVER=
+}
+
 cat "$REALISTIC" >/dev/null
 for store in "$WORK/.casebook" "$URL"; do
   name=sqlite
   [[ $store == postgres* ]] && name=postgres
   export CASEBOOK_STORE=$store
   "$BIN" init -q >/dev/null
-  token=$("$BIN" keys create --project bench --scope write -q)
-  "$BIN" serve --listen 127.0.0.1:0 -q >"$WORK/url" 2>"$WORK/serve.log" &
-  SERVER=$!
-  for _ in $(seq 50); do [[ -s $WORK/url ]] && break; sleep 0.1; done
-  export CASEBOOK_URL=$(head -1 "$WORK/url") CASEBOOK_TOKEN=$token
+  CASEBOOK_TOKEN=$("$BIN" keys create --project bench --scope write -q)
+  export CASEBOOK_TOKEN
   echo
-  echo "$name:"
+  echo "$name (the server's peak RSS is of a server started for the push, and another for the pulls):"
   echo
-  echo "| command | wall | rate | client peak RSS | server peak RSS so far |"
+  echo "| command | wall | rate | client peak RSS | server peak RSS |"
   echo "|---|---|---|---|---|"
+  start_server
   timed "push $(basename "$REALISTIC")" "$ROWS" "$BIN" push --name big --file "$REALISTIC" -q
+  stop_server
+  start_server
   timed "pull as casebook JSONL" "$ROWS" "$BIN" pull --name big --to casebook -o "$WORK/pulled-$name.jsonl" -q
   timed "pull as letta JSONL" "$ROWS" "$BIN" pull --name big -o "$WORK/pulled-$name-letta.jsonl" -q
   echo
-  "$LOAD" "$CASEBOOK_URL" "$token" /api/v1/projects/bench/datasets/big/versions/v1 32 6400 200
-  kill "$SERVER"
-  wait "$SERVER" 2>/dev/null || true
-  SERVER=
+  "$LOAD" "$CASEBOOK_URL" "$CASEBOOK_TOKEN" /api/v1/projects/bench/datasets/big/versions/v1 32 6400 200
+  stop_server
   unset CASEBOOK_URL CASEBOOK_TOKEN
 done
 cmp -s "$WORK/pulled-sqlite.jsonl" "$WORK/pulled-postgres.jsonl" && echo "(both native pulls are byte-identical)"
 cmp -s "$REALISTIC" "$WORK/pulled-sqlite-letta.jsonl" && echo "(the letta pull is the pushed file, byte for byte)"
+rm -f "$WORK"/pulled-*.jsonl

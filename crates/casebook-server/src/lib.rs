@@ -32,6 +32,9 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use error::{ApiError, ErrorBody};
 
+/// The largest JSON request body (a batch of a run's results is the largest there is).
+const JSON_BODY_LIMIT: usize = 64 << 20;
+
 /// What a server allows.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -95,7 +98,9 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
         .fallback(routes::no_route)
         .method_not_allowed_fallback(routes::no_method)
         .with_state(state)
-        .layer(DefaultBodyLimit::disable())
+        // JSON bodies (tags, runs' results) are read whole: bounded. An import's body is a stream
+        // with its own limit (`max_body`), which this does not touch.
+        .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body_idle))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent.max(1)))
         .layer(axum::middleware::from_fn(request_log));

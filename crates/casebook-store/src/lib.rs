@@ -469,24 +469,30 @@ pub trait Store {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<JsonPage, StoreError> {
-        let page = self.page(dataset, version, select, after, size).await?;
-        Ok(JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next })
+        Ok(JsonPage::from(self.page(dataset, version, select, after, size).await?))
     }
 }
 
-/// A page of cases as the inside of a JSON array (see [`Store::page_json`]).
+/// A page of cases as the inside of a JSON array (see [`Store::page_json`]): UTF-8 bytes, as
+/// the store holds them (a page is sent on, not read).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JsonPage {
-    pub json: String,
+    pub json: Vec<u8>,
     pub count: usize,
     pub next: Option<Cursor>,
 }
 
+impl From<Page> for JsonPage {
+    fn from(page: Page) -> Self {
+        JsonPage { json: page.bodies.join(",").into_bytes(), count: page.bodies.len(), next: page.next }
+    }
+}
+
 /// [`Store::resolve`] from the list of versions and tags (what backends fall back to).
 pub(crate) async fn resolve_by_listing<S: Store + ?Sized>(
-store: &S,
-dataset: &str,
-reference: &Ref,
+    store: &S,
+    dataset: &str,
+    reference: &Ref,
 ) -> Result<VersionInfo, StoreError> {
     let mut versions = store.versions(dataset).await?;
     let head = versions.last().map_or(0, |v| v.number);
@@ -535,8 +541,23 @@ reference: &Ref,
 }
 
 /// Dataset row ids by project and name. A dataset is never removed and its row id never
-/// changes, so a store handle (and its clones) may remember them.
-pub(crate) type DatasetIds = std::sync::Arc<std::sync::Mutex<std::collections::HashMap<(String, String), i64>>>;
+/// changes, so a store handle (and its clones) may remember them. Only ids read outside a
+/// transaction (committed rows) are kept.
+#[derive(Clone, Default)]
+pub(crate) struct DatasetIds(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<(String, String), i64>>>);
+
+impl DatasetIds {
+    pub(crate) fn get(&self, project: &str, name: &str) -> Option<i64> {
+        let ids = self.0.lock().ok()?;
+        ids.get(&(project.to_owned(), name.to_owned())).copied()
+    }
+
+    pub(crate) fn keep(&self, project: &str, name: &str, id: i64) {
+        if let Ok(mut ids) = self.0.lock() {
+            ids.insert((project.to_owned(), name.to_owned()), id);
+        }
+    }
+}
 
 /// The error for a dataset `name` that is not among the `known` ones, with what there is.
 pub(crate) fn no_dataset(name: &str, known: &[String]) -> StoreError {

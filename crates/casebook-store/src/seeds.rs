@@ -45,8 +45,8 @@ const SEEDS_KEY: &str = "memory_seeds";
 static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""memory_seeds":{"file":"#));
 /// Whether JSON text (one body or many) may refer to a seed document kept apart.
-pub(crate) fn may_refer(text: &str) -> bool {
-    MARKER.find(text.as_bytes()).is_some()
+pub(crate) fn may_refer(text: &[u8]) -> bool {
+    MARKER.find(text).is_some()
 }
 
 /// Documents kept by [`SeedDocuments`] before it forgets them all (it fetches them again).

@@ -246,8 +246,7 @@ impl SqliteStore {
 
     /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
     async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
-        let key = (self.project.clone(), name.to_owned());
-        if let Some(id) = self.ids.lock().ok().and_then(|ids| ids.get(&key).copied()) {
+        if let Some(id) = self.ids.get(&self.project, name) {
             return Ok(id);
         }
         let id: Option<i64> = sqlx::query_scalar("SELECT id FROM datasets WHERE project = ? AND name = ?")
@@ -256,9 +255,7 @@ impl SqliteStore {
             .fetch_optional(&self.pool)
             .await?;
         let Some(id) = id else { return Err(self.no_dataset(name).await) };
-        if let Ok(mut ids) = self.ids.lock() {
-            ids.insert(key, id);
-        }
+        self.ids.keep(&self.project, name, id);
         Ok(id)
     }
 
@@ -807,17 +804,17 @@ impl crate::Store for SqliteStore {
         }
         sql.push_str(
             " ORDER BY m.ord, m.case_id LIMIT ?)
-             SELECT coalesce(group_concat(body, ',' ORDER BY ord, case_id), ''), count(*),
+             SELECT CAST(coalesce(group_concat(body, ',' ORDER BY ord, case_id), '') AS BLOB), count(*),
                     (SELECT ord FROM page ORDER BY ord DESC, case_id DESC LIMIT 1),
                     (SELECT case_id FROM page ORDER BY ord DESC, case_id DESC LIMIT 1)
              FROM page",
         );
         params.push(SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX)));
         let row = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_one(&self.pool).await?;
-        let json: String = row.get(0);
+        // Bytes: SQLite's text is the UTF-8 the bodies were written as, and is sent on as it is.
+        let json: Vec<u8> = row.get(0);
         if crate::seeds::may_refer(&json) {
-            let page = self.page(dataset, version, select, after, size).await?;
-            return Ok(crate::JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next });
+            return Ok(self.page(dataset, version, select, after, size).await?.into());
         }
         let count = row.get::<i64, _>(1) as usize;
         let next = match (row.get::<Option<f64>, _>(2), row.get::<Option<String>, _>(3)) {

@@ -64,14 +64,14 @@ pub async fn page(
     };
     let page = reader.store.page_json(&path.dataset, number, &select, after.as_ref(), size).await?;
     // The bodies are the stored native JSON: they go out as they are, not parsed and written again.
-    let mut out = String::with_capacity(256 + page.json.len());
-    out.push_str(&format!("{{\"version\":{number},\"cases\":["));
-    out.push_str(&page.json);
-    out.push(']');
+    let mut out = Vec::with_capacity(256 + page.json.len());
+    out.extend_from_slice(format!("{{\"version\":{number},\"cases\":[").as_bytes());
+    out.extend_from_slice(&page.json);
+    out.push(b']');
     if let Some(next) = &page.next {
-        out.push_str(&format!(",\"next_cursor\":\"{}\"", cursor::encode(number, next)));
+        out.extend_from_slice(format!(",\"next_cursor\":\"{}\"", cursor::encode(number, next)).as_bytes());
     }
-    out.push('}');
+    out.push(b'}');
     Ok(([(CONTENT_TYPE, "application/json")], out).into_response())
 }
 

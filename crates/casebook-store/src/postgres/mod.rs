@@ -122,7 +122,8 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(failed)?;
-        let store = Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned(), ids: crate::DatasetIds::default() };
+        let store =
+            Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned(), ids: crate::DatasetIds::default() };
         let encoding: String = sqlx::query_scalar("SHOW server_encoding").fetch_one(&store.pool).await?;
         if encoding != "UTF8" {
             return Err(StoreError::NotAStore(
@@ -203,8 +204,7 @@ impl PostgresStore {
 
     /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
     async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
-        let key = (self.project.clone(), name.to_owned());
-        if let Some(id) = self.ids.lock().ok().and_then(|ids| ids.get(&key).copied()) {
+        if let Some(id) = self.ids.get(&self.project, name) {
             return Ok(id);
         }
         let id: Option<i64> = sqlx::query_scalar("SELECT id FROM datasets WHERE project = $1 AND name = $2")
@@ -213,9 +213,7 @@ impl PostgresStore {
             .fetch_optional(&self.pool)
             .await?;
         let Some(id) = id else { return Err(self.no_dataset(name).await) };
-        if let Ok(mut ids) = self.ids.lock() {
-            ids.insert(key, id);
-        }
+        self.ids.keep(&self.project, name, id);
         Ok(id)
     }
 
@@ -583,25 +581,24 @@ impl crate::Store for PostgresStore {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<crate::JsonPage, StoreError> {
-        let joined = |page: Page| crate::JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next };
         let id = self.dataset_id(dataset).await?;
         let query = SelectQuery::new(&Select { filter: select.filter.clone(), limit: None }, id, version, after);
         if query.check != Check::Sql {
-            return Ok(joined(self.page(dataset, version, select, after, size).await?));
+            return Ok(self.page(dataset, version, select, after, size).await?.into());
         }
         let (from, cond) = (&query.from, query.cond.as_deref().unwrap_or("true"));
         let limit = i64::try_from(size).unwrap_or(i64::MAX);
         let sql = format!(
             "WITH page AS MATERIALIZED (SELECT b.body, m.ord, m.case_id {from} AND ({cond}) ORDER BY m.ord, m.case_id LIMIT {limit})
-             SELECT coalesce(string_agg(body, ',' ORDER BY ord, case_id), ''), count(*),
+             SELECT convert_to(coalesce(string_agg(body, ',' ORDER BY ord, case_id), ''), 'UTF8'), count(*),
                     (SELECT ord FROM page ORDER BY ord DESC, case_id DESC LIMIT 1),
                     (SELECT case_id FROM page ORDER BY ord DESC, case_id DESC LIMIT 1)
              FROM page"
         );
-        let (json, count, ord, last): (String, i64, Option<f64>, Option<Vec<u8>>) =
+        let (json, count, ord, last): (Vec<u8>, i64, Option<f64>, Option<Vec<u8>>) =
             query.bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone()))).fetch_one(&self.pool).await?;
         if crate::seeds::may_refer(&json) {
-            return Ok(joined(self.page(dataset, version, select, after, size).await?));
+            return Ok(self.page(dataset, version, select, after, size).await?.into());
         }
         let count = count as usize;
         let next = match (ord, last) {
