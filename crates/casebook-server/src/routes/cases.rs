@@ -48,16 +48,19 @@ pub async fn page(
     if size == 0 || size > state.limits.max_page {
         return Err(ApiError::bad_request(format!("`limit` must be 1 to {}", state.limits.max_page)));
     }
-    let version = resolve(&reader.store, &path.dataset, &path.version).await?;
     let (number, after) = match query.cursor.as_deref() {
-        None => (version.number, None),
+        None => (resolve(&reader.store, &path.dataset, &path.version).await?.number, None),
         Some(text) => {
             let (v, at) = cursor::decode(text)?;
-            if v != version.number && path.version != "latest" {
-                return Err(ApiError::bad_request(format!(
-                    "`cursor` walks v{v}, not `{}`: continue at versions/v{v}, or start again without a cursor",
-                    path.version
-                )));
+            // The cursor names the version it walks: no lookup when the path says the same.
+            if path.version != "latest" && path.version != format!("v{v}") {
+                let version = resolve(&reader.store, &path.dataset, &path.version).await?;
+                if version.number != v {
+                    return Err(ApiError::bad_request(format!(
+                        "`cursor` walks v{v}, not `{}`: continue at versions/v{v}, or start again without a cursor",
+                        path.version
+                    )));
+                }
             }
             (v, Some(at))
         }
