@@ -78,7 +78,7 @@ fn dataset_name(
         return Ok((name, false));
     }
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) || settings.json {
-        return Err(Usage("name the dataset with `--name NAME` (or `CASEBOOK_DATASET`)".into()).into());
+        return Err(anyhow::Error::msg("name the dataset with `--name NAME` (or `CASEBOOK_DATASET`)"));
     }
     let datasets: Vec<casebook_server::api::Dataset> = runtime
         .block_on(remote.get_json(&format!("/api/v1/projects/{}/datasets", crate::remote::segment(&remote.project))))?;
@@ -122,11 +122,6 @@ impl casebook_formats::Consumer<()> for Check {
         casebook_formats::Flow::Continue
     }
 }
-
-/// A usage error: exit 2 with this message.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Usage(pub String);
 
 pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     let runtime = crate::stores::runtime()?;
@@ -282,12 +277,14 @@ async fn find_by_id(remote: &Remote, id: &str) -> anyhow::Result<(String, casebo
     }
     match found.len() {
         1 => Ok(found.remove(0)),
-        0 => Err(Usage(format!("no version of project `{}` has an id starting with `{id}`", remote.project)).into()),
-        _ => Err(Usage(format!(
+        0 => Err(anyhow::Error::msg(format!(
+            "no version of project `{}` has an id starting with `{id}`",
+            remote.project
+        ))),
+        _ => Err(anyhow::Error::msg(format!(
             "`{id}` names several versions: {}; give more of the id",
             found.iter().map(|(n, v)| format!("{n}@v{}", v.number)).collect::<Vec<_>>().join(", ")
-        ))
-        .into()),
+        ))),
     }
 }
 
@@ -296,7 +293,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
     let runtime = crate::stores::runtime()?;
     let remote = runtime.block_on(Remote::connect())?;
     if args.page_size == 0 {
-        return Err(Usage("`--page-size` must be at least 1".into()).into());
+        return Err(anyhow::Error::msg("`--page-size` must be at least 1"));
     }
     let (name, version) = match &args.id {
         Some(id) => runtime.block_on(find_by_id(&remote, id))?,
@@ -351,7 +348,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
             .unwrap_or_else(|| format.syntax_for(None))
     });
     if !format.syntaxes().contains(&syntax) {
-        return Err(Usage(format!("`{format}` cannot be written as {}", syntax.name())).into());
+        return Err(anyhow::Error::msg(format!("`{format}` cannot be written as {}", syntax.name())));
     }
     let output =
         args.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}.{}", file_stem(&name), syntax.name())));
@@ -456,11 +453,10 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
                 .interact()
                 .context("nothing picked")?
         } else {
-            return Err(Usage(format!(
+            return Err(anyhow::Error::msg(format!(
                 "`{}` exists and differs from {place}: pass `--overwrite`, `--save-as-new` or `--cancel-on-conflict`",
                 output.display()
-            ))
-            .into());
+            )));
         };
         match choice {
             0 => {
