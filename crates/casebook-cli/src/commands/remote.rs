@@ -62,6 +62,11 @@ fn default_file(name: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// `1 case`, `2 cases`.
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+}
+
 /// A dataset name as a file name: `/` and other separators become `_`.
 fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c == '/' || c == '\\' || c == '\0' { '_' } else { c }).collect()
@@ -88,8 +93,10 @@ fn dataset_name(
             remote.project
         );
     }
-    let items: Vec<String> =
-        datasets.iter().map(|d| format!("{}  ({} versions, {} cases)", d.name, d.head, d.cases)).collect();
+    let items: Vec<String> = datasets
+        .iter()
+        .map(|d| format!("{}  ({}, {})", d.name, plural(d.head, "version"), plural(d.cases, "case")))
+        .collect();
     let at = dialoguer::Select::new()
         .with_prompt(format!("dataset of project `{}`", remote.project))
         .items(&items)
@@ -307,7 +314,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
                         .versions
                         .iter()
                         .rev()
-                        .map(|v| format!("v{}  {} cases  {}  {}", v.number, v.cases, v.time, v.message))
+                        .map(|v| format!("v{}  {}  {}  {}", v.number, plural(v.cases, "case"), v.time, v.message))
                         .collect();
                     let at = dialoguer::Select::new()
                         .with_prompt(format!("version of `{name}`"))

@@ -990,3 +990,79 @@ fn the_server_stops_on_sigterm() {
     assert_eq!(status.code(), Some(0));
     server.log.wait_for(0, |l| l.contains("stopped: every request in flight was answered"));
 }
+
+const DOWN: &[u8] = b"\x1b[B";
+const UP: &[u8] = b"\x1b[A";
+const ENTER: &[u8] = b"\r";
+
+/// On a terminal (a pseudo-terminal made by util-linux's `script`), with `keys` typed in.
+fn on_terminal(server: &Server, dir: &Folder, token: &str, args: &str, keys: &[&[u8]]) -> (Option<i32>, String) {
+    use std::io::{Read, Write};
+    let bin = assert_cmd::cargo::cargo_bin("casebook");
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &format!("'{}' {args}", bin.display()), "/dev/null"])
+        .current_dir(dir.join(""))
+        .env("HOME", dir.join("home"))
+        .env("NO_COLOR", "1")
+        .env("CASEBOOK_URL", &server.url)
+        .env("CASEBOOK_TOKEN", token)
+        .env_remove("CASEBOOK_STORE")
+        .env_remove("CASEBOOK_DATASET")
+        .env_remove("CASEBOOK_PROJECT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    let mut stdin = child.stdin.take().unwrap();
+    for key in keys {
+        // One key at a time, as a person types: each answers the prompt that is up.
+        std::thread::sleep(Duration::from_millis(700));
+        stdin.write_all(key).unwrap();
+        stdin.flush().unwrap();
+    }
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut text = String::new();
+            child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+            return (status.code(), text);
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the prompt did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// On a terminal, `pull` without a name asks for the dataset (with its versions and cases) and
+/// then the version (newest first); over a file that differs, it asks what to do, and `cancel`
+/// is the default.
+#[test]
+fn a_pull_on_a_terminal_asks_for_what_it_was_not_told() {
+    let dir = Folder::new();
+    let b = Backend::Embedded;
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    push(&server, &dir, &token, "support", &example("letta/support.jsonl"));
+    let edited = dir.file("edited.jsonl", "{\"input\": \"only one\", \"ground_truth\": \"x\"}\n");
+    push(&server, &dir, &token, "support", &edited);
+    push(&server, &dir, &token, "geography", &example("voltagent/geography.json"));
+
+    // Down to the second dataset (`support`), then down to its second newest version (v1).
+    let (status, screen) = on_terminal(&server, &dir, &token, "pull", &[DOWN, ENTER, DOWN, ENTER]);
+    assert_eq!(status, Some(0), "{screen}");
+    assert!(screen.contains("geography  (1 version, 2 cases)"), "{screen}");
+    assert!(screen.contains("support  (2 versions, 1 case)"), "{screen}");
+    assert!(screen.contains("v2  1 case "), "{screen}");
+    assert!(screen.contains("wrote `support.jsonl`: support@v1, 4 cases (letta)"), "{screen}");
+    assert_eq!(value_of(&dir.join("support.jsonl")), value_of(&example("letta/support.jsonl")));
+
+    // The file differs from v2: Enter takes the default answer, cancel.
+    let (status, screen) = on_terminal(&server, &dir, &token, "pull --name support", &[ENTER]);
+    assert_eq!(status, Some(1), "{screen}");
+    assert!(screen.contains("differs from support@v2"), "{screen}");
+    assert_eq!(value_of(&dir.join("support.jsonl")), value_of(&example("letta/support.jsonl")));
+    // Up twice from `cancel`: overwrite.
+    let (status, screen) = on_terminal(&server, &dir, &token, "pull --name support", &[UP, UP, ENTER]);
+    assert_eq!(status, Some(0), "{screen}");
+    assert!(screen.contains("overwrote `support.jsonl`: support@v2"), "{screen}");
+}
