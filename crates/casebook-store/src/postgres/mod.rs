@@ -122,7 +122,8 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(failed)?;
-        let store = Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned(), ids: crate::DatasetIds::default() };
+        let store =
+            Self { pool, url: shown, project: crate::DEFAULT_PROJECT.to_owned(), ids: crate::DatasetIds::default() };
         let encoding: String = sqlx::query_scalar("SHOW server_encoding").fetch_one(&store.pool).await?;
         if encoding != "UTF8" {
             return Err(StoreError::NotAStore(
@@ -583,7 +584,8 @@ impl crate::Store for PostgresStore {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<crate::JsonPage, StoreError> {
-        let joined = |page: Page| crate::JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next };
+        let joined =
+            |page: Page| crate::JsonPage { json: page.bodies.join(","), count: page.bodies.len(), next: page.next };
         let id = self.dataset_id(dataset).await?;
         let query = SelectQuery::new(&Select { filter: select.filter.clone(), limit: None }, id, version, after);
         if query.check != Check::Sql {
