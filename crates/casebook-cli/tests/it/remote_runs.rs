@@ -5,6 +5,8 @@
 // The functions `on_both!` makes tests of are tests too.
 #![allow(clippy::unwrap_used)]
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use crate::cli::{Backend, Folder, run};
@@ -109,4 +111,58 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
         format!("error: the API key `{id}` may only read: writing needs a key made with `--scope write`")
     );
     assert_eq!(calls(), 5);
+}
+
+/// A run through the server stopped with Ctrl-C keeps what finished there; the same command
+/// again calls the agent only for the rest. And a server that is not there is one line.
+#[test]
+fn an_interrupted_run_resumes_from_what_the_server_kept() {
+    let dir = Folder::new();
+    let b = Backend::Embedded;
+    let server = Server::start(&b, &dir, &[]);
+    let key = Server::key(&b, &dir, PROJECT, "write");
+    let rows: String = (0..12)
+        .map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"q{i}\", \"expected\": {{\"output\": \"Q{i}\"}}}}\n"))
+        .collect();
+    push(&server, &dir, &key, "many", &dir.file("many.jsonl", rows));
+    let (agent, bodies) = serve(Behaviour::Slow);
+    let here = Folder::new();
+    let args = ["run", "--dataset", "many", "--target", &agent, "--grader", "exact_match", "--concurrency", "1"];
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"))
+        .current_dir(here.join(""))
+        .env("NO_COLOR", "1")
+        .env("HOME", here.join("home"))
+        .env("CASEBOOK_URL", &server.url)
+        .env("CASEBOOK_TOKEN", &key)
+        .env_remove("CASEBOOK_STORE")
+        .env_remove("CASEBOOK_PROJECT")
+        .env_remove("XDG_CONFIG_HOME")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A few runs finish (200 ms each, one at a time), then Ctrl-C.
+    std::thread::sleep(Duration::from_millis(1100));
+    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopping"), "{stderr}");
+    let called = bodies.lock().unwrap().len();
+    assert!((2..12).contains(&called), "{called} calls before Ctrl-C");
+    let listed = ok(server.client(&here, &key).args(["results", "--list"]));
+    assert!(listed.contains("(stopped)"), "{listed}");
+    let again = run(server.client(&here, &key).args(args).args(["--format", "json"]));
+    again.expect_status(0);
+    let total = bodies.lock().unwrap().len();
+    // Each case once, plus at most the one in flight when Ctrl-C came.
+    assert!((12..=13).contains(&total), "{total} calls in all");
+    assert_eq!(summary(&again.stdout)["totals"]["passed"].as_u64(), Some(12));
+    assert!(!here.join(".casebook").exists());
+
+    let out = run(server.client(&here, &key).env("CASEBOOK_URL", "http://127.0.0.1:1").arg("results"));
+    let line = one_error(&out, 2);
+    assert!(line.starts_with("error: cannot reach the server at http://127.0.0.1:1: "), "{line}");
 }
