@@ -175,6 +175,14 @@ pub async fn save_results(
     let Rows(results): Rows<ResultIn> = json_body(&state, body, "a list of results").await?;
     let mut rows = Vec::with_capacity(results.len());
     for r in results {
+        // A run's results are keyed from its place in the store's order times 2³²: a place past
+        // that would land in another run's range.
+        if r.seq >= 1 << 32 {
+            return Err(ApiError::bad_request(format!(
+                "`seq` {} is too large: a run holds fewer than 2³² results",
+                r.seq
+            )));
+        }
         if !is_object(&r.result) {
             return Err(ApiError::bad_request(format!("the result at place {} is not a JSON object", r.seq)));
         }

@@ -171,6 +171,9 @@ async fn writes_need_a_write_key_and_a_well_formed_body(backend: Backend) {
         (RUNS.to_owned(), r#"{"id": "r-x", "experiment": "e", "started": "t", "meta": [1]}"#),
         (results.clone(), r#"{"seq": 0}"#),
         (results.clone(), r#"[{"seq": 0, "result": 3, "output": null}]"#),
+        // A place past a run's range, which would be the next run's.
+        (results.clone(), r#"[{"seq": 4294967296, "result": {}, "output": null}]"#),
+        (results.clone(), r#"[{"seq": 18446744073709551615, "result": {}, "output": null}]"#),
     ] {
         let (status, text) = post(&server, write, &path, body).await;
         assert_eq!((status, error_code(&text)), (400, "bad-request".to_owned()), "{body}: {text}");
