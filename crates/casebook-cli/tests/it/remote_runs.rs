@@ -85,8 +85,16 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
     let listed = ok(server.client(&bob, &reader_key).args(["results", "--list"]));
     assert_eq!(listed.lines().count(), 3, "a header and two runs: {listed}");
 
+    // A filter is applied on the server: the cases it picks, every output already there.
+    let out =
+        run(server.client(&bob, &bob_key).args(args).args(["--only", "labels contains \"greeting\" and id != \"x\""]));
+    assert!(out.stdout.contains("results 2: 1 passed, 1 failed, 0 errors"), "{out:?}");
+    assert!(out.stderr.contains(", 2 from stored outputs"), "{out:?}");
+    assert_eq!(calls(), 5);
+
     // Either compares the two runs through the server.
-    let compared = ok(server.client(&alice, &reader_key).args(["compare", "previous", "latest"]));
+    let compared =
+        ok(server.client(&alice, &reader_key).args(["compare", &alice_run, bob_run["id"].as_str().unwrap()]));
     assert!(compared.starts_with("3 pairs · mean difference B − A +0.000"), "{compared}");
     assert!(compared.contains("pass → fail 0 · fail → pass 0 · only in A 0 · only in B 0 · errors 0"), "{compared}");
 
