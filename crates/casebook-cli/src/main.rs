@@ -7,6 +7,7 @@ mod output;
 mod progress;
 mod remote;
 mod report;
+mod runs;
 mod settings;
 mod stores;
 

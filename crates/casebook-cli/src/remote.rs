@@ -1,4 +1,4 @@
-//! The client side of the team server, for `login`, `push` and `pull`: where the server is and
+//! The client side of the team server, for `login`, `push`, `pull` and runs (`runs.rs`): where the server is and
 //! which key to send (`CASEBOOK_URL` and `CASEBOOK_TOKEN`, else what `casebook login` saved),
 //! requests, and the server's errors as one-line messages.
 
@@ -174,7 +174,15 @@ impl Remote {
     }
 
     pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
-        let response = self.send(self.request(reqwest::Method::GET, path)).await?;
+        self.json(self.request(reqwest::Method::GET, path)).await
+    }
+
+    /// Sends a request and reads its JSON answer.
+    pub async fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, RemoteError> {
+        let response = self.send(request).await?;
         let status = response.status().as_u16();
         let bytes =
             response.bytes().await.map_err(|e| RemoteError::Unreachable { url: self.url.clone(), why: why(&e) })?;

@@ -19,6 +19,8 @@ pub struct Global {
     pub progress: bool,
     /// `--store` or `CASEBOOK_STORE`.
     pub store: Option<PathBuf>,
+    /// `CASEBOOK_URL` is set: `run`, `results` and `compare` keep and read runs on that server.
+    pub server: bool,
     /// `--project` or `CASEBOOK_PROJECT`, if given.
     pub project: Option<String>,
     /// Who commits: `CASEBOOK_AUTHOR`, else the login name.
@@ -43,6 +45,7 @@ impl Global {
             color_stderr: color(stderr_tty),
             progress: stderr_tty && !args.quiet,
             store: args.store.clone(),
+            server: std::env::var_os("CASEBOOK_URL").is_some_and(|v| !v.is_empty()),
             project: args.project.clone(),
             author: std::env::var("CASEBOOK_AUTHOR")
                 .or_else(|_| std::env::var("USER"))

@@ -171,6 +171,56 @@ impl TryFrom<casebook_store::RunRow> for Run {
     }
 }
 
+/// A run to begin (`POST …/runs`): its id (unique in the store), its settings and start.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct NewRun {
+    pub id: String,
+    pub experiment: String,
+    /// RFC 3339.
+    pub started: String,
+    /// The run's settings, a JSON object kept as sent (dataset version, scenarios, graders).
+    #[schema(value_type = Object)]
+    pub meta: Box<serde_json::value::RawValue>,
+}
+
+/// One finished result of a run (`POST …/runs/{run}/results` takes a list of them).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ResultIn {
+    /// The result's place in the run; a place sent again replaces the result there.
+    pub seq: u64,
+    /// The runner's result, a JSON object kept as sent.
+    #[schema(value_type = Object)]
+    pub result: Box<serde_json::value::RawValue>,
+    /// The agent's output to keep under its run hash, for later runs to reuse; null when the
+    /// output was read from the server or the agent failed.
+    pub output: Option<OutputIn>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OutputIn {
+    /// The run hash (64 hexadecimal digits).
+    pub hash: String,
+    /// The agent's output, JSON kept as sent.
+    #[schema(value_type = Object)]
+    pub output: Box<serde_json::value::RawValue>,
+}
+
+/// The end of a run (`PUT …/runs/{run}/finish`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FinishRun {
+    /// RFC 3339.
+    pub finished: String,
+    /// The run's summary, a JSON object kept as sent.
+    #[schema(value_type = Object)]
+    pub summary: Box<serde_json::value::RawValue>,
+}
+
+/// Run hashes whose stored outputs are wanted (`POST …/outputs`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OutputsRequest {
+    pub hashes: Vec<String>,
+}
+
 /// What an import did.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ImportReport {

@@ -214,6 +214,9 @@ pub enum StoreError {
     BadHash(String),
     #[error("`{0}` names several runs: {1}")]
     AmbiguousRun(String, String),
+    /// `begin_run` with an id that is taken (run ids are unique in the whole store).
+    #[error("a run `{0}` exists already: a new run needs a new id")]
+    RunExists(String),
     #[error(
         "`{0}` is not a project name: use 1 to 64 lowercase letters, digits, `-`, `_` or `.`, starting with a letter or digit"
     )]
@@ -239,6 +242,14 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// [`StoreError::RunExists`] for a unique violation of `begin_run`'s insert, else the error.
+pub(crate) fn run_insert_error(id: &str, err: sqlx::Error) -> StoreError {
+    match &err {
+        sqlx::Error::Database(e) if e.is_unique_violation() => StoreError::RunExists(id.to_owned()),
+        _ => err.into(),
+    }
 }
 
 /// What [`StoreError::Damaged`] says of a file SQLite does not take for a database.

@@ -39,7 +39,8 @@ impl SqliteStore {
             .bind(started)
             .bind(meta)
             .execute(self.pool())
-            .await?;
+            .await
+            .map_err(|e| crate::run_insert_error(id, e))?;
         Ok(())
     }
 

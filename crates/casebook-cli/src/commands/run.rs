@@ -1,10 +1,11 @@
 //! `casebook run`, `casebook results`, `casebook compare`: running a dataset against agents,
 //! and reading what runs found.
 //!
-//! A run reads its dataset (a file, or `NAME@REF` in the store), selects cases, builds a target
-//! per scenario and the graders, and hands the jobs to `casebook_runner::engine`. With a store,
-//! results are kept as they finish, agents' outputs are kept by run hash (a later run, or
-//! `--regrade`, reuses them), and Ctrl-C stops cleanly.
+//! A run reads its dataset (a file, or `NAME@REF` in the store or on the server), selects
+//! cases, builds a target per scenario and the graders, and hands the jobs to
+//! `casebook_runner::engine`. With a store, or a server (`CASEBOOK_URL`: see `crate::runs`),
+//! results are kept as they finish, agents' outputs are kept by run hash (a later run, anyone's
+//! on the server, or `--regrade`, reuses them), and Ctrl-C stops cleanly.
 
 use std::hash::BuildHasher;
 use std::io::Write;
@@ -23,13 +24,14 @@ use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
 use casebook_runner::summary::{RunMeta, Summary, SummaryBuilder};
 use casebook_runner::target::TargetSpec;
-use casebook_store::{AnyStore, ResultRow, Store};
+use casebook_store::ResultRow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
 use crate::Outcome;
 use crate::args::{CompareArgs, ReportFormat, ResultsArgs, RunArgs};
 use crate::report::Reporter;
+use crate::runs::RunStore;
 use crate::settings::Global;
 use crate::stores;
 
@@ -95,11 +97,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    // The store is where results are kept; a run works without one (and says so).
-    let store = match stores::location(settings) {
-        Ok(_) => Some(stores::open_write(settings, &runtime)?),
-        Err(_) => None,
-    };
+    // The store (or the server) is where results are kept; a run works without one (and says so).
+    let store = RunStore::open_for_run(settings, &runtime)?;
 
     let select = selection(&experiment, args.only.as_deref())?;
     let (scenarios, graders) = match parts(&runtime, &args, &experiment) {
@@ -144,6 +143,9 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     };
     if let Some(store) = &store {
         runtime.block_on(store.begin_run(&run_id, &experiment.name, &settings.time, &serde_json::to_string(&meta)?))?;
+        if let (RunStore::Remote(_), false) = (&**store, settings.quiet || settings.json) {
+            eprintln!("results are kept on {}", store.shown());
+        }
     } else if !settings.quiet {
         eprintln!("note: no store here: results are not kept (run `casebook init` to keep them and resume)");
     }
@@ -210,7 +212,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             tokio::spawn(async move {
                 while let Some(rows) = save_rx.recv().await {
                     if let Err(err) = store.save_results(&run_id, &rows).await {
-                        eprintln!("error: cannot keep results in the store: {err}");
+                        eprintln!("error: cannot keep results in {}: {err}", store.shown());
                     }
                 }
             })
@@ -314,7 +316,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
 }
 
 /// A window of jobs, each with the output stored for its run hash.
-async fn lookup(store: Option<&AnyStore>, window: Vec<Job>) -> Vec<engine::Work> {
+async fn lookup(store: Option<&RunStore>, window: Vec<Job>) -> Vec<engine::Work> {
     let stored = match store {
         Some(store) => {
             let hashes: Vec<String> = window.iter().map(|j| j.hash.clone()).collect();
@@ -371,8 +373,22 @@ impl Done {
     }
 }
 
+/// Runs `read` on where runs are kept (the store, or the server), prints what it returns, and
+/// closes the store.
+fn print(
+    settings: &Global,
+    read: impl FnOnce(&tokio::runtime::Runtime, &RunStore) -> anyhow::Result<String>,
+) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let store = RunStore::open(settings, &runtime)?;
+    let text = read(&runtime, &store)?;
+    crate::write_stdout(&text)?;
+    runtime.block_on(store.close());
+    Ok(Outcome::Ok)
+}
+
 pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> {
-    stores::print(settings, |runtime, store| {
+    print(settings, |runtime, store| {
         if args.list {
             let runs = runtime.block_on(store.runs())?;
             let mut out = String::new();
@@ -405,7 +421,7 @@ pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> 
 }
 
 pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> {
-    stores::print(settings, |runtime, store| {
+    print(settings, |runtime, store| {
         let (_, a) = load_run(runtime, store, Some(&args.a))?;
         let (_, b) = load_run(runtime, store, Some(&args.b))?;
         let comparison = casebook_runner::summary::compare(&a, &b);
@@ -420,7 +436,7 @@ pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> 
 /// A stored run's summary (as recorded, or computed again for a stopped run) and results.
 fn load_run(
     runtime: &tokio::runtime::Runtime,
-    store: &AnyStore,
+    store: &RunStore,
     reference: Option<&str>,
 ) -> anyhow::Result<(Summary, Vec<RunResult>)> {
     let run = runtime.block_on(store.run(reference))?;
@@ -502,12 +518,13 @@ struct Dataset {
     version_id: String,
 }
 
-/// Reads the experiment's dataset: a file beside the experiment, or a version in the store.
-/// `None` when the file has errors (they are reported).
+/// Reads the experiment's dataset: a file beside the experiment, or a version in the store or
+/// on the server (resolved once, then read by number). `None` when the file has errors (they
+/// are reported).
 fn load_dataset(
     settings: &Global,
     runtime: &tokio::runtime::Runtime,
-    store: Option<&AnyStore>,
+    store: Option<&RunStore>,
     experiment: &Experiment,
     base: &Path,
     select: &casebook_store::Select,
@@ -529,10 +546,7 @@ fn load_dataset(
         let (name, reference) = stores::target(&experiment.dataset)?;
         let version = runtime.block_on(store.resolve(&name, &reference))?;
         let mut bodies = Vec::new();
-        runtime.block_on(store.bodies(&name, version.number, select, 4096, &mut |batch| {
-            bodies.extend(batch);
-            true
-        }))?;
+        runtime.block_on(store.bodies(&name, version.number, select, &mut |batch| bodies.extend(batch)))?;
         // A version's order gives each case its row, unless a filter picked some of them.
         let rows = select.filter.is_none();
         let indexed: Vec<(u64, &String)> = (0..).zip(&bodies).collect();

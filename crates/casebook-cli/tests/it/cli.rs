@@ -55,12 +55,12 @@ pub fn casebook() -> Command {
     cmd
 }
 
-/// The binary working in `dir`, with a fixed author and clock, and no store named from the
-/// test's own environment.
+/// The binary working in `dir`, with a fixed author and clock, and no store or server named
+/// from the test's own environment.
 pub fn cb(dir: &Folder) -> Command {
     let mut cmd = casebook();
     cmd.current_dir(dir.join("")).env("CASEBOOK_AUTHOR", "tester").env("CASEBOOK_TIME", "2026-11-23T10:00:00Z");
-    cmd.env_remove("CASEBOOK_STORE");
+    cmd.env_remove("CASEBOOK_STORE").env_remove("CASEBOOK_URL").env_remove("CASEBOOK_TOKEN");
     cmd
 }
 

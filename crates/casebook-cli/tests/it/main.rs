@@ -14,6 +14,7 @@ mod human;
 mod inspect;
 mod memory;
 mod remote;
+mod remote_runs;
 mod run;
 mod schema;
 mod store;

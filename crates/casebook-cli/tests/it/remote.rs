@@ -28,7 +28,7 @@ on_both!(
 );
 
 /// The project the tests' keys open (not `default`, so `--project` is exercised).
-const PROJECT: &str = "team";
+pub(crate) const PROJECT: &str = "team";
 
 /// The corpus of real files (`/work/shared/corpus`, beside the workspace).
 fn corpus(path: &str) -> PathBuf {
@@ -87,15 +87,15 @@ impl Lines {
 }
 
 /// A `casebook serve` child process over the test's store, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     log: Lines,
 }
 
 impl Server {
     /// Makes the store (`casebook init`) and serves it with `extra` arguments.
-    fn start(b: &Backend, dir: &Folder, extra: &[&str]) -> Server {
+    pub(crate) fn start(b: &Backend, dir: &Folder, extra: &[&str]) -> Server {
         ok(b.cb(dir).arg("init"));
         Server::serve(b, dir, extra)
     }
@@ -144,7 +144,7 @@ impl Server {
     }
 
     /// A key of `project` with `scope`, made with `casebook keys create` on the store.
-    fn key(b: &Backend, dir: &Folder, project: &str, scope: &str) -> String {
+    pub(crate) fn key(b: &Backend, dir: &Folder, project: &str, scope: &str) -> String {
         let token = ok(b.cb(dir).args(["keys", "create", "--project", project, "--scope", scope]));
         let token = token.trim_end().to_owned();
         assert!(is_token(&token), "{token:?}");
@@ -152,7 +152,7 @@ impl Server {
     }
 
     /// The binary as a client of this server with `token`, in `dir`, with a home of its own.
-    fn client(&self, dir: &Folder, token: &str) -> Command {
+    pub(crate) fn client(&self, dir: &Folder, token: &str) -> Command {
         let mut cmd = client(dir);
         cmd.env("CASEBOOK_URL", &self.url).env("CASEBOOK_TOKEN", token);
         cmd
@@ -195,7 +195,7 @@ fn is_token(text: &str) -> bool {
 }
 
 #[track_caller]
-fn ok(cmd: &mut Command) -> String {
+pub(crate) fn ok(cmd: &mut Command) -> String {
     let out = run(cmd);
     assert_eq!(out.status, Some(0), "{out:?}");
     out.stdout
@@ -203,7 +203,7 @@ fn ok(cmd: &mut Command) -> String {
 
 /// The one line an environment error prints on stderr, checked to be the only one.
 #[track_caller]
-fn one_error(out: &Run, status: i32) -> &str {
+pub(crate) fn one_error(out: &Run, status: i32) -> &str {
     out.expect_status(status);
     let lines: Vec<&str> = out.stderr.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), 1, "not one line on stderr:\n{out:?}");
@@ -226,7 +226,7 @@ fn datasets(b: &Backend, dir: &Folder) -> Vec<String> {
 
 /// `casebook push --format json`: the server's report.
 #[track_caller]
-fn push(server: &Server, dir: &Folder, token: &str, name: &str, file: &Path) -> Value {
+pub(crate) fn push(server: &Server, dir: &Folder, token: &str, name: &str, file: &Path) -> Value {
     let out = ok(server.client(dir, token).args(["push", "--name", name, "--format", "json", "--file"]).arg(file));
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }

@@ -22,7 +22,7 @@ struct Agent {
 }
 
 #[derive(Clone, Copy)]
-enum Behaviour {
+pub(crate) enum Behaviour {
     /// Answers with the text of the last message, upper-cased.
     Shout,
     /// 429 with `Retry-After: 1` on every first request of a turn, then the answer.
@@ -34,7 +34,7 @@ enum Behaviour {
 }
 
 /// Starts `behaviour` on a free port of 127.0.0.1; returns its URL and what it recorded.
-fn serve(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<String>>>) {
+pub(crate) fn serve(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<String>>>) {
     let bodies = Arc::new(Mutex::new(Vec::new()));
     let agent = Agent { bodies: bodies.clone(), behaviour };
     let (tx, rx) = std::sync::mpsc::channel();
@@ -84,7 +84,7 @@ impl Agent {
 }
 
 /// Cases whose expectations hold strings found nowhere else.
-const DATASET: &str = r#"{"id": "a", "input": "hello there", "expected": {"output": "HELLO THERE", "outcomes": ["OUTCOME-SECRET-1"], "rubric": "RUBRIC-SECRET-2", "acceptable": ["ACCEPT-SECRET-3"], "rubric_vars": {"ref": "VARS-SECRET-4"}}, "labels": ["greeting"], "context": [{"type": "document", "content": "the manual"}], "tools": [{"name": "lookup"}], "memory_seeds": [{"source": "profile", "content": "likes tea"}]}
+pub(crate) const DATASET: &str = r#"{"id": "a", "input": "hello there", "expected": {"output": "HELLO THERE", "outcomes": ["OUTCOME-SECRET-1"], "rubric": "RUBRIC-SECRET-2", "acceptable": ["ACCEPT-SECRET-3"], "rubric_vars": {"ref": "VARS-SECRET-4"}}, "labels": ["greeting"], "context": [{"type": "document", "content": "the manual"}], "tools": [{"name": "lookup"}], "memory_seeds": [{"source": "profile", "content": "likes tea"}]}
 {"id": "b", "input": "first", "turns": [{"role": "hitl", "content": "operator says stop"}, {"role": "user", "content": "last"}], "expected": {"output": "LAST", "per_turn": ["FIRST-SECRET-5", "STOP-SECRET-6", "LAST"]}, "labels": ["multi"]}
 {"id": "c", "input": "wrong answer please", "expected": {"output": "GROUND-TRUTH-SECRET-7"}, "labels": ["greeting"]}
 "#;
@@ -110,7 +110,7 @@ fn experiment(dir: &Folder, url: &str, extra: &str) -> std::path::PathBuf {
     )
 }
 
-fn summary(stdout: &str) -> Value {
+pub(crate) fn summary(stdout: &str) -> Value {
     serde_json::from_str(stdout.lines().last().expect("a summary line")).expect("the summary is JSON")
 }
 

@@ -80,7 +80,7 @@ pub struct TagPath {
 
 /// Names a version (moving the tag if it names another); the move is logged.
 #[utoipa::path(put, path = "/api/v1/projects/{project}/datasets/{dataset}/tags/{tag}", tag = "versions",
-    security(("bearer" = [])), params(TagPath), request_body = TagRequest,
+    security(("bearer" = ["write"])), params(TagPath), request_body = TagRequest,
     responses((status = 200, body = Tag), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn set_tag(writer: Writer, Path(path): Path<TagPath>, Json(body): Json<TagRequest>) -> ApiResult<Json<Tag>> {
     let version = resolve(&writer.store, &path.dataset, &body.version).await?;

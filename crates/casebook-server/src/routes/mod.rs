@@ -35,6 +35,10 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(runs::list))
         .routes(routes!(runs::one))
         .routes(routes!(runs::results))
+        .routes(routes!(runs::begin))
+        .routes(routes!(runs::save_results))
+        .routes(routes!(runs::finish))
+        .routes(routes!(runs::outputs))
 }
 
 /// The time now (RFC 3339), as the server's clock says.

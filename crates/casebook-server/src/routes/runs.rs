@@ -1,14 +1,29 @@
-//! Stored experiment runs of a project, and their results.
+//! Experiment runs of a project: read back, and recorded as a client runs them (begin, results
+//! in batches, finish), with the agents' outputs kept by run hash for any later run of the
+//! project to reuse (`outputs`).
+//!
+//! Results, outputs, settings and summaries are kept as the exact JSON text the client sent
+//! (`RawValue`: checked to be JSON, never parsed into values and written again).
+
+use std::marker::PhantomData;
 
 use axum::Json;
-use axum::extract::Path;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use casebook_store::ResultRow;
+use serde::de::{DeserializeOwned, Error as _, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
-use crate::api::Run;
-use crate::auth::Reader;
+use crate::AppState;
+use crate::api::{FinishRun, NewRun, OutputsRequest, ResultIn, Run};
+use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, ApiResult, ErrorBody};
+
+/// Results one request may carry, and run hashes one lookup may ask for.
+pub const MAX_ROWS: usize = 10_000;
 
 fn run(row: casebook_store::RunRow) -> ApiResult<Run> {
     Run::try_from(row).map_err(|e| ApiError::internal(format!("a stored run is not JSON: {e}")))
@@ -48,6 +63,184 @@ pub async fn results(reader: Reader, Path(path): Path<RunPath>) -> ApiResult<Res
     let mut out = String::with_capacity(2 + results.iter().map(|r| r.len() + 1).sum::<usize>());
     out.push('[');
     out.push_str(&results.join(","));
+    out.push(']');
+    Ok(([(CONTENT_TYPE, "application/json")], out).into_response())
+}
+
+/// Path of a run that is written to: its exact id.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RunIdPath {
+    #[allow(dead_code)] // `auth` checks it against the key's project
+    pub project: String,
+    /// The run's id, whole.
+    pub run: String,
+}
+
+/// Reads a JSON body of at most the server's body limit.
+async fn json_body<T: DeserializeOwned>(state: &AppState, body: Body, what: &str) -> ApiResult<T> {
+    let max = state.limits.max_body;
+    let bytes = axum::body::to_bytes(body, usize::try_from(max).unwrap_or(usize::MAX)).await.map_err(|err| {
+        let timed_out = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
+            .any(|e| e.is::<tower_http::timeout::TimeoutError>());
+        if timed_out {
+            ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", "the client sent nothing of the body for too long")
+        } else {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "too-large",
+                format!("the body could not be read or is larger than this server takes ({max} bytes)"),
+            )
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("the body is not {what}: {e}")))
+}
+
+/// A JSON array of at most [`MAX_ROWS`] items: reading stops at the first one too many.
+struct Rows<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Rows<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Items<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Items<T> {
+            type Value = Rows<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a list of at most {MAX_ROWS} items")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Rows<T>, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(MAX_ROWS));
+                while let Some(item) = seq.next_element()? {
+                    if items.len() == MAX_ROWS {
+                        return Err(A::Error::custom(format!(
+                            "more than {MAX_ROWS} items in one request: send them in batches"
+                        )));
+                    }
+                    items.push(item);
+                }
+                Ok(Rows(items))
+            }
+        }
+        deserializer.deserialize_seq(Items(PhantomData))
+    }
+}
+
+/// Whether a JSON text is an object.
+fn is_object(raw: &serde_json::value::RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
+}
+
+/// Begins a run: its results follow in batches, then its end. The id is the client's (unique in
+/// the store: a taken one is 409).
+#[utoipa::path(post, path = "/api/v1/projects/{project}/runs", tag = "runs", security(("bearer" = ["write"])),
+    params(("project" = String, Path, description = "The project (the API key's)")), request_body = NewRun,
+    responses((status = 201, body = Run, description = "The run, begun"), (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn begin(
+    State(state): State<AppState>,
+    writer: Writer,
+    Path(_project): Path<String>,
+    body: Body,
+) -> ApiResult<Response> {
+    let new: NewRun = json_body(&state, body, "a run (`id`, `experiment`, `started`, `meta`)").await?;
+    if new.id.is_empty() || new.id.len() > 200 || new.id.chars().any(char::is_control) {
+        return Err(ApiError::bad_request("`id` must be 1 to 200 characters, none a control character"));
+    }
+    if !is_object(&new.meta) {
+        return Err(ApiError::bad_request("`meta` must be a JSON object"));
+    }
+    writer.store.begin_run(&new.id, &new.experiment, &new.started, new.meta.get()).await?;
+    let run = Run {
+        id: new.id,
+        experiment: new.experiment,
+        started: new.started,
+        finished: None,
+        meta: serde_json::from_str(new.meta.get()).map_err(ApiError::internal)?,
+        summary: None,
+    };
+    Ok((StatusCode::CREATED, Json(run)).into_response())
+}
+
+/// Keeps a batch of a run's finished results (at most 10,000), and the agents' outputs by run
+/// hash, in one transaction. A place sent again replaces its result.
+#[utoipa::path(post, path = "/api/v1/projects/{project}/runs/{run}/results", tag = "runs",
+    security(("bearer" = ["write"])), params(RunIdPath), request_body = Vec<ResultIn>,
+    responses((status = 204, description = "Kept"), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
+pub async fn save_results(
+    State(state): State<AppState>,
+    writer: Writer,
+    Path(path): Path<RunIdPath>,
+    body: Body,
+) -> ApiResult<StatusCode> {
+    let Rows(results): Rows<ResultIn> = json_body(&state, body, "a list of results").await?;
+    let mut rows = Vec::with_capacity(results.len());
+    for r in results {
+        // A run's results are keyed from its place in the store's order times 2³²: a place past
+        // that would land in another run's range.
+        if r.seq >= 1 << 32 {
+            return Err(ApiError::bad_request(format!(
+                "`seq` {} is too large: a run holds fewer than 2³² results",
+                r.seq
+            )));
+        }
+        if !is_object(&r.result) {
+            return Err(ApiError::bad_request(format!("the result at place {} is not a JSON object", r.seq)));
+        }
+        rows.push(ResultRow {
+            seq: r.seq,
+            result: Box::<str>::from(r.result).into_string(),
+            output: r.output.map(|o| (o.hash, Box::<str>::from(o.output).into_string())),
+        });
+    }
+    writer.store.save_results(&path.run, &rows).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Ends a run with its summary.
+#[utoipa::path(put, path = "/api/v1/projects/{project}/runs/{run}/finish", tag = "runs",
+    security(("bearer" = ["write"])), params(RunIdPath), request_body = FinishRun,
+    responses((status = 204, description = "Finished"), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn finish(
+    State(state): State<AppState>,
+    writer: Writer,
+    Path(path): Path<RunIdPath>,
+    body: Body,
+) -> ApiResult<StatusCode> {
+    let end: FinishRun = json_body(&state, body, "a run's end (`finished`, `summary`)").await?;
+    if !is_object(&end.summary) {
+        return Err(ApiError::bad_request("`summary` must be a JSON object"));
+    }
+    writer.store.finish_run(&path.run, &end.finished, end.summary.get()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The project's stored output of each run hash (at most 10,000), in the same order: the
+/// output's JSON, or null where none is kept. A read: any key of the project may ask.
+#[utoipa::path(post, path = "/api/v1/projects/{project}/outputs", tag = "runs", security(("bearer" = [])),
+    params(("project" = String, Path, description = "The project (the API key's)")), request_body = OutputsRequest,
+    responses((status = 200, description = "A JSON array: each output, or null", content_type = "application/json"),
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn outputs(
+    State(state): State<AppState>,
+    reader: Reader,
+    Path(_project): Path<String>,
+    body: Body,
+) -> ApiResult<Response> {
+    #[derive(Deserialize)]
+    struct Hashes {
+        hashes: Rows<String>,
+    }
+    let Hashes { hashes: Rows(hashes) } = json_body(&state, body, "`{\"hashes\": [...]}`").await?;
+    let found = reader.store.outputs(&hashes).await?;
+    let mut out = String::with_capacity(2 + found.iter().map(|o| o.as_ref().map_or(4, String::len) + 1).sum::<usize>());
+    out.push('[');
+    for (i, output) in found.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(output.as_deref().unwrap_or("null"));
+    }
     out.push(']');
     Ok(([(CONTENT_TYPE, "application/json")], out).into_response())
 }

@@ -102,7 +102,7 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
 /// `Accept: application/x-ndjson` the answer is a stream of JSON lines: `{"progress": {"cases":
 /// N}}` as the file is read, then `{"report": …}` or `{"error": …}`.
 #[utoipa::path(post, path = "/api/v1/projects/{project}/datasets/{dataset}/import", tag = "datasets",
-    security(("bearer" = [])), params(DatasetPath, ImportQuery),
+    security(("bearer" = ["write"])), params(DatasetPath, ImportQuery),
     request_body(content = String, description = "The file, in any supported format", content_type = "application/octet-stream"),
     responses((status = 201, body = ImportReport, description = "A version was made"),
         (status = 200, body = ImportReport, description = "The content is the head's: no version was made"),

@@ -5,4 +5,5 @@
 mod harness;
 mod isolation;
 mod reads;
+mod runs;
 mod transfer;

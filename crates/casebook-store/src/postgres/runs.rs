@@ -19,7 +19,8 @@ impl PostgresStore {
             .bind(started)
             .bind(meta)
             .execute(self.pool())
-            .await?;
+            .await
+            .map_err(|e| crate::run_insert_error(id, e))?;
         Ok(())
     }
 

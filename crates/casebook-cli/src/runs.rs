@@ -1,0 +1,262 @@
+//! Where `run`, `results` and `compare` keep and read runs: the store here, or the team server
+//! when `CASEBOOK_URL` is set ([`RunStore`]). Either way the same calls: read a dataset version
+//! (resolved once, then read by its number, so a run stays on the version it started with),
+//! begin a run, keep results in batches with the agents' outputs by run hash, look outputs up,
+//! finish, and read runs back.
+
+use casebook_server::api::{CasePage, FinishRun, NewRun, OutputIn, ResultIn, Run, Version};
+use casebook_store::{AnyStore, Ref, ResultRow, RunRow, Select, Store};
+use serde_json::value::RawValue;
+
+use crate::remote::{Remote, segment};
+use crate::settings::Global;
+
+/// Cases a page of a remote dataset holds (within a server's default `--max-page`).
+const PAGE: usize = 1000;
+/// Run hashes one lookup of outputs asks the server for (its limit is 10,000).
+const HASHES: usize = 5000;
+
+/// Runs kept in a store, or on a server on behalf of one key's project.
+pub enum RunStore {
+    Local(AnyStore),
+    Remote(Remote),
+}
+
+/// A dataset version as a run names it.
+pub struct Pinned {
+    pub number: u64,
+    /// The version's content id.
+    pub id: String,
+}
+
+/// `v3`, `latest`, or the tag or prefix, as a path names the version.
+fn reference_text(reference: &Ref) -> String {
+    match reference {
+        Ref::Number(n) => format!("v{n}"),
+        Ref::Latest => "latest".to_owned(),
+        Ref::Name(name) => name.clone(),
+    }
+}
+
+impl RunStore {
+    /// The server when `CASEBOOK_URL` is set, else the store here, to read runs.
+    pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Self> {
+        if settings.server {
+            return Ok(RunStore::Remote(runtime.block_on(Remote::connect())?));
+        }
+        Ok(RunStore::Local(crate::stores::open(settings, runtime)?))
+    }
+
+    /// The server when `CASEBOOK_URL` is set, else the store here to write runs into, if there
+    /// is one.
+    pub fn open_for_run(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Option<Self>> {
+        if settings.server {
+            return Ok(Some(RunStore::Remote(runtime.block_on(Remote::connect())?)));
+        }
+        if crate::stores::location(settings).is_err() {
+            return Ok(None);
+        }
+        Ok(Some(RunStore::Local(crate::stores::open_write(settings, runtime)?)))
+    }
+
+    /// How messages name where runs are kept.
+    pub fn shown(&self) -> String {
+        match self {
+            RunStore::Local(_) => "the store".to_owned(),
+            RunStore::Remote(remote) => format!("the server at {} (project `{}`)", remote.url, remote.project),
+        }
+    }
+
+    fn runs_path(remote: &Remote, rest: &str) -> String {
+        format!("/api/v1/projects/{}/runs{rest}", segment(&remote.project))
+    }
+
+    /// The version `reference` names now, of dataset `name`.
+    pub async fn resolve(&self, name: &str, reference: &Ref) -> anyhow::Result<Pinned> {
+        Ok(match self {
+            RunStore::Local(store) => {
+                let v = store.resolve(name, reference).await?;
+                Pinned { number: v.number, id: v.id }
+            }
+            RunStore::Remote(remote) => {
+                let path = remote.dataset_path(name, &format!("/versions/{}", segment(&reference_text(reference))));
+                let v: Version = remote.get_json(&path).await?;
+                Pinned { number: v.number, id: v.id }
+            }
+        })
+    }
+
+    /// The native JSON bodies of the cases `select` picks from version `number`, in order,
+    /// handed to `each` a page at a time.
+    pub async fn bodies(
+        &self,
+        name: &str,
+        number: u64,
+        select: &Select,
+        each: &mut dyn FnMut(Vec<String>),
+    ) -> anyhow::Result<()> {
+        match self {
+            RunStore::Local(store) => {
+                store
+                    .bodies(name, number, select, 4096, &mut |batch| {
+                        each(batch);
+                        true
+                    })
+                    .await?;
+            }
+            RunStore::Remote(remote) => {
+                let filter = select.filter.as_ref().map(ToString::to_string);
+                let mut left = select.limit.unwrap_or(u64::MAX);
+                let mut cursor: Option<String> = None;
+                while left > 0 {
+                    let limit = left.min(PAGE as u64).to_string();
+                    let mut query = vec![("limit", limit)];
+                    query.extend(filter.clone().map(|f| ("where", f)));
+                    query.extend(cursor.take().map(|c| ("cursor", c)));
+                    let path = remote.dataset_path(name, &format!("/versions/v{number}/cases"));
+                    let request = remote.request(reqwest::Method::GET, &path).query(&query);
+                    let page: CasePage = remote.json(request).await?;
+                    left = left.saturating_sub(page.cases.len() as u64);
+                    each(page.cases.into_iter().map(|c| Box::<str>::from(c).into_string()).collect());
+                    match page.next_cursor {
+                        Some(next) => cursor = Some(next),
+                        None => break,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> anyhow::Result<()> {
+        match self {
+            RunStore::Local(store) => store.begin_run(id, experiment, started, meta).await?,
+            RunStore::Remote(remote) => {
+                let body = NewRun {
+                    id: id.to_owned(),
+                    experiment: experiment.to_owned(),
+                    started: started.to_owned(),
+                    meta: RawValue::from_string(meta.to_owned())?,
+                };
+                let request = remote.request(reqwest::Method::POST, &Self::runs_path(remote, "")).json(&body);
+                remote.send(request).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps a batch of finished results (at most 10,000 for a server).
+    pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> anyhow::Result<()> {
+        match self {
+            RunStore::Local(store) => store.save_results(run, rows).await?,
+            RunStore::Remote(remote) => {
+                let body = rows
+                    .iter()
+                    .map(|row| {
+                        Ok(ResultIn {
+                            seq: row.seq,
+                            result: RawValue::from_string(row.result.clone())?,
+                            output: match &row.output {
+                                Some((hash, output)) => Some(OutputIn {
+                                    hash: hash.clone(),
+                                    output: RawValue::from_string(output.clone())?,
+                                }),
+                                None => None,
+                            },
+                        })
+                    })
+                    .collect::<Result<Vec<_>, serde_json::Error>>()?;
+                let path = Self::runs_path(remote, &format!("/{}/results", segment(run)));
+                remote.send(remote.request(reqwest::Method::POST, &path).json(&body)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn finish_run(&self, id: &str, finished: &str, summary: &str) -> anyhow::Result<()> {
+        match self {
+            RunStore::Local(store) => store.finish_run(id, finished, summary).await?,
+            RunStore::Remote(remote) => {
+                let body =
+                    FinishRun { finished: finished.to_owned(), summary: RawValue::from_string(summary.to_owned())? };
+                let path = Self::runs_path(remote, &format!("/{}/finish", segment(id)));
+                remote.send(remote.request(reqwest::Method::PUT, &path).json(&body)).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stored output of each of `hashes`, in the same order.
+    pub async fn outputs(&self, hashes: &[String]) -> anyhow::Result<Vec<Option<String>>> {
+        match self {
+            RunStore::Local(store) => Ok(store.outputs(hashes).await?),
+            RunStore::Remote(remote) => {
+                let path = format!("/api/v1/projects/{}/outputs", segment(&remote.project));
+                let mut found = Vec::with_capacity(hashes.len());
+                for chunk in hashes.chunks(HASHES) {
+                    let request = remote
+                        .request(reqwest::Method::POST, &path)
+                        .json(&casebook_server::api::OutputsRequest { hashes: chunk.to_vec() });
+                    let outputs: Vec<Option<Box<RawValue>>> = remote.json(request).await?;
+                    if outputs.len() != chunk.len() {
+                        anyhow::bail!("the server answered {} outputs for {} run hashes", outputs.len(), chunk.len());
+                    }
+                    found.extend(outputs.into_iter().map(|o| o.map(|o| Box::<str>::from(o).into_string())));
+                }
+                Ok(found)
+            }
+        }
+    }
+
+    /// Every run, oldest first.
+    pub async fn runs(&self) -> anyhow::Result<Vec<RunRow>> {
+        match self {
+            RunStore::Local(store) => Ok(store.runs().await?),
+            RunStore::Remote(remote) => {
+                let runs: Vec<Run> = remote.get_json(&Self::runs_path(remote, "")).await?;
+                Ok(runs.into_iter().map(run_row).collect())
+            }
+        }
+    }
+
+    /// The run an id, a prefix of one, `latest` (or `None`) or `previous` names.
+    pub async fn run(&self, reference: Option<&str>) -> anyhow::Result<RunRow> {
+        match self {
+            RunStore::Local(store) => Ok(store.run(reference).await?),
+            RunStore::Remote(remote) => {
+                let path = Self::runs_path(remote, &format!("/{}", segment(reference.unwrap_or("latest"))));
+                Ok(run_row(remote.get_json(&path).await?))
+            }
+        }
+    }
+
+    /// A run's results in order, each the runner's JSON.
+    pub async fn run_results(&self, id: &str) -> anyhow::Result<Vec<String>> {
+        match self {
+            RunStore::Local(store) => Ok(store.run_results(id).await?),
+            RunStore::Remote(remote) => {
+                let path = Self::runs_path(remote, &format!("/{}/results", segment(id)));
+                let results: Vec<Box<RawValue>> = remote.get_json(&path).await?;
+                Ok(results.into_iter().map(|r| Box::<str>::from(r).into_string()).collect())
+            }
+        }
+    }
+
+    pub async fn close(self) {
+        if let RunStore::Local(store) = self {
+            store.close().await;
+        }
+    }
+}
+
+/// A run as the server answers it, as the store lists it.
+fn run_row(run: Run) -> RunRow {
+    RunRow {
+        id: run.id,
+        experiment: run.experiment,
+        started: run.started,
+        finished: run.finished,
+        meta: run.meta.to_string(),
+        summary: run.summary.map(|s| s.to_string()),
+    }
+}
