@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0007_blobs_cid_index.sql"),
     include_str!("../migrations/sqlite/0008_seed_documents.sql"),
     include_str!("../migrations/sqlite/0009_projects.sql"),
+    include_str!("../migrations/sqlite/0010_run_ids_per_project.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 const ROWS: usize = 1000;

@@ -36,6 +36,7 @@ use crate::{
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_projects.sql"),
+    include_str!("../../migrations/postgres/0003_run_ids_per_project.sql"),
 ];
 
 /// Cases a batch statement carries.

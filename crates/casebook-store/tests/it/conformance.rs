@@ -737,6 +737,19 @@ pub async fn projects_keep_datasets_and_runs_apart(store: AnyStore) {
     assert!(matches!(store.finish_run("r-team", "2026-11-23T10:01:00Z", "{}").await, Err(StoreError::NoRun(_))));
     assert_eq!(team.run(None).await.unwrap().finished, None);
     assert_eq!(store.projects().await.unwrap(), ["default", "team-a"]);
+    // A run id is a project's own: another project may use it (and learns nothing by doing so),
+    // and its results are its own; the same id again in one project is refused.
+    store.begin_run("r-team", "other", "2026-11-23T11:00:00Z", "{}").await.unwrap();
+    store
+        .save_results("r-team", &[casebook_store::ResultRow { seq: 0, result: "{\"mine\":1}".into(), output: None }])
+        .await
+        .unwrap();
+    assert_eq!(store.run_results("r-team").await.unwrap(), ["{\"mine\":1}"]);
+    assert_eq!(team.run_results("r-team").await.unwrap(), ["{}"]);
+    assert!(matches!(
+        team.begin_run("r-team", "again", "2026-11-23T12:00:00Z", "{}").await,
+        Err(StoreError::RunExists(_))
+    ));
 }
 
 pub async fn api_keys_open_one_project_until_revoked(store: AnyStore) {

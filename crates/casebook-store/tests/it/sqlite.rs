@@ -122,11 +122,14 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
 }
 
-/// SQL that takes a store of schema 9 back to schema 8: no projects, no API keys.
+/// SQL that takes a store of schema 10 back to schema 8: no projects, no API keys.
 macro_rules! undo_projects {
     () => {
         "PRAGMA foreign_keys = OFF; DROP TABLE api_keys; DROP TABLE secrets;
-         DROP INDEX runs_project; ALTER TABLE runs DROP COLUMN project;
+         CREATE TABLE runs_old (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
+                                started TEXT NOT NULL, finished TEXT, meta TEXT NOT NULL, summary TEXT);
+         INSERT INTO runs_old SELECT seq, id, experiment, started, finished, meta, summary FROM runs;
+         DROP TABLE runs; ALTER TABLE runs_old RENAME TO runs;
          DROP INDEX run_outputs_hash; ALTER TABLE run_outputs DROP COLUMN project;
          CREATE UNIQUE INDEX run_outputs_hash ON run_outputs (hash);
          CREATE TABLE datasets_old (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, header TEXT NOT NULL,
@@ -193,7 +196,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, 10);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -497,7 +500,7 @@ async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
 
     let store = SqliteStore::open(&path).await.unwrap();
     let pool = raw_at(&path).await;
-    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 9);
+    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 10);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 2);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 0);
     let cids_after: Vec<Vec<u8>> =
