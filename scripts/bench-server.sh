@@ -85,5 +85,4 @@ for store in "$WORK/.casebook" "$URL"; do
   unset CASEBOOK_URL CASEBOOK_TOKEN
 done
 cmp -s "$WORK/pulled-sqlite.jsonl" "$WORK/pulled-postgres.jsonl" && echo "(both native pulls are byte-identical)"
-cmp -s "$REALISTIC" "$WORK/pulled-sqlite-letta.jsonl" && echo "(the letta pull is the pushed file, byte for byte)"
 rm -f "$WORK"/pulled-*.jsonl
