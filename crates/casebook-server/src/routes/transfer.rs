@@ -62,15 +62,16 @@ fn parse_syntax(text: Option<&str>) -> ApiResult<Option<Syntax>> {
     .transpose()
 }
 
+fn too_large(max: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too-large",
+        format!("the body is larger than this server takes ({max} bytes): split the file, or raise `--max-body`"),
+    )
+}
+
 /// Writes a request body to `file`, at most `max` bytes.
 async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            format!("the body is larger than this server takes ({max} bytes): split the file, or raise `--max-body`"),
-        )
-    };
     let mut out = tokio::fs::File::create(file).await.map_err(ApiError::internal)?;
     let mut stream = body.into_data_stream();
     let mut size = 0u64;
@@ -90,7 +91,7 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
         })?;
         size += chunk.len() as u64;
         if size > max {
-            return Err(too_large());
+            return Err(too_large(max));
         }
         out.write_all(&chunk).await.map_err(ApiError::internal)?;
     }
@@ -132,11 +133,7 @@ pub async fn import(
     let max = state.limits.max_body;
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max) {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            format!("the body is larger than this server takes ({max} bytes): split the file, or raise `--max-body`"),
-        ));
+        return Err(too_large(max));
     }
     // Only the file's own name, with a name for the body when it has none.
     let shown = query
