@@ -8,7 +8,6 @@
 //! clock does.
 
 use serde::Serialize;
-use sqlx::Row;
 
 use crate::{AnyStore, StoreError};
 
@@ -100,7 +99,45 @@ fn token_id(token: &str) -> Option<&str> {
     well_formed.then_some(id)
 }
 
+/// Runs `$body` with the store's pool as `$pool` (the body is the same for either backend;
+/// [`AnyStore::sql`] spells its placeholders).
+macro_rules! with_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match $store {
+            AnyStore::Sqlite(s) => {
+                let $pool = s.pool();
+                $body
+            }
+            AnyStore::Postgres(s) => {
+                let $pool = s.pool();
+                $body
+            }
+        }
+    };
+}
+
 impl AnyStore {
+    /// `text` with its `?` placeholders as this backend writes them (`$1`, `$2`, … for
+    /// PostgreSQL). For the statements of this file, which hold no `?` of their own.
+    fn sql(&self, text: &str) -> String {
+        match self {
+            AnyStore::Sqlite(_) => text.to_owned(),
+            AnyStore::Postgres(_) => {
+                let mut n = 0;
+                text.chars()
+                    .map(|c| {
+                        if c == '?' {
+                            n += 1;
+                            format!("${n}")
+                        } else {
+                            c.to_string()
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// Makes a key for `project` (a name [`check_project`] accepts). The token is in the
     /// result and nowhere else.
     pub async fn create_key(
@@ -126,84 +163,43 @@ impl AnyStore {
         };
         let secret = self.key_secret(&material.store_secret).await?;
         let hash = blake3::keyed_hash(&secret, token.as_bytes());
-        let insert = "INSERT INTO api_keys (id, project, scope, hash, label, author, created) VALUES ";
-        match self {
-            AnyStore::Sqlite(s) => {
-                sqlx::query(sqlx::AssertSqlSafe(format!("{insert} (?, ?, ?, ?, ?, ?, ?)")))
-                    .bind(&id)
-                    .bind(project)
-                    .bind(scope.as_str())
-                    .bind(hash.as_bytes().to_vec())
-                    .bind(label)
-                    .bind(author)
-                    .bind(time)
-                    .execute(s.pool())
-                    .await?;
-            }
-            AnyStore::Postgres(s) => {
-                sqlx::query(sqlx::AssertSqlSafe(format!("{insert} ($1, $2, $3, $4, $5, $6, $7)")))
-                    .bind(&id)
-                    .bind(project)
-                    .bind(scope.as_str())
-                    .bind(hash.as_bytes().to_vec())
-                    .bind(label)
-                    .bind(author)
-                    .bind(time)
-                    .execute(s.pool())
-                    .await?;
-            }
-        }
+        let insert = self.sql(
+            "INSERT INTO api_keys (id, project, scope, hash, label, author, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        );
+        with_pool!(self, |pool| {
+            sqlx::query(sqlx::AssertSqlSafe(insert))
+                .bind(&id)
+                .bind(project)
+                .bind(scope.as_str())
+                .bind(hash.as_bytes().to_vec())
+                .bind(label)
+                .bind(author)
+                .bind(time)
+                .execute(pool)
+                .await?;
+        });
         Ok(NewKey { key, token })
     }
 
     /// The store's hashing key, made from `fresh` the first time.
     async fn key_secret(&self, fresh: &[u8; 32]) -> Result<[u8; 32], StoreError> {
-        let value: Vec<u8> = match self {
-            AnyStore::Sqlite(s) => {
-                sqlx::query("INSERT OR IGNORE INTO secrets (name, value) VALUES ('api-keys', ?)")
-                    .bind(fresh.to_vec())
-                    .execute(s.pool())
-                    .await?;
-                sqlx::query_scalar("SELECT value FROM secrets WHERE name = 'api-keys'").fetch_one(s.pool()).await?
-            }
-            AnyStore::Postgres(s) => {
-                sqlx::query("INSERT INTO secrets (name, value) VALUES ('api-keys', $1) ON CONFLICT DO NOTHING")
-                    .bind(fresh.to_vec())
-                    .execute(s.pool())
-                    .await?;
-                sqlx::query_scalar("SELECT value FROM secrets WHERE name = 'api-keys'").fetch_one(s.pool()).await?
-            }
-        };
+        let insert = self.sql("INSERT INTO secrets (name, value) VALUES ('api-keys', ?) ON CONFLICT DO NOTHING");
+        let value: Vec<u8> = with_pool!(self, |pool| {
+            sqlx::query(sqlx::AssertSqlSafe(insert)).bind(fresh.to_vec()).execute(pool).await?;
+            sqlx::query_scalar("SELECT value FROM secrets WHERE name = 'api-keys'").fetch_one(pool).await?
+        });
         value.try_into().map_err(|_| StoreError::Damaged("the store's API key secret is not 32 bytes".into()))
     }
 
     /// The keys of `project`, or of every project; oldest first.
     pub async fn keys(&self, project: Option<&str>) -> Result<Vec<ApiKey>, StoreError> {
-        let select = "SELECT id, project, scope, label, author, created, revoked FROM api_keys";
-        let rows: Vec<KeyRow> = match (self, project) {
-            (AnyStore::Sqlite(s), Some(p)) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!("{select} WHERE project = ? ORDER BY created, id")))
-                    .bind(p)
-                    .fetch_all(s.pool())
-                    .await?
-            }
-            (AnyStore::Sqlite(s), None) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!("{select} ORDER BY created, id")))
-                    .fetch_all(s.pool())
-                    .await?
-            }
-            (AnyStore::Postgres(s), Some(p)) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!("{select} WHERE project = $1 ORDER BY created, id")))
-                    .bind(p)
-                    .fetch_all(s.pool())
-                    .await?
-            }
-            (AnyStore::Postgres(s), None) => {
-                sqlx::query_as(sqlx::AssertSqlSafe(format!("{select} ORDER BY created, id")))
-                    .fetch_all(s.pool())
-                    .await?
-            }
-        };
+        let select = self.sql(
+            "SELECT id, project, scope, label, author, created, revoked FROM api_keys
+             WHERE CAST(? AS TEXT) IS NULL OR project = ? ORDER BY created, id",
+        );
+        let rows: Vec<KeyRow> = with_pool!(self, |pool| {
+            sqlx::query_as(sqlx::AssertSqlSafe(select)).bind(project).bind(project).fetch_all(pool).await?
+        });
         rows.into_iter()
             .map(|(id, project, scope, label, author, created, revoked)| {
                 Ok(ApiKey { id, project, scope: Scope::parse(&scope)?, label, author, created, revoked })
@@ -214,46 +210,22 @@ impl AnyStore {
     /// Revokes a key by its id (or its whole token); revoking it again changes nothing.
     pub async fn revoke_key(&self, id: &str, time: &str) -> Result<ApiKey, StoreError> {
         let id = token_id(id).unwrap_or(id);
-        match self {
-            AnyStore::Sqlite(s) => {
-                sqlx::query("UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL")
-                    .bind(time)
-                    .bind(id)
-                    .execute(s.pool())
-                    .await?;
-            }
-            AnyStore::Postgres(s) => {
-                sqlx::query("UPDATE api_keys SET revoked = $1 WHERE id = $2 AND revoked IS NULL")
-                    .bind(time)
-                    .bind(id)
-                    .execute(s.pool())
-                    .await?;
-            }
-        }
+        let update = self.sql("UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL");
+        with_pool!(self, |pool| {
+            sqlx::query(sqlx::AssertSqlSafe(update)).bind(time).bind(id).execute(pool).await?;
+        });
         self.keys(None).await?.into_iter().find(|k| k.id == id).ok_or_else(|| StoreError::NoKey(id.to_owned()))
     }
 
     /// The access a token gives: `None` for a token that is malformed, unknown or revoked.
     pub async fn authenticate(&self, token: &str) -> Result<Option<Access>, StoreError> {
         let Some(id) = token_id(token) else { return Ok(None) };
-        let row = match self {
-            AnyStore::Sqlite(s) => sqlx::query(
-                "SELECT k.project, k.scope, k.hash, s.value FROM api_keys k, secrets s
-                     WHERE k.id = ? AND k.revoked IS NULL AND s.name = 'api-keys'",
-            )
-            .bind(id)
-            .fetch_optional(s.pool())
-            .await?
-            .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1), r.get::<Vec<u8>, _>(2), r.get::<Vec<u8>, _>(3))),
-            AnyStore::Postgres(s) => sqlx::query(
-                "SELECT k.project, k.scope, k.hash, s.value FROM api_keys k, secrets s
-                     WHERE k.id = $1 AND k.revoked IS NULL AND s.name = 'api-keys'",
-            )
-            .bind(id)
-            .fetch_optional(s.pool())
-            .await?
-            .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1), r.get::<Vec<u8>, _>(2), r.get::<Vec<u8>, _>(3))),
-        };
+        let select = self.sql(
+            "SELECT k.project, k.scope, k.hash, s.value FROM api_keys k, secrets s
+             WHERE k.id = ? AND k.revoked IS NULL AND s.name = 'api-keys'",
+        );
+        let row: Option<(String, String, Vec<u8>, Vec<u8>)> =
+            with_pool!(self, |pool| sqlx::query_as(sqlx::AssertSqlSafe(select)).bind(id).fetch_optional(pool).await?);
         let Some((project, scope, stored, secret)) = row else { return Ok(None) };
         let secret: [u8; 32] =
             secret.try_into().map_err(|_| StoreError::Damaged("the store's API key secret is not 32 bytes".into()))?;

@@ -3,11 +3,10 @@
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use casebook_filter::Filter;
-use casebook_store::{Select, Store};
+use casebook_store::Store;
 use serde::Deserialize;
 
-use super::{VersionPath, resolve};
+use super::{VersionPath, resolve, select};
 use crate::AppState;
 use crate::api::{CasePage, Count};
 use crate::auth::Reader;
@@ -25,11 +24,6 @@ pub struct PageQuery {
     pub limit: Option<usize>,
     /// The `next_cursor` of the page before.
     pub cursor: Option<String>,
-}
-
-fn select(filter: Option<&str>) -> ApiResult<Select> {
-    let filter = filter.filter(|f| !f.trim().is_empty()).map(Filter::parse).transpose()?;
-    Ok(Select { filter, limit: None })
 }
 
 /// A page of a version's cases that the filter selects, in order. A cursor stays on the

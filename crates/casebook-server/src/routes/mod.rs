@@ -69,6 +69,12 @@ pub(crate) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> ApiR
     Ok(store.resolve(dataset, &reference).await?)
 }
 
+/// The cases a `where=` filter selects (all of them without one); errors located in it.
+pub(crate) fn select(filter: Option<&str>) -> ApiResult<casebook_store::Select> {
+    let filter = filter.filter(|f| !f.trim().is_empty()).map(casebook_filter::Filter::parse).transpose()?;
+    Ok(casebook_store::Select { filter, limit: None })
+}
+
 /// Path parameters shared by the routes of a dataset.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use casebook_formats::{ExportSettings, Exporter, Format, Input, ReadOptions, SeedFiles, Syntax};
 use casebook_model::Diagnostic;
-use casebook_store::{CommitMode, CommitOutcome, IngestError, IngestEvent, IngestRequest, Parent, Ref, Select, Store};
+use casebook_store::{CommitMode, CommitOutcome, IngestError, IngestEvent, IngestRequest, Parent, Ref, Store};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
@@ -322,9 +322,7 @@ pub async fn export(
     if !format.syntaxes().contains(&syntax) {
         return Err(ApiError::bad_request(format!("`{format}` cannot be written as {}", syntax.name())));
     }
-    let filter =
-        query.filter.as_deref().filter(|f| !f.trim().is_empty()).map(casebook_filter::Filter::parse).transpose()?;
-    let select = Select { filter, limit: None };
+    let select = super::select(query.filter.as_deref())?;
     let store = reader.store;
     let version = resolve(&store, &path.dataset, &path.version).await?;
     let header = store.header(&path.dataset).await?;
