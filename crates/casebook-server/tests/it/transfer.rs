@@ -66,6 +66,19 @@ async fn imports_are_read_as_the_command_line_reads_them(backend: Backend) {
         (409, Some("conflict"), Some(2))
     );
     assert_eq!(versions(&server, "qa").await, 2);
+    // A client names who pushed; the key that did is kept beside the name.
+    let response = server
+        .client
+        .post(format!("{}{A}/named/import?filename=n.jsonl", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .header("x-casebook-author", "Ana Lima")
+        .body(LETTA)
+        .send()
+        .await
+        .unwrap();
+    let (status, report) = answer(response).await;
+    assert_eq!(status, 201, "{report}");
+    assert_eq!(report["version"]["author"], format!("Ana Lima (key {})", &server.keys.a_write[3..15]));
     // `v0` is "a new dataset": a conflict once it exists.
     let (status, _) = import(&server, "fresh", "filename=f.jsonl&parent=v0", LETTA).await;
     assert_eq!(status, 201);
