@@ -13,6 +13,15 @@ if ! python3 -c 'import yaml' 2>/dev/null; then
   python3 -m pip install --quiet pyyaml || python3 -m pip install --quiet --user --break-system-packages pyyaml
 fi
 
+# The console's browser tests drive Debian's headless Chromium through its WebDriver server.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  echo "installing Debian's chromium and chromium-driver for the console's browser tests" >&2
+  sudo=()
+  [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium chromium-driver >&2
+fi
+
 # A throwaway PostgreSQL server for the shared store's tests (installed first if missing), stopped
 # however the run ends. The tests fail, never skip, without it.
 postgres=$(scripts/postgres.sh start)

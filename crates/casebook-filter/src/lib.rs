@@ -120,7 +120,7 @@ use casebook_model::Case;
 
 pub use error::{FilterError, ShorthandError};
 pub use facets::{FACET_FIELDS, OTHER_FIELDS, facets_json};
-pub use path::FieldPath;
+pub use path::{FieldPath, Groups};
 pub use pg::PgContext;
 pub use sql::{LabelIndex, SqlContext, SqlFragment, SqlParam};
 

@@ -50,6 +50,52 @@ impl FieldPath {
     }
 }
 
+/// Cases counted per value of a path (`casebook cases --group-by`, the console's counts): a
+/// case with several values counts in each, a case without the field in the missing group.
+#[derive(Debug)]
+pub struct Groups {
+    path: FieldPath,
+    /// Keyed by the value's JSON text; `None` for the cases without the field.
+    counts: std::collections::HashMap<Option<String>, u64>,
+    cases: u64,
+}
+
+impl Groups {
+    pub fn new(path: FieldPath) -> Self {
+        Self { path, counts: Default::default(), cases: 0 }
+    }
+
+    pub fn path(&self) -> &FieldPath {
+        &self.path
+    }
+
+    /// Cases counted.
+    pub fn cases(&self) -> u64 {
+        self.cases
+    }
+
+    pub fn add(&mut self, case: &Case) {
+        self.cases += 1;
+        let values = self.path.values(case);
+        if values.is_empty() {
+            *self.counts.entry(None).or_default() += 1;
+        }
+        for value in values {
+            *self.counts.entry(Some(value.to_string())).or_default() += 1;
+        }
+    }
+
+    /// The groups, most frequent first (ties by value), the cases without the field last.
+    pub fn sorted(self) -> Vec<(Option<Value>, u64)> {
+        let mut groups: Vec<(Option<String>, u64)> = self.counts.into_iter().collect();
+        groups.sort_by(|a, b| (a.0.is_none(), std::cmp::Reverse(a.1), &a.0).cmp(&(b.0.is_none(), std::cmp::Reverse(b.1), &b.0)));
+        groups
+            .into_iter()
+            .map(|(key, n)| (key.map(|k| serde_json::from_str(&k).unwrap_or(Value::String(k))), n))
+            .collect()
+    }
+}
+
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.path.fmt(f)
@@ -87,5 +133,15 @@ mod tests {
         let err = FieldPath::parse("metadata.difficulty extra").unwrap_err();
         assert_eq!(err.column, 21);
         assert_eq!(FieldPath::parse("inptu").unwrap_err().hint.as_deref(), Some("did you mean `input`?"));
+    }
+
+    #[test]
+    fn groups_count_every_value_and_the_missing_last() {
+        let mut groups = Groups::new(FieldPath::parse("label.category").unwrap());
+        groups.add(&case());
+        groups.add(&serde_json::from_value(json!({"id": "b", "input": "x", "labels": ["category:RCA"]})).unwrap());
+        groups.add(&serde_json::from_value(json!({"id": "c", "input": "y"})).unwrap());
+        assert_eq!(groups.cases(), 3);
+        assert_eq!(groups.sorted(), vec![(Some(json!("RCA")), 2), (Some(json!("infra")), 1), (None, 1)]);
     }
 }

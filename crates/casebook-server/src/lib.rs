@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod auth;
+mod console;
 mod cursor;
 mod error;
 mod routes;
@@ -63,6 +64,8 @@ pub struct AppState {
     pub store: AnyStore,
     pub limits: Arc<Limits>,
     document: Arc<OnceLock<String>>,
+    /// The console's signed-in sessions.
+    sessions: Arc<console::Sessions>,
 }
 
 #[derive(OpenApi)]
@@ -90,11 +93,11 @@ impl utoipa::Modify for BearerKey {
 
 /// The application: its router (state, limits and logging applied) and its OpenAPI document.
 pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
-    let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default() };
+    let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), sessions: Arc::default() };
     let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
     let text = document.to_pretty_json().unwrap_or_default();
     let _ = state.document.set(text);
-    let router = router
+    let router = console::mount(router)
         .fallback(routes::no_route)
         .method_not_allowed_fallback(routes::no_method)
         .with_state(state)

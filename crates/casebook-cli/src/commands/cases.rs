@@ -2,11 +2,10 @@
 //! counted, or counted per value of a path (`--group-by`). On a store the filter runs in SQL; on
 //! a file it runs on the reader's worker threads.
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::Path;
 
-use casebook_filter::FieldPath;
+use casebook_filter::{FieldPath, Groups};
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
 use casebook_model::Case;
 use casebook_store::{Select, Store};
@@ -21,10 +20,9 @@ use crate::stores;
 pub fn run(settings: &Global, args: CasesArgs) -> anyhow::Result<Outcome> {
     let select = settings::selection(&args.select)?;
     let mode = match &args.group_by {
-        Some(path) => Mode::Group(
+        Some(path) => Mode::Group(Groups::new(
             FieldPath::parse(path).map_err(|err| settings::expression_error("--group-by", path, &err))?,
-            HashMap::new(),
-        ),
+        )),
         None if args.count => Mode::Count,
         None => Mode::List,
     };
@@ -43,9 +41,8 @@ pub fn run(settings: &Global, args: CasesArgs) -> anyhow::Result<Outcome> {
 enum Mode {
     List,
     Count,
-    /// Selected cases per value of the path (a case with several values counts in each).
-    /// (Keys are the values' JSON text; `None` for the cases without the field.)
-    Group(FieldPath, HashMap<Option<String>, u64>),
+    /// Selected cases per value of the path.
+    Group(Groups),
 }
 
 struct Sink<'a> {
@@ -65,14 +62,8 @@ impl Sink<'_> {
             }
             Mode::List => writeln!(self.out, "{}", summary_line(case)),
             Mode::Count => Ok(()),
-            Mode::Group(path, groups) => {
-                let values = path.values(case);
-                if values.is_empty() {
-                    *groups.entry(None).or_default() += 1;
-                }
-                for value in values {
-                    *groups.entry(Some(value.to_string())).or_default() += 1;
-                }
+            Mode::Group(groups) => {
+                groups.add(case);
                 Ok(())
             }
         }
@@ -92,19 +83,9 @@ impl Sink<'_> {
             Mode::List => {}
             Mode::Count if json => writeln!(self.out, "{}", json!({"count": self.selected, "of": total}))?,
             Mode::Count => writeln!(self.out, "{}", self.selected)?,
-            Mode::Group(path, groups) => {
-                let mut groups: Vec<(Option<Value>, u64)> = groups
-                    .into_iter()
-                    .map(|(key, n)| (key.map(|k| serde_json::from_str(&k).unwrap_or(Value::String(k))), n))
-                    .collect();
-                // Most frequent first; the cases without the field last.
-                groups.sort_by(|a, b| {
-                    (a.0.is_none(), std::cmp::Reverse(a.1), a.0.as_ref().map(Value::to_string)).cmp(&(
-                        b.0.is_none(),
-                        std::cmp::Reverse(b.1),
-                        b.0.as_ref().map(Value::to_string),
-                    ))
-                });
+            Mode::Group(groups) => {
+                let path = groups.path().to_string();
+                let groups = groups.sorted();
                 if json {
                     let list: Vec<Value> = groups
                         .iter()
@@ -116,7 +97,7 @@ impl Sink<'_> {
                     writeln!(
                         self.out,
                         "{}",
-                        json!({"group_by": path.to_string(), "groups": list, "selected": self.selected})
+                        json!({"group_by": path, "groups": list, "selected": self.selected})
                     )?;
                 } else {
                     let label = |value: &Option<Value>| match value {

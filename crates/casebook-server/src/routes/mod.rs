@@ -7,6 +7,8 @@ mod meta;
 mod runs;
 mod transfer;
 
+pub(crate) use transfer::{ExportQuery, export_version};
+
 use casebook_store::{AnyStore, Ref, Store, VersionInfo};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -46,13 +48,18 @@ pub(crate) fn now() -> String {
     format!("{:.0}", jiff::Timestamp::now())
 }
 
-/// Any path no route serves.
-pub(crate) async fn no_route(uri: axum::http::Uri) -> ApiError {
+/// Any path no route serves: the API's JSON error under `/api/`, the console's page elsewhere.
+pub(crate) async fn no_route(uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if !uri.path().starts_with("/api/") {
+        return crate::console::not_found(uri.path());
+    }
     ApiError::new(
         axum::http::StatusCode::NOT_FOUND,
         "no-route",
         format!("no such resource `{}`: `/api/v1/openapi.json` lists them", uri.path()),
     )
+    .into_response()
 }
 
 pub(crate) async fn no_method(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {

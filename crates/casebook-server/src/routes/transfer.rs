@@ -317,22 +317,33 @@ pub async fn export(
     Path(path): Path<VersionPath>,
     Query(query): Query<ExportQuery>,
 ) -> ApiResult<Response> {
+    export_version(reader.store, &path.dataset, &path.version, query, false).await
+}
+
+/// A version of `dataset` written as `query` says, streamed; with `download`, named as a file
+/// to save (`support-v3.jsonl`).
+pub(crate) async fn export_version(
+    store: casebook_store::AnyStore,
+    dataset: &str,
+    version: &str,
+    query: ExportQuery,
+    download: bool,
+) -> ApiResult<Response> {
     let format = parse_format(query.format.as_deref())?.unwrap_or(Format::Casebook);
     let syntax = parse_syntax(query.syntax.as_deref())?.unwrap_or_else(|| format.syntax_for(None));
     if !format.syntaxes().contains(&syntax) {
         return Err(ApiError::bad_request(format!("`{format}` cannot be written as {}", syntax.name())));
     }
     let select = super::select(query.filter.as_deref())?;
-    let store = reader.store;
-    let version = resolve(&store, &path.dataset, &path.version).await?;
-    let header = store.header(&path.dataset).await?;
+    let version = resolve(&store, dataset, version).await?;
+    let header = store.header(dataset).await?;
     let settings = ExportSettings {
         format,
         syntax,
         column_map: None,
         lossy: query.lossy.unwrap_or(false),
         seed_files: SeedFiles::Inline,
-        place: format!("{}@v{}", path.dataset, version.number),
+        place: format!("{dataset}@v{}", version.number),
     };
     let mut columns = Vec::new();
     if settings.needs_columns() {
@@ -340,7 +351,7 @@ pub async fn export(
         let mut found = casebook_formats::CsvColumns::new(&settings);
         let mut after = None;
         loop {
-            let page = store.page(&path.dataset, version.number, &select, after.as_ref(), EXPORT_PAGE).await?;
+            let page = store.page(dataset, version.number, &select, after.as_ref(), EXPORT_PAGE).await?;
             let cases = page
                 .bodies
                 .iter()
@@ -360,7 +371,7 @@ pub async fn export(
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
     exporter.begin().map_err(ApiError::internal)?;
     // The first page decides the answer: what the format refuses is an error, not a cut body.
-    let first = store.page(&path.dataset, version.number, &select, None, EXPORT_PAGE).await?;
+    let first = store.page(dataset, version.number, &select, None, EXPORT_PAGE).await?;
     let refused = |diagnostics: Vec<Diagnostic>| {
         let errors: Vec<Diagnostic> = diagnostics.into_iter().filter(Diagnostic::is_error).collect();
         if errors.is_empty() {
@@ -370,7 +381,7 @@ pub async fn export(
             ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid-input",
-                format!("`{}` cannot be written as `{format}`: {}", path.dataset, errors[0].message),
+                format!("`{dataset}` cannot be written as `{format}`: {}", errors[0].message),
             )
             .with_diagnostics(errors),
         )
@@ -379,12 +390,25 @@ pub async fn export(
     if let Some(err) = refused(diagnostics) {
         return Err(err);
     }
-    let content_type = match syntax {
-        Syntax::Jsonl => "application/x-ndjson",
-        Syntax::Json => "application/json",
-        Syntax::Yaml => "application/yaml",
-        Syntax::Csv => "text/csv",
+    let (content_type, extension) = match syntax {
+        Syntax::Jsonl => ("application/x-ndjson", "jsonl"),
+        Syntax::Json => ("application/json", "json"),
+        Syntax::Yaml => ("application/yaml", "yaml"),
+        Syntax::Csv => ("text/csv", "csv"),
     };
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
+    if download {
+        // The name is ASCII letters, digits, `-`, `_` and `.` only: nothing to quote.
+        let name: String = dataset
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+            .collect();
+        let disposition = format!("attachment; filename=\"{name}-v{}.{extension}\"", version.number);
+        if let Ok(value) = disposition.parse() {
+            headers.insert(header::CONTENT_DISPOSITION, value);
+        }
+    }
     // A version of one page is answered whole, so that a refusal at the end (an empty version
     // in a format that needs cases) is an error answer too.
     if first.next.is_none() {
@@ -392,10 +416,10 @@ pub async fn export(
         if let Some(err) = refused(exported.diagnostics) {
             return Err(err);
         }
-        return Ok(([(header::CONTENT_TYPE, content_type)], chunks.take()).into_response());
+        return Ok((headers, chunks.take()).into_response());
     }
     let (sender, receiver) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
-    let dataset = path.dataset.clone();
+    let dataset = dataset.to_owned();
     let number = version.number;
     let work = async move {
         let send = |bytes: Vec<u8>| {
@@ -445,5 +469,5 @@ pub async fn export(
     };
     tokio::spawn(work);
     let stream = futures_util::stream::unfold(receiver, |mut r| async move { r.recv().await.map(|item| (item, r)) });
-    Ok(([(header::CONTENT_TYPE, content_type)], Body::from_stream(stream)).into_response())
+    Ok((headers, Body::from_stream(stream)).into_response())
 }

@@ -169,11 +169,16 @@ crate::on_both!(
 #[test]
 fn routes_are_added_only_with_their_operation() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    // The console's pages are HTML, not API operations: they are added in its own module.
+    let console = root.join("console");
     let mut stack = vec![root];
     let mut seen = 0;
     while let Some(dir) = stack.pop() {
         for entry in fs_err::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
+            if path == console {
+                continue;
+            }
             if path.is_dir() {
                 stack.push(path);
                 continue;

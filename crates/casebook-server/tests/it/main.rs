@@ -1,7 +1,10 @@
 //! The server's tests: real servers on `127.0.0.1:0` over a real store of each backend (SQLite
-//! in a temporary folder, and the PostgreSQL that `scripts/test.sh` starts).
+//! in a temporary folder, and the PostgreSQL that `scripts/test.sh` starts), and the console in
+//! a real headless Chromium.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
+mod console;
 mod harness;
 mod isolation;
 mod reads;

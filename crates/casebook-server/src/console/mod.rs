@@ -1,0 +1,147 @@
+//! The web console: HTML pages rendered on the server from templates compiled into the binary
+//! (askama), over the same store functions the API calls. Its addresses are the API's without
+//! `/api/v1` (`/projects/team/datasets/support/versions/v3/cases/c1`), so a page's address is
+//! its permalink. Pages work as links and forms; `console.js` only makes some of them quicker.
+//!
+//! A person signs in with an API key ([`session`]); a read key's pages show no edit controls,
+//! and a key sees its own project only (another answers 404, as one that does not exist).
+
+mod browse;
+mod page;
+mod session;
+mod view;
+
+use axum::Form;
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+
+use crate::AppState;
+use page::{Chrome, Failure, PageResult, html, project_url, see_other};
+pub use session::Sessions;
+use session::Viewer;
+
+/// The console's routes, added to the API's router.
+pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
+    router
+        .route("/", get(home))
+        .route("/signin", get(sign_in_page).post(sign_in))
+        .route("/signout", post(sign_out))
+        .route("/console.css", get(|| asset("text/css; charset=utf-8", include_str!("../../assets/console.css"))))
+        .route("/console.js", get(|| asset("text/javascript; charset=utf-8", include_str!("../../assets/console.js"))))
+        .route("/projects/{project}", get(browse::project))
+        .route("/projects/{project}/datasets/{dataset}", get(browse::dataset))
+        .route("/projects/{project}/datasets/{dataset}/tags", post(browse::tag))
+        .route("/projects/{project}/datasets/{dataset}/diff", get(browse::diff))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}", get(browse::version))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}/export", get(browse::export))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}", get(browse::case))
+}
+
+/// A page of the console for a path no route serves (an API path gets the API's JSON error).
+pub(crate) fn not_found(path: &str) -> Response {
+    Failure::not_found(format!("there is no page at `{path}`")).into_response()
+}
+
+async fn asset(kind: &'static str, text: &'static str) -> Response {
+    ([(CONTENT_TYPE, kind), (CACHE_CONTROL, "public, max-age=300")], text).into_response()
+}
+
+async fn home(viewer: Result<Viewer, Failure>) -> Response {
+    match viewer {
+        Ok(viewer) => see_other(&project_url(&viewer.access.project)),
+        Err(_) => see_other("/signin"),
+    }
+}
+
+#[derive(Deserialize)]
+struct Next {
+    next: Option<String>,
+}
+
+#[derive(askama::Template)]
+#[template(path = "signin.html")]
+struct SignInPage {
+    chrome: Chrome,
+    next: String,
+    error: Option<String>,
+}
+
+async fn sign_in_page(Query(query): Query<Next>) -> Response {
+    html(&SignInPage { chrome: Chrome::anonymous("Sign in"), next: query.next.unwrap_or_default(), error: None })
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    key: String,
+    #[serde(default)]
+    next: String,
+}
+
+/// Where to go after signing in: a path of this server only, never another site.
+fn local_path(next: &str) -> Option<&str> {
+    (next.starts_with('/') && !next.starts_with("//") && !next.contains('\\')).then_some(next)
+}
+
+async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignInForm>) -> PageResult {
+    if !session::same_site(&headers) {
+        return Err(Failure::new(StatusCode::FORBIDDEN, "this request came from another site and was refused"));
+    }
+    let token = form.key.trim();
+    let again = |error: String| {
+        let page = SignInPage { chrome: Chrome::anonymous("Sign in"), next: form.next.clone(), error: Some(error) };
+        let mut response = html(&page);
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        response
+    };
+    if token.is_empty() {
+        return Ok(again("paste an API key: `casebook keys create --project P --scope read|write` makes one".into()));
+    }
+    let Some(access) = state.store.authenticate(token).await.map_err(Failure::from)? else {
+        return Ok(again("the API key is unknown or revoked: check it, or make a new one with `casebook keys create`".into()));
+    };
+    let id = state.sessions.open(token).map_err(Failure::internal)?;
+    let to = local_path(&form.next).map_or_else(|| project_url(&access.project), str::to_owned);
+    let mut response = see_other(&to);
+    if let Ok(value) = session::set_cookie(Some(&id)).parse() {
+        response.headers_mut().insert(SET_COOKIE, value);
+    }
+    Ok(response)
+}
+
+#[derive(Deserialize)]
+struct SignOutForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn sign_out(State(state): State<AppState>, viewer: Viewer, headers: HeaderMap, Form(form): Form<SignOutForm>) -> PageResult {
+    // Any key may sign itself out; the form still has to be this session's.
+    viewer.check_form(&form.csrf)?;
+    if let Some(id) = session::cookie(&headers) {
+        state.sessions.close(id);
+    }
+    let mut response = see_other("/signin");
+    if let Ok(value) = session::set_cookie(None).parse() {
+        response.headers_mut().insert(SET_COOKIE, value);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_local_paths_are_followed_after_sign_in() {
+        assert_eq!(local_path("/projects/a"), Some("/projects/a"));
+        assert_eq!(local_path("//evil.example/x"), None);
+        assert_eq!(local_path("https://evil.example"), None);
+        assert_eq!(local_path("/\\evil.example"), None);
+        assert_eq!(local_path(""), None);
+    }
+}
