@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_projects.sql"),
     include_str!("../../migrations/postgres/0003_run_ids_per_project.sql"),
+    include_str!("../../migrations/postgres/0004_page_index_no_row_checks.sql"),
 ];
 
 /// Cases a batch statement carries.
