@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0002_projects.sql"),
     include_str!("../../migrations/postgres/0003_run_ids_per_project.sql"),
     include_str!("../../migrations/postgres/0004_page_index_no_row_checks.sql"),
+    include_str!("../../migrations/postgres/0005_page_function.sql"),
 ];
 
 /// Cases a batch statement carries.
@@ -573,7 +574,8 @@ impl crate::Store for PostgresStore {
         Ok(page)
     }
 
-    /// One row when the filter is all SQL: PostgreSQL joins the bodies. Otherwise (and for
+    /// One row when the filter is all SQL (or there is none: `casebook_page`): PostgreSQL joins the
+    /// bodies. Otherwise (and for
     /// bodies that refer to a seed document) as `page` reads them.
     async fn page_json(
         &self,
@@ -588,19 +590,34 @@ impl crate::Store for PostgresStore {
         if query.check != Check::Sql {
             return Ok(self.page(dataset, version, select, after, size).await?.into());
         }
-        let (from, cond) = (&query.from, query.cond.as_deref().unwrap_or("true"));
         let limit = i64::try_from(size).unwrap_or(i64::MAX);
-        // One pass over the page's rows, in the subquery's order (which PostgreSQL keeps for a
-        // subquery with a `LIMIT`; as in the embedded store, the aggregates do not sort the
-        // bodies again, and the conformance suite compares every page with `page`): the bodies
-        // joined, and the last row's place.
-        let sql = format!(
-            "SELECT convert_to(coalesce(string_agg(body, ','), ''), 'UTF8'), count(*),
-                    max(ord), (array_agg(case_id))[count(*)]
-             FROM (SELECT b.body, m.ord, m.case_id {from} AND ({cond}) ORDER BY m.ord, m.case_id LIMIT {limit}) AS page"
-        );
-        let (json, count, ord, last): (Vec<u8>, i64, Option<f64>, Option<Vec<u8>>) =
-            query.bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone()))).fetch_one(&self.pool).await?;
+        let (json, count, ord, last): (String, i64, Option<f64>, Option<Vec<u8>>) = match &query.cond {
+            // Unfiltered: `casebook_page` (migration 0005), whose plan is made once per connection.
+            None => {
+                sqlx::query_as("SELECT bodies, n, last_ord, last_id FROM casebook_page($1, $2, $3, $4, $5)")
+                    .bind(id)
+                    .bind(i64::try_from(version).unwrap_or(i64::MAX))
+                    .bind(after.map(|a| a.ord))
+                    .bind(after.map(|a| a.id.as_bytes()))
+                    .bind(limit)
+                    .fetch_one(&self.pool)
+                    .await?
+            }
+            // One pass over the page's rows, in the subquery's order (which PostgreSQL keeps for a
+            // subquery with a `LIMIT`; as in the embedded store, the aggregates do not sort the
+            // bodies again, and the conformance suite compares every page with `page`): the bodies
+            // joined, and the last row's place.
+            Some(cond) => {
+                let from = &query.from;
+                let sql = format!(
+                    "SELECT coalesce(string_agg(body, ','), ''), count(*), max(ord), (array_agg(case_id))[count(*)]
+                     FROM (SELECT b.body, m.ord, m.case_id {from} AND ({cond}) ORDER BY m.ord, m.case_id LIMIT {limit})
+                     AS page"
+                );
+                query.bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone()))).fetch_one(&self.pool).await?
+            }
+        };
+        let json = json.into_bytes();
         if crate::seeds::may_refer(&json) {
             return Ok(self.page(dataset, version, select, after, size).await?.into());
         }
