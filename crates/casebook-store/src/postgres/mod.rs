@@ -299,7 +299,9 @@ async fn write_bodies(pool: PgPool, mut cases: Vec<Prepared>) -> Result<Chunk, S
     // The row id of each body: those this statement stored, and those stored before it began
     // (which its snapshot shows); one stored meanwhile by another writer is looked up after.
     // Committed without waiting for the disk: the version that names these bodies commits after
-    // them and waits for the log up to its own record, so theirs is flushed first.
+    // them and waits for the log up to its own record, so theirs is flushed first. Labels go only
+    // with the bodies this statement stored, which no one else writes, and a case's labels are
+    // distinct (`prepare`): they need no conflict check.
     let mut tx = pool.begin().await?;
     sqlx::query("SET LOCAL synchronous_commit = off").execute(&mut *tx).await?;
     if !seed_ids.is_empty() {
@@ -320,8 +322,7 @@ async fn write_bodies(pool: PgPool, mut cases: Vec<Prepared>) -> Result<Chunk, S
                          SELECT new.id, input.facets::json, strpos(input.body, '\\u0000') > 0
                          FROM new JOIN input USING (cid)),
               labels AS (INSERT INTO case_labels (label, blob)
-                         SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid)
-                         ON CONFLICT DO NOTHING)
+                         SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid))
          SELECT cid, id FROM new
          UNION ALL
          SELECT b.cid, b.id FROM input i LEFT JOIN new n ON n.cid = i.cid JOIN blobs b ON b.cid = i.cid
