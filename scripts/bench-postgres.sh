@@ -7,6 +7,7 @@
 #
 #   scripts/bench-postgres.sh               # ROWS=1000000 by default
 #   ROWS=200000 scripts/bench-postgres.sh   # quicker
+#   BENCH_DATA=/tmp/bench scripts/bench-postgres.sh   # data and work files there, not in target/bench-data
 #
 # The PostgreSQL server is a new cluster (scripts/postgres.sh) with its durability settings on
 # (fsync, synchronous commit, full-page writes), unlike the test suite's, on this machine:
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROWS=${ROWS:-1000000}
-DATA=target/bench-data
+DATA=${BENCH_DATA:-target/bench-data}
 WORK=$DATA/postgres
 BIN=$DATA/bin/casebook-pg-bench
 mkdir -p "$DATA/bin"

@@ -8,13 +8,14 @@
 #
 #   scripts/bench-server.sh                # ROWS=1000000 by default
 #   ROWS=200000 scripts/bench-server.sh    # quicker
+#   BENCH_DATA=/tmp/bench scripts/bench-server.sh    # data and work files there, not in target/bench-data
 #
 # Client, server and PostgreSQL share this machine's 2 cores. Needs GNU time (/usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROWS=${ROWS:-1000000}
-DATA=target/bench-data
+DATA=${BENCH_DATA:-target/bench-data}
 WORK=$DATA/server
 BIN=$DATA/bin/casebook-server-bench
 mkdir -p "$DATA/bin"
