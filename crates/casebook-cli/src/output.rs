@@ -152,7 +152,18 @@ impl Output {
             temp.persist(&path)?;
         }
         match self.temp {
-            Temp::File(temp, path) => temp.persist(&path)?,
+            Temp::File(temp, path) => {
+                if fs_err::metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+                    // A device or a pipe (`-o /dev/null`, a named pipe) is written into, never
+                    // replaced by a file.
+                    let mut from = fs_err::File::open(&temp.path)?;
+                    let mut to = fs_err::OpenOptions::new().write(true).open(&path)?;
+                    std::io::copy(&mut from, &mut to)?;
+                    drop(temp);
+                } else {
+                    temp.persist(&path)?;
+                }
+            }
             Temp::Stdout(mut file) => {
                 file.rewind()?;
                 let mut stdout = std::io::stdout().lock();

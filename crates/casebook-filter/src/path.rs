@@ -88,7 +88,9 @@ impl Groups {
     /// The groups, most frequent first (ties by value), the cases without the field last.
     pub fn sorted(self) -> Vec<(Option<Value>, u64)> {
         let mut groups: Vec<(Option<String>, u64)> = self.counts.into_iter().collect();
-        groups.sort_by(|a, b| (a.0.is_none(), std::cmp::Reverse(a.1), &a.0).cmp(&(b.0.is_none(), std::cmp::Reverse(b.1), &b.0)));
+        groups.sort_by(|a, b| {
+            (a.0.is_none(), std::cmp::Reverse(a.1), &a.0).cmp(&(b.0.is_none(), std::cmp::Reverse(b.1), &b.0))
+        });
         groups
             .into_iter()
             .map(|(key, n)| (key.map(|k| serde_json::from_str(&k).unwrap_or(Value::String(k))), n))

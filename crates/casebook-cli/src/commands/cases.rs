@@ -94,11 +94,7 @@ impl Sink<'_> {
                             None => json!({"missing": true, "count": n}),
                         })
                         .collect();
-                    writeln!(
-                        self.out,
-                        "{}",
-                        json!({"group_by": path, "groups": list, "selected": self.selected})
-                    )?;
+                    writeln!(self.out, "{}", json!({"group_by": path, "groups": list, "selected": self.selected}))?;
                 } else {
                     let label = |value: &Option<Value>| match value {
                         None => format!("(no {path})"),

@@ -113,6 +113,33 @@ fn the_output_file_has_ordinary_permissions() {
     assert_eq!(format!("{:o}", mode(&out)), format!("{:o}", mode(&reference)));
 }
 
+/// `-o` naming a device or a pipe writes into it: it is never replaced by a file (as root,
+/// `-o /dev/null` once replaced the machine's `/dev/null`). Tested with a named pipe.
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_a_pipe_is_written_into_not_replaced() {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", "{\"id\": \"a\", \"input\": \"x\"}\n");
+    let pipe = dir.join("pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&pipe).status().unwrap().success());
+    let reader = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            fs_err::File::open(&pipe).unwrap().read_to_string(&mut text).unwrap();
+            text
+        })
+    };
+    run(casebook().arg("convert").arg(&file).args(["--to", "letta", "-q", "-o"]).arg(&pipe)).expect_status(0);
+    // (Checked first: a pipe replaced by a file would leave the reader waiting for ever.)
+    assert!(fs_err::metadata(&pipe).unwrap().file_type().is_fifo());
+    assert_eq!(reader.join().unwrap(), "{\"id\":\"a\",\"input\":\"x\"}\n");
+    assert_eq!(fs_err::read_dir(dir.join(".")).unwrap().count(), 2, "no temporary file is left");
+}
+
 #[test]
 fn letta_to_casebook_and_back_gives_the_same_samples() {
     let dir = Folder::new();

@@ -11,9 +11,7 @@ use casebook_model::Case;
 use casebook_store::{AnyStore, FieldChange, Ref, Select, Store, VersionInfo};
 use serde::Deserialize;
 
-use super::page::{
-    Chrome, Failure, PageResult, case_url, dataset_url, html, query, see_other, version_url,
-};
+use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, html, query, see_other, version_url};
 use super::session::Viewer;
 use super::view::{CaseView, preview, show};
 use crate::cursor;
@@ -281,7 +279,11 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
             url: case_url(&path.project, &path.dataset, number, &case.id),
             input: preview(&case.task.input, 160),
             labels: case.labels.as_deref().unwrap_or_default().join(", "),
-            review: case.review.as_ref().map(|r| show(&serde_json::to_value(r).unwrap_or_default())).unwrap_or_default(),
+            review: case
+                .review
+                .as_ref()
+                .map(|r| show(&serde_json::to_value(r).unwrap_or_default()))
+                .unwrap_or_default(),
             id: case.id,
         });
     }
@@ -521,7 +523,10 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
         counts,
         chrome: Chrome::new(&viewer, format!("{}: v{from} → v{to}", path.dataset))
             .at(path.dataset.clone(), dataset_url(&path.project, &path.dataset))
-            .at(format!("v{from} → v{to}"), format!("{}/diff?from=v{from}&to=v{to}", dataset_url(&path.project, &path.dataset))),
+            .at(
+                format!("v{from} → v{to}"),
+                format!("{}/diff?from=v{from}&to=v{to}", dataset_url(&path.project, &path.dataset)),
+            ),
         added: diff.added.iter().take(DIFF_SHOWN).map(|id| link(id, to)).collect(),
         removed: diff.removed.iter().take(DIFF_SHOWN).map(|id| link(id, from)).collect(),
         moved: diff.moved.iter().take(DIFF_SHOWN).map(|id| link(id, to)).collect(),

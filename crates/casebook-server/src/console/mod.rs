@@ -102,7 +102,9 @@ async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): 
         return Ok(again("paste an API key: `casebook keys create --project P --scope read|write` makes one".into()));
     }
     let Some(access) = state.store.authenticate(token).await.map_err(Failure::from)? else {
-        return Ok(again("the API key is unknown or revoked: check it, or make a new one with `casebook keys create`".into()));
+        return Ok(again(
+            "the API key is unknown or revoked: check it, or make a new one with `casebook keys create`".into(),
+        ));
     };
     let id = state.sessions.open(token).map_err(Failure::internal)?;
     let to = local_path(&form.next).map_or_else(|| project_url(&access.project), str::to_owned);
@@ -119,7 +121,12 @@ struct SignOutForm {
     csrf: String,
 }
 
-async fn sign_out(State(state): State<AppState>, viewer: Viewer, headers: HeaderMap, Form(form): Form<SignOutForm>) -> PageResult {
+async fn sign_out(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    headers: HeaderMap,
+    Form(form): Form<SignOutForm>,
+) -> PageResult {
     // Any key may sign itself out; the form still has to be this session's.
     viewer.check_form(&form.csrf)?;
     if let Some(id) = session::cookie(&headers) {

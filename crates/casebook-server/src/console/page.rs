@@ -53,11 +53,7 @@ impl Chrome {
 /// A rendered page. Pages show a person's data: no cache keeps them.
 pub fn html(template: &impl Template) -> Response {
     match template.render() {
-        Ok(text) => (
-            [(CONTENT_TYPE, "text/html; charset=utf-8"), (CACHE_CONTROL, "no-store")],
-            text,
-        )
-            .into_response(),
+        Ok(text) => ([(CONTENT_TYPE, "text/html; charset=utf-8"), (CACHE_CONTROL, "no-store")], text).into_response(),
         Err(err) => Failure::internal(err).into_response(),
     }
 }
@@ -141,7 +137,10 @@ impl Failure {
         let api = crate::ApiError::internal(what);
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the server failed to show this page: its log says why, under request id `{}`", api.body.request_id),
+            format!(
+                "the server failed to show this page: its log says why, under request id `{}`",
+                api.body.request_id
+            ),
         )
     }
 }

@@ -146,7 +146,10 @@ impl Viewer {
         if !self.can_write() {
             return Err(Failure::new(
                 StatusCode::FORBIDDEN,
-                format!("the API key `{}` may only read: sign in with a key made with `--scope write`", self.access.key),
+                format!(
+                    "the API key `{}` may only read: sign in with a key made with `--scope write`",
+                    self.access.key
+                ),
             ));
         }
         Ok(())

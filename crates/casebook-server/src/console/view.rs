@@ -100,7 +100,11 @@ impl CaseView {
             .turns
             .iter()
             .flatten()
-            .map(|t| Message { role: role_name(t.role).to_owned(), hitl: t.role == Role::Hitl, content: t.content.clone() })
+            .map(|t| Message {
+                role: role_name(t.role).to_owned(),
+                hitl: t.role == Role::Hitl,
+                content: t.content.clone(),
+            })
             .collect();
         let context = task
             .context
@@ -155,7 +159,9 @@ impl CaseView {
             task_other.push(Field { name: "agent arguments".into(), text: show(&Value::Object(args.clone())) });
         }
         let expected = match serde_json::to_value(&case.expected) {
-            Ok(Value::Object(map)) => map.iter().map(|(k, v)| Field { name: k.replace('_', " "), text: show(v) }).collect(),
+            Ok(Value::Object(map)) => {
+                map.iter().map(|(k, v)| Field { name: k.replace('_', " "), text: show(v) }).collect()
+            }
             _ => Vec::new(),
         };
         let mut about = Vec::new();

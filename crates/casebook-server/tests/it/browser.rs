@@ -36,7 +36,9 @@ impl Browser {
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
             .unwrap_or_else(|| {
-                panic!("chromedriver is missing: run the tests with `scripts/test.sh`, which installs `chromium-driver`")
+                panic!(
+                    "chromedriver is missing: run the tests with `scripts/test.sh`, which installs `chromium-driver`"
+                )
             });
         let port = free_port();
         let mut command = Command::new(driver_path);
@@ -143,7 +145,13 @@ impl Browser {
     /// The elements `css` selects now.
     pub async fn all(&self, css: &str) -> Vec<Element> {
         let found = self.command("POST", "/elements", Some(json!({"using": "css selector", "value": css}))).await;
-        found.as_array().into_iter().flatten().filter_map(|e| e[ELEMENT].as_str()).map(|id| Element(id.to_owned())).collect()
+        found
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e[ELEMENT].as_str())
+            .map(|id| Element(id.to_owned()))
+            .collect()
     }
 
     /// The first element `css` selects, waited for.
@@ -194,9 +202,7 @@ impl Browser {
     async fn wait_for_new_page(&self) {
         let started = Instant::now();
         loop {
-            let state = self
-                .run("return window.casebookOldPage ? 'old' : document.readyState", json!([]))
-                .await;
+            let state = self.run("return window.casebookOldPage ? 'old' : document.readyState", json!([])).await;
             if state == "complete" {
                 return;
             }

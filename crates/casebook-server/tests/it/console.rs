@@ -60,7 +60,10 @@ async fn a_person_signs_in_browses_to_a_case_and_reads_its_history() {
     assert!(history.contains("v1 until v2") && history.contains("added"), "{history}");
     assert!(text.contains("permalink"));
     let permalink = browser.run("return document.querySelector('a.permalink').href", json!([])).await;
-    assert_eq!(permalink.as_str().unwrap(), format!("{}/projects/team-a/datasets/support/versions/v3/cases/c2", server.url));
+    assert_eq!(
+        permalink.as_str().unwrap(),
+        format!("{}/projects/team-a/datasets/support/versions/v3/cases/c2", server.url)
+    );
     browser.quit().await;
     server.stop().await;
 }
@@ -144,7 +147,10 @@ async fn a_writer_tags_a_version_and_compares_two() {
     browser.wait_for_text("candidate").await;
     let row = browser.run("return [...document.querySelectorAll('table.versions tr')].find(r => r.innerText.includes('candidate')).innerText", json!([])).await;
     assert!(row.as_str().unwrap().contains("v3"), "{row}");
-    assert_eq!(server.store.in_project("team-a").tags("support").await.unwrap(), [("candidate".into(), 3), ("prod".into(), 2)]);
+    assert_eq!(
+        server.store.in_project("team-a").tags("support").await.unwrap(),
+        [("candidate".into(), 3), ("prod".into(), 2)]
+    );
 
     // Compare v1 with v3: pick them in the version list.
     browser.click("input[name=from][value=v1]").await;
@@ -176,7 +182,11 @@ async fn a_read_key_sees_no_edit_controls_and_another_project_sees_nothing() {
     // team-b's key: team-a's pages answer as if there were no such project.
     sign_in(&browser, &server, &server.keys.b_read).await;
     assert!(browser.text().await.contains("Datasets of team-b"));
-    for path in ["/projects/team-a", "/projects/team-a/datasets/support", "/projects/team-a/datasets/support/versions/v1/cases/c1"] {
+    for path in [
+        "/projects/team-a",
+        "/projects/team-a/datasets/support",
+        "/projects/team-a/datasets/support/versions/v1/cases/c1",
+    ] {
         browser.goto(&format!("{}{path}", server.url)).await;
         let text = browser.wait_for_text("404").await;
         assert!(text.contains("no project `team-a`") && !text.contains("c1"), "{path}: {text}");
@@ -208,10 +218,11 @@ async fn writes_need_the_session_token_a_write_key_and_this_site(backend: Backen
     let body = page(&writer).await.unwrap().text().await.unwrap();
     let csrf = body.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
     let tag = |cookie: String, csrf: String, origin: Option<String>| {
-        let mut request = client
-            .post(&tag_url)
-            .header("cookie", cookie)
-            .form(&[("csrf", csrf.as_str()), ("version", "v1"), ("tag", "forged")]);
+        let mut request = client.post(&tag_url).header("cookie", cookie).form(&[
+            ("csrf", csrf.as_str()),
+            ("version", "v1"),
+            ("tag", "forged"),
+        ]);
         if let Some(origin) = origin {
             request = request.header("origin", origin);
         }
@@ -241,7 +252,10 @@ async fn writes_need_the_session_token_a_write_key_and_this_site(backend: Backen
     // The real form: tagged.
     let (status, _) = tag(writer.clone(), csrf, Some(server.url.clone())).await;
     assert_eq!(status, 303);
-    assert_eq!(server.store.in_project("team-a").tags("support").await.unwrap(), [("forged".into(), 1), ("prod".into(), 2)]);
+    assert_eq!(
+        server.store.in_project("team-a").tags("support").await.unwrap(),
+        [("forged".into(), 1), ("prod".into(), 2)]
+    );
     // A revoked key's session ends at once.
     let key_id = server.keys.a_write.split('_').nth(1).unwrap().to_owned();
     server.store.revoke_key(&key_id, "2026-11-24T09:00:00Z").await.unwrap();
