@@ -78,6 +78,7 @@ struct ProjectPage {
     chrome: Chrome,
     project: String,
     datasets: Vec<DatasetRow>,
+    can_write: bool,
 }
 
 pub async fn project(viewer: Viewer, Path(project): Path<String>) -> PageResult {
@@ -98,7 +99,12 @@ pub async fn project(viewer: Viewer, Path(project): Path<String>) -> PageResult 
             tags,
         });
     }
-    Ok(html(&ProjectPage { chrome: Chrome::new(&viewer, format!("{project} · datasets")), project, datasets }))
+    Ok(html(&ProjectPage {
+        chrome: Chrome::new(&viewer, format!("{project} · datasets")),
+        project,
+        datasets,
+        can_write: viewer.can_write(),
+    }))
 }
 
 #[derive(Deserialize)]
@@ -389,6 +395,8 @@ struct CasePage {
     json: String,
     history: Vec<RevisionRow>,
     older: usize,
+    /// The editor for this case on the head, for a write key.
+    edit_url: String,
 }
 
 impl From<&FieldChange> for Change {
@@ -439,6 +447,10 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
         }
     }
     history.reverse();
+    let edit_url = match viewer.can_write() {
+        true => format!("{}/edit?case={}", dataset_url(&path.project, &path.dataset), query(&path.case)),
+        false => String::new(),
+    };
     let view = CaseView::new(&case);
     let json = serde_json::to_string_pretty(&case).unwrap_or_default();
     let title = format!("{} · {}", path.dataset, casebook_model::excerpt(&case.id));
@@ -455,6 +467,7 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
         json,
         history,
         older,
+        edit_url,
     }))
 }
 

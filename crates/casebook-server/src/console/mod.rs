@@ -7,6 +7,7 @@
 //! and a key sees its own project only (another answers 404, as one that does not exist).
 
 mod browse;
+mod edit;
 mod page;
 mod session;
 mod view;
@@ -34,6 +35,9 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/console.css", get(|| asset("text/css; charset=utf-8", include_str!("../../assets/console.css"))))
         .route("/console.js", get(|| asset("text/javascript; charset=utf-8", include_str!("../../assets/console.js"))))
         .route("/projects/{project}", get(browse::project))
+        .route("/projects/{project}/new", get(edit::new_dataset).post(edit::create))
+        .route("/projects/{project}/check", post(edit::check_text))
+        .route("/projects/{project}/datasets/{dataset}/edit", get(edit::editor).post(edit::save))
         .route("/projects/{project}/datasets/{dataset}", get(browse::dataset))
         .route("/projects/{project}/datasets/{dataset}/tags", post(browse::tag))
         .route("/projects/{project}/datasets/{dataset}/diff", get(browse::diff))

@@ -176,6 +176,15 @@ async fn a_read_key_sees_no_edit_controls_and_another_project_sees_nothing() {
     assert!(text.contains("read"), "{text}");
     assert!(browser.all("#tag-form").await.is_empty(), "a read key sees the tag form");
     assert!(browser.all("form[method=post]").await.len() == 1, "only the sign-out form posts");
+    assert!(!text.contains("Add a case"), "{text}");
+    browser.goto(&format!("{}/projects/team-a/datasets/support/versions/v3/cases/c1", server.url)).await;
+    assert!(!browser.wait_for_text("The agent sees").await.contains("Edit this case"));
+    browser.goto(&format!("{}/projects/team-a", server.url)).await;
+    assert!(!browser.wait_for_text("Datasets of team-a").await.contains("New dataset"));
+    // The editor itself refuses a read key.
+    browser.goto(&format!("{}/projects/team-a/datasets/support/edit?case=c1", server.url)).await;
+    assert!(browser.wait_for_text("403").await.contains("may only read"));
+    browser.goto(&format!("{}/projects/team-a", server.url)).await;
     browser.submit("form[action='/signout'] button").await;
     browser.wait_for_text("Sign in with an API key").await;
 
@@ -191,6 +200,102 @@ async fn a_read_key_sees_no_edit_controls_and_another_project_sees_nothing() {
         let text = browser.wait_for_text("404").await;
         assert!(text.contains("no project `team-a`") && !text.contains("c1"), "{path}: {text}");
     }
+    browser.quit().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_edits_a_case_sees_problems_as_typed_and_the_new_version_diff() {
+    let server = Server::start(Backend::Sqlite).await;
+    let browser = Browser::start().await;
+    sign_in(&browser, &server, &server.keys.a_write).await;
+    browser.goto(&format!("{}/projects/team-a/datasets/support/versions/v3/cases/c2", server.url)).await;
+    browser.click_link("Edit this case").await;
+    let text = browser.wait_for_text("Saving makes a new version on v3").await;
+    assert!(text.contains("Edit c2 in support"), "{text}");
+    // Problems as it is typed, located in the editor.
+    browser.fill("#text", "{\"id\": \"c2\",\n \"input\": \"two, edited\",\n \"expected\": {\"output\": 4,}\n}").await;
+    let problems = browser.wait_for_text("line 3, column").await;
+    browser.shot("edit-problem").await;
+    let shown = browser.text_of("#problems").await;
+    assert_eq!(shown, "line 3, column 27: trailing comma before `}` · hint: fix the JSON syntax here", "{problems}");
+    // Saving a case with an error writes nothing and shows the same place.
+    browser.submit("#edit-form button").await;
+    assert!(browser.text_of("#problems").await.starts_with("line 3, column 27: trailing comma"));
+    assert_eq!(server.store.in_project("team-a").versions("support").await.unwrap().len(), 3);
+    browser.fill("#text", "{\"id\": \"c2\", \"input\": \"two, edited\", \"expected\": {\"output\": \"4\"}}").await;
+    browser.wait_for_text("no problems").await;
+    browser.fill("#message", "c2 reads better").await;
+    browser.submit("#edit-form button").await;
+    // The new version and its diff.
+    let text = browser.wait_for_text("v3 → v4").await;
+    assert!(text.contains("0 added") && text.contains("1 modified"), "{text}");
+    let modified = browser.text_of(".modified-case").await;
+    assert!(
+        modified.contains("/input") && modified.contains("two, again") && modified.contains("two, edited"),
+        "{modified}"
+    );
+    let v4 = server.store.in_project("team-a").versions("support").await.unwrap().pop().unwrap();
+    assert_eq!(
+        (v4.number, v4.message.as_str(), v4.author.as_str()),
+        (4, "c2 reads better", &*format!("key:{}", server.keys.a_write.split('_').nth(1).unwrap()))
+    );
+    browser.quit().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_after_someone_else_moved_the_head_is_kept_and_applied_on_the_new_head() {
+    let server = Server::start(Backend::Sqlite).await;
+    let browser = Browser::start().await;
+    sign_in(&browser, &server, &server.keys.a_write).await;
+    browser.goto(&format!("{}/projects/team-a/datasets/support/edit?case=c1", server.url)).await;
+    browser.wait_for_text("Saving makes a new version on v3").await;
+    // Someone else commits while the editor is open.
+    let a = server.store.in_project("team-a");
+    commit(&a, "support", CommitMode::Upsert, vec![crate::harness::case("c9", "nine")]).await;
+    browser.fill("#text", "{\"id\": \"c1\", \"input\": \"one, edited\"}").await;
+    browser.submit("#edit-form button").await;
+    let text = browser.wait_for_text("was committed while you edited").await;
+    browser.shot("conflict").await;
+    assert!(text.contains("v4 was committed while you edited (you started from v3): nothing was written"), "{text}");
+    assert_eq!(a.versions("support").await.unwrap().len(), 4);
+    // The change is still in the editor; saving again applies it on v4.
+    let kept = browser.run("return document.querySelector('#text').value", json!([])).await;
+    assert!(kept.as_str().unwrap().contains("one, edited"), "{kept}");
+    assert!(browser.text().await.contains("Saving makes a new version on v4"));
+    browser.submit("#edit-form button").await;
+    browser.wait_for_text("v4 → v5").await;
+    let head = a.case("support", 5, "c1").await.unwrap().unwrap();
+    assert_eq!(head.task.input, json!("one, edited"));
+    assert!(a.case("support", 5, "c9").await.unwrap().is_some(), "the other commit is kept");
+    browser.quit().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_creates_a_dataset_from_its_first_case() {
+    let server = Server::start(Backend::Sqlite).await;
+    let browser = Browser::start().await;
+    sign_in(&browser, &server, &server.keys.a_write).await;
+    browser.click_link("New dataset").await;
+    browser.fill("#dataset", "support").await;
+    browser
+        .fill(
+            "#text",
+            "{\"id\": \"q1\", \"input\": \"¿dónde está mi pedido?\", \"expected\": {\"output\": \"en camino\"}}",
+        )
+        .await;
+    browser.submit("#edit-form button").await;
+    let text = browser.wait_for_text("pick another name").await;
+    assert!(text.contains("a dataset named `support` already exists (its head is v3)"), "{text}");
+    browser.fill("#dataset", "pedidos").await;
+    browser.submit("#edit-form button").await;
+    let text = browser.wait_for_text("The agent sees").await;
+    assert!(text.contains("¿dónde está mi pedido?") && text.contains("en camino"), "{text}");
+    assert!(browser.url().await.ends_with("/projects/team-a/datasets/pedidos/versions/v1/cases/q1"));
+    browser.click_link("team-a").await;
+    assert!(browser.text().await.contains("pedidos"));
     browser.quit().await;
     server.stop().await;
 }
