@@ -64,8 +64,8 @@ pub struct AppState {
     pub store: AnyStore,
     pub limits: Arc<Limits>,
     document: Arc<OnceLock<String>>,
-    /// The console's signed-in sessions.
-    sessions: Arc<console::Sessions>,
+    /// The console's sessions and previewed imports.
+    console: Arc<console::ConsoleState>,
 }
 
 #[derive(OpenApi)]
@@ -93,8 +93,7 @@ impl utoipa::Modify for BearerKey {
 
 /// The application: its router (state, limits and logging applied) and its OpenAPI document.
 pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
-    let state =
-        AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), sessions: Arc::default() };
+    let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default() };
     let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
     let text = document.to_pretty_json().unwrap_or_default();
     let _ = state.document.set(text);

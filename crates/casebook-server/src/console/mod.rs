@@ -8,6 +8,7 @@
 
 mod browse;
 mod edit;
+mod import;
 mod page;
 mod session;
 mod view;
@@ -23,7 +24,13 @@ use serde::Deserialize;
 
 use crate::AppState;
 use page::{Chrome, Failure, PageResult, html, project_url, see_other};
-pub use session::Sessions;
+
+/// What the console keeps between requests: sessions, and files previewed for import.
+#[derive(Default)]
+pub struct ConsoleState {
+    sessions: session::Sessions,
+    uploads: import::Uploads,
+}
 use session::Viewer;
 
 /// The console's routes, added to the API's router.
@@ -38,6 +45,8 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/projects/{project}/new", get(edit::new_dataset).post(edit::create))
         .route("/projects/{project}/check", post(edit::check_text))
         .route("/projects/{project}/datasets/{dataset}/edit", get(edit::editor).post(edit::save))
+        .route("/projects/{project}/datasets/{dataset}/import", get(import::form).post(import::preview))
+        .route("/projects/{project}/datasets/{dataset}/import/confirm", post(import::confirm))
         .route("/projects/{project}/datasets/{dataset}", get(browse::dataset))
         .route("/projects/{project}/datasets/{dataset}/tags", post(browse::tag))
         .route("/projects/{project}/datasets/{dataset}/diff", get(browse::diff))
@@ -110,7 +119,7 @@ async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): 
             "the API key is unknown or revoked: check it, or make a new one with `casebook keys create`".into(),
         ));
     };
-    let id = state.sessions.open(token).map_err(Failure::internal)?;
+    let id = state.console.sessions.open(token).map_err(Failure::internal)?;
     let to = local_path(&form.next).map_or_else(|| project_url(&access.project), str::to_owned);
     let mut response = see_other(&to);
     if let Ok(value) = session::set_cookie(Some(&id)).parse() {
@@ -134,7 +143,7 @@ async fn sign_out(
     // Any key may sign itself out; the form still has to be this session's.
     viewer.check_form(&form.csrf)?;
     if let Some(id) = session::cookie(&headers) {
-        state.sessions.close(id);
+        state.console.sessions.close(id);
     }
     let mut response = see_other("/signin");
     if let Ok(value) = session::set_cookie(None).parse() {

@@ -168,7 +168,7 @@ impl FromRequestParts<AppState> for Viewer {
                 Failure::new(StatusCode::UNAUTHORIZED, "you are signed out: sign in again, then repeat what you did")
             }
         };
-        let Some((token, csrf)) = cookie(&parts.headers).and_then(|id| state.sessions.get(id)) else {
+        let Some((token, csrf)) = cookie(&parts.headers).and_then(|id| state.console.sessions.get(id)) else {
             return Err(signin());
         };
         let Some(access) = state.store.authenticate(&token).await.map_err(Failure::from)? else {

@@ -300,6 +300,62 @@ async fn a_writer_creates_a_dataset_from_its_first_case() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_import_is_previewed_with_its_errors_located_and_committed_on_confirmation() {
+    let server = Server::start(Backend::Sqlite).await;
+    let browser = Browser::start().await;
+    sign_in(&browser, &server, &server.keys.a_write).await;
+    browser.goto(&format!("{}/projects/team-a/datasets/support", server.url)).await;
+    browser.click_link("Import a file").await;
+    // An uploaded letta file with a broken second row: its line and column, nothing to confirm.
+    let folder = tempfile::tempdir().unwrap();
+    let bad = folder.path().join("bad.jsonl");
+    fs_err::write(&bad, "{\"input\": \"a\", \"ground_truth\": \"b\"}\n{\"input\": \"c\" \"ground_truth\": \"d\"}\n")
+        .unwrap();
+    browser.fill("#file", bad.to_str().unwrap()).await;
+    browser.submit("#import-form button").await;
+    let text = browser.wait_for_text("Preview of bad.jsonl").await;
+    browser.shot("import-error").await;
+    let problems = browser.text_of("#import-problems").await;
+    assert!(problems.starts_with("bad.jsonl:2:15 error: "), "{problems}\n{text}");
+    assert!(text.contains("nothing can be imported while the file has errors"), "{text}");
+    assert!(browser.all("#confirm-form").await.is_empty());
+
+    // Pasted cases: detected, and what they would do to the head, before anything is written.
+    let pasted = [
+        r#"{"id": "c1", "input": "one", "expected": {"output": "answer to one"}}"#,
+        r#"{"id": "c2", "input": "two, third time", "expected": {"output": "answer to two"}}"#,
+        r#"{"id": "c5", "input": "cinco — ¿sí?"}"#,
+    ]
+    .join("\n");
+    browser.fill("#text", &pasted).await;
+    browser.submit("#import-form button").await;
+    let text = browser.wait_for_text("Preview of pasted.jsonl").await;
+    browser.shot("import-preview").await;
+    assert!(browser.text_of("#detected").await.starts_with("read as casebook (jsonl) · 3 cases · 0 errors"), "{text}");
+    assert_eq!(browser.text_of("#would").await, "On v3 (replace), this would add 1, change 1 and remove 2 cases.");
+    assert!(text.contains("c5") && text.contains("c3") && text.contains("c4"), "{text}");
+    assert_eq!(
+        server.store.in_project("team-a").versions("support").await.unwrap().len(),
+        3,
+        "a preview writes nothing"
+    );
+    // The confirmation, kept to send again below.
+    let again = browser.run("return document.querySelector('#confirm-form').outerHTML", json!([])).await;
+    browser.fill("#confirm-form input[name=message]", "from the console").await;
+    browser.submit("#confirm-form button").await;
+    let text = browser.wait_for_text("v3 → v4").await;
+    assert!(text.contains("1 added") && text.contains("2 removed") && text.contains("1 modified"), "{text}");
+    let v4 = server.store.in_project("team-a").versions("support").await.unwrap().pop().unwrap();
+    assert_eq!((v4.number, v4.cases, v4.message.as_str()), (4, 3, "from the console"));
+    // A preview is confirmed once.
+    browser.run("document.body.insertAdjacentHTML('beforeend', arguments[0])", json!([again])).await;
+    browser.submit("#confirm-form button").await;
+    assert!(browser.wait_for_text("410").await.contains("preview the file again"));
+    browser.quit().await;
+    server.stop().await;
+}
+
 /// A session's cookie, signed in over HTTP.
 async fn cookie(server: &Server, key: &str) -> String {
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
