@@ -11,8 +11,11 @@ use serde_json::json;
 use crate::browser::Browser;
 use crate::harness::{Backend, Server};
 
-/// A graded result: one grader per `(name, score, pass)`, `Err` for a grader that failed.
-fn graded(case: &str, run: u32, labels: &[&str], grades: &[(&str, Result<(f64, bool), &str>)]) -> RunResult {
+/// A grader's `(score, pass)`, or the message of its failure.
+type Outcome<'a> = Result<(f64, bool), &'a str>;
+
+/// A graded result: one grader per `(name, outcome)`.
+fn graded(case: &str, run: u32, labels: &[&str], grades: &[(&str, Outcome)]) -> RunResult {
     let grades: Vec<GraderResult> = grades
         .iter()
         .map(|(name, outcome)| GraderResult {
