@@ -87,7 +87,7 @@ async fn keep(store: &AnyStore, id: &str, started: &str, mut results: Vec<RunRes
     for (n, r) in results.iter_mut().enumerate() {
         r.hash = format!("{:032x}{:032x}", id.len() * 1000 + n, u128::from(id.as_bytes()[id.len() - 1]));
     }
-    let finished = started.replace("08:00", "08:05");
+    let finished = started.replace(":00:00Z", ":05:00Z");
     let summary = Summary::of(&results, 0.8, RunMeta { finished: finished.clone(), ..meta });
     let rows: Vec<ResultRow> = results
         .iter()
@@ -141,7 +141,7 @@ async fn seed(server: &Server) -> (Vec<RunResult>, Vec<RunResult>) {
         fail("c2", 0, &["tone:polite"]),
         fail("c2", 1, &["tone:polite"]),
         pass("c3", 0, &["billing", "tone:polite"]),
-        fail("c3", 1, &["billing", "tone:polite"]),
+        graded("c3", 1, &["billing", "tone:polite"], &[("exact_match", Ok((0.0, false))), ("judge", Ok((0.5, false)))]),
         pass("c4", 0, &[]),
         graded("c4", 1, &[], &[("exact_match", Ok((1.0, true))), ("judge", Err("the judge answered no JSON"))]),
     ];
@@ -236,6 +236,7 @@ async fn two_runs_compared_show_the_flipped_cases_and_the_paired_difference() {
     assert!(errored.contains("timeout") && errored.contains("the judge answered no JSON"), "{errored}");
     // The runner's numbers, as `casebook compare` prints them.
     assert_eq!(expected.pairs, 6);
+    assert!(expected.mean_difference.unwrap() > 0.0, "{expected:?}");
     let mean = browser.text_of("#mean-difference").await;
     assert_eq!(mean, format!("{:+.3}", expected.mean_difference.unwrap()));
     let interval = expected.mean_difference_interval.unwrap();
