@@ -299,6 +299,12 @@ async fn run_pages_answer_over_http(backend: Backend) {
     let (status, text) = get("/projects/team-a/runs/r-a-1").await;
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("not met") && text.contains("nothing was graded") && text.contains("unreadable"), "{text}");
+    let (status, text) = get("/projects/team-a/runs/r-a-1/results/0").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("not a result the runner wrote"), "{text}");
+    let (status, text) = get("/projects/team-a/runs").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("no summary"), "{text}");
     let (status, _) = get("/projects/team-a/runs/nope").await;
     assert_eq!(status, 404);
     let (status, _) = get("/projects/team-a/runs/r-a-2/results/8").await;
