@@ -393,7 +393,7 @@ pub async fn one(viewer: Viewer, Path(path): Path<RunPath>, Query(paging): Query
             ],
         })
         .collect();
-    let from = paging.from.min(all.len());
+    let from = paging.from.min(all.len().saturating_sub(1));
     let to = (from + PAGE).min(all.len());
     let results = (from..to).filter_map(|i| all.get(i).map(|r| item(project, &id, ran.as_ref(), i, r))).collect();
     let base = run_url(project, &id);

@@ -305,6 +305,10 @@ async fn run_pages_answer_over_http(backend: Backend) {
     let (status, text) = get("/projects/team-a/runs").await;
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("no summary"), "{text}");
+    // A page past the end shows the last results.
+    let (status, text) = get("/projects/team-a/runs/r-a-2?from=100").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("8–8 of 8"), "{text}");
     let (status, _) = get("/projects/team-a/runs/nope").await;
     assert_eq!(status, 404);
     let (status, _) = get("/projects/team-a/runs/r-a-2/results/8").await;
