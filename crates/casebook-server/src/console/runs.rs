@@ -108,14 +108,16 @@ async fn ran(store: &AnyStore, meta: Option<&RunMeta>, seen: &mut HashMap<(Strin
     if let Some(found) = seen.get(&key) {
         return Some(found.clone());
     }
-    let version = match meta.dataset_version_id.is_empty() {
-        true => None,
-        false => store
+    let version = if meta.dataset_version_id.is_empty() {
+        None
+    } else {
+        store
             .resolve(&meta.dataset, &Ref::Name(meta.dataset_version_id.clone()))
             .await
             .ok()
+            // A tag spelled like the id would name another version.
             .filter(|v| v.id == meta.dataset_version_id)
-            .map(|v| v.number),
+            .map(|v| v.number)
     };
     let found = Ran { dataset: meta.dataset.clone(), version };
     seen.insert(key, found.clone());
