@@ -10,6 +10,7 @@ mod browse;
 mod edit;
 mod import;
 mod page;
+mod runs;
 mod session;
 mod view;
 
@@ -44,6 +45,10 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/projects/{project}", get(browse::project))
         .route("/projects/{project}/new", get(edit::new_dataset).post(edit::create))
         .route("/projects/{project}/check", post(edit::check_text))
+        .route("/projects/{project}/runs", get(runs::list))
+        .route("/projects/{project}/runs/{run}", get(runs::one))
+        .route("/projects/{project}/runs/{run}/results/{place}", get(runs::result))
+        .route("/projects/{project}/compare", get(runs::compare_runs))
         .route("/projects/{project}/datasets/{dataset}/edit", get(edit::editor).post(edit::save))
         .route("/projects/{project}/datasets/{dataset}/import", get(import::form).post(import::preview))
         .route("/projects/{project}/datasets/{dataset}/import/confirm", post(import::confirm))

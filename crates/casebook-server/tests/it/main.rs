@@ -5,6 +5,7 @@
 
 mod browser;
 mod console;
+mod console_runs;
 mod harness;
 mod isolation;
 mod reads;
