@@ -22,7 +22,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 base=http://127.0.0.1:$port
-until curl -sf "$base/api/v1/healthz" >/dev/null; do sleep 0.1; done
+until curl -sf "$base/healthz" >/dev/null; do sleep 0.1; done
 cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" "$base/signin" |
   sed -n 's/^set-cookie: \(casebook_session=[^;]*\).*/\1/ip')
 median() {
