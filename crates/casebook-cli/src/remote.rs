@@ -54,18 +54,7 @@ pub struct Remote {
     client: reqwest::Client,
 }
 
-/// Percent-encodes a path segment (a dataset name may hold `/`, spaces, anything).
-pub fn segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub use casebook_server::path_segment as segment;
 
 /// An error answer of the server, as its body says it.
 #[derive(Debug, Deserialize)]

@@ -36,6 +36,21 @@ pub use error::{ApiError, ErrorBody};
 /// The largest JSON request body (a batch of a run's results is the largest there is).
 const JSON_BODY_LIMIT: usize = 64 << 20;
 
+/// Percent-encodes one path segment of a URL: dataset names and case ids may hold `/`,
+/// spaces, anything. The console builds its links with it, and `casebook push`/`pull` their
+/// requests.
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// What a server allows.
 #[derive(Debug, Clone)]
 pub struct Limits {

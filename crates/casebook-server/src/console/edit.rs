@@ -140,7 +140,7 @@ pub struct EditQuery {
 }
 
 pub async fn editor(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query<EditQuery>) -> PageResult {
-    viewer.check_write(&viewer.csrf)?;
+    viewer.require_write()?;
     let store = &viewer.store;
     let head = store.resolve(&path.dataset, &Ref::Latest).await?;
     let text = match q.case.as_str() {
@@ -185,8 +185,7 @@ pub struct CheckForm {
 }
 
 /// The editor's problems as it is typed (for `console.js`).
-pub async fn check_text(viewer: Viewer, Form(form): Form<CheckForm>) -> Result<Json<Vec<Problem>>, Failure> {
-    let _ = viewer;
+pub async fn check_text(_signed_in: Viewer, Form(form): Form<CheckForm>) -> Result<Json<Vec<Problem>>, Failure> {
     let (_, problems) = tokio::task::spawn_blocking(move || check(&form.text)).await.map_err(Failure::internal)??;
     Ok(Json(problems))
 }
@@ -230,7 +229,7 @@ pub async fn save(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): For
 
 /// The new-dataset page: a name and its first case.
 pub async fn new_dataset(viewer: Viewer, Path(project): Path<String>) -> PageResult {
-    viewer.check_write(&viewer.csrf)?;
+    viewer.require_write()?;
     Ok(html(&new_page(&viewer, &project, String::new(), NEW_CASE.to_owned(), String::new())))
 }
 

@@ -122,7 +122,7 @@ fn page(viewer: &Viewer, path: &DatasetPath) -> ImportPage {
 }
 
 pub async fn form(viewer: Viewer, Path(path): Path<DatasetPath>) -> PageResult {
-    viewer.check_write(&viewer.csrf)?;
+    viewer.require_write()?;
     Ok(html(&page(&viewer, &path)))
 }
 

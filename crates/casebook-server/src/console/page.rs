@@ -8,6 +8,8 @@ use axum::response::{IntoResponse, Response};
 use casebook_store::StoreError;
 
 use super::session::Viewer;
+/// One path segment, percent-encoded.
+pub use crate::path_segment as seg;
 
 /// The frame of a page: the signed-in key, the form token for its sign-out button, and the
 /// trail of links to where the page is.
@@ -61,19 +63,6 @@ pub fn html(template: &impl Template) -> Response {
 /// A 303 to `to` (after a form is sent, so a reload does not send it again).
 pub fn see_other(to: &str) -> Response {
     (StatusCode::SEE_OTHER, [(LOCATION, to)]).into_response()
-}
-
-/// One path segment, percent-encoded: dataset names and case ids may hold any character.
-pub fn seg(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }
 
 /// A query value, percent-encoded.

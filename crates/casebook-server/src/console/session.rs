@@ -143,16 +143,18 @@ impl Viewer {
     /// Refuses a write: a form without this session's token, or a read key.
     pub fn check_write(&self, csrf: &str) -> Result<(), Failure> {
         self.check_form(csrf)?;
-        if !self.can_write() {
-            return Err(Failure::new(
-                StatusCode::FORBIDDEN,
-                format!(
-                    "the API key `{}` may only read: sign in with a key made with `--scope write`",
-                    self.access.key
-                ),
-            ));
+        self.require_write()
+    }
+
+    /// Refuses a read key (the pages that only lead to a write).
+    pub fn require_write(&self) -> Result<(), Failure> {
+        if self.can_write() {
+            return Ok(());
         }
-        Ok(())
+        Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            format!("the API key `{}` may only read: sign in with a key made with `--scope write`", self.access.key),
+        ))
     }
 }
 

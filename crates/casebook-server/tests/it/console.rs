@@ -9,7 +9,7 @@ use crate::browser::Browser;
 use crate::harness::{Backend, Server, commit};
 
 /// Signs in through the sign-in page, which leads to the key's project.
-async fn sign_in(browser: &Browser, server: &Server, key: &str) {
+pub async fn sign_in(browser: &Browser, server: &Server, key: &str) {
     browser.goto(&format!("{}/", server.url)).await;
     browser.fill("#key", key).await;
     browser.submit("form[action='/signin'] button").await;

@@ -9,6 +9,7 @@ use casebook_store::{AnyStore, Ref, ResultRow, Store};
 use serde_json::json;
 
 use crate::browser::Browser;
+use crate::console::sign_in;
 use crate::harness::{Backend, Server};
 
 /// A grader's `(score, pass)`, or the message of its failure.
@@ -148,13 +149,6 @@ async fn seed(server: &Server) -> (Vec<RunResult>, Vec<RunResult>) {
     let a = keep(&store, "r-a-2", "2026-11-24T08:00:00Z", a).await;
     let b = keep(&store, "r-a-3", "2026-11-24T09:00:00Z", b).await;
     (a, b)
-}
-
-async fn sign_in(browser: &Browser, server: &Server, key: &str) {
-    browser.goto(&format!("{}/", server.url)).await;
-    browser.fill("#key", key).await;
-    browser.submit("form[action='/signin'] button").await;
-    browser.wait_for_text("Datasets of").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
