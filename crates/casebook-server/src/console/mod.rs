@@ -127,7 +127,7 @@ async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): 
     let id = state.console.sessions.open(token).map_err(Failure::internal)?;
     let to = local_path(&form.next).map_or_else(|| project_url(&access.project), str::to_owned);
     let mut response = see_other(&to);
-    if let Ok(value) = session::set_cookie(Some(&id)).parse() {
+    if let Ok(value) = session::set_cookie(Some(&id), &headers).parse() {
         response.headers_mut().insert(SET_COOKIE, value);
     }
     Ok(response)
@@ -151,7 +151,7 @@ async fn sign_out(
         state.console.sessions.close(id);
     }
     let mut response = see_other("/signin");
-    if let Ok(value) = session::set_cookie(None).parse() {
+    if let Ok(value) = session::set_cookie(None, &headers).parse() {
         response.headers_mut().insert(SET_COOKIE, value);
     }
     Ok(response)

@@ -86,12 +86,20 @@ pub(crate) fn cookie(headers: &HeaderMap) -> Option<&str> {
         .filter(|v| !v.is_empty())
 }
 
-/// The `Set-Cookie` value that keeps `id` (or, with `None`, forgets the cookie).
-pub(crate) fn set_cookie(id: Option<&str>) -> String {
-    match id {
-        Some(id) => format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", IDLE.as_secs()),
-        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+/// The `Set-Cookie` value that keeps `id` (or, with `None`, forgets the cookie). Behind a proxy
+/// that speaks HTTPS to browsers (`X-Forwarded-Proto: https`) the cookie is also `Secure`.
+pub(crate) fn set_cookie(id: Option<&str>, headers: &HeaderMap) -> String {
+    let secure =
+        headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let (value, age) = match id {
+        Some(id) => (id, IDLE.as_secs()),
+        None => ("", 0),
+    };
+    let mut cookie = format!("{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={age}");
+    if secure {
+        cookie.push_str("; Secure");
     }
+    cookie
 }
 
 /// Whether a request that writes came from a page of this server: browsers say where a
@@ -209,6 +217,15 @@ mod tests {
         assert_eq!(cookie(&h), Some("abc"));
         assert_eq!(cookie(&headers(&[("cookie", "casebook_sessionx=1")])), None);
         assert_eq!(cookie(&headers(&[("cookie", "casebook_session=")])), None);
+    }
+
+    #[test]
+    fn the_cookie_is_secure_behind_https() {
+        let plain = set_cookie(Some("abc"), &HeaderMap::new());
+        assert_eq!(plain, "casebook_session=abc; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200");
+        let proxied = set_cookie(Some("abc"), &headers(&[("x-forwarded-proto", "https")]));
+        assert!(proxied.ends_with("; Secure"), "{proxied}");
+        assert!(set_cookie(None, &HeaderMap::new()).contains("casebook_session=; "));
     }
 
     #[test]
