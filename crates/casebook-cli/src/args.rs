@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use casebook_formats::{ColumnMap, Format, Syntax};
+use casebook_model::Code;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -57,6 +58,8 @@ pub enum ColorChoice {
 pub enum Command {
     /// Report every problem in dataset files (exit 1 if any error)
     Validate(ValidateArgs),
+    /// Hygiene warnings: duplicates, conflicting or leaked ground truth, label typos, weak labels
+    Lint(LintArgs),
     /// Convert a dataset from one format to another, streaming
     Convert(ConvertArgs),
     /// Summarise a dataset: format, cases, fields, labels, turns
@@ -491,6 +494,67 @@ pub struct ValidateArgs {
     pub max_errors: Option<u64>,
     #[command(flatten)]
     pub select: SelectArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = LINT_HELP)]
+pub struct LintArgs {
+    /// Dataset files (`-` for standard input), or stored versions `NAME@REF`
+    #[arg(required = true, value_name = "FILE|NAME@REF")]
+    pub sources: Vec<String>,
+    /// Also report cases whose input is in this dataset (a file or `NAME@REF`), such as a
+    /// few-shot or training set
+    #[arg(long, value_name = "FILE|NAME@REF")]
+    pub against: Option<String>,
+    /// `--deny warnings`: exit 1 when there is any warning (for CI)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub deny: Option<Deny>,
+    /// Leave out warnings with this code (`W-no-expectations`); repeatable
+    #[arg(long, value_name = "CODE", value_parser = parse_warning_code)]
+    pub allow: Vec<Code>,
+    /// Report cases whose label confidence is below this
+    #[arg(long, default_value_t = 0.5, value_parser = parse_unit, value_name = "X")]
+    pub min_confidence: f64,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+const LINT_HELP: &str = "\
+Warnings (each with its case id; for files, its line and column):
+  W-duplicate-input           the agent is asked exactly the same as in an earlier case
+  W-near-duplicate-input      the same, ignoring letter case and spacing
+  W-conflicting-expectations  the same task, expecting something else
+  W-leaked-ground-truth       an expected answer, acceptable answer, per-turn expectation or
+                              outcome is in what the agent sees (as whole words: `4` is not in `40`)
+  W-label-typo                a label that looks like a misspelling of a more common one
+  W-no-expectations           nothing to grade against
+  W-low-confidence            label confidence below --min-confidence
+  W-rejected-case             rejected in review, still in the dataset
+  W-overlapping-input         the input is also in the --against dataset
+
+Two cases are the same task when everything the agent is given is the same (input, turns,
+context, tools, seeds, agent arguments); --against compares the input and turns only.
+Errors that make a file unreadable are reported too (exit 1).";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Deny {
+    /// Any warning fails
+    Warnings,
+}
+
+fn parse_warning_code(text: &str) -> Result<Code, String> {
+    Code::HYGIENE.into_iter().find(|code| code.as_str().eq_ignore_ascii_case(text)).ok_or_else(|| {
+        let known: Vec<&str> = Code::HYGIENE.iter().map(|c| c.as_str()).collect();
+        format!("not a lint warning; one of: {}", known.join(", "))
+    })
+}
+
+/// A number from 0 to 1.
+pub(crate) fn parse_unit(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err("expected a number from 0 to 1".to_owned()),
+    }
 }
 
 #[derive(Debug, Args)]

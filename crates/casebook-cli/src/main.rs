@@ -33,6 +33,7 @@ fn main() -> ExitCode {
     let settings = settings::Global::resolve(&cli.global);
     let result = match cli.command {
         args::Command::Validate(a) => commands::validate::run(&settings, a),
+        args::Command::Lint(a) => commands::lint::run(&settings, a),
         args::Command::Convert(a) => commands::convert::run(&settings, a),
         args::Command::Inspect(a) => commands::inspect::run(&settings, a),
         args::Command::Schema(a) => commands::schema::run(&settings, a),

@@ -120,6 +120,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 pointer: String::new(),
                 hint: (!lossy)
                     .then(|| "convert to a format that holds these fields, or pass `--lossy` to drop them".into()),
+                case: None,
                 line_offset: Some(loc.line_offset),
             });
         }
@@ -135,6 +136,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 column: loc.column,
                 pointer: String::new(),
                 hint: Some(hint),
+                case: None,
                 line_offset: Some(loc.line_offset),
             });
         }
@@ -209,6 +211,7 @@ pub fn convert<'w>(
             column: 1,
             pointer: String::new(),
             hint: Some(hint),
+            case: None,
             line_offset: Some(0),
         };
         converter.summary.errors += 1;

@@ -217,6 +217,7 @@ impl<'w> Exporter<'w> {
                 column: 0,
                 pointer: String::new(),
                 hint: (!lossy).then(|| "export to a format that holds these fields, or pass `--lossy`".into()),
+                case: None,
                 line_offset: None,
             });
         }
@@ -263,6 +264,7 @@ fn place_diagnostic(place: &str, code: Code, message: String, hint: String) -> D
         column: 0,
         pointer: String::new(),
         hint: Some(hint),
+        case: None,
         line_offset: None,
     }
 }

@@ -411,6 +411,7 @@ impl<'c, W> State<'c, W> {
                     column: loc.column,
                     pointer: String::new(),
                     hint: Some("ids must be unique within a dataset".into()),
+                    case: None,
                     line_offset: Some(loc.line_offset),
                 };
                 d.pointer = "/id".into();

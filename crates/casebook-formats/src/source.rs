@@ -58,6 +58,7 @@ impl<'a> Source<'a> {
             column,
             pointer,
             hint: None,
+            case: None,
             line_offset: Some(line_offset),
         }
     }

@@ -49,9 +49,39 @@ pub enum Code {
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
     MissingOutcomes,
+    // Hygiene (`casebook lint`).
+    /// Two cases whose tasks are the same: the agent is asked the same thing twice.
+    DuplicateInput,
+    /// Two cases whose tasks differ only in whitespace and letter case.
+    NearDuplicateInput,
+    /// The same task with different expectations: at most one of them can be right.
+    ConflictingExpectations,
+    /// Expectation text found in the task half, which the agent sees.
+    LeakedGroundTruth,
+    /// A label that looks like a misspelling of a more common one.
+    LabelTypo,
+    NoExpectations,
+    LowConfidence,
+    /// A case whose review rejected its label, still in the dataset.
+    RejectedCase,
+    /// A case whose input is also in the dataset given with `--against`.
+    OverlappingInput,
 }
 
 impl Code {
+    /// The hygiene warnings of `casebook lint`.
+    pub const HYGIENE: [Code; 9] = [
+        Code::DuplicateInput,
+        Code::NearDuplicateInput,
+        Code::ConflictingExpectations,
+        Code::LeakedGroundTruth,
+        Code::LabelTypo,
+        Code::NoExpectations,
+        Code::LowConfidence,
+        Code::RejectedCase,
+        Code::OverlappingInput,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Code::JsonSyntax => "E-json-syntax",
@@ -83,6 +113,15 @@ impl Code {
             Code::SuspiciousField => "W-unknown-field",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
+            Code::DuplicateInput => "W-duplicate-input",
+            Code::NearDuplicateInput => "W-near-duplicate-input",
+            Code::ConflictingExpectations => "W-conflicting-expectations",
+            Code::LeakedGroundTruth => "W-leaked-ground-truth",
+            Code::LabelTypo => "W-label-typo",
+            Code::NoExpectations => "W-no-expectations",
+            Code::LowConfidence => "W-low-confidence",
+            Code::RejectedCase => "W-rejected-case",
+            Code::OverlappingInput => "W-overlapping-input",
         }
     }
 
@@ -132,6 +171,9 @@ pub struct Diagnostic {
     pub pointer: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// The case the problem is about, when it is about one (hygiene warnings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
     /// Byte offset of the start of `line` in the file, so a renderer can show the source line.
     #[serde(skip)]
     pub line_offset: Option<u64>,

@@ -12,7 +12,7 @@ pub use case::{
 };
 pub use dataset::DatasetHeader;
 pub use diagnostic::{Code, Diagnostic, Severity, excerpt};
-pub use suggest::did_you_mean;
+pub use suggest::{did_you_mean, edit_distance};
 
 /// A JSON object with its keys in source order.
 pub type Map = serde_json::Map<String, serde_json::Value>;

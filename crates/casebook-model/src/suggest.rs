@@ -22,7 +22,7 @@ pub fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
 
 /// Edit distance over characters where swapping two neighbours is one edit (optimal string
 /// alignment).
-fn edit_distance(a: &str, b: &str) -> usize {
+pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let width = b.len() + 1;

@@ -130,6 +130,7 @@ impl From<casebook_filter::FilterError> for ApiError {
                 column: err.column as u64,
                 pointer: String::new(),
                 hint: err.hint.clone(),
+                case: None,
                 line_offset: None,
             }])
     }

@@ -5,6 +5,7 @@ pub mod cases;
 pub mod convert;
 pub mod generate;
 pub mod inspect;
+pub mod lint;
 pub mod remote;
 pub mod run;
 pub mod schema;

@@ -591,6 +591,7 @@ fn parts(
             column: at.column,
             pointer: String::new(),
             hint: None,
+            case: None,
             line_offset: None,
         });
         Ok(())
@@ -807,6 +808,7 @@ fn report_experiment_error(settings: &Global, err: &ExperimentError) {
             column: err.at.column,
             pointer: String::new(),
             hint: err.hint.clone(),
+            case: None,
             line_offset: Some(err.line_offset),
         });
     }

@@ -12,6 +12,7 @@ mod fidelity;
 mod filter;
 mod human;
 mod inspect;
+mod lint;
 mod memory;
 mod remote;
 mod remote_runs;

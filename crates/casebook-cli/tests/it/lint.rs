@@ -1,0 +1,284 @@
+//! `casebook lint`: hygiene warnings with their case ids and, for files, lines and columns; on
+//! stored versions of both backends; `--against`, `--allow`, `--deny warnings` and exit codes.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::{Folder, Loc, at, casebook, cb, message, postgres_database, run};
+
+/// `casebook lint --format json ARGS…` in `dir`.
+fn lint(dir: &Folder, args: &[&str]) -> crate::cli::Run {
+    run(cb(dir).args(["lint", "--format", "json"]).args(args))
+}
+
+/// Code, case id, line, column and pointer of each diagnostic.
+fn found(run: &crate::cli::Run) -> Vec<(Loc, String)> {
+    run.diagnostics().iter().map(|d| (Loc::of(d), d["case"].as_str().unwrap_or_default().to_owned())).collect()
+}
+
+fn w(code: &str, line: u64, column: u64, pointer: &str, case: &str) -> (Loc, String) {
+    (at(code, line, column, pointer), case.to_owned())
+}
+
+const LETTA: &str = r#"{"id": "q1", "input": "What is the capital of France?", "ground_truth": "Paris", "tags": ["geography"]}
+{"id": "q2", "input": "What is the capital of France?", "ground_truth": "Paris", "tags": ["geography"]}
+{"id": "q3", "input": "what is the capital of  FRANCE?", "ground_truth": "Lyon", "tags": ["geograpy"]}
+{"id": "q4", "input": "Name the capital of Peru. Hint: Lima.", "ground_truth": "Lima", "tags": ["geography"]}
+{"id": "q5", "input": "Tell me a joke", "tags": ["geography"]}
+{"id": "q6", "input": "How many apples are there in 40 boxes of 4.5?", "ground_truth": "4", "tags": ["math"]}
+"#;
+
+#[test]
+fn every_warning_names_its_case_line_and_column() {
+    let dir = Folder::new();
+    dir.file("data.jsonl", LETTA);
+    let run = lint(&dir, &["data.jsonl"]);
+    run.expect_status(0);
+    assert_eq!(
+        found(&run),
+        [
+            w("W-duplicate-input", 2, 8, "/input", "q2"),
+            w("W-conflicting-expectations", 3, 8, "/input", "q3"),
+            w("W-leaked-ground-truth", 4, 8, "/input", "q4"),
+            w("W-no-expectations", 5, 8, "/expected", "q5"),
+            w("W-label-typo", 3, 8, "/labels/0", "q3"),
+        ]
+    );
+    let diagnostics = run.diagnostics();
+    assert_eq!(message(&diagnostics[0]), "case `q2` asks the agent exactly the same as case `q1` (line 1)");
+    assert_eq!(
+        message(&diagnostics[1]),
+        "case `q3` asks the agent the same as case `q1` (line 1) (ignoring letter case and spacing) but expects something else"
+    );
+    assert_eq!(
+        message(&diagnostics[2]),
+        "the expectation at /expected/output (`Lima`) is in what the agent sees, at /input"
+    );
+    assert_eq!(message(&diagnostics[4]), "label `geograpy` (1 case) looks like a misspelling of `geography` (4 cases)");
+    assert!(diagnostics.iter().all(|d| d["file"] == "data.jsonl" && d["severity"] == "warning"));
+    // `4` is not in `40` nor in `4.5`: q6 is clean.
+    assert!(!run.stdout.contains("q6"), "{run:?}");
+}
+
+#[test]
+fn deny_warnings_fails_and_allow_leaves_codes_out() {
+    let dir = Folder::new();
+    dir.file("data.jsonl", LETTA);
+    lint(&dir, &["data.jsonl", "--deny", "warnings"]).expect_status(1);
+    let run = lint(
+        &dir,
+        &[
+            "data.jsonl",
+            "--deny",
+            "warnings",
+            "--allow",
+            "W-duplicate-input",
+            "--allow",
+            "W-conflicting-expectations",
+            "--allow",
+            "W-leaked-ground-truth",
+            "--allow",
+            "w-no-expectations",
+            "--allow",
+            "W-label-typo",
+        ],
+    );
+    run.expect_status(0);
+    assert_eq!(run.stdout, "");
+    // A clean file passes `--deny warnings`.
+    dir.file("clean.jsonl", "{\"id\": \"a\", \"input\": \"2+2?\", \"ground_truth\": \"4\"}\n");
+    lint(&dir, &["clean.jsonl", "--deny", "warnings"]).expect_status(0);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = Folder::new();
+    dir.file("data.jsonl", LETTA);
+    let run = lint(&dir, &["data.jsonl", "--allow", "W-nonsense"]);
+    run.expect_status(2);
+    assert!(run.stderr.contains("W-leaked-ground-truth"), "{run:?}");
+    lint(&dir, &["data.jsonl", "--min-confidence", "1.5"]).expect_status(2);
+    lint(&dir, &["data.jsonl", "--deny", "everything"]).expect_status(2);
+    let run = lint(&dir, &["missing.jsonl"]);
+    run.expect_status(2);
+    assert!(run.stderr.contains("missing.jsonl"), "{run:?}");
+}
+
+#[test]
+fn a_file_with_errors_is_reported_and_fails() {
+    let dir = Folder::new();
+    dir.file(
+        "data.jsonl",
+        "{\"id\": \"a\", \"input\": \"x\", \"ground_truth\": \"y\"}\n{\"id\": \"b\", \"input\": 42}\n",
+    );
+    let run = lint(&dir, &["data.jsonl"]);
+    run.expect_status(1);
+    assert_eq!(run.locations(), [at("E-wrong-type", 2, 22, "/input")]);
+}
+
+#[test]
+fn review_state_and_confidence_warnings_in_a_native_yaml_file() {
+    let dir = Folder::new();
+    dir.file(
+        "set.yaml",
+        "name: set
+cases:
+  - id: sure
+    input: 2+2?
+    expected: {output: '4'}
+    confidence: 0.95
+  - id: shaky
+    input: 3+3?
+    expected: {output: '6'}
+    confidence: 0.3
+  - id: wrong
+    input: 4+4?
+    expected: {output: '9'}
+    review: rejected
+",
+    );
+    let run = lint(&dir, &["set.yaml"]);
+    run.expect_status(0);
+    assert_eq!(
+        found(&run),
+        [w("W-low-confidence", 7, 9, "/confidence", "shaky"), w("W-rejected-case", 11, 9, "/review", "wrong")]
+    );
+    // The threshold is a flag.
+    let run = lint(&dir, &["set.yaml", "--min-confidence", "0.2"]);
+    assert_eq!(found(&run), [w("W-rejected-case", 11, 9, "/review", "wrong")]);
+    let run = lint(&dir, &["set.yaml", "--min-confidence", "0.99"]);
+    assert_eq!(run.diagnostics().len(), 3, "{run:?}");
+}
+
+#[test]
+fn rows_without_ids_are_named_by_their_derived_ids_and_csv_lines() {
+    let dir = Folder::new();
+    // Repeated prompts in a letta CSV without ids, one record over two lines, non-ASCII text.
+    dir.file(
+        "data.csv",
+        "input,ground_truth\n\"Quelle est la capitale\nde la France ?\",Paris\nÉCOLE,école\n\"quelle est la capitale de la france ?\",Paris\n",
+    );
+    let run = lint(&dir, &["data.csv"]);
+    run.expect_status(0);
+    let diagnostics = run.diagnostics();
+    let codes: Vec<(String, u64)> =
+        diagnostics.iter().map(|d| (d["code"].as_str().unwrap().to_owned(), d["line"].as_u64().unwrap())).collect();
+    assert_eq!(codes, [("W-leaked-ground-truth".to_owned(), 4), ("W-near-duplicate-input".to_owned(), 5)]);
+    // Named by their derived ids, which `casebook cases` shows too.
+    let listed = run_ok(cb(&dir).args(["cases", "data.csv", "--format", "json"]));
+    let ids: Vec<String> =
+        listed.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(diagnostics[0]["case"], ids[1].as_str());
+    assert_eq!(diagnostics[1]["case"], ids[2].as_str());
+    assert!(message(&diagnostics[1]).contains(&format!("case `{}` (line 2)", ids[0])), "{run:?}");
+}
+
+fn run_ok(cmd: &mut assert_cmd::Command) -> String {
+    let done = run(cmd);
+    done.expect_status(0);
+    done.stdout
+}
+
+#[test]
+fn against_another_dataset_finds_shared_inputs() {
+    let dir = Folder::new();
+    dir.file("train.jsonl", "{\"id\": \"t1\", \"input\": \"Translate 'cat' to French\", \"ground_truth\": \"chat\"}\n");
+    dir.file(
+        "eval.jsonl",
+        "{\"id\": \"e1\", \"input\": \"Translate 'dog' to French\", \"ground_truth\": \"chien\"}\n{\"id\": \"e2\", \"input\": \"translate 'cat' to  french\", \"ground_truth\": \"chat\"}\n",
+    );
+    let run = lint(&dir, &["eval.jsonl", "--against", "train.jsonl"]);
+    run.expect_status(0);
+    assert_eq!(found(&run), [w("W-overlapping-input", 2, 8, "/input", "e2")]);
+    assert_eq!(message(&run.diagnostics()[0]), "the input of case `e2` is also in `train.jsonl` (case `t1`)");
+    // An `--against` that cannot be read lints nothing.
+    dir.file("broken.jsonl", "{\"id\": \n");
+    let run = lint(&dir, &["eval.jsonl", "--against", "broken.jsonl"]);
+    run.expect_status(1);
+    assert!(run.stderr.contains("--against broken.jsonl"), "{run:?}");
+}
+
+/// Imports `file` as dataset `name` into the store `store` (a folder or a URL).
+fn import(dir: &Folder, store: &str, file: &str, name: &str) {
+    run(cb(dir).args(["--store", store, "import", file, "--dataset", name])).expect_status(0);
+}
+
+fn stored_versions_are_linted(store: &str, dir: &Folder) {
+    run(cb(dir).args(["--store", store, "init"])).expect_status(0);
+    dir.file("data.jsonl", LETTA);
+    dir.file("train.jsonl", "{\"id\": \"t1\", \"input\": \"Tell me a joke\"}\n");
+    import(dir, store, "data.jsonl", "geo");
+    import(dir, store, "train.jsonl", "train");
+    let linted =
+        run(cb(dir).args(["--store", store, "lint", "--format", "json", "geo@v1", "--against", "train@latest"]));
+    linted.expect_status(0);
+    assert_eq!(
+        found(&linted),
+        [
+            w("W-duplicate-input", 0, 0, "/input", "q2"),
+            w("W-conflicting-expectations", 0, 0, "/input", "q3"),
+            w("W-leaked-ground-truth", 0, 0, "/input", "q4"),
+            w("W-overlapping-input", 0, 0, "/input", "q5"),
+            w("W-no-expectations", 0, 0, "/expected", "q5"),
+            w("W-label-typo", 0, 0, "/labels/0", "q3"),
+        ]
+    );
+    let diagnostics = linted.diagnostics();
+    assert!(diagnostics.iter().all(|d| d["file"] == "geo@v1"), "{linted:?}");
+    assert_eq!(message(&diagnostics[0]), "case `q2` asks the agent exactly the same as case `q1`");
+    assert_eq!(message(&diagnostics[3]), "the input of case `q5` is also in `train@v1` (case `t1`)");
+    // A dataset that is not there is an error naming it.
+    let missing = run(cb(dir).args(["--store", store, "lint", "nope@v1"]));
+    missing.expect_status(2);
+    assert!(missing.stderr.contains("nope"), "{missing:?}");
+}
+
+#[test]
+fn stored_versions_are_linted_on_sqlite() {
+    let dir = Folder::new();
+    let store = dir.join("store");
+    stored_versions_are_linted(&store.display().to_string(), &dir);
+}
+
+#[test]
+fn stored_versions_are_linted_on_postgres() {
+    let dir = Folder::new();
+    stored_versions_are_linted(&postgres_database(), &dir);
+}
+
+#[test]
+fn human_output_shows_the_line_the_hint_and_a_summary() {
+    let dir = Folder::new();
+    dir.file("data.jsonl", LETTA);
+    let run = run(cb(&dir).args(["lint", "data.jsonl"]));
+    run.expect_status(0);
+    assert!(run.stdout.contains("warning[W-leaked-ground-truth]"), "{run:?}");
+    assert!(run.stdout.contains("4 | {\"id\": \"q4\""), "{run:?}");
+    assert!(run.stdout.contains("help: the agent is given the answer"), "{run:?}");
+    assert_eq!(
+        run.stderr.trim_end(),
+        "linted 1 dataset: 6 cases, 0 errors, 5 warnings (W-conflicting-expectations 1, W-duplicate-input 1, \
+         W-label-typo 1, W-leaked-ground-truth 1, W-no-expectations 1)"
+    );
+}
+
+#[test]
+fn per_turn_answers_are_looked_for_only_in_what_came_before_them() {
+    // letta's per-turn example, row 2: "2 + 2", then "3 * 4", then "10 - 7", expecting 4, 12, 3.
+    // `4` comes up in "3 * 4" after it was answered, so it is no leak; `3` comes up before the
+    // question it answers, and as a whole token, so it is reported.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/letta-evals/multiturn-per-turn-grading/dataset.jsonl");
+    let linted = run(casebook().args(["lint", "--format", "json"]).arg(&file));
+    linted.expect_status(0);
+    let pointers: Vec<(u64, String)> =
+        linted.diagnostics().iter().map(|d| (d["line"].as_u64().unwrap(), message(d).to_owned())).collect();
+    assert_eq!(
+        pointers,
+        [(
+            2,
+            "the expectation at /expected/per_turn/2 (`3`) is in what the agent sees, at /turns/0/content".to_owned()
+        )]
+    );
+}

@@ -1,0 +1,294 @@
+//! Leaked ground truth: expectation text found in the half of a case the agent sees.
+//!
+//! The answers looked for are the expected output, the per-turn expectations, the acceptable
+//! answers (each a string or a number; for a structured value, its strings of four letters or
+//! more, as `"ok"` inside a JSON answer says little) and the expected outcomes. They are looked
+//! for, normalised and as whole tokens, in every string of the task half: the input, the
+//! turns, context items, tools, memory seeds and agent arguments.
+
+use casebook_model::{Expectations, MemorySeeds, Task};
+use serde_json::Value;
+
+use crate::text::{contains_token, has_word, normalize};
+
+/// One answer found in the task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leak {
+    /// Where the answer is in the case (`/expected/output`).
+    pub answer_at: String,
+    /// The answer as written (cut when long, see `casebook_model::excerpt`).
+    pub answer: String,
+    /// Where it was found (`/context/0/content`).
+    pub found_at: String,
+}
+
+/// Leaks reported per case at most: a case that leaks more says so once more.
+pub const MAX_PER_CASE: usize = 8;
+
+struct Answer {
+    /// For a per-turn expectation, its message: the agent has not seen later ones when it answers.
+    turn: Option<usize>,
+    at: String,
+    written: String,
+    normal: String,
+}
+
+fn push_answer(answers: &mut Vec<Answer>, turn: Option<usize>, at: String, written: String) {
+    let normal = normalize(&written);
+    if has_word(&normal) && !answers.iter().any(|a| a.normal == normal && a.turn == turn) {
+        answers.push(Answer { turn, at, written, normal });
+    }
+}
+
+/// The answers of a value: itself when it is a string or a number, else its long enough strings.
+fn answers_of(value: &Value, turn: Option<usize>, at: String, answers: &mut Vec<Answer>) {
+    match value {
+        Value::String(s) => push_answer(answers, turn, at, s.clone()),
+        Value::Number(n) => push_answer(answers, turn, at, n.to_string()),
+        Value::Array(_) | Value::Object(_) => {
+            let mut strings = Vec::new();
+            leaves(value, &mut at.clone(), false, &mut strings);
+            for (at, s) in strings {
+                if s.chars().filter(|c| c.is_alphanumeric()).count() >= 4 {
+                    push_answer(answers, turn, at, s.to_owned());
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) => {}
+    }
+}
+
+fn answers(expected: &Expectations) -> Vec<Answer> {
+    let mut answers = Vec::new();
+    if let Some(output) = &expected.output {
+        answers_of(output, None, "/expected/output".into(), &mut answers);
+    }
+    for (i, value) in expected.per_turn.iter().flatten().enumerate() {
+        answers_of(value, Some(i), format!("/expected/per_turn/{i}"), &mut answers);
+    }
+    for (i, value) in expected.acceptable.iter().flatten().enumerate() {
+        answers_of(value, None, format!("/expected/acceptable/{i}"), &mut answers);
+    }
+    for (i, outcome) in expected.outcomes.iter().flatten().enumerate() {
+        push_answer(&mut answers, None, format!("/expected/outcomes/{i}"), outcome.text().to_owned());
+    }
+    answers
+}
+
+/// Appends `token` to a JSON Pointer, escaped.
+fn push_token(pointer: &mut String, token: &str) {
+    pointer.push('/');
+    for c in token.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
+}
+
+/// Every string in `value` with its pointer, `pointer` being the value's own; with `keys`,
+/// object keys too (for tools: a parameter can be named after the answer).
+fn leaves<'v>(value: &'v Value, pointer: &mut String, keys: bool, out: &mut Vec<(String, &'v str)>) {
+    match value {
+        Value::String(s) => out.push((pointer.clone(), s)),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                push_token(pointer, &i.to_string());
+                leaves(item, pointer, keys, out);
+                pointer.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = pointer.len();
+                push_token(pointer, key);
+                if keys {
+                    out.push((pointer.clone(), key));
+                }
+                leaves(item, pointer, keys, out);
+                pointer.truncate(len);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Every string of the task half with its pointer, and the message it belongs to (0 for the
+/// input, `j + 1` for turn `j`; `None` for what the agent has from the start).
+fn task_strings(task: &Task) -> Vec<(Option<usize>, String, &str)> {
+    // Every field named, so that a new one cannot be left out unnoticed.
+    let Task { input, turns, context, tools, memory_seeds, session_id: _, agent_args } = task;
+    let mut conversation = Vec::new();
+    leaves(input, &mut "/input".to_owned(), false, &mut conversation);
+    let mut out: Vec<(Option<usize>, String, &str)> =
+        conversation.into_iter().map(|(at, text)| (Some(0), at, text)).collect();
+    for (i, turn) in turns.iter().flatten().enumerate() {
+        out.push((Some(i + 1), format!("/turns/{i}/content"), turn.content.as_str()));
+    }
+    // What the agent has from the start.
+    let mut rest = Vec::new();
+    for (i, item) in context.iter().flatten().enumerate() {
+        if let Some(source) = &item.source {
+            rest.push((format!("/context/{i}/source"), source.as_str()));
+        }
+        leaves(&item.content, &mut format!("/context/{i}/content"), false, &mut rest);
+        if let Some(metadata) = &item.metadata {
+            for (key, value) in metadata {
+                let mut at = format!("/context/{i}/metadata");
+                push_token(&mut at, key);
+                leaves(value, &mut at, false, &mut rest);
+            }
+        }
+    }
+    for (i, tool) in tools.iter().flatten().enumerate() {
+        if let Some(description) = &tool.description {
+            rest.push((format!("/tools/{i}/description"), description.as_str()));
+        }
+        if let Some(parameters) = &tool.parameters {
+            leaves(parameters, &mut format!("/tools/{i}/parameters"), true, &mut rest);
+        }
+    }
+    match memory_seeds {
+        Some(MemorySeeds::Inline(seeds)) => {
+            for (i, seed) in seeds.iter().enumerate() {
+                rest.push((format!("/memory_seeds/{i}/content"), seed.content.as_str()));
+            }
+        }
+        Some(MemorySeeds::File { file: _, content }) => {
+            leaves(content, &mut "/memory_seeds/content".to_owned(), false, &mut rest);
+        }
+        Some(MemorySeeds::Path(_)) | None => {}
+    }
+    if let Some(args) = agent_args {
+        for (key, value) in args {
+            let mut at = "/agent_args".to_owned();
+            push_token(&mut at, key);
+            leaves(value, &mut at, false, &mut rest);
+        }
+    }
+    out.extend(rest.into_iter().map(|(at, text)| (None, at, text)));
+    out
+}
+
+/// The expectation texts of `expected` found in `task`, at most [`MAX_PER_CASE`] + 1 (one more
+/// says there are more).
+pub fn find(task: &Task, expected: &Expectations) -> Vec<Leak> {
+    let answers = answers(expected);
+    if answers.is_empty() {
+        return Vec::new();
+    }
+    let mut leaks = Vec::new();
+    let mut scratch = String::new();
+    for (message, pointer, text) in task_strings(task) {
+        scratch.clear();
+        crate::text::normalize_into(text, &mut scratch);
+        for answer in &answers {
+            let seen = match (message, answer.turn) {
+                (Some(message), Some(turn)) => message <= turn,
+                _ => true,
+            };
+            if seen && contains_token(&scratch, &answer.normal) {
+                leaks.push(Leak {
+                    answer_at: answer.at.clone(),
+                    answer: casebook_model::excerpt(&answer.written).into_owned(),
+                    found_at: pointer.clone(),
+                });
+                if leaks.len() > MAX_PER_CASE {
+                    return leaks;
+                }
+            }
+        }
+    }
+    leaks
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn leaks_of(case: Value) -> Vec<(String, String)> {
+        let case: casebook_model::Case = serde_json::from_value(case).unwrap();
+        find(&case.task, &case.expected).into_iter().map(|l| (l.answer_at, l.found_at)).collect()
+    }
+
+    #[test]
+    fn finds_answers_anywhere_the_agent_looks() {
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": [{"role": "user", "content": "Where is the Louvre?"}],
+            "turns": [{"role": "user", "content": "Hint: it is in PARIS."}],
+            "context": [{"type": "document", "content": {"text": "x", "city": "Paris"}}],
+            "tools": [{"name": "lookup", "description": "Looks up a city such as Paris"}],
+            "memory_seeds": [{"source": "profile", "content": "lives in paris"}],
+            "agent_args": {"default_city": "Paris"},
+            "expected": {"output": "Paris"}
+        }));
+        let at: Vec<&str> = found.iter().map(|(_, f)| f.as_str()).collect();
+        assert_eq!(
+            at,
+            [
+                "/turns/0/content",
+                "/context/0/content/city",
+                "/tools/0/description",
+                "/memory_seeds/0/content",
+                "/agent_args/default_city"
+            ]
+        );
+        assert!(found.iter().all(|(a, _)| a == "/expected/output"));
+    }
+
+    #[test]
+    fn short_answers_are_whole_tokens_only() {
+        let case = |input: &str, output: Value| json!({"id": "a", "input": input, "expected": {"output": output}});
+        assert!(leaks_of(case("What is 2 + 2? Not 40, not 4.5.", json!(4))).is_empty());
+        assert_eq!(leaks_of(case("What is 2 + 2? (answer: 4)", json!(4))).len(), 1);
+        assert!(leaks_of(case("Say yesterday's date", json!("yes"))).is_empty());
+        // Booleans and punctuation are never looked for.
+        assert!(leaks_of(case("true or false: the sky is blue", json!(true))).is_empty());
+        assert!(leaks_of(case("end with a period.", json!("."))).is_empty());
+    }
+
+    #[test]
+    fn every_kind_of_expectation_is_looked_for() {
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": "Refund policy: refunds take 5 business days; escalate to tier-2 support",
+            "turns": [{"role": "user", "content": "and then?"}],
+            "expected": {
+                "per_turn": ["refunds take 5 business days", "ok"],
+                "acceptable": ["five days"],
+                "outcomes": [{"outcome": "escalate to tier-2 support", "role": "gate"}],
+                "output": {"status": "ok", "reason": "business days"}
+            }
+        }));
+        let answers: Vec<&str> = found.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(answers, ["/expected/output/reason", "/expected/per_turn/0", "/expected/outcomes/0"]);
+    }
+
+    #[test]
+    fn a_per_turn_expectation_is_looked_for_in_what_was_said_before_it() {
+        // letta's per-turn grading: the answer to the first message appears in a later one.
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": "Answer with only the result: 2 + 2",
+            "turns": [
+                {"role": "user", "content": "Answer with only the result: 3 * 4 (the next one is 13)"},
+                {"role": "user", "content": "and 12 + 1?"}
+            ],
+            "expected": {"per_turn": ["4", "12", "13"]}
+        }));
+        // `4` and `12` come up only after they were answered; `13` before.
+        assert_eq!(found, [("/expected/per_turn/2".to_owned(), "/turns/0/content".to_owned())]);
+    }
+
+    #[test]
+    fn a_case_that_leaks_everywhere_is_cut() {
+        let context: Vec<Value> = (0..50).map(|_| json!({"content": "the answer is 42"})).collect();
+        let found = leaks_of(json!({"id": "a", "input": "q", "context": context, "expected": {"output": "42"}}));
+        assert_eq!(found.len(), MAX_PER_CASE + 1);
+    }
+}
