@@ -5,6 +5,10 @@
 //! sends none). Results go to the caller as they finish, so that a run stopped half way keeps
 //! what it did. Requests are built from the case's task only ([`AgentRequest::first`]); the
 //! graders are given the whole case.
+//!
+//! With noise ([`crate::noise`]), a job's case is widened before it runs: the widened task is
+//! what its run hash was made from, what the agent is sent and what the graders see; the result
+//! records what was added.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::grade::Grader;
 use crate::hash::{CaseKey, run_hash_bytes, target_key};
+use crate::noise::Widening;
 use crate::protocol::{AgentRequest, Message, Speaker, Step};
 use crate::record::{Failure, GraderResult, RunOutput, RunResult};
 use crate::target::Target;
@@ -49,6 +54,9 @@ pub struct PlannedCase {
     pub hashes: Vec<[u8; 32]>,
     /// Its 0-based row in the dataset (see `Provenance::row`).
     pub row: Option<u64>,
+    /// Its noise in each scenario, in the plan's scenario order; empty when no scenario has
+    /// noise (see [`RunKeys::widened_hashes`]).
+    pub noise: Vec<Option<Arc<Widening>>>,
 }
 
 /// What a case's run hashes are made from besides the case: each scenario's target, the
@@ -73,6 +81,22 @@ impl RunKeys {
             .iter()
             .flat_map(|target| (0..self.n_runs).map(|run| run_hash_bytes(&key, target, run)))
             .collect())
+    }
+
+    /// [`RunKeys::hashes`] of `case` widened in each scenario by `noise` (one per scenario,
+    /// `None` where it has none): the noise is part of the hash.
+    pub fn widened_hashes(&self, case: &Case, noise: &[Option<Arc<Widening>>]) -> Result<Vec<[u8; 32]>, Failure> {
+        let seeds = effective_seeds(&self.seeds, case)?;
+        let plain = CaseKey::new(&seeds, &case.task, &case.id)?;
+        let mut hashes = Vec::with_capacity(self.targets.len() * self.n_runs as usize);
+        for (s, target) in self.targets.iter().enumerate() {
+            let key = match noise.get(s).and_then(Option::as_ref) {
+                Some(widening) => &CaseKey::new(&seeds, &widening.widened(&case.task), &case.id)?,
+                None => &plain,
+            };
+            hashes.extend((0..self.n_runs).map(|run| run_hash_bytes(key, target, run)));
+        }
+        Ok(hashes)
     }
 }
 
@@ -265,9 +289,22 @@ async fn run_job(
                 grades: Vec::new(),
                 score: None,
                 pass: None,
+                noise: Vec::new(),
             };
             return Finished { job, result, from_store };
         }
+    };
+    // The case as this scenario runs it: widened by its noise, if any.
+    let widening = plan.cases[job.case].noise.get(job.scenario).and_then(Option::as_ref);
+    let widened;
+    let case = match widening {
+        Some(widening) => {
+            let mut copy = case.clone();
+            widening.apply(&mut copy.task);
+            widened = copy;
+            &widened
+        }
+        None => case,
     };
     let output = match (stored, mode) {
         (Some(output), _) => Ok(output),
@@ -302,6 +339,7 @@ async fn run_job(
         grades,
         score,
         pass,
+        noise: widening.map(|w| w.added.clone()).unwrap_or_default(),
     };
     Finished { job, result, from_store }
 }
@@ -404,6 +442,7 @@ mod tests {
                     content_id: [0; 32],
                     hashes: keys.hashes(c).unwrap(),
                     row: None,
+                    noise: Vec::new(),
                 })
                 .collect(),
             scenarios,
@@ -427,5 +466,36 @@ mod tests {
         assert_eq!(all[10].hash, crate::hash::run_hash(&target, &[], &y.task, &y.id, 1).unwrap());
         assert_eq!(plan.jobs(5..8), all[5..8].to_vec());
         assert!(plan.jobs(12..20).is_empty());
+    }
+
+    #[test]
+    fn noise_is_part_of_the_run_hash_and_the_same_seed_keeps_it() {
+        use crate::noise::{NoiseSource, NoiseSpec, plan};
+        let scenarios = vec![scenario("clean", "builtin:echo"), scenario("noisy", "builtin:echo")];
+        let keys = RunKeys::new(&scenarios, &[], 1).unwrap();
+        let cases: Vec<Case> = (0..4)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({
+                    "id": format!("c{i}"), "input": "q", "context": [{"content": format!("item {i}")}]
+                }))
+                .unwrap()
+            })
+            .collect();
+        let spec = |seed| Some(NoiseSpec { from: NoiseSource::Cases, items: 2, similar_by: None, seed });
+        let hashes = |seed| {
+            let noise = plan(&cases, &[None, spec(seed)]);
+            keys.widened_hashes(&cases[0], &noise[0]).unwrap()
+        };
+        let plain = keys.hashes(&cases[0]).unwrap();
+        let (one, again, other) = (hashes(1), hashes(1), hashes(2));
+        // The clean scenario keeps the hash it has without noise; the noisy one's differs.
+        assert_eq!(one[0], plain[0]);
+        assert_ne!(one[1], plain[1]);
+        assert_eq!(one, again);
+        assert_ne!(one[1], other[1]);
+        // It is the hash of the widened task.
+        let widened = plan(&cases, &[spec(1)])[0][0].clone().unwrap().widened(&cases[0].task);
+        let target = scenarios[1].describe.clone();
+        assert_eq!(casebook_canon::id_hex(&one[1]), crate::hash::run_hash(&target, &[], &widened, "c0", 0).unwrap());
     }
 }

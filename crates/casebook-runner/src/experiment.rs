@@ -17,7 +17,16 @@
 //! concurrency: 8
 //! timeout_secs: 60
 //! retries: 2
+//! noise: {from: cases, items: 3, similar_by: label.service, seed: 7}
 //! ```
+//!
+//! `noise` widens each case's context with unrelated items (see [`crate::noise`]): `from` is
+//! `cases` (the context items of the other selected cases; the default) or a file of context
+//! items (YAML or JSON list, or JSONL) relative to this one; `items` how many per case (at least
+//! 1); `similar_by` a field path (`label.service`, `metadata.team`) whose shared values put those
+//! cases' items first; `seed` a whole number (default 0). Given at the top it applies to every
+//! scenario; a scenario's own `noise` replaces it there, and `noise: false` (or `null`) turns it
+//! off. A scenario with noise beside one without gives a robustness figure in the summary.
 //!
 //! letta-evals suite files are accepted too: [`crate::letta_suite`] recognises them and maps
 //! them onto the same [`Experiment`].
@@ -28,6 +37,8 @@ use casebook_formats::node::{Node, NodeValue};
 use casebook_formats::pointer::Ptr;
 use casebook_model::Seed;
 use serde_json::Value;
+
+use crate::noise::NoiseSpec;
 
 /// A parsed experiment, its parts still as JSON where other modules give them meaning (targets,
 /// graders), each with where it was in the file.
@@ -55,6 +66,8 @@ pub struct Experiment {
     /// line replaces it, and without one this error is what to report (see
     /// [`Experiment::missing_target`]).
     pub unsupported_target: Option<ExperimentError>,
+    /// The top-level `noise`: what every scenario without its own `noise` key has.
+    pub noise: Option<NoiseSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +75,8 @@ pub struct Scenario {
     pub name: String,
     /// A target string (`http://…`, `builtin:echo`…) or an object.
     pub target: Located<Value>,
+    /// The noise this scenario's cases get (its own `noise`, else the experiment's).
+    pub noise: Option<NoiseSpec>,
 }
 
 /// A value and where it starts in the file.
@@ -113,6 +128,7 @@ const KEYS: &[&str] = &[
     "concurrency",
     "timeout_secs",
     "retries",
+    "noise",
 ];
 
 /// Turns byte offsets of the file into places and located errors.
@@ -257,6 +273,7 @@ impl Experiment {
         let threshold = keep(p, get("threshold").map(|n| threshold(&r, n)).transpose());
         let concurrency = keep(p, get("concurrency").map(|n| r.count(n, "concurrency", 1.0)).transpose());
         let retries = keep(p, get("retries").map(|n| r.count(n, "retries", 0.0)).transpose());
+        let noise = keep(p, get("noise").map(|n| crate::noise::parse(&r, n)).transpose()).flatten().flatten();
         if !problems.is_empty() {
             // In the order of the file.
             problems.sort_by_key(|e| (e.at.line, e.at.column));
@@ -266,6 +283,8 @@ impl Experiment {
         }
         // Every value is there: a missing one left a problem behind.
         let missing = || r.error(0, "the experiment could not be read");
+        let mut scenarios = scenarios.ok_or_else(missing)?;
+        inherit_noise(&mut scenarios, get("scenarios"), noise.as_ref());
         Ok(Experiment {
             name: name.ok_or_else(missing)?,
             description: description.flatten(),
@@ -274,7 +293,7 @@ impl Experiment {
             tags: tags.flatten().unwrap_or_default(),
             limit: limit.flatten().map(|n| n as u64),
             memory_seeds: memory_seeds.flatten().unwrap_or_default(),
-            scenarios: scenarios.ok_or_else(missing)?,
+            scenarios,
             n_runs: n_runs.flatten().map_or(1, |n| n as u32),
             graders: graders.ok_or_else(missing)?,
             threshold: threshold.flatten().unwrap_or(1.0),
@@ -282,6 +301,7 @@ impl Experiment {
             timeout_secs: timeout_secs.ok_or_else(missing)?,
             retries: retries.flatten().map_or(2, |n| n as u32),
             unsupported_target: None,
+            noise,
         })
     }
 
@@ -305,6 +325,7 @@ impl Experiment {
             scenarios: vec![Scenario {
                 name: "default".into(),
                 target: Located { value: Value::String(target.to_owned()), at: Place::default() },
+                noise: None,
             }],
             n_runs: 1,
             graders: graders
@@ -316,6 +337,7 @@ impl Experiment {
             timeout_secs: 60.0,
             retries: 2,
             unsupported_target: None,
+            noise: None,
         }
     }
 }
@@ -354,7 +376,21 @@ pub(crate) fn default_scenario(r: &Reader<'_>, target: &Node) -> Result<Scenario
     Ok(Scenario {
         name: "default".into(),
         target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
+        noise: None,
     })
+}
+
+/// Gives the experiment's `noise` to the scenarios (items of `node`) that have no `noise` key.
+fn inherit_noise(scenarios: &mut [Scenario], node: Option<&Node>, noise: Option<&NoiseSpec>) {
+    let items = match node.map(|n| &n.value) {
+        Some(NodeValue::Array(items)) => items.as_slice(),
+        _ => &[],
+    };
+    for (i, scenario) in scenarios.iter_mut().enumerate() {
+        if items.get(i).is_none_or(|item| item.get("noise").is_none()) {
+            scenario.noise = noise.cloned();
+        }
+    }
 }
 
 /// A `scenarios:` list of `{name, target}`.
@@ -367,11 +403,11 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
         let NodeValue::Object(fields) = &item.value else {
             return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
         };
-        if let Some(extra) = fields.iter().find(|f| f.key != "name" && f.key != "target") {
+        if let Some(extra) = fields.iter().find(|f| !["name", "target", "noise"].contains(&f.key.as_ref())) {
             return Err(r.hinted(
                 extra.key_offset,
                 format!("unknown key `{}` in a scenario", extra.key),
-                "a scenario has a `name` and a `target`",
+                "a scenario has a `name`, a `target` and, if it widens the cases' context, `noise`",
             ));
         }
         let name = match item.get("name") {
@@ -384,7 +420,8 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
         let Some(target) = item.get("target") else {
             return Err(r.error(item.offset, format!("scenario `{name}` has no `target`")));
         };
-        scenarios.push(Scenario { name, ..default_scenario(r, target)? });
+        let noise = item.get("noise").map(|n| crate::noise::parse(r, n)).transpose()?.flatten();
+        scenarios.push(Scenario { name, noise, ..default_scenario(r, target)? });
     }
     if scenarios.is_empty() {
         return Err(r.error(node.offset, "`scenarios` is empty"));
@@ -475,5 +512,90 @@ mod tests {
         let e = parse("dataset: d.jsonl\ntarget: x\ngraders:\n  quality: {kind: contains}\n").unwrap();
         assert_eq!(e.graders[0].value["name"], "quality");
         assert_eq!(e.graders[0].at, Place { line: 4, column: 12 });
+    }
+
+    #[test]
+    fn noise_is_read_at_the_top_and_per_scenario() {
+        use crate::noise::NoiseSource;
+        let e = parse(
+            "dataset: d.jsonl\nnoise: {from: cases, items: 3, similar_by: label.service, seed: -7}\nscenarios:\n  \
+             - {name: inherits, target: x}\n  - {name: own, target: x, noise: {items: 1}}\n  \
+             - {name: off, target: x, noise: false}\n  - {name: null-off, target: x, noise: null}\n",
+        )
+        .unwrap();
+        let top = e.noise.clone().unwrap();
+        assert_eq!((top.from.clone(), top.items, top.seed), (NoiseSource::Cases, 3, -7));
+        assert_eq!(top.similar_by.as_ref().map(|s| s.text.as_str()), Some("label.service"));
+        assert_eq!(e.scenarios[0].noise.as_ref(), Some(&top));
+        let own = e.scenarios[1].noise.as_ref().unwrap();
+        assert_eq!((own.items, own.seed, own.similar_by.is_none()), (1, 0, true));
+        assert_eq!((e.scenarios[2].noise.as_ref(), e.scenarios[3].noise.as_ref()), (None, None));
+        // `target:` alone: its one scenario has the top-level noise.
+        let e = parse("dataset: d.jsonl\ntarget: x\nnoise: {items: 2}\n").unwrap();
+        assert_eq!(e.scenarios[0].noise.as_ref().map(|n| n.items), Some(2));
+    }
+
+    #[test]
+    fn noise_mistakes_are_located() {
+        let at = |text: &str| {
+            let e = parse(text).unwrap_err();
+            (e.at.line, e.at.column, e.message, e.hint)
+        };
+        let (line, column, message, hint) = at("dataset: d.jsonl\ntarget: x\nnoise: {itmes: 3}\n");
+        assert_eq!((line, column, message.as_str()), (3, 9, "unknown key `itmes` in `noise`"));
+        assert_eq!(hint.as_deref(), Some("did you mean `items`?"));
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise: {items: 0}\n");
+        assert_eq!((line, column, message.as_str()), (3, 16, "`items` must be a whole number of at least 1"));
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise:\n  items: 2\n  seed: 1.5\n");
+        assert_eq!((line, column, message.as_str()), (5, 9, "`seed` must be a whole number (64-bit)"));
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise: {items: 2, seed: abc}\n");
+        assert_eq!((line, column, message.as_str()), (3, 25, "`seed` must be a whole number, not a string"));
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise: {items: 2, similar_by: 'label.'}\n");
+        assert_eq!((line, column), (3, 31), "{message}");
+        assert!(message.starts_with("`similar_by` is not a field path"), "{message}");
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise: {items: 2, from: missing.yaml}\n");
+        assert_eq!((line, column), (3, 25));
+        assert!(message.starts_with("cannot read the noise file `missing.yaml`"), "{message}");
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise: true\n");
+        assert_eq!((line, column, message.as_str()), (3, 8, "`noise` must be a mapping, not a boolean"));
+        let (line, column, message, _) =
+            at("dataset: d.jsonl\nscenarios:\n  - {name: a, target: x, noise: {items: 1, sed: 2}}\n");
+        assert_eq!((line, column, message.as_str()), (3, 44, "unknown key `sed` in `noise`"));
+        let (line, column, message, _) = at("dataset: d.jsonl\ntarget: x\nnoise: {seed: 2}\n");
+        assert_eq!((line, column, message.as_str()), (3, 8, "`noise` says no number of `items`"));
+    }
+
+    #[test]
+    fn noise_files_are_read_with_the_experiment_and_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let exp = dir.path().join("exp.yaml");
+        let parse_in = |text: &str| Experiment::parse(&exp, text);
+        fs_err::write(
+            dir.path().join("noise.yaml"),
+            "- {type: log, source: db, content: 'pool exhausted'}\n- content: {cpu: 93}\n  metadata: {host: a}\n",
+        )
+        .unwrap();
+        let e = parse_in("dataset: d.jsonl\ntarget: x\nnoise: {from: noise.yaml, items: 1}\n").unwrap();
+        let Some(crate::noise::NoiseSource::File { name, items }) = e.noise.map(|n| n.from) else { panic!() };
+        assert_eq!((name.as_str(), items.len(), items[1].content["cpu"].as_u64()), ("noise.yaml", 2, Some(93)));
+        fs_err::write(
+            dir.path().join("noise.jsonl"),
+            "{\"content\": \"a\"}\n\n{\"kind\": \"log\", \"content\": \"b\"}\n",
+        )
+        .unwrap();
+        let e = parse_in("dataset: d.jsonl\ntarget: x\nnoise: {from: noise.jsonl, items: 1}\n").unwrap_err();
+        assert_eq!(
+            (e.file.ends_with("noise.jsonl"), e.at, e.message.as_str()),
+            (true, Place { line: 3, column: 2 }, "unknown key `kind` in a context item")
+        );
+        fs_err::write(dir.path().join("bad.yaml"), "- {content: a}\n- {type: 3, content: b}\n- {source: s}\n").unwrap();
+        let e = parse_in("dataset: d.jsonl\ntarget: x\nnoise: {from: bad.yaml, items: 1}\n").unwrap_err();
+        assert_eq!((e.at, e.message.as_str()), (Place { line: 2, column: 10 }, "`type` must be text, not an integer"));
+        fs_err::write(dir.path().join("bad.yaml"), "- {content: a}\n- {source: s}\n").unwrap();
+        let e = parse_in("dataset: d.jsonl\ntarget: x\nnoise: {from: bad.yaml, items: 1}\n").unwrap_err();
+        assert_eq!((e.at, e.message.as_str()), (Place { line: 2, column: 3 }, "a context item needs `content`"));
+        let e = parse_in("dataset: d.jsonl\ntarget: x\nnoise: {from: noise.yaml, items: 1, similar_by: label.x}\n")
+            .unwrap_err();
+        assert_eq!((e.at, e.message.as_str()), (Place { line: 3, column: 49 }, "`similar_by` needs `from: cases`"));
     }
 }

@@ -294,6 +294,7 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         timeout_secs: suite.timeout_secs.unwrap_or(60.0),
         retries: suite.retries.unwrap_or(2),
         unsupported_target: suite.unsupported_target,
+        noise: None,
     })
 }
 

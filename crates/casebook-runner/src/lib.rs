@@ -8,6 +8,7 @@ pub mod experiment;
 pub mod grade;
 pub mod hash;
 pub mod letta_suite;
+pub mod noise;
 pub mod protocol;
 pub mod record;
 pub mod report;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::noise::NoiseAdded;
 use crate::protocol::Step;
 
 /// The outcome of running one case once: the agent's output for each turn, the whole
@@ -93,6 +94,9 @@ pub struct RunResult {
     pub score: Option<f64>,
     /// `score >= threshold`; `None` when there is no score.
     pub pass: Option<bool>,
+    /// The noise items the run's task was widened with (see [`crate::noise`]); empty without
+    /// noise, and then left out of the JSON (results stored before noise existed read as such).
+    pub noise: Vec<NoiseAdded>,
 }
 
 impl RunResult {
@@ -217,6 +221,8 @@ struct RunResultOut<'a> {
     score: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pass: Option<bool>,
+    #[serde(skip_serializing_if = "<[NoiseAdded]>::is_empty")]
+    noise: &'a [NoiseAdded],
 }
 
 /// [`RunResult`] as read.
@@ -241,6 +247,8 @@ struct RunResultIn {
     score: Option<f64>,
     #[serde(default)]
     pass: Option<bool>,
+    #[serde(default)]
+    noise: Vec<NoiseAdded>,
 }
 
 impl Serialize for RunResult {
@@ -258,6 +266,7 @@ impl Serialize for RunResult {
             grades: &self.grades,
             score: self.score,
             pass: self.pass,
+            noise: &self.noise,
         }
         .serialize(serializer)
     }
@@ -283,6 +292,35 @@ impl<'de> Deserialize<'de> for RunResult {
             grades: r.grades,
             score: r.score,
             pass: r.pass,
+            noise: r.noise,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn noise_is_written_when_there_is_some_and_old_results_read_without_it() {
+        let old = r#"{"case_id":"a","case_content_id":"c","scenario":"s","run":0,"hash":"h","output":{"output":"x","millis":3}}"#;
+        let result: RunResult = serde_json::from_str(old).unwrap();
+        assert!(result.noise.is_empty());
+        assert_eq!(serde_json::to_string(&result).unwrap(), old);
+        let noisy = RunResult {
+            noise: vec![
+                NoiseAdded { at: 0, from_case: Some("c-7".into()), from_file: None, item: 2 },
+                NoiseAdded { at: 3, from_case: None, from_file: Some("noise.yaml".into()), item: 4 },
+            ],
+            ..result
+        };
+        let text = serde_json::to_string(&noisy).unwrap();
+        assert!(
+            text.ends_with(
+                r#""noise":[{"at":0,"from_case":"c-7","item":2},{"at":3,"from_file":"noise.yaml","item":4}]}"#
+            ),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<RunResult>(&text).unwrap(), noisy);
     }
 }

@@ -24,6 +24,12 @@
 //! - [`compare`] pairs results by (case id, scenario, run); a difference is B − A, so a positive
 //!   mean difference means B scored higher. Its 95 % interval is the paired t interval, clipped to
 //!   −1..1.
+//! - **Robustness** ([`Robustness`]), when the experiment has scenarios with noise
+//!   ([`crate::noise`]) and one without: each noisy scenario against its noise-free partner
+//!   (see [`crate::noise::pairs`]), paired by (case id, run). A pair is a case run passed or
+//!   failed on both sides; a case run that is an error on either side is counted in `errors`,
+//!   one ungraded or missing on a side in `unpaired`, and neither is in the rates. The pass
+//!   rates are over the pairs, so they are comparable; `difference` = with noise − without.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -195,6 +201,41 @@ pub struct Summary {
     pub labels: Vec<LabelSummary>,
     /// Most frequent kind first.
     pub errors: Vec<ErrorKindSummary>,
+    /// Each scenario with noise against its noise-free partner; empty (and left out of the
+    /// JSON) unless the experiment has both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub robustness: Vec<Robustness>,
+}
+
+/// One case run whose verdict noise changed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Flip {
+    pub case_id: String,
+    pub run: u32,
+}
+
+/// How a scenario with noise did against the same cases without it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Robustness {
+    /// The scenario with noise.
+    pub scenario: String,
+    /// The noise-free scenario it is paired with.
+    pub without_noise: String,
+    /// Case runs passed or failed on both sides.
+    pub pairs: usize,
+    /// Pass rate of the pairs without noise, and with it.
+    pub pass_rate_without: Option<f64>,
+    pub pass_rate_with: Option<f64>,
+    /// `pass_rate_with − pass_rate_without`: negative when noise hurts.
+    pub difference: Option<f64>,
+    /// Passed without noise, failed with it; by case id and run.
+    pub pass_to_fail: Vec<Flip>,
+    /// Failed without noise, passed with it.
+    pub fail_to_pass: Vec<Flip>,
+    /// Case runs that are an error on either side: not paired.
+    pub errors: usize,
+    /// Case runs ungraded or missing on a side: not paired.
+    pub unpaired: usize,
 }
 
 impl Summary {
@@ -218,9 +259,17 @@ pub struct SummaryBuilder {
     graders: Vec<GraderCounter>,
     grader_index: HashMap<String, usize>,
     errors: BTreeMap<String, ErrorKindSummary>,
+    /// `(scenario with noise, scenario without)`.
+    noise_pairs: Vec<(String, String)>,
 }
 
 impl SummaryBuilder {
+    /// Asks for a [`Robustness`] of each `(scenario with noise, scenario without)`.
+    pub fn with_noise_pairs(mut self, pairs: Vec<(String, String)>) -> Self {
+        self.noise_pairs = pairs;
+        self
+    }
+
     pub fn add(&mut self, result: &RunResult) {
         let verdict = Verdict::of(result);
         self.totals.add(result, verdict);
@@ -301,6 +350,19 @@ impl SummaryBuilder {
         let mut errors: Vec<ErrorKindSummary> = self.errors.into_values().collect();
         errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(&b.kind)));
 
+        let empty = BTreeMap::new();
+        let robustness = self
+            .noise_pairs
+            .iter()
+            .map(|(noisy, clean)| {
+                robustness(
+                    noisy,
+                    clean,
+                    self.cases.get(clean).unwrap_or(&empty),
+                    self.cases.get(noisy).unwrap_or(&empty),
+                )
+            })
+            .collect();
         Summary {
             meta,
             threshold,
@@ -314,8 +376,59 @@ impl SummaryBuilder {
                 .map(|(label, counter)| LabelSummary { label, tally: counter.tally() })
                 .collect(),
             errors,
+            robustness,
         }
     }
+}
+
+/// The [`Robustness`] of `noisy` against `clean`, from each one's verdicts by case and run.
+fn robustness(
+    noisy: &str,
+    clean: &str,
+    without: &BTreeMap<String, BTreeMap<u32, Verdict>>,
+    with: &BTreeMap<String, BTreeMap<u32, Verdict>>,
+) -> Robustness {
+    let mut r = Robustness {
+        scenario: noisy.to_owned(),
+        without_noise: clean.to_owned(),
+        pairs: 0,
+        pass_rate_without: None,
+        pass_rate_with: None,
+        difference: None,
+        pass_to_fail: Vec::new(),
+        fail_to_pass: Vec::new(),
+        errors: 0,
+        unpaired: 0,
+    };
+    let (mut passed_without, mut passed_with) = (0, 0);
+    let mut keys: BTreeSet<(&str, u32)> = BTreeSet::new();
+    for side in [without, with] {
+        keys.extend(side.iter().flat_map(|(case, runs)| runs.keys().map(move |run| (case.as_str(), *run))));
+    }
+    let verdict = |side: &BTreeMap<String, BTreeMap<u32, Verdict>>, case: &str, run: u32| {
+        side.get(case).and_then(|runs| runs.get(&run)).copied()
+    };
+    for (case, run) in keys {
+        let flip = || Flip { case_id: case.to_owned(), run };
+        match (verdict(without, case, run), verdict(with, case, run)) {
+            (Some(Verdict::Error), _) | (_, Some(Verdict::Error)) => r.errors += 1,
+            (Some(a @ (Verdict::Pass | Verdict::Fail)), Some(b @ (Verdict::Pass | Verdict::Fail))) => {
+                r.pairs += 1;
+                passed_without += usize::from(a == Verdict::Pass);
+                passed_with += usize::from(b == Verdict::Pass);
+                match (a, b) {
+                    (Verdict::Pass, Verdict::Fail) => r.pass_to_fail.push(flip()),
+                    (Verdict::Fail, Verdict::Pass) => r.fail_to_pass.push(flip()),
+                    _ => {}
+                }
+            }
+            _ => r.unpaired += 1,
+        }
+    }
+    r.pass_rate_without = ratio(passed_without, r.pairs);
+    r.pass_rate_with = ratio(passed_with, r.pairs);
+    r.difference = r.pass_rate_with.zip(r.pass_rate_without).map(|(w, wo)| w - wo);
+    r
 }
 
 /// The Wilson score interval at 95 % of `successes` out of `n`; `None` when `n` is 0.
@@ -653,6 +766,7 @@ pub(crate) mod tests {
                 .collect(),
             score: Some(score),
             pass: Some(grades.iter().all(|g| g.2)),
+            noise: Vec::new(),
         }
     }
 
@@ -921,5 +1035,45 @@ pub(crate) mod tests {
         let interval = comparison.mean_difference_interval.unwrap();
         assert!(close(comparison.mean_difference.unwrap(), 0.2, 1e-12));
         assert!(close(interval.low, 0.2 - 0.24842, 1e-4) && close(interval.high, 0.2 + 0.24842, 1e-4));
+    }
+
+    #[test]
+    fn robustness_pairs_case_runs_and_counts_errors_apart() {
+        let results = vec![
+            // a: passes clean on both runs, fails with noise on run 1.
+            passing("a", "clean", 0),
+            passing("a", "clean", 1),
+            passing("a", "noisy", 0),
+            failing("a", "noisy", 1),
+            // b: fails clean, passes with noise.
+            failing("b", "clean", 0),
+            passing("b", "noisy", 0),
+            // c: an error with noise: not paired, not a failure.
+            passing("c", "clean", 0),
+            erroring("c", "noisy", 0, "timeout", "slow"),
+            // d: only clean.
+            passing("d", "clean", 0),
+        ];
+        let mut builder = SummaryBuilder::default().with_noise_pairs(vec![("noisy".into(), "clean".into())]);
+        for result in &results {
+            builder.add(result);
+        }
+        let summary = builder.finish(0.5, meta(&["clean", "noisy"], 2));
+        let r = &summary.robustness[0];
+        assert_eq!((r.scenario.as_str(), r.without_noise.as_str()), ("noisy", "clean"));
+        assert_eq!((r.pairs, r.errors, r.unpaired), (3, 1, 1));
+        // Clean: a0, a1 pass, b0 fails → 2/3; noisy: a0, b0 pass, a1 fails → 2/3.
+        assert_eq!(
+            (r.pass_rate_without, r.pass_rate_with, r.difference),
+            (Some(2.0 / 3.0), Some(2.0 / 3.0), Some(0.0))
+        );
+        assert_eq!(r.pass_to_fail, vec![Flip { case_id: "a".into(), run: 1 }]);
+        assert_eq!(r.fail_to_pass, vec![Flip { case_id: "b".into(), run: 0 }]);
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["robustness"][0]["pass_to_fail"][0]["case_id"], "a");
+        // Without noise pairs there is no section, in the JSON either.
+        let plain = Summary::of(&results, 0.5, meta(&["clean", "noisy"], 2));
+        assert!(plain.robustness.is_empty());
+        assert!(serde_json::to_value(&plain).unwrap().get("robustness").is_none());
     }
 }

@@ -20,6 +20,7 @@ use casebook_model::Case;
 use casebook_runner::engine::{self, Job, Mode, Plan, PlannedCase, PlannedScenario, RunKeys};
 use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
+use casebook_runner::noise::NoiseSpec;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
 use casebook_runner::summary::{RunMeta, Summary, SummaryBuilder};
@@ -67,6 +68,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if args.experiment.is_some() {
         if let Some(target) = &args.target {
             experiment.scenarios = Experiment::ad_hoc("", target, &[]).scenarios;
+            // The experiment's noise applies to the target that stands in for its scenarios.
+            for scenario in &mut experiment.scenarios {
+                scenario.noise.clone_from(&experiment.noise);
+            }
         }
         if let Some(dataset) = &args.dataset {
             experiment.dataset.clone_from(dataset);
@@ -113,9 +118,15 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         },
     };
     let keys = RunKeys::new(&scenarios, &experiment.memory_seeds, experiment.n_runs).map_err(anyhow::Error::msg)?;
-    let Some(dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select, &keys)? else {
+    let Some(mut dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select, &keys)?
+    else {
         return Ok(Outcome::Invalid);
     };
+    // Noise is picked once every selected case is known: the pool is the other cases.
+    let noise: Vec<Option<NoiseSpec>> = experiment.scenarios.iter().map(|s| s.noise.clone()).collect();
+    if noise.iter().any(Option::is_some) {
+        widen(&mut dataset.cases, &noise, &keys)?;
+    }
     let plan = Arc::new(Plan {
         cases: dataset.cases,
         scenarios,
@@ -180,7 +191,9 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     };
     // The summary is built as results come; results themselves are kept only for the reports
     // that need them all (JUnit, Markdown, HTML).
-    let mut summary = SummaryBuilder::default();
+    let described: Vec<(&str, &serde_json::Value, bool)> =
+        plan.scenarios.iter().zip(&noise).map(|(s, noise)| (s.name.as_str(), &s.describe, noise.is_some())).collect();
+    let mut summary = SummaryBuilder::default().with_noise_pairs(casebook_runner::noise::pairs(&described));
     let keep = args.reports.iter().any(|(f, _)| *f != ReportFormat::Jsonl);
     let mut results: Vec<(u64, RunResult)> = Vec::new();
     let mut done = 0usize;
@@ -559,6 +572,7 @@ fn load_dataset(
                 hashes: keys.hashes(&case).map_err(anyhow::Error::msg)?,
                 json: (*body).clone(),
                 row: rows.then_some(*row),
+                noise: Vec::new(),
             })
         })
         .into_iter()
@@ -567,6 +581,21 @@ fn load_dataset(
         (cases, format!("{name}@v{}", version.number), version.id)
     };
     Ok(Some(Dataset { cases, name, version_id }))
+}
+
+/// Gives each case its noise in each scenario (`noise`, in scenario order), and the run hashes
+/// of its widened tasks.
+fn widen(cases: &mut [PlannedCase], noise: &[Option<NoiseSpec>], keys: &RunKeys) -> anyhow::Result<()> {
+    let parsed = engine::parallel_map(cases, |case| serde_json::from_str::<Case>(&case.json))
+        .into_iter()
+        .collect::<Result<Vec<Case>, _>>()
+        .context("a selected case cannot be read back")?;
+    let widenings = casebook_runner::noise::plan(&parsed, noise);
+    for ((planned, case), widening) in cases.iter_mut().zip(&parsed).zip(widenings) {
+        planned.hashes = keys.widened_hashes(case, &widening).map_err(anyhow::Error::msg)?;
+        planned.noise = widening;
+    }
+    Ok(())
 }
 
 /// The scenarios of a run, each with its target, and the graders.
@@ -683,7 +712,13 @@ fn read_cases(
                     let p = Body::of(case, None)?;
                     let hashes = self.keys.hashes(case).map_err(|e| e.to_string())?;
                     let row = case.provenance.as_ref().and_then(|p| p.row);
-                    self.cases.selected.push(PlannedCase { json: p.body, content_id: p.content_id, hashes, row });
+                    self.cases.selected.push(PlannedCase {
+                        json: p.body,
+                        content_id: p.content_id,
+                        hashes,
+                        row,
+                        noise: Vec::new(),
+                    });
                 } else {
                     let hashes = match prepared.hashes {
                         Some(hashes) => hashes,
@@ -691,7 +726,7 @@ fn read_cases(
                     };
                     let (json, content_id) = (prepared.body, prepared.content_id);
                     let row = case.provenance.as_ref().and_then(|p| p.row);
-                    self.cases.selected.push(PlannedCase { json, content_id, hashes, row });
+                    self.cases.selected.push(PlannedCase { json, content_id, hashes, row, noise: Vec::new() });
                 }
             }
             self.cases.all.push((prepared.id, prepared.content_id));

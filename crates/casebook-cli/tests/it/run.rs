@@ -31,6 +31,9 @@ pub(crate) enum Behaviour {
     Crash,
     /// Answers like `Shout` after 200 ms.
     Slow,
+    /// Answers like `Shout` when given at most one context item, else something wrong: an
+    /// agent that noise throws off.
+    Distracted,
 }
 
 /// Starts `behaviour` on a free port of 127.0.0.1; returns its URL and what it recorded.
@@ -75,7 +78,11 @@ impl Agent {
             _ => {
                 let request: Value = serde_json::from_str(&body).unwrap_or_default();
                 let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
-                let text = last["content"].as_str().unwrap_or_default().to_uppercase();
+                let mut text = last["content"].as_str().unwrap_or_default().to_uppercase();
+                let context = request["context"].as_array().map_or(0, Vec::len);
+                if matches!(self.behaviour, Behaviour::Distracted) && context > 1 {
+                    text = "LOST IN THE NOISE".to_owned();
+                }
                 Json(json!({"output": text, "trajectory": [{"type": "tool_call", "name": "lookup", "arguments": {"q": 1}}]}))
                     .into_response()
             }
@@ -511,4 +518,147 @@ fn reports_name_the_version_and_show_failing_answers() {
     assert!(md.contains("dataset support@v1 (version "), "{md}");
     // The echo agent answers with the input, which is not the expected answer.
     assert!(md.contains("  - the agent answered: wrong answer please\n"), "{md}");
+}
+
+/// Cases with context items and `service` labels whose expectations hold strings found nowhere
+/// else; the answers are the inputs upper-cased.
+const NOISY_DATASET: &str = r#"{"id": "a", "input": "hello there", "labels": ["service:db"], "expected": {"output": "HELLO THERE", "outcomes": ["OUTCOME-SECRET-1"], "acceptable": ["ACCEPT-SECRET-3"]}, "context": [{"type": "log", "source": "db", "content": "ctx-a-0 pool exhausted"}]}
+{"id": "b", "input": "second", "labels": ["service:db"], "expected": {"output": "SECOND", "per_turn": ["SECOND"], "rubric": "RUBRIC-SECRET-2"}, "context": [{"type": "metric", "content": "ctx-b-0 cpu 93"}, {"type": "log", "content": "ctx-b-1 retry"}]}
+{"id": "c", "input": "third", "labels": ["service:web"], "expected": {"output": "THIRD", "rubric_vars": {"ref": "VARS-SECRET-4"}}, "context": [{"type": "document", "content": "ctx-c-0 runbook"}]}
+{"id": "d", "input": "fourth", "labels": ["service:web"], "expected": {"output": "FOURTH", "acceptable": ["GROUND-TRUTH-SECRET-7"]}, "context": [{"type": "trace", "content": "ctx-d-0 span"}]}
+"#;
+
+const NOISY_SECRETS: [&str; 9] = [
+    "OUTCOME-SECRET-1",
+    "RUBRIC-SECRET-2",
+    "ACCEPT-SECRET-3",
+    "VARS-SECRET-4",
+    "GROUND-TRUTH-SECRET-7",
+    "HELLO THERE",
+    "\"SECOND\"",
+    "\"THIRD\"",
+    "\"FOURTH\"",
+];
+
+#[test]
+fn noise_widens_the_context_is_recorded_and_carries_no_expectation() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    dir.file("cases.jsonl", NOISY_DATASET);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nnoise: {{from: cases, items: 2, similar_by: label.service, seed: 11}}\n\
+             scenarios:\n  - {{name: noisy, target: '{url}'}}\n  - {{name: clean, target: '{url}', noise: false}}\n\
+             graders: [{{kind: exact_match}}]\nthreshold: 0.5\n"
+        ),
+    );
+    let report = |name: &str| {
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &format!("jsonl={name}")]));
+        assert_eq!(out.status, Some(0), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(name)).expect("the JSONL report");
+        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+        (rows, summary(&out.stdout))
+    };
+    let (rows, s) = report("first.jsonl");
+    let sent = bodies.lock().expect("the lock").clone();
+    assert_eq!(sent.len(), 8, "4 cases × 2 scenarios");
+    for body in &sent {
+        for secret in NOISY_SECRETS {
+            assert!(!body.contains(secret), "`{secret}` was sent to the agent: {body}");
+        }
+        assert!(!body.contains("\"expected\"") && !body.contains("noise"), "{body}");
+    }
+    // The noisy scenario's requests carry two more items than the case has, the clean one's none.
+    let own = [("a", 1), ("b", 2), ("c", 1), ("d", 1)];
+    for (row, body) in rows.iter().filter(|r| r["scenario"] == "noisy").map(|r| {
+        let case = r["case_id"].as_str().unwrap_or_default();
+        let body = sent.iter().find(|b| {
+            b.contains(&format!("\"case_id\":\"{case}\""))
+                && serde_json::from_str::<Value>(b).unwrap()["context"].as_array().map_or(0, Vec::len)
+                    == own.iter().find(|o| o.0 == case).unwrap().1 + 2
+        });
+        (r, body)
+    }) {
+        let case = row["case_id"].as_str().unwrap();
+        let body: Value = serde_json::from_str(body.expect("a widened request for each case")).unwrap();
+        let noise = row["noise"].as_array().expect("the result records its noise");
+        assert_eq!(noise.len(), 2, "{row}");
+        for added in noise {
+            let from = added["from_case"].as_str().unwrap();
+            assert_ne!(from, case);
+            // similar_by: a and b are `db`, c and d `web`: each case's first pick shares its service.
+            let context = &body["context"][added["at"].as_u64().unwrap() as usize]["content"];
+            assert!(
+                context.as_str().unwrap().starts_with(&format!("ctx-{from}-{}", added["item"])),
+                "{context} {added}"
+            );
+        }
+        let partner = match case {
+            "a" => "b",
+            "b" => "a",
+            "c" => "d",
+            _ => "c",
+        };
+        assert!(noise.iter().any(|n| n["from_case"] == partner), "{case}: {noise:?}");
+    }
+    assert!(rows.iter().filter(|r| r["scenario"] == "clean").all(|r| r.get("noise").is_none()), "{rows:?}");
+    // The noisy runs have their own hashes; a second run reuses the same hashes, so the same noise.
+    let hashes = |rows: &[Value]| {
+        rows.iter()
+            .map(|r| {
+                (r["scenario"].to_string(), r["case_id"].to_string(), r["hash"].to_string(), r["noise"].to_string())
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (again, _) = report("second.jsonl");
+    assert_eq!(hashes(&rows), hashes(&again));
+    let noisy: std::collections::BTreeSet<String> =
+        rows.iter().filter(|r| r["scenario"] == "noisy").map(|r| r["hash"].to_string()).collect();
+    assert!(rows.iter().filter(|r| r["scenario"] == "clean").all(|r| !noisy.contains(&r["hash"].to_string())));
+    // The Shout agent is not thrown off: no flip.
+    assert_eq!(s["robustness"][0]["pairs"], 4, "{s}");
+    assert_eq!(s["robustness"][0]["difference"], 0.0, "{s}");
+}
+
+#[test]
+fn robustness_pairs_the_noisy_scenario_with_the_clean_one() {
+    let dir = Folder::new();
+    let (url, _) = serve(Behaviour::Distracted);
+    dir.file("cases.jsonl", NOISY_DATASET);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nn_runs: 2\nscenarios:\n  - {{name: clean, target: '{url}'}}\n  \
+             - {{name: noisy, target: '{url}', noise: {{items: 1, seed: 3}}}}\ngraders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "markdown=report.md"]));
+    // b has two context items of its own: it fails on both sides. Everything else flips.
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    let r = &s["robustness"][0];
+    assert_eq!((r["scenario"].as_str(), r["without_noise"].as_str()), (Some("noisy"), Some("clean")), "{s}");
+    assert_eq!((r["pairs"].as_u64(), r["errors"].as_u64(), r["unpaired"].as_u64()), (Some(8), Some(0), Some(0)));
+    assert_eq!((r["pass_rate_without"].as_f64(), r["pass_rate_with"].as_f64()), (Some(0.75), Some(0.0)), "{r}");
+    assert_eq!(r["difference"].as_f64(), Some(-0.75));
+    let flips: Vec<(String, u64)> = r["pass_to_fail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["case_id"].as_str().unwrap().to_owned(), f["run"].as_u64().unwrap()))
+        .collect();
+    let want: Vec<(String, u64)> =
+        ["a", "c", "d"].iter().flat_map(|c| [0, 1].map(|run| ((*c).to_owned(), run))).collect();
+    assert_eq!(flips, want);
+    assert_eq!(r["fail_to_pass"].as_array().map(Vec::len), Some(0));
+    let md = fs_err::read_to_string(dir.join("report.md")).expect("the report");
+    assert!(md.contains("## Robustness to noise"), "{md}");
+    assert!(md.contains("| noisy | clean | 8 | 75.0 % | 0.0 % | -75.0 pts | 6 | 0 | 0 |"), "{md}");
+    let human = run(cb(&dir).arg("run").arg(&exp));
+    assert!(
+        human.stdout.contains("clean vs noisy: pass rate 75.0 % → 0.0 % (-75.0 pts) over 8 pairs; 6 pass → fail"),
+        "{}",
+        human.stdout
+    );
 }

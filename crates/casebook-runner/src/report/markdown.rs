@@ -8,7 +8,8 @@
 use std::io::{self, Write};
 
 use super::{
-    explanation, ordered, output_text, percent, percent_interval, score, score_interval, threshold_verdict, truncate,
+    explanation, flips, ordered, output_text, percent, percent_interval, points, score, score_interval,
+    threshold_verdict, truncate,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -74,6 +75,38 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
          Mean score with Student's t interval. pass@{k} / pass^{k}: cases with at least one / all \
          of their {k} runs passing, over cases with no error.\n"
     )?;
+
+    if !summary.robustness.is_empty() {
+        writeln!(out, "## Robustness to noise\n")?;
+        writeln!(
+            out,
+            "| with noise | without | pairs | pass rate without | pass rate with | difference | pass → fail | fail → pass | errors |"
+        )?;
+        writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|")?;
+        for r in &summary.robustness {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                inline(&r.scenario),
+                inline(&r.without_noise),
+                r.pairs,
+                percent(r.pass_rate_without),
+                percent(r.pass_rate_with),
+                points(r.difference),
+                r.pass_to_fail.len(),
+                r.fail_to_pass.len(),
+                r.errors,
+            )?;
+        }
+        writeln!(
+            out,
+            "\nEach scenario with noise against the same cases and runs without it: pairs are case runs \
+             graded on both sides, errors on either side are left out and counted apart.\n"
+        )?;
+        for r in summary.robustness.iter().filter(|r| !r.pass_to_fail.is_empty()) {
+            writeln!(out, "Broken by the noise of {}: {}\n", inline(&r.scenario), inline(&flips(&r.pass_to_fail, 50)))?;
+        }
+    }
 
     if !summary.graders.is_empty() {
         writeln!(out, "## Graders\n")?;

@@ -74,6 +74,20 @@ fn percent(rate: Option<f64>) -> String {
     rate.map_or_else(|| "–".to_owned(), |r| format!("{:.1} %", r * 100.0))
 }
 
+/// `-12.5 pts`, `+0.0 pts`, or `–`: a difference of two rates, in percentage points.
+fn points(difference: Option<f64>) -> String {
+    difference.map_or_else(|| "–".to_owned(), |d| format!("{:+.1} pts", d * 100.0))
+}
+
+/// `a #0, b #1`: the first `n` flips of a robustness figure, and how many more there are.
+fn flips(flips: &[crate::summary::Flip], n: usize) -> String {
+    let mut text = flips.iter().take(n).map(|f| format!("{} #{}", f.case_id, f.run)).collect::<Vec<_>>().join(", ");
+    if flips.len() > n {
+        text.push_str(&format!(" …and {} more", flips.len() - n));
+    }
+    text
+}
+
 /// `49.0–94.3 %`, or `–`.
 fn percent_interval(interval: Option<Interval>) -> String {
     interval.map_or_else(|| "–".to_owned(), |i| format!("{:.1}–{:.1} %", i.low * 100.0, i.high * 100.0))

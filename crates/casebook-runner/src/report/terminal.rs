@@ -2,7 +2,7 @@
 //! comparison ([`human_comparison`]): no colour, no line wider than [`WIDTH`] columns. The
 //! library only builds the text; the CLI decides where it goes.
 
-use super::{percent, percent_interval, score, score_interval, threshold_verdict, truncate};
+use super::{flips, percent, percent_interval, points, score, score_interval, threshold_verdict, truncate};
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
 /// The widest line, in characters.
@@ -68,6 +68,29 @@ pub fn human(summary: &Summary) -> String {
                 percent(s.pass_at_k.pass_hat_k),
                 s.tally.errors,
             ));
+        }
+    }
+
+    if !summary.robustness.is_empty() {
+        lines.push(String::new());
+        lines.push("robustness to noise (paired case runs; errors left out)".to_owned());
+        for r in &summary.robustness {
+            lines.push(format!(
+                "  {} vs {}: pass rate {} → {} ({}) over {} pairs; {} pass → fail, {} fail → pass, {} error{}",
+                r.without_noise,
+                r.scenario,
+                percent(r.pass_rate_without),
+                percent(r.pass_rate_with),
+                points(r.difference),
+                r.pairs,
+                r.pass_to_fail.len(),
+                r.fail_to_pass.len(),
+                r.errors,
+                if r.errors == 1 { "" } else { "s" },
+            ));
+            if !r.pass_to_fail.is_empty() {
+                lines.push(format!("    pass → fail: {}", flips(&r.pass_to_fail, CASES_NAMED)));
+            }
         }
     }
 

@@ -48,6 +48,7 @@ fn graded(case: &str, run: u32, labels: &[&str], grades: &[(&str, Outcome)]) -> 
         pass: score.map(|s| s >= 0.5 && grades.iter().all(|g| g.outcome.as_ref().is_ok_and(|g| g.pass))),
         score,
         grades,
+        noise: Vec::new(),
     }
 }
 

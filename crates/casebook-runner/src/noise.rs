@@ -1,0 +1,653 @@
+//! Noise injection (SPEC §9): widening each case's world snapshot with unrelated context items,
+//! to measure whether an agent can sift signal from noise.
+//!
+//! An experiment (or one scenario) says `noise: {from: cases | FILE, items: N, similar_by: PATH,
+//! seed: S}` ([`NoiseSpec`], read here for [`crate::experiment`]). [`plan`] picks, for every case,
+//! `N` items and the places they go among the case's own context items ([`Widening`]):
+//!
+//! - The pool is the `task.context` of the *other* selected cases (never their expectations), or
+//!   the items of a noise file. An item of the case itself is never taken.
+//! - A candidate whose text holds any expectation string of the case being widened (its expected
+//!   output, per-turn values, acceptable answers, outcome texts, rubric and rubric variables;
+//!   compared without case) is skipped: noise never carries the answer in.
+//! - With `similar_by`, items of cases that share a value at that path (`label.service`,
+//!   `metadata.team`) come first, so that the noise is plausible rather than off-topic.
+//! - Sampling is a pure function of the seed, the case id and each candidate's own name (its
+//!   case id and index, or its index in the file): every candidate gets a score from a BLAKE3
+//!   key of those, the lowest scores win. The same seed gives the same items in the same places,
+//!   and adding an unrelated case changes a case's noise only if one of the new items scores
+//!   lower than those picked. Places come from a small PRNG (splitmix64) seeded the same way.
+//!
+//! The widened task is what the run hash covers and what the agent is sent; nothing in a
+//! request marks an item as noise. A result records what was added ([`NoiseAdded`]).
+//! Picking costs one hash per candidate item and case: O(cases × pool) for `from: cases`.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use casebook_filter::FieldPath;
+use casebook_formats::node::{Node, NodeValue};
+use casebook_formats::pointer::Ptr;
+use casebook_model::{Case, ContextItem, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::experiment::{ExperimentError, Reader};
+
+/// An experiment's or a scenario's `noise:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoiseSpec {
+    pub from: NoiseSource,
+    /// Items added to each case (fewer when the pool has fewer).
+    pub items: u32,
+    /// Prefer items of cases with the same value at this path.
+    pub similar_by: Option<SimilarBy>,
+    pub seed: i64,
+}
+
+/// Where noise items come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoiseSource {
+    /// The context items of the other selected cases.
+    Cases,
+    /// A noise file's items; `name` as the experiment wrote it.
+    File { name: String, items: Vec<ContextItem> },
+}
+
+/// A `similar_by` path, as written and parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimilarBy {
+    pub text: String,
+    pub path: FieldPath,
+}
+
+/// One item added to a case's context: where it landed and where it came from.
+///
+/// As JSON: `{"at": 2, "from_case": "c-7", "item": 0}` or `{"at": 1, "from_file": "noise.yaml",
+/// "item": 4}` (`item` is the index in that case's context, or in the file).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct NoiseAdded {
+    /// 0-based place in the widened context.
+    pub at: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_case: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_file: Option<String>,
+    pub item: usize,
+}
+
+/// The noise one case gets in one scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Widening {
+    /// By place, lowest first.
+    pub added: Vec<NoiseAdded>,
+    /// The items, in the order of `added`.
+    items: Vec<ContextItem>,
+}
+
+impl Widening {
+    /// Puts the noise items into `task`'s context at their places.
+    pub fn apply(&self, task: &mut Task) {
+        let context = task.context.get_or_insert_with(Vec::new);
+        // Places are final and ascending: each insertion leaves the earlier ones where they are.
+        for (added, item) in self.added.iter().zip(&self.items) {
+            let at = added.at.min(context.len());
+            context.insert(at, item.clone());
+        }
+    }
+
+    /// `task`, widened.
+    pub fn widened(&self, task: &Task) -> Task {
+        let mut task = task.clone();
+        self.apply(&mut task);
+        task
+    }
+}
+
+/// The noise of every case (outer, in `cases` order) in every scenario (inner, in `specs`
+/// order): `None` where a scenario has no noise. Scenarios with the same spec share a widening.
+pub fn plan(cases: &[Case], specs: &[Option<NoiseSpec>]) -> Vec<Vec<Option<Arc<Widening>>>> {
+    let mut out: Vec<Vec<Option<Arc<Widening>>>> = vec![vec![None; specs.len()]; cases.len()];
+    for (s, spec) in specs.iter().enumerate() {
+        let Some(spec) = spec else { continue };
+        if let Some(first) = specs[..s].iter().position(|other| other.as_ref() == Some(spec)) {
+            for row in &mut out {
+                row[s] = row[first].clone();
+            }
+            continue;
+        }
+        let pool = Pool::new(cases, spec);
+        for (c, case) in cases.iter().enumerate() {
+            out[c][s] = Some(Arc::new(pool.widening(c, case)));
+        }
+    }
+    out
+}
+
+/// The candidates of one spec.
+struct Pool<'a> {
+    spec: &'a NoiseSpec,
+    candidates: Vec<Candidate<'a>>,
+    /// Per case, its values at `similar_by` (as JSON text), when there is one.
+    values: Vec<BTreeSet<String>>,
+    cases: &'a [Case],
+}
+
+struct Candidate<'a> {
+    /// The case it comes from (`None`: the noise file).
+    owner: Option<usize>,
+    index: usize,
+    item: &'a ContextItem,
+    /// Its name as a number: what, with the case's key, gives its score.
+    key: u64,
+    /// Its JSON text, lower-cased, to look for expectation strings in.
+    text: String,
+}
+
+const DOMAIN: &str = "casebook noise v1";
+
+/// The first 8 bytes of a BLAKE3 hash of `parts`, each length-prefixed.
+fn key_of(parts: &[&[u8]]) -> u64 {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(DOMAIN.as_bytes());
+    for part in parts {
+        hasher.update(&(part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    let bytes = hasher.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&bytes.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// splitmix64's output function: a well-mixed u64 of `x`.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// splitmix64: the places of the noise items.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        mix(self.0)
+    }
+
+    /// A number in `0..n` (n > 0); the bias of a modulo is far below what matters here.
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn lower_json(item: &ContextItem) -> String {
+    serde_json::to_string(item).unwrap_or_default().to_lowercase()
+}
+
+impl<'a> Pool<'a> {
+    fn new(cases: &'a [Case], spec: &'a NoiseSpec) -> Self {
+        let mut candidates = Vec::new();
+        match &spec.from {
+            NoiseSource::Cases => {
+                for (c, case) in cases.iter().enumerate() {
+                    for (index, item) in case.task.context.iter().flatten().enumerate() {
+                        let key = key_of(&[b"case", case.id.as_bytes(), &(index as u64).to_le_bytes()]);
+                        candidates.push(Candidate { owner: Some(c), index, item, key, text: lower_json(item) });
+                    }
+                }
+            }
+            NoiseSource::File { items, .. } => {
+                for (index, item) in items.iter().enumerate() {
+                    let key = key_of(&[b"file", &(index as u64).to_le_bytes()]);
+                    candidates.push(Candidate { owner: None, index, item, key, text: lower_json(item) });
+                }
+            }
+        }
+        let values = match &spec.similar_by {
+            Some(similar) => {
+                cases.iter().map(|case| similar.path.values(case).iter().map(Value::to_string).collect()).collect()
+            }
+            None => Vec::new(),
+        };
+        Self { spec, candidates, values, cases }
+    }
+
+    /// Whether candidate `candidate` comes from a case that shares a `similar_by` value with
+    /// case `c`.
+    fn similar(&self, c: usize, candidate: &Candidate<'_>) -> bool {
+        match (candidate.owner, self.values.get(c)) {
+            (Some(owner), Some(mine)) => self.values.get(owner).is_some_and(|theirs| !mine.is_disjoint(theirs)),
+            _ => false,
+        }
+    }
+
+    fn widening(&self, c: usize, case: &Case) -> Widening {
+        let wanted = self.spec.items as usize;
+        let case_key = key_of(&[b"case-key", &self.spec.seed.to_le_bytes(), case.id.as_bytes()]);
+        let needles = needles(case);
+        // (tier, score, candidate): similar cases' items first, then by score.
+        let mut order: Vec<(u8, u64, usize)> = self
+            .candidates
+            .iter()
+            .enumerate()
+            .filter(|(_, cand)| cand.owner != Some(c))
+            .map(|(i, cand)| (u8::from(!self.similar(c, cand)), mix(case_key ^ cand.key), i))
+            .collect();
+        // Only the best few are needed unless many of them carry the answer: sort a prefix first.
+        let mut picked: Vec<usize> = Vec::with_capacity(wanted);
+        let mut start = 0;
+        let mut window = wanted.saturating_mul(4).saturating_add(16);
+        while picked.len() < wanted && start < order.len() {
+            let end = order.len().min(start.saturating_add(window));
+            if end < order.len() {
+                order[start..].select_nth_unstable(end - start - 1);
+            }
+            order[start..end].sort_unstable();
+            for &(_, _, i) in &order[start..end] {
+                if picked.len() == wanted {
+                    break;
+                }
+                if !needles.iter().any(|n| self.candidates[i].text.contains(n.as_str())) {
+                    picked.push(i);
+                }
+            }
+            start = end;
+            window = window.saturating_mul(4);
+        }
+        // Places: each item goes into the context as it stands so far.
+        let own = case.task.context.as_ref().map_or(0, Vec::len);
+        let mut rng = SplitMix(key_of(&[b"places", &self.spec.seed.to_le_bytes(), case.id.as_bytes()]));
+        let mut slots: Vec<Option<usize>> = vec![None; own];
+        for (n, _) in picked.iter().enumerate() {
+            let at = rng.below(slots.len() + 1);
+            slots.insert(at, Some(n));
+        }
+        let mut added = Vec::with_capacity(picked.len());
+        let mut items = Vec::with_capacity(picked.len());
+        for (at, slot) in slots.iter().enumerate() {
+            let Some(n) = slot else { continue };
+            let cand = &self.candidates[picked[*n]];
+            let (from_case, from_file) = match (&self.spec.from, cand.owner) {
+                (NoiseSource::File { name, .. }, _) => (None, Some(name.clone())),
+                (NoiseSource::Cases, owner) => (owner.map(|o| self.cases[o].id.clone()), None),
+            };
+            added.push(NoiseAdded { at, from_case, from_file, item: cand.index });
+            items.push(cand.item.clone());
+        }
+        Widening { added, items }
+    }
+}
+
+/// The expectation strings of `case`, lower-cased, as written and as JSON escapes them: no
+/// noise item may hold one.
+pub fn needles(case: &Case) -> Vec<String> {
+    let e = &case.expected;
+    let mut texts: Vec<String> = Vec::new();
+    let mut leaves = |value: &Value| collect_leaves(value, &mut texts);
+    if let Some(output) = &e.output {
+        leaves(output);
+    }
+    for value in e.per_turn.iter().flatten().chain(e.acceptable.iter().flatten()) {
+        leaves(value);
+    }
+    if let Some(vars) = &e.rubric_vars {
+        for value in vars.values() {
+            leaves(value);
+        }
+    }
+    texts.extend(e.outcomes.iter().flatten().map(|o| o.text().to_owned()));
+    texts.extend(e.rubric.iter().cloned());
+    let mut needles = BTreeSet::new();
+    for text in texts {
+        let text = text.trim().to_lowercase();
+        if text.is_empty() {
+            continue;
+        }
+        let quoted = serde_json::to_string(&text).unwrap_or_default();
+        let escaped = quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')).unwrap_or(&quoted);
+        if escaped != text {
+            needles.insert(escaped.to_owned());
+        }
+        needles.insert(text);
+    }
+    needles.into_iter().collect()
+}
+
+/// The text of every string and number in `value`.
+fn collect_leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Array(items) => items.iter().for_each(|v| collect_leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_leaves(v, out)),
+        Value::Null | Value::Bool(_) => {}
+    }
+}
+
+/// Pairs each scenario with noise with the noise-free scenario it is measured against: the one
+/// of the same target (`describe`) if there is one, else the first noise-free scenario. Empty
+/// when no scenario has noise or none is free of it. Each entry is `(noisy, clean)`.
+pub fn pairs(scenarios: &[(&str, &Value, bool)]) -> Vec<(String, String)> {
+    let clean: Vec<&(&str, &Value, bool)> = scenarios.iter().filter(|s| !s.2).collect();
+    let Some(first) = clean.first() else { return Vec::new() };
+    scenarios
+        .iter()
+        .filter(|s| s.2)
+        .map(|(name, target, _)| {
+            let partner = clean.iter().find(|c| c.1 == *target).unwrap_or(first);
+            ((*name).to_owned(), partner.0.to_owned())
+        })
+        .collect()
+}
+
+const KEYS: &[&str] = &["from", "items", "similar_by", "seed"];
+const ITEM_KEYS: &[&str] = &["type", "source", "content", "metadata"];
+
+/// A `noise:` value: a mapping, or `null`/`false` for none. `file` is the experiment file (a
+/// noise file is relative to it).
+pub(crate) fn parse(r: &Reader<'_>, node: &Node) -> Result<Option<NoiseSpec>, ExperimentError> {
+    let entries = match &node.value {
+        NodeValue::Null | NodeValue::Bool(false) => return Ok(None),
+        NodeValue::Object(entries) => entries,
+        other => {
+            return Err(r.hinted(
+                node.offset,
+                format!("`noise` must be a mapping, not {}", other.kind()),
+                "`noise: {from: cases, items: 3, seed: 1}`, or `noise: false` for none",
+            ));
+        }
+    };
+    if let Some(extra) = entries.iter().find(|e| !KEYS.contains(&e.key.as_ref())) {
+        return Err(r.hinted(
+            extra.key_offset,
+            format!("unknown key `{}` in `noise`", extra.key),
+            match casebook_model::did_you_mean(&extra.key, KEYS) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => format!("the keys of `noise`: {}", KEYS.join(", ")),
+            },
+        ));
+    }
+    let Some(items) = node.get("items") else {
+        return Err(r.hinted(
+            node.offset,
+            "`noise` says no number of `items`",
+            "add `items: N`, the items added to each case",
+        ));
+    };
+    let items = r.count(items, "items", 1.0)? as u32;
+    let seed = match node.get("seed") {
+        None => 0,
+        Some(seed) => match &seed.value {
+            NodeValue::Number(text) => {
+                text.parse::<i64>().map_err(|_| r.error(seed.offset, "`seed` must be a whole number (64-bit)"))?
+            }
+            other => return Err(r.error(seed.offset, format!("`seed` must be a whole number, not {}", other.kind()))),
+        },
+    };
+    let from = match node.get("from") {
+        None => NoiseSource::Cases,
+        Some(from) => {
+            let text = r.string(from, "from")?;
+            if text == "cases" {
+                NoiseSource::Cases
+            } else {
+                let base = Path::new(r.file).parent().unwrap_or(Path::new(""));
+                let items = load_file(&base.join(&text)).map_err(|e| match e {
+                    FileError::Read(message) => r.hinted(
+                        from.offset,
+                        format!("cannot read the noise file `{text}`: {message}"),
+                        "`from` is `cases`, or a file of context items relative to the experiment",
+                    ),
+                    FileError::Located(e) => e,
+                })?;
+                NoiseSource::File { name: text, items }
+            }
+        }
+    };
+    let similar_by = match node.get("similar_by") {
+        None => None,
+        Some(similar) => {
+            let text = r.string(similar, "similar_by")?;
+            let path = FieldPath::parse(&text).map_err(|e| {
+                r.hinted(
+                    similar.offset,
+                    format!("`similar_by` is not a field path: {}", e.message),
+                    "a path as in filters: `label.service`, `metadata.team`",
+                )
+            })?;
+            if let NoiseSource::File { .. } = from {
+                return Err(r.hinted(
+                    similar.offset,
+                    "`similar_by` needs `from: cases`",
+                    "the items of a noise file belong to no case to compare with",
+                ));
+            }
+            Some(SimilarBy { text, path })
+        }
+    };
+    Ok(Some(NoiseSpec { from, items, similar_by, seed }))
+}
+
+enum FileError {
+    /// The file cannot be read at all: said at the `from` key.
+    Read(String),
+    /// A problem inside the file, at its place there.
+    Located(ExperimentError),
+}
+
+/// The context items of a noise file: a YAML or JSON list, or JSON lines (`.jsonl`).
+fn load_file(path: &Path) -> Result<Vec<ContextItem>, FileError> {
+    let text = fs_err::read_to_string(path).map_err(|e| FileError::Read(e.to_string()))?;
+    let display = path.display().to_string();
+    let r = Reader { file: &display, text: &text };
+    let located = FileError::Located;
+    let mut items = Vec::new();
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl")) {
+        let mut start = 0;
+        for line in text.split_inclusive('\n') {
+            let offset = start;
+            start += line.len();
+            if line.trim().is_empty() {
+                continue;
+            }
+            let node =
+                casebook_formats::yaml::parse(line).map_err(|e| located(r.error(offset + e.offset, e.message)))?;
+            items.push(item(&r, &node, offset).map_err(located)?);
+        }
+    } else {
+        let root = casebook_formats::yaml::parse(&text).map_err(|e| located(r.error(e.offset, e.message)))?;
+        let NodeValue::Array(list) = &root.value else {
+            return Err(located(r.hinted(
+                root.offset,
+                format!("a noise file is a list of context items, not {}", root.value.kind()),
+                "each item is `{type, source, content, metadata}`",
+            )));
+        };
+        for node in list {
+            items.push(item(&r, node, 0).map_err(located)?);
+        }
+    }
+    Ok(items)
+}
+
+/// One item of a noise file; `base` is where the node's text starts in the file (a JSON line).
+fn item(r: &Reader<'_>, node: &Node, base: usize) -> Result<ContextItem, ExperimentError> {
+    let NodeValue::Object(entries) = &node.value else {
+        return Err(r.hinted(
+            base + node.offset,
+            format!("a context item is a mapping, not {}", node.value.kind()),
+            "`{type, source, content, metadata}`",
+        ));
+    };
+    if let Some(extra) = entries.iter().find(|e| !ITEM_KEYS.contains(&e.key.as_ref())) {
+        return Err(r.hinted(
+            base + extra.key_offset,
+            format!("unknown key `{}` in a context item", extra.key),
+            match casebook_model::did_you_mean(&extra.key, ITEM_KEYS) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => format!("the keys of a context item: {}", ITEM_KEYS.join(", ")),
+            },
+        ));
+    }
+    if node.get("content").is_none() {
+        return Err(r.error(base + node.offset, "a context item needs `content`"));
+    }
+    for key in ["type", "source"] {
+        if let Some(value) = node.get(key).filter(|v| !matches!(v.value, NodeValue::String(_))) {
+            return Err(r.error(base + value.offset, format!("`{key}` must be text, not {}", value.value.kind())));
+        }
+    }
+    if let Some(value) = node.get("metadata").filter(|v| !matches!(v.value, NodeValue::Object(_))) {
+        return Err(r.error(base + value.offset, format!("`metadata` must be a mapping, not {}", value.value.kind())));
+    }
+    let value = node
+        .to_value(&Ptr::ROOT)
+        .map_err(|_| r.error(base + node.offset, "the item holds a number JSON cannot represent"))?;
+    serde_json::from_value(value).map_err(|e| r.error(base + node.offset, format!("not a context item: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn case(value: Value) -> Case {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn spec(items: u32, seed: i64, similar_by: Option<&str>) -> NoiseSpec {
+        NoiseSpec {
+            from: NoiseSource::Cases,
+            items,
+            similar_by: similar_by.map(|t| SimilarBy { text: t.into(), path: FieldPath::parse(t).unwrap() }),
+            seed,
+        }
+    }
+
+    /// Twelve cases, three context items each; services alternate between `db` and `web`.
+    fn cases() -> Vec<Case> {
+        (0..12)
+            .map(|i| {
+                let service = if i % 2 == 0 { "db" } else { "web" };
+                case(json!({
+                    "id": format!("c{i}"),
+                    "input": format!("question {i}"),
+                    "labels": [format!("service:{service}")],
+                    "context": (0..3).map(|j| json!({"type": "log", "content": format!("log {i}.{j}")})).collect::<Vec<_>>(),
+                    "expected": {"output": format!("answer {i}")}
+                }))
+            })
+            .collect()
+    }
+
+    fn widening(cases: &[Case], spec: NoiseSpec, c: usize) -> Arc<Widening> {
+        plan(cases, &[Some(spec)])[c][0].clone().unwrap()
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_items_in_the_same_places_and_another_seed_others() {
+        let cases = cases();
+        let a = widening(&cases, spec(4, 7, None), 3);
+        assert_eq!(a, widening(&cases, spec(4, 7, None), 3));
+        assert_eq!(a.added.len(), 4);
+        let task = a.widened(&cases[3].task);
+        let context = task.context.unwrap();
+        assert_eq!(context.len(), 7);
+        // Every recorded item is at its place, and the case's own items keep their order.
+        for added in &a.added {
+            let from = cases.iter().find(|c| Some(&c.id) == added.from_case.as_ref()).unwrap();
+            assert_eq!(context[added.at], from.task.context.as_ref().unwrap()[added.item]);
+        }
+        let own: Vec<&ContextItem> =
+            context.iter().enumerate().filter(|(i, _)| a.added.iter().all(|x| x.at != *i)).map(|(_, c)| c).collect();
+        assert_eq!(own, cases[3].task.context.as_ref().unwrap().iter().collect::<Vec<_>>());
+        // Other seeds pick otherwise (over a few seeds, the picks are not all the same).
+        let others: BTreeSet<Vec<NoiseAdded>> =
+            (1..6).map(|seed| widening(&cases, spec(4, seed * 1000, None), 3).added.clone()).collect();
+        assert!(others.len() > 1 && !others.contains(&a.added), "{others:?}");
+    }
+
+    #[test]
+    fn adding_an_unrelated_case_keeps_picks_unless_its_items_score_lower() {
+        let cases = cases();
+        let before = widening(&cases, spec(2, 5, None), 0);
+        let mut more = cases.clone();
+        more.push(case(json!({"id": "z", "input": "q", "context": [{"content": "zzz"}]})));
+        let after = widening(&more, spec(2, 5, None), 0);
+        // Either unchanged, or a pick of the new case came in.
+        assert!(
+            after == before || after.added.iter().any(|a| a.from_case.as_deref() == Some("z")),
+            "{before:?} {after:?}"
+        );
+    }
+
+    #[test]
+    fn never_from_the_case_itself_nor_carrying_its_answer() {
+        let mut cases = cases();
+        // Case 1's items all hold case 0's answer (in another case): none may widen case 0.
+        cases[1].task.context = Some(vec![
+            serde_json::from_value(json!({"content": "the ANSWER 0 is here"})).unwrap(),
+            serde_json::from_value(json!({"content": {"nested": "Answer 0"}})).unwrap(),
+        ]);
+        for seed in 0..20 {
+            let w = widening(&cases, spec(20, seed, None), 0);
+            assert_eq!(w.added.len(), 20, "every other item but case 1's: 10 × 3 = 30 ≥ 20");
+            for added in &w.added {
+                assert_ne!(added.from_case.as_deref(), Some("c0"));
+                assert_ne!(added.from_case.as_deref(), Some("c1"));
+            }
+        }
+        // When the pool is smaller than asked, all of it (less its own items) is taken.
+        let w = widening(&cases, spec(100, 1, None), 0);
+        assert_eq!(w.added.len(), 30);
+    }
+
+    #[test]
+    fn similar_cases_come_first() {
+        let cases = cases();
+        for seed in 0..10 {
+            let w = widening(&cases, spec(6, seed, Some("label.service")), 4);
+            // Case 4 is `db`: the six items come from the five other `db` cases (15 items).
+            for added in &w.added {
+                let from: usize = added.from_case.as_ref().unwrap()[1..].parse().unwrap();
+                assert_eq!(from % 2, 0, "{added:?}");
+                assert_ne!(from, 4);
+            }
+            // More than the similar ones hold: the rest come from the others.
+            let w = widening(&cases, spec(20, seed, Some("label.service")), 4);
+            let similar =
+                w.added.iter().filter(|a| a.from_case.as_ref().unwrap()[1..].parse::<usize>().unwrap() % 2 == 0);
+            assert_eq!(similar.count(), 15);
+        }
+    }
+
+    #[test]
+    fn needles_cover_every_expectation_text() {
+        let c = case(json!({"id": "a", "input": "x", "expected": {
+            "output": {"k": "Out \"q\""}, "per_turn": ["T1", 42], "acceptable": ["Acc"],
+            "outcomes": ["should X", {"outcome": "should Y", "role": "gate"}], "rubric": "R", "rubric_vars": {"v": "V"}
+        }}));
+        let n = needles(&c);
+        for want in ["out \"q\"", "out \\\"q\\\"", "t1", "42", "acc", "should x", "should y", "r", "v"] {
+            assert!(n.contains(&want.to_owned()), "{want}: {n:?}");
+        }
+        assert!(!n.contains(&"gate".to_owned()) && !n.contains(&"k".to_owned()));
+    }
+
+    #[test]
+    fn scenarios_pair_with_the_clean_one_of_their_target() {
+        let (a, b) = (json!("builtin:echo"), json!("http://x"));
+        let scenarios =
+            [("clean-a", &a, false), ("clean-b", &b, false), ("noisy-b", &b, true), ("noisy-c", &json!(1), true)];
+        assert_eq!(
+            pairs(&scenarios),
+            vec![("noisy-b".to_owned(), "clean-b".to_owned()), ("noisy-c".to_owned(), "clean-a".to_owned())]
+        );
+        assert!(pairs(&[("n", &a, true)]).is_empty());
+    }
+}
