@@ -15,6 +15,7 @@ mod inspect;
 mod memory;
 mod remote;
 mod remote_runs;
+mod review;
 mod run;
 mod schema;
 mod store;
