@@ -76,6 +76,8 @@ pub enum Command {
     Put(PutArgs),
     /// Remove cases from a dataset; all others stay
     Rm(RmArgs),
+    /// Set the review state or label confidence of cases: a new version, logged with author and time
+    Review(ReviewArgs),
     /// List the datasets of the store
     Datasets(DatasetsArgs),
     /// The versions of a dataset and what happened to it
@@ -136,6 +138,14 @@ pub struct RunArgs {
     /// Only the cases this filter expression selects (`casebook help filter`)
     #[arg(long, value_name = "EXPR")]
     pub only: Option<String>,
+    /// Leave out cases whose label `confidence` is below X (0..1); cases without a confidence
+    /// are kept, as unrated (replaces the experiment's `min_confidence`)
+    #[arg(long, value_name = "X", value_parser = parse_confidence, allow_negative_numbers = true)]
+    pub min_confidence: Option<f64>,
+    /// Run cases reviewed as `rejected` too: by default they are left out, their expected
+    /// answer having been judged wrong
+    #[arg(long)]
+    pub include_rejected: bool,
     /// Runs at a time
     #[arg(long)]
     pub concurrency: Option<usize>,
@@ -281,6 +291,61 @@ pub struct RmArgs {
     pub ids: Vec<String>,
     #[arg(long, short)]
     pub message: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    group = clap::ArgGroup::new("change").args(["state", "confidence"]).required(true).multiple(true),
+    after_long_help = "Reads the cases from the dataset's head (or `--parent`), sets their `review` and/or \
+`confidence`, and commits them on that version: if the head moved meanwhile, nothing is written and the \
+command says so, as `commit` does. A case id that is not in the version is an error, and nothing is \
+written. Content that does not change makes no version.
+
+`casebook run` leaves out cases reviewed as `rejected` (unless `--include-rejected`), and with \
+`--min-confidence X` cases whose confidence is below X.
+
+Examples:
+  casebook review support tc-001 tc-007 --state reviewed -m 'checked against the runbook'
+  casebook review support --where 'label.category == \"RCA\"' --state draft --confidence 0.6
+  casebook review support tc-003 --state rejected --parent v4"
+)]
+pub struct ReviewArgs {
+    /// The dataset
+    pub name: String,
+    /// Ids of the cases to change (with `--where`, these and the cases it selects)
+    #[arg(required_unless_present = "filter")]
+    pub ids: Vec<String>,
+    /// Also the cases this filter expression selects (`casebook help filter`)
+    #[arg(long = "where", value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// The review state to set
+    #[arg(long, value_enum)]
+    pub state: Option<ReviewState>,
+    /// How much the case's expected answer (its label) is trusted, from 0 to 1
+    #[arg(long, value_name = "X", value_parser = parse_confidence, allow_negative_numbers = true)]
+    pub confidence: Option<f64>,
+    /// What this version is about (default: `review: N cases STATE`)
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// The version the change builds on (default: the head when the command starts)
+    #[arg(long)]
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReviewState {
+    Draft,
+    Reviewed,
+    Rejected,
+}
+
+/// A label confidence: a number from 0 to 1.
+pub fn parse_confidence(s: &str) -> Result<f64, String> {
+    let x: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number: a confidence is from 0 to 1"))?;
+    if !(0.0..=1.0).contains(&x) {
+        return Err(format!("`{s}` is outside 0..1: a confidence is from 0 to 1"));
+    }
+    Ok(x)
 }
 
 #[derive(Debug, Args)]

@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         args::Command::Commit(a) => commands::versions::commit(&settings, a),
         args::Command::Put(a) => commands::versions::put(&settings, a),
         args::Command::Rm(a) => commands::versions::rm(&settings, a),
+        args::Command::Review(a) => commands::versions::review(&settings, a),
         args::Command::Tag(a) => commands::versions::tag(&settings, a),
         args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
         args::Command::Store(args::StoreCommand::Check) => commands::store::check(&settings),

@@ -4,7 +4,7 @@
 //! begin a run, keep results in batches with the agents' outputs by run hash, look outputs up,
 //! finish, and read runs back.
 
-use casebook_server::api::{CasePage, FinishRun, NewRun, OutputIn, ResultIn, Run, Version};
+use casebook_server::api::{CasePage, Count, FinishRun, NewRun, OutputIn, ResultIn, Run, Version};
 use casebook_store::{AnyStore, Ref, ResultRow, RunRow, Select, Store};
 use serde_json::value::RawValue;
 
@@ -27,6 +27,8 @@ pub struct Pinned {
     pub number: u64,
     /// The version's content id.
     pub id: String,
+    /// How many cases it has.
+    pub cases: u64,
 }
 
 /// `v3`, `latest`, or the tag or prefix, as a path names the version.
@@ -76,12 +78,12 @@ impl RunStore {
         Ok(match self {
             RunStore::Local(store) => {
                 let v = store.resolve(name, reference).await?;
-                Pinned { number: v.number, id: v.id }
+                Pinned { number: v.number, id: v.id, cases: v.cases }
             }
             RunStore::Remote(remote) => {
                 let path = remote.dataset_path(name, &format!("/versions/{}", segment(&reference_text(reference))));
                 let v: Version = remote.get_json(&path).await?;
-                Pinned { number: v.number, id: v.id }
+                Pinned { number: v.number, id: v.id, cases: v.cases }
             }
         })
     }
@@ -126,6 +128,20 @@ impl RunStore {
             }
         }
         Ok(())
+    }
+
+    /// How many cases of version `number` the filter of `select` picks (its limit aside).
+    pub async fn count(&self, name: &str, number: u64, select: &Select) -> anyhow::Result<u64> {
+        let select = Select { filter: select.filter.clone(), limit: None };
+        Ok(match self {
+            RunStore::Local(store) => store.count(name, number, &select).await?,
+            RunStore::Remote(remote) => {
+                let query: Vec<(&str, String)> = select.filter.iter().map(|f| ("where", f.to_string())).collect();
+                let path = remote.dataset_path(name, &format!("/versions/v{number}/count"));
+                let count: Count = remote.json(remote.request(reqwest::Method::GET, &path).query(&query)).await?;
+                count.count
+            }
+        })
     }
 
     pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> anyhow::Result<()> {

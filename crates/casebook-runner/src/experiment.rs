@@ -13,6 +13,8 @@
 //! graders:
 //!   - {kind: contains, weight: 2}
 //!   - {kind: exact_match}
+//! min_confidence: 0.7             # leave out cases whose label confidence is below 0.7
+//! include_rejected: false         # cases reviewed as `rejected` are left out unless true
 //! threshold: 0.8                  # pass rate the experiment needs (exit 1 below it)
 //! concurrency: 8
 //! timeout_secs: 60
@@ -53,6 +55,10 @@ pub struct Experiment {
     pub tags: Vec<String>,
     /// letta's `max_samples`.
     pub limit: Option<u64>,
+    /// Cases whose `confidence` is below this are left out; cases without one are kept.
+    pub min_confidence: Option<f64>,
+    /// Run cases reviewed as `rejected` too (they are left out otherwise).
+    pub include_rejected: bool,
     pub memory_seeds: Vec<Seed>,
     pub scenarios: Vec<Scenario>,
     pub n_runs: u32,
@@ -119,6 +125,8 @@ const KEYS: &[&str] = &[
     "filter",
     "tags",
     "limit",
+    "min_confidence",
+    "include_rejected",
     "memory_seeds",
     "scenarios",
     "target",
@@ -180,6 +188,13 @@ impl Reader<'_> {
                 text.parse().map_err(|_| self.error(node.offset, format!("`{key}` is not a number")))
             }
             other => Err(self.error(node.offset, format!("`{key}` must be a number, not {}", other.kind()))),
+        }
+    }
+
+    pub(crate) fn boolean(&self, node: &Node, key: &str) -> Result<bool, ExperimentError> {
+        match &node.value {
+            NodeValue::Bool(b) => Ok(*b),
+            other => Err(self.error(node.offset, format!("`{key}` must be `true` or `false`, not {}", other.kind()))),
         }
     }
 
@@ -268,6 +283,8 @@ impl Experiment {
         let filter = keep(p, get("filter").map(|n| r.string(n, "filter")).transpose());
         let tags = keep(p, get("tags").map(|n| r.strings(n, "tags")).transpose());
         let limit = keep(p, get("limit").map(|n| r.count(n, "limit", 1.0)).transpose());
+        let min_confidence = keep(p, get("min_confidence").map(|n| min_confidence(&r, n)).transpose());
+        let include_rejected = keep(p, get("include_rejected").map(|n| r.boolean(n, "include_rejected")).transpose());
         let memory_seeds = keep(p, get("memory_seeds").map(|n| memory_seeds(&r, file, n)).transpose());
         let n_runs = keep(p, get("n_runs").map(|n| r.count(n, "n_runs", 1.0)).transpose());
         let threshold = keep(p, get("threshold").map(|n| threshold(&r, n)).transpose());
@@ -292,6 +309,8 @@ impl Experiment {
             filter: filter.flatten(),
             tags: tags.flatten().unwrap_or_default(),
             limit: limit.flatten().map(|n| n as u64),
+            min_confidence: min_confidence.flatten(),
+            include_rejected: include_rejected.flatten().unwrap_or(false),
             memory_seeds: memory_seeds.flatten().unwrap_or_default(),
             scenarios,
             n_runs: n_runs.flatten().map_or(1, |n| n as u32),
@@ -321,6 +340,8 @@ impl Experiment {
             filter: None,
             tags: Vec::new(),
             limit: None,
+            min_confidence: None,
+            include_rejected: false,
             memory_seeds: Vec::new(),
             scenarios: vec![Scenario {
                 name: "default".into(),
@@ -455,6 +476,19 @@ pub(crate) fn threshold(r: &Reader<'_>, node: &Node) -> Result<f64, ExperimentEr
     Ok(t)
 }
 
+/// `min_confidence`: a label confidence, 0..1.
+pub(crate) fn min_confidence(r: &Reader<'_>, node: &Node) -> Result<f64, ExperimentError> {
+    let c = r.number(node, "min_confidence")?;
+    if !(0.0..=1.0).contains(&c) {
+        return Err(r.hinted(
+            node.offset,
+            "`min_confidence` is a label confidence between 0 and 1",
+            "cases whose `confidence` is below it are left out; cases without one are kept",
+        ));
+    }
+    Ok(c)
+}
+
 /// A time limit in seconds, more than 0.
 pub(crate) fn seconds(r: &Reader<'_>, node: &Node, key: &str) -> Result<f64, ExperimentError> {
     let t = r.number(node, key)?;
@@ -505,6 +539,26 @@ mod tests {
         assert_eq!((e.at, e.message.as_str()), (Place { line: 3, column: 15 }, "unknown key `targte` in a scenario"));
         let e = parse("target: 'builtin:echo'\n").unwrap_err();
         assert!(e.message.contains("no `dataset`"));
+    }
+
+    #[test]
+    fn min_confidence_and_include_rejected_are_read_and_checked() {
+        let e = parse("dataset: d.jsonl\ntarget: x\nmin_confidence: 0.7\ninclude_rejected: true\n").unwrap();
+        assert_eq!((e.min_confidence, e.include_rejected), (Some(0.7), true));
+        let e = parse("dataset: d.jsonl\ntarget: x\n").unwrap();
+        assert_eq!((e.min_confidence, e.include_rejected), (None, false));
+        let e = parse("dataset: d.jsonl\ntarget: x\nmin_confidence: 1.5\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str()),
+            (Place { line: 3, column: 17 }, "`min_confidence` is a label confidence between 0 and 1")
+        );
+        let e = parse("dataset: d.jsonl\ntarget: x\nmin_confidence: high\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str()),
+            (Place { line: 3, column: 17 }, "`min_confidence` must be a number, not a string")
+        );
+        let e = parse("dataset: d.jsonl\ntarget: x\ninclude_rejected: 1\n").unwrap_err();
+        assert_eq!(e.at, Place { line: 3, column: 19 });
     }
 
     #[test]

@@ -285,6 +285,8 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         filter: suite.filter,
         tags: suite.tags,
         limit: suite.limit,
+        min_confidence: None,
+        include_rejected: false,
         memory_seeds: suite.memory_seeds,
         scenarios,
         n_runs: suite.n_runs.unwrap_or(1),

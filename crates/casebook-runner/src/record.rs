@@ -1,6 +1,7 @@
 //! What one run produced and how it was graded: the records the runner stores, reports and
 //! re-grades.
 
+use casebook_model::Review;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -72,7 +73,8 @@ pub struct GraderResult {
 /// One run of one case in one scenario: what reports, caches and comparisons work from.
 ///
 /// As JSON (the JSONL report, and the store): the agent's side is `"output"` or `"error"`;
-/// empty labels and grades, and an absent score or verdict, are left out.
+/// empty labels and grades, and an absent review, confidence, score or verdict, are left out
+/// (so results stored before `review` and `confidence` were kept read back as they were).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunResult {
     pub case_id: String,
@@ -82,6 +84,10 @@ pub struct RunResult {
     /// Content id of the case as run.
     pub case_content_id: String,
     pub labels: Vec<String>,
+    /// The case's review state, if it has one (results stored before it was kept have none).
+    pub review: Option<Review>,
+    /// How much the case's label is trusted, 0..1, if it says.
+    pub confidence: Option<f64>,
     pub scenario: String,
     /// 0-based, below the experiment's `n_runs`.
     pub run: u32,
@@ -206,6 +212,10 @@ struct RunResultOut<'a> {
     case_content_id: &'a str,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     labels: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    review: Option<Review>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confidence: Option<f64>,
     scenario: &'a str,
     run: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -232,6 +242,10 @@ struct RunResultIn {
     case_content_id: String,
     #[serde(default)]
     labels: Vec<String>,
+    #[serde(default)]
+    review: Option<Review>,
+    #[serde(default)]
+    confidence: Option<f64>,
     scenario: String,
     run: u32,
     #[serde(default)]
@@ -257,6 +271,8 @@ impl Serialize for RunResult {
             case_id: &self.case_id,
             case_content_id: &self.case_content_id,
             labels: &self.labels,
+            review: self.review,
+            confidence: self.confidence,
             scenario: &self.scenario,
             run: self.run,
             row: self.row,
@@ -284,6 +300,8 @@ impl<'de> Deserialize<'de> for RunResult {
             case_id: r.case_id,
             case_content_id: r.case_content_id,
             labels: r.labels,
+            review: r.review,
+            confidence: r.confidence,
             scenario: r.scenario,
             run: r.run,
             row: r.row,

@@ -16,6 +16,8 @@
 //! - **threshold_met** = no result is an error, at least one result is graded, and the pass rate
 //!   is at least the threshold. An error means the run did not measure what it was asked to, so
 //!   it never counts as meeting the threshold.
+//! - Per review state and per confidence band (see [`REVIEW_STATES`], [`CONFIDENCE_BANDS`]):
+//!   tallies as for a label, by the case's `review` and `confidence` as run.
 //! - **pass@k / pass^k**, per scenario, with k = the experiment's `n_runs`: over the cases whose
 //!   runs `0..k` are all present and graded (cases with an error, an ungraded or a missing run
 //!   are left out and counted in `excluded`), pass@k = the fraction with at least one passing run
@@ -99,6 +101,49 @@ pub struct RunMeta {
     pub n_runs: u32,
     /// The experiment's scenarios, in its order.
     pub scenarios: Vec<String>,
+    /// Which of the dataset's cases were run, and why the others were not; `None` in runs
+    /// kept before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<Selection>,
+}
+
+/// How many cases of the dataset version a run had, ran, and left out, by reason. The reasons
+/// apply in this order, each counting only what the ones before it kept: the filter (the
+/// experiment's `filter` and `tags`, and `--only`), the review state (`rejected` cases, unless
+/// they were asked for), `min_confidence` (cases without a confidence are kept), then `limit`.
+/// So `cases = run + every left_out count`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    /// Cases in the dataset version (or file).
+    pub cases: u64,
+    /// Cases run.
+    pub run: u64,
+    pub left_out: LeftOut,
+    /// The `min_confidence` the run used, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_confidence: Option<f64>,
+    /// Whether cases reviewed as `rejected` were run.
+    #[serde(default)]
+    pub include_rejected: bool,
+}
+
+/// Cases left out of a run, by reason (see [`Selection`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// Not selected by the filter or tags.
+    pub filter: u64,
+    /// Reviewed as `rejected`: their ground truth was judged wrong.
+    pub rejected: u64,
+    /// A confidence below `min_confidence`.
+    pub min_confidence: u64,
+    /// Past the `limit`.
+    pub limit: u64,
+}
+
+impl LeftOut {
+    pub fn total(&self) -> u64 {
+        self.filter + self.rejected + self.min_confidence + self.limit
+    }
 }
 
 /// Counts and rates of a set of results: the whole run, one scenario or one label.
@@ -167,6 +212,51 @@ pub struct LabelSummary {
     pub tally: Tally,
 }
 
+/// One review state over the whole run: `reviewed`, `draft`, `rejected`, or `unreviewed` for
+/// cases with none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewSummary {
+    pub review: String,
+    #[serde(flatten)]
+    pub tally: Tally,
+}
+
+/// One band of label confidence over the whole run: [`CONFIDENCE_BANDS`], or `unrated` for
+/// cases without a confidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfidenceSummary {
+    pub band: String,
+    #[serde(flatten)]
+    pub tally: Tally,
+}
+
+/// The review states in the order summaries list them.
+pub const REVIEW_STATES: [&str; 4] = ["reviewed", "draft", "rejected", "unreviewed"];
+
+/// The confidence bands, low to high, then cases without a confidence: below 0.5, from 0.5 to
+/// below 0.8, from 0.8.
+pub const CONFIDENCE_BANDS: [&str; 4] = ["< 0.5", "0.5–0.8", "≥ 0.8", "unrated"];
+
+/// The review state a result is counted under (an index of [`REVIEW_STATES`]).
+fn review_group(review: Option<casebook_model::Review>) -> usize {
+    match review {
+        Some(casebook_model::Review::Reviewed) => 0,
+        Some(casebook_model::Review::Draft) => 1,
+        Some(casebook_model::Review::Rejected) => 2,
+        None => 3,
+    }
+}
+
+/// The confidence band a result is counted under (an index of [`CONFIDENCE_BANDS`]).
+fn confidence_band(confidence: Option<f64>) -> usize {
+    match confidence {
+        Some(c) if c < 0.5 => 0,
+        Some(c) if c < 0.8 => 1,
+        Some(_) => 2,
+        None => 3,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorExample {
     pub case_id: String,
@@ -199,6 +289,13 @@ pub struct Summary {
     pub graders: Vec<GraderSummary>,
     /// Sorted by label.
     pub labels: Vec<LabelSummary>,
+    /// The review states that have results, in the order of [`REVIEW_STATES`] (empty in
+    /// summaries kept before it was recorded).
+    #[serde(default)]
+    pub review: Vec<ReviewSummary>,
+    /// The confidence bands that have results, in the order of [`CONFIDENCE_BANDS`].
+    #[serde(default)]
+    pub confidence: Vec<ConfidenceSummary>,
     /// Most frequent kind first.
     pub errors: Vec<ErrorKindSummary>,
     /// Each scenario with noise against its noise-free partner; empty (and left out of the
@@ -256,6 +353,8 @@ pub struct SummaryBuilder {
     scenarios: BTreeMap<String, Counter>,
     cases: BTreeMap<String, BTreeMap<String, BTreeMap<u32, Verdict>>>,
     labels: BTreeMap<String, Counter>,
+    review: [Counter; 4],
+    confidence: [Counter; 4],
     graders: Vec<GraderCounter>,
     grader_index: HashMap<String, usize>,
     errors: BTreeMap<String, ErrorKindSummary>,
@@ -293,6 +392,8 @@ impl SummaryBuilder {
                 None => self.labels.entry(label.to_owned()).or_default().add(result, verdict),
             }
         }
+        self.review[review_group(result.review)].add(result, verdict);
+        self.confidence[confidence_band(result.confidence)].add(result, verdict);
         for grade in &result.grades {
             let index = match self.grader_index.get(&grade.grader) {
                 Some(index) => *index,
@@ -374,6 +475,18 @@ impl SummaryBuilder {
                 .labels
                 .into_iter()
                 .map(|(label, counter)| LabelSummary { label, tally: counter.tally() })
+                .collect(),
+            review: REVIEW_STATES
+                .iter()
+                .zip(&self.review)
+                .filter(|(_, counter)| counter.results > 0)
+                .map(|(state, counter)| ReviewSummary { review: (*state).to_owned(), tally: counter.tally() })
+                .collect(),
+            confidence: CONFIDENCE_BANDS
+                .iter()
+                .zip(&self.confidence)
+                .filter(|(_, counter)| counter.results > 0)
+                .map(|(band, counter)| ConfidenceSummary { band: (*band).to_owned(), tally: counter.tally() })
                 .collect(),
             errors,
             robustness,
@@ -752,6 +865,8 @@ pub(crate) mod tests {
             row: None,
             case_content_id: format!("content-{case_id}"),
             labels: Vec::new(),
+            review: None,
+            confidence: None,
             scenario: scenario.to_owned(),
             run,
             hash: format!("hash-{case_id}-{scenario}-{run}"),
@@ -799,6 +914,7 @@ pub(crate) mod tests {
             finished: "2025-01-01T00:01:00Z".to_owned(),
             n_runs,
             scenarios: scenarios.iter().map(|s| (*s).to_owned()).collect(),
+            selection: None,
         }
     }
 
@@ -929,6 +1045,71 @@ pub(crate) mod tests {
         assert_eq!((en.results, en.passed, en.errors, en.pass_rate), (2, 1, 1, Some(1.0)));
         let fr = &summary.labels[2].tally;
         assert_eq!((fr.results, fr.passed, fr.failed, fr.pass_rate, fr.mean_score), (2, 1, 1, Some(0.5), Some(0.5)));
+    }
+
+    #[test]
+    fn review_states_and_confidence_bands_count_like_labels() {
+        use casebook_model::Review;
+        let with = |mut r: RunResult, review: Option<Review>, confidence: Option<f64>| {
+            r.review = review;
+            r.confidence = confidence;
+            r
+        };
+        let results = vec![
+            with(passing("a", "base", 0), Some(Review::Reviewed), Some(0.9)),
+            with(failing("b", "base", 0), Some(Review::Reviewed), Some(0.8)),
+            with(passing("c", "base", 0), Some(Review::Draft), Some(0.5)),
+            with(erroring("d", "base", 0, "http", "502"), Some(Review::Draft), Some(0.79)),
+            with(failing("e", "base", 0), None, Some(0.49)),
+            with(passing("f", "base", 0), None, None),
+        ];
+        let summary = Summary::of(&results, 0.5, meta(&["base"], 1));
+        let review: Vec<(&str, usize, usize, usize, usize)> = summary
+            .review
+            .iter()
+            .map(|r| (r.review.as_str(), r.tally.results, r.tally.passed, r.tally.failed, r.tally.errors))
+            .collect();
+        // No rejected case ran: its state is left out.
+        assert_eq!(review, [("reviewed", 2, 1, 1, 0), ("draft", 2, 1, 0, 1), ("unreviewed", 2, 1, 1, 0)]);
+        assert_eq!(summary.review[1].tally.pass_rate, Some(1.0), "the error is not a failure");
+        let bands: Vec<(&str, usize, usize, usize, usize)> = summary
+            .confidence
+            .iter()
+            .map(|c| (c.band.as_str(), c.tally.results, c.tally.passed, c.tally.failed, c.tally.errors))
+            .collect();
+        assert_eq!(
+            bands,
+            [("< 0.5", 1, 0, 1, 0), ("0.5–0.8", 2, 1, 0, 1), ("≥ 0.8", 2, 1, 1, 0), ("unrated", 1, 1, 0, 0)]
+        );
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["review"][0]["review"], "reviewed");
+        assert_eq!(json["confidence"][2]["band"], "≥ 0.8");
+        assert_eq!(json["confidence"][2]["pass_rate"], 0.5);
+    }
+
+    #[test]
+    fn summaries_and_results_kept_before_review_and_selection_read_back() {
+        // A result and a summary as `casebook run` kept them before the review state, the
+        // confidence and the selection were recorded.
+        let result: RunResult = serde_json::from_str(
+            r#"{"case_id":"a","case_content_id":"c","labels":["x"],"scenario":"base","run":0,"hash":"h",
+                "output":{"output":"A","millis":3},"grades":[{"grader":"exact_match","weight":1.0,"score":1.0,"pass":true}],
+                "score":1.0,"pass":true}"#,
+        )
+        .unwrap();
+        assert_eq!((result.review, result.confidence), (None, None));
+        let text = serde_json::to_string(&result).unwrap();
+        assert!(!text.contains("review") && !text.contains("confidence"), "{text}");
+        let mut old =
+            serde_json::to_value(Summary::of(std::slice::from_ref(&result), 0.5, meta(&["base"], 1))).unwrap();
+        let object = old.as_object_mut().unwrap();
+        object.remove("review");
+        object.remove("confidence");
+        let back: Summary = serde_json::from_value(old).unwrap();
+        assert!(back.review.is_empty() && back.confidence.is_empty() && back.meta.selection.is_none());
+        // Counted again, an old result is unreviewed and unrated.
+        let again = Summary::of(&[result], 0.5, meta(&["base"], 1));
+        assert_eq!((again.review[0].review.as_str(), again.confidence[0].band.as_str()), ("unreviewed", "unrated"));
     }
 
     #[test]

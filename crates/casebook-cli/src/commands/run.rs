@@ -23,7 +23,7 @@ use casebook_runner::grade::GraderSpec;
 use casebook_runner::noise::NoiseSpec;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
-use casebook_runner::summary::{RunMeta, Summary, SummaryBuilder};
+use casebook_runner::summary::{LeftOut, RunMeta, Summary, SummaryBuilder};
 use casebook_runner::target::TargetSpec;
 use casebook_store::ResultRow;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -83,6 +83,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(n) = args.concurrency {
         experiment.concurrency = n.max(1);
     }
+    if let Some(x) = args.min_confidence {
+        experiment.min_confidence = Some(x);
+    }
+    experiment.include_rejected |= args.include_rejected;
     // A run that grades nothing must never look like a pass: say so before any agent is called.
     if experiment.graders.is_empty() && !args.no_grade {
         let source = if args.experiment.is_some() { "`graders:` in the experiment file" } else { "`--grader KIND`" };
@@ -105,7 +109,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     // The store (or the server) is where results are kept; a run works without one (and says so).
     let store = RunStore::open_for_run(settings, &runtime)?;
 
-    let select = selection(&experiment, args.only.as_deref())?;
+    let select = Selection::of(&experiment, args.only.as_deref())?;
     let (scenarios, graders) = match parts(&runtime, &args, &experiment) {
         Ok(parts) => parts,
         Err(err) => match err.downcast::<InvalidParts>() {
@@ -127,6 +131,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if noise.iter().any(Option::is_some) {
         widen(&mut dataset.cases, &noise, &keys)?;
     }
+    let selected = dataset.selection;
     let plan = Arc::new(Plan {
         cases: dataset.cases,
         scenarios,
@@ -151,6 +156,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         finished: String::new(),
         n_runs: experiment.n_runs,
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
+        selection: Some(selected.clone()),
     };
     if let Some(store) = &store {
         runtime.block_on(store.begin_run(&run_id, &experiment.name, &settings.time, &serde_json::to_string(&meta)?))?;
@@ -507,20 +513,98 @@ fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results
     Ok(())
 }
 
-/// The cases an experiment runs: its filter and tags, and `--only`.
-fn selection(experiment: &Experiment, only: Option<&str>) -> anyhow::Result<casebook_store::Select> {
-    let mut filter = match &experiment.filter {
-        Some(text) => Some(Filter::parse(text).map_err(|err| crate::settings::expression_error("filter", text, &err))?),
-        None => None,
-    };
-    if !experiment.tags.is_empty() {
-        filter = Some(Filter::tags(&experiment.tags).and(filter.unwrap_or_else(Filter::everything)));
+/// The cases an experiment runs, in stages: its filter and tags and `--only`, then not the
+/// cases reviewed as `rejected` (unless asked for), then not those whose confidence is below its
+/// `min_confidence` (cases without one are kept), then its `limit`. Each stage is a filter of
+/// its own, so a run counts what each one leaves out.
+struct Selection {
+    filter: Option<Filter>,
+    not_rejected: Option<Filter>,
+    confident: Option<Filter>,
+    limit: Option<u64>,
+    min_confidence: Option<f64>,
+    include_rejected: bool,
+}
+
+/// Why a case is not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Left {
+    Filter,
+    Rejected,
+    MinConfidence,
+}
+
+impl Selection {
+    fn of(experiment: &Experiment, only: Option<&str>) -> anyhow::Result<Self> {
+        let mut filter = match &experiment.filter {
+            Some(text) => {
+                Some(Filter::parse(text).map_err(|err| crate::settings::expression_error("filter", text, &err))?)
+            }
+            None => None,
+        };
+        if !experiment.tags.is_empty() {
+            filter = Some(Filter::tags(&experiment.tags).and(filter.unwrap_or_else(Filter::everything)));
+        }
+        if let Some(text) = only {
+            let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
+            filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
+        }
+        // `not in` holds for a case without a review; `not (<)` for one without a confidence.
+        let not_rejected = match experiment.include_rejected {
+            true => None,
+            false => Some(Filter::parse(r#"review not in ["rejected"]"#)?),
+        };
+        let confident = match experiment.min_confidence {
+            Some(x) => Some(Filter::parse(&format!("not (confidence < {x})"))?),
+            None => None,
+        };
+        Ok(Self {
+            filter,
+            not_rejected,
+            confident,
+            limit: experiment.limit,
+            min_confidence: experiment.min_confidence,
+            include_rejected: experiment.include_rejected,
+        })
     }
-    if let Some(text) = only {
-        let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
-        filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
+
+    /// The stages' filters, in order, each with the reason it leaves cases out.
+    fn stages(&self) -> impl Iterator<Item = (Left, &Filter)> {
+        [(Left::Filter, &self.filter), (Left::Rejected, &self.not_rejected), (Left::MinConfidence, &self.confident)]
+            .into_iter()
+            .filter_map(|(left, filter)| filter.as_ref().map(|f| (left, f)))
     }
-    Ok(casebook_store::Select { filter, limit: experiment.limit })
+
+    /// Why `case` is not run, the limit aside; `None` when it is selected.
+    fn left_out(&self, case: &Case) -> Option<Left> {
+        self.stages().find(|(_, filter)| !filter.matches(case)).map(|(left, _)| left)
+    }
+
+    /// What a store is asked for: every stage at once, and the limit.
+    fn pushed(&self) -> casebook_store::Select {
+        let filter = self.stages().map(|(_, f)| f.clone()).reduce(Filter::and);
+        casebook_store::Select { filter, limit: self.limit }
+    }
+
+    /// The summary's account of a dataset of `cases` cases of which `run` ran.
+    fn counted(&self, cases: u64, run: u64, left_out: LeftOut) -> casebook_runner::summary::Selection {
+        casebook_runner::summary::Selection {
+            cases,
+            run,
+            left_out,
+            min_confidence: self.min_confidence,
+            include_rejected: self.include_rejected,
+        }
+    }
+}
+
+/// Counts `n` more cases left out for `left`.
+fn bump(left_out: &mut LeftOut, left: Left, n: u64) {
+    match left {
+        Left::Filter => left_out.filter += n,
+        Left::Rejected => left_out.rejected += n,
+        Left::MinConfidence => left_out.min_confidence += n,
+    }
 }
 
 /// The selected cases of a dataset, as native JSON with their content ids, and the dataset's
@@ -529,6 +613,8 @@ struct Dataset {
     cases: Vec<PlannedCase>,
     name: String,
     version_id: String,
+    /// How many cases the version had and why those not run were left out.
+    selection: casebook_runner::summary::Selection,
 }
 
 /// Reads the experiment's dataset: a file beside the experiment, or a version in the store or
@@ -540,15 +626,16 @@ fn load_dataset(
     store: Option<&RunStore>,
     experiment: &Experiment,
     base: &Path,
-    select: &casebook_store::Select,
+    select: &Selection,
     keys: &RunKeys,
 ) -> anyhow::Result<Option<Dataset>> {
     let file = base.join(&experiment.dataset);
-    let (cases, name, version_id) = if file.is_file() {
+    let (cases, name, version_id, selection) = if file.is_file() {
         let Some(cases) = read_cases(settings, &file, base, select, keys)? else { return Ok(None) };
         let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let id = version_id_of(&name, &cases.all)?;
-        (cases.selected, name, id)
+        let selection = select.counted(cases.all.len() as u64, cases.selected.len() as u64, cases.left_out);
+        (cases.selected, name, id, selection)
     } else {
         let Some(store) = store else {
             anyhow::bail!(
@@ -559,9 +646,25 @@ fn load_dataset(
         let (name, reference) = stores::target(&experiment.dataset)?;
         let version = runtime.block_on(store.resolve(&name, &reference))?;
         let mut bodies = Vec::new();
-        runtime.block_on(store.bodies(&name, version.number, select, &mut |batch| bodies.extend(batch)))?;
-        // A version's order gives each case its row, unless a filter picked some of them.
-        let rows = select.filter.is_none();
+        let pushed = select.pushed();
+        runtime.block_on(store.bodies(&name, version.number, &pushed, &mut |batch| bodies.extend(batch)))?;
+        // What each stage leaves out: the store counts the cases that pass the stages so far.
+        let mut left_out = LeftOut::default();
+        let (mut before, mut so_far) = (version.cases, None::<Filter>);
+        for (left, filter) in select.stages() {
+            let next = so_far.map_or_else(|| filter.clone(), |f| f.and(filter.clone()));
+            let kept = runtime.block_on(store.count(
+                &name,
+                version.number,
+                &casebook_store::Select { filter: Some(next.clone()), limit: None },
+            ))?;
+            bump(&mut left_out, left, before.saturating_sub(kept));
+            (before, so_far) = (kept, Some(next));
+        }
+        left_out.limit = before.saturating_sub(bodies.len() as u64);
+        let selection = select.counted(version.cases, bodies.len() as u64, left_out);
+        // A version's order gives each case its row, unless a stage left some of them out.
+        let rows = left_out.filter + left_out.rejected + left_out.min_confidence == 0;
         let indexed: Vec<(u64, &String)> = (0..).zip(&bodies).collect();
         let cases = engine::parallel_map(&indexed, |(row, body)| {
             let mut case: Case = serde_json::from_str(body)?;
@@ -578,9 +681,9 @@ fn load_dataset(
         .into_iter()
         .collect::<anyhow::Result<Vec<_>>>()?;
         // Named as a user would name it again: `support@v4`.
-        (cases, format!("{name}@v{}", version.number), version.id)
+        (cases, format!("{name}@v{}", version.number), version.id, selection)
     };
-    Ok(Some(Dataset { cases, name, version_id }))
+    Ok(Some(Dataset { cases, name, version_id, selection }))
 }
 
 /// Gives each case its noise in each scenario (`noise`, in scenario order), and the run hashes
@@ -671,6 +774,8 @@ struct FileCases {
     /// Every case's id and content id (32 bytes, not 64 hex digits: a million cases each).
     all: Vec<(String, [u8; 32])>,
     selected: Vec<PlannedCase>,
+    /// The cases not selected, by reason.
+    left_out: LeftOut,
 }
 
 /// Reads a dataset file, keeping each selected case as compact JSON; reports its problems.
@@ -678,13 +783,13 @@ fn read_cases(
     settings: &Global,
     file: &Path,
     experiment_dir: &Path,
-    select: &casebook_store::Select,
+    select: &Selection,
     keys: &RunKeys,
 ) -> anyhow::Result<Option<FileCases>> {
     type Prepared = Result<Body, String>;
     struct Collect<'a> {
         cases: FileCases,
-        select: &'a casebook_store::Select,
+        select: &'a Selection,
         keys: &'a RunKeys,
         base: Option<&'a Path>,
         /// Where letta's `rubric_path`s are relative to: the suite (experiment) file.
@@ -696,8 +801,17 @@ fn read_cases(
     impl Collect<'_> {
         fn keep(&mut self, case: &mut Case, prepared: Prepared) -> Result<(), String> {
             let prepared = prepared?;
-            let wanted = self.select.filter.as_ref().is_none_or(|f| f.matches(case))
-                && self.select.limit.is_none_or(|limit| (self.cases.selected.len() as u64) < limit);
+            let wanted = match self.select.left_out(case) {
+                Some(left) => {
+                    bump(&mut self.cases.left_out, left, 1);
+                    false
+                }
+                None if self.select.limit.is_some_and(|limit| self.cases.selected.len() as u64 >= limit) => {
+                    self.cases.left_out.limit += 1;
+                    false
+                }
+                None => true,
+            };
             if wanted {
                 let seed_file = matches!(case.task.memory_seeds, Some(casebook_model::MemorySeeds::Path(_)));
                 let rubric_file = case.expected.rubric.is_none() && case.expected.rubric_path.is_some();
@@ -756,12 +870,12 @@ fn read_cases(
     let work = |batch: &Batch| -> Vec<Prepared> {
         let hashed = |case: &Case| {
             !matches!(case.task.memory_seeds, Some(casebook_model::MemorySeeds::Path(_)))
-                && select.filter.as_ref().is_none_or(|f| f.matches(case))
+                && select.left_out(case).is_none()
         };
         batch.cases.iter().map(|case| Body::of(case, hashed(case).then_some(keys))).collect()
     };
     let mut collect = Collect {
-        cases: FileCases { all: Vec::new(), selected: Vec::new() },
+        cases: FileCases { all: Vec::new(), selected: Vec::new(), left_out: LeftOut::default() },
         select,
         keys,
         base: file.parent(),

@@ -1,6 +1,7 @@
-//! Commands that write to the store: `init`, `import`, `commit`, `put`, `rm`, `tag`. `import`,
-//! `commit` and `put` go through `casebook_store::ingest` (read on its own threads, committed in
-//! one transaction, cancelled if the input has any error); this file reports what it says.
+//! Commands that write to the store: `init`, `import`, `commit`, `put`, `rm`, `review`, `tag`.
+//! `import`, `commit` and `put` go through `casebook_store::ingest` (read on its own threads,
+//! committed in one transaction, cancelled if the input has any error); `review` reads cases
+//! from a version and commits them changed on top of it; this file reports what they say.
 
 use std::path::Path;
 
@@ -13,7 +14,7 @@ use casebook_store::{
 use serde_json::json;
 
 use crate::Outcome;
-use crate::args::{CommitArgs, ImportArgs, InitArgs, PutArgs, RmArgs, TagArgs};
+use crate::args::{CommitArgs, ImportArgs, InitArgs, PutArgs, ReviewArgs, ReviewState, RmArgs, TagArgs};
 use crate::report::Reporter;
 use crate::settings::Global;
 use crate::stores;
@@ -101,6 +102,162 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     let outcome = runtime.block_on(store.commit(request, rx));
     runtime.block_on(store.close());
     report_commit(settings, outcome)
+}
+
+/// Cases a commit of `review` hands the store at a time.
+const REVIEW_BATCH: usize = 4096;
+
+pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
+    let filter = match &args.filter {
+        Some(text) => Some(
+            casebook_filter::Filter::parse(text)
+                .map_err(|err| crate::settings::expression_error("--where", text, &err))?,
+        ),
+        None => None,
+    };
+    let reference = match &args.parent {
+        Some(text) => text.parse().map_err(|e: String| anyhow::anyhow!(e))?,
+        None => casebook_store::Ref::Latest,
+    };
+    let runtime = stores::runtime()?;
+    let store = stores::open_write(settings, &runtime)?;
+    let changed = runtime.block_on(reviewed_cases(&store, &args, filter.as_ref(), &reference));
+    let (base, cases) = match changed {
+        Ok(found) => found,
+        Err(err) => {
+            runtime.block_on(store.close());
+            return Err(err);
+        }
+    };
+    let review = args.state.map(|state| match state {
+        ReviewState::Draft => casebook_model::Review::Draft,
+        ReviewState::Reviewed => casebook_model::Review::Reviewed,
+        ReviewState::Rejected => casebook_model::Review::Rejected,
+    });
+    let count = cases.len();
+    let prepared: Result<Vec<_>, StoreError> = cases
+        .into_iter()
+        .map(|mut case| {
+            if review.is_some() {
+                case.review = review;
+            }
+            if args.confidence.is_some() {
+                case.confidence = args.confidence;
+            }
+            casebook_store::prepare(&case)
+        })
+        .collect();
+    let prepared = match prepared {
+        Ok(prepared) => prepared,
+        Err(err) => {
+            runtime.block_on(store.close());
+            return Err(err.into());
+        }
+    };
+    let message = args.message.clone().unwrap_or_else(|| review_message(count, args.state, args.confidence));
+    let request = CommitRequest {
+        dataset: args.name.clone(),
+        header: None,
+        mode: CommitMode::Upsert,
+        // On the version the cases were read from: a commit made meanwhile is a conflict, not
+        // an update lost.
+        parent: Some(base),
+        author: settings.author.clone(),
+        time: settings.time.clone(),
+        message,
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let outcome = runtime.block_on(async {
+        let send = async move {
+            let mut prepared = prepared.into_iter().peekable();
+            while prepared.peek().is_some() {
+                let batch: Vec<_> = prepared.by_ref().take(REVIEW_BATCH).collect();
+                if tx.send(Ok(batch)).await.is_err() {
+                    break;
+                }
+            }
+        };
+        tokio::join!(store.commit(request, rx), send).0
+    });
+    runtime.block_on(store.close());
+    report_commit(settings, outcome)
+}
+
+/// The version `review` builds on, and the cases it changes: those `args.ids` name and those
+/// `filter` selects, in the version's order, each once. An id the version lacks is an error that
+/// names it (with the id it may be a typo of).
+async fn reviewed_cases(
+    store: &AnyStore,
+    args: &ReviewArgs,
+    filter: Option<&casebook_filter::Filter>,
+    reference: &casebook_store::Ref,
+) -> anyhow::Result<(u64, Vec<casebook_model::Case>)> {
+    let version = store.resolve(&args.name, reference).await?;
+    let mut cases = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    if let Some(filter) = filter {
+        let select = casebook_store::Select { filter: Some(filter.clone()), limit: None };
+        store
+            .cases(&args.name, version.number, &select, REVIEW_BATCH, &mut |batch| {
+                for case in batch {
+                    if seen.insert(case.id.clone()) {
+                        cases.push(case);
+                    }
+                }
+                true
+            })
+            .await?;
+    }
+    let mut missing = Vec::new();
+    for id in &args.ids {
+        if seen.contains(id) {
+            continue;
+        }
+        match store.case(&args.name, version.number, id).await? {
+            Some(case) => {
+                seen.insert(id.clone());
+                cases.push(case);
+            }
+            None => missing.push(id.as_str()),
+        }
+    }
+    if let Some(first) = missing.first() {
+        // The ids there are, read only to say which one was meant.
+        let mut known = Vec::new();
+        store
+            .bodies(&args.name, version.number, &casebook_store::Select::all(), REVIEW_BATCH, &mut |bodies| {
+                known.extend(bodies.iter().filter_map(|b| {
+                    serde_json::from_str::<serde_json::Value>(b).ok()?.get("id")?.as_str().map(str::to_owned)
+                }));
+                true
+            })
+            .await?;
+        let refs: Vec<&str> = known.iter().map(String::as_str).collect();
+        let hint = casebook_model::did_you_mean(first, &refs)
+            .map_or_else(String::new, |near| format!("; did you mean `{near}`?"));
+        let named: Vec<String> = missing.iter().map(|id| format!("`{id}`")).collect();
+        anyhow::bail!("{} v{} has no case {}{hint}: nothing was written", args.name, version.number, named.join(", "),);
+    }
+    if cases.is_empty() {
+        anyhow::bail!("`--where` selects no case of {} v{}: nothing was written", args.name, version.number);
+    }
+    Ok((version.number, cases))
+}
+
+/// `review: 3 cases reviewed (confidence 0.9)`.
+fn review_message(count: usize, state: Option<ReviewState>, confidence: Option<f64>) -> String {
+    let cases = if count == 1 { "1 case".to_owned() } else { format!("{count} cases") };
+    let state = state.map(|s| match s {
+        ReviewState::Draft => "draft",
+        ReviewState::Reviewed => "reviewed",
+        ReviewState::Rejected => "rejected",
+    });
+    match (state, confidence) {
+        (Some(state), Some(c)) => format!("review: {cases} {state} (confidence {c})"),
+        (Some(state), None) => format!("review: {cases} {state}"),
+        (None, Some(c)) => format!("review: confidence {c} on {cases}"),
+        (None, None) => format!("review: {cases}"),
+    }
 }
 
 pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {

@@ -82,7 +82,7 @@ fn output_syntax_the_target_format_cannot_have_exits_2_and_writes_nothing() {
 
 #[test]
 fn help_works_on_every_command() {
-    for command in ["validate", "convert", "inspect", "schema", "cases", "export", "import", "diff"] {
+    for command in ["validate", "convert", "inspect", "schema", "cases", "export", "import", "diff", "review", "run"] {
         let r = run(casebook().args([command, "--help"]));
         r.expect_status(0);
         assert!(r.stdout.contains(&format!("Usage: casebook {command}")), "{r:?}");
@@ -92,7 +92,7 @@ fn help_works_on_every_command() {
     }
     let r = run(casebook().arg("--help"));
     r.expect_status(0);
-    for command in ["validate", "convert", "inspect", "schema"] {
+    for command in ["validate", "convert", "inspect", "schema", "review"] {
         assert!(r.stdout.contains(command), "{r:?}");
     }
 }

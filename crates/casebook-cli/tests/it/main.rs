@@ -16,6 +16,7 @@ mod lint;
 mod memory;
 mod remote;
 mod remote_runs;
+mod review;
 mod run;
 mod schema;
 mod store;

@@ -7,7 +7,10 @@
 use std::io::{self, Write};
 
 use super::escape::{attribute, text};
-use super::{explanation, ordered, output_text, percent, percent_interval, score, score_interval, threshold_verdict};
+use super::{
+    explanation, has_review_or_confidence, ordered, output_text, percent, percent_interval, score, score_interval,
+    selection_text, threshold_verdict,
+};
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
 
@@ -58,6 +61,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         text(&percent(Some(summary.threshold))),
     )?;
 
+    if let Some(cases) = selection_text(summary) {
+        writeln!(out, "<p class=\"meta\">Cases: {}.</p>", text(&cases))?;
+    }
     writeln!(out, "<h2>Totals</h2>\n<table>")?;
     writeln!(
         out,
@@ -113,6 +119,24 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         )?;
         for label in &summary.labels {
             writeln!(out, "<tr><td>{}</td>{}</tr>", text(&label.label), tally_cells(&label.tally))?;
+        }
+        writeln!(out, "</table>")?;
+    }
+
+    if has_review_or_confidence(summary) {
+        writeln!(out, "<h2>Review and confidence</h2>\n<table>")?;
+        writeln!(
+            out,
+            "<tr><th>cases</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
+             <th>95 % CI</th><th>mean score</th><th>95 % CI</th></tr>"
+        )?;
+        let groups = summary
+            .review
+            .iter()
+            .map(|r| (format!("review {}", r.review), &r.tally))
+            .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)));
+        for (name, tally) in groups {
+            writeln!(out, "<tr><td>{}</td>{}</tr>", text(&name), tally_cells(tally))?;
         }
         writeln!(out, "</table>")?;
     }

@@ -8,8 +8,8 @@
 use std::io::{self, Write};
 
 use super::{
-    explanation, flips, ordered, output_text, percent, percent_interval, points, score, score_interval,
-    threshold_verdict, truncate,
+    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points, score,
+    score_interval, selection_text, threshold_verdict, truncate,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -51,6 +51,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         percent(summary.totals.pass_rate),
         percent(Some(summary.threshold)),
     )?;
+    if let Some(text) = selection_text(summary) {
+        writeln!(out, "Cases: {}.\n", inline(&text))?;
+    }
 
     writeln!(out, "## Totals\n")?;
     writeln!(
@@ -138,6 +141,31 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} |",
                 inline(&label.label),
+                t.results,
+                t.passed,
+                t.failed,
+                t.errors,
+                percent(t.pass_rate),
+                score(t.mean_score),
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    if has_review_or_confidence(summary) {
+        writeln!(out, "## Review and confidence\n")?;
+        writeln!(out, "| cases | results | passed | failed | errors | pass rate | mean score |")?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
+        let groups = summary
+            .review
+            .iter()
+            .map(|r| (format!("review {}", r.review), &r.tally))
+            .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)));
+        for (name, t) in groups {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                inline(&name),
                 t.results,
                 t.passed,
                 t.failed,

@@ -69,6 +69,44 @@ fn explanation(result: &RunResult, only_failing: bool) -> Vec<String> {
         .collect()
 }
 
+/// What a run left out of its dataset's cases, in words: `8 cases, 5 run; left out: 1 by the
+/// filter, 1 rejected, 1 below confidence 0.7`; `None` when the selection is not known or every
+/// case ran.
+fn selection_text(summary: &Summary) -> Option<String> {
+    let selection = summary.meta.selection.as_ref()?;
+    let left = &selection.left_out;
+    if left.total() == 0 {
+        return None;
+    }
+    let mut reasons = Vec::new();
+    if left.filter > 0 {
+        reasons.push(format!("{} by the filter", left.filter));
+    }
+    if left.rejected > 0 {
+        reasons.push(format!("{} rejected", left.rejected));
+    }
+    if left.min_confidence > 0 {
+        let below = selection.min_confidence.map_or_else(String::new, |c| format!(" {c}"));
+        reasons.push(format!("{} below confidence{below}", left.min_confidence));
+    }
+    if left.limit > 0 {
+        reasons.push(format!("{} past the limit", left.limit));
+    }
+    Some(format!(
+        "{} case{}, {} run; left out: {}",
+        selection.cases,
+        if selection.cases == 1 { "" } else { "s" },
+        selection.run,
+        reasons.join(", ")
+    ))
+}
+
+/// Whether the run's cases say anything of review or confidence: reports show those
+/// breakdowns only then (every case unreviewed and unrated says nothing).
+fn has_review_or_confidence(summary: &Summary) -> bool {
+    summary.review.iter().any(|r| r.review != "unreviewed") || summary.confidence.iter().any(|c| c.band != "unrated")
+}
+
 /// `80.0 %`, or `–` when there is no rate.
 fn percent(rate: Option<f64>) -> String {
     rate.map_or_else(|| "–".to_owned(), |r| format!("{:.1} %", r * 100.0))

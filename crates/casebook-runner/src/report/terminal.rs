@@ -2,7 +2,10 @@
 //! comparison ([`human_comparison`]): no colour, no line wider than [`WIDTH`] columns. The
 //! library only builds the text; the CLI decides where it goes.
 
-use super::{flips, percent, percent_interval, points, score, score_interval, threshold_verdict, truncate};
+use super::{
+    flips, has_review_or_confidence, percent, percent_interval, points, score, score_interval, selection_text,
+    threshold_verdict, truncate,
+};
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
 /// The widest line, in characters.
@@ -44,6 +47,9 @@ pub fn human(summary: &Summary) -> String {
         score_interval(t.mean_score_interval),
     ));
     lines.push(format!("threshold {}: {}", percent(Some(summary.threshold)), threshold_verdict(summary)));
+    if let Some(text) = selection_text(summary) {
+        lines.push(text);
+    }
 
     if summary.scenarios.len() > 1 || k > 1 {
         lines.push(String::new());
@@ -110,6 +116,29 @@ pub fn human(summary: &Summary) -> String {
                 score(g.max_score),
                 percent(g.pass_rate),
                 g.errors,
+            ));
+        }
+    }
+
+    if has_review_or_confidence(summary) {
+        lines.push(String::new());
+        lines.push(format!(
+            "{:<NAME$} {:>7} {:>9} {:>7} {:>6}",
+            "review · confidence", "results", "pass rate", "mean", "errors"
+        ));
+        let groups = summary
+            .review
+            .iter()
+            .map(|r| (format!("review {}", r.review), &r.tally))
+            .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)));
+        for (name, t) in groups {
+            lines.push(format!(
+                "{:<NAME$} {:>7} {:>9} {:>7} {:>6}",
+                name,
+                t.results,
+                percent(t.pass_rate),
+                score(t.mean_score),
+                t.errors
             ));
         }
     }
@@ -252,6 +281,37 @@ mod tests {
         let after = text.find("no reply").map_or("", |at| &text[at..]);
         assert_eq!(after.matches('x').count(), 300, "{text}");
         assert!(text.lines().count() < 24);
+    }
+
+    #[test]
+    fn human_summary_says_what_was_left_out_and_breaks_down_review_and_confidence() {
+        use crate::summary::{LeftOut, Selection};
+        let mut reviewed = passing("a", "base", 0);
+        reviewed.review = Some(casebook_model::Review::Reviewed);
+        reviewed.confidence = Some(0.9);
+        let results = vec![reviewed, failing("b", "base", 0)];
+        let mut meta = meta(&["base"], 1);
+        meta.selection = Some(Selection {
+            cases: 7,
+            run: 2,
+            left_out: LeftOut { filter: 1, rejected: 2, min_confidence: 1, limit: 1 },
+            min_confidence: Some(0.7),
+            include_rejected: false,
+        });
+        let text = human(&Summary::of(&results, 0.5, meta));
+        assert!(
+            text.contains(
+                "7 cases, 2 run; left out: 1 by the filter, 2 rejected, 1 below confidence 0.7, 1 past the limit\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\nreview reviewed                        1   100.0 %   1.000      0\n"), "{text}");
+        assert!(text.contains("\nreview unreviewed                      1     0.0 %   0.000      0\n"), "{text}");
+        assert!(text.contains("\nconfidence ≥ 0.8                       1   100.0 %   1.000      0\n"), "{text}");
+        assert!(text.contains("\nconfidence unrated                     1     0.0 %   0.000      0\n"), "{text}");
+        // Nothing left out and nothing rated: neither part is shown.
+        let plain = human(&Summary::of(&[passing("a", "base", 0)], 0.5, crate::summary::tests::meta(&["base"], 1)));
+        assert!(!plain.contains("left out") && !plain.contains("review"), "{plain}");
     }
 
     #[test]

@@ -37,6 +37,8 @@ fn graded(case: &str, run: u32, labels: &[&str], grades: &[(&str, Outcome)]) -> 
         row: None,
         case_content_id: format!("content of {case}"),
         labels: labels.iter().map(|l| (*l).to_owned()).collect(),
+        review: None,
+        confidence: None,
         scenario: "default".to_owned(),
         run,
         hash: String::new(),
@@ -84,6 +86,7 @@ async fn keep(store: &AnyStore, id: &str, started: &str, mut results: Vec<RunRes
         finished: String::new(),
         n_runs: 2,
         scenarios: vec!["default".to_owned()],
+        selection: None,
     };
     store.begin_run(id, "support-bot", started, &serde_json::to_string(&meta).unwrap()).await.unwrap();
     for (n, r) in results.iter_mut().enumerate() {
