@@ -662,3 +662,41 @@ fn robustness_pairs_the_noisy_scenario_with_the_clean_one() {
         human.stdout
     );
 }
+
+#[test]
+fn a_stored_dataset_gets_the_same_noise_as_its_file() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    dir.file("cases.jsonl", NOISY_DATASET);
+    let experiment = |dataset: &str| {
+        format!(
+            "dataset: {dataset}\nnoise: {{from: cases, items: 2, similar_by: label.service, seed: 5}}\n\
+             scenarios:\n  - {{name: noisy, target: '{url}'}}\ngraders: [{{kind: exact_match}}]\n"
+        )
+    };
+    let report = |exp: &std::path::Path, name: &str| {
+        let out = run(cb(&dir).arg("run").arg(exp).args(["--format", "json", "--report", &format!("jsonl={name}")]));
+        assert_eq!(out.status, Some(0), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(name)).expect("the JSONL report");
+        text.lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).expect("a JSON line");
+                (r["case_id"].to_string(), r["hash"].to_string(), r["noise"].to_string())
+            })
+            .collect::<Vec<_>>()
+    };
+    let from_file = report(&dir.file("file.yaml", experiment("cases.jsonl")), "file.jsonl");
+    run(cb(&dir).arg("init")).expect_status(0);
+    run(cb(&dir).args(["import", "cases.jsonl", "--dataset", "noisy"])).expect_status(0);
+    let from_store = report(&dir.file("stored.yaml", experiment("noisy@v1")), "stored.jsonl");
+    assert_eq!(from_file.len(), 4);
+    assert!(from_file.iter().all(|(_, _, noise)| noise != "null"), "{from_file:?}");
+    // The same cases widened the same way: the same run hashes and the same items in the same places.
+    assert_eq!(from_file, from_store);
+    // And the stored dataset's requests carry no expectation either.
+    for body in bodies.lock().expect("the lock").iter() {
+        for secret in NOISY_SECRETS {
+            assert!(!body.contains(secret), "`{secret}` was sent to the agent: {body}");
+        }
+    }
+}
