@@ -1,193 +1,347 @@
-//! 64-bit fingerprints of what an agent is asked, exact or normalised, so that duplicates are
-//! found by hashes kept in memory, never by the cases' bodies.
+//! One pass over a case's task: 64-bit fingerprints of what the agent is asked, exact and
+//! normalised, so that duplicates are found by hashes kept in memory, never by the cases'
+//! bodies; and the places where the case's answers appear ([`crate::leaks`]).
 //!
-//! The walk feeds a BLAKE3 hasher a tag and a length before every value, so that different
+//! The pass feeds hashers (foldhash's quality hash: the fingerprints never outlive one lint) a tag and a length before every value, so that different
 //! shapes never feed the same bytes; object keys are taken in sorted order, so that the order a
-//! file wrote them in does not matter. In normalised mode every string value is compared as
-//! [`crate::text::normalize`] makes it (keys stay as they are: they are structure, not text).
+//! file wrote them in does not matter. The normalised hasher gets every string value as
+//! [`crate::text::normalize`] makes it (keys stay as they are: they are structure, not text);
+//! each string is normalised once, for that hasher and for the answers' search.
 
-use casebook_model::{MemorySeeds, Seed, Task};
+use std::hash::{BuildHasher, Hasher as _};
+
+use casebook_model::{Expectations, MemorySeeds, Outcome, Seed, Task};
 use serde_json::Value;
 
+use crate::leaks::{Answer, Leak, MAX_PER_CASE, push_token};
 use crate::text::normalize_into;
 
-struct Hasher {
-    inner: blake3::Hasher,
-    normalise: bool,
-    scratch: String,
-}
+struct Hasher(foldhash::quality::FoldHasher<'static>);
 
 impl Hasher {
-    fn new(normalise: bool) -> Self {
-        Self { inner: blake3::Hasher::new(), normalise, scratch: String::new() }
+    fn new() -> Self {
+        Self(foldhash::quality::FixedState::with_seed(0x6361_7365_626f_6f6b).build_hasher())
     }
 
     fn tag(&mut self, tag: u8) {
-        self.inner.update(&[tag]);
+        self.0.write_u8(tag);
     }
 
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.inner.update(&(bytes.len() as u64).to_le_bytes());
-        self.inner.update(bytes);
+    fn count(&mut self, n: usize) {
+        self.0.write_u64(n as u64);
+    }
+
+    fn bytes(&mut self, tag: u8, bytes: &[u8]) {
+        self.tag(tag);
+        self.count(bytes.len());
+        self.0.write(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
+}
+
+/// What one pass over a task gives: the fingerprints of its conversation (input and turns, what
+/// `--against` compares) and of all of it, exact and normalised, and the answers found in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskFacts {
+    pub(crate) question: u64,
+    pub(crate) question_normal: u64,
+    pub(crate) task: u64,
+    pub(crate) task_normal: u64,
+    pub(crate) leaks: Vec<Leak>,
+}
+
+/// The pass: two hashers fed the same structure, one the strings as written and one normalised;
+/// each string is normalised once, and the answers are looked for in that form.
+struct Walk<'a> {
+    exact: Hasher,
+    normal: Hasher,
+    scratch: String,
+    /// The JSON Pointer of the value being walked.
+    pointer: String,
+    answers: &'a [Answer],
+    /// Whether the normalised hasher and the search run (not for the expectations).
+    normalise: bool,
+    /// The message being walked (see [`Answer::sees`]).
+    message: Option<usize>,
+    leaks: Vec<Leak>,
+}
+
+impl Walk<'_> {
+    fn tag(&mut self, tag: u8) {
+        self.exact.tag(tag);
+        self.normal.tag(tag);
+    }
+
+    fn count(&mut self, n: usize) {
+        self.exact.count(n);
+        self.normal.count(n);
     }
 
     /// A structural name (a field, an object key): never normalised.
     fn name(&mut self, name: &str) {
-        self.tag(b'k');
-        self.bytes(name.as_bytes());
+        self.exact.bytes(b'k', name.as_bytes());
+        self.normal.bytes(b'k', name.as_bytes());
+    }
+
+    fn at(&mut self, pointer: &str) {
+        self.pointer.clear();
+        self.pointer.push_str(pointer);
     }
 
     fn text(&mut self, text: &str) {
-        self.tag(b's');
-        if self.normalise {
-            let mut scratch = std::mem::take(&mut self.scratch);
-            scratch.clear();
-            normalize_into(text, &mut scratch);
-            self.bytes(scratch.as_bytes());
-            self.scratch = scratch;
-        } else {
-            self.bytes(text.as_bytes());
+        self.exact.bytes(b's', text.as_bytes());
+        if !self.normalise {
+            return;
+        }
+        self.scratch.clear();
+        normalize_into(text, &mut self.scratch);
+        self.normal.bytes(b's', self.scratch.as_bytes());
+        self.search();
+    }
+
+    /// Looks for the answers in `scratch`, found at `pointer`.
+    fn search(&mut self) {
+        for answer in self.answers {
+            if self.leaks.len() <= MAX_PER_CASE && answer.sees(self.message) && answer.is_in(&self.scratch) {
+                self.leaks.push(answer.leak(&self.pointer));
+            }
         }
     }
 
-    fn optional_text(&mut self, text: Option<&str>) {
+    fn optional_text(&mut self, field: &str, text: Option<&str>) {
         match text {
-            Some(text) => self.text(text),
+            Some(text) => {
+                let len = self.pointer.len();
+                push_token(&mut self.pointer, field);
+                self.text(text);
+                self.pointer.truncate(len);
+            }
             None => self.tag(b'-'),
         }
     }
 
-    fn value(&mut self, value: &Value) {
+    /// A JSON value; with `keys`, object keys are looked for answers too (a tool's parameter can
+    /// be named after the answer).
+    fn value(&mut self, value: &Value, keys: bool) {
         match value {
             Value::Null => self.tag(b'n'),
             Value::Bool(b) => self.tag(if *b { b't' } else { b'f' }),
             Value::Number(n) => {
-                self.tag(b'd');
-                self.bytes(n.to_string().as_bytes());
+                let text = n.to_string();
+                self.exact.bytes(b'd', text.as_bytes());
+                self.normal.bytes(b'd', text.as_bytes());
             }
             Value::String(s) => self.text(s),
             Value::Array(items) => {
                 self.tag(b'[');
-                self.inner.update(&(items.len() as u64).to_le_bytes());
-                items.iter().for_each(|item| self.value(item));
+                self.count(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let len = self.pointer.len();
+                    push_token(&mut self.pointer, &i.to_string());
+                    self.value(item, keys);
+                    self.pointer.truncate(len);
+                }
             }
-            Value::Object(map) => self.map(map),
+            Value::Object(map) => self.map(map, keys),
         }
     }
 
-    fn map(&mut self, map: &serde_json::Map<String, Value>) {
+    fn map(&mut self, map: &serde_json::Map<String, Value>, keys: bool) {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
         self.tag(b'{');
-        self.inner.update(&(entries.len() as u64).to_le_bytes());
+        self.count(entries.len());
         for (key, value) in entries {
+            let len = self.pointer.len();
+            push_token(&mut self.pointer, key);
             self.name(key);
-            self.value(value);
+            if keys && self.normalise {
+                self.scratch.clear();
+                normalize_into(key, &mut self.scratch);
+                self.search();
+            }
+            self.value(value, keys);
+            self.pointer.truncate(len);
         }
     }
 
-    fn optional_map(&mut self, map: Option<&serde_json::Map<String, Value>>) {
+    fn optional_map(&mut self, field: &str, map: Option<&serde_json::Map<String, Value>>) {
         match map {
-            Some(map) => self.map(map),
+            Some(map) => {
+                let len = self.pointer.len();
+                push_token(&mut self.pointer, field);
+                self.map(map, false);
+                self.pointer.truncate(len);
+            }
             None => self.tag(b'-'),
         }
     }
 
     fn seed(&mut self, seed: &Seed) {
         let Seed { source, content, target_agent, metadata, extra } = seed;
-        self.text(source);
-        self.text(content);
-        self.optional_text(target_agent.as_deref());
-        self.optional_map(metadata.as_ref());
-        self.map(extra);
-    }
-
-    fn finish(&self) -> u64 {
-        let hash = self.inner.finalize();
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&hash.as_bytes()[..8]);
-        u64::from_le_bytes(first)
+        self.optional_text("source", Some(source));
+        self.optional_text("content", Some(content));
+        self.optional_text("target_agent", target_agent.as_deref());
+        self.optional_map("metadata", metadata.as_ref());
+        self.map(extra, false);
     }
 }
 
-/// The conversation a task starts: its input and later turns.
-fn conversation(h: &mut Hasher, task: &Task) {
-    h.name("input");
-    h.value(&task.input);
-    if let Some(turns) = &task.turns {
-        h.name("turns");
-        for turn in turns {
-            h.name(turn.role.as_str());
-            h.text(&turn.content);
+/// Walks `task` once: its fingerprints, and where `answers` are in it (at most
+/// [`MAX_PER_CASE`] + 1 places: one more says there are more). The session id is left out: it
+/// names a conversation rather than saying anything to the agent.
+pub(crate) fn walk(task: &Task, answers: &[Answer]) -> TaskFacts {
+    // Every field named, so that a new one cannot be left out unnoticed.
+    let Task { input, turns, context, tools, memory_seeds, session_id: _, agent_args } = task;
+    let mut w = Walk {
+        exact: Hasher::new(),
+        normal: Hasher::new(),
+        scratch: String::new(),
+        pointer: String::new(),
+        answers,
+        normalise: true,
+        message: Some(0),
+        leaks: Vec::new(),
+    };
+    w.name("input");
+    w.at("/input");
+    w.value(input, false);
+    if let Some(turns) = turns {
+        w.name("turns");
+        for (j, turn) in turns.iter().enumerate() {
+            w.message = Some(j + 1);
+            w.name(turn.role.as_str());
+            w.at(&format!("/turns/{j}/content"));
+            w.text(&turn.content);
         }
     }
-}
-
-/// The fingerprint of everything the agent is given (the task half without its session id,
-/// which names a conversation rather than saying anything to the agent).
-pub fn task(task: &Task, normalise: bool) -> u64 {
-    // Every field named, so that a new one cannot be left out unnoticed.
-    let Task { input: _, turns: _, context, tools, memory_seeds, session_id: _, agent_args } = task;
-    let mut h = Hasher::new(normalise);
-    conversation(&mut h, task);
+    let (question, question_normal) = (w.exact.finish(), w.normal.finish());
+    w.message = None;
     if let Some(context) = context {
-        h.name("context");
-        for item in context {
-            h.optional_text(item.kind.as_deref());
-            h.optional_text(item.source.as_deref());
-            h.value(&item.content);
-            h.optional_map(item.metadata.as_ref());
+        w.name("context");
+        for (i, item) in context.iter().enumerate() {
+            w.at(&format!("/context/{i}"));
+            w.optional_text("type", item.kind.as_deref());
+            w.optional_text("source", item.source.as_deref());
+            w.at(&format!("/context/{i}/content"));
+            w.value(&item.content, false);
+            w.at(&format!("/context/{i}"));
+            w.optional_map("metadata", item.metadata.as_ref());
         }
     }
     if let Some(tools) = tools {
-        h.name("tools");
-        for tool in tools {
-            h.text(&tool.name);
-            h.optional_text(tool.description.as_deref());
+        w.name("tools");
+        for (i, tool) in tools.iter().enumerate() {
+            w.at(&format!("/tools/{i}"));
+            w.optional_text("name", Some(&tool.name));
+            w.optional_text("description", tool.description.as_deref());
             match &tool.parameters {
-                Some(parameters) => h.value(parameters),
-                None => h.tag(b'-'),
+                Some(parameters) => {
+                    w.at(&format!("/tools/{i}/parameters"));
+                    w.value(parameters, true);
+                }
+                None => w.tag(b'-'),
             }
-            h.map(&tool.extra);
+            w.at(&format!("/tools/{i}"));
+            w.map(&tool.extra, false);
         }
     }
     match memory_seeds {
         Some(MemorySeeds::Inline(seeds)) => {
-            h.name("memory_seeds");
-            seeds.iter().for_each(|seed| h.seed(seed));
+            w.name("memory_seeds");
+            for (i, seed) in seeds.iter().enumerate() {
+                w.at(&format!("/memory_seeds/{i}"));
+                w.seed(seed);
+            }
         }
         Some(MemorySeeds::File { file: _, content }) => {
             // The seeds a file holds, whatever the file is called.
-            h.name("memory_seeds");
-            h.value(content);
+            w.name("memory_seeds");
+            w.at("/memory_seeds/content");
+            w.value(content, false);
         }
         Some(MemorySeeds::Path(path)) => {
-            h.name("memory_seeds_path");
-            h.text(path);
+            w.name("memory_seeds_path");
+            w.exact.bytes(b's', path.as_bytes());
+            w.normal.bytes(b's', path.as_bytes());
         }
         None => {}
     }
     if let Some(args) = agent_args {
-        h.name("agent_args");
-        h.map(args);
+        w.name("agent_args");
+        w.at("/agent_args");
+        w.map(args, false);
     }
-    h.finish()
+    TaskFacts { question, question_normal, task: w.exact.finish(), task_normal: w.normal.finish(), leaks: w.leaks }
 }
 
-/// The fingerprint of the conversation only (input and turns): what `--against` compares, as
-/// another dataset (a few-shot or training set) rarely gives the same world snapshot around the
-/// same question.
-pub fn question(task: &Task, normalise: bool) -> u64 {
-    let mut h = Hasher::new(normalise);
-    conversation(&mut h, task);
-    h.finish()
-}
-
-/// The fingerprint of a JSON value (the expectations half, serialised), exact.
-pub fn value(value: &Value) -> u64 {
-    let mut h = Hasher::new(false);
-    h.value(value);
-    h.finish()
+/// The fingerprint of the expectations half, exact; `None` when it is empty.
+pub(crate) fn expected(expected: &Expectations) -> Option<u64> {
+    if expected.is_empty() {
+        return None;
+    }
+    let Expectations {
+        output,
+        per_turn,
+        outcomes,
+        acceptable,
+        rubric,
+        rubric_path,
+        rubric_vars,
+        trajectory,
+        tool_calls,
+        governance,
+        extra,
+    } = expected;
+    let mut w = Walk {
+        exact: Hasher::new(),
+        normal: Hasher::new(),
+        scratch: String::new(),
+        pointer: String::new(),
+        answers: &[],
+        normalise: false,
+        message: None,
+        leaks: Vec::new(),
+    };
+    let values = |w: &mut Walk<'_>, name: &str, value: Option<&Value>| {
+        w.name(name);
+        match value {
+            Some(value) => w.value(value, false),
+            None => w.tag(b'-'),
+        }
+    };
+    values(&mut w, "output", output.as_ref());
+    values(&mut w, "trajectory", trajectory.as_ref());
+    values(&mut w, "tool_calls", tool_calls.as_ref());
+    values(&mut w, "governance", governance.as_ref());
+    for (name, list) in [("per_turn", per_turn), ("acceptable", acceptable)] {
+        w.name(name);
+        match list {
+            Some(list) => {
+                w.count(list.len());
+                list.iter().for_each(|value| w.value(value, false));
+            }
+            None => w.tag(b'-'),
+        }
+    }
+    w.name("outcomes");
+    for outcome in outcomes.iter().flatten() {
+        match outcome {
+            Outcome::Text(text) => w.optional_text("text", Some(text)),
+            Outcome::Detailed { outcome, role } => {
+                w.optional_text("outcome", Some(outcome));
+                w.name(&format!("{role:?}"));
+            }
+        }
+    }
+    w.optional_text("rubric", rubric.as_deref());
+    w.optional_text("rubric_path", rubric_path.as_deref());
+    w.optional_map("rubric_vars", rubric_vars.as_ref());
+    w.map(extra, false);
+    Some(w.exact.finish())
 }
 
 #[cfg(test)]
@@ -198,6 +352,16 @@ mod tests {
 
     fn task_of(value: Value) -> Task {
         serde_json::from_value(value).unwrap()
+    }
+
+    fn task(task: &Task, normalise: bool) -> u64 {
+        let facts = walk(task, &[]);
+        if normalise { facts.task_normal } else { facts.task }
+    }
+
+    fn question(task: &Task, normalise: bool) -> u64 {
+        let facts = walk(task, &[]);
+        if normalise { facts.question_normal } else { facts.question }
     }
 
     #[test]
@@ -226,5 +390,19 @@ mod tests {
         assert_ne!(task(&b, true), task(&d, true));
         // A number and the string of it differ too.
         assert_ne!(task(&task_of(json!({"input": 4})), false), task(&task_of(json!({"input": "4"})), false));
+    }
+
+    #[test]
+    fn expectations_differ_by_any_field() {
+        let e = |value: Value| serde_json::from_value::<Expectations>(value).unwrap();
+        assert_eq!(expected(&e(json!({}))), None);
+        let a = expected(&e(json!({"output": "x", "rubric_vars": {"a": 1, "b": 2}})));
+        assert_eq!(a, expected(&e(json!({"rubric_vars": {"b": 2, "a": 1}, "output": "x"}))));
+        assert_ne!(a, expected(&e(json!({"output": "X", "rubric_vars": {"a": 1, "b": 2}}))));
+        assert_ne!(expected(&e(json!({"output": "x"}))), expected(&e(json!({"acceptable": ["x"]}))));
+        assert_ne!(
+            expected(&e(json!({"outcomes": [{"outcome": "o", "role": "gate"}]}))),
+            expected(&e(json!({"outcomes": [{"outcome": "o", "role": "observe"}]})))
+        );
     }
 }

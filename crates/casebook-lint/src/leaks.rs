@@ -6,10 +6,10 @@
 //! for, normalised and as whole tokens, in every string of the task half: the input, the
 //! turns, context items, tools, memory seeds and agent arguments.
 
-use casebook_model::{Expectations, MemorySeeds, Task};
+use casebook_model::Expectations;
 use serde_json::Value;
 
-use crate::text::{contains_token, has_word, normalize};
+use crate::text::{Token, has_word, normalize};
 
 /// One answer found in the task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,18 +25,44 @@ pub struct Leak {
 /// Leaks reported per case at most: a case that leaks more says so once more.
 pub const MAX_PER_CASE: usize = 8;
 
-struct Answer {
+/// One expectation text to look for.
+pub(crate) struct Answer {
     /// For a per-turn expectation, its message: the agent has not seen later ones when it answers.
-    turn: Option<usize>,
+    pub(crate) turn: Option<usize>,
     at: String,
     written: String,
     normal: String,
+    token: Token,
+}
+
+impl Answer {
+    /// Whether the agent has seen `message` (0 the input, `j + 1` turn `j`; `None` what it has
+    /// from the start) by the time it gives this answer.
+    pub(crate) fn sees(&self, message: Option<usize>) -> bool {
+        match (message, self.turn) {
+            (Some(message), Some(turn)) => message <= turn,
+            _ => true,
+        }
+    }
+
+    pub(crate) fn is_in(&self, normalised: &str) -> bool {
+        self.token.is_in(normalised)
+    }
+
+    pub(crate) fn leak(&self, found_at: &str) -> Leak {
+        Leak {
+            answer_at: self.at.clone(),
+            answer: casebook_model::excerpt(&self.written).into_owned(),
+            found_at: found_at.to_owned(),
+        }
+    }
 }
 
 fn push_answer(answers: &mut Vec<Answer>, turn: Option<usize>, at: String, written: String) {
     let normal = normalize(&written);
     if has_word(&normal) && !answers.iter().any(|a| a.normal == normal && a.turn == turn) {
-        answers.push(Answer { turn, at, written, normal });
+        let token = Token::new(&normal);
+        answers.push(Answer { turn, at, written, normal, token });
     }
 }
 
@@ -47,7 +73,7 @@ fn answers_of(value: &Value, turn: Option<usize>, at: String, answers: &mut Vec<
         Value::Number(n) => push_answer(answers, turn, at, n.to_string()),
         Value::Array(_) | Value::Object(_) => {
             let mut strings = Vec::new();
-            leaves(value, &mut at.clone(), false, &mut strings);
+            strings_of(value, &mut at.clone(), &mut strings);
             for (at, s) in strings {
                 if s.chars().filter(|c| c.is_alphanumeric()).count() >= 4 {
                     push_answer(answers, turn, at, s.to_owned());
@@ -58,7 +84,7 @@ fn answers_of(value: &Value, turn: Option<usize>, at: String, answers: &mut Vec<
     }
 }
 
-fn answers(expected: &Expectations) -> Vec<Answer> {
+pub(crate) fn answers(expected: &Expectations) -> Vec<Answer> {
     let mut answers = Vec::new();
     if let Some(output) = &expected.output {
         answers_of(output, None, "/expected/output".into(), &mut answers);
@@ -76,7 +102,7 @@ fn answers(expected: &Expectations) -> Vec<Answer> {
 }
 
 /// Appends `token` to a JSON Pointer, escaped.
-fn push_token(pointer: &mut String, token: &str) {
+pub(crate) fn push_token(pointer: &mut String, token: &str) {
     pointer.push('/');
     for c in token.chars() {
         match c {
@@ -87,121 +113,27 @@ fn push_token(pointer: &mut String, token: &str) {
     }
 }
 
-/// Every string in `value` with its pointer, `pointer` being the value's own; with `keys`,
-/// object keys too (for tools: a parameter can be named after the answer).
-fn leaves<'v>(value: &'v Value, pointer: &mut String, keys: bool, out: &mut Vec<(String, &'v str)>) {
+/// Every string in `value` (not its keys) with its pointer, `pointer` being the value's own.
+fn strings_of<'v>(value: &'v Value, pointer: &mut String, out: &mut Vec<(String, &'v str)>) {
+    let visit = |pointer: &mut String, token: &str, item: &'v Value, out: &mut Vec<(String, &'v str)>| {
+        let len = pointer.len();
+        push_token(pointer, token);
+        strings_of(item, pointer, out);
+        pointer.truncate(len);
+    };
     match value {
         Value::String(s) => out.push((pointer.clone(), s)),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = pointer.len();
-                push_token(pointer, &i.to_string());
-                leaves(item, pointer, keys, out);
-                pointer.truncate(len);
-            }
-        }
-        Value::Object(map) => {
-            for (key, item) in map {
-                let len = pointer.len();
-                push_token(pointer, key);
-                if keys {
-                    out.push((pointer.clone(), key));
-                }
-                leaves(item, pointer, keys, out);
-                pointer.truncate(len);
-            }
-        }
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, item)| visit(pointer, &i.to_string(), item, out)),
+        Value::Object(map) => map.iter().for_each(|(key, item)| visit(pointer, key, item, out)),
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
-/// Every string of the task half with its pointer, and the message it belongs to (0 for the
-/// input, `j + 1` for turn `j`; `None` for what the agent has from the start).
-fn task_strings(task: &Task) -> Vec<(Option<usize>, String, &str)> {
-    // Every field named, so that a new one cannot be left out unnoticed.
-    let Task { input, turns, context, tools, memory_seeds, session_id: _, agent_args } = task;
-    let mut conversation = Vec::new();
-    leaves(input, &mut "/input".to_owned(), false, &mut conversation);
-    let mut out: Vec<(Option<usize>, String, &str)> =
-        conversation.into_iter().map(|(at, text)| (Some(0), at, text)).collect();
-    for (i, turn) in turns.iter().flatten().enumerate() {
-        out.push((Some(i + 1), format!("/turns/{i}/content"), turn.content.as_str()));
-    }
-    // What the agent has from the start.
-    let mut rest = Vec::new();
-    for (i, item) in context.iter().flatten().enumerate() {
-        if let Some(source) = &item.source {
-            rest.push((format!("/context/{i}/source"), source.as_str()));
-        }
-        leaves(&item.content, &mut format!("/context/{i}/content"), false, &mut rest);
-        if let Some(metadata) = &item.metadata {
-            for (key, value) in metadata {
-                let mut at = format!("/context/{i}/metadata");
-                push_token(&mut at, key);
-                leaves(value, &mut at, false, &mut rest);
-            }
-        }
-    }
-    for (i, tool) in tools.iter().flatten().enumerate() {
-        if let Some(description) = &tool.description {
-            rest.push((format!("/tools/{i}/description"), description.as_str()));
-        }
-        if let Some(parameters) = &tool.parameters {
-            leaves(parameters, &mut format!("/tools/{i}/parameters"), true, &mut rest);
-        }
-    }
-    match memory_seeds {
-        Some(MemorySeeds::Inline(seeds)) => {
-            for (i, seed) in seeds.iter().enumerate() {
-                rest.push((format!("/memory_seeds/{i}/content"), seed.content.as_str()));
-            }
-        }
-        Some(MemorySeeds::File { file: _, content }) => {
-            leaves(content, &mut "/memory_seeds/content".to_owned(), false, &mut rest);
-        }
-        Some(MemorySeeds::Path(_)) | None => {}
-    }
-    if let Some(args) = agent_args {
-        for (key, value) in args {
-            let mut at = "/agent_args".to_owned();
-            push_token(&mut at, key);
-            leaves(value, &mut at, false, &mut rest);
-        }
-    }
-    out.extend(rest.into_iter().map(|(at, text)| (None, at, text)));
-    out
-}
-
 /// The expectation texts of `expected` found in `task`, at most [`MAX_PER_CASE`] + 1 (one more
 /// says there are more).
-pub fn find(task: &Task, expected: &Expectations) -> Vec<Leak> {
-    let answers = answers(expected);
-    if answers.is_empty() {
-        return Vec::new();
-    }
-    let mut leaks = Vec::new();
-    let mut scratch = String::new();
-    for (message, pointer, text) in task_strings(task) {
-        scratch.clear();
-        crate::text::normalize_into(text, &mut scratch);
-        for answer in &answers {
-            let seen = match (message, answer.turn) {
-                (Some(message), Some(turn)) => message <= turn,
-                _ => true,
-            };
-            if seen && contains_token(&scratch, &answer.normal) {
-                leaks.push(Leak {
-                    answer_at: answer.at.clone(),
-                    answer: casebook_model::excerpt(&answer.written).into_owned(),
-                    found_at: pointer.clone(),
-                });
-                if leaks.len() > MAX_PER_CASE {
-                    return leaks;
-                }
-            }
-        }
-    }
-    leaks
+#[cfg(test)]
+fn find(task: &casebook_model::Task, expected: &Expectations) -> Vec<Leak> {
+    crate::fingerprint::walk(task, &answers(expected)).leaks
 }
 
 #[cfg(test)]

@@ -57,17 +57,15 @@ pub struct Facts {
 
 impl Facts {
     pub fn of(case: &Case) -> Facts {
-        let expected = (!case.expected.is_empty())
-            .then(|| serde_json::to_value(&case.expected).ok())
-            .flatten()
-            .map(|value| fingerprint::value(&value));
+        let answers = leaks::answers(&case.expected);
+        let task = fingerprint::walk(&case.task, &answers);
         Facts {
-            task: fingerprint::task(&case.task, false),
-            task_normal: fingerprint::task(&case.task, true),
-            question: fingerprint::question(&case.task, false),
-            question_normal: fingerprint::question(&case.task, true),
-            expected,
-            leaks: leaks::find(&case.task, &case.expected),
+            task: task.task,
+            task_normal: task.task_normal,
+            question: task.question,
+            question_normal: task.question_normal,
+            expected: fingerprint::expected(&case.expected),
+            leaks: task.leaks,
         }
     }
 }

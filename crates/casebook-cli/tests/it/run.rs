@@ -678,12 +678,13 @@ fn a_stored_dataset_gets_the_same_noise_as_its_file() {
         let out = run(cb(&dir).arg("run").arg(exp).args(["--format", "json", "--report", &format!("jsonl={name}")]));
         assert_eq!(out.status, Some(0), "{out:?}");
         let text = fs_err::read_to_string(dir.join(name)).expect("the JSONL report");
+        // In case order (results are written as they finish).
         text.lines()
             .map(|l| {
                 let r: Value = serde_json::from_str(l).expect("a JSON line");
                 (r["case_id"].to_string(), r["hash"].to_string(), r["noise"].to_string())
             })
-            .collect::<Vec<_>>()
+            .collect::<std::collections::BTreeSet<_>>()
     };
     let from_file = report(&dir.file("file.yaml", experiment("cases.jsonl")), "file.jsonl");
     run(cb(&dir).arg("init")).expect_status(0);
