@@ -633,7 +633,14 @@ fn robustness_pairs_the_noisy_scenario_with_the_clean_one() {
              - {{name: noisy, target: '{url}', noise: {{items: 1, seed: 3}}}}\ngraders: [{{kind: exact_match}}]\n"
         ),
     );
-    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "markdown=report.md"]));
+    let out = run(cb(&dir).arg("run").arg(&exp).args([
+        "--format",
+        "json",
+        "--report",
+        "markdown=report.md",
+        "--report",
+        "html=report.html",
+    ]));
     // b has two context items of its own: it fails on both sides. Everything else flips.
     assert_eq!(out.status, Some(1), "{out:?}");
     let s = summary(&out.stdout);
@@ -655,6 +662,9 @@ fn robustness_pairs_the_noisy_scenario_with_the_clean_one() {
     let md = fs_err::read_to_string(dir.join("report.md")).expect("the report");
     assert!(md.contains("## Robustness to noise"), "{md}");
     assert!(md.contains("| noisy | clean | 8 | 75.0 % | 0.0 % | -75.0 pts | 6 | 0 | 0 |"), "{md}");
+    let html = fs_err::read_to_string(dir.join("report.html")).expect("the report");
+    assert!(html.contains("<h2>Robustness to noise</h2>"), "{html}");
+    assert!(html.contains("<td>noisy</td><td>clean</td><td class=\"n\">8</td>"), "{html}");
     let human = run(cb(&dir).arg("run").arg(&exp));
     assert!(
         human.stdout.contains("clean vs noisy: pass rate 75.0 % → 0.0 % (-75.0 pts) over 8 pairs; 6 pass → fail"),

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use super::escape::{attribute, text};
 use super::{
-    explanation, has_review_or_confidence, ordered, output_text, percent, percent_interval, score, score_interval,
-    selection_text, threshold_verdict,
+    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points, score,
+    score_interval, selection_text, threshold_verdict,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -108,6 +108,39 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
             )?;
         }
         writeln!(out, "</table>")?;
+    }
+
+    if !summary.robustness.is_empty() {
+        writeln!(out, "<h2>Robustness to noise</h2>\n<table>")?;
+        writeln!(
+            out,
+            "<tr><th>with noise</th><th>without</th><th>pairs</th><th>pass rate without</th><th>pass rate with</th>\
+             <th>difference</th><th>pass → fail</th><th>fail → pass</th><th>errors</th></tr>"
+        )?;
+        for r in &summary.robustness {
+            writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td>{}{}{}{}{}{}{}</tr>",
+                text(&r.scenario),
+                text(&r.without_noise),
+                number(&r.pairs.to_string()),
+                number(&percent(r.pass_rate_without)),
+                number(&percent(r.pass_rate_with)),
+                number(&points(r.difference)),
+                number(&r.pass_to_fail.len().to_string()),
+                number(&r.fail_to_pass.len().to_string()),
+                number(&r.errors.to_string()),
+            )?;
+        }
+        writeln!(out, "</table>")?;
+        for r in summary.robustness.iter().filter(|r| !r.pass_to_fail.is_empty()) {
+            writeln!(
+                out,
+                "<p>Broken by the noise of {}: {}</p>",
+                text(&r.scenario),
+                text(&flips(&r.pass_to_fail, 50))
+            )?;
+        }
     }
 
     if !summary.labels.is_empty() {
