@@ -64,8 +64,9 @@ struct Walk<'a> {
     answers: &'a [Answer],
     /// Whether the normalised hasher and the search run (not for the expectations).
     normalise: bool,
-    /// The message being walked (see [`Answer::sees`]).
+    /// The message being walked, and the conversation's last (see [`Answer::sees`]).
     message: Option<usize>,
+    last: usize,
     leaks: Vec<Leak>,
 }
 
@@ -105,7 +106,7 @@ impl Walk<'_> {
     /// Looks for the answers in `scratch`, found at `pointer`.
     fn search(&mut self) {
         for answer in self.answers {
-            if self.leaks.len() <= MAX_PER_CASE && answer.sees(self.message) && answer.is_in(&self.scratch) {
+            if self.leaks.len() <= MAX_PER_CASE && answer.sees(self.message, self.last) && answer.is_in(&self.scratch) {
                 self.leaks.push(answer.leak(&self.pointer));
             }
         }
@@ -204,6 +205,7 @@ pub(crate) fn walk(task: &Task, answers: &[Answer]) -> TaskFacts {
         answers,
         normalise: true,
         message: Some(0),
+        last: turns.as_ref().map_or(0, Vec::len),
         leaks: Vec::new(),
     };
     w.name("input");
@@ -304,6 +306,7 @@ pub(crate) fn expected(expected: &Expectations) -> Option<u64> {
         answers: &[],
         normalise: false,
         message: None,
+        last: 0,
         leaks: Vec::new(),
     };
     let values = |w: &mut Walk<'_>, name: &str, value: Option<&Value>| {

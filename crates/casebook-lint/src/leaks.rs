@@ -5,6 +5,11 @@
 //! more, as `"ok"` inside a JSON answer says little) and the expected outcomes. They are looked
 //! for, normalised and as whole tokens, in every string of the task half: the input, the
 //! turns, context items, tools, memory seeds and agent arguments.
+//!
+//! In the conversation, an answer is looked for in the message it answers: a per-turn
+//! expectation in its own message, the expected output and acceptable answers in the last one.
+//! An answer said in an earlier message is what a memory test is made of ("my order is 4411",
+//! then "which order did I mention?"), not a leak. Outcomes are looked for in every message.
 
 use casebook_model::Expectations;
 use serde_json::Value;
@@ -27,8 +32,8 @@ pub const MAX_PER_CASE: usize = 8;
 
 /// One expectation text to look for.
 pub(crate) struct Answer {
-    /// For a per-turn expectation, its message: the agent has not seen later ones when it answers.
-    pub(crate) turn: Option<usize>,
+    /// The message it answers (see [`Answer::sees`]).
+    turn: Answers,
     at: String,
     written: String,
     normal: String,
@@ -36,12 +41,13 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    /// Whether the agent has seen `message` (0 the input, `j + 1` turn `j`; `None` what it has
-    /// from the start) by the time it gives this answer.
-    pub(crate) fn sees(&self, message: Option<usize>) -> bool {
+    /// Whether the answer is looked for in `message` (0 the input, `j + 1` turn `j`; `None` for
+    /// what the agent has from the start), `last` being the last message.
+    pub(crate) fn sees(&self, message: Option<usize>, last: usize) -> bool {
         match (message, self.turn) {
-            (Some(message), Some(turn)) => message <= turn,
-            _ => true,
+            (None, _) | (Some(_), Answers::Anything) => true,
+            (Some(message), Answers::Message(turn)) => message == turn,
+            (Some(message), Answers::Last) => message == last,
         }
     }
 
@@ -58,7 +64,18 @@ impl Answer {
     }
 }
 
-fn push_answer(answers: &mut Vec<Answer>, turn: Option<usize>, at: String, written: String) {
+/// The message an answer answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answers {
+    /// A per-turn expectation's own.
+    Message(usize),
+    /// The expected output's and the acceptable answers': the last.
+    Last,
+    /// An outcome: behaviour over the whole conversation.
+    Anything,
+}
+
+fn push_answer(answers: &mut Vec<Answer>, turn: Answers, at: String, written: String) {
     let normal = normalize(&written);
     if has_word(&normal) && !answers.iter().any(|a| a.normal == normal && a.turn == turn) {
         let token = Token::new(&normal);
@@ -67,7 +84,7 @@ fn push_answer(answers: &mut Vec<Answer>, turn: Option<usize>, at: String, writt
 }
 
 /// The answers of a value: itself when it is a string or a number, else its long enough strings.
-fn answers_of(value: &Value, turn: Option<usize>, at: String, answers: &mut Vec<Answer>) {
+fn answers_of(value: &Value, turn: Answers, at: String, answers: &mut Vec<Answer>) {
     match value {
         Value::String(s) => push_answer(answers, turn, at, s.clone()),
         Value::Number(n) => push_answer(answers, turn, at, n.to_string()),
@@ -87,16 +104,16 @@ fn answers_of(value: &Value, turn: Option<usize>, at: String, answers: &mut Vec<
 pub(crate) fn answers(expected: &Expectations) -> Vec<Answer> {
     let mut answers = Vec::new();
     if let Some(output) = &expected.output {
-        answers_of(output, None, "/expected/output".into(), &mut answers);
+        answers_of(output, Answers::Last, "/expected/output".into(), &mut answers);
     }
     for (i, value) in expected.per_turn.iter().flatten().enumerate() {
-        answers_of(value, Some(i), format!("/expected/per_turn/{i}"), &mut answers);
+        answers_of(value, Answers::Message(i), format!("/expected/per_turn/{i}"), &mut answers);
     }
     for (i, value) in expected.acceptable.iter().flatten().enumerate() {
-        answers_of(value, None, format!("/expected/acceptable/{i}"), &mut answers);
+        answers_of(value, Answers::Last, format!("/expected/acceptable/{i}"), &mut answers);
     }
     for (i, outcome) in expected.outcomes.iter().flatten().enumerate() {
-        push_answer(&mut answers, None, format!("/expected/outcomes/{i}"), outcome.text().to_owned());
+        push_answer(&mut answers, Answers::Anything, format!("/expected/outcomes/{i}"), outcome.text().to_owned());
     }
     answers
 }
@@ -189,7 +206,6 @@ mod tests {
         let found = leaks_of(json!({
             "id": "a",
             "input": "Refund policy: refunds take 5 business days; escalate to tier-2 support",
-            "turns": [{"role": "user", "content": "and then?"}],
             "expected": {
                 "per_turn": ["refunds take 5 business days", "ok"],
                 "acceptable": ["five days"],
@@ -202,19 +218,32 @@ mod tests {
     }
 
     #[test]
-    fn a_per_turn_expectation_is_looked_for_in_what_was_said_before_it() {
-        // letta's per-turn grading: the answer to the first message appears in a later one.
+    fn in_a_conversation_an_answer_is_looked_for_in_the_message_it_answers() {
+        // letta's per-turn grading: answers come up in other messages ("3 * 4" holds the `4` of
+        // "2 + 2"), which is no leak; the last message gives its own answer away.
         let found = leaks_of(json!({
             "id": "a",
             "input": "Answer with only the result: 2 + 2",
             "turns": [
-                {"role": "user", "content": "Answer with only the result: 3 * 4 (the next one is 13)"},
-                {"role": "user", "content": "and 12 + 1?"}
+                {"role": "user", "content": "Answer with only the result: 3 * 4"},
+                {"role": "user", "content": "and 12 + 1? (it is 13)"}
             ],
             "expected": {"per_turn": ["4", "12", "13"]}
         }));
-        // `4` and `12` come up only after they were answered; `13` before.
-        assert_eq!(found, [("/expected/per_turn/2".to_owned(), "/turns/0/content".to_owned())]);
+        assert_eq!(found, [("/expected/per_turn/2".to_owned(), "/turns/1/content".to_owned())]);
+        // A memory test: told a number, asked for it later. The output is looked for in the
+        // last message only, but everywhere outside the conversation.
+        let memory = |seed: &str| {
+            leaks_of(json!({
+                "id": "m",
+                "input": "My order number is 4411.",
+                "turns": [{"role": "user", "content": "Which order did I mention?"}],
+                "memory_seeds": [{"source": "crm", "content": seed}],
+                "expected": {"output": "4411", "outcomes": ["mentions order 4411"]}
+            }))
+        };
+        assert!(memory("a returning customer").is_empty());
+        assert_eq!(memory("last order: 4411"), [("/expected/output".to_owned(), "/memory_seeds/0/content".to_owned())]);
     }
 
     #[test]

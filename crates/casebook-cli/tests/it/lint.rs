@@ -264,21 +264,22 @@ fn human_output_shows_the_line_the_hint_and_a_summary() {
 }
 
 #[test]
-fn per_turn_answers_are_looked_for_only_in_what_came_before_them() {
-    // letta's per-turn example, row 2: "2 + 2", then "3 * 4", then "10 - 7", expecting 4, 12, 3.
-    // `4` comes up in "3 * 4" after it was answered, so it is no leak; `3` comes up before the
-    // question it answers, and as a whole token, so it is reported.
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/letta-evals/multiturn-per-turn-grading/dataset.jsonl");
-    let linted = run(casebook().args(["lint", "--format", "json"]).arg(&file));
-    linted.expect_status(0);
-    let pointers: Vec<(u64, String)> =
-        linted.diagnostics().iter().map(|d| (d["line"].as_u64().unwrap(), message(d).to_owned())).collect();
-    assert_eq!(
-        pointers,
-        [(
-            2,
-            "the expectation at /expected/per_turn/2 (`3`) is in what the agent sees, at /turns/0/content".to_owned()
-        )]
+fn real_conversations_are_not_leaks_when_an_answer_comes_up_in_another_message() {
+    // letta's per-turn example ("2 + 2", then "3 * 4", then "10 - 7", expecting 4, 12, 3: `4`
+    // and `3` come up in other messages) and casebook's own support example (a memory test:
+    // "My order number is 4411", then "Which order did I mention?").
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/letta-evals");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/letta/support.jsonl");
+    for file in [corpus.join("multiturn-per-turn-grading/dataset.jsonl"), example] {
+        let linted = run(casebook().args(["lint", "--format", "json", "--deny", "warnings"]).arg(&file));
+        linted.expect_status(0);
+    }
+    // The answer in the last message itself is one.
+    let dir = Folder::new();
+    dir.file(
+        "talk.jsonl",
+        "{\"id\": \"t\", \"input\": [\"2 + 2?\", \"and 10 - 7? (it is 3)\"], \"ground_truth\": [\"4\", \"3\"]}\n",
     );
+    let linted = lint(&dir, &["talk.jsonl"]);
+    assert_eq!(found(&linted), [w("W-leaked-ground-truth", 1, 8, "/turns/0/content", "t")]);
 }
