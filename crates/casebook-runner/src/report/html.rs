@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use super::escape::{attribute, text};
 use super::{
-    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points, score,
-    score_interval, selection_text, threshold_verdict,
+    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points,
+    review_groups, score, score_interval, selection_text, threshold_verdict,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -163,12 +163,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
             "<tr><th>cases</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
              <th>95 % CI</th><th>mean score</th><th>95 % CI</th></tr>"
         )?;
-        let groups = summary
-            .review
-            .iter()
-            .map(|r| (format!("review {}", r.review), &r.tally))
-            .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)));
-        for (name, tally) in groups {
+        for (name, tally) in review_groups(summary) {
             writeln!(out, "<tr><td>{}</td>{}</tr>", text(&name), tally_cells(tally))?;
         }
         writeln!(out, "</table>")?;

@@ -8,8 +8,8 @@
 use std::io::{self, Write};
 
 use super::{
-    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points, score,
-    score_interval, selection_text, threshold_verdict, truncate,
+    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points,
+    review_groups, score, score_interval, selection_text, threshold_verdict, truncate,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -156,12 +156,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out, "## Review and confidence\n")?;
         writeln!(out, "| cases | results | passed | failed | errors | pass rate | mean score |")?;
         writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
-        let groups = summary
-            .review
-            .iter()
-            .map(|r| (format!("review {}", r.review), &r.tally))
-            .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)));
-        for (name, t) in groups {
+        for (name, t) in review_groups(summary) {
             writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} |",

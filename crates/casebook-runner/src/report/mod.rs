@@ -107,6 +107,15 @@ fn has_review_or_confidence(summary: &Summary) -> bool {
     summary.review.iter().any(|r| r.review != "unreviewed") || summary.confidence.iter().any(|c| c.band != "unrated")
 }
 
+/// The rows of the review and confidence breakdown: `review reviewed`, …, `confidence ≥ 0.8`, ….
+fn review_groups(summary: &Summary) -> impl Iterator<Item = (String, &crate::summary::Tally)> {
+    summary
+        .review
+        .iter()
+        .map(|r| (format!("review {}", r.review), &r.tally))
+        .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)))
+}
+
 /// `80.0 %`, or `–` when there is no rate.
 fn percent(rate: Option<f64>) -> String {
     rate.map_or_else(|| "–".to_owned(), |r| format!("{:.1} %", r * 100.0))

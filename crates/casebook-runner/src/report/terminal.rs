@@ -3,8 +3,8 @@
 //! library only builds the text; the CLI decides where it goes.
 
 use super::{
-    flips, has_review_or_confidence, percent, percent_interval, points, score, score_interval, selection_text,
-    threshold_verdict, truncate,
+    flips, has_review_or_confidence, percent, percent_interval, points, review_groups, score, score_interval,
+    selection_text, threshold_verdict, truncate,
 };
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
@@ -126,12 +126,7 @@ pub fn human(summary: &Summary) -> String {
             "{:<NAME$} {:>7} {:>9} {:>7} {:>6}",
             "review · confidence", "results", "pass rate", "mean", "errors"
         ));
-        let groups = summary
-            .review
-            .iter()
-            .map(|r| (format!("review {}", r.review), &r.tally))
-            .chain(summary.confidence.iter().map(|c| (format!("confidence {}", c.band), &c.tally)));
-        for (name, t) in groups {
+        for (name, t) in review_groups(summary) {
             lines.push(format!(
                 "{:<NAME$} {:>7} {:>9} {:>7} {:>6}",
                 name,
