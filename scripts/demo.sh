@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's first command: builds casebook and runs it on the bundled examples — validates
-# every dataset, summarises and converts a mas-lab manifest, keeps two versions of a dataset in
-# an embedded store (in a temporary folder), shows their log and diff, filters cases, and runs
-# the example experiment against the built-in agents.
+# every dataset, lints two, summarises and converts a mas-lab manifest, keeps versions of a
+# dataset in an embedded store (in a temporary folder), shows their log and diff, reviews a case
+# and lints the stored version, filters cases, and runs the example experiment against the
+# built-in agents.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,9 @@ echo "== validate every example dataset"
 casebook validate examples/agenthealth/rca.json examples/casebook/incidents.yaml examples/letta/support.jsonl \
   examples/maslab/trip-planner.yaml examples/voltagent/geography.json
 casebook validate --from csv --map id=qid,input=question,expected.output=answer examples/spreadsheet/questions.csv
+
+echo; echo "== hygiene: duplicates, leaked ground truth, label typos, weak labels (warnings, exit 0)"
+casebook lint examples/letta/support.jsonl examples/maslab/trip-planner.yaml
 
 echo; echo "== inspect a mas-lab manifest"
 casebook inspect examples/maslab/trip-planner.yaml
@@ -31,6 +35,8 @@ sed 's/5 business days/7 business days/' examples/letta/support.jsonl >"$store/s
 casebook commit support "$store/support-v2.jsonl" -m "refunds take longer now"
 casebook log support
 casebook diff support@v1 support@latest
+casebook review support 1 --state reviewed --confidence 0.9 -m "checked against the refund policy"
+casebook lint support@latest --deny warnings
 echo; echo "== choosing cases: the same filter on the store (in SQL) and on the file"
 casebook cases support --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases examples/letta/support.jsonl --where 'labels contains "refunds" or len(turns) >= 1'
