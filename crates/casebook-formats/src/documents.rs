@@ -131,7 +131,9 @@ pub fn read(
                 }
             };
         }
-        Format::Letta | Format::Csv => unreachable!("letta and csv are read row by row"),
+        Format::Letta | Format::OpenaiEvals | Format::Csv => {
+            unreachable!("letta, OpenAI evals and csv are read row by row")
+        }
     }
     if header.name.is_none() {
         header.name = Some(stem.to_owned());
@@ -258,7 +260,7 @@ pub fn item_reader(format: Format) -> fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option
         Format::AgentHealth => agenthealth::read_case,
         Format::Voltagent => voltagent::read_item,
         Format::Maslab => maslab::read_item,
-        Format::Letta | Format::Csv => |_, _, _| None,
+        Format::Letta | Format::OpenaiEvals | Format::Csv => |_, _, _| None,
     }
 }
 

@@ -12,6 +12,8 @@ pub enum Format {
     Maslab,
     Voltagent,
     Letta,
+    /// OpenAI evals samples (JSONL).
+    OpenaiEvals,
     Csv,
 }
 
@@ -24,8 +26,15 @@ pub enum Syntax {
 }
 
 impl Format {
-    pub const ALL: [Format; 6] =
-        [Format::Casebook, Format::AgentHealth, Format::Maslab, Format::Voltagent, Format::Letta, Format::Csv];
+    pub const ALL: [Format; 7] = [
+        Format::Casebook,
+        Format::AgentHealth,
+        Format::Maslab,
+        Format::Voltagent,
+        Format::Letta,
+        Format::OpenaiEvals,
+        Format::Csv,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -34,6 +43,7 @@ impl Format {
             Format::Maslab => "maslab",
             Format::Voltagent => "voltagent",
             Format::Letta => "letta",
+            Format::OpenaiEvals => crate::openai_evals::NAME,
             Format::Csv => "csv",
         }
     }
@@ -45,6 +55,7 @@ impl Format {
             Format::AgentHealth | Format::Voltagent => &[Syntax::Json],
             Format::Maslab => &[Syntax::Yaml, Syntax::Json],
             Format::Letta => &[Syntax::Jsonl, Syntax::Csv],
+            Format::OpenaiEvals => &[Syntax::Jsonl],
             Format::Csv => &[Syntax::Csv],
         }
     }
@@ -167,6 +178,9 @@ pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
         &["expected", "turns", "labels", "context", "provenance", "tools", "memory_seeds", "review", "confidence"];
     if NATIVE.iter().any(|k| row.get(k).is_some()) || crate::native::header_record(row).is_some() {
         return Format::Casebook;
+    }
+    if row.get("ideal").is_some() || row.get("messages").is_some() {
+        return Format::OpenaiEvals;
     }
     if LETTA.iter().any(|k| row.get(k).is_some()) {
         return Format::Letta;

@@ -17,6 +17,7 @@ mod letta;
 mod maslab;
 mod native;
 pub mod node;
+mod openai_evals;
 mod parts;
 pub mod pointer;
 mod read;

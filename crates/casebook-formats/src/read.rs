@@ -18,7 +18,7 @@ use crate::ids::IdTable;
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 use crate::tabular::{self, ColumnMap};
-use crate::{csvtext, documents, json, letta, native, yaml};
+use crate::{csvtext, documents, json, letta, native, openai_evals, yaml};
 
 /// Size of the chunks line-based files are cut into: small enough that the batches in flight
 /// stay well inside the memory bound, big enough that per-chunk costs vanish.
@@ -177,7 +177,7 @@ pub fn read<W: Send>(
     match syntax {
         Syntax::Jsonl => {
             let format = match opts.format {
-                Some(f @ (Format::Letta | Format::Casebook)) => f,
+                Some(f @ (Format::Letta | Format::Casebook | Format::OpenaiEvals)) => f,
                 Some(other) => return Err(incompatible(other, syntax)),
                 None => first_row_format(&head),
             };
@@ -842,6 +842,7 @@ fn jsonl_row(
             }
             let case = match format {
                 Format::Casebook => native::read_case(&mut cx, &node, &Ptr::ROOT),
+                Format::OpenaiEvals => openai_evals::read_row(&mut cx, &node, &Ptr::ROOT),
                 _ => letta::read_row(&mut cx, &node, &Ptr::ROOT),
             };
             if let Some(case) = case {
@@ -992,7 +993,7 @@ fn document<W>(
         return Ok(());
     }
     let format = match opts.format {
-        Some(f @ (Format::Letta | Format::Csv)) => return Err(incompatible(f, syntax)),
+        Some(f @ (Format::Letta | Format::OpenaiEvals | Format::Csv)) => return Err(incompatible(f, syntax)),
         Some(f) => f,
         None => match sniff_document(&root) {
             Some(f) => f,

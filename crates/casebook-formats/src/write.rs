@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::format::{Format, Syntax};
 use crate::layout::{self, Lost};
 use crate::tabular::ColumnMap;
-use crate::{agenthealth, csvtext, letta, maslab, voltagent, yaml_out};
+use crate::{agenthealth, csvtext, letta, maslab, openai_evals, voltagent, yaml_out};
 
 /// Marks where the list of cases goes in a document skeleton.
 const ITEMS_MARK: &str = "__casebook_items__";
@@ -215,6 +215,15 @@ impl Encoder {
                 }
                 (Format::Letta, Syntax::Jsonl) => {
                     let (row, lost) = letta::write_row(case);
+                    if self.keep(&lost) {
+                        let _ = serde_json::to_writer(&mut out.bytes, &row);
+                        out.bytes.push(b'\n');
+                        out.written += 1;
+                    }
+                    lost
+                }
+                (Format::OpenaiEvals, _) => {
+                    let (row, lost) = openai_evals::write_row(case);
                     if self.keep(&lost) {
                         let _ = serde_json::to_writer(&mut out.bytes, &row);
                         out.bytes.push(b'\n');
@@ -485,7 +494,7 @@ impl Encoder {
                 Some(Value::Object(d))
             }
             Format::Maslab => Some(maslab_document(header, doc_layout, kept, name_derived, Some(mark))),
-            Format::Letta | Format::Csv => None,
+            Format::Letta | Format::OpenaiEvals | Format::Csv => None,
         };
         match (self.format, doc) {
             (Format::AgentHealth, _) => {

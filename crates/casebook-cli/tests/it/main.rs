@@ -14,6 +14,7 @@ mod human;
 mod inspect;
 mod lint;
 mod memory;
+mod openai_evals;
 mod remote;
 mod remote_runs;
 mod review;
