@@ -32,8 +32,8 @@ const MAX_DIAGNOSTICS: usize = 1000;
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ImportQuery {
-    /// The body's format (`casebook`, `letta`, `maslab`, `agenthealth`, `voltagent`, `csv`);
-    /// detected when absent.
+    /// The body's format (`casebook`, `letta`, `maslab`, `agenthealth`, `voltagent`,
+    /// `openai-evals`, `csv`); detected when absent.
     pub format: Option<String>,
     /// The body's syntax (`jsonl`, `json`, `yaml`, `csv`); from `filename` when absent.
     pub syntax: Option<String>,
