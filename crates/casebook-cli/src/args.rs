@@ -578,7 +578,7 @@ pub struct LintArgs {
     #[arg(long, value_name = "CODE", value_parser = parse_warning_code)]
     pub allow: Vec<Code>,
     /// Report cases whose label confidence is below this
-    #[arg(long, default_value_t = 0.5, value_parser = parse_unit, value_name = "X")]
+    #[arg(long, default_value_t = 0.5, value_parser = parse_confidence, value_name = "X")]
     pub min_confidence: f64,
     #[command(flatten)]
     pub read: ReadArgs,
@@ -612,14 +612,6 @@ fn parse_warning_code(text: &str) -> Result<Code, String> {
         let known: Vec<&str> = Code::HYGIENE.iter().map(|c| c.as_str()).collect();
         format!("not a lint warning; one of: {}", known.join(", "))
     })
-}
-
-/// A number from 0 to 1.
-pub(crate) fn parse_unit(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
-        _ => Err("expected a number from 0 to 1".to_owned()),
-    }
 }
 
 #[derive(Debug, Args)]

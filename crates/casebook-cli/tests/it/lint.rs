@@ -98,7 +98,9 @@ fn usage_errors_exit_2() {
     let run = lint(&dir, &["data.jsonl", "--allow", "W-nonsense"]);
     run.expect_status(2);
     assert!(run.stderr.contains("W-leaked-ground-truth"), "{run:?}");
-    lint(&dir, &["data.jsonl", "--min-confidence", "1.5"]).expect_status(2);
+    let run = lint(&dir, &["data.jsonl", "--min-confidence", "1.5"]);
+    run.expect_status(2);
+    assert!(run.stderr.contains("`1.5` is outside 0..1: a confidence is from 0 to 1"), "{run:?}");
     lint(&dir, &["data.jsonl", "--deny", "everything"]).expect_status(2);
     let run = lint(&dir, &["missing.jsonl"]);
     run.expect_status(2);
