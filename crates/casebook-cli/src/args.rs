@@ -76,6 +76,8 @@ pub enum Command {
     Put(PutArgs),
     /// Remove cases from a dataset; all others stay
     Rm(RmArgs),
+    /// Make cases of production traces (OTLP JSON, GenAI or OpenInference): one per agent invocation
+    Capture(CaptureArgs),
     /// Set the review state or label confidence of cases: a new version, logged with author and time
     Review(ReviewArgs),
     /// List the datasets of the store
@@ -280,6 +282,47 @@ pub struct PutArgs {
     pub message: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_long_help = "Each agent invocation (an `invoke_agent` span, an OpenInference `AGENT` span, or a trace \
+of model calls without one) becomes one case: the first user message is its input, later ones are turns, system \
+instructions, tool definitions and retrieved documents are task fields, and what the agent answered and did is \
+recorded as draft expectations (`review: draft`) for a person to confirm with `casebook review`. A case's id comes \
+from its trace and span ids: capturing a trace again adds nothing, and a captured case that was reviewed or edited \
+is never overwritten.
+
+Examples:
+  casebook capture traces.jsonl --dataset support -m 'failed tickets of Monday'
+  casebook capture traces.json --dataset support --where 'metadata.status == \"error\"'
+  casebook capture traces.jsonl --dry-run --to letta"
+)]
+pub struct CaptureArgs {
+    /// OTLP JSON trace files (`-` for standard input): `ExportTraceServiceRequest` documents, or
+    /// JSON lines of them as the collector's file exporter writes
+    #[arg(required = true, value_name = "TRACES")]
+    pub traces: Vec<PathBuf>,
+    /// The dataset the cases are added to (made if it does not exist)
+    #[arg(long, env = "CASEBOOK_DATASET", required_unless_present = "dry_run")]
+    pub dataset: Option<String>,
+    /// Keep only the cases this filter selects (`casebook help filter`)
+    #[arg(long = "where", value_name = "EXPR")]
+    pub filter: Option<String>,
+    #[arg(long, short)]
+    pub message: Option<String>,
+    /// Write the cases to standard output instead of adding them to the dataset
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The format `--dry-run` writes (default: casebook JSONL)
+    #[arg(long, value_parser = parse_format, requires = "dry_run")]
+    pub to: Option<Format>,
+    /// The syntax `--dry-run` writes: jsonl, json, yaml or csv
+    #[arg(long, value_parser = parse_syntax, requires = "dry_run")]
+    pub syntax: Option<Syntax>,
+    /// With `--dry-run --to`: drop fields the format cannot hold, with a warning, instead of failing
+    #[arg(long, requires = "dry_run")]
+    pub lossy: bool,
 }
 
 #[derive(Debug, Args)]

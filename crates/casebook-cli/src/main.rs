@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         args::Command::Import(a) => commands::versions::import(&settings, a),
         args::Command::Commit(a) => commands::versions::commit(&settings, a),
         args::Command::Put(a) => commands::versions::put(&settings, a),
+        args::Command::Capture(a) => commands::capture::run(&settings, a),
         args::Command::Rm(a) => commands::versions::rm(&settings, a),
         args::Command::Review(a) => commands::versions::review(&settings, a),
         args::Command::Tag(a) => commands::versions::tag(&settings, a),

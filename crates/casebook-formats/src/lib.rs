@@ -5,6 +5,7 @@
 //! mapper → [`casebook_model::Case`]. Writing goes the other way through each format's encoder.
 
 mod agenthealth;
+pub mod capture;
 mod convert;
 mod csvtext;
 mod documents;

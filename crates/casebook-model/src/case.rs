@@ -371,8 +371,8 @@ pub enum Review {
 /// casebook made up because the source had none (it is never written back to such a format);
 /// `layout` holds what that format's writer needs to reproduce the source shape exactly (which
 /// keys were at the top level, which spelling a field used). Other writers ignore `layout`.
+/// Other keys (a captured case's `trace_id`, say) are kept in `extra`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct Provenance {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,

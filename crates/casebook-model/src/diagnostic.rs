@@ -49,6 +49,10 @@ pub enum Code {
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
     MissingOutcomes,
+    /// A trace did not record the message content a case needs (`casebook capture`).
+    NoContent,
+    /// A span attribute that cannot be read the way its convention says (`casebook capture`).
+    TraceAttribute,
     // Hygiene (`casebook lint`).
     /// Two cases whose tasks are the same: the agent is asked the same thing twice.
     DuplicateInput,
@@ -113,6 +117,8 @@ impl Code {
             Code::SuspiciousField => "W-unknown-field",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
+            Code::NoContent => "W-no-content",
+            Code::TraceAttribute => "W-trace-attribute",
             Code::DuplicateInput => "W-duplicate-input",
             Code::NearDuplicateInput => "W-near-duplicate-input",
             Code::ConflictingExpectations => "W-conflicting-expectations",

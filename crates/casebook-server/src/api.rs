@@ -234,6 +234,27 @@ pub struct ImportReport {
     pub diagnostics: Vec<serde_json::Value>,
 }
 
+/// What a capture of traces did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CaptureReport {
+    /// Whether a version was made (false: the dataset had every captured case already).
+    pub created: bool,
+    /// The version made; absent when nothing was added.
+    pub version: Option<Version>,
+    /// Ids of the cases added.
+    pub added: Vec<String>,
+    /// Ids of captured cases the dataset had already (left as they are).
+    pub present: Vec<String>,
+    /// Captured cases the `where` filter left out.
+    pub left_out: u64,
+    pub spans: u64,
+    /// Agent invocations found (those without recorded messages make no case).
+    pub invocations: u64,
+    /// The warnings (at most 1,000), with their lines and columns: content the traces did not record.
+    #[schema(value_type = Vec<Object>)]
+    pub diagnostics: Vec<serde_json::Value>,
+}
+
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     pub status: String,

@@ -7,6 +7,7 @@
 //! shared one [`PostgresStore`]; [`AnyStore`] is either, chosen by [`Location`].
 
 mod any;
+mod capture;
 mod check;
 mod copy;
 mod diff;
@@ -25,6 +26,7 @@ use casebook_model::{Case, DatasetHeader};
 use serde::Serialize;
 
 pub use any::{AnyStore, Location};
+pub use capture::{CaptureOutcome, CaptureRequest, add_captured};
 pub use check::CheckReport;
 pub use copy::{CopyReport, copy};
 pub use diff::{FieldChange, field_changes};

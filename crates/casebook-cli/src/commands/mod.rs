@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod browse;
+pub mod capture;
 pub mod cases;
 pub mod convert;
 pub mod generate;

@@ -1,6 +1,7 @@
 //! The routes, one module per resource. [`all`] is the only place routes are added, each with
 //! its OpenAPI operation.
 
+mod capture;
 mod cases;
 mod datasets;
 mod meta;
@@ -33,6 +34,7 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(cases::count))
         .routes(routes!(cases::one))
         .routes(routes!(transfer::import))
+        .routes(routes!(capture::capture))
         .routes(routes!(transfer::export))
         .routes(routes!(runs::list))
         .routes(routes!(runs::one))

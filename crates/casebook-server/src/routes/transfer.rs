@@ -27,7 +27,7 @@ use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
 /// Diagnostics an answer carries at most; the count says how many there were.
-const MAX_DIAGNOSTICS: usize = 1000;
+pub(super) const MAX_DIAGNOSTICS: usize = 1000;
 
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -62,7 +62,7 @@ fn parse_syntax(text: Option<&str>) -> ApiResult<Option<Syntax>> {
     .transpose()
 }
 
-fn too_large(max: u64) -> ApiError {
+pub(super) fn too_large(max: u64) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "too-large",
@@ -71,7 +71,7 @@ fn too_large(max: u64) -> ApiError {
 }
 
 /// Writes a request body to `file`, at most `max` bytes.
-async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
+pub(super) async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     let mut out = tokio::fs::File::create(file).await.map_err(ApiError::internal)?;
     let mut stream = body.into_data_stream();
     let mut size = 0u64;
@@ -150,11 +150,7 @@ pub async fn import(
     let file = folder.path().join(&shown);
     spool(body, &file, max).await?;
 
-    let author = headers
-        .get("x-casebook-author")
-        .and_then(|v| v.to_str().ok())
-        .filter(|a| !a.is_empty() && a.len() <= 200)
-        .map_or_else(|| format!("key {}", writer.access.key), |a| format!("{a} (key {})", writer.access.key));
+    let author = author(&headers, &writer);
     let request = IngestRequest {
         input: Input { path: Some(file), display: shown.clone() },
         options: ReadOptions { format, syntax, threads: 0, column_map: None, stream_from: None },
@@ -186,6 +182,15 @@ pub async fn import(
     let diagnostics = std::mem::take(&mut *diagnostics.lock().map_err(|_| ApiError::internal("a lock was poisoned"))?);
     let (status, report) = report(result, diagnostics, &shown)?;
     Ok((status, axum::Json(report)).into_response())
+}
+
+/// Who writes: the client's `x-casebook-author`, with the key that vouches for it.
+pub(super) fn author(headers: &HeaderMap, writer: &Writer) -> String {
+    headers
+        .get("x-casebook-author")
+        .and_then(|v| v.to_str().ok())
+        .filter(|a| !a.is_empty() && a.len() <= 200)
+        .map_or_else(|| format!("key {}", writer.access.key), |a| format!("{a} (key {})", writer.access.key))
 }
 
 /// The answer to an import: its status and report, or the error.

@@ -1,0 +1,195 @@
+//! `casebook capture TRACES… --dataset NAME`: cases from production traces
+//! (`casebook_formats::capture`), added to a dataset as a new version
+//! (`casebook_store::add_captured`) or, with `--dry-run`, written to standard output in any
+//! format. Problems in the traces go to stderr; a trace file with errors writes nothing.
+
+use std::io::Read;
+
+use anyhow::Context;
+use casebook_formats::capture::{self, Captured};
+use casebook_formats::{CsvColumns, ExportSettings, Exporter, Format, SeedFiles};
+use casebook_model::{Case, DatasetHeader};
+use casebook_store::{CaptureOutcome, CaptureRequest, CommitOutcome, StoreError};
+use serde_json::json;
+
+use crate::Outcome;
+use crate::args::CaptureArgs;
+use crate::report::Reporter;
+use crate::settings::Global;
+use crate::stores;
+
+pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
+    let filter = match &args.filter {
+        Some(text) => Some(
+            casebook_filter::Filter::parse(text)
+                .map_err(|err| crate::settings::expression_error("--where", text, &err))?,
+        ),
+        None => None,
+    };
+    let mut files = Vec::with_capacity(args.traces.len());
+    for path in &args.traces {
+        super::check_exists(path)?;
+        let mut bytes = Vec::new();
+        if path.as_os_str() == "-" {
+            std::io::stdin().read_to_end(&mut bytes).context("cannot read standard input")?;
+            files.push(("<stdin>".to_owned(), bytes));
+        } else {
+            bytes = fs_err::read(path)?;
+            files.push((path.display().to_string(), bytes));
+        }
+    }
+    let named: Vec<(&str, &[u8])> = files.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice())).collect();
+    let captured = capture::capture(&named);
+    drop(files);
+
+    let mut reporter = Reporter::new(settings, true);
+    captured.diagnostics.iter().for_each(|d| reporter.emit(d));
+    let errors = captured.diagnostics.iter().filter(|d| d.is_error()).count();
+    if errors > 0 {
+        if !settings.quiet {
+            eprintln!("nothing was captured: the traces have {errors} error{}", if errors == 1 { "" } else { "s" });
+        }
+        return Ok(Outcome::Invalid);
+    }
+    if captured.cases.is_empty() {
+        if !settings.quiet {
+            eprintln!(
+                "nothing was captured: {} span{} hold no agent invocation with recorded messages",
+                captured.spans,
+                if captured.spans == 1 { "" } else { "s" }
+            );
+        }
+        return Ok(Outcome::Invalid);
+    }
+    let made = captured.cases.len();
+    let cases: Vec<Case> = match &filter {
+        Some(filter) => captured.cases.iter().filter(|c| filter.matches(c)).cloned().collect(),
+        None => captured.cases.clone(),
+    };
+    let left_out = made - cases.len();
+
+    if args.dry_run {
+        return dry_run(settings, &args, &cases, &mut reporter);
+    }
+    let dataset = args.dataset.clone().context("`--dataset` names the dataset the cases go to")?;
+    if cases.is_empty() {
+        say(
+            settings,
+            &json!({"dataset": dataset, "created": false, "added": [], "present": [], "left_out": left_out}),
+            || format!("nothing added: `--where` selected none of the {made} captured cases\n"),
+        )?;
+        return Ok(Outcome::Ok);
+    }
+    let shown: Vec<String> = args.traces.iter().map(|p| p.display().to_string()).collect();
+    let request = CaptureRequest {
+        dataset: dataset.clone(),
+        author: settings.author.clone(),
+        time: settings.time.clone(),
+        message: args.message.clone().unwrap_or_else(|| format!("capture {}", shown.join(" "))),
+    };
+    let runtime = stores::runtime()?;
+    let store = stores::open_write(settings, &runtime)?;
+    let outcome = runtime.block_on(casebook_store::add_captured(&store, request, cases));
+    runtime.block_on(store.close());
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(StoreError::Conflict { dataset, head, .. }) => anyhow::bail!(
+            "dataset `{dataset}` moved on to v{head} while the capture was added: nothing was written; capture again"
+        ),
+        Err(err) => return Err(err.into()),
+    };
+    report(settings, &dataset, &captured, left_out, &outcome)?;
+    Ok(Outcome::Ok)
+}
+
+fn report(
+    settings: &Global,
+    dataset: &str,
+    captured: &Captured,
+    left_out: usize,
+    outcome: &CaptureOutcome,
+) -> anyhow::Result<()> {
+    let version = match &outcome.commit {
+        Some(CommitOutcome::Created(v)) | Some(CommitOutcome::Unchanged(Some(v))) => Some(v),
+        _ => None,
+    };
+    let value = json!({
+        "dataset": dataset,
+        "created": matches!(outcome.commit, Some(CommitOutcome::Created(_))),
+        "version": version,
+        "added": outcome.added,
+        "present": outcome.present,
+        "left_out": left_out,
+        "spans": captured.spans,
+        "invocations": captured.invocations,
+    });
+    say(settings, &value, || {
+        let mut text = match version {
+            Some(v) if !outcome.added.is_empty() => format!(
+                "captured {} case{} into {} v{} ({}): {} cases in all",
+                outcome.added.len(),
+                if outcome.added.len() == 1 { "" } else { "s" },
+                v.dataset,
+                v.number,
+                &v.id[..12],
+                v.cases
+            ),
+            _ => format!("nothing added: {dataset} has every captured case already"),
+        };
+        if !outcome.present.is_empty() {
+            text.push_str(&format!("; {} already there, left as they are", outcome.present.len()));
+        }
+        if left_out > 0 {
+            text.push_str(&format!("; {left_out} left out by `--where`"));
+        }
+        text.push_str(&format!(
+            "\n{} agent invocation{} in {} span{}; the expectations are drafts: confirm them with `casebook review`\n",
+            captured.invocations,
+            if captured.invocations == 1 { "" } else { "s" },
+            captured.spans,
+            if captured.spans == 1 { "" } else { "s" },
+        ));
+        text
+    })
+}
+
+/// Prints the report: JSON with `--format json`, else the text.
+fn say(settings: &Global, value: &serde_json::Value, text: impl FnOnce() -> String) -> anyhow::Result<()> {
+    crate::write_stdout(&if settings.json { format!("{value}\n") } else { text() })?;
+    Ok(())
+}
+
+fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut Reporter) -> anyhow::Result<Outcome> {
+    let format = args.to.unwrap_or(Format::Casebook);
+    let syntax = args.syntax.unwrap_or_else(|| format.syntax_for(None));
+    let export = ExportSettings {
+        format,
+        syntax,
+        column_map: None,
+        lossy: args.lossy,
+        seed_files: SeedFiles::Inline,
+        place: "captured cases".into(),
+    };
+    let header = DatasetHeader {
+        name: Some(args.dataset.clone().unwrap_or_else(|| "captured".into())),
+        ..DatasetHeader::default()
+    };
+    let columns = if export.needs_columns() {
+        let mut columns = CsvColumns::new(&export);
+        columns.add(cases);
+        columns.ordered(&header)
+    } else {
+        Vec::new()
+    };
+    let out = Box::new(std::io::BufWriter::new(std::io::stdout()));
+    let mut exporter = Exporter::new(export, &header, columns, out, None)?;
+    exporter.begin()?;
+    let refused = exporter.cases(cases)?;
+    refused.iter().for_each(|d| reporter.emit(d));
+    let exported = exporter.finish()?;
+    exported.diagnostics.iter().for_each(|d| reporter.emit(d));
+    if !settings.quiet && !settings.json {
+        eprintln!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
+    }
+    Ok(if exported.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
+}

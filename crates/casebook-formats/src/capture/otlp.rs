@@ -1,0 +1,449 @@
+//! OTLP JSON trace files: an `ExportTraceServiceRequest` document, or JSON lines of them as the
+//! collector's file exporter writes, read into [`Span`]s. Field names are read in the
+//! lowerCamelCase of the OTLP JSON encoding and in the protobuf names (`resource_spans`); trace
+//! and span ids in hex (the OTLP JSON rule) or base64 (protobuf's JSON mapping). Only the
+//! attributes the conventions casebook reads are kept, so memory follows the conversations, not
+//! the spans' other attributes.
+
+use casebook_model::{Code, Diagnostic, Map};
+use serde_json::{Number, Value};
+
+use crate::json;
+use crate::node::{Node, NodeValue, Streamed};
+use crate::pointer::Ptr;
+use crate::source::{Cx, Source};
+
+/// One span, with the attributes casebook reads.
+#[derive(Debug, Clone)]
+pub struct Span {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// 16 lowercase hex digits.
+    pub span_id: String,
+    pub parent_id: Option<String>,
+    pub name: String,
+    /// Unix nanoseconds (0 when the file does not say).
+    pub start: u64,
+    pub end: u64,
+    /// The resource's `service.name`.
+    pub service: Option<String>,
+    /// The status message of a span whose status is an error (`""` when it has none).
+    pub error: Option<String>,
+    pub attrs: Map,
+    pub events: Vec<Event>,
+    /// Where the span is, for warnings about it.
+    pub at: At,
+}
+
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub name: String,
+    pub attrs: Map,
+}
+
+/// A span's place in its file.
+#[derive(Debug, Clone)]
+pub struct At {
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+    pub line_offset: u64,
+    pub pointer: String,
+}
+
+impl At {
+    pub fn diagnostic(&self, code: Code, message: String, hint: Option<String>) -> Diagnostic {
+        Diagnostic {
+            severity: code.severity(),
+            code,
+            message,
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            pointer: self.pointer.clone(),
+            hint,
+            case: None,
+            line_offset: Some(self.line_offset),
+        }
+    }
+}
+
+/// Attribute namespaces of the conventions casebook reads (OpenTelemetry GenAI, its deprecated
+/// forms, OpenInference).
+const KEPT: &[&str] = &[
+    "gen_ai.",
+    "llm.",
+    "input.",
+    "output.",
+    "openinference.",
+    "tool.",
+    "retrieval.",
+    "session.",
+    "content",
+    "message",
+];
+
+fn kept(key: &str) -> bool {
+    KEPT.iter().any(|p| key.starts_with(p)) || matches!(key, "tool_calls" | "role" | "index" | "finish_reason")
+}
+
+/// Reads one trace file, adding its spans and the problems found in it.
+pub fn read(file: &str, bytes: &[u8], spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
+            let src = Source::new(file, valid, 1, 0);
+            let mut d =
+                src.diagnostic(Code::InvalidUtf8, valid.len(), String::new(), "the file is not UTF-8 text".into());
+            d.hint = Some("OTLP JSON is UTF-8: export the traces again, or convert the file".into());
+            diags.push(d);
+            return;
+        }
+    };
+    let (text, bom) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => (rest, 3),
+        None => (text, 0),
+    };
+    if is_lines(text) {
+        let mut offset = bom;
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            let body = line.trim_end_matches(['\n', '\r']);
+            if !body.trim().is_empty() {
+                let src = Source::new(file, body, i as u64 + 1, offset as u64);
+                let mut cx = Cx::new(&src, None);
+                match json::parse(body) {
+                    Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans),
+                    Err(e) => syntax(&mut cx, e),
+                }
+                diags.append(&mut cx.diags);
+            }
+            offset += line.len();
+        }
+        return;
+    }
+    let src = Source::new(file, text, 1, bom as u64);
+    let mut cx = Cx::new(&src, None);
+    // Each `resourceSpans` item is mapped as soon as it is parsed, so a large file never
+    // becomes one tree.
+    let mut key = None;
+    let mut index = 0;
+    let parsed = json::parse_streaming(text, &[&["resourceSpans"], &["resource_spans"]], &mut |streamed| {
+        match streamed {
+            Streamed::Begin { path, .. } => key = path.first().copied(),
+            Streamed::Item(node) => {
+                let list = Ptr::ROOT.key(key.unwrap_or("resourceSpans"));
+                resource_spans(&mut cx, &node, &list.index(index), spans);
+                index += 1;
+            }
+        }
+        true
+    });
+    match parsed {
+        Ok(root) if key.is_none() => request(&mut cx, &root, &Ptr::ROOT, spans),
+        Ok(_) => {}
+        Err(e) => syntax(&mut cx, e),
+    }
+    diags.append(&mut cx.diags);
+}
+
+/// Whether the text is JSON lines: a first line that is a whole JSON value, and more after it.
+fn is_lines(text: &str) -> bool {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(first) = lines.next() else { return false };
+    json::parse(first).is_ok() && lines.next().is_some()
+}
+
+fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {
+    let code = if e.too_deep { Code::TooDeep } else { Code::JsonSyntax };
+    cx.report(code, e.offset, &Ptr::ROOT, e.message);
+}
+
+/// An `ExportTraceServiceRequest`.
+fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
+    if cx.object(root, ptr).is_none() {
+        return;
+    }
+    let Some((key, list)) = field(root, &["resourceSpans", "resource_spans"]) else {
+        let d = cx.report(
+            Code::MissingField,
+            root.offset,
+            ptr,
+            "missing `resourceSpans`: this is not an OTLP trace document",
+        );
+        d.hint = Some(
+            "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them"
+                .into(),
+        );
+        return;
+    };
+    let list_ptr = ptr.key(key);
+    let Some(items) = cx.array(list, &list_ptr) else { return };
+    for (i, item) in items.iter().enumerate() {
+        resource_spans(cx, item, &list_ptr.index(i), spans);
+    }
+}
+
+fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
+    if cx.object(node, ptr).is_none() {
+        return;
+    }
+    let service = node
+        .get("resource")
+        .and_then(|r| r.get("attributes"))
+        .and_then(|a| attributes(cx, a, &ptr.key("resource").key("attributes"), |k| k == "service.name"))
+        .and_then(|mut a| match a.remove("service.name") {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        });
+    let Some((key, scopes)) = field(node, &["scopeSpans", "scope_spans", "instrumentationLibrarySpans"]) else {
+        return;
+    };
+    let scopes_ptr = ptr.key(key);
+    let Some(scopes) = cx.array(scopes, &scopes_ptr) else { return };
+    for (i, scope) in scopes.iter().enumerate() {
+        let scope_ptr = scopes_ptr.index(i);
+        if cx.object(scope, &scope_ptr).is_none() {
+            continue;
+        }
+        let Some(list) = scope.get("spans") else { continue };
+        let list_ptr = scope_ptr.key("spans");
+        let Some(list) = cx.array(list, &list_ptr) else { continue };
+        for (j, node) in list.iter().enumerate() {
+            if let Some(span) = span(cx, node, &list_ptr.index(j), service.as_deref()) {
+                spans.push(span);
+            }
+        }
+    }
+}
+
+fn span(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, service: Option<&str>) -> Option<Span> {
+    cx.object(node, ptr)?;
+    let errors = cx.diags.len();
+    let trace_id = id(cx, node, ptr, &["traceId", "trace_id"], 16);
+    let span_id = id(cx, node, ptr, &["spanId", "span_id"], 8);
+    let parent_id = match field(node, &["parentSpanId", "parent_span_id"]) {
+        Some((_, n)) if n.as_str().is_some_and(str::is_empty) || n.is_null() => None,
+        Some((key, _)) => id(cx, node, ptr, &[key], 8),
+        None => None,
+    };
+    let name = match node.get("name") {
+        Some(n) => cx.opt_string(n, &ptr.key("name")).unwrap_or_default(),
+        None => String::new(),
+    };
+    let start = time(cx, node, ptr, &["startTimeUnixNano", "start_time_unix_nano"]);
+    let end = time(cx, node, ptr, &["endTimeUnixNano", "end_time_unix_nano"]);
+    let attrs = match node.get("attributes") {
+        Some(a) => attributes(cx, a, &ptr.key("attributes"), kept).unwrap_or_default(),
+        None => Map::new(),
+    };
+    let mut events = Vec::new();
+    if let Some(list) = node.get("events") {
+        let list_ptr = ptr.key("events");
+        if let Some(list) = cx.array(list, &list_ptr) {
+            for (i, event) in list.iter().enumerate() {
+                let event_ptr = list_ptr.index(i);
+                if cx.object(event, &event_ptr).is_none() {
+                    continue;
+                }
+                let name = event.get("name").and_then(Node::as_str).unwrap_or_default().to_owned();
+                let attrs = match event.get("attributes") {
+                    Some(a) => attributes(cx, a, &event_ptr.key("attributes"), kept).unwrap_or_default(),
+                    None => Map::new(),
+                };
+                events.push(Event { name, attrs });
+            }
+        }
+    }
+    let error = node.get("status").and_then(|status| {
+        let code = status.get("code")?;
+        let is_error = match &code.value {
+            NodeValue::Number(n) => n.as_ref() == "2",
+            NodeValue::String(s) => s.as_ref() == "STATUS_CODE_ERROR" || s.as_ref() == "2",
+            _ => false,
+        };
+        is_error.then(|| status.get("message").and_then(Node::as_str).unwrap_or_default().to_owned())
+    });
+    if cx.diags[errors..].iter().any(Diagnostic::is_error) {
+        return None;
+    }
+    let (line, column, line_offset) = cx.src.locate(node.offset);
+    Some(Span {
+        trace_id: trace_id?,
+        span_id: span_id?,
+        parent_id,
+        name,
+        start: start.unwrap_or(0),
+        end: end.unwrap_or(0),
+        service: service.map(str::to_owned),
+        error,
+        attrs,
+        events,
+        at: At { file: cx.src.file.to_owned(), line, column, line_offset, pointer: ptr.to_string() },
+    })
+}
+
+/// The first of `keys` the object has, with its value.
+fn field<'n, 's>(node: &'n Node<'s>, keys: &[&'static str]) -> Option<(&'static str, &'n Node<'s>)> {
+    keys.iter().find_map(|k| node.get(k).map(|n| (*k, n)))
+}
+
+/// A trace or span id of `bytes` bytes, as lowercase hex.
+fn id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str], bytes: usize) -> Option<String> {
+    let Some((key, value)) = field(node, keys) else {
+        cx.missing(node, ptr, keys[0], None);
+        return None;
+    };
+    let text = cx.string(value, &ptr.key(key))?;
+    if text.len() == bytes * 2 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Some(text.to_ascii_lowercase());
+    }
+    if let Some(decoded) = base64(&text).filter(|d| d.len() == bytes) {
+        return Some(decoded.iter().map(|b| format!("{b:02x}")).collect());
+    }
+    let d = cx.report(
+        Code::InvalidValue,
+        value.offset,
+        &ptr.key(key),
+        format!("`{key}` is not {bytes} bytes in hex: `{}`", casebook_model::excerpt(&text)),
+    );
+    d.hint = Some(format!("OTLP JSON writes ids as {} hex digits", bytes * 2));
+    None
+}
+
+fn time(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str]) -> Option<u64> {
+    let (key, value) = field(node, keys)?;
+    let parsed = match &value.value {
+        NodeValue::String(s) => s.parse::<u64>().ok(),
+        NodeValue::Number(n) => n.parse::<u64>().ok(),
+        _ => None,
+    };
+    if parsed.is_none() {
+        cx.report(Code::InvalidValue, value.offset, &ptr.key(key), format!("`{key}` is not a count of nanoseconds"));
+    }
+    parsed
+}
+
+/// A list of `{key, value}` attributes, keeping those `keep` wants.
+fn attributes(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keep: impl Fn(&str) -> bool) -> Option<Map> {
+    let items = cx.array(node, ptr)?;
+    let mut out = Map::new();
+    for (i, item) in items.iter().enumerate() {
+        let item_ptr = ptr.index(i);
+        let Some(key) = item.get("key") else {
+            cx.missing(item, &item_ptr, "key", None);
+            continue;
+        };
+        let Some(key) = cx.string(key, &item_ptr.key("key")) else { continue };
+        if !keep(&key) {
+            continue;
+        }
+        let value = match item.get("value") {
+            Some(v) => any_value(cx, v, &item_ptr.key("value")),
+            None => Some(Value::Null),
+        };
+        if let Some(value) = value {
+            out.insert(key, value);
+        }
+    }
+    Some(out)
+}
+
+/// An OTLP `AnyValue` as JSON: strings, booleans and numbers as they are, arrays and key-value
+/// lists as arrays and objects, bytes as their base64 text.
+fn any_value(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Value> {
+    let entries = cx.object(node, ptr)?;
+    let Some(entry) = entries.first() else { return Some(Value::Null) };
+    let inner = &entry.value;
+    let inner_ptr = ptr.key(&entry.key);
+    Some(match entry.key.as_ref() {
+        "stringValue" | "string_value" | "bytesValue" | "bytes_value" => Value::String(cx.string(inner, &inner_ptr)?),
+        "boolValue" | "bool_value" => match inner.value {
+            NodeValue::Bool(b) => Value::Bool(b),
+            _ => {
+                cx.wrong_type(inner, &inner_ptr, "a boolean");
+                return None;
+            }
+        },
+        "intValue" | "int_value" | "doubleValue" | "double_value" => {
+            let text = match &inner.value {
+                NodeValue::String(s) | NodeValue::Number(s) => s.as_ref(),
+                _ => "",
+            };
+            match text
+                .parse::<i64>()
+                .map(Number::from)
+                .ok()
+                .or_else(|| text.parse::<f64>().ok().and_then(Number::from_f64))
+            {
+                Some(n) => Value::Number(n),
+                None => {
+                    cx.wrong_type(inner, &inner_ptr, "a number");
+                    return None;
+                }
+            }
+        }
+        "arrayValue" | "array_value" => {
+            let values = inner.get("values");
+            let mut out = Vec::new();
+            if let Some(values) = values {
+                let values_ptr = inner_ptr.key("values");
+                for (i, v) in cx.array(values, &values_ptr)?.iter().enumerate() {
+                    out.push(any_value(cx, v, &values_ptr.index(i))?);
+                }
+            }
+            Value::Array(out)
+        }
+        "kvlistValue" | "kvlist_value" => match inner.get("values") {
+            Some(values) => Value::Object(attributes(cx, values, &inner_ptr.key("values"), |_| true)?),
+            None => Value::Object(Map::new()),
+        },
+        other => {
+            let d =
+                cx.report(Code::InvalidValue, entry.key_offset, ptr, format!("`{other}` is not a kind of OTLP value"));
+            d.hint = Some(
+                "an attribute value is one of `stringValue`, `boolValue`, `intValue`, `doubleValue`, `arrayValue`, `kvlistValue`, `bytesValue`"
+                    .into(),
+            );
+            return None;
+        }
+    })
+}
+
+/// Standard base64 (padding optional), or `None`.
+fn base64(text: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in body.bytes() {
+        acc = (acc << 6) | digit(c)?;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_ids_become_hex() {
+        assert_eq!(base64("AAECAwQFBgc=").unwrap(), [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(base64("not base64!"), None);
+    }
+}

@@ -1,0 +1,77 @@
+//! Adding captured cases (`casebook capture`, the server's capture route) to a dataset: the
+//! cases whose id the head already has are left as they are (a trace captured again, or a
+//! captured case since reviewed and edited, is never overwritten), the others are committed on
+//! the head that was read, so a commit made meanwhile is a conflict and nothing is lost.
+
+use casebook_model::{Case, DatasetHeader};
+
+use crate::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Ref, Store, StoreError, prepare};
+
+/// Who adds the cases, when, and why.
+#[derive(Debug, Clone)]
+pub struct CaptureRequest {
+    pub dataset: String,
+    pub author: String,
+    /// RFC 3339.
+    pub time: String,
+    pub message: String,
+}
+
+/// What was added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureOutcome {
+    /// `None` when every case was there already (nothing was committed).
+    pub commit: Option<CommitOutcome>,
+    /// Ids of the cases added, in order.
+    pub added: Vec<String>,
+    /// Ids of the cases the head had already.
+    pub present: Vec<String>,
+}
+
+/// Adds the cases the dataset's head does not have; a dataset that does not exist is made.
+pub async fn add_captured(
+    store: &AnyStore,
+    request: CaptureRequest,
+    cases: Vec<Case>,
+) -> Result<CaptureOutcome, StoreError> {
+    let head = match store.resolve(&request.dataset, &Ref::Latest).await {
+        Ok(head) => Some(head.number),
+        Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    let mut added = Vec::new();
+    let mut present = Vec::new();
+    let mut prepared = Vec::new();
+    for case in cases {
+        let known = match head {
+            Some(head) => store.case(&request.dataset, head, &case.id).await?.is_some(),
+            None => false,
+        };
+        if known {
+            present.push(case.id);
+        } else {
+            prepared.push(prepare(&case)?);
+            added.push(case.id);
+        }
+    }
+    if prepared.is_empty() {
+        return Ok(CaptureOutcome { commit: None, added, present });
+    }
+    let header =
+        head.is_none().then(|| DatasetHeader { name: Some(request.dataset.clone()), ..DatasetHeader::default() });
+    let commit = CommitRequest {
+        dataset: request.dataset,
+        header,
+        mode: CommitMode::Upsert,
+        parent: Some(head.unwrap_or(0)),
+        author: request.author,
+        time: request.time,
+        message: request.message,
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    // One batch: captures are as large as the traces a user picked, not millions of cases.
+    tx.send(Ok(prepared)).await.map_err(|_| StoreError::Corrupt("the commit stopped before it began".into()))?;
+    drop(tx);
+    let outcome = store.commit(commit, rx).await?;
+    Ok(CaptureOutcome { commit: Some(outcome), added, present })
+}
