@@ -4,6 +4,7 @@
 
 #[macro_use]
 mod cli;
+mod capture;
 
 mod convert;
 mod csv_cells;
