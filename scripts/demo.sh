@@ -2,8 +2,8 @@
 # The README's first command: builds casebook and runs it on the bundled examples — validates
 # every dataset, lints two, summarises and converts a mas-lab manifest, keeps versions of a
 # dataset in an embedded store (in a temporary folder), shows their log and diff, reviews a case
-# and lints the stored version, filters cases, and runs the example experiment against the
-# built-in agents.
+# and lints the stored version, captures production traces as cases, filters cases, and runs the
+# example experiment against the built-in agents.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +37,9 @@ casebook log support
 casebook diff support@v1 support@latest
 casebook review support 1 --state reviewed --confidence 0.9 -m "checked against the refund policy"
 casebook lint support@latest --deny warnings
+echo; echo "== production traces become cases with draft expectations (captured twice: added once)"
+casebook capture examples/traces/genai-agent.json examples/traces/openinference.json --dataset from-prod
+casebook capture examples/traces/genai-agent.json --dataset from-prod
 echo; echo "== choosing cases: the same filter on the store (in SQL) and on the file"
 casebook cases support --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases examples/letta/support.jsonl --where 'labels contains "refunds" or len(turns) >= 1'
