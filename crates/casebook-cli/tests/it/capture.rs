@@ -290,3 +290,27 @@ fn captures_add_only_new_cases_on_postgres() {
     let dir = Folder::new();
     captures_add_only_new_cases(&postgres_database(), &dir);
 }
+
+#[test]
+fn attributes_that_break_their_convention_are_warnings_and_left_out() {
+    let dir = Folder::new();
+    let attr = |k: &str, v: &str| json!({"key": k, "value": {"stringValue": v}});
+    let spans = json!([
+        {"traceId": "99999999999999999999999999999999", "spanId": "9999999999999901", "name": "invoke_agent Helper",
+         "attributes": [attr("gen_ai.operation.name", "invoke_agent"), attr("gen_ai.input.messages", "Ping?")]},
+        {"traceId": "99999999999999999999999999999999", "spanId": "9999999999999902", "parentSpanId": "9999999999999901",
+         "name": "chat", "attributes": [attr("gen_ai.operation.name", "chat"),
+            attr("gen_ai.input.messages", r#"[{"role":"user","parts":[{"type":"text","content":"Ping?"}]}]"#),
+            attr("gen_ai.output.messages", r#"[{"role":"assistant","parts":[{"type":"text","content":"Pong."}]}]"#)]}
+    ]);
+    let doc = json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]});
+    let file = dir.file("odd.json", serde_json::to_string_pretty(&doc).unwrap());
+    let out = run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&file));
+    out.expect_status(0);
+    // Once, at the agent span, however often the attribute was looked at.
+    assert_eq!(warnings(&out.stderr), [at("W-trace-attribute", 7, 13, "/resourceSpans/0/scopeSpans/0/spans/0")]);
+    assert!(out.stderr.contains("`gen_ai.input.messages` of span `invoke_agent Helper`"), "{out:?}");
+    // The model call's messages are read instead.
+    let cases = jsonl(&out.stdout);
+    assert_eq!((cases[1]["input"].as_str(), cases[1]["expected"]["output"].as_str()), (Some("Ping?"), Some("Pong.")));
+}

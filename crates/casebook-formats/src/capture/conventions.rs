@@ -100,6 +100,13 @@ impl<'s> View<'s> {
         self.operation() == Some("retrieval") || self.kind().as_deref() == Some("RETRIEVER")
     }
 
+    /// Notes an attribute that cannot be read, once however often it is looked at.
+    fn note(&mut self, key: &str, problem: String) {
+        if !self.unreadable.iter().any(|(k, _)| k == key) {
+            self.unreadable.push((key.to_owned(), problem));
+        }
+    }
+
     /// A JSON attribute, recorded as a JSON string or as a structured value.
     fn json_attr(&mut self, map: &'s Map, key: &str) -> Option<Value> {
         match map.get(key)? {
@@ -107,7 +114,7 @@ impl<'s> View<'s> {
             Value::String(text) => match serde_json::from_str::<Value>(text) {
                 Ok(value) => Some(value),
                 Err(e) => {
-                    self.unreadable.push((key.to_owned(), format!("is not JSON ({e})")));
+                    self.note(key, format!("is not JSON ({e})"));
                     None
                 }
             },
@@ -263,7 +270,7 @@ impl<'s> View<'s> {
             return match list {
                 Value::Array(items) => items.into_iter().filter_map(tool_definition).collect(),
                 _ => {
-                    self.unreadable.push(("gen_ai.tool.definitions".into(), "is not a list".into()));
+                    self.note("gen_ai.tool.definitions", "is not a list".into());
                     Vec::new()
                 }
             };
@@ -390,7 +397,7 @@ impl<'s> View<'s> {
             Value::Object(m) => vec![json_message(m)],
             Value::String(text) => vec![user_text(text)],
             _ => {
-                self.unreadable.push((key.to_owned(), "is not a list of messages".into()));
+                self.note(key, "is not a list of messages".into());
                 Vec::new()
             }
         }

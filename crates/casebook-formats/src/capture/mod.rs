@@ -159,17 +159,20 @@ fn invocation_case(
     let mut views: Vec<View> = ordered.iter().map(|&i| View::new(&spans[i])).collect();
     let root_at = ordered.iter().position(|&i| i == top).expect("the invocation is among its spans");
 
-    // The conversation sent: the invocation's own input, else the first model call's.
-    let mut input = views[root_at].input_messages();
-    if input.is_none() {
-        input = views.iter_mut().find_map(|v| v.input_messages());
-    }
-    let (messages, convention) = match input {
-        Some((messages, convention)) => (messages, convention),
-        None => match views[root_at].value("input") {
-            Some(value) => (vec![value_message(value)], conventions::OPENINFERENCE),
-            None => (Vec::new(), ""),
-        },
+    // The conversation sent: the invocation's own messages; else its input (OpenInference's
+    // `input.value`: what the user asked, where a model call may have been sent a prompt made
+    // from it) with the system messages of the first model call; else the first model call's.
+    let first_call = views.iter_mut().find_map(|v| v.input_messages());
+    let (messages, convention) = match (views[root_at].input_messages(), views[root_at].value("input")) {
+        (Some(own), _) => own,
+        (None, Some(value)) => {
+            let mut messages: Vec<Message> = first_call
+                .map(|(m, _)| m.into_iter().filter(|m| m.role == "system" || m.role == "developer").collect())
+                .unwrap_or_default();
+            messages.push(value_message(value));
+            (messages, conventions::OPENINFERENCE)
+        }
+        (None, None) => first_call.unwrap_or((Vec::new(), "")),
     };
 
     // The final answer: the invocation's own output, else the last model call's that has text.
