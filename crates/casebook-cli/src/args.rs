@@ -720,7 +720,8 @@ pub struct SchemaArgs {}
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// What to generate: letta-jsonl (every row with an id), letta-realistic (JSONL like users'
-    /// files: rows without ids, repeated prompts, escapes), letta-csv or maslab-yaml
+    /// files: rows without ids, repeated prompts, escapes), letta-csv, maslab-yaml, or otlp
+    /// (traces of agent invocations for `capture`, JSON lines; `--cases` invocations)
     #[arg(long, default_value = "letta-jsonl")]
     pub kind: String,
     /// Number of cases

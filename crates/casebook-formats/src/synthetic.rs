@@ -242,3 +242,159 @@ fn escape_non_ascii(out: &mut Vec<u8>, start: usize) {
     out.truncate(start);
     out.extend_from_slice(escaped.as_bytes());
 }
+
+/// The spans of agent invocation `i` as OTLP JSON, in one of the conventions `casebook capture`
+/// reads: GenAI with an agent span, a model call asking for a tool, the tool and the final call
+/// (most); the flattened deprecated form without an agent span; OpenInference; a conversation
+/// with its history in the input; and, one in twenty, an invocation whose content was not
+/// recorded. Prompts repeat (a fifth of them are drawn from a small set), and text is non-ASCII.
+pub fn otlp_invocation(rng: &mut Rng, i: u64) -> Vec<Value> {
+    let trace = format!("{:016x}{:016x}", rng.next_u64(), i);
+    let id = |n: u64| format!("{:012x}{n:04x}", i);
+    let time = 1_714_000_000_000_000_000u64 + i * 1_000_000_000;
+    let attr = |k: &str, v: String| json!({"key": k, "value": {"stringValue": v}});
+    let span = |n: u64, parent: Option<u64>, name: &str, attributes: Vec<Value>| {
+        json!({"traceId": trace, "spanId": id(n), "parentSpanId": parent.map(id).unwrap_or_default(), "name": name,
+            "kind": 1, "startTimeUnixNano": (time + n * 1000).to_string(), "endTimeUnixNano": (time + 900_000_000 - n).to_string(),
+            "attributes": attributes, "status": {}})
+    };
+    let question = if rng.next_u64() % 5 == 0 {
+        format!("What is the refund policy for {}?", rng.pick(&["Celestia", "Verdantia", "café orders"]))
+    } else {
+        format!("Ticket {i}: {} — {}?", rng.sentence(14), rng.sentence(6))
+    };
+    let answer = format!("{} ({})", rng.sentence(18), rng.pick(&["résumé", "naïve", "→ done"]));
+    let tool = rng.pick(&["search_orders", "get_invoice", "check_latency"]);
+    let args = json!({"query": rng.sentence(3), "limit": rng.next_u64() % 10}).to_string();
+    let text = |role: &str, t: &str| json!({"role": role, "parts": [{"type": "text", "content": t}]});
+    let system = "You are the support agent of a shop. Answer briefly and cite the policy.";
+    match rng.next_u64() % 20 {
+        0 => vec![
+            span(0, None, "invoke_agent Support", vec![attr("gen_ai.operation.name", "invoke_agent".into())]),
+            span(1, Some(0), "chat gpt-4o", vec![attr("gen_ai.operation.name", "chat".into())]),
+        ],
+        1..=3 => vec![
+            span(0, None, "POST /ask", vec![]),
+            span(
+                1,
+                Some(0),
+                "openai.chat",
+                vec![
+                    attr("gen_ai.prompt.0.role", "system".into()),
+                    attr("gen_ai.prompt.0.content", system.into()),
+                    attr("gen_ai.prompt.1.role", "user".into()),
+                    attr("gen_ai.prompt.1.content", question),
+                    attr("gen_ai.completion.0.role", "assistant".into()),
+                    attr("gen_ai.completion.0.content", answer),
+                ],
+            ),
+        ],
+        4..=6 => vec![
+            span(
+                0,
+                None,
+                "Agent",
+                vec![
+                    attr("openinference.span.kind", "AGENT".into()),
+                    attr("input.value", question.clone()),
+                    attr("output.value", answer.clone()),
+                    attr("session.id", format!("s-{}", i / 3)),
+                ],
+            ),
+            span(
+                1,
+                Some(0),
+                "retrieve",
+                vec![
+                    attr("openinference.span.kind", "RETRIEVER".into()),
+                    attr("retrieval.documents.0.document.id", "policy.md".into()),
+                    attr("retrieval.documents.0.document.content", rng.sentence(40)),
+                ],
+            ),
+            span(
+                2,
+                Some(0),
+                "ChatOpenAI",
+                vec![
+                    attr("openinference.span.kind", "LLM".into()),
+                    attr("llm.input_messages.0.message.role", "system".into()),
+                    attr("llm.input_messages.0.message.content", system.into()),
+                    attr("llm.input_messages.1.message.role", "user".into()),
+                    attr("llm.input_messages.1.message.content", question),
+                    attr("llm.output_messages.0.message.role", "assistant".into()),
+                    attr("llm.output_messages.0.message.content", answer),
+                ],
+            ),
+        ],
+        7..=8 => {
+            let history = json!([
+                text("system", system),
+                text("user", "Hello"),
+                text("assistant", "Hi! How can I help?"),
+                text("user", &question)
+            ]);
+            vec![span(
+                0,
+                None,
+                "invoke_agent Support",
+                vec![
+                    attr("gen_ai.operation.name", "invoke_agent".into()),
+                    attr("gen_ai.conversation.id", format!("c-{i}")),
+                    attr("gen_ai.input.messages", history.to_string()),
+                    attr("gen_ai.output.messages", json!([text("assistant", &answer)]).to_string()),
+                ],
+            )]
+        }
+        _ => {
+            let user = json!([text("user", &question)]);
+            let call = json!([{"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": tool, "arguments": args}]}]);
+            let tools = json!([{"type": "function", "name": tool, "description": rng.sentence(8), "parameters": {"type": "object"}}]);
+            let final_answer = json!([text("assistant", &answer)]).to_string();
+            vec![
+                span(
+                    0,
+                    None,
+                    "invoke_agent Support",
+                    vec![
+                        attr("gen_ai.operation.name", "invoke_agent".into()),
+                        attr("gen_ai.agent.name", "Support".into()),
+                        attr("gen_ai.system_instructions", json!([{"type": "text", "content": system}]).to_string()),
+                        attr("gen_ai.tool.definitions", tools.to_string()),
+                        attr("gen_ai.input.messages", user.to_string()),
+                        attr("gen_ai.output.messages", final_answer.clone()),
+                    ],
+                ),
+                span(
+                    1,
+                    Some(0),
+                    "chat gpt-4o",
+                    vec![
+                        attr("gen_ai.operation.name", "chat".into()),
+                        attr("gen_ai.input.messages", user.to_string()),
+                        attr("gen_ai.output.messages", call.to_string()),
+                    ],
+                ),
+                span(
+                    2,
+                    Some(0),
+                    "execute_tool",
+                    vec![
+                        attr("gen_ai.operation.name", "execute_tool".into()),
+                        attr("gen_ai.tool.name", tool.into()),
+                        attr("gen_ai.tool.call.arguments", args),
+                    ],
+                ),
+                span(
+                    3,
+                    Some(0),
+                    "chat gpt-4o",
+                    vec![
+                        attr("gen_ai.operation.name", "chat".into()),
+                        attr("gen_ai.input.messages", user.to_string()),
+                        attr("gen_ai.output.messages", final_answer),
+                    ],
+                ),
+            ]
+        }
+    }
+}

@@ -43,7 +43,7 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
     drop(files);
 
     let mut reporter = Reporter::new(settings, true);
-    captured.diagnostics.iter().for_each(|d| reporter.emit(d));
+    report_diagnostics(settings, &captured, &mut reporter);
     let errors = captured.diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
         if !settings.quiet {
@@ -100,6 +100,31 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
     };
     report(settings, &dataset, &captured, left_out, &outcome)?;
     Ok(Outcome::Ok)
+}
+
+/// Warnings shown per code on a terminal before the rest are counted; `--format json` lists all.
+const SHOWN_PER_CODE: usize = 20;
+
+/// The problems found, on stderr: every one with `--format json`; for people, the first
+/// [`SHOWN_PER_CODE`] of each code and a count of the others (traces captured with content
+/// capture off give one warning per invocation).
+fn report_diagnostics(settings: &Global, captured: &Captured, reporter: &mut Reporter) {
+    let mut shown: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
+    for d in &captured.diagnostics {
+        let count = shown.entry(d.code).or_default();
+        *count += 1;
+        if settings.json || d.is_error() || *count <= SHOWN_PER_CODE {
+            reporter.emit(d);
+        }
+    }
+    if settings.quiet || settings.json {
+        return;
+    }
+    let mut more: Vec<_> = shown.into_iter().filter(|(_, n)| *n > SHOWN_PER_CODE).collect();
+    more.sort_by_key(|(code, _)| code.as_str());
+    for (code, n) in more {
+        eprintln!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
+    }
 }
 
 fn report(

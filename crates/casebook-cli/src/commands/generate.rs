@@ -4,7 +4,7 @@ use std::io::{BufWriter, Write};
 
 use anyhow::bail;
 
-use casebook_formats::synthetic::{Rng, letta_realistic_row, letta_row};
+use casebook_formats::synthetic::{Rng, letta_realistic_row, letta_row, otlp_invocation};
 
 use crate::Outcome;
 use crate::args::GenerateArgs;
@@ -42,6 +42,28 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<Outcome> {
                     .replace('"', "\"\"");
                 let vars = serde_json::json!({"reference": rng.sentence(12)}).to_string().replace('"', "\"\"");
                 writeln!(out, "{i},\"{input}\",{gt},\"{tags}\",\"{args_json}\",\"{vars}\"")?;
+            }
+        }
+        "otlp" => {
+            // JSON lines of 200 spans each, as a collector's file exporter cuts its batches:
+            // the spans of one trace may be on two lines.
+            let mut spans = Vec::with_capacity(256);
+            let flush = |spans: &mut Vec<serde_json::Value>, out: &mut BufWriter<Box<dyn Write>>| {
+                let batch = serde_json::json!({"resourceSpans": [{"resource": {"attributes": [
+                    {"key": "service.name", "value": {"stringValue": "support"}}]},
+                    "scopeSpans": [{"scope": {"name": "generated"}, "spans": spans}]}]});
+                spans.clear();
+                serde_json::to_writer(&mut *out, &batch)?;
+                out.write_all(b"\n")
+            };
+            for i in 0..args.cases {
+                spans.extend(otlp_invocation(&mut rng, i));
+                if spans.len() >= 200 {
+                    flush(&mut spans, &mut out)?;
+                }
+            }
+            if !spans.is_empty() {
+                flush(&mut spans, &mut out)?;
             }
         }
         "maslab-yaml" => {

@@ -314,3 +314,23 @@ fn attributes_that_break_their_convention_are_warnings_and_left_out() {
     let cases = jsonl(&out.stdout);
     assert_eq!((cases[1]["input"].as_str(), cases[1]["expected"]["output"].as_str()), (Some("Ping?"), Some("Pong.")));
 }
+
+#[test]
+fn many_warnings_of_one_code_are_counted_after_the_first_twenty() {
+    let dir = Folder::new();
+    // 25 invocations recorded without content, and the example's with content.
+    let spans: Vec<Value> = (0..25)
+        .map(|i| {
+            json!({"traceId": format!("{i:032x}"), "spanId": "00000000000000a1", "name": "invoke_agent Quiet",
+                "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]})
+        })
+        .collect();
+    let quiet = dir.file("quiet.json", json!({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}).to_string());
+    let human = run(cb(&dir).args(["capture", "--dry-run"]).arg(&quiet).arg(example("genai-agent.json")));
+    human.expect_status(0);
+    assert_eq!(human.stderr.matches("warning[W-no-content]").count(), 20, "{human:?}");
+    assert!(human.stderr.contains("… and 5 more W-no-content warnings (`--format json` lists every one)"), "{human:?}");
+    let machine =
+        run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&quiet).arg(example("genai-agent.json")));
+    assert_eq!(warnings(&machine.stderr).len(), 25, "{machine:?}");
+}
