@@ -3,8 +3,6 @@
 //! (`casebook_store::add_captured`) or, with `--dry-run`, written to standard output in any
 //! format. Problems in the traces go to stderr; a trace file with errors writes nothing.
 
-use std::io::Read;
-
 use anyhow::Context;
 use casebook_formats::capture::{self, Captured};
 use casebook_formats::{CsvColumns, ExportSettings, Exporter, Format, SeedFiles};
@@ -26,21 +24,19 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         ),
         None => None,
     };
-    let mut files = Vec::with_capacity(args.traces.len());
+    let mut capture = capture::Capture::new();
     for path in &args.traces {
         super::check_exists(path)?;
-        let mut bytes = Vec::new();
         if path.as_os_str() == "-" {
-            std::io::stdin().read_to_end(&mut bytes).context("cannot read standard input")?;
-            files.push(("<stdin>".to_owned(), bytes));
+            capture.read("<stdin>", std::io::stdin().lock()).context("cannot read standard input")?;
         } else {
-            bytes = fs_err::read(path)?;
-            files.push((path.display().to_string(), bytes));
+            let file = fs_err::File::open(path)?;
+            capture
+                .read(&path.display().to_string(), std::io::BufReader::with_capacity(1 << 16, file))
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
         }
     }
-    let named: Vec<(&str, &[u8])> = files.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice())).collect();
-    let captured = capture::capture(&named);
-    drop(files);
+    let mut captured = capture.finish();
 
     let mut reporter = Reporter::new(settings, true);
     report_diagnostics(settings, &captured, &mut reporter);
@@ -62,10 +58,10 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     let made = captured.cases.len();
-    let cases: Vec<Case> = match &filter {
-        Some(filter) => captured.cases.iter().filter(|c| filter.matches(c)).cloned().collect(),
-        None => captured.cases.clone(),
-    };
+    let mut cases = std::mem::take(&mut captured.cases);
+    if let Some(filter) = &filter {
+        cases.retain(|c| filter.matches(c));
+    }
     let left_out = made - cases.len();
 
     if args.dry_run {

@@ -334,3 +334,18 @@ fn many_warnings_of_one_code_are_counted_after_the_first_twenty() {
         run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&quiet).arg(example("genai-agent.json")));
     assert_eq!(warnings(&machine.stderr).len(), 25, "{machine:?}");
 }
+
+#[test]
+fn json_lines_with_a_byte_order_mark_or_on_standard_input_are_read() {
+    let dir = Folder::new();
+    let lines = std::fs::read_to_string(example("genai-conversation.jsonl")).unwrap();
+    let file = dir.file("bom.jsonl", format!("\u{feff}{lines}{{\"resourceSpans\": 7}}\n"));
+    let out = run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&file));
+    out.expect_status(1);
+    assert_eq!(warnings(&out.stderr), [at("E-wrong-type", 4, 19, "/resourceSpans")]);
+    let piped = run(cb(&dir)
+        .args(["capture", "--dry-run", "-"])
+        .write_stdin(std::fs::read(example("genai-conversation.jsonl")).unwrap()));
+    piped.expect_status(0);
+    assert_eq!(jsonl(&piped.stdout).len(), 4, "{piped:?}");
+}

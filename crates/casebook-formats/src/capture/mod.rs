@@ -53,42 +53,65 @@ impl Captured {
     }
 }
 
-/// Reads trace files, `(name as shown, content)`, into cases. Spans of one trace may be spread over
-/// several files; a span met twice is read once.
-pub fn capture(files: &[(&str, &[u8])]) -> Captured {
-    let mut spans = Vec::new();
-    let mut out = Captured::default();
-    for (file, text) in files {
-        otlp::read(file, text, &mut spans, &mut out.diagnostics);
-    }
-    let mut seen = HashSet::new();
-    spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
-    out.spans = spans.len() as u64;
-    if out.has_errors() {
-        return out;
+/// Reads trace files into cases: [`Capture::read`] each file, then [`Capture::finish`]. Spans
+/// of one trace may be spread over several files; a span met twice is read once.
+#[derive(Debug, Default)]
+pub struct Capture {
+    spans: Vec<Span>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Capture {
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    let mut traces: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, span) in spans.iter().enumerate() {
-        traces.entry(&span.trace_id).or_default().push(i);
+    /// Reads one file, `file` being its name as diagnostics show it. Only the spans' attributes
+    /// of the conventions read are kept; the file itself is not.
+    pub fn read(&mut self, file: &str, reader: impl std::io::BufRead) -> std::io::Result<()> {
+        otlp::read(file, reader, &mut self.spans, &mut self.diagnostics)
     }
-    let mut invocations: Vec<(usize, Vec<usize>)> = Vec::new();
-    for members in traces.values() {
-        invocations.extend(trace_invocations(&spans, members));
-    }
-    invocations.sort_by(|a, b| {
-        let (x, y) = (&spans[a.0], &spans[b.0]);
-        (x.start, &x.trace_id, &x.span_id).cmp(&(y.start, &y.trace_id, &y.span_id))
-    });
-    out.invocations = invocations.len() as u64;
 
-    let mut conversations: HashMap<String, Vec<Exchange>> = HashMap::new();
-    for (root, members) in invocations {
-        if let Some(case) = invocation_case(&spans, root, &members, &mut conversations, &mut out.diagnostics) {
-            out.cases.push(case);
+    /// The cases of the invocations read, or the errors that kept the files from being read.
+    pub fn finish(self) -> Captured {
+        let Capture { mut spans, diagnostics } = self;
+        let mut out = Captured { diagnostics, ..Captured::default() };
+        let mut seen = HashSet::new();
+        spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
+        drop(seen);
+        out.spans = spans.len() as u64;
+        if out.has_errors() {
+            return out;
         }
+
+        let mut traces: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, span) in spans.iter().enumerate() {
+            traces.entry(&span.trace_id).or_default().push(i);
+        }
+        let mut invocations: Vec<(usize, Vec<usize>)> = Vec::new();
+        for members in traces.values() {
+            invocations.extend(trace_invocations(&spans, members));
+        }
+        drop(traces);
+        invocations.sort_by(|a, b| {
+            let (x, y) = (&spans[a.0], &spans[b.0]);
+            (x.start, &x.trace_id, &x.span_id).cmp(&(y.start, &y.trace_id, &y.span_id))
+        });
+        out.invocations = invocations.len() as u64;
+
+        let mut conversations: HashMap<String, Vec<Exchange>> = HashMap::new();
+        for (root, members) in invocations {
+            if let Some(case) = invocation_case(&spans, root, &members, &mut conversations, &mut out.diagnostics) {
+                out.cases.push(case);
+            }
+            // What the case took from them is in the case now: memory holds each message once.
+            for i in members {
+                spans[i].attrs = Map::new();
+                spans[i].events = Vec::new();
+            }
+        }
+        out
     }
-    out
 }
 
 /// The invocations of one trace: `(span, the spans under it, itself first)`.

@@ -5,6 +5,8 @@
 //! attributes the conventions casebook reads are kept, so memory follows the conversations, not
 //! the spans' other attributes.
 
+use std::io::{self, BufRead};
+
 use casebook_model::{Code, Diagnostic, Map};
 use serde_json::{Number, Value};
 
@@ -87,41 +89,75 @@ fn kept(key: &str) -> bool {
     KEPT.iter().any(|p| key.starts_with(p)) || matches!(key, "tool_calls" | "role" | "index" | "finish_reason")
 }
 
-/// Reads one trace file, adding its spans and the problems found in it.
-pub fn read(file: &str, bytes: &[u8], spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
+/// Reads one trace file, adding its spans and the problems found in it. JSON lines are read a
+/// line at a time (the first line decides: a whole JSON value with more after it); a document
+/// is read whole, its `resourceSpans` mapped one by one as they are parsed.
+pub fn read(
+    file: &str,
+    mut reader: impl BufRead,
+    spans: &mut Vec<Span>,
+    diags: &mut Vec<Diagnostic>,
+) -> io::Result<()> {
+    let mut buffer = Vec::new();
+    reader.read_until(b'\n', &mut buffer)?;
+    let bom = if buffer.starts_with(b"\xef\xbb\xbf") { 3 } else { 0 };
+    let more = !reader.fill_buf()?.is_empty();
+    let first_is_value =
+        std::str::from_utf8(&buffer[bom..]).is_ok_and(|t| !t.trim().is_empty() && json::parse(t).is_ok());
+    if !(more && first_is_value) {
+        reader.read_to_end(&mut buffer)?;
+        document(file, &buffer, bom, spans, diags);
+        return Ok(());
+    }
+    let mut offset = 0;
+    let mut number = 1;
+    loop {
+        let start = if number == 1 { bom } else { 0 };
+        line(file, &buffer[start..], number, (offset + start) as u64, spans, diags);
+        offset += buffer.len();
+        number += 1;
+        buffer.clear();
+        if reader.read_until(b'\n', &mut buffer)? == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// One line of a JSON-lines file: an `ExportTraceServiceRequest`.
+fn line(file: &str, bytes: &[u8], number: u64, offset: u64, spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
+    let Some(text) = utf8(file, bytes, number, offset, diags) else { return };
+    let body = text.trim_end_matches(['\n', '\r']);
+    if body.trim().is_empty() {
+        return;
+    }
+    let src = Source::new(file, body, number, offset);
+    let mut cx = Cx::new(&src, None);
+    match json::parse(body) {
+        Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans),
+        Err(e) => syntax(&mut cx, e),
+    }
+    diags.append(&mut cx.diags);
+}
+
+/// The text of `bytes`, or an error at the first byte that is not UTF-8.
+fn utf8<'b>(file: &str, bytes: &'b [u8], line: u64, offset: u64, diags: &mut Vec<Diagnostic>) -> Option<&'b str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Some(text),
         Err(e) => {
             let valid = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
-            let src = Source::new(file, valid, 1, 0);
+            let src = Source::new(file, valid, line, offset);
             let mut d =
                 src.diagnostic(Code::InvalidUtf8, valid.len(), String::new(), "the file is not UTF-8 text".into());
             d.hint = Some("OTLP JSON is UTF-8: export the traces again, or convert the file".into());
             diags.push(d);
-            return;
+            None
         }
-    };
-    let (text, bom) = match text.strip_prefix('\u{feff}') {
-        Some(rest) => (rest, 3),
-        None => (text, 0),
-    };
-    if is_lines(text) {
-        let mut offset = bom;
-        for (i, line) in text.split_inclusive('\n').enumerate() {
-            let body = line.trim_end_matches(['\n', '\r']);
-            if !body.trim().is_empty() {
-                let src = Source::new(file, body, i as u64 + 1, offset as u64);
-                let mut cx = Cx::new(&src, None);
-                match json::parse(body) {
-                    Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans),
-                    Err(e) => syntax(&mut cx, e),
-                }
-                diags.append(&mut cx.diags);
-            }
-            offset += line.len();
-        }
-        return;
     }
+}
+
+/// A whole document (after a byte-order mark of `bom` bytes).
+fn document(file: &str, bytes: &[u8], bom: usize, spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
+    let Some(text) = utf8(file, &bytes[bom..], 1, bom as u64, diags) else { return };
     let src = Source::new(file, text, 1, bom as u64);
     let mut cx = Cx::new(&src, None);
     // Each `resourceSpans` item is mapped as soon as it is parsed, so a large file never
@@ -145,13 +181,6 @@ pub fn read(file: &str, bytes: &[u8], spans: &mut Vec<Span>, diags: &mut Vec<Dia
         Err(e) => syntax(&mut cx, e),
     }
     diags.append(&mut cx.diags);
-}
-
-/// Whether the text is JSON lines: a first line that is a whole JSON value, and more after it.
-fn is_lines(text: &str) -> bool {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let Some(first) = lines.next() else { return false };
-    json::parse(first).is_ok() && lines.next().is_some()
 }
 
 fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {

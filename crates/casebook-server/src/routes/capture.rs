@@ -68,9 +68,10 @@ pub async fn capture(
     spool(body, &file, max).await?;
     let name = shown.clone();
     let captured = tokio::task::spawn_blocking(move || {
-        let bytes = std::fs::read(&file)?;
+        let mut capture = casebook_formats::capture::Capture::new();
+        capture.read(&name, std::io::BufReader::new(std::fs::File::open(&file)?))?;
         drop(folder);
-        Ok::<_, std::io::Error>(casebook_formats::capture::capture(&[(name.as_str(), bytes.as_slice())]))
+        Ok::<_, std::io::Error>(capture.finish())
     })
     .await
     .map_err(ApiError::internal)?
