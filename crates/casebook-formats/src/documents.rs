@@ -9,7 +9,7 @@ use crate::format::Format;
 use crate::node::{Node, NodeValue};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields};
-use crate::{agenthealth, layout, maslab, native, voltagent};
+use crate::{agenthealth, inspect, layout, maslab, native, voltagent};
 
 /// A case and the byte offset of its id (or of the case) in the document.
 pub type Located = (Case, usize);
@@ -131,6 +131,13 @@ pub fn read(
                 }
             };
         }
+        Format::Inspect => match &root.value {
+            NodeValue::Array(list) => items = Some((list, &[], root.offset)),
+            _ => {
+                cx.wrong_type(root, &root_ptr, "an array of samples");
+                items = None;
+            }
+        },
         Format::Letta | Format::OpenaiEvals | Format::Csv => {
             unreachable!("letta, OpenAI evals and csv are read row by row")
         }
@@ -260,6 +267,7 @@ pub fn item_reader(format: Format) -> fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option
         Format::AgentHealth => agenthealth::read_case,
         Format::Voltagent => voltagent::read_item,
         Format::Maslab => maslab::read_item,
+        Format::Inspect => inspect::read_sample,
         Format::Letta | Format::OpenaiEvals | Format::Csv => |_, _, _| None,
     }
 }

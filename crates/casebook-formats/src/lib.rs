@@ -11,6 +11,7 @@ mod documents;
 mod export;
 mod format;
 mod ids;
+mod inspect;
 pub mod json;
 mod layout;
 mod letta;

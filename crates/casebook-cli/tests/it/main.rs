@@ -12,6 +12,7 @@ mod fidelity;
 mod filter;
 mod human;
 mod inspect;
+mod inspect_ai;
 mod lint;
 mod memory;
 mod openai_evals;
