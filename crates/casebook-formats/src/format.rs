@@ -16,6 +16,8 @@ pub enum Format {
     OpenaiEvals,
     /// Inspect AI samples (JSON array, JSONL, CSV).
     Inspect,
+    /// promptfoo test cases (YAML, JSON, JSONL, CSV).
+    Promptfoo,
     Csv,
 }
 
@@ -28,7 +30,7 @@ pub enum Syntax {
 }
 
 impl Format {
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Casebook,
         Format::AgentHealth,
         Format::Maslab,
@@ -36,6 +38,7 @@ impl Format {
         Format::Letta,
         Format::OpenaiEvals,
         Format::Inspect,
+        Format::Promptfoo,
         Format::Csv,
     ];
 
@@ -48,6 +51,7 @@ impl Format {
             Format::Letta => "letta",
             Format::OpenaiEvals => crate::openai_evals::NAME,
             Format::Inspect => crate::inspect::NAME,
+            Format::Promptfoo => crate::promptfoo::NAME,
             Format::Csv => "csv",
         }
     }
@@ -61,6 +65,7 @@ impl Format {
             Format::Letta => &[Syntax::Jsonl, Syntax::Csv],
             Format::OpenaiEvals => &[Syntax::Jsonl],
             Format::Inspect => &[Syntax::Jsonl, Syntax::Json, Syntax::Csv],
+            Format::Promptfoo => &[Syntax::Yaml, Syntax::Json, Syntax::Jsonl, Syntax::Csv],
             Format::Csv => &[Syntax::Csv],
         }
     }
@@ -167,6 +172,9 @@ pub fn sniff_syntax(head: &[u8]) -> Syntax {
     Syntax::Yaml
 }
 
+/// Keys only a promptfoo test has.
+const PROMPTFOO: &[&str] = &["vars", "assert"];
+
 /// Keys only an Inspect AI sample has (`input` alone says nothing: letta rows have it too).
 const INSPECT: &[&str] = &["target", "choices", "sandbox", "setup", "files"];
 
@@ -188,6 +196,9 @@ pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
     if NATIVE.iter().any(|k| row.get(k).is_some()) || crate::native::header_record(row).is_some() {
         return Format::Casebook;
     }
+    if PROMPTFOO.iter().any(|k| row.get(k).is_some()) {
+        return Format::Promptfoo;
+    }
     if INSPECT.iter().any(|k| row.get(k).is_some()) {
         return Format::Inspect;
     }
@@ -206,7 +217,9 @@ pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
 /// Which format a document whose root is a list of cases is, from its first item: Agent Health's
 /// test cases unless the item has keys of another format.
 pub fn sniff_list_item(item: &crate::node::Node) -> Format {
-    if INSPECT.iter().any(|k| item.get(k).is_some()) && item.get("initialPrompt").is_none() {
+    if PROMPTFOO.iter().any(|k| item.get(k).is_some()) && item.get("initialPrompt").is_none() {
+        Format::Promptfoo
+    } else if INSPECT.iter().any(|k| item.get(k).is_some()) && item.get("initialPrompt").is_none() {
         Format::Inspect
     } else {
         Format::AgentHealth
@@ -215,7 +228,9 @@ pub fn sniff_list_item(item: &crate::node::Node) -> Format {
 
 /// Which format a CSV file is, from its header: letta's unless the columns are another format's.
 pub fn sniff_csv_header(columns: &[String]) -> Format {
-    if columns.iter().any(|c| INSPECT.contains(&c.as_str())) && columns.iter().any(|c| c == "input") {
+    if crate::promptfoo::is_csv_header(columns) {
+        Format::Promptfoo
+    } else if columns.iter().any(|c| INSPECT.contains(&c.as_str())) && columns.iter().any(|c| c == "input") {
         Format::Inspect
     } else {
         Format::Letta
@@ -235,6 +250,9 @@ pub fn sniff_document(root: &crate::node::Node) -> Option<Format> {
                 Some(Format::Casebook)
             } else if root.get("initialPrompt").is_some() || root.get("expectedOutcomes").is_some() {
                 Some(Format::AgentHealth)
+            } else if root.get("tests").is_some() {
+                // A promptfoo configuration with its tests inline.
+                Some(Format::Promptfoo)
             } else {
                 None
             }

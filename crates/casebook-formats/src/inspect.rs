@@ -23,10 +23,10 @@ use serde_json::{Value, json};
 
 use crate::csvtext::Field;
 use crate::layout::{self, Lost, Part};
-use crate::node::{Entry, Node, NodeValue, is_integer};
+use crate::node::{Entry, Node, NodeValue};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields};
-use crate::tabular;
+use crate::{parts, tabular};
 
 pub const NAME: &str = "inspect";
 
@@ -47,7 +47,7 @@ pub fn read_sample(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> 
     let mut f = Fields::new(cx, entries, ptr);
     let mut layout = Map::new();
 
-    let id = f.take("id").and_then(|n| read_id(cx, n, &ptr.key("id"), &mut layout));
+    let id = f.take("id").and_then(|n| parts::sample_id(cx, n, &ptr.key("id"), &mut layout));
     let input = match f.take("input") {
         Some(n) => read_input(cx, n, &ptr.key("input")),
         None => {
@@ -155,26 +155,6 @@ pub fn read_sample(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> 
         review: None,
         provenance: layout::provenance(NAME, derived, layout),
     })
-}
-
-/// A sample id: a non-empty string, or an integer (remembered, to be written back as one).
-fn read_id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, layout: &mut Map) -> Option<String> {
-    match &node.value {
-        NodeValue::String(s) if !s.is_empty() => Some(s.to_string()),
-        NodeValue::String(_) => {
-            cx.report(Code::InvalidValue, node.offset, ptr, "the sample id is empty");
-            None
-        }
-        NodeValue::Number(text) if is_integer(text) => {
-            cx.value(node, ptr)?;
-            layout.insert("id_int".into(), Value::Bool(true));
-            Some(text.to_string())
-        }
-        _ => {
-            cx.wrong_type(node, ptr, "a string or an integer");
-            None
-        }
-    }
 }
 
 /// `input`: a non-empty prompt, or a list of chat messages Inspect can read.
@@ -304,12 +284,7 @@ pub fn write_sample(case: &Case) -> (Map, Lost) {
     let mut lost = Lost::default();
     let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
     if !derived {
-        let id = if layout::flag(layout, "id_int") {
-            case.id.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(case.id.clone()))
-        } else {
-            Value::String(case.id.clone())
-        };
-        out.insert("id".into(), id);
+        out.insert("id".into(), parts::sample_id_value(case, layout));
     }
     let input = &case.task.input;
     let readable = match input {

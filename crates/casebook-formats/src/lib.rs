@@ -21,6 +21,7 @@ pub mod node;
 mod openai_evals;
 mod parts;
 pub mod pointer;
+pub mod promptfoo;
 mod read;
 mod source;
 pub mod synthetic;

@@ -18,7 +18,7 @@ use crate::ids::IdTable;
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 use crate::tabular::{self, ColumnMap};
-use crate::{csvtext, documents, inspect, json, letta, native, openai_evals, yaml};
+use crate::{csvtext, documents, inspect, json, letta, native, openai_evals, promptfoo, yaml};
 
 /// Size of the chunks line-based files are cut into: small enough that the batches in flight
 /// stay well inside the memory bound, big enough that per-chunk costs vanish.
@@ -177,7 +177,9 @@ pub fn read<W: Send>(
     match syntax {
         Syntax::Jsonl => {
             let format = match opts.format {
-                Some(f @ (Format::Letta | Format::Casebook | Format::OpenaiEvals | Format::Inspect)) => f,
+                Some(
+                    f @ (Format::Letta | Format::Casebook | Format::OpenaiEvals | Format::Inspect | Format::Promptfoo),
+                ) => f,
                 Some(other) => return Err(incompatible(other, syntax)),
                 None => first_row_format(&head),
             };
@@ -198,7 +200,7 @@ pub fn read<W: Send>(
         }
         Syntax::Csv => {
             let format = match (opts.format, &opts.column_map) {
-                (Some(f @ (Format::Letta | Format::Inspect)), _) => Some(f),
+                (Some(f @ (Format::Letta | Format::Inspect | Format::Promptfoo)), _) => Some(f),
                 (Some(Format::Csv), Some(_)) | (None, Some(_)) => Some(Format::Csv),
                 (Some(Format::Csv), None) => {
                     return Err(ReadError::Usage(
@@ -851,6 +853,7 @@ fn jsonl_row(
                 Format::Casebook => native::read_case(&mut cx, &node, &Ptr::ROOT),
                 Format::OpenaiEvals => openai_evals::read_row(&mut cx, &node, &Ptr::ROOT),
                 Format::Inspect => inspect::read_sample(&mut cx, &node, &Ptr::ROOT),
+                Format::Promptfoo => promptfoo::read_test(&mut cx, &node, &Ptr::ROOT),
                 _ => letta::read_row(&mut cx, &node, &Ptr::ROOT),
             };
             if let Some(case) = case {
@@ -924,6 +927,7 @@ fn csv_text(
                 let read = match (format, map) {
                     (Format::Csv, Some(map)) => tabular::mapped_record(&mut cx, columns, &fields, start, map),
                     (Format::Inspect, _) => inspect::csv_record(&mut cx, columns, &fields, start),
+                    (Format::Promptfoo, _) => promptfoo::csv_record(&mut cx, columns, &fields, start),
                     _ => tabular::letta_record(&mut cx, columns, &fields, start),
                 };
                 if let Some((case, at)) = read {
@@ -1161,19 +1165,21 @@ fn items_file(
     Ok(ItemsRead { file: display.clone(), cases: located, diagnostics: diags })
 }
 
-/// Where lists of cases are in documents, from the root: Agent Health's root array,
-/// VoltAgent's `data`, casebook's `cases`, mas-lab's `items` and `spec.items`.
+/// Where lists of cases are in documents, from the root: Agent Health's root array (or another
+/// format's, see [`ROOT_LISTS`]), VoltAgent's `data`, casebook's `cases`, mas-lab's `items` and
+/// `spec.items`, a promptfoo configuration's `tests`.
 const STREAMED: &[(&[&str], Format)] = &[
     (&[], Format::AgentHealth),
     (&["data"], Format::Voltagent),
     (&["cases"], Format::Casebook),
     (&["items"], Format::Maslab),
     (&["spec", "items"], Format::Maslab),
+    (&["tests"], Format::Promptfoo),
 ];
 
 /// Formats whose document may be a bare list of cases (the root path of [`STREAMED`]); which
 /// one a file is, its first item tells (see [`sniff_list_item`]).
-const ROOT_LISTS: &[Format] = &[Format::AgentHealth, Format::Inspect];
+const ROOT_LISTS: &[Format] = &[Format::AgentHealth, Format::Inspect, Format::Promptfoo];
 
 /// Documents longer than this are read as they are parsed, in bounded memory; shorter ones are
 /// parsed whole, which keeps header keys that come after the cases in every output.

@@ -1,6 +1,8 @@
 //! Inspect AI samples (JSON array, JSONL, CSV): detection, the native shape, the round trip,
 //! located errors, what the format cannot hold, and the choices reaching the agent while the
 //! target does not.
+// Helpers of the tests (fixtures, a fake judge) panic like the tests do.
+#![allow(clippy::unwrap_used)]
 
 use std::path::Path;
 

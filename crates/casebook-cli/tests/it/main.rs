@@ -16,6 +16,7 @@ mod inspect_ai;
 mod lint;
 mod memory;
 mod openai_evals;
+mod promptfoo;
 mod remote;
 mod remote_runs;
 mod review;

@@ -4,13 +4,18 @@
 
 use casebook_formats::{Format, Syntax};
 
-use crate::harness::{convert_file, errors, temp_file, value_of};
+use crate::harness::{convert_file, convert_with, errors, temp_file, value_of};
 
 /// `(path under examples/, format, syntax)`.
 pub const EXAMPLES: &[(&str, Format, Syntax)] = &[
     ("inspect/samples.jsonl", Format::Inspect, Syntax::Jsonl),
     ("inspect/samples.json", Format::Inspect, Syntax::Json),
     ("inspect/security.csv", Format::Inspect, Syntax::Csv),
+    ("promptfoo/tests.yaml", Format::Promptfoo, Syntax::Yaml),
+    ("promptfoo/promptfooconfig.yaml", Format::Promptfoo, Syntax::Yaml),
+    ("promptfoo/tests.json", Format::Promptfoo, Syntax::Json),
+    ("promptfoo/tests.jsonl", Format::Promptfoo, Syntax::Jsonl),
+    ("promptfoo/tests.csv", Format::Promptfoo, Syntax::Csv),
 ];
 
 pub fn examples() -> std::path::PathBuf {
@@ -45,4 +50,17 @@ fn examples_are_detected_and_give_the_same_values_back() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// Documents read as they are parsed (as files of 16 MiB and more are) are told apart by their
+/// first case, and give the same values back.
+#[test]
+fn streamed_examples_convert_like_parsed_ones() {
+    for (rel, format, syntax) in EXAMPLES.iter().filter(|(_, _, s)| matches!(s, Syntax::Json | Syntax::Yaml)) {
+        let path = examples().join(rel);
+        let original = value_of(&fs_err::read(&path).unwrap(), *syntax);
+        let ((out, diags), _) = convert_with(&path, None, *format, *syntax, None, Some(0));
+        assert!(diags.is_empty(), "{rel}: {diags:?}");
+        assert_eq!(value_of(&out, *syntax), original, "{rel}");
+    }
 }
