@@ -1,12 +1,15 @@
 //! promptfoo tests (YAML list or configuration, JSON, JSONL, CSV): detection, the native shape,
-//! the round trip, located errors, and what the format cannot hold.
-// Helpers of the tests panic like the tests do.
+//! the round trip, located errors, what the format cannot hold, and `run` grading each case by
+//! its own asserts when the experiment lists no graders.
+// Helpers of the tests (fixtures, a fake judge) panic like the tests do.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, at, casebook, jsonl, run, to_native, validate};
+use crate::cli::{Folder, at, casebook, cb, jsonl, run, to_native, validate};
 use crate::inspect_ai::csv_records;
 
 fn example(name: &str) -> std::path::PathBuf {
@@ -204,4 +207,135 @@ fn what_tests_cannot_hold_is_refused_or_dropped_with_lossy() {
         refused.stderr.contains("cannot hold: expected.assert (it reads back from CSV as something else)"),
         "{refused:?}"
     );
+}
+
+/// A fake chat-completions judge: it says `pass` when the rubric it is sent mentions `polite`,
+/// and records every prompt.
+fn judge() -> (String, Arc<Mutex<Vec<String>>>) {
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let seen = prompts.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |body: String| {
+                    let seen = seen.clone();
+                    async move {
+                        let request: Value = serde_json::from_str(&body).unwrap();
+                        let prompt = request["messages"][1]["content"].as_str().unwrap().to_owned();
+                        let pass = prompt.contains("polite");
+                        seen.lock().unwrap().push(prompt);
+                        let verdict =
+                            json!({"score": if pass { 0.9 } else { 0.1 }, "pass": pass, "rationale": "judged"});
+                        axum::Json(json!({"choices": [{"message": {"content": verdict.to_string()}}]}))
+                    }
+                }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}/v1", rx.recv().unwrap()), prompts)
+}
+
+/// With no graders in the experiment, each test is graded by its own asserts: those casebook
+/// maps onto its graders decide, an `llm-rubric` goes to the experiment's judge, the others are
+/// reported and a test with nothing else is never a pass; no assert value reaches the agent.
+#[test]
+fn a_run_without_graders_grades_each_test_by_its_asserts() {
+    let dir = Folder::new();
+    let (url, bodies) = crate::run::serve(crate::run::Behaviour::Shout);
+    let (judge_url, prompts) = judge();
+    dir.file(
+        "tests.yaml",
+        "\
+- description: passes
+  vars: {question: hello there}
+  assert:
+    - {type: contains, value: HELLO}
+    - {type: not-icontains, value: SECRET-ASSERT-1}
+- description: fails
+  vars: {question: goodbye}
+  assert:
+    - {type: equals, value: SECRET-ASSERT-2}
+- description: only javascript
+  vars: {question: anything}
+  assert:
+    - {type: javascript, value: output.includes('SECRET-ASSERT-3')}
+- description: judged
+  vars: {question: be nice}
+  assert:
+    - {type: llm-rubric, value: 'is polite, SECRET-ASSERT-4'}
+    - {type: cost, threshold: 0.01}
+- description: threshold
+  vars: {question: weighted}
+  threshold: 0.6
+  assert:
+    - {type: contains, value: WEIGHTED, weight: 3}
+    - {type: contains, value: SECRET-ASSERT-5}
+",
+    );
+    dir.file(
+        "exp.yaml",
+        format!("name: pf\ndataset: tests.yaml\ntarget: '{url}'\nthreshold: 0.5\njudge: {{endpoint: '{judge_url}', model: m}}\n"),
+    );
+    let out = run(cb(&dir).args(["run", "exp.yaml", "--format", "json"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains("warning: 2 of the cases' asserts cannot be checked by casebook and are left out of the grading: `cost` (1), `javascript` (1)"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("warning: 1 case with nothing else to check will be ungraded (never a pass)"),
+        "{}",
+        out.stderr
+    );
+    let summary = crate::run::summary(&out.stdout);
+    let totals = &summary["totals"];
+    assert_eq!(
+        (totals["passed"].as_u64(), totals["failed"].as_u64(), totals["ungraded"].as_u64(), totals["errors"].as_u64()),
+        (Some(3), Some(1), Some(1), Some(0)),
+        "{summary}"
+    );
+    let mut graders: Vec<&str> =
+        summary["graders"].as_array().unwrap().iter().map(|g| g["grader"].as_str().unwrap()).collect();
+    graders.sort_unstable();
+    assert_eq!(
+        graders,
+        ["assert:contains", "assert:contains#2", "assert:equals", "assert:llm-rubric", "assert:not-icontains"]
+    );
+    // The judge was asked with the assert's value as the rubric.
+    let prompts = prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 1);
+    assert!(prompts[0].contains("# Rubric\nis polite, SECRET-ASSERT-4"), "{}", prompts[0]);
+    // The agent got the variables, never an assert.
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 5);
+    assert!(bodies.iter().any(|b| b.contains("hello there")));
+    for body in &bodies {
+        assert!(!body.contains("SECRET-ASSERT") && !body.contains("\"assert\""), "{body}");
+    }
+}
+
+/// Without graders and without an assert casebook can check, nothing would grade the run: it is
+/// refused before any agent is called.
+#[test]
+fn a_run_with_nothing_to_check_is_refused() {
+    let dir = Folder::new();
+    let (url, bodies) = crate::run::serve(crate::run::Behaviour::Shout);
+    dir.file("tests.yaml", "- vars: {q: hi}\n  assert:\n    - {type: python, value: 'True'}\n");
+    let out = run(cb(&dir).args(["run", "--dataset", "tests.yaml", "--target", &url]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "nothing would grade the answers (the cases' asserts are none casebook can check: `python` (1)): add `--grader KIND`"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(bodies.lock().unwrap().is_empty(), "no agent was called");
 }
