@@ -387,6 +387,10 @@ const CSV_OBJECTS: &[&str] = &["metadata", "files"];
 /// A CSV record as Inspect's `csv_dataset` reads it (see the module docs), and the offset of its
 /// id (or of the record).
 pub fn csv_record(cx: &mut Cx<'_>, columns: &[String], fields: &[Field], record_start: usize) -> Option<(Case, usize)> {
+    // Inspect leaves out a record whose cells are all blank.
+    if fields.iter().all(|f| f.value(cx.src.text).trim().is_empty()) {
+        return None;
+    }
     if !tabular::check_width(cx, fields, columns, record_start) {
         return None;
     }

@@ -237,3 +237,12 @@ fn a_run_sends_the_choices_and_not_the_target() {
     );
     assert!(!bodies[0].contains("TARGET-SECRET"), "{}", bodies[0]);
 }
+
+/// As Inspect's `csv_dataset` does, a record of blank cells is left out, not an error.
+#[test]
+fn csv_records_of_blank_cells_are_left_out() {
+    let dir = Folder::new();
+    let (_, cases) = to_native(&dir.file("blank.csv", "input,target\nq1,a1\n, \nq2,a2\n"));
+    let inputs: Vec<&Value> = cases.iter().map(|c| &c["input"]).collect();
+    assert_eq!(inputs, [&json!("q1"), &json!("q2")]);
+}
