@@ -1013,7 +1013,7 @@ fn document<W>(
             Some(f) => f,
             None => {
                 return Err(ReadError::Usage(format!(
-                    "cannot tell the format of `{file}`: name it with `--from` (casebook, agenthealth, maslab, voltagent)"
+                    "cannot tell the format of `{file}`: name it with `--from` (casebook, agenthealth, maslab, voltagent, inspect, promptfoo)"
                 )));
             }
         },
