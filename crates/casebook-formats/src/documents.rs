@@ -9,7 +9,7 @@ use crate::format::Format;
 use crate::node::{Node, NodeValue};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields};
-use crate::{agenthealth, layout, maslab, native, voltagent};
+use crate::{agenthealth, inspect, layout, maslab, native, promptfoo, voltagent};
 
 /// A case and the byte offset of its id (or of the case) in the document.
 pub type Located = (Case, usize);
@@ -131,6 +131,47 @@ pub fn read(
                 }
             };
         }
+        Format::Inspect => match &root.value {
+            NodeValue::Array(list) => items = Some((list, &[], root.offset)),
+            _ => {
+                cx.wrong_type(root, &root_ptr, "an array of samples");
+                items = None;
+            }
+        },
+        Format::Promptfoo => match &root.value {
+            NodeValue::Array(list) => items = Some((list, &[], root.offset)),
+            NodeValue::Object(entries) => {
+                // A configuration with its tests inline: the rest of it is kept as it is.
+                let mut f = Fields::new(cx, entries, &root_ptr);
+                header.description = f.take("description").and_then(|n| cx.opt_string(n, &root_ptr.key("description")));
+                let tests = f.take("tests");
+                let rest = kept(cx, &f, &root_ptr, "tests");
+                doc_layout.insert("document".into(), Value::Object(rest));
+                let p = root_ptr.key("tests");
+                items = match tests {
+                    Some(n) if matches!(n.value, NodeValue::String(_)) => {
+                        let d = cx.report(
+                            Code::InvalidValue,
+                            n.offset,
+                            &p,
+                            "the configuration's `tests` are in another file",
+                        );
+                        d.hint =
+                            Some("read that file: casebook reads promptfoo test files (YAML, JSON, JSONL, CSV)".into());
+                        None
+                    }
+                    Some(n) => cx.array(n, &p).map(|i| (i, &["tests"][..], n.offset)),
+                    None => {
+                        cx.missing(root, &root_ptr, "tests", Some("a promptfoo test file is a list of tests".into()));
+                        None
+                    }
+                };
+            }
+            _ => {
+                cx.wrong_type(root, &root_ptr, "a list of tests, or a configuration with `tests`");
+                items = None;
+            }
+        },
         Format::Letta | Format::OpenaiEvals | Format::Csv => {
             unreachable!("letta, OpenAI evals and csv are read row by row")
         }
@@ -260,6 +301,8 @@ pub fn item_reader(format: Format) -> fn(&mut Cx<'_>, &Node, &Ptr<'_>) -> Option
         Format::AgentHealth => agenthealth::read_case,
         Format::Voltagent => voltagent::read_item,
         Format::Maslab => maslab::read_item,
+        Format::Inspect => inspect::read_sample,
+        Format::Promptfoo => promptfoo::read_test,
         Format::Letta | Format::OpenaiEvals | Format::Csv => |_, _, _| None,
     }
 }

@@ -14,6 +14,10 @@ pub enum Format {
     Letta,
     /// OpenAI evals samples (JSONL).
     OpenaiEvals,
+    /// Inspect AI samples (JSON array, JSONL, CSV).
+    Inspect,
+    /// promptfoo test cases (YAML, JSON, JSONL, CSV).
+    Promptfoo,
     Csv,
 }
 
@@ -26,13 +30,15 @@ pub enum Syntax {
 }
 
 impl Format {
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 9] = [
         Format::Casebook,
         Format::AgentHealth,
         Format::Maslab,
         Format::Voltagent,
         Format::Letta,
         Format::OpenaiEvals,
+        Format::Inspect,
+        Format::Promptfoo,
         Format::Csv,
     ];
 
@@ -44,6 +50,8 @@ impl Format {
             Format::Voltagent => "voltagent",
             Format::Letta => "letta",
             Format::OpenaiEvals => crate::openai_evals::NAME,
+            Format::Inspect => crate::inspect::NAME,
+            Format::Promptfoo => crate::promptfoo::NAME,
             Format::Csv => "csv",
         }
     }
@@ -56,6 +64,8 @@ impl Format {
             Format::Maslab => &[Syntax::Yaml, Syntax::Json],
             Format::Letta => &[Syntax::Jsonl, Syntax::Csv],
             Format::OpenaiEvals => &[Syntax::Jsonl],
+            Format::Inspect => &[Syntax::Jsonl, Syntax::Json, Syntax::Csv],
+            Format::Promptfoo => &[Syntax::Yaml, Syntax::Json, Syntax::Jsonl, Syntax::Csv],
             Format::Csv => &[Syntax::Csv],
         }
     }
@@ -102,6 +112,7 @@ impl FromStr for Format {
             "agent-health" | "agent_health" => "agenthealth",
             "mas-lab" | "mas_lab" => "maslab",
             "letta-evals" | "letta_evals" => "letta",
+            "inspect-ai" | "inspect_ai" => "inspect",
             other => other,
         };
         Format::ALL.into_iter().find(|f| f.name() == alias).ok_or_else(|| {
@@ -161,7 +172,13 @@ pub fn sniff_syntax(head: &[u8]) -> Syntax {
     Syntax::Yaml
 }
 
-/// Which format a JSONL row, CSV header or document looks like.
+/// Keys only a promptfoo test has.
+const PROMPTFOO: &[&str] = &["vars", "assert"];
+
+/// Keys only an Inspect AI sample has (`input` alone says nothing: letta rows have it too).
+const INSPECT: &[&str] = &["target", "choices", "sandbox", "setup", "files"];
+
+/// Which format a JSONL row looks like.
 pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
     const LETTA: &[&str] = &[
         "ground_truth",
@@ -179,6 +196,12 @@ pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
     if NATIVE.iter().any(|k| row.get(k).is_some()) || crate::native::header_record(row).is_some() {
         return Format::Casebook;
     }
+    if PROMPTFOO.iter().any(|k| row.get(k).is_some()) {
+        return Format::Promptfoo;
+    }
+    if INSPECT.iter().any(|k| row.get(k).is_some()) {
+        return Format::Inspect;
+    }
     if row.get("ideal").is_some() || row.get("messages").is_some() {
         return Format::OpenaiEvals;
     }
@@ -191,10 +214,33 @@ pub fn sniff_jsonl_row(row: &crate::node::Node) -> Format {
     Format::Letta
 }
 
+/// Which format a document whose root is a list of cases is, from its first item: Agent Health's
+/// test cases unless the item has keys of another format.
+pub fn sniff_list_item(item: &crate::node::Node) -> Format {
+    if PROMPTFOO.iter().any(|k| item.get(k).is_some()) && item.get("initialPrompt").is_none() {
+        Format::Promptfoo
+    } else if INSPECT.iter().any(|k| item.get(k).is_some()) && item.get("initialPrompt").is_none() {
+        Format::Inspect
+    } else {
+        Format::AgentHealth
+    }
+}
+
+/// Which format a CSV file is, from its header: letta's unless the columns are another format's.
+pub fn sniff_csv_header(columns: &[String]) -> Format {
+    if crate::promptfoo::is_csv_header(columns) {
+        Format::Promptfoo
+    } else if columns.iter().any(|c| INSPECT.contains(&c.as_str())) && columns.iter().any(|c| c == "input") {
+        Format::Inspect
+    } else {
+        Format::Letta
+    }
+}
+
 pub fn sniff_document(root: &crate::node::Node) -> Option<Format> {
     use crate::node::NodeValue;
     match &root.value {
-        NodeValue::Array(_) => Some(Format::AgentHealth),
+        NodeValue::Array(items) => Some(items.first().map_or(Format::AgentHealth, sniff_list_item)),
         NodeValue::Object(_) => {
             if root.get("kind").is_some() || root.get("apiVersion").is_some() || root.get("items").is_some() {
                 Some(Format::Maslab)
@@ -204,6 +250,9 @@ pub fn sniff_document(root: &crate::node::Node) -> Option<Format> {
                 Some(Format::Casebook)
             } else if root.get("initialPrompt").is_some() || root.get("expectedOutcomes").is_some() {
                 Some(Format::AgentHealth)
+            } else if root.get("tests").is_some() {
+                // A promptfoo configuration with its tests inline.
+                Some(Format::Promptfoo)
             } else {
                 None
             }

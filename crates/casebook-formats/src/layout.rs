@@ -155,7 +155,12 @@ impl Lost {
     /// Notes each of `parts` the case has: the writer's format has no place for them.
     pub fn parts(&mut self, case: &Case, parts: &[Part]) {
         for part in parts {
-            if part.present(case) {
+            if *part == Part::ExpectedExtra {
+                // Named one by one: `expected.assert`, `expected.metrics`.
+                for key in case.expected.extra.keys() {
+                    self.push(format!("expected.{key}"));
+                }
+            } else if part.present(case) {
                 self.push(part.name());
             }
         }

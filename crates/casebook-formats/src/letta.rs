@@ -260,7 +260,7 @@ pub fn write_row(case: &Case) -> (Map, Lost) {
         if key == EXTRA_VARS {
             row.insert(EXTRA_VARS.into(), value.clone());
         } else {
-            lost.push("expected (other keys)");
+            lost.push(format!("expected.{key}"));
         }
     }
     if let Some(rubric) = &e.rubric {

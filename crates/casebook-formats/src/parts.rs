@@ -426,3 +426,35 @@ pub fn list<T>(
     }
     ok.then_some(out)
 }
+
+/// A sample's id where a format takes a non-empty string or an integer (Inspect, promptfoo): an
+/// integer is remembered in `layout` (`id_int`), to be written back as one.
+pub fn sample_id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, layout: &mut Map) -> Option<String> {
+    match &node.value {
+        NodeValue::String(s) if !s.is_empty() => Some(s.to_string()),
+        NodeValue::String(_) => {
+            cx.report(Code::InvalidValue, node.offset, ptr, "the id is empty");
+            None
+        }
+        NodeValue::Number(text) if crate::node::is_integer(text) => {
+            // Out-of-range integers are reported by `value`.
+            cx.value(node, ptr)?;
+            layout.insert("id_int".into(), Value::Bool(true));
+            Some(text.to_string())
+        }
+        _ => {
+            cx.wrong_type(node, ptr, "a string or an integer");
+            None
+        }
+    }
+}
+
+/// A case's id as [`sample_id`] read it: an integer again when it was one.
+pub fn sample_id_value(case: &casebook_model::Case, layout: Option<&Map>) -> Value {
+    if crate::layout::flag(layout, "id_int") {
+        if let Ok(n) = case.id.parse::<i64>() {
+            return Value::from(n);
+        }
+    }
+    Value::String(case.id.clone())
+}

@@ -13,12 +13,12 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use casebook_model::{Case, Code, DatasetHeader, Diagnostic, excerpt};
 
-use crate::format::{Format, Syntax, sniff_document, sniff_jsonl_row, sniff_syntax};
+use crate::format::{Format, Syntax, sniff_csv_header, sniff_document, sniff_jsonl_row, sniff_list_item, sniff_syntax};
 use crate::ids::IdTable;
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 use crate::tabular::{self, ColumnMap};
-use crate::{csvtext, documents, json, letta, native, openai_evals, yaml};
+use crate::{csvtext, documents, inspect, json, letta, native, openai_evals, promptfoo, yaml};
 
 /// Size of the chunks line-based files are cut into: small enough that the batches in flight
 /// stay well inside the memory bound, big enough that per-chunk costs vanish.
@@ -177,7 +177,9 @@ pub fn read<W: Send>(
     match syntax {
         Syntax::Jsonl => {
             let format = match opts.format {
-                Some(f @ (Format::Letta | Format::Casebook | Format::OpenaiEvals)) => f,
+                Some(
+                    f @ (Format::Letta | Format::Casebook | Format::OpenaiEvals | Format::Inspect | Format::Promptfoo),
+                ) => f,
                 Some(other) => return Err(incompatible(other, syntax)),
                 None => first_row_format(&head),
             };
@@ -198,15 +200,16 @@ pub fn read<W: Send>(
         }
         Syntax::Csv => {
             let format = match (opts.format, &opts.column_map) {
-                (Some(Format::Letta), _) => Format::Letta,
-                (Some(Format::Csv), Some(_)) | (None, Some(_)) => Format::Csv,
+                (Some(f @ (Format::Letta | Format::Inspect | Format::Promptfoo)), _) => Some(f),
+                (Some(Format::Csv), Some(_)) | (None, Some(_)) => Some(Format::Csv),
                 (Some(Format::Csv), None) => {
                     return Err(ReadError::Usage(
                         "the `csv` format needs a column map: `--map input=COLUMN,...`".into(),
                     ));
                 }
                 (Some(other), _) => return Err(incompatible(other, syntax)),
-                (None, None) => Format::Letta,
+                // Told from the header, once it is read.
+                (None, None) => None,
             };
             // The header record, which may be longer than the head we have.
             let valid = |head: &[u8]| match utf8(head) {
@@ -242,8 +245,13 @@ pub fn read<W: Send>(
                 Some(Ok((_, fields))) => fields.iter().map(|f| f.value(&header_text).trim().to_owned()).collect(),
                 _ => Vec::new(),
             };
-            if format == Format::Letta && !columns.is_empty() && !columns.iter().any(|c| c == "input" || c == "prompt")
-            {
+            let format = format.unwrap_or_else(|| sniff_csv_header(&columns));
+            let needs_input = match format {
+                Format::Letta => !columns.iter().any(|c| c == "input" || c == "prompt"),
+                Format::Inspect => !columns.iter().any(|c| c == "input"),
+                _ => false,
+            };
+            if needs_input && !columns.is_empty() {
                 let src = Source::new(&input.display, &header_text, 1, base as u64);
                 let mut d =
                     src.diagnostic(Code::MissingField, 0, String::new(), "the CSV header has no `input` column".into());
@@ -254,7 +262,8 @@ pub fn read<W: Send>(
                     shown.push(format!("… ({} columns)", columns.len()));
                 }
                 d.hint = Some(format!(
-                    "letta CSV needs an `input` column; for other spreadsheets use `--from csv --map input=COLUMN` (columns: {})",
+                    "{} CSV needs an `input` column; for other spreadsheets use `--from csv --map input=COLUMN` (columns: {})",
+                    format.name(),
                     shown.join(", ")
                 ));
                 state.pending.push(d);
@@ -843,6 +852,8 @@ fn jsonl_row(
             let case = match format {
                 Format::Casebook => native::read_case(&mut cx, &node, &Ptr::ROOT),
                 Format::OpenaiEvals => openai_evals::read_row(&mut cx, &node, &Ptr::ROOT),
+                Format::Inspect => inspect::read_sample(&mut cx, &node, &Ptr::ROOT),
+                Format::Promptfoo => promptfoo::read_test(&mut cx, &node, &Ptr::ROOT),
                 _ => letta::read_row(&mut cx, &node, &Ptr::ROOT),
             };
             if let Some(case) = case {
@@ -915,6 +926,8 @@ fn csv_text(
             Ok((start, fields)) => {
                 let read = match (format, map) {
                     (Format::Csv, Some(map)) => tabular::mapped_record(&mut cx, columns, &fields, start, map),
+                    (Format::Inspect, _) => inspect::csv_record(&mut cx, columns, &fields, start),
+                    (Format::Promptfoo, _) => promptfoo::csv_record(&mut cx, columns, &fields, start),
                     _ => tabular::letta_record(&mut cx, columns, &fields, start),
                 };
                 if let Some((case, at)) = read {
@@ -994,12 +1007,13 @@ fn document<W>(
     }
     let format = match opts.format {
         Some(f @ (Format::Letta | Format::OpenaiEvals | Format::Csv)) => return Err(incompatible(f, syntax)),
+        Some(Format::Inspect) if syntax == Syntax::Yaml => return Err(incompatible(Format::Inspect, syntax)),
         Some(f) => f,
         None => match sniff_document(&root) {
             Some(f) => f,
             None => {
                 return Err(ReadError::Usage(format!(
-                    "cannot tell the format of `{file}`: name it with `--from` (casebook, agenthealth, maslab, voltagent)"
+                    "cannot tell the format of `{file}`: name it with `--from` (casebook, agenthealth, maslab, voltagent, inspect, promptfoo)"
                 )));
             }
         },
@@ -1151,15 +1165,21 @@ fn items_file(
     Ok(ItemsRead { file: display.clone(), cases: located, diagnostics: diags })
 }
 
-/// Where lists of cases are in documents, from the root: Agent Health's root array,
-/// VoltAgent's `data`, casebook's `cases`, mas-lab's `items` and `spec.items`.
+/// Where lists of cases are in documents, from the root: Agent Health's root array (or another
+/// format's, see [`ROOT_LISTS`]), VoltAgent's `data`, casebook's `cases`, mas-lab's `items` and
+/// `spec.items`, a promptfoo configuration's `tests`.
 const STREAMED: &[(&[&str], Format)] = &[
     (&[], Format::AgentHealth),
     (&["data"], Format::Voltagent),
     (&["cases"], Format::Casebook),
     (&["items"], Format::Maslab),
     (&["spec", "items"], Format::Maslab),
+    (&["tests"], Format::Promptfoo),
 ];
+
+/// Formats whose document may be a bare list of cases (the root path of [`STREAMED`]); which
+/// one a file is, its first item tells (see [`sniff_list_item`]).
+const ROOT_LISTS: &[Format] = &[Format::AgentHealth, Format::Inspect, Format::Promptfoo];
 
 /// Documents longer than this are read as they are parsed, in bounded memory; shorter ones are
 /// parsed whole, which keeps header keys that come after the cases in every output.
@@ -1189,16 +1209,31 @@ fn streamed_document<'t, W>(
     let paths: Vec<&'static [&'static str]> = STREAMED
         .iter()
         .filter(|(path, format)| {
-            long && opts.format.is_none_or(|f| f == *format) && !(path.is_empty() && syntax == Syntax::Yaml)
+            let wanted = match opts.format {
+                None => true,
+                Some(f) if path.is_empty() => ROOT_LISTS.contains(&f),
+                Some(f) => f == *format,
+            };
+            long && wanted && !(path.is_empty() && syntax == Syntax::Yaml)
         })
         .map(|(path, _)| *path)
         .collect();
     let stem = input.stem();
     // The format, the path and the number of items so far, once the list has begun.
     let mut current: Option<(Format, &'static [&'static str], usize)> = None;
+    // A root list whose format its first item tells: the document so far, until that item.
+    let mut deferred: Option<crate::node::Node<'t>> = None;
     let mut cx = Cx::new(src, base_dir);
     let mut batch = Batch::default();
     let mut stopped = false;
+    // Starts reading the list at `path` as `format`: the header so far (its problems are
+    // reported once, from the whole document) goes to the consumer.
+    let begin = |state: &mut State<'_, W>, format: Format, root: &crate::node::Node<'t>| {
+        let mut scratch = Cx::new(src, base_dir);
+        let (header, _) = documents::read(&mut scratch, root, format, &stem, Some(1));
+        state.needs_cases = false;
+        state.start(Start { format, syntax, header })
+    };
     let mut on = |event: crate::node::Streamed<'t>| match event {
         crate::node::Streamed::Begin { path, root, .. } => {
             if let Some((_, current_path, count)) = current.as_mut() {
@@ -1208,18 +1243,27 @@ fn streamed_document<'t, W>(
                 *count = 0;
                 return true;
             }
-            let format = STREAMED.iter().find(|(p, _)| *p == path).map_or(Format::Casebook, |(_, f)| *f);
-            // The header so far; its problems are reported once, from the whole document.
-            let mut scratch = Cx::new(src, base_dir);
-            let (header, _) = documents::read(&mut scratch, &root, format, &stem, Some(1));
-            state.needs_cases = false;
+            let format = match (path.is_empty(), opts.format) {
+                (true, Some(format)) => format,
+                (true, None) => {
+                    deferred = Some(root);
+                    return true;
+                }
+                (false, _) => STREAMED.iter().find(|(p, _)| *p == path).map_or(Format::Casebook, |(_, f)| *f),
+            };
             current = Some((format, path, 0));
-            if state.start(Start { format, syntax, header }) == Flow::Stop {
-                stopped = true;
-            }
+            stopped = begin(state, format, &root) == Flow::Stop;
             !stopped
         }
         crate::node::Streamed::Item(node) => {
+            if let Some(root) = deferred.take() {
+                let format = sniff_list_item(&node);
+                current = Some((format, &[], 0));
+                stopped = begin(state, format, &root) == Flow::Stop;
+                if stopped {
+                    return false;
+                }
+            }
             let Some((format, path, count)) = current.as_mut() else { return true };
             let index = *count;
             *count += 1;

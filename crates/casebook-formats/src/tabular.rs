@@ -80,7 +80,7 @@ impl ColumnMap {
     }
 }
 
-fn string_node<'t>(cx_text: &'t str, field: &Field) -> Node<'t> {
+pub(crate) fn string_node<'t>(cx_text: &'t str, field: &Field) -> Node<'t> {
     Node { offset: field.content_offset(), value: NodeValue::String(field.value(cx_text)) }
 }
 
@@ -98,7 +98,7 @@ fn relocate(node: &mut Node<'_>, at: &dyn Fn(usize) -> usize) {
 }
 
 /// Decodes a cell holding JSON, reporting syntax errors at their place in the cell.
-fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'static>> {
+pub(crate) fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'static>> {
     let text = field.value(cx.src.text);
     let offsets = field.offsets(cx.src.text);
     let at = |offset: usize| offsets.raw(offset);
@@ -123,7 +123,7 @@ fn json_cell(cx: &mut Cx<'_>, field: &Field, column: &str) -> Option<Node<'stati
 }
 
 /// Checks that a record has as many cells as the header.
-fn check_width(cx: &mut Cx<'_>, fields: &[Field], columns: &[String], record_start: usize) -> bool {
+pub(crate) fn check_width(cx: &mut Cx<'_>, fields: &[Field], columns: &[String], record_start: usize) -> bool {
     if fields.len() == columns.len() {
         return true;
     }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::format::{Format, Syntax};
 use crate::layout::{self, Lost};
 use crate::tabular::ColumnMap;
-use crate::{agenthealth, csvtext, letta, maslab, openai_evals, voltagent, yaml_out};
+use crate::{agenthealth, csvtext, inspect, letta, maslab, openai_evals, promptfoo, voltagent, yaml_out};
 
 /// Marks where the list of cases goes in a document skeleton.
 const ITEMS_MARK: &str = "__casebook_items__";
@@ -187,6 +187,8 @@ impl Encoder {
         for case in cases {
             let keys: Vec<String> = match self.format {
                 Format::Csv => self.mapped_row(case).0.into_iter().map(|(k, _)| k).collect(),
+                Format::Inspect => inspect_csv_row(case).0.keys().cloned().collect(),
+                Format::Promptfoo => promptfoo::csv_cells(case, &[]).0.keys().cloned().collect(),
                 _ => {
                     let (mut row, mut lost) = letta::write_row(case);
                     letta::csv_row(&mut row, layout::layout_for(case, letta::NAME), &mut lost);
@@ -218,6 +220,35 @@ impl Encoder {
                     if self.keep(&lost) {
                         let _ = serde_json::to_writer(&mut out.bytes, &row);
                         out.bytes.push(b'\n');
+                        out.written += 1;
+                    }
+                    lost
+                }
+                (Format::Inspect | Format::Promptfoo, Syntax::Jsonl) => {
+                    let (row, lost) = if self.format == Format::Inspect {
+                        inspect::write_sample(case)
+                    } else {
+                        promptfoo::write_test(case)
+                    };
+                    if self.keep(&lost) {
+                        let _ = serde_json::to_writer(&mut out.bytes, &row);
+                        out.bytes.push(b'\n');
+                        out.written += 1;
+                    }
+                    lost
+                }
+                (Format::Inspect, Syntax::Csv) => {
+                    let (row, lost) = inspect_csv_row(case);
+                    if self.keep(&lost) {
+                        self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
+                        out.written += 1;
+                    }
+                    lost
+                }
+                (Format::Promptfoo, Syntax::Csv) => {
+                    let (row, lost) = promptfoo::csv_cells(case, &self.columns);
+                    if self.keep(&lost) {
+                        self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;
                     }
                     lost
@@ -257,6 +288,8 @@ impl Encoder {
                             (item, lost)
                         }
                         Format::Voltagent => voltagent::write_item(case),
+                        Format::Inspect => inspect::write_sample(case),
+                        Format::Promptfoo => promptfoo::write_test(case),
                         Format::Maslab => {
                             let (mut item, lost) = maslab::write_item(case);
                             if let Some(seeds @ MemorySeeds::File { file, content }) = &case.task.memory_seeds {
@@ -494,10 +527,29 @@ impl Encoder {
                 Some(Value::Object(d))
             }
             Format::Maslab => Some(maslab_document(header, doc_layout, kept, name_derived, Some(mark))),
-            Format::Letta | Format::OpenaiEvals | Format::Csv => None,
+            // A configuration with its tests inline, as it was; a list of tests otherwise.
+            Format::Promptfoo => match doc_layout.and_then(|l| l.get("document")) {
+                Some(Value::Object(document)) if matches!(self.syntax, Syntax::Yaml | Syntax::Json) => {
+                    let mut d = Map::new();
+                    if let Some(v) = &header.description {
+                        d.insert("description".into(), json!(v));
+                    }
+                    for (k, v) in document {
+                        d.insert(k.clone(), v.clone());
+                    }
+                    d.insert("tests".into(), mark);
+                    Some(Value::Object(d))
+                }
+                _ => None,
+            },
+            Format::Inspect | Format::Letta | Format::OpenaiEvals | Format::Csv => None,
         };
         match (self.format, doc) {
-            (Format::AgentHealth, _) => {
+            (Format::Promptfoo, None) if matches!(self.syntax, Syntax::Yaml | Syntax::Json) => {
+                self.place_list(None, &[], self.syntax);
+            }
+            (Format::Inspect, None) if self.syntax != Syntax::Json => {}
+            (Format::AgentHealth, _) | (Format::Inspect, None) => {
                 self.indent = 2;
                 self.prologue = "[".into();
                 self.epilogue = "\n]\n".into();
@@ -550,6 +602,13 @@ impl Encoder {
             self.epilogue = format!("\n{}]", " ".repeat(key_indent)) + &text[(at + quoted.len()).min(text.len())..];
         }
     }
+}
+
+/// An Inspect sample as CSV cells, and what CSV cannot hold of it.
+fn inspect_csv_row(case: &Case) -> (Map, Lost) {
+    let (mut row, mut lost) = inspect::write_sample(case);
+    inspect::csv_row(&mut row, &mut lost);
+    (row, lost)
 }
 
 /// Where one case's seed file goes.

@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
 use crate::grade::Grader;
+use crate::grade::asserts::CaseAsserts;
 use crate::hash::{CaseKey, run_hash_bytes, target_key};
 use crate::noise::Widening;
 use crate::protocol::{AgentRequest, Message, Speaker, Step};
@@ -39,6 +40,9 @@ pub struct Plan {
     pub scenarios: Vec<PlannedScenario>,
     pub n_runs: u32,
     pub graders: Vec<Grader>,
+    /// Grading by each case's own asserts, when the experiment lists no graders (`None`: no
+    /// grading, `--no-grade`).
+    pub case_asserts: Option<CaseAsserts>,
     /// The experiment's seeds, before each case's own.
     pub seeds: Vec<Seed>,
     pub concurrency: usize,
@@ -197,7 +201,8 @@ pub async fn execute<T: Send + 'static>(
 ) {
     let permits = Arc::new(Semaphore::new(plan.concurrency.max(1)));
     let batches = Arc::new(Semaphore::new(BATCHES_AT_ONCE));
-    let local = plan.graders.iter().all(Grader::is_local);
+    let local =
+        plan.graders.iter().all(Grader::is_local) && !plan.case_asserts.as_ref().is_some_and(CaseAsserts::has_judge);
     let mut tasks = tokio::task::JoinSet::new();
     let mut batch = Vec::with_capacity(GRADE_BATCH);
     // Waits for a permit of `semaphore`, unless the run is stopped first.
@@ -319,6 +324,7 @@ async fn run_job(
         },
     };
     let mut grades = Vec::with_capacity(plan.graders.len());
+    let mut threshold = None;
     if let Ok(output) = &output {
         for grader in &plan.graders {
             grades.push(GraderResult {
@@ -327,8 +333,13 @@ async fn run_job(
                 outcome: grader.grade(case, output).await,
             });
         }
+        if let (true, Some(asserts)) = (plan.graders.is_empty(), &plan.case_asserts) {
+            let graded = asserts.grade(case, output).await;
+            grades = graded.grades;
+            threshold = graded.threshold;
+        }
     }
-    let (score, pass) = verdict(&output, &grades);
+    let (score, pass) = verdict(&output, &grades, threshold);
     let result = RunResult {
         case_id: case.id.clone(),
         row: plan.cases[job.case].row,
@@ -348,9 +359,14 @@ async fn run_job(
     Finished { job, result, from_store }
 }
 
-/// The weighted mean of the grades and whether every grader passed; nothing when the run or a
-/// grader failed (an error is not a score). Without graders a run that answered passes.
-fn verdict(output: &Result<RunOutput, Failure>, grades: &[GraderResult]) -> (Option<f64>, Option<bool>) {
+/// The weighted mean of the grades and whether every grader passed (or, with a `threshold`,
+/// whether the mean reaches it); nothing when the run or a grader failed (an error is not a
+/// score), nor when nothing graded it.
+fn verdict(
+    output: &Result<RunOutput, Failure>,
+    grades: &[GraderResult],
+    threshold: Option<f64>,
+) -> (Option<f64>, Option<bool>) {
     if output.is_err() || grades.iter().any(|g| g.outcome.is_err()) {
         return (None, None);
     }
@@ -367,7 +383,7 @@ fn verdict(output: &Result<RunOutput, Failure>, grades: &[GraderResult]) -> (Opt
         }
     }
     let score = if weights > 0.0 { total / weights } else { 0.0 };
-    (Some(score), Some(pass))
+    (Some(score), Some(threshold.map_or(pass, |t| score >= t)))
 }
 
 /// One run: the input, then each later turn, on one session.
@@ -452,6 +468,7 @@ mod tests {
             scenarios,
             n_runs: 3,
             graders: Vec::new(),
+            case_asserts: None,
             seeds: Vec::new(),
             concurrency: 1,
         };

@@ -16,6 +16,7 @@
 //! min_confidence: 0.7             # leave out cases whose label confidence is below 0.7
 //! include_rejected: false         # cases reviewed as `rejected` are left out unless true
 //! threshold: 0.8                  # pass rate the experiment needs (exit 1 below it)
+//! judge: {endpoint: "http://127.0.0.1:8000/v1", model: m}   # for cases' `llm-rubric` asserts
 //! concurrency: 8
 //! timeout_secs: 60
 //! retries: 2
@@ -29,6 +30,10 @@
 //! cases' items first; `seed` a whole number (default 0). Given at the top it applies to every
 //! scenario; a scenario's own `noise` replaces it there, and `noise: false` (or `null`) turns it
 //! off. A scenario with noise beside one without gives a robustness figure in the summary.
+//!
+//! Without `graders`, each case is graded by the checks it carries (promptfoo asserts, see
+//! [`crate::grade::asserts`]); `judge` gives the chat-completions endpoint and model (the options
+//! of an `llm_judge` grader) their `llm-rubric` asserts are judged by.
 //!
 //! letta-evals suite files are accepted too: [`crate::letta_suite`] recognises them and maps
 //! them onto the same [`Experiment`].
@@ -63,6 +68,8 @@ pub struct Experiment {
     pub scenarios: Vec<Scenario>,
     pub n_runs: u32,
     pub graders: Vec<Located<Value>>,
+    /// The `llm_judge` options cases' `llm-rubric` asserts are judged with (`judge:`).
+    pub judge: Option<Located<Value>>,
     pub threshold: f64,
     pub concurrency: usize,
     pub timeout_secs: f64,
@@ -132,6 +139,7 @@ const KEYS: &[&str] = &[
     "target",
     "n_runs",
     "graders",
+    "judge",
     "threshold",
     "concurrency",
     "timeout_secs",
@@ -277,6 +285,19 @@ impl Experiment {
                 },
             ),
         };
+        let judge = keep(
+            p,
+            get("judge")
+                .map(|n| match &n.value {
+                    NodeValue::Object(_) => Ok(Located { value: r.value(n, "judge")?, at: r.place(n.offset) }),
+                    other => Err(r.hinted(
+                        n.offset,
+                        format!("`judge` must be a mapping, not {}", other.kind()),
+                        "give the judge's `endpoint` and `model` (the options of an `llm_judge` grader)",
+                    )),
+                })
+                .transpose(),
+        );
         let timeout_secs = get("timeout_secs").map_or(Some(60.0), |n| keep(p, seconds(&r, n, "timeout_secs")));
         let name = keep(p, name(&r, &root, file));
         let description = keep(p, get("description").map(|n| r.string(n, "description")).transpose());
@@ -315,6 +336,7 @@ impl Experiment {
             scenarios,
             n_runs: n_runs.flatten().map_or(1, |n| n as u32),
             graders: graders.ok_or_else(missing)?,
+            judge: judge.flatten(),
             threshold: threshold.flatten().unwrap_or(1.0),
             concurrency: concurrency.flatten().map_or(8, |n| n as usize),
             timeout_secs: timeout_secs.ok_or_else(missing)?,
@@ -353,6 +375,7 @@ impl Experiment {
                 .iter()
                 .map(|kind| Located { value: serde_json::json!({"kind": kind}), at: Place::default() })
                 .collect(),
+            judge: None,
             threshold: 1.0,
             concurrency: 8,
             timeout_secs: 60.0,

@@ -291,6 +291,7 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         scenarios,
         n_runs: suite.n_runs.unwrap_or(1),
         graders: graders.into_iter().map(|(_, grader)| grader).collect(),
+        judge: None,
         threshold: suite.threshold.unwrap_or(1.0),
         concurrency: suite.concurrency.unwrap_or(8),
         timeout_secs: suite.timeout_secs.unwrap_or(60.0),

@@ -20,6 +20,7 @@ use casebook_model::Case;
 use casebook_runner::engine::{self, Job, Mode, Plan, PlannedCase, PlannedScenario, RunKeys};
 use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
+use casebook_runner::grade::asserts::{CaseAsserts, Tally};
 use casebook_runner::noise::NoiseSpec;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
@@ -87,14 +88,9 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         experiment.min_confidence = Some(x);
     }
     experiment.include_rejected |= args.include_rejected;
-    // A run that grades nothing must never look like a pass: say so before any agent is called.
-    if experiment.graders.is_empty() && !args.no_grade {
-        let source = if args.experiment.is_some() { "`graders:` in the experiment file" } else { "`--grader KIND`" };
-        anyhow::bail!(
-            "nothing would grade the answers: add {source} (e.g. `contains`, `exact_match`), \
-             or pass `--no-grade` to keep the agents' outputs without grading them"
-        );
-    }
+    // Without graders, the cases' own asserts grade them (promptfoo tests); a run that grades
+    // nothing at all is refused once the cases are read, before any agent is called.
+    let by_asserts = experiment.graders.is_empty() && !args.no_grade;
     // A letta suite's target is a Letta agent, which casebook cannot start.
     if let Some(err) = experiment.missing_target() {
         report_experiment_error(settings, err);
@@ -110,7 +106,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let store = RunStore::open_for_run(settings, &runtime)?;
 
     let select = Selection::of(&experiment, args.only.as_deref())?;
-    let (scenarios, graders) = match parts(&runtime, &args, &experiment) {
+    let (scenarios, graders, case_asserts) = match parts(&runtime, &args, &experiment) {
         Ok(parts) => parts,
         Err(err) => match err.downcast::<InvalidParts>() {
             Ok(InvalidParts(problems)) => {
@@ -126,6 +122,9 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     else {
         return Ok(Outcome::Invalid);
     };
+    if by_asserts {
+        check_asserts(settings, &args, &dataset.cases, case_asserts.has_judge())?;
+    }
     // Noise is picked once every selected case is known: the pool is the other cases.
     let noise: Vec<Option<NoiseSpec>> = experiment.scenarios.iter().map(|s| s.noise.clone()).collect();
     if noise.iter().any(Option::is_some) {
@@ -137,6 +136,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         scenarios,
         n_runs: experiment.n_runs,
         graders,
+        case_asserts: by_asserts.then_some(case_asserts),
         seeds: experiment.memory_seeds.clone(),
         concurrency: experiment.concurrency,
     });
@@ -701,12 +701,73 @@ fn widen(cases: &mut [PlannedCase], noise: &[Option<NoiseSpec>], keys: &RunKeys)
     Ok(())
 }
 
-/// The scenarios of a run, each with its target, and the graders.
+/// Refuses a run without graders whose cases carry no assert casebook can check (it would grade
+/// nothing), and says which asserts are left out of the grading.
+fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge: bool) -> anyhow::Result<()> {
+    let tallies = engine::parallel_map(cases, |case| {
+        let mut tally = Tally::default();
+        if let Ok(case) = serde_json::from_str::<Case>(&case.json) {
+            tally.add(&case, judge);
+        }
+        tally
+    });
+    let mut tally = Tally::default();
+    for one in tallies {
+        tally.graded_cases += one.graded_cases;
+        tally.ungraded_cases += one.ungraded_cases;
+        tally.bare_cases += one.bare_cases;
+        for (why, n) in one.unchecked {
+            *tally.unchecked.entry(why).or_default() += n;
+        }
+    }
+    if tally.graded_cases == 0 {
+        let source = if args.experiment.is_some() { "`graders:` in the experiment file" } else { "`--grader KIND`" };
+        let asserts = if tally.ungraded_cases > 0 {
+            format!(" (the cases' asserts are none casebook can check: {})", listed(&tally))
+        } else {
+            String::new()
+        };
+        anyhow::bail!(
+            "nothing would grade the answers{asserts}: add {source} (e.g. `contains`, `exact_match`), \
+             or pass `--no-grade` to keep the agents' outputs without grading them"
+        );
+    }
+    if tally.bare_cases > 0 && !settings.quiet {
+        eprintln!(
+            "warning: {} case{} without asserts will be ungraded: the experiment lists no graders",
+            tally.bare_cases,
+            if tally.bare_cases == 1 { "" } else { "s" }
+        );
+    }
+    if !tally.unchecked.is_empty() && !settings.quiet {
+        let total: u64 = tally.unchecked.values().sum();
+        eprintln!(
+            "warning: {total} of the cases' asserts cannot be checked by casebook and are left out of the grading: {}",
+            listed(&tally)
+        );
+        if tally.ungraded_cases > 0 {
+            eprintln!(
+                "warning: {} case{} with nothing else to check will be ungraded (never a pass)",
+                tally.ungraded_cases,
+                if tally.ungraded_cases == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `javascript` (2), `cost` (1): the asserts a tally left out, by reason.
+fn listed(tally: &Tally) -> String {
+    tally.unchecked.iter().map(|(why, n)| format!("{why} ({n})")).collect::<Vec<_>>().join(", ")
+}
+
+/// The scenarios of a run, each with its target, the graders, and the grading by the cases' own
+/// asserts (with the experiment's `judge`).
 fn parts(
     runtime: &tokio::runtime::Runtime,
     args: &RunArgs,
     experiment: &Experiment,
-) -> anyhow::Result<(Vec<PlannedScenario>, Vec<casebook_runner::grade::Grader>)> {
+) -> anyhow::Result<(Vec<PlannedScenario>, Vec<casebook_runner::grade::Grader>, CaseAsserts)> {
     let env = |name: &str| std::env::var(name).ok();
     // In an experiment file, a target or grader that cannot be made is a problem of the file,
     // reported with the others; on the command line it is a usage error.
@@ -762,10 +823,32 @@ fn parts(
             Err(err) => problem(grader.at, err.to_string())?,
         }
     }
+    let mut judge = None;
+    if let Some(located) = &experiment.judge {
+        let mut value = located.value.clone();
+        if let serde_json::Value::Object(map) = &mut value {
+            map.insert("kind".into(), json!("llm_judge"));
+        }
+        match serde_json::from_value::<GraderSpec>(value) {
+            Ok(mut spec) => {
+                spec.resolve_env(env);
+                judge = Some(spec);
+            }
+            Err(err) => problem(located.at, format!("`judge`: {err}"))?,
+        }
+    }
+    let case_asserts = match CaseAsserts::new(judge.as_ref()) {
+        Ok(asserts) => asserts,
+        Err(err) => {
+            let at = experiment.judge.as_ref().map(|j| j.at).unwrap_or_default();
+            problem(at, format!("`judge`: {err}"))?;
+            CaseAsserts::new(None).map_err(anyhow::Error::msg)?
+        }
+    };
     if !invalid.is_empty() {
         return Err(InvalidParts(invalid).into());
     }
-    Ok((scenarios, graders))
+    Ok((scenarios, graders, case_asserts))
 }
 
 /// A dataset file's cases: every case's id and content id (for the version id), and the

@@ -118,6 +118,9 @@ fn seed_files() -> Vec<SeedFile> {
     ] {
         files.push((examples.join(rel), format!("examples/{rel}"), format, syntax, map));
     }
+    for (rel, format, syntax) in crate::examples::EXAMPLES {
+        files.push((examples.join(rel), format!("examples/{rel}"), *format, *syntax, None));
+    }
     files
         .into_iter()
         .map(|(path, name, format, syntax, map)| SeedFile {

@@ -4,6 +4,7 @@
 
 mod corpus;
 mod derived_ids;
+mod examples;
 mod export;
 mod fuzz;
 mod harness;

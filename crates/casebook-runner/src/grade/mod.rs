@@ -13,9 +13,11 @@
 //! - [`per_turn`]: one answer grader applied to every turn against `expected.per_turn`
 //!   (answer graders do this by themselves on a case that only has `expected.per_turn`);
 //! - [`judge`]: `llm_judge`, a rubric prompt sent to a chat-completions endpoint;
-//! - [`command`]: a custom program speaking JSON on stdin/stdout.
+//! - [`command`]: a custom program speaking JSON on stdin/stdout;
+//! - [`asserts`]: the checks a case carries itself (promptfoo asserts), mapped onto the above.
 
 mod answer;
+pub mod asserts;
 mod command;
 mod json;
 mod judge;

@@ -33,7 +33,7 @@ pub(super) const MAX_DIAGNOSTICS: usize = 1000;
 #[into_params(parameter_in = Query)]
 pub struct ImportQuery {
     /// The body's format (`casebook`, `letta`, `maslab`, `agenthealth`, `voltagent`,
-    /// `openai-evals`, `csv`); detected when absent.
+    /// `openai-evals`, `inspect`, `promptfoo`, `csv`); detected when absent.
     pub format: Option<String>,
     /// The body's syntax (`jsonl`, `json`, `yaml`, `csv`); from `filename` when absent.
     pub syntax: Option<String>,
