@@ -349,13 +349,7 @@ pub fn write_sample(case: &Case) -> (Map, Lost) {
     if let Some(rest) = rest {
         out.insert("metadata".into(), Value::Object(rest));
     }
-    for (key, value) in top {
-        if KNOWN.contains(&key.as_str()) || out.contains_key(&key) {
-            lost.push(format!("metadata.{key}"));
-        } else {
-            out.insert(key, value);
-        }
-    }
+    layout::put_back(&mut out, top, KNOWN, &mut lost);
     lost.check("labels", &case.labels);
     lost.parts(
         case,

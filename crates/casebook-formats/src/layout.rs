@@ -82,6 +82,18 @@ pub fn layout_for<'c>(case: &'c Case, format: &str) -> Option<&'c Map> {
     (provenance.format.as_deref() == Some(format)).then_some(&provenance.layout)
 }
 
+/// Puts metadata keys back at the top level of a written object, where the reader lifted them
+/// from; a key the format itself uses (`known`) or one already written is lost instead.
+pub fn put_back(out: &mut Map, keys: impl IntoIterator<Item = (String, Value)>, known: &[&str], lost: &mut Lost) {
+    for (key, value) in keys {
+        if known.contains(&key.as_str()) || out.contains_key(&key) {
+            lost.push(format!("metadata.{key}"));
+        } else {
+            out.insert(key, value);
+        }
+    }
+}
+
 /// Splits a case's metadata back into the lifted top-level keys and the rest.
 pub fn unlift(metadata: Option<&Map>, layout: Option<&Map>) -> (Vec<(String, Value)>, Option<Map>) {
     let (top, _, rest) = unlift_two(metadata, layout, "");

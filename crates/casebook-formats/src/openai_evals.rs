@@ -103,13 +103,7 @@ pub fn write_row(case: &Case) -> (Map, Lost) {
     }
     // Metadata goes back to the top level, where unknown keys came from.
     let (top, rest) = layout::unlift(case.metadata.as_ref(), layout);
-    for (k, v) in top.into_iter().chain(rest.into_iter().flatten()) {
-        if KNOWN.contains(&k.as_str()) || out.contains_key(&k) {
-            lost.push(format!("metadata.{k}"));
-        } else {
-            out.insert(k, v);
-        }
-    }
+    layout::put_back(&mut out, top.into_iter().chain(rest.into_iter().flatten()), KNOWN, &mut lost);
     lost.check("labels", &case.labels);
     lost.parts(
         case,

@@ -258,7 +258,7 @@ pub fn otlp_invocation(rng: &mut Rng, i: u64) -> Vec<Value> {
             "kind": 1, "startTimeUnixNano": (time + n * 1000).to_string(), "endTimeUnixNano": (time + 900_000_000 - n).to_string(),
             "attributes": attributes, "status": {}})
     };
-    let question = if rng.next_u64() % 5 == 0 {
+    let question = if rng.next_u64().is_multiple_of(5) {
         format!("What is the refund policy for {}?", rng.pick(&["Celestia", "Verdantia", "café orders"]))
     } else {
         format!("Ticket {i}: {} — {}?", rng.sentence(14), rng.sentence(6))

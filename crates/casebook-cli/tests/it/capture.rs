@@ -3,6 +3,7 @@
 //! draft expectations; content the traces did not record is a located warning; errors in the
 //! traces are located and write nothing; a trace captured twice adds nothing, and a captured
 //! case reviewed since is never overwritten, on both store backends.
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 
@@ -164,7 +165,7 @@ fn errors_in_traces_are_located_and_nothing_is_written() {
     let dir = Folder::new();
     let store = dir.join("store");
     run(cb(&dir).arg("--store").arg(&store).arg("init")).expect_status(0);
-    let line = std::fs::read_to_string(example("genai-conversation.jsonl")).unwrap();
+    let line = fs_err::read_to_string(example("genai-conversation.jsonl")).unwrap();
     let first = line.lines().next().unwrap();
     // JSON lines: a broken second line, an id that is not hex on the third.
     let broken = format!(
@@ -205,7 +206,7 @@ fn errors_in_traces_are_located_and_nothing_is_written() {
 #[test]
 fn a_trace_split_over_files_or_given_twice_makes_one_case() {
     let dir = Folder::new();
-    let whole: Value = serde_json::from_str(&std::fs::read_to_string(example("genai-agent.json")).unwrap()).unwrap();
+    let whole: Value = serde_json::from_str(&fs_err::read_to_string(example("genai-agent.json")).unwrap()).unwrap();
     let spans = whole["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array().unwrap();
     let part = |spans: &[Value]| {
         let mut doc = whole.clone();
@@ -338,14 +339,14 @@ fn many_warnings_of_one_code_are_counted_after_the_first_twenty() {
 #[test]
 fn json_lines_with_a_byte_order_mark_or_on_standard_input_are_read() {
     let dir = Folder::new();
-    let lines = std::fs::read_to_string(example("genai-conversation.jsonl")).unwrap();
+    let lines = fs_err::read_to_string(example("genai-conversation.jsonl")).unwrap();
     let file = dir.file("bom.jsonl", format!("\u{feff}{lines}{{\"resourceSpans\": 7}}\n"));
     let out = run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&file));
     out.expect_status(1);
     assert_eq!(warnings(&out.stderr), [at("E-wrong-type", 4, 19, "/resourceSpans")]);
     let piped = run(cb(&dir)
         .args(["capture", "--dry-run", "-"])
-        .write_stdin(std::fs::read(example("genai-conversation.jsonl")).unwrap()));
+        .write_stdin(fs_err::read(example("genai-conversation.jsonl")).unwrap()));
     piped.expect_status(0);
     assert_eq!(jsonl(&piped.stdout).len(), 4, "{piped:?}");
 }

@@ -4,12 +4,12 @@
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use casebook_store::{CaptureRequest, CommitOutcome};
 use serde::Deserialize;
 
 use super::DatasetPath;
-use super::transfer::{MAX_DIAGNOSTICS, author, spool, too_large};
+use super::transfer::{MAX_DIAGNOSTICS, author, receive};
 use crate::AppState;
 use crate::api::{CaptureReport, Version};
 use crate::auth::Writer;
@@ -48,28 +48,11 @@ pub async fn capture(
     body: Body,
 ) -> ApiResult<(StatusCode, axum::Json<CaptureReport>)> {
     let filter = super::select(query.filter.as_deref())?.filter;
-    let max = state.limits.max_body;
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max) {
-        return Err(too_large(max));
-    }
-    let shown = query
-        .filename
-        .as_deref()
-        .and_then(|f| std::path::Path::new(f).file_name()?.to_str().map(str::to_owned))
-        .filter(|f| !f.is_empty())
-        .unwrap_or_else(|| "traces.json".to_owned());
-    let folder = match &state.limits.spool {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(ApiError::internal)?;
-    let file = folder.path().join("body");
-    spool(body, &file, max).await?;
+    let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "traces.json", body).await?;
     let name = shown.clone();
     let captured = tokio::task::spawn_blocking(move || {
         let mut capture = casebook_formats::capture::Capture::new();
-        capture.read(&name, std::io::BufReader::new(std::fs::File::open(&file)?))?;
+        capture.read(&name, std::io::BufReader::new(fs_err::File::open(&file)?))?;
         drop(folder);
         Ok::<_, std::io::Error>(capture.finish())
     })

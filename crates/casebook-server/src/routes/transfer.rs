@@ -62,7 +62,7 @@ fn parse_syntax(text: Option<&str>) -> ApiResult<Option<Syntax>> {
     .transpose()
 }
 
-pub(super) fn too_large(max: u64) -> ApiError {
+fn too_large(max: u64) -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "too-large",
@@ -70,8 +70,37 @@ pub(super) fn too_large(max: u64) -> ApiError {
     )
 }
 
+/// A request body written to a file of its own in a new temporary folder (which removes it when
+/// dropped), named as the client's `filename` (only its last part) or `default`, refused over
+/// the size limit; with the name diagnostics show.
+pub(super) async fn receive(
+    state: &AppState,
+    headers: &HeaderMap,
+    filename: Option<&str>,
+    default: &str,
+    body: Body,
+) -> ApiResult<(tempfile::TempDir, std::path::PathBuf, String)> {
+    let max = state.limits.max_body;
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(too_large(max));
+    }
+    let shown = filename
+        .and_then(|f| std::path::Path::new(f).file_name()?.to_str().map(str::to_owned))
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| default.to_owned());
+    let folder = match &state.limits.spool {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .map_err(ApiError::internal)?;
+    let file = folder.path().join(&shown);
+    spool(body, &file, max).await?;
+    Ok((folder, file, shown))
+}
+
 /// Writes a request body to `file`, at most `max` bytes.
-pub(super) async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
+async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     let mut out = tokio::fs::File::create(file).await.map_err(ApiError::internal)?;
     let mut stream = body.into_data_stream();
     let mut size = 0u64;
@@ -130,25 +159,7 @@ pub async fn import(
         Some("v0" | "0") => Parent::Given(Ref::Number(0)),
         Some(text) => Parent::Given(text.parse().map_err(|e: String| ApiError::bad_request(format!("`parent`: {e}")))?),
     };
-    let max = state.limits.max_body;
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max) {
-        return Err(too_large(max));
-    }
-    // Only the file's own name, with a name for the body when it has none.
-    let shown = query
-        .filename
-        .as_deref()
-        .and_then(|f| std::path::Path::new(f).file_name()?.to_str().map(str::to_owned))
-        .filter(|f| !f.is_empty())
-        .unwrap_or_else(|| "body.jsonl".to_owned());
-    let folder = match &state.limits.spool {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(ApiError::internal)?;
-    let file = folder.path().join(&shown);
-    spool(body, &file, max).await?;
+    let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "body.jsonl", body).await?;
 
     let author = author(&headers, &writer);
     let request = IngestRequest {

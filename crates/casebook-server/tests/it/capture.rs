@@ -8,7 +8,7 @@ const A: &str = "/api/v1/projects/team-a/datasets";
 
 fn example(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces").join(name);
-    std::fs::read_to_string(path).unwrap()
+    fs_err::read_to_string(path).unwrap()
 }
 
 async fn capture(server: &Server, dataset: &str, query: &str, body: String) -> (u16, serde_json::Value) {
