@@ -162,10 +162,7 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     let mut task = Task::new(Value::String(input?));
     task.context = context;
     task.tools = tools;
-    let (id, derived) = match id {
-        Some(id) => (id, false),
-        None => (casebook_canon::derived_case_id(&task).ok()?, true),
-    };
+    let (id, derived) = layout::id_or_derived(id, &task)?;
     Some(Case {
         id,
         name,

@@ -139,10 +139,7 @@ pub fn read_sample(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> 
     if !agent_args.is_empty() {
         task.agent_args = Some(agent_args);
     }
-    let (id, derived) = match id {
-        Some(id) => (id, false),
-        None => (casebook_canon::derived_case_id(&task).ok()?, true),
-    };
+    let (id, derived) = layout::id_or_derived(id, &task)?;
     Some(Case {
         id,
         name: None,

@@ -145,6 +145,15 @@ pub fn text<'l>(layout: Option<&'l Map>, key: &str) -> Option<&'l str> {
     layout.and_then(|l| l.get(key)).and_then(Value::as_str)
 }
 
+/// The case's id: the one the source gives, else one derived from its task (`true`: derived,
+/// never written back to a format whose rows had none).
+pub fn id_or_derived(id: Option<String>, task: &casebook_model::Task) -> Option<(String, bool)> {
+    match id {
+        Some(id) => Some((id, false)),
+        None => Some((casebook_canon::derived_case_id(task).ok()?, true)),
+    }
+}
+
 pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {
     Some(Provenance { format: Some(format.into()), id_derived, layout, extra: Map::new(), row: None })
 }

@@ -57,13 +57,10 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         return None;
     }
     let task = Task::new(input?);
-    let (id, derived) = match id {
-        Some(id) => {
-            layout.insert("id".into(), Value::Bool(true));
-            (id, false)
-        }
-        None => (casebook_canon::derived_case_id(&task).ok()?, true),
-    };
+    if id.is_some() {
+        layout.insert("id".into(), Value::Bool(true));
+    }
+    let (id, derived) = layout::id_or_derived(id, &task)?;
     Some(Case {
         id,
         name: None,

@@ -93,10 +93,7 @@ pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         return None;
     }
     let task = Task::new(input?);
-    let (id, derived) = match id {
-        Some(id) => (id, false),
-        None => (casebook_canon::derived_case_id(&task).ok()?, true),
-    };
+    let (id, derived) = layout::id_or_derived(id, &task)?;
     Some(Case {
         id,
         name: None,

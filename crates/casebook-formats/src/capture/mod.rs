@@ -185,17 +185,17 @@ fn invocation_case(
     // The conversation sent: the invocation's own messages; else its input (OpenInference's
     // `input.value`: what the user asked, where a model call may have been sent a prompt made
     // from it) with the system messages of the first model call; else the first model call's.
-    let first_call = views.iter_mut().find_map(|v| v.input_messages());
-    let (messages, convention) = match (views[root_at].input_messages(), views[root_at].value("input")) {
+    let own = views[root_at].input_messages();
+    let (messages, convention) = match (own, views[root_at].value("input")) {
         (Some(own), _) => own,
         (None, Some(value)) => {
-            let mut messages: Vec<Message> = first_call
+            let mut messages: Vec<Message> = first_call(&mut views)
                 .map(|(m, _)| m.into_iter().filter(|m| m.role == "system" || m.role == "developer").collect())
                 .unwrap_or_default();
             messages.push(value_message(value));
             (messages, conventions::OPENINFERENCE)
         }
-        (None, None) => first_call.unwrap_or((Vec::new(), "")),
+        (None, None) => first_call(&mut views).unwrap_or((Vec::new(), "")),
     };
 
     // The final answer: the invocation's own output, else the last model call's that has text.
@@ -403,6 +403,11 @@ fn invocation_case(
         review: Some(Review::Draft),
         provenance: Some(Provenance { format: Some(FORMAT.into()), extra, ..Provenance::default() }),
     })
+}
+
+/// The input messages of the first span (by start) that has some.
+fn first_call(views: &mut [View]) -> Option<(Vec<Message>, &'static str)> {
+    views.iter_mut().find_map(View::input_messages)
 }
 
 const CONTENT_HINT: &str = "message content is recorded only when the instrumentation is asked to (for OpenTelemetry GenAI \
