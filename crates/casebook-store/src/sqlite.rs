@@ -368,6 +368,11 @@ impl Journal {
         // With a rollback journal, NORMAL leaves a power failure at the wrong moment able to
         // corrupt the store; FULL does not.
         sqlx::query("PRAGMA synchronous = FULL").execute(&mut *conn).await?;
+        // The content-id index is then built after the load (see `first_version`): SQLite sorts
+        // its million keys in runs of the page cache's size, and with temporary storage in
+        // memory it kept every run there too, about 50 MiB more at the end of the import. On
+        // disk they are the operating system's cache's to keep.
+        sqlx::query("PRAGMA temp_store = FILE").execute(&mut *conn).await?;
         Ok(Journal::Rollback)
     }
 
@@ -375,6 +380,7 @@ impl Journal {
     /// switches back: every connection asks for the log.)
     async fn restore(self, conn: &mut SqliteConnection) -> Result<(), StoreError> {
         if self == Journal::Rollback {
+            sqlx::query("PRAGMA temp_store = MEMORY").execute(&mut *conn).await?;
             sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
             sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL").fetch_one(&mut *conn).await?;
         }
@@ -390,26 +396,32 @@ enum ListIn {
     FirstVersion(i64),
 }
 
-/// Stores the bodies of `cases` that are not stored yet, with their labels, and lists the cases
-/// from position `pos`.
+/// Stores the bodies of the cases in `pending` that are not stored yet, with their facets and
+/// labels, and lists the cases from position `pos`. Only whole chunks of [`ROWS`] are taken (the
+/// rest waits for the next batch) unless `flush`: every statement but the last is then the same,
+/// prepared once, where a batch's remainder of any size made SQLite parse and plan a new
+/// statement of hundreds of rows for every batch.
 async fn load(
     tx: &mut Transaction<'_, Sqlite>,
-    cases: Vec<Prepared>,
+    pending: &mut Vec<Prepared>,
     pos: &mut i64,
     list: &ListIn,
+    flush: bool,
 ) -> Result<(), StoreError> {
+    // `OR FAIL` (here and in the commit's other multi-row writes): a statement that fails stops
+    // where it is, and the commit's transaction is rolled back as a whole anyway. Plain `INSERT`
+    // (`OR ABORT`) must undo a failed statement alone, so SQLite kept a statement journal, a
+    // copy of every page the statement changed, for each one.
     let insert = match list {
-        ListIn::Incoming => "INSERT INTO incoming (case_id, blob, pos)".to_owned(),
-        ListIn::FirstVersion(_) => "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)".to_owned(),
+        ListIn::Incoming => "INSERT OR FAIL INTO incoming (case_id, blob, pos)".to_owned(),
+        ListIn::FirstVersion(_) => "INSERT OR FAIL INTO members (dataset, case_id, from_v, to_v, blob, ord)".to_owned(),
     };
     let row = match list {
         ListIn::Incoming => "(?, ?, ?)".to_owned(),
         ListIn::FirstVersion(dataset) => format!("({dataset}, ?, 1, NULL, ?, ?)"),
     };
-    // The cases' strings are moved into the statements (sqlx copies what it is lent).
-    let mut cases = cases.into_iter().peekable();
-    while cases.peek().is_some() {
-        let mut chunk: Vec<Prepared> = cases.by_ref().take(ROWS).collect();
+    while pending.len() >= ROWS || (flush && !pending.is_empty()) {
+        let mut chunk: Vec<Prepared> = pending.drain(..ROWS.min(pending.len())).collect();
         // (A body stored before seed documents were kept apart holds its document whole: its
         // length is not the compact body's.)
         let lengths: Vec<Option<i64>> = chunk.iter().map(|c| c.seed.is_none().then_some(c.body.len() as i64)).collect();
@@ -417,91 +429,104 @@ async fn load(
         let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
         let values = vec!["(?, ?)"; chunk.len()].join(", ");
         let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
+        // The bodies are moved into the statement (sqlx copies what it is lent).
         for case in &mut chunk {
             query = query.bind(&case.content_id[..]).bind(std::mem::take(&mut case.body));
         }
         let stored = query.execute(&mut **tx).await?.rows_affected() as i64;
-        // When every body was new, SQLite gave them the row ids after the last one, in order
-        // (checked): no need to look them up by content id.
-        let all_new = stored == chunk.len() as i64 && {
-            let max: i64 = sqlx::query_scalar("SELECT max(id) FROM blobs").fetch_one(&mut **tx).await?;
-            max == last + stored
-        };
-        if all_new {
-            let values = vec!["(?, ?)"; chunk.len()].join(", ");
-            let sql = format!("INSERT INTO blob_facets (blob, facets) VALUES {values}");
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for (case, blob) in chunk.iter_mut().zip(last + 1..) {
-                query = query.bind(blob).bind(std::mem::take(&mut case.facets));
+        let blobs = blob_ids(tx, &chunk, &lengths, last, stored).await?;
+
+        // Facets and labels of the bodies stored now (after `last`), once each.
+        let mut seen = std::collections::HashSet::new();
+        let new: Vec<usize> = (0..chunk.len()).filter(|&i| blobs[i] > last && seen.insert(blobs[i])).collect();
+        if !new.is_empty() {
+            let values = vec!["(?, ?)"; new.len()].join(", ");
+            let mut query =
+                sqlx::query(AssertSqlSafe(format!("INSERT OR FAIL INTO blob_facets (blob, facets) VALUES {values}")));
+            for &i in &new {
+                query = query.bind(blobs[i]).bind(std::mem::take(&mut chunk[i].facets));
             }
             query.execute(&mut **tx).await?;
-            let labels: Vec<(String, i64)> = chunk
-                .iter_mut()
-                .zip(last + 1..)
-                .flat_map(|(case, blob)| std::mem::take(&mut case.labels).into_iter().map(move |label| (label, blob)))
-                .collect();
-            let mut labels = labels.into_iter().peekable();
-            while labels.peek().is_some() {
-                let part: Vec<(String, i64)> = labels.by_ref().take(ROWS).collect();
-                let values = vec!["(?, ?)"; part.len()].join(", ");
-                let sql = format!("INSERT OR IGNORE INTO case_labels (label, blob) VALUES {values}");
-                let mut query = sqlx::query(AssertSqlSafe(sql));
-                for (label, blob) in part {
-                    query = query.bind(label).bind(blob);
-                }
-                query.execute(&mut **tx).await?;
-            }
-            let values = vec![row.as_str(); chunk.len()].join(", ");
-            let mut query = sqlx::query(AssertSqlSafe(format!("{insert} VALUES {values}")));
-            for (case, blob) in chunk.iter_mut().zip(last + 1..) {
-                query = query.bind(std::mem::take(&mut case.id)).bind(blob).bind(*pos);
-                *pos += 1;
-            }
-            query.execute(&mut **tx).await?;
-        } else {
-            // Some bodies were stored before: the new ones' facets and labels from their bodies,
-            // and every row id from the content-id index, by a join (a subquery per row would
-            // open a cursor per row, and SQLite's cost of opening one grows with the number open).
-            let heavy: Vec<String> = casebook_filter::OTHER_FIELDS.iter().map(|k| format!("'$.{k}'")).collect();
-            let sql = format!(
-                "INSERT OR IGNORE INTO blob_facets (blob, facets) SELECT b.id, json_remove(b.body, {}) FROM blobs b WHERE b.id > ?",
-                heavy.join(", ")
-            );
-            sqlx::query(AssertSqlSafe(sql)).bind(last).execute(&mut **tx).await?;
-            sqlx::query(
-                "INSERT OR IGNORE INTO case_labels (label, blob)
-                 SELECT j.value, b.id FROM blobs b, json_each(b.body, '$.labels') j WHERE b.id > ? AND j.type = 'text'",
-            )
-            .bind(last)
-            .execute(&mut **tx)
-            .await?;
-            // A body stored before is reused as it is: the row the content-id index points at
-            // must be there, be JSON and have the body's length, or the new version would be
-            // built on a damaged page (SQLite reads a row only when asked for its columns).
-            let values = vec!["(?, ?, ?, ?)"; chunk.len()].join(", ");
-            let columns = match list {
-                ListIn::Incoming => "v.column1, b.id, v.column3".to_owned(),
-                ListIn::FirstVersion(dataset) => format!("{dataset}, v.column1, 1, NULL, b.id, v.column3"),
-            };
-            let sql = format!(
-                "{insert} SELECT {columns} FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column2
-                 WHERE (v.column4 IS NULL OR octet_length(b.body) = v.column4) AND json_valid(b.body)"
-            );
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for (case, length) in chunk.iter_mut().zip(&lengths) {
-                query = query.bind(std::mem::take(&mut case.id)).bind(&case.content_id[..]).bind(*pos).bind(*length);
-                *pos += 1;
-            }
-            let listed = query.execute(&mut **tx).await?.rows_affected();
-            if listed != chunk.len() as u64 {
-                return Err(StoreError::Damaged(format!(
-                    "{} of the case bodies this commit reuses are missing or not what was stored",
-                    chunk.len() as u64 - listed
-                )));
-            }
         }
+        let labels: Vec<(String, i64)> = new
+            .iter()
+            .flat_map(|&i| {
+                let blob = blobs[i];
+                std::mem::take(&mut chunk[i].labels).into_iter().map(move |label| (label, blob))
+            })
+            .collect();
+        let mut labels = labels.into_iter().peekable();
+        while labels.peek().is_some() {
+            let part: Vec<(String, i64)> = labels.by_ref().take(ROWS).collect();
+            let values = vec!["(?, ?)"; part.len()].join(", ");
+            let sql = format!("INSERT OR IGNORE INTO case_labels (label, blob) VALUES {values}");
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (label, blob) in part {
+                query = query.bind(label).bind(blob);
+            }
+            query.execute(&mut **tx).await?;
+        }
+
+        let values = vec![row.as_str(); chunk.len()].join(", ");
+        let mut query = sqlx::query(AssertSqlSafe(format!("{insert} VALUES {values}")));
+        for (case, blob) in chunk.iter_mut().zip(blobs) {
+            query = query.bind(std::mem::take(&mut case.id)).bind(blob).bind(*pos);
+            *pos += 1;
+        }
+        query.execute(&mut **tx).await?;
     }
     Ok(())
+}
+
+/// The row ids of the bodies of `chunk`, just given to `INSERT OR IGNORE INTO blobs`, which
+/// stored `stored` of them after row `last`.
+async fn blob_ids(
+    tx: &mut Transaction<'_, Sqlite>,
+    chunk: &[Prepared],
+    lengths: &[Option<i64>],
+    last: i64,
+    stored: i64,
+) -> Result<Vec<i64>, StoreError> {
+    // When every body was new, SQLite gave them the row ids after the last one, in order
+    // (checked): no need to look them up.
+    if stored == chunk.len() as i64 {
+        let max: i64 = sqlx::query_scalar("SELECT max(id) FROM blobs").fetch_one(&mut **tx).await?;
+        if max == last + stored {
+            return Ok((last + 1..=max).collect());
+        }
+    }
+    // The new ones by reading back the rows just stored (from the page cache), so that only the
+    // bodies stored before are looked up by content id.
+    let mut ids: std::collections::HashMap<Vec<u8>, i64> = sqlx::query_as("SELECT cid, id FROM blobs WHERE id > ?")
+        .bind(last)
+        .fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .collect();
+    let reused: Vec<usize> = (0..chunk.len()).filter(|&i| !ids.contains_key(&chunk[i].content_id[..])).collect();
+    if !reused.is_empty() {
+        // A body stored before is reused as it is: the row the content-id index points at must
+        // be there, be JSON and have the body's length, or the new version would be built on a
+        // damaged page (SQLite reads a row only when asked for its columns).
+        let values = vec!["(?, ?)"; reused.len()].join(", ");
+        let sql = format!(
+            "SELECT b.cid, b.id FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column1
+             WHERE (v.column2 IS NULL OR octet_length(b.body) = v.column2) AND json_valid(b.body)"
+        );
+        let mut query = sqlx::query_as(AssertSqlSafe(sql));
+        for &i in &reused {
+            query = query.bind(&chunk[i].content_id[..]).bind(lengths[i]);
+        }
+        let found: Vec<(Vec<u8>, i64)> = query.fetch_all(&mut **tx).await?;
+        let missing = reused.len() - found.len().min(reused.len());
+        ids.extend(found);
+        if missing > 0 || reused.iter().any(|&i| !ids.contains_key(&chunk[i].content_id[..])) {
+            return Err(StoreError::Damaged(format!(
+                "{missing} of the case bodies this commit reuses are missing or not what was stored"
+            )));
+        }
+    }
+    Ok(chunk.iter().map(|case| ids[&case.content_id[..]]).collect())
 }
 
 impl crate::Store for SqliteStore {
@@ -548,8 +573,25 @@ impl crate::Store for SqliteStore {
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
         let mut conn = self.pool.acquire().await?;
         let journal = Journal::choose(&self.pool, &mut conn, &request).await?;
-        let outcome = self.commit_on(&mut conn, request, cases, journal).await;
-        journal.restore(&mut conn).await?;
+        // Without foreign-key checks while committing: every row a commit writes points at a
+        // body it has just stored or looked up by content id, in the same transaction. With
+        // them, each multi-row insert looked up its rows' parents and, as a check could fail
+        // half-way through a statement, kept a statement journal: a copy of every page the
+        // statement changed (a seventh of the SQLite thread's time on a large import).
+        let outcome = match sqlx::query("PRAGMA foreign_keys = OFF").execute(&mut *conn).await {
+            Ok(_) => self.commit_on(&mut conn, request, cases, journal).await,
+            Err(err) => Err(err.into()),
+        };
+        let restored = async {
+            sqlx::query("PRAGMA foreign_keys = ON").execute(&mut *conn).await?;
+            journal.restore(&mut conn).await
+        }
+        .await;
+        if let Err(err) = restored {
+            // Not back in the pool as it is: the next connection opens as it should.
+            let _ = conn.close().await;
+            return Err(err);
+        }
         drop(conn);
         let outcome = outcome?;
         if let CommitOutcome::Created(v) = &outcome {
@@ -902,13 +944,16 @@ impl SqliteStore {
         // 46 bytes a case of 6-byte ids), since reading them back would touch every body's page.
         let mut listed = Listing::default();
         let mut pos = 0i64;
+        let mut pending = Vec::new();
         while let Some(batch) = cases.recv().await {
             let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
             for case in &batch {
                 listed.push(&case.id, case.content_id)?;
             }
-            load(&mut tx, batch, &mut pos, &ListIn::FirstVersion(id)).await?;
+            pending.extend(batch);
+            load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), false).await?;
         }
+        load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), true).await?;
         let count = pos;
         // The version id is hashed here while SQLite builds the index on its own thread.
         let (indexed, version_id) = tokio::join!(
@@ -1032,10 +1077,13 @@ impl SqliteStore {
                 }
             }
             _ => {
+                let mut pending = Vec::new();
                 while let Some(batch) = cases.recv().await {
                     let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
-                    load(&mut tx, batch, &mut pos, &ListIn::Incoming).await?;
+                    pending.extend(batch);
+                    load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, false).await?;
                 }
+                load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, true).await?;
             }
         }
         sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
@@ -1051,20 +1099,20 @@ impl SqliteStore {
         match &request.mode {
             CommitMode::Remove(_) => {
                 let sql = format!(
-                    "INSERT INTO changes SELECT m.case_id, 2, NULL FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                    "INSERT OR FAIL INTO changes SELECT m.case_id, 2, NULL FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
                 );
                 sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
             }
             mode => {
                 let sql = format!(
-                    "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
+                    "INSERT OR FAIL INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
                      FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
                      WHERE m.blob IS NULL OR m.blob != i.blob"
                 );
                 sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
                 if *mode == CommitMode::Replace {
                     let sql = format!(
-                        "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m
+                        "INSERT OR FAIL INTO changes SELECT m.case_id, 2, NULL FROM members m
                          WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
                     );
                     sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
@@ -1134,10 +1182,10 @@ impl SqliteStore {
         // Close the rows that change, then open the new ones.
         let close = if reordered {
             format!(
-                "UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
+                "UPDATE OR FAIL members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM incoming UNION SELECT case_id FROM changes)"
             )
         } else {
-            format!("UPDATE members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
+            format!("UPDATE OR FAIL members SET to_v = ?2 WHERE {live} AND case_id IN (SELECT case_id FROM changes)")
         };
         // The rows to open, with their places: computed before closing (they read the head).
         // Joins with the head are written `CROSS JOIN` so SQLite looks the few changed ids up
@@ -1150,7 +1198,9 @@ impl SqliteStore {
         sqlx::query("DELETE FROM opening").execute(&mut *tx).await?;
         if reordered {
             // A new order: every case takes its input position.
-            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos FROM incoming").execute(&mut *tx).await?;
+            sqlx::query("INSERT OR FAIL INTO opening SELECT case_id, blob, pos FROM incoming")
+                .execute(&mut *tx)
+                .await?;
         } else {
             // The last place in the head (from the top of the order index, not a scan).
             let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
@@ -1170,7 +1220,7 @@ impl SqliteStore {
                     .await?;
                 sqlx::query("DELETE FROM kept").execute(&mut *tx).await?;
                 sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO kept SELECT i.pos, m.ord FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                    "INSERT OR FAIL INTO kept SELECT i.pos, m.ord FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
                 )))
                 .bind(id)
                 .execute(&mut *tx)
@@ -1194,11 +1244,11 @@ impl SqliteStore {
                  FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1"
                     .to_owned()
             };
-            let insert = sqlx::query(AssertSqlSafe(format!("INSERT INTO opening {neighbours}")));
+            let insert = sqlx::query(AssertSqlSafe(format!("INSERT OR FAIL INTO opening {neighbours}")));
             let insert = if request.mode == CommitMode::Replace { insert } else { insert.bind(end) };
             insert.execute(&mut *tx).await?;
             sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c CROSS JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
+                "INSERT OR FAIL INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c CROSS JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
             )))
             .bind(id)
             .execute(&mut *tx)
@@ -1206,7 +1256,7 @@ impl SqliteStore {
         }
         sqlx::query(AssertSqlSafe(close)).bind(id).bind(number as i64).execute(&mut *tx).await?;
         sqlx::query(
-            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
+            "INSERT OR FAIL INTO members (dataset, case_id, from_v, to_v, blob, ord)
              SELECT ?1, case_id, ?2, NULL, blob, ord FROM opening ORDER BY case_id",
         )
         .bind(id)

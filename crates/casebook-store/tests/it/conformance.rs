@@ -27,7 +27,8 @@ macro_rules! suite {
             pages_walk_a_fixed_version,
             many_insertions_at_one_spot_keep_the_order,
             text_with_nul_is_filtered_as_in_memory,
-            json_pages_are_the_pages_joined);
+            json_pages_are_the_pages_joined,
+            a_commit_of_stored_and_new_bodies_filters_as_in_memory);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
@@ -542,6 +543,59 @@ pub async fn long_filters_and_extreme_numbers_select_what_they_select_in_memory(
             .unwrap_or_else(|e| panic!("{e}: {}", &text[..text.len().min(80)]));
         assert_eq!(got, expected, "{}", &text[..text.len().min(80)]);
         assert!(!got.is_empty() && got.len() < cases.len(), "selects something, not everything: {text:.80}");
+    }
+}
+
+/// A commit whose chunks mix bodies the store holds (from another dataset) with new ones: the new
+/// ones' labels and facets are indexed, the stored ones are reused, and the filters of the new
+/// dataset select what they select in memory.
+pub async fn a_commit_of_stored_and_new_bodies_filters_as_in_memory(store: impl Store) {
+    let labelled = |i: usize| {
+        let mut c = case(&format!("c{i}"), &format!("question {i} ü"));
+        c.labels = Some(vec![format!("topic:{}", i % 3), "shared".into()]);
+        c.metadata = Some(serde_json::Map::from_iter([("n".to_owned(), json!(i))]));
+        c
+    };
+    // Over two chunks of a thousand rows and a remainder.
+    let first: Vec<Case> = (0..2500).map(labelled).collect();
+    let mut other = request(CommitMode::Replace, "first");
+    other.dataset = "other".into();
+    store.commit(other, batches(first)).await.unwrap();
+    // Every third case is one of `other`'s, as it is; the rest are new, some under the same id.
+    let cases: Vec<Case> = (0..2600)
+        .map(|i| {
+            if i % 3 == 0 {
+                labelled(i)
+            } else {
+                let mut c = labelled(i + 10_000);
+                c.labels = Some(vec![format!("topic:{}", i % 5), format!("new:{i}")]);
+                c
+            }
+        })
+        .collect();
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    assert_eq!(ids(&store, 1).await, cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>());
+    for text in [
+        r#"labels contains "shared""#,
+        r#"label.topic == "4""#,
+        r#"label.topic == "1" and metadata.n >= 10000"#,
+        r#"labels contains "new:2599""#,
+        "metadata.n < 100",
+        r#"input contains "ü" and metadata.n > 2000"#,
+    ] {
+        let filter = casebook_filter::Filter::parse(text).unwrap();
+        let expected: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
+        assert!(!expected.is_empty(), "{text}");
+        let select = Select { filter: Some(filter), limit: None };
+        let mut got = Vec::new();
+        store
+            .cases("support", 1, &select, 500, &mut |batch| {
+                got.extend(batch.into_iter().map(|c| c.id));
+                true
+            })
+            .await
+            .unwrap();
+        assert_eq!(got, expected, "{text}");
     }
 }
 
