@@ -106,15 +106,24 @@ pub async fn created(store: &impl Store, mode: CommitMode, cases: Vec<Case>) -> 
 }
 
 pub async fn ids(store: &impl Store, version: u64) -> Vec<String> {
+    selected(store, version, &Select::all(), 2).await.unwrap()
+}
+
+/// The ids of the cases of `support` at `version` that `select` selects, read in pages of `page`.
+pub async fn selected(
+    store: &impl Store,
+    version: u64,
+    select: &Select,
+    page: usize,
+) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
     store
-        .cases("support", version, &Select::all(), 2, &mut |batch| {
+        .cases("support", version, select, page, &mut |batch| {
             out.extend(batch.into_iter().map(|c| c.id));
             true
         })
-        .await
-        .unwrap();
-    out
+        .await?;
+    Ok(out)
 }
 
 pub async fn versions_are_immutable_and_numbered(store: impl Store) {
@@ -453,14 +462,7 @@ pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
             let expected: Vec<String> =
                 expected_cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
             let select = Select { filter: Some(filter), limit: None };
-            let mut got = Vec::new();
-            store
-                .cases("support", version, &select, 3, &mut |batch| {
-                    got.extend(batch.into_iter().map(|c| c.id));
-                    true
-                })
-                .await
-                .unwrap();
+            let got = selected(&store, version, &select, 3).await.unwrap();
             assert_eq!(got, expected, "v{version}: {text}");
             assert_eq!(store.count("support", version, &select).await.unwrap(), expected.len() as u64, "{text}");
             let first = Select { limit: Some(1), ..select };
@@ -533,14 +535,8 @@ pub async fn long_filters_and_extreme_numbers_select_what_they_select_in_memory(
         let filter = casebook_filter::Filter::parse(text).unwrap();
         let expected: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
         let select = Select { filter: Some(filter), limit: None };
-        let mut got = Vec::new();
-        store
-            .cases("support", 1, &select, 100, &mut |batch| {
-                got.extend(batch.into_iter().map(|c| c.id));
-                true
-            })
-            .await
-            .unwrap_or_else(|e| panic!("{e}: {}", &text[..text.len().min(80)]));
+        let got =
+            selected(&store, 1, &select, 100).await.unwrap_or_else(|e| panic!("{e}: {}", &text[..text.len().min(80)]));
         assert_eq!(got, expected, "{}", &text[..text.len().min(80)]);
         assert!(!got.is_empty() && got.len() < cases.len(), "selects something, not everything: {text:.80}");
     }
@@ -587,14 +583,7 @@ pub async fn a_commit_of_stored_and_new_bodies_filters_as_in_memory(store: impl 
         let expected: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
         assert!(!expected.is_empty(), "{text}");
         let select = Select { filter: Some(filter), limit: None };
-        let mut got = Vec::new();
-        store
-            .cases("support", 1, &select, 500, &mut |batch| {
-                got.extend(batch.into_iter().map(|c| c.id));
-                true
-            })
-            .await
-            .unwrap();
+        let got = selected(&store, 1, &select, 500).await.unwrap();
         assert_eq!(got, expected, "{text}");
     }
 }
@@ -738,14 +727,7 @@ pub async fn text_with_nul_is_filtered_as_in_memory(store: impl Store) {
         let filter = casebook_filter::Filter::parse(text).unwrap();
         let expected: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
         let select = Select { filter: Some(filter), limit: None };
-        let mut got = Vec::new();
-        store
-            .cases("support", 1, &select, 2, &mut |batch| {
-                got.extend(batch.into_iter().map(|c| c.id));
-                true
-            })
-            .await
-            .unwrap();
+        let got = selected(&store, 1, &select, 2).await.unwrap();
         assert_eq!(got, expected, "{text}");
         assert_eq!(store.count("support", 1, &select).await.unwrap(), expected.len() as u64, "{text}");
         let first = Select { limit: Some(1), ..select.clone() };
