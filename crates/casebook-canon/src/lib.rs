@@ -158,6 +158,24 @@ pub fn derived_case_id<T: Serialize>(task: &T) -> Result<String, CanonError> {
     Ok(format!("t-{}", &id[..16]))
 }
 
+/// [`derived_case_id`] of the task `{"input": input}`, the whole task of most rows without an id
+/// (letta's, for one), written straight into the hash: its canonical form is the input as
+/// `serde_json` writes a string (it escapes exactly what RFC 8785 escapes, the same way) inside
+/// `{"input":…}`.
+pub fn derived_case_id_of_input(input: &str) -> String {
+    let mut canonical = Vec::with_capacity(input.len() + 16);
+    canonical.extend_from_slice(b"{\"input\":");
+    // Writing a `&str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut canonical, input);
+    canonical.push(b'}');
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(Kind::Task.domain().as_bytes());
+    hasher.update(&[0]);
+    hasher.update(&canonical);
+    let hex = hasher.finalize().to_hex();
+    format!("t-{}", &hex[..16])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 
 use casebook_canon::{
     Kind, VersionHasher, canonical_json, canonical_json_text, content_id, content_id_of_json, derived_case_id,
+    derived_case_id_of_input,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -89,5 +90,17 @@ proptest! {
         let expected = canonical_json(&value).unwrap();
         prop_assert_eq!(canonical_json_text(&serde_json::to_string(&value).unwrap()).unwrap(), expected.clone());
         prop_assert_eq!(canonical_json_text(&serde_json::to_string_pretty(&value).unwrap()).unwrap(), expected);
+    }
+
+    /// The shortcut for a task that is only a string input gives the general path's id, for
+    /// control characters, quotes, backslashes and characters beyond U+FFFF alike.
+    #[test]
+    fn derived_id_of_an_input_equals_the_tasks(input in prop_oneof![
+        any::<String>(),
+        "[\\u{0}-\\u{7f}]{0,24}",
+        "[\"\\\\\\u{0}-\\u{1f}\\u{7f}\\u{2028}\\u{2029}\\u{fffd}\\u{1F600}é中a]{0,24}",
+    ]) {
+        let task = serde_json::json!({"input": input});
+        prop_assert_eq!(derived_case_id_of_input(&input), derived_case_id(&task).unwrap());
     }
 }

@@ -82,6 +82,14 @@ fn run<'a>(mut parser: Parser<'a, '_>) -> Result<Node<'a>, SyntaxError> {
     Ok(node)
 }
 
+thread_local! {
+    /// Where [`Parser::string`] decodes strings with escapes.
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The largest scratch buffer kept between strings.
+const SCRATCH_KEPT: usize = 1 << 16;
+
 struct Parser<'a, 'b> {
     bytes: &'a [u8],
     text: &'a str,
@@ -290,8 +298,24 @@ impl<'a> Parser<'a, '_> {
             Some(b'\\') => {}
             Some(b) => return Err(self.control_error(b)),
         }
-        let mut out = String::with_capacity(self.pos - start + 16);
-        out.push_str(&self.text[start..self.pos]);
+        // Decoded in this thread's scratch buffer and copied out once at its exact size: growing a
+        // new string run by run reallocated (and copied) it several times.
+        SCRATCH.with_borrow_mut(|out| {
+            out.clear();
+            out.push_str(&self.text[start..self.pos]);
+            let decoded = self.unescape(out).map(|()| Cow::Owned(out.as_str().to_owned()));
+            // A huge string's buffer is not kept for the rest of the thread's life.
+            if out.capacity() > SCRATCH_KEPT {
+                *out = String::new();
+            }
+            decoded
+        })
+    }
+
+    /// Decodes the rest of a string whose body so far is in `out`, from the backslash at `pos`
+    /// to the closing quote.
+    fn unescape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
+        self.escape(out)?;
         loop {
             let run = self.pos;
             self.pos = casebook_canon::scan::string_special(self.bytes, self.pos);
@@ -300,9 +324,9 @@ impl<'a> Parser<'a, '_> {
                 None => return Err(self.error("unexpected end of input inside a string")),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(Cow::Owned(out));
+                    return Ok(());
                 }
-                Some(b'\\') => self.escape(&mut out)?,
+                Some(b'\\') => self.escape(out)?,
                 Some(b) => return Err(self.control_error(b)),
             }
         }

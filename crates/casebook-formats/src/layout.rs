@@ -150,8 +150,27 @@ pub fn text<'l>(layout: Option<&'l Map>, key: &str) -> Option<&'l str> {
 pub fn id_or_derived(id: Option<String>, task: &casebook_model::Task) -> Option<(String, bool)> {
     match id {
         Some(id) => Some((id, false)),
-        None => Some((casebook_canon::derived_case_id(task).ok()?, true)),
+        None => Some((derived_id(task)?, true)),
     }
+}
+
+/// The id derived from a task ([`casebook_canon::derived_case_id`]), by the shortcut for a task
+/// that is only a string input when it is one.
+pub fn derived_id(task: &casebook_model::Task) -> Option<String> {
+    // Every field is named: a new one must be considered here.
+    if let casebook_model::Task {
+        input: Value::String(input),
+        turns: None,
+        context: None,
+        tools: None,
+        memory_seeds: None,
+        session_id: None,
+        agent_args: None,
+    } = task
+    {
+        return Some(casebook_canon::derived_case_id_of_input(input));
+    }
+    casebook_canon::derived_case_id(task).ok()
 }
 
 pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {

@@ -107,7 +107,7 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         Some(id) => id,
         None => {
             provenance.get_or_insert_with(Provenance::default).id_derived = true;
-            casebook_canon::derived_case_id(&task).ok()?
+            crate::layout::derived_id(&task)?
         }
     };
     Some(Case {

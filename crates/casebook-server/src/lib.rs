@@ -107,7 +107,9 @@ impl utoipa::Modify for BearerKey {
 }
 
 /// The application: its router (state, limits and logging applied) and its OpenAPI document.
+/// The store is taken as a server's ([`AnyStore::shared`]): no commit keeps requests waiting.
 pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
+    let store = store.shared();
     let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default() };
     let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
     let text = document.to_pretty_json().unwrap_or_default();

@@ -99,6 +99,15 @@ impl AnyStore {
         }
     }
 
+    /// The same store for a server, whose requests must never wait for a commit to finish (see
+    /// [`SqliteStore::shared`]; a PostgreSQL store is always so).
+    pub fn shared(self) -> Self {
+        match self {
+            AnyStore::Sqlite(s) => AnyStore::Sqlite(s.shared()),
+            postgres @ AnyStore::Postgres(_) => postgres,
+        }
+    }
+
     /// The project this handle sees.
     pub fn project(&self) -> &str {
         each!(self, s => s.project())

@@ -9,8 +9,11 @@
 //! midpoint between its neighbours (or the end, for `put`); a commit that changes the relative
 //! order of the cases it keeps renumbers them all.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use casebook_canon::VersionHasher;
@@ -52,6 +55,9 @@ pub struct SqliteStore {
     /// The project whose datasets and runs this handle sees (see [`crate::DEFAULT_PROJECT`]).
     project: String,
     ids: crate::DatasetIds,
+    /// Whether a large commit may take the file for itself when no other connection has it open
+    /// (see [`Journal`]): true unless [`SqliteStore::shared`].
+    alone: bool,
 }
 
 impl SqliteStore {
@@ -94,6 +100,12 @@ impl SqliteStore {
     /// The project this handle sees.
     pub fn project(&self) -> &str {
         &self.project
+    }
+
+    /// The same store for a server: its commits always go through the write-ahead log, so that
+    /// requests reading the store never wait for an import to finish (see [`Journal`]).
+    pub fn shared(self) -> Self {
+        Self { alone: false, ..self }
     }
 
     /// Whether the store was opened read-only (see [`SqliteStore::open`]).
@@ -151,6 +163,7 @@ impl SqliteStore {
             read_only: access == Access::ReadOnly,
             project: crate::DEFAULT_PROJECT.to_owned(),
             ids: crate::DatasetIds::default(),
+            alone: true,
         };
         store.migrate(access).await.map_err(|e| match e {
             StoreError::Database(e) => on(path, e),
@@ -322,13 +335,16 @@ fn damaged_header(err: serde_json::Error) -> StoreError {
 ///
 /// Normally in the write-ahead log, where readers go on reading while a commit is written; but
 /// every page of a large commit is then written twice, to the log and, at the checkpoint, into
-/// the database. The first commit into a store that holds no case yet (the first import of a
-/// large dataset, typically) is written with a rollback journal instead: new pages go straight
-/// into the database file, and only the few pages that existed are copied to the journal first.
-/// It is as safe (a crash rolls back from the journal when the store is next opened, and the
-/// journal is synced before the database is written), but other connections can neither read nor
-/// write meanwhile, so it is used only when no other connection has the store open (SQLite
-/// refuses the switch otherwise, and the log is kept).
+/// the database, and each page read looks through the log's index first. A commit of a whole
+/// dataset (an import) or the first commit into a store that holds no case is written with a
+/// rollback journal instead: new pages go straight into the database file, and only the pages
+/// that existed before are copied to the journal first (a second million-case import: 22-25 s
+/// through the log, 18-20 s so). It is as safe (a crash rolls back from the journal when the
+/// store is next opened, and the journal is synced before the database is written), but other
+/// connections can neither read nor write meanwhile, so it is used only when no other
+/// connection has the store open (SQLite refuses the switch otherwise, and the log is kept),
+/// and never by a server's store ([`SqliteStore::shared`]), whose pool would otherwise be closed
+/// for it and whose next requests would wait for the import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Journal {
     Wal,
@@ -344,8 +360,11 @@ impl Journal {
         if matches!(request.mode, CommitMode::Remove(_)) {
             return Ok(Journal::Wal);
         }
+        // This read is needed whatever the mode: a connection that has not read since it was
+        // opened does not know yet that the store has a log, and leaving the log then does not
+        // move the log's commits into the database first: they were lost (a test has it).
         let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(&mut *conn).await?;
-        if !empty {
+        if !empty && request.mode == CommitMode::Upsert {
             return Ok(Journal::Wal);
         }
         // "database is locked" at once when another connection has the store open.
@@ -386,6 +405,79 @@ impl Journal {
         }
         Ok(())
     }
+}
+
+/// Writes what a commit has written so far to disk in the background, so that the sync that ends
+/// it (at the commit, or at the checkpoint after it) has little left to wait for. The operating
+/// system otherwise keeps a large import's hundreds of megabytes in memory until that sync:
+/// writing them took 1.5 s after a million-case import had done everything else, and a second
+/// import's log and checkpoint 3.3 s. (RocksDB's `bytes_per_sync` does the same.) Stops when
+/// dropped, without waiting for a sync under way.
+struct Flusher {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::Thread>,
+}
+
+/// How often [`Flusher`] syncs.
+const FLUSH_EVERY: Duration = Duration::from_millis(250);
+
+impl Flusher {
+    fn start(db: &Path) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let db = db.to_owned();
+        let thread = std::thread::Builder::new()
+            .name("casebook-flush".into())
+            .spawn(move || {
+                let mut log: Option<fs_err::File> = None;
+                loop {
+                    std::thread::park_timeout(FLUSH_EVERY);
+                    if stopped.load(Ordering::Acquire) {
+                        return;
+                    }
+                    // Errors are the commit's to meet and report: this only starts early.
+                    if let Some(file) = store_file(&db) {
+                        let _ = file.sync_data();
+                    }
+                    if log.is_none() {
+                        let mut path = db.clone().into_os_string();
+                        path.push("-wal");
+                        log = fs_err::File::open(path).ok();
+                    }
+                    if let Some(file) = &log {
+                        let _ = file.sync_data();
+                    }
+                }
+            })
+            .ok()
+            .map(|handle| handle.thread().clone());
+        Flusher { stop, thread }
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = &self.thread {
+            thread.unpark();
+        }
+    }
+}
+
+/// This process's own handle on the store file at `path`, opened once and never closed: closing
+/// any handle on a file drops every POSIX lock the process holds on it, SQLite's included, so a
+/// handle of our own must outlive SQLite's. (The log needs no such care: SQLite's locks are on
+/// the store file and its shared-memory index.)
+fn store_file(path: &Path) -> Option<Arc<fs_err::File>> {
+    static FILES: std::sync::OnceLock<std::sync::Mutex<HashMap<PathBuf, Arc<fs_err::File>>>> =
+        std::sync::OnceLock::new();
+    let mut files = FILES.get_or_init(Default::default).lock().ok()?;
+    if let Some(file) = files.get(path) {
+        return Some(Arc::clone(file));
+    }
+    let file = Arc::new(fs_err::File::open(path).ok()?);
+    files.insert(path.to_owned(), Arc::clone(&file));
+    Some(file)
 }
 
 /// Where [`load`] lists cases.
@@ -572,7 +664,11 @@ impl crate::Store for SqliteStore {
 
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        let journal = Journal::choose(&self.pool, &mut conn, &request).await?;
+        let journal = match self.alone {
+            true => Journal::choose(&self.pool, &mut conn, &request).await?,
+            false => Journal::Wal,
+        };
+        let _flusher = Flusher::start(&self.path);
         // Without foreign-key checks while committing: every row a commit writes points at a
         // body it has just stored or looked up by content id, in the same transaction. With
         // them, each multi-row insert looked up its rows' parents and, as a check could fail

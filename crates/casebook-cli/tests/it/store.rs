@@ -198,6 +198,46 @@ fn a_killed_first_import_leaves_an_empty_store() {
     }
 }
 
+/// An import into a store that already holds datasets is written with a rollback journal too
+/// (pages of the store's indexes are changed in place, their old contents in the journal):
+/// killed at any point, it leaves the store as it was, and the next command finds it whole.
+#[test]
+fn a_killed_import_into_a_store_with_data_leaves_it_as_it_was() {
+    let dir = Folder::new();
+    let big: String = (0..150_000)
+        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"another question {i}, stored beside the first\"}}\n"))
+        .collect();
+    let big = dir.file("big.jsonl", big);
+    let small = dir.file("qa.jsonl", V1);
+    for delay in [50u64, 300, 800] {
+        let _ = fs_err::remove_dir_all(dir.join(".casebook"));
+        ok(cb(&dir).arg("init"));
+        ok(cb(&dir).args(["import", "--dataset", "small"]).arg(&small));
+        let before = ok(cb(&dir).args(["export", "small", "--to", "casebook", "-q"]));
+        let mut child = child(&dir)
+            .args(["import", "--dataset", "qa"])
+            .arg(&big)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
+        match datasets.lines().count() {
+            1 => {}
+            2 => assert!(datasets.contains("\"cases\":150000"), "{datasets}"),
+            n => panic!("{n} datasets: {datasets}"),
+        }
+        assert_eq!(ok(cb(&dir).args(["export", "small", "--to", "casebook", "-q"])), before);
+        ok(cb(&dir).args(["store", "check"]));
+        // The store takes the next import whole.
+        ok(cb(&dir).args(["import", "--dataset", "again"]).arg(&small));
+        assert_eq!(ok(cb(&dir).args(["export", "again", "--to", "casebook", "-q"])), before);
+    }
+}
+
 /// Several writers at once: each commit lands or reports a conflict; none is lost.
 fn racing_commits_land_or_conflict(b: &Backend) {
     let dir = Folder::new();

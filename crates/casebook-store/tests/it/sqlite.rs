@@ -64,6 +64,36 @@ async fn the_first_commit_into_an_empty_store_writes_the_database_not_the_log() 
 }
 
 #[tokio::test]
+async fn an_import_into_a_store_with_cases_writes_the_database_not_the_log() {
+    let (dir, store) = fresh().await;
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    created(&store, CommitMode::Upsert, vec![case("b", "2")]).await;
+    assert!(log_size(&dir) > 0);
+    // A whole dataset (`import`, `commit`) is written with a rollback journal even into a store
+    // that holds cases: the log was checkpointed and emptied for it, and nothing went into it.
+    let mut other = conformance::request(CommitMode::Replace, "second import");
+    other.dataset = "other".into();
+    let many: Vec<_> = (0..300).map(|i| case(&format!("c{i}"), &format!("question {i}"))).collect();
+    store.commit(other, conformance::batches(many)).await.unwrap();
+    assert_eq!(log_size(&dir), 0);
+    let version = store.resolve("other", &casebook_store::Ref::Latest).await.unwrap();
+    assert_eq!(version.cases, 300);
+    assert_eq!(conformance::ids(&store, 2).await, ["a", "b"]);
+    store.close().await;
+    assert_eq!(journal_mode(&dir).await, "wal");
+}
+
+#[tokio::test]
+async fn a_servers_store_writes_every_commit_through_the_log() {
+    let (dir, store) = fresh().await;
+    let store = store.shared();
+    // Even the first commit into an empty store: a server's readers must not wait for it.
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    assert!(log_size(&dir) > 0);
+    assert_eq!(conformance::ids(&store, 1).await, ["a", "b"]);
+}
+
+#[tokio::test]
 async fn a_cancelled_first_commit_leaves_the_content_id_index() {
     let (dir, store) = fresh().await;
     // The first commit into an empty store drops the content-id index and builds it after the
