@@ -335,16 +335,16 @@ fn damaged_header(err: serde_json::Error) -> StoreError {
 ///
 /// Normally in the write-ahead log, where readers go on reading while a commit is written; but
 /// every page of a large commit is then written twice, to the log and, at the checkpoint, into
-/// the database, and each page read looks through the log's index first. A commit of a whole
-/// dataset (an import) or the first commit into a store that holds no case is written with a
-/// rollback journal instead: new pages go straight into the database file, and only the pages
-/// that existed before are copied to the journal first (a second million-case import: 22-25 s
-/// through the log, 18-20 s so). It is as safe (a crash rolls back from the journal when the
-/// store is next opened, and the journal is synced before the database is written), but other
-/// connections can neither read nor write meanwhile, so it is used only when no other
-/// connection has the store open (SQLite refuses the switch otherwise, and the log is kept),
-/// and never by a server's store ([`SqliteStore::shared`]), whose pool would otherwise be closed
-/// for it and whose next requests would wait for the import.
+/// the database. The first commit into a store that holds no case yet (the first import of a
+/// large dataset, typically) is written with a rollback journal instead: new pages go straight
+/// into the database file, and only the few pages that existed are copied to the journal first.
+/// It is as safe (a crash rolls back from the journal when the store is next opened, and the
+/// journal is synced before the database is written), but other connections can neither read nor
+/// write meanwhile (another process opening the store is told it is locked), so it is used only
+/// when there is nothing to read yet, when no other connection has the store open (SQLite
+/// refuses the switch otherwise, and the log is kept), and never by a server's store
+/// ([`SqliteStore::shared`]), whose pool would be closed for it and whose requests (the API key
+/// checks, to begin with) would wait for the import.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Journal {
     Wal,
@@ -360,11 +360,12 @@ impl Journal {
         if matches!(request.mode, CommitMode::Remove(_)) {
             return Ok(Journal::Wal);
         }
-        // This read is needed whatever the mode: a connection that has not read since it was
-        // opened does not know yet that the store has a log, and leaving the log then does not
-        // move the log's commits into the database first: they were lost (a test has it).
+        // This read also matters for the switch below: a connection that has not read since it
+        // was opened does not know yet what the log holds, and leaving the log then dropped the
+        // log's last commits instead of moving them into the database (seen while trying the
+        // rollback journal for every import; see BENCHMARKS.md).
         let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(&mut *conn).await?;
-        if !empty && request.mode == CommitMode::Upsert {
+        if !empty {
             return Ok(Journal::Wal);
         }
         // "database is locked" at once when another connection has the store open.

@@ -198,9 +198,9 @@ fn a_killed_first_import_leaves_an_empty_store() {
     }
 }
 
-/// An import into a store that already holds datasets is written with a rollback journal too
-/// (pages of the store's indexes are changed in place, their old contents in the journal):
-/// killed at any point, it leaves the store as it was, and the next command finds it whole.
+/// An import into a store that already holds datasets (through the log, with the store file
+/// flushed behind it): killed at any point, it leaves the store as it was, and the next command
+/// finds it whole.
 #[test]
 fn a_killed_import_into_a_store_with_data_leaves_it_as_it_was() {
     let dir = Folder::new();
