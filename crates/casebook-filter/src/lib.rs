@@ -121,7 +121,7 @@ use casebook_model::Case;
 pub use error::{FilterError, ShorthandError};
 pub use facets::{FACET_FIELDS, OTHER_FIELDS, facets_json};
 pub use path::{FieldPath, Groups};
-pub use pg::PgContext;
+pub use pg::{PgContext, PgParts};
 pub use sql::{LabelIndex, SqlContext, SqlFragment, SqlParam};
 
 /// The language reference: grammar, tests, paths and rules with examples, plain text of at most
@@ -192,6 +192,12 @@ impl Filter {
     /// which the store evaluates on each case instead. See `pg.rs`.
     pub fn to_postgres(&self, ctx: &PgContext<'_>, first: usize) -> Option<SqlFragment> {
         pg::to_postgres(&self.expr, ctx, first)
+    }
+
+    /// [`Filter::to_postgres`] as the conjuncts that read no JSON and those that do (see
+    /// [`PgParts`]); `None` as there.
+    pub fn to_postgres_parts(&self, ctx: &PgContext<'_>, first: usize) -> Option<PgParts> {
+        pg::to_postgres_parts(&self.expr, ctx, first)
     }
 }
 

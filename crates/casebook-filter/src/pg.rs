@@ -34,13 +34,51 @@ pub struct PgContext<'a> {
     pub facets: &'a str,
 }
 
+/// The parts of [`to_postgres_parts`] joined: the whole condition.
 pub(crate) fn to_postgres(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Option<SqlFragment> {
+    let PgParts { plain, json, params } = to_postgres_parts(expr, ctx, first)?;
+    let sql = match (plain, json) {
+        (Some(plain), Some(json)) => format!("{plain} AND {json}"),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => "true".to_owned(),
+    };
+    Some(SqlFragment { sql, params })
+}
+
+/// A filter's PostgreSQL condition as two parts to be joined by `AND`, from the conjuncts of a
+/// filter that is an `and` (or the filter whole): those that read no JSON (labels, say), and
+/// those that read the case's JSON body or facets. A store that must keep some cases' JSON from
+/// PostgreSQL (see the module's note on `\u0000`) guards the second part only, and leaves the
+/// first where the planner can use it to find the rows (a label's cases through its index, not
+/// every case of the version tested one by one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgParts {
+    /// The conjuncts that read no JSON, if any.
+    pub plain: Option<String>,
+    /// The conjuncts that read JSON, if any.
+    pub json: Option<String>,
+    /// The parameters of both, numbered from the `first` given.
+    pub params: Vec<SqlParam>,
+}
+
+pub(crate) fn to_postgres_parts(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Option<PgParts> {
     if in_memory(expr) {
         return None;
     }
-    let mut pg = Pg { ctx: *ctx, text: String::new(), params: Vec::new(), first };
-    pg.expr(expr);
-    Some(SqlFragment { sql: pg.text, params: pg.params })
+    let items = match expr {
+        Expr::And(items) => items.as_slice(),
+        other => std::slice::from_ref(other),
+    };
+    let mut pg = Pg { ctx: *ctx, text: String::new(), params: Vec::new(), first, reads_json: false };
+    let (mut plain, mut json) = (Vec::new(), Vec::new());
+    for item in items {
+        pg.reads_json = false;
+        pg.expr(item);
+        let sql = std::mem::take(&mut pg.text);
+        if pg.reads_json { json.push(sql) } else { plain.push(sql) }
+    }
+    let join = |parts: Vec<String>| (!parts.is_empty()).then(|| format!("({})", parts.join(") AND (")));
+    Some(PgParts { plain: join(plain), json: join(json), params: pg.params })
 }
 
 /// Whether a filter is left to memory: it has `matches`, or reads `memory_seeds` (whose seed
@@ -60,6 +98,8 @@ struct Pg<'a> {
     params: Vec<SqlParam>,
     /// The number of the first parameter.
     first: usize,
+    /// Whether the text written reads the case's JSON.
+    reads_json: bool,
 }
 
 impl<'a> Pg<'a> {
@@ -106,6 +146,7 @@ impl<'a> Pg<'a> {
 
     /// The SQL expression of the JSON value at `path` (NULL where the path reaches nothing).
     fn value(&mut self, path: &Path) -> String {
+        self.reads_json = true;
         let source = if crate::facets::in_facets(&path.root) {
             self.ctx.facets.to_owned()
         } else {
@@ -446,12 +487,39 @@ mod tests {
         let fragment = filter.to_postgres(&ctx, 3).unwrap();
         assert_eq!(
             fragment.sql,
-            "(coalesce((f.facets -> ($3::text))::text = ($4::text), false) AND \
-             (m.blob IN (SELECT blob FROM case_labels WHERE label = ($5::bytea))))"
+            "((m.blob IN (SELECT blob FROM case_labels WHERE label = ($5::bytea)))) AND \
+             (coalesce((f.facets -> ($3::text))::text = ($4::text), false))"
         );
         assert_eq!(
             fragment.params,
             [SqlParam::Text("id".into()), SqlParam::Text("\"x\"".into()), SqlParam::Bytes(b"m".to_vec())]
         );
+    }
+
+    #[test]
+    fn the_conjuncts_that_read_no_json_are_kept_apart() {
+        let ctx = PgContext { body: "b.body", blob: "m.blob", facets: "f.facets" };
+        // Labels read no JSON; `id` reads the facets, `input` the body.
+        let filter =
+            crate::Filter::parse(r#"labels contains "m" and id == "x" and input == "q" and labels contains "n""#)
+                .unwrap();
+        let parts = filter.to_postgres_parts(&ctx, 1).unwrap();
+        assert_eq!(
+            parts.plain.as_deref(),
+            Some(
+                "((m.blob IN (SELECT blob FROM case_labels WHERE label = ($1::bytea)))) AND \
+                 ((m.blob IN (SELECT blob FROM case_labels WHERE label = ($6::bytea))))"
+            )
+        );
+        let json = parts.json.unwrap();
+        assert!(json.contains("f.facets -> ($2::text)") && json.contains("b.body::json -> ($4::text)"), "{json}");
+        assert_eq!(parts.params.len(), 6);
+        // An `or` is one conjunct: it reads JSON if any of its sides does.
+        let filter = crate::Filter::parse(r#"labels contains "m" or id == "x""#).unwrap();
+        let parts = filter.to_postgres_parts(&ctx, 1).unwrap();
+        assert_eq!(parts.plain, None);
+        assert!(parts.json.is_some());
+        let parts = crate::Filter::parse(r#"labels contains "m""#).unwrap().to_postgres_parts(&ctx, 1).unwrap();
+        assert_eq!(parts.json, None);
     }
 }
