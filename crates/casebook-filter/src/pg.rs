@@ -36,7 +36,7 @@ pub struct PgContext<'a> {
 
 /// The parts of [`to_postgres_parts`] joined: the whole condition.
 pub(crate) fn to_postgres(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Option<SqlFragment> {
-    let PgParts { plain, json, params } = to_postgres_parts(expr, ctx, first)?;
+    let PgParts { plain, json, params, .. } = to_postgres_parts(expr, ctx, first)?;
     let sql = match (plain, json) {
         (Some(plain), Some(json)) => format!("{plain} AND {json}"),
         (Some(one), None) | (None, Some(one)) => one,
@@ -57,8 +57,10 @@ pub struct PgParts {
     pub plain: Option<String>,
     /// The conjuncts that read JSON, if any.
     pub json: Option<String>,
-    /// The parameters of both, numbered from the `first` given.
+    /// The parameters of both, numbered from the `first` given: those of `plain` first, so that
+    /// a statement with `plain` alone binds the first `plain_params` of them.
     pub params: Vec<SqlParam>,
+    pub plain_params: usize,
 }
 
 pub(crate) fn to_postgres_parts(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Option<PgParts> {
@@ -69,16 +71,17 @@ pub(crate) fn to_postgres_parts(expr: &Expr, ctx: &PgContext<'_>, first: usize) 
         Expr::And(items) => items.as_slice(),
         other => std::slice::from_ref(other),
     };
-    let mut pg = Pg { ctx: *ctx, text: String::new(), params: Vec::new(), first, reads_json: false };
-    let (mut plain, mut json) = (Vec::new(), Vec::new());
-    for item in items {
-        pg.reads_json = false;
+    let reads_json = |item: &Expr| {
+        let mut pg = Pg { ctx: *ctx, text: String::new(), params: Vec::new(), first, reads_json: false };
         pg.expr(item);
-        let sql = std::mem::take(&mut pg.text);
-        if pg.reads_json { json.push(sql) } else { plain.push(sql) }
-    }
-    let join = |parts: Vec<String>| (!parts.is_empty()).then(|| format!("({})", parts.join(") AND (")));
-    Some(PgParts { plain: join(plain), json: join(json), params: pg.params })
+        pg.reads_json
+    };
+    let (json_items, plain_items): (Vec<&Expr>, Vec<&Expr>) = items.iter().partition(|item| reads_json(item));
+    let mut pg = Pg { ctx: *ctx, text: String::new(), params: Vec::new(), first, reads_json: false };
+    let plain = pg.conjunction(&plain_items);
+    let plain_params = pg.params.len();
+    let json = pg.conjunction(&json_items);
+    Some(PgParts { plain, json, params: pg.params, plain_params })
 }
 
 /// Whether a filter is left to memory: it has `matches`, or reads `memory_seeds` (whose seed
@@ -119,6 +122,18 @@ impl<'a> Pg<'a> {
         };
         self.params.push(param);
         format!("(${}::{cast})", self.first + self.params.len() - 1)
+    }
+
+    /// `(a) AND (b) …` of `items`, each written on its own; `None` for none.
+    fn conjunction(&mut self, items: &[&Expr]) -> Option<String> {
+        let sql: Vec<String> = items
+            .iter()
+            .map(|item| {
+                self.expr(item);
+                std::mem::take(&mut self.text)
+            })
+            .collect();
+        (!sql.is_empty()).then(|| format!("({})", sql.join(") AND (")))
     }
 
     fn balanced(&mut self, n: usize, joiner: &str, item: &mut dyn FnMut(&mut Self, usize)) {
@@ -487,12 +502,12 @@ mod tests {
         let fragment = filter.to_postgres(&ctx, 3).unwrap();
         assert_eq!(
             fragment.sql,
-            "((m.blob IN (SELECT blob FROM case_labels WHERE label = ($5::bytea)))) AND \
-             (coalesce((f.facets -> ($3::text))::text = ($4::text), false))"
+            "((m.blob IN (SELECT blob FROM case_labels WHERE label = ($3::bytea)))) AND \
+             (coalesce((f.facets -> ($4::text))::text = ($5::text), false))"
         );
         assert_eq!(
             fragment.params,
-            [SqlParam::Text("id".into()), SqlParam::Text("\"x\"".into()), SqlParam::Bytes(b"m".to_vec())]
+            [SqlParam::Bytes(b"m".to_vec()), SqlParam::Text("id".into()), SqlParam::Text("\"x\"".into())]
         );
     }
 
@@ -504,16 +519,19 @@ mod tests {
             crate::Filter::parse(r#"labels contains "m" and id == "x" and input == "q" and labels contains "n""#)
                 .unwrap();
         let parts = filter.to_postgres_parts(&ctx, 1).unwrap();
+        // Their parameters come first, so that a statement with them alone binds a prefix.
         assert_eq!(
             parts.plain.as_deref(),
             Some(
                 "((m.blob IN (SELECT blob FROM case_labels WHERE label = ($1::bytea)))) AND \
-                 ((m.blob IN (SELECT blob FROM case_labels WHERE label = ($6::bytea))))"
+                 ((m.blob IN (SELECT blob FROM case_labels WHERE label = ($2::bytea))))"
             )
         );
+        assert_eq!(parts.plain_params, 2);
         let json = parts.json.unwrap();
-        assert!(json.contains("f.facets -> ($2::text)") && json.contains("b.body::json -> ($4::text)"), "{json}");
+        assert!(json.contains("f.facets -> ($3::text)") && json.contains("b.body::json -> ($5::text)"), "{json}");
         assert_eq!(parts.params.len(), 6);
+        assert_eq!(parts.params[..2], [SqlParam::Bytes(b"m".to_vec()), SqlParam::Bytes(b"n".to_vec())]);
         // An `or` is one conjunct: it reads JSON if any of its sides does.
         let filter = crate::Filter::parse(r#"labels contains "m" or id == "x""#).unwrap();
         let parts = filter.to_postgres_parts(&ctx, 1).unwrap();

@@ -55,8 +55,8 @@ pub struct SqliteStore {
     /// The project whose datasets and runs this handle sees (see [`crate::DEFAULT_PROJECT`]).
     project: String,
     ids: crate::DatasetIds,
-    /// Whether a large commit may take the file for itself when no other connection has it open
-    /// (see [`Journal`]): true unless [`SqliteStore::shared`].
+    /// Whether the first commit into an empty store may take the file for itself when no other
+    /// connection has it open (see [`Journal`]): true unless [`SqliteStore::shared`].
     alone: bool,
 }
 

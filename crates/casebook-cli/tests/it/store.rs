@@ -162,6 +162,16 @@ fn a_killed_import_leaves_the_previous_head_intact(b: &Backend) {
     }
 }
 
+/// Starts `casebook import --dataset qa BIG` in `dir` and kills it (SIGKILL) after `delay` ms.
+fn kill_an_import(dir: &Folder, big: &std::path::Path, delay: u64) {
+    let import =
+        child(dir).args(["import", "--dataset", "qa"]).arg(big).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    let mut import = import.expect("start the import");
+    std::thread::sleep(Duration::from_millis(delay));
+    let _ = import.kill(); // SIGKILL
+    let _ = import.wait();
+}
+
 /// The first import into an empty store is written with a rollback journal, not the log: killed
 /// at any point, it leaves the store empty and usable.
 #[test]
@@ -174,16 +184,7 @@ fn a_killed_first_import_leaves_an_empty_store() {
     for delay in [50u64, 300, 800] {
         let _ = fs_err::remove_dir_all(dir.join(".casebook"));
         ok(cb(&dir).arg("init"));
-        let mut child = child(&dir)
-            .args(["import", "--dataset", "qa"])
-            .arg(&big)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+        kill_an_import(&dir, &big, delay);
         let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
         match datasets.lines().count() {
             0 => {}
@@ -214,16 +215,7 @@ fn a_killed_import_into_a_store_with_data_leaves_it_as_it_was() {
         ok(cb(&dir).arg("init"));
         ok(cb(&dir).args(["import", "--dataset", "small"]).arg(&small));
         let before = ok(cb(&dir).args(["export", "small", "--to", "casebook", "-q"]));
-        let mut child = child(&dir)
-            .args(["import", "--dataset", "qa"])
-            .arg(&big)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay));
-        let _ = child.kill(); // SIGKILL
-        let _ = child.wait();
+        kill_an_import(&dir, &big, delay);
         let datasets = ok(cb(&dir).args(["datasets", "--format", "json"]));
         match datasets.lines().count() {
             1 => {}

@@ -102,7 +102,7 @@ impl PostgresStore {
         let options = options.application_name("casebook");
         // One connection first, for the server's own answer (a pool retries until it times out,
         // and then says only that).
-        let first = match PgConnection::connect_with(&options).await {
+        let mut first = match PgConnection::connect_with(&options).await {
             // `init` on a database that is not there yet makes it, as `createdb` would.
             Err(sqlx::Error::Database(e)) if create && e.code().as_deref() == Some("3D000") => {
                 let name = options.get_database().unwrap_or_default().to_owned();
@@ -122,7 +122,6 @@ impl PostgresStore {
         // server a process and both sides a password exchange (about 5 ms here), and a command
         // that opened the pool for them opened a second one at its next query, while the first
         // was still being handed back.
-        let mut first = first;
         let encoding: String = sqlx::query_scalar("SHOW server_encoding").fetch_one(&mut first).await?;
         if encoding != "UTF8" {
             return Err(StoreError::NotAStore(
@@ -1276,6 +1275,8 @@ struct SelectQuery {
     plain: Option<String>,
     /// The filter's conjuncts that read the cases' JSON, in SQL.
     json: Option<String>,
+    /// How many of the filter's parameters are `plain`'s (they come first).
+    plain_params: usize,
     params: Vec<casebook_filter::SqlParam>,
     /// How many of `params` are the version's and the cursor's (the filter's follow).
     base: usize,
@@ -1311,12 +1312,13 @@ impl SelectQuery {
         let base = params.len();
         let context = PgContext { body: "b.body", blob: "m.blob", facets: "f.facets" };
         let parts = select.filter.as_ref().map(|f| f.to_postgres_parts(&context, params.len() + 1));
-        let (check, plain, json) = match parts {
-            None => (Check::Sql, None, None),
-            Some(None) => (Check::Memory, None, None),
+        let (check, plain, json, plain_params) = match parts {
+            None => (Check::Sql, None, None, 0),
+            Some(None) => (Check::Memory, None, None, 0),
             Some(Some(parts)) => {
                 params.extend(parts.params);
-                (if parts.json.is_some() { Check::Guarded } else { Check::Sql }, parts.plain, parts.json)
+                let check = if parts.json.is_some() { Check::Guarded } else { Check::Sql };
+                (check, parts.plain, parts.json, parts.plain_params)
             }
         };
         // The conjuncts that read no JSON go into the `FROM … WHERE`: outside the guard of the
@@ -1325,7 +1327,17 @@ impl SelectQuery {
         if let Some(plain) = &plain {
             from.push_str(&format!(" AND {plain}"));
         }
-        Self { from, plain, json, params, base, filter: select.filter.clone(), check, limit: select.limit }
+        Self {
+            from,
+            plain,
+            json,
+            plain_params,
+            params,
+            base,
+            filter: select.filter.clone(),
+            check,
+            limit: select.limit,
+        }
     }
 
     /// The SQL of the rows to read: each case's body and whether to test it in memory.
@@ -1345,7 +1357,8 @@ impl SelectQuery {
         sql
     }
 
-    /// Binds the parameters `sql` names: the version's, and the filter's if it is in it.
+    /// Binds the parameters `sql` names: the version's, and those of the filter's parts in it
+    /// (PostgreSQL refuses a parameter more than the statement names).
     fn bind<'q, O>(
         &self,
         sql: &str,
@@ -1353,7 +1366,11 @@ impl SelectQuery {
     ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
         use casebook_filter::SqlParam;
         let in_sql = |part: &Option<String>| part.as_deref().is_some_and(|part| sql.contains(part));
-        let named = if in_sql(&self.plain) || in_sql(&self.json) { self.params.len() } else { self.base };
+        let named = match (in_sql(&self.plain), in_sql(&self.json)) {
+            (_, true) => self.params.len(),
+            (true, false) => self.base + self.plain_params,
+            (false, false) => self.base,
+        };
         for param in &self.params[..named] {
             query = match param {
                 SqlParam::Integer(n) => query.bind(*n),

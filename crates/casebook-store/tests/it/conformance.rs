@@ -719,6 +719,11 @@ pub async fn text_with_nul_is_filtered_as_in_memory(store: impl Store) {
         r#"metadata.k == "x\u0000""#,
         r#"metadata.k < "x\u0000z""#,
         r#"metadata.n >= 2 and labels contains "l0""#,
+        // Labels go outside PostgreSQL's guard of the JSON test (and statements with them alone,
+        // for the cases counted in memory, bind their parameters only).
+        r#"labels contains "l0" and metadata.n >= 2"#,
+        r#"labels contains "l0" and metadata.n >= 2 and labels contains "l1""#,
+        r#"labels contains "l0" and input contains "a" and metadata.n >= 0"#,
         r#"len(input) == 1"#,
         r#"not (input == "ab")"#,
         r#"labels contains "l1" or metadata.k == """#,
