@@ -590,13 +590,16 @@ async fn blob_ids(
     }
     // The new ones by reading back the rows just stored (from the page cache), so that only the
     // bodies stored before are looked up by content id.
-    let mut ids: std::collections::HashMap<Vec<u8>, i64> = sqlx::query_as("SELECT cid, id FROM blobs WHERE id > ?")
-        .bind(last)
-        .fetch_all(&mut **tx)
-        .await?
-        .into_iter()
-        .collect();
-    let reused: Vec<usize> = (0..chunk.len()).filter(|&i| !ids.contains_key(&chunk[i].content_id[..])).collect();
+    // Keyed by the 32 bytes themselves, not a vector each; a row whose content id is not 32 bytes
+    // long is left out, so a case naming it counts as missing below.
+    let by_cid = |rows: Vec<(Vec<u8>, i64)>| {
+        rows.into_iter().filter_map(|(cid, id)| Some((<[u8; 32]>::try_from(cid).ok()?, id))).collect::<Vec<_>>()
+    };
+    let mut ids: HashMap<[u8; 32], i64> =
+        by_cid(sqlx::query_as("SELECT cid, id FROM blobs WHERE id > ?").bind(last).fetch_all(&mut **tx).await?)
+            .into_iter()
+            .collect();
+    let reused: Vec<usize> = (0..chunk.len()).filter(|&i| !ids.contains_key(&chunk[i].content_id)).collect();
     if !reused.is_empty() {
         // A body stored before is reused as it is: the row the content-id index points at must
         // be there, be JSON and have the body's length, or the new version would be built on a
@@ -610,16 +613,16 @@ async fn blob_ids(
         for &i in &reused {
             query = query.bind(&chunk[i].content_id[..]).bind(lengths[i]);
         }
-        let found: Vec<(Vec<u8>, i64)> = query.fetch_all(&mut **tx).await?;
+        let found = by_cid(query.fetch_all(&mut **tx).await?);
         let missing = reused.len() - found.len().min(reused.len());
         ids.extend(found);
-        if missing > 0 || reused.iter().any(|&i| !ids.contains_key(&chunk[i].content_id[..])) {
+        if missing > 0 || reused.iter().any(|&i| !ids.contains_key(&chunk[i].content_id)) {
             return Err(StoreError::Damaged(format!(
                 "{missing} of the case bodies this commit reuses are missing or not what was stored"
             )));
         }
     }
-    Ok(chunk.iter().map(|case| ids[&case.content_id[..]]).collect())
+    Ok(chunk.iter().map(|case| ids[&case.content_id]).collect())
 }
 
 impl crate::Store for SqliteStore {
