@@ -100,11 +100,12 @@ impl AnyStore {
     }
 
     /// The same store for a server, whose requests must never wait for a commit to finish (see
-    /// [`SqliteStore::shared`]; a PostgreSQL store is always so).
+    /// [`SqliteStore::shared`]), and take their connections from the pool
+    /// ([`PostgresStore::shared`]).
     pub fn shared(self) -> Self {
         match self {
             AnyStore::Sqlite(s) => AnyStore::Sqlite(s.shared()),
-            postgres @ AnyStore::Postgres(_) => postgres,
+            AnyStore::Postgres(s) => AnyStore::Postgres(s.shared()),
         }
     }
 

@@ -81,6 +81,80 @@ async fn versions_have_the_same_ids_as_in_the_embedded_store() {
     assert_eq!(sound.versions, 4);
 }
 
+/// Commits of a few cases or ids (which the store makes in one transaction, without temporary
+/// tables) and of more than a chunk (its general path) make the versions the embedded store
+/// makes: the same outcomes and version ids, and the same cases in the same order.
+#[tokio::test]
+async fn small_and_large_commits_make_the_versions_of_the_embedded_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::create(&dir.path().join("store.db")).await.unwrap();
+    let pg = fresh().await;
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut pick = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let names = ["a", "B", "é", "e\u{301}", "z\0z", "10", "9", "_x", "ключ", "🙂"];
+    let id = |i: usize| format!("{}{}", names[i % names.len()], i / names.len());
+    let mut steps: Vec<(CommitMode, Vec<_>)> =
+        vec![(CommitMode::Replace, (0..30).step_by(2).map(|i| case(&id(i), "first")).collect())];
+    // Cases between their neighbours: places that are not whole numbers, which later additions
+    // go after.
+    steps.push((CommitMode::Replace, (0..30).map(|i| case(&id(i), "first")).collect()));
+    for round in 0..24 {
+        let step = match pick(4) {
+            0 | 1 => {
+                let mut cases: Vec<_> = (0..1 + pick(5)).map(|_| pick(40)).collect();
+                cases.sort_unstable();
+                cases.dedup();
+                let cases = cases.into_iter().map(|i| case(&id(i), if pick(2) == 0 { "first" } else { "later" }));
+                (
+                    CommitMode::Upsert,
+                    cases
+                        .map(|mut c| {
+                            c.task.input = serde_json::json!(format!("{} {round}", c.task.input));
+                            c
+                        })
+                        .collect(),
+                )
+            }
+            2 => (CommitMode::Remove((0..1 + pick(4)).map(|_| id(pick(45))).collect()), Vec::new()),
+            _ => (CommitMode::Upsert, vec![case(&id(pick(30)), "first")]),
+        };
+        steps.push(step);
+    }
+    // More than a chunk at once, added and then removed again; then a few again.
+    steps.push((CommitMode::Upsert, (0..2500).map(|i| case(&format!("bulk {i}"), "bulk")).collect()));
+    steps.push((CommitMode::Remove((0..2100).map(|i| format!("bulk {i}")).collect()), Vec::new()));
+    steps.push((CommitMode::Upsert, vec![case(&id(3), "last"), case("after the bulk", "new")]));
+    let (mut created_, mut unchanged) = (0, 0);
+    for (n, (mode, cases)) in steps.into_iter().enumerate() {
+        let a = sqlite.commit(request(mode.clone(), "m"), batches(cases.clone())).await.unwrap();
+        let b = pg.commit(request(mode, "m"), batches(cases)).await.unwrap();
+        assert_eq!(a, b, "step {n}");
+        match a {
+            CommitOutcome::Created(v) => {
+                created_ += 1;
+                assert_eq!(
+                    conformance::ids(&sqlite, v.number).await,
+                    conformance::ids(&pg, v.number).await,
+                    "v{}",
+                    v.number
+                );
+            }
+            CommitOutcome::Unchanged(_) => unchanged += 1,
+        }
+    }
+    // The sequence exercised both outcomes, not only one.
+    assert!(created_ > 10 && unchanged > 0, "{created_} versions, {unchanged} unchanged");
+    let head = pg.resolve("support", &casebook_store::Ref::Latest).await.unwrap().number;
+    assert_eq!(sqlite.diff("support", 2, head).await.unwrap(), pg.diff("support", 2, head).await.unwrap());
+    let sound = pg.check().await.unwrap();
+    assert!(sound.problems.is_empty(), "{:?}", sound.problems);
+}
+
 /// Eight writers on eight connections commit to one dataset at once, each on the head it read,
 /// retrying on a conflict: every update is in the end, none is lost, and the versions follow
 /// one another.
