@@ -61,6 +61,9 @@ pub struct PgParts {
     /// a statement with `plain` alone binds the first `plain_params` of them.
     pub params: Vec<SqlParam>,
     pub plain_params: usize,
+    /// The labels every selected case has (the conjuncts `labels contains "…"`), in the
+    /// filter's order: a store can find the cases through one of them.
+    pub labels: Vec<String>,
 }
 
 pub(crate) fn to_postgres_parts(expr: &Expr, ctx: &PgContext<'_>, first: usize) -> Option<PgParts> {
@@ -81,7 +84,20 @@ pub(crate) fn to_postgres_parts(expr: &Expr, ctx: &PgContext<'_>, first: usize) 
     let plain = pg.conjunction(&plain_items);
     let plain_params = pg.params.len();
     let json = pg.conjunction(&json_items);
-    Some(PgParts { plain, json, params: pg.params, plain_params })
+    let labels = plain_items.iter().filter_map(|item| required_label(item)).collect();
+    Some(PgParts { plain, json, params: pg.params, plain_params, labels })
+}
+
+/// The label a conjunct `labels contains "…"` requires.
+fn required_label(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Atom(Atom { subject: Subject::Path(path), test: Test::Contains(Lit::Str(label)) })
+            if path.root == Root::Labels && path.segs.is_empty() =>
+        {
+            Some(label.clone())
+        }
+        _ => None,
+    }
 }
 
 /// Whether a filter is left to memory: it has `matches`, or reads `memory_seeds` (whose seed
@@ -528,6 +544,7 @@ mod tests {
             )
         );
         assert_eq!(parts.plain_params, 2);
+        assert_eq!(parts.labels, ["m", "n"]);
         let json = parts.json.unwrap();
         assert!(json.contains("f.facets -> ($3::text)") && json.contains("b.body::json -> ($5::text)"), "{json}");
         assert_eq!(parts.params.len(), 6);
@@ -537,7 +554,12 @@ mod tests {
         let parts = filter.to_postgres_parts(&ctx, 1).unwrap();
         assert_eq!(parts.plain, None);
         assert!(parts.json.is_some());
+        // Nor does a label under `not` or in an `or` require it.
+        assert!(parts.labels.is_empty());
+        let filter = crate::Filter::parse(r#"not labels contains "m" and id == "x""#).unwrap();
+        assert!(filter.to_postgres_parts(&ctx, 1).unwrap().labels.is_empty());
         let parts = crate::Filter::parse(r#"labels contains "m""#).unwrap().to_postgres_parts(&ctx, 1).unwrap();
         assert_eq!(parts.json, None);
+        assert_eq!(parts.labels, ["m"]);
     }
 }

@@ -649,9 +649,11 @@ impl crate::Store for PostgresStore {
         each: &mut dyn FnMut(Vec<String>) -> bool,
     ) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let query = SelectQuery::new(select, id, version, None);
+        let mut query = SelectQuery::new(select, id, version, None);
         let mut conn = self.conn().await?;
-        let mut rows = query.rows(self, &mut conn, query.rows_sql());
+        let mut tx = conn.begin().await?;
+        query.plan(&mut tx).await?;
+        let mut rows = query.rows(self, &mut tx, query.rows_sql());
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
         while let Some((body, _, _)) = rows.next().await? {
@@ -664,14 +666,20 @@ impl crate::Store for PostgresStore {
         if !out.is_empty() {
             each(out);
         }
+        drop(rows);
+        tx.commit().await?;
         Ok(total)
     }
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let query = SelectQuery::new(select, id, version, None);
+        let mut query = SelectQuery::new(select, id, version, None);
         let mut conn = self.conn().await?;
-        query.count(self, &mut conn).await
+        let mut tx = conn.begin().await?;
+        query.plan(&mut tx).await?;
+        let count = query.count(self, &mut tx).await?;
+        tx.commit().await?;
+        Ok(count)
     }
 
     async fn page(
@@ -684,15 +692,19 @@ impl crate::Store for PostgresStore {
     ) -> Result<Page, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let select = Select { filter: select.filter.clone(), limit: Some(size as u64) };
-        let query = SelectQuery::new(&select, id, version, after);
+        let mut query = SelectQuery::new(&select, id, version, after);
         let mut conn = self.conn().await?;
-        let mut rows = query.rows(self, &mut conn, query.rows_sql());
+        let mut tx = conn.begin().await?;
+        query.plan(&mut tx).await?;
+        let mut rows = query.rows(self, &mut tx, query.rows_sql());
         let mut page = Page::default();
         let mut last = None;
         while let Some((body, ord, case)) = rows.next().await? {
             page.bodies.push(body);
             last = Some((ord, case));
         }
+        drop(rows);
+        tx.commit().await?;
         if page.bodies.len() == size {
             if let Some((ord, case)) = last {
                 page.next = Some(Cursor { ord, id: case_id(case)? });
@@ -1548,6 +1560,8 @@ struct SelectQuery {
     filter: Option<casebook_filter::Filter>,
     check: Check,
     limit: Option<u64>,
+    /// The labels every selected case has (see [`SelectQuery::plan`]).
+    labels: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1576,13 +1590,13 @@ impl SelectQuery {
         let base = params.len();
         let context = PgContext { body: "b.body", blob: "m.blob", facets: "f.facets" };
         let parts = select.filter.as_ref().map(|f| f.to_postgres_parts(&context, params.len() + 1));
-        let (check, plain, json, plain_params) = match parts {
-            None => (Check::Sql, None, None, 0),
-            Some(None) => (Check::Memory, None, None, 0),
+        let (check, plain, json, plain_params, labels) = match parts {
+            None => (Check::Sql, None, None, 0, Vec::new()),
+            Some(None) => (Check::Memory, None, None, 0, Vec::new()),
             Some(Some(parts)) => {
                 params.extend(parts.params);
                 let check = if parts.json.is_some() { Check::Guarded } else { Check::Sql };
-                (check, parts.plain, parts.json, parts.plain_params)
+                (check, parts.plain, parts.json, parts.plain_params, parts.labels)
             }
         };
         // The conjuncts that read no JSON go into the `FROM … WHERE`: outside the guard of the
@@ -1601,7 +1615,49 @@ impl SelectQuery {
             filter: select.filter.clone(),
             check,
             limit: select.limit,
+            labels,
         }
+    }
+
+    /// Settles how PostgreSQL finds the cases, in `tx` (the statements that read them follow
+    /// in it). A filter that requires a label few cases have (by PostgreSQL's estimate, a
+    /// quarter of the version's or fewer) and tests the cases' JSON is answered by walking the label's cases through the
+    /// indexes: each one's facets tested, and the survivors looked up in the version. Left to
+    /// itself, PostgreSQL costs the JSON test at a fraction of its price and joins the label's
+    /// cases with every member of the version by hashing instead (the 9,160 cases of a label
+    /// and a metadata test among a million: 0.32 s, against 0.18–0.20 s walking the label). So
+    /// for this transaction it is told not to hash or merge, and the facets are an inner join,
+    /// which lets them come before the version's members. A label on more cases keeps
+    /// PostgreSQL's own plan, which is the better one then.
+    async fn plan(&mut self, tx: &mut PgConnection) -> Result<(), StoreError> {
+        let (Some(_), Some(label)) = (&self.json, self.labels.first()) else { return Ok(()) };
+        let (dataset, version) = match self.params[..2] {
+            [casebook_filter::SqlParam::Integer(d), casebook_filter::SqlParam::Integer(v)] => (d, v),
+            _ => return Ok(()),
+        };
+        let cases: Option<i64> = sqlx::query_scalar("SELECT cases FROM versions WHERE dataset = $1 AND number = $2")
+            .bind(dataset)
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await?;
+        // PostgreSQL's estimate, from its statistics of the labels (counting them took 12–20 ms
+        // for a label of 91,108 cases, a tenth of the query).
+        let plan = sqlx::query("EXPLAIN (FORMAT JSON) SELECT 1 FROM case_labels WHERE label = $1")
+            .bind(label.as_bytes())
+            .fetch_one(&mut *tx)
+            .await?;
+        let plan: Value = serde_json::from_slice(plan.try_get_raw(0)?.as_bytes().unwrap_or_default())
+            .map_err(|e| StoreError::Corrupt(format!("PostgreSQL's plan: {e}")))?;
+        let labelled = plan[0]["Plan"]["Plan Rows"].as_f64();
+        if let (Some(cases), Some(labelled)) = (cases, labelled)
+            && labelled <= cases as f64 / 4.0
+        {
+            sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off")
+                .execute(&mut *tx)
+                .await?;
+            self.from = self.from.replacen("LEFT JOIN blob_facets f", "JOIN blob_facets f", 1);
+        }
+        Ok(())
     }
 
     /// The SQL of the rows to read: each case's body and whether to test it in memory.

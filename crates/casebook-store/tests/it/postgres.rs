@@ -155,6 +155,54 @@ async fn small_and_large_commits_make_the_versions_of_the_embedded_store() {
     assert!(sound.problems.is_empty(), "{:?}", sound.problems);
 }
 
+/// A filter that requires a label and tests the cases' JSON selects what it selects in memory,
+/// counted, listed and paged, whether the label is on few cases (which the store walks through
+/// the indexes) or on many (PostgreSQL's own plan), with the statistics of an analysed store.
+#[tokio::test]
+async fn a_rare_or_common_label_with_a_json_test_selects_as_in_memory() {
+    let url = fresh_database().await;
+    let pg = PostgresStore::create(&url).await.unwrap();
+    let cases: Vec<_> = (0..600)
+        .map(|i| {
+            let mut c = case(&format!("c{i:03}"), &format!("q{i}"));
+            let mut labels = Vec::new();
+            if i % 25 == 0 {
+                labels.push("rare".to_owned());
+            }
+            if i % 5 != 0 {
+                labels.push("common".to_owned());
+            }
+            c.labels = Some(labels);
+            let difficulty = ["easy", "hard", "medium"][i % 3];
+            c.metadata = Some(serde_json::from_value(serde_json::json!({"difficulty": difficulty})).unwrap());
+            c
+        })
+        .collect();
+    created(&pg, CommitMode::Replace, cases.clone()).await;
+    // The statistics a large import leaves (the store analyses after 10,000 changes).
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql("ANALYZE").execute(&mut admin).await.unwrap();
+    for source in [
+        r#"labels contains "rare" and metadata.difficulty == "hard""#,
+        r#"labels contains "common" and metadata.difficulty == "hard""#,
+        r#"labels contains "rare" and labels contains "common" and not metadata.difficulty == "easy""#,
+        r#"labels contains "nowhere" and metadata.difficulty == "hard""#,
+    ] {
+        let filter = casebook_filter::Filter::parse(source).unwrap();
+        let want: Vec<String> = cases.iter().filter(|c| filter.matches(c)).map(|c| c.id.clone()).collect();
+        let select = Select { filter: Some(filter), limit: None };
+        assert_eq!(conformance::selected(&pg, 1, &select, 7).await.unwrap(), want, "{source}");
+        assert_eq!(pg.count("support", 1, &select).await.unwrap(), want.len() as u64, "{source}");
+        let first = pg.page("support", 1, &select, None, 5).await.unwrap();
+        let ids: Vec<String> = first
+            .bodies
+            .iter()
+            .map(|b| serde_json::from_str::<serde_json::Value>(b).unwrap()["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(ids, want[..want.len().min(5)], "{source}");
+    }
+}
+
 /// Eight writers on eight connections commit to one dataset at once, each on the head it read,
 /// retrying on a conflict: every update is in the end, none is lost, and the versions follow
 /// one another.
