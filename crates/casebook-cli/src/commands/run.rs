@@ -124,6 +124,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     };
     if by_asserts {
         check_asserts(settings, &args, &dataset.cases, case_asserts.has_judge())?;
+    } else if !args.no_grade && !settings.quiet {
+        warn_of_unused_asserts(&args, &dataset.cases);
     }
     // Noise is picked once every selected case is known: the pool is the other cases.
     let noise: Vec<Option<NoiseSpec>> = experiment.scenarios.iter().map(|s| s.noise.clone()).collect();
@@ -754,6 +756,28 @@ fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge
         }
     }
     Ok(())
+}
+
+/// Says how many cases carry asserts of their own (promptfoo's), which a run with graders does
+/// not check: a user who wrote them would otherwise take the graders' verdict for theirs.
+fn warn_of_unused_asserts(args: &RunArgs, cases: &[PlannedCase]) {
+    let with_asserts: usize = engine::parallel_map(cases, |case| {
+        // Most cases carry none: only those whose JSON names `assert` are read.
+        case.json.contains("\"assert\"")
+            && serde_json::from_str::<Case>(&case.json)
+                .is_ok_and(|case| casebook_runner::grade::asserts::asserts_of(&case).is_some())
+    })
+    .into_iter()
+    .filter(|&has| has)
+    .count();
+    if with_asserts > 0 {
+        let source = if args.experiment.is_some() { "the experiment's `graders:`" } else { "`--grader`" };
+        let (cases, carry) = if with_asserts == 1 { ("case carries", "its") } else { ("cases carry", "their") };
+        eprintln!(
+            "warning: {with_asserts} {cases} {carry} own asserts, which this run does not check (it grades by \
+             {source}); run without graders to grade each case by its asserts"
+        );
+    }
 }
 
 /// `javascript` (2), `cost` (1): the asserts a tally left out, by reason.

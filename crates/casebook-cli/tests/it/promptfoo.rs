@@ -321,6 +321,38 @@ fn a_run_without_graders_grades_each_test_by_its_asserts() {
     }
 }
 
+/// With graders named, the tests' own asserts are not checked, and the run says so rather than
+/// let the graders' verdict pass for the asserts'.
+#[test]
+fn a_run_with_graders_says_it_leaves_the_asserts_unchecked() {
+    let dir = Folder::new();
+    dir.file(
+        "tests.yaml",
+        "\
+- vars: {question: one}
+  assert: [{type: equals, value: never}]
+- vars: {question: two}
+  assert: [{type: contains, value: two}, {type: javascript, value: 'false'}]
+- vars: {question: three}
+",
+    );
+    let out =
+        run(cb(&dir).args(["run", "--dataset", "tests.yaml", "--target", "builtin:echo", "--grader", "contains"]));
+    assert!(
+        out.stderr.contains(
+            "warning: 2 cases carry their own asserts, which this run does not check (it grades by `--grader`); \
+             run without graders to grade each case by its asserts"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Without asserts anywhere, nothing to say.
+    dir.file("plain.yaml", "- vars: {question: one}\n");
+    let out =
+        run(cb(&dir).args(["run", "--dataset", "plain.yaml", "--target", "builtin:echo", "--grader", "contains"]));
+    assert!(out.stderr.contains("1 cases × 1 scenario") && !out.stderr.contains("asserts"), "{}", out.stderr);
+}
+
 /// Without graders and without an assert casebook can check, nothing would grade the run: it is
 /// refused before any agent is called.
 #[test]
