@@ -77,6 +77,11 @@ fn main() -> ExitCode {
     }
 }
 
+/// `1 case`, `2 cases`.
+pub fn plural(n: u64, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
+}
+
 /// Writes command output to stdout.
 pub fn write_stdout(text: &str) -> std::io::Result<()> {
     use std::io::Write;

@@ -62,11 +62,6 @@ fn default_file(name: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// `1 case`, `2 cases`.
-fn plural(n: u64, what: &str) -> String {
-    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
-}
-
 /// A dataset name as a file name: `/` and other separators become `_`.
 fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c == '/' || c == '\\' || c == '\0' { '_' } else { c }).collect()
@@ -95,7 +90,7 @@ fn dataset_name(
     }
     let items: Vec<String> = datasets
         .iter()
-        .map(|d| format!("{}  ({}, {})", d.name, plural(d.head, "version"), plural(d.cases, "case")))
+        .map(|d| format!("{}  ({}, {})", d.name, crate::plural(d.head, "version"), crate::plural(d.cases, "case")))
         .collect();
     let at = dialoguer::Select::new()
         .with_prompt(format!("dataset of project `{}`", remote.project))
@@ -314,7 +309,9 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
                         .versions
                         .iter()
                         .rev()
-                        .map(|v| format!("v{}  {}  {}  {}", v.number, plural(v.cases, "case"), v.time, v.message))
+                        .map(|v| {
+                            format!("v{}  {}  {}  {}", v.number, crate::plural(v.cases, "case"), v.time, v.message)
+                        })
                         .collect();
                     let at = dialoguer::Select::new()
                         .with_prompt(format!("version of `{name}`"))

@@ -170,11 +170,11 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     }
     if !settings.quiet && !settings.json {
         eprintln!(
-            "run {run_id}: {} cases × {} scenario{} × {} = {total} runs",
-            plan.cases.len(),
-            plan.scenarios.len(),
-            if plan.scenarios.len() == 1 { "" } else { "s" },
-            experiment.n_runs
+            "run {run_id}: {} × {} × {} = {}",
+            crate::plural(plan.cases.len() as u64, "case"),
+            crate::plural(plan.scenarios.len() as u64, "scenario"),
+            experiment.n_runs,
+            crate::plural(total as u64, "run"),
         );
     }
 
@@ -323,7 +323,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         if !settings.quiet {
             let secs = started.elapsed().as_secs_f64();
             eprintln!(
-                "{done} runs in {secs:.1} s ({:.0} runs/s), {reused} from stored outputs",
+                "{} in {secs:.1} s ({:.0} runs/s), {reused} from stored outputs",
+                crate::plural(done as u64, "run"),
                 done as f64 / secs.max(1e-9)
             );
         }
