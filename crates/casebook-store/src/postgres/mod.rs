@@ -159,8 +159,9 @@ impl PostgresStore {
     /// it before lending it (the spare would not be checked, and it is lent to one operation at
     /// a time anyway).
     pub fn shared(self) -> Self {
-        if let Some(conn) = self.take_spare() {
-            tokio::spawn(async move {
+        // Closed politely when there is a runtime to do it on, else just dropped.
+        if let (Some(conn), Ok(runtime)) = (self.take_spare(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn(async move {
                 let _ = conn.close().await;
             });
         }
