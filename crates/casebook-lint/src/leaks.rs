@@ -2,7 +2,8 @@
 //!
 //! The answers looked for are the expected output, the per-turn expectations, the acceptable
 //! answers (each a string or a number; for a structured value, its strings of four letters or
-//! more, as `"ok"` inside a JSON answer says little) and the expected outcomes. They are looked
+//! more, as `"ok"` inside a JSON answer says little), the expected outcomes, and the values of
+//! promptfoo asserts that hold the answer's text (`equals`, `contains` and the like). They are looked
 //! for, normalised and as whole tokens, in every string of the task half: the input, the
 //! turns, context items, tools, memory seeds and agent arguments.
 //!
@@ -115,8 +116,31 @@ pub(crate) fn answers(expected: &Expectations) -> Vec<Answer> {
     for (i, outcome) in expected.outcomes.iter().flatten().enumerate() {
         push_answer(&mut answers, Answers::Anything, format!("/expected/outcomes/{i}"), outcome.text().to_owned());
     }
+    // promptfoo's asserts that hold the answer's own text (not a `not-` one, whose text the
+    // answer must not hold, nor a rubric, a pattern or code).
+    let asserts = expected.extra.get("assert").and_then(Value::as_array);
+    for (i, assert) in asserts.into_iter().flatten().enumerate() {
+        let kind = assert.get("type").and_then(Value::as_str).unwrap_or_default();
+        if let (true, Some(value)) = (ANSWER_ASSERTS.contains(&kind), assert.get("value")) {
+            answers_of(value, Answers::Last, format!("/expected/assert/{i}/value"), &mut answers);
+        }
+    }
     answers
 }
+
+/// The promptfoo assert types whose value is text of the expected answer.
+const ANSWER_ASSERTS: &[&str] = &[
+    "equals",
+    "contains",
+    "icontains",
+    "contains-any",
+    "contains-all",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "similar",
+    "levenshtein",
+];
 
 /// Appends `token` to a JSON Pointer, escaped.
 pub(crate) fn push_token(pointer: &mut String, token: &str) {
@@ -244,6 +268,24 @@ mod tests {
         };
         assert!(memory("a returning customer").is_empty());
         assert_eq!(memory("last order: 4411"), [("/expected/output".to_owned(), "/memory_seeds/0/content".to_owned())]);
+    }
+
+    #[test]
+    fn promptfoo_asserts_that_hold_the_answer_are_looked_for() {
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": "The code is ZEBRA-7, and the fallback is plan B. Do not say lemon.",
+            "expected": {"assert": [
+                {"type": "equals", "value": "ZEBRA-7"},
+                {"type": "icontains-any", "value": ["fallback", "x"]},
+                {"type": "not-contains", "value": "lemon"},
+                {"type": "llm-rubric", "value": "mentions the fallback"},
+                {"type": "regex", "value": "plan B"},
+                {"type": "contains", "value": "nowhere in the input"}
+            ]}
+        }));
+        let answers: Vec<&str> = found.iter().map(|(a, _)| a.as_str()).collect();
+        assert_eq!(answers, ["/expected/assert/0/value", "/expected/assert/1/value/0"]);
     }
 
     #[test]
