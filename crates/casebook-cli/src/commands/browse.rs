@@ -280,7 +280,12 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        eprintln!("exported {total} cases of {place} as {} ({})", args.write.to, syntax.name());
+        eprintln!(
+            "exported {} of {place} as {} ({})",
+            crate::plural(total as u64, "case"),
+            args.write.to,
+            syntax.name()
+        );
     }
     Ok(Outcome::Ok)
 }

@@ -77,7 +77,12 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     output.keep()?;
     if !settings.quiet && !settings.json {
         let to = args.write.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
-        eprintln!("converted {} cases to {} ({}) on {to}", summary.written, args.write.to, syntax.name());
+        eprintln!(
+            "converted {} to {} ({}) on {to}",
+            crate::plural(summary.written as u64, "case"),
+            args.write.to,
+            syntax.name()
+        );
     }
     Ok(Outcome::Ok)
 }

@@ -109,7 +109,7 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
     if !settings.quiet && !settings.json {
         let files = args.files.len();
         let cases =
-            if subset { format!("{selected} of {} cases selected", totals.0) } else { format!("{} cases", totals.0) };
+            if subset { format!("{selected} of {} cases selected", totals.0) } else { crate::plural(totals.0, "case") };
         eprintln!(
             "{} {files} file{}: {cases}, {errors} error{}, {} warning{}",
             if errors == 0 { "valid:" } else { "invalid:" },

@@ -21,7 +21,8 @@
 //!
 //! The others (`javascript`, `python`, `similar`, `cost`, `latency`, model-graded kinds…), an
 //! assert whose value is a template (`{{…}}`, which promptfoo fills from the variables), one
-//! that transforms the output first, and `llm-rubric` without a judge, cannot be checked here.
+//! that transforms the output first (its own `transform`, or the test's `options.transform`),
+//! and `llm-rubric` without a judge, cannot be checked here.
 //! They stay in the case, are left out of its grading and counted ([`Tally`]) so that a run
 //! says so; a case with nothing else to check is ungraded, never a pass.
 
@@ -116,7 +117,7 @@ impl Tally {
             return;
         };
         let mut checked = 0;
-        for assert in asserts.iter().map(|a| read(a, judge)) {
+        for assert in asserts.iter().map(|a| read(a, judge, transforms_output(case))) {
             match assert.check {
                 Ok(_) => checked += 1,
                 Err(why) => *self.unchecked.entry(why).or_default() += 1,
@@ -150,8 +151,16 @@ const CHECKED: &[&str] = &[
     "llm-rubric",
 ];
 
-/// Reads one assert (see the module docs); `judge` says whether `llm-rubric` can be checked.
-fn read(assert: &Value, judge: bool) -> Assert {
+/// Whether the test transforms the output before its asserts see it (promptfoo's
+/// `options.transform`, or its older name `options.postprocess`, kept in the case's metadata).
+fn transforms_output(case: &Case) -> bool {
+    let options = case.metadata.as_ref().and_then(|m| m.get("options"));
+    options.is_some_and(|o| o.get("transform").is_some() || o.get("postprocess").is_some())
+}
+
+/// Reads one assert (see the module docs); `judge` says whether `llm-rubric` can be checked,
+/// `transformed` whether the test transforms the output first.
+fn read(assert: &Value, judge: bool, transformed: bool) -> Assert {
     let object = assert.as_object();
     let field = |key: &str| object.and_then(|o| o.get(key));
     let full = field("type").and_then(Value::as_str).unwrap_or("$ref").to_owned();
@@ -169,7 +178,7 @@ fn read(assert: &Value, judge: bool) -> Assert {
     let value = field("value");
     let check = if !CHECKED.contains(&kind.as_str()) {
         Err(Unchecked::Type(full.clone()))
-    } else if field("transform").is_some() {
+    } else if transformed || field("transform").is_some() {
         Err(Unchecked::Transform(full.clone()))
     } else if value.is_some_and(has_template) {
         Err(Unchecked::Template(full.clone()))
@@ -251,7 +260,7 @@ impl CaseAsserts {
         let Some(asserts) = asserts_of(case) else { return CaseGrades::default() };
         let threshold = case.expected.extra.get(THRESHOLD).and_then(Value::as_f64);
         let mut grades: Vec<GraderResult> = Vec::with_capacity(asserts.len());
-        for assert in asserts.iter().map(|a| read(a, self.judge.is_some())) {
+        for assert in asserts.iter().map(|a| read(a, self.judge.is_some(), transforms_output(case))) {
             let Ok(check) = assert.check else { continue };
             let outcome = if assert.weight_problem {
                 Err(Failure::new("config", format!("case `{}`: an assert's `weight` must be a number ≥ 0", case.id)))
@@ -433,5 +442,28 @@ mod tests {
             ]
         );
         assert!(grade(c.expected.extra[ASSERT].clone(), "x").is_empty(), "nothing graded: no pass");
+    }
+
+    /// promptfoo transforms the output by the test's `options.transform` before any assert sees
+    /// it: checked on the untransformed output, the asserts could fail what promptfoo passes.
+    #[test]
+    fn a_test_that_transforms_the_output_has_its_asserts_left_unchecked() {
+        let mut c = case(json!([{"type": "equals", "value": "HELLO"}, {"type": "contains", "value": "H"}]));
+        c.metadata = Some(serde_json::from_value(json!({"options": {"transform": "output.toUpperCase()"}})).unwrap());
+        let mut tally = Tally::default();
+        tally.add(&c, false);
+        assert_eq!((tally.graded_cases, tally.ungraded_cases), (0, 1));
+        let reasons: Vec<String> = tally.unchecked.keys().map(ToString::to_string).collect();
+        assert_eq!(reasons, ["`contains` with a `transform`", "`equals` with a `transform`"]);
+        let graded = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(CaseAsserts::new(None).unwrap().grade(&c, &run("hello")));
+        assert!(graded.grades.is_empty(), "nothing graded: no pass");
+        // Other options change nothing.
+        c.metadata = Some(serde_json::from_value(json!({"options": {"provider": "x"}})).unwrap());
+        let mut tally = Tally::default();
+        tally.add(&c, false);
+        assert_eq!(tally.graded_cases, 1);
     }
 }
