@@ -29,6 +29,8 @@ pub fn read(
     let root_ptr = Ptr::ROOT;
     // The list of cases, where it is (a path of keys), and its offset.
     let items: Option<(&[Node], &'static [&'static str], usize)>;
+    // A promptfoo configuration's `defaultTest`, applied to each test.
+    let mut defaults = None;
     match format {
         Format::Casebook => match &root.value {
             NodeValue::Array(list) => items = Some((list, &[], root.offset)),
@@ -145,6 +147,7 @@ pub fn read(
                 let mut f = Fields::new(cx, entries, &root_ptr);
                 header.description = f.take("description").and_then(|n| cx.opt_string(n, &root_ptr.key("description")));
                 let tests = f.take("tests");
+                defaults = promptfoo::defaults(cx, root);
                 let rest = kept(cx, &f, &root_ptr, "tests");
                 doc_layout.insert("document".into(), Value::Object(rest));
                 let p = root_ptr.key("tests");
@@ -192,7 +195,11 @@ pub fn read(
     for (i, item) in list.iter().enumerate() {
         with_ptr(list_ptr, |p| {
             let item_ptr = p.index(i);
-            if let Some(case) = read_one(cx, item, &item_ptr) {
+            let case = match defaults {
+                Some(defaults) => promptfoo::read_test_with(cx, item, &item_ptr, Some(defaults)),
+                None => read_one(cx, item, &item_ptr),
+            };
+            if let Some(case) = case {
                 let offset = item.get("id").map_or(item.offset, |n| n.offset);
                 cases.push((case, offset));
             }

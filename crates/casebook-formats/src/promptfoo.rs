@@ -12,6 +12,9 @@
 //! - `description` is the case's `description`, `metadata` its metadata; an `id` key (which
 //!   promptfoo ignores) is read when there is one. Other keys (`options`, `provider`, …) are kept
 //!   in `metadata` and written back at the top level.
+//! - A configuration's `defaultTest` is applied to each of its tests as promptfoo applies it, so
+//!   that a case is the test promptfoo runs ([`read_test_with`]); a configuration written back
+//!   with it leaves out of each test what it gives ([`strip_defaults`]).
 //!
 //! In CSV (promptfoo's `testCaseFromCsvRow`), every column is a variable except the special
 //! ones: `__expected`, `__expected1`… hold asserts written as text (`contains: Paris`,
@@ -106,6 +109,157 @@ pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         review: None,
         provenance: layout::provenance(NAME, derived, layout),
     })
+}
+
+/// A configuration's `defaultTest` when it can be applied to its tests ([`read_test_with`]):
+/// an object whose `vars`, `options` and `metadata` are objects and whose asserts check out.
+/// Its problems are reported (a `defaultTest` in another file is read by no one here: a
+/// warning says its tests are read without it).
+pub fn defaults<'n, 's>(cx: &mut Cx<'_>, root: &'n Node<'s>) -> Option<&'n Node<'s>> {
+    let node = root.get("defaultTest")?;
+    let ptr = Ptr::ROOT.key("defaultTest");
+    if let NodeValue::String(_) = node.value {
+        cx.report(
+            Code::Dropped,
+            node.offset,
+            &ptr,
+            "the tests are read without their `defaultTest`, which is in another file",
+        )
+        .hint = Some("put the defaults inline in the configuration to have them applied".into());
+        return None;
+    }
+    cx.object(node, &ptr)?;
+    let mut ok = true;
+    for key in ["vars", "options", "metadata"] {
+        if let Some(n) = node.get(key).filter(|n| !matches!(n.value, NodeValue::Object(_))) {
+            cx.wrong_type(n, &ptr.key(key), "an object");
+            ok = false;
+        }
+    }
+    if let Some(n) = node.get(ASSERT) {
+        ok &= check_asserts(cx, n, &ptr.key(ASSERT));
+    }
+    if let Some(n) = node.get(THRESHOLD).filter(|n| !matches!(n.value, NodeValue::Number(_))) {
+        cx.wrong_type(n, &ptr.key(THRESHOLD), "a number (the weighted score the tests need)");
+        ok = false;
+    }
+    ok.then_some(node)
+}
+
+/// The configuration's `defaultTest` as promptfoo applies it to each test: `vars`, `options`
+/// and `metadata` under the test's own (`{...defaults, ...test}`: the defaults' keys first, in
+/// their order, then the test's others), its asserts before the test's, and its `threshold`
+/// and `provider` where the test has none. What came from it is noted in the case's layout
+/// (`defaults`), so that a configuration written with the same `defaultTest` leaves it out of
+/// each test again ([`strip_defaults`]).
+pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: Option<&Node>) -> Option<Case> {
+    let (Some(defaults), NodeValue::Object(entries)) = (defaults, &node.value) else { return read_test(cx, node, ptr) };
+    let NodeValue::Object(default_entries) = &defaults.value else { return read_test(cx, node, ptr) };
+    let own = |key: &str| entries.iter().find(|e| e.key == key);
+    let mut merged: Vec<Entry> = Vec::with_capacity(entries.len() + 4);
+    let mut notes = Map::new();
+    for entry in entries {
+        let default = default_entries.iter().find(|d| d.key == entry.key).map(|d| &d.value);
+        match (entry.key.as_ref(), default) {
+            ("vars" | "options" | "metadata", Some(default)) => {
+                let (value, taken) = spread(default, &entry.value);
+                notes.insert(entry.key.to_string(), json!(taken));
+                merged.push(Entry { value, ..entry.clone() });
+            }
+            (ASSERT, Some(default)) => match (&default.value, &entry.value.value) {
+                (NodeValue::Array(first), NodeValue::Array(then)) if !first.is_empty() => {
+                    notes.insert(ASSERT.into(), json!(first.len()));
+                    let list = first.iter().chain(then).cloned().collect();
+                    merged.push(Entry {
+                        value: Node { offset: entry.value.offset, value: NodeValue::Array(list) },
+                        ..entry.clone()
+                    });
+                }
+                _ => merged.push(entry.clone()),
+            },
+            _ => merged.push(entry.clone()),
+        }
+    }
+    // What the test does not have at all comes whole from the defaults.
+    for default in default_entries {
+        let key = default.key.as_ref();
+        if !matches!(key, "vars" | "options" | "metadata" | ASSERT | THRESHOLD | "provider") || own(key).is_some() {
+            continue;
+        }
+        let taken = match &default.value.value {
+            NodeValue::Object(map) => json!(map.iter().map(|e| e.key.as_ref()).collect::<Vec<_>>()),
+            NodeValue::Array(list) if key == ASSERT => json!(list.len()),
+            _ => json!(true),
+        };
+        notes.insert(key.to_owned(), taken);
+        notes.insert(format!("{key}_absent"), json!(true));
+        merged.push(default.clone());
+    }
+    let merged = Node { offset: node.offset, value: NodeValue::Object(merged) };
+    let mut case = read_test(cx, &merged, ptr)?;
+    if !notes.is_empty() {
+        if let Some(provenance) = case.provenance.as_mut() {
+            provenance.layout.insert("defaults".into(), Value::Object(notes));
+        }
+    }
+    Some(case)
+}
+
+/// `{...defaults, ...own}` for two objects, and the keys taken from `defaults`; `own` as it is
+/// when either is not an object.
+fn spread<'s>(defaults: &Node<'s>, own: &Node<'s>) -> (Node<'s>, Vec<String>) {
+    let (NodeValue::Object(first), NodeValue::Object(then)) = (&defaults.value, &own.value) else {
+        return (own.clone(), Vec::new());
+    };
+    let mut taken = Vec::new();
+    let mut entries: Vec<Entry> = first
+        .iter()
+        .map(|d| match then.iter().find(|e| e.key == d.key) {
+            Some(e) => e.clone(),
+            None => {
+                taken.push(d.key.to_string());
+                d.clone()
+            }
+        })
+        .collect();
+    entries.extend(then.iter().filter(|e| !first.iter().any(|d| d.key == e.key)).cloned());
+    (Node { offset: own.offset, value: NodeValue::Object(entries) }, taken)
+}
+
+/// Takes out of a written test what its configuration's `defaultTest` gives it back (see
+/// [`read_test_with`]): what the case took from the defaults and still holds as they have it.
+pub fn strip_defaults(test: &mut Map, case: &Case, defaults: &Map) {
+    let Some(notes) = layout::layout_for(case, NAME).and_then(|l| l.get("defaults")).and_then(Value::as_object) else {
+        return;
+    };
+    let absent = |key: &str| layout::flag(Some(notes), &format!("{key}_absent"));
+    for key in ["vars", "options", "metadata"] {
+        let (Some(Value::Object(default)), Some(taken)) = (defaults.get(key), notes.get(key)) else { continue };
+        let Some(Value::Object(own)) = test.get_mut(key) else { continue };
+        for name in taken.as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if own.get(name).is_some() && own.get(name) == default.get(name) {
+                own.remove(name);
+            }
+        }
+        if own.is_empty() && absent(key) {
+            test.remove(key);
+        }
+    }
+    if let (Some(Value::Array(default)), Some(n)) = (defaults.get(ASSERT), notes.get(ASSERT).and_then(Value::as_u64)) {
+        if let Some(Value::Array(own)) = test.get_mut(ASSERT) {
+            if default.len() as u64 == n && own.starts_with(default) {
+                own.drain(..default.len());
+                if own.is_empty() && absent(ASSERT) {
+                    test.remove(ASSERT);
+                }
+            }
+        }
+    }
+    for key in [THRESHOLD, "provider"] {
+        if notes.contains_key(key) && test.get(key).is_some() && test.get(key) == defaults.get(key) {
+            test.remove(key);
+        }
+    }
 }
 
 /// Whether `assert` is a list of asserts promptfoo can read: each an object with a `type` (or an

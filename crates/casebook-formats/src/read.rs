@@ -1226,6 +1226,8 @@ fn streamed_document<'t, W>(
     let mut cx = Cx::new(src, base_dir);
     let mut batch = Batch::default();
     let mut stopped = false;
+    // A promptfoo configuration's `defaultTest`, when it comes before the tests.
+    let mut defaults: Option<crate::node::Node<'t>> = None;
     // Starts reading the list at `path` as `format`: the header so far (its problems are
     // reported once, from the whole document) goes to the consumer.
     let begin = |state: &mut State<'_, W>, format: Format, root: &crate::node::Node<'t>| {
@@ -1252,6 +1254,10 @@ fn streamed_document<'t, W>(
                 (false, _) => STREAMED.iter().find(|(p, _)| *p == path).map_or(Format::Casebook, |(_, f)| *f),
             };
             current = Some((format, path, 0));
+            if format == Format::Promptfoo {
+                // Its problems are reported from the whole document.
+                defaults = promptfoo::defaults(&mut Cx::new(src, base_dir), &root).cloned();
+            }
             stopped = begin(state, format, &root) == Flow::Stop;
             !stopped
         }
@@ -1268,7 +1274,11 @@ fn streamed_document<'t, W>(
             let index = *count;
             *count += 1;
             documents::with_ptr(path, |p| {
-                if let Some(case) = documents::item_reader(*format)(&mut cx, &node, &p.index(index)) {
+                let case = match (&defaults, *format) {
+                    (Some(d), Format::Promptfoo) => promptfoo::read_test_with(&mut cx, &node, &p.index(index), Some(d)),
+                    _ => documents::item_reader(*format)(&mut cx, &node, &p.index(index)),
+                };
+                if let Some(case) = case {
                     let at = node.get("id").map_or(node.offset, |n| n.offset);
                     batch.locs.push(loc(src, at));
                     batch.cases.push(case);
@@ -1298,6 +1308,22 @@ fn streamed_document<'t, W>(
     match result {
         Ok(root) => {
             let (header, _) = documents::read(&mut cx, &root, format, &stem, Some(count));
+            let late = match &root.value {
+                crate::node::NodeValue::Object(entries) => entries.iter().find(|e| e.key == "defaultTest"),
+                _ => None,
+            };
+            if let (Format::Promptfoo, None, Some(late)) = (format, &defaults, late) {
+                if matches!(late.value.value, crate::node::NodeValue::Object(_)) {
+                    cx.report(
+                        Code::Dropped,
+                        late.key_offset,
+                        &Ptr::ROOT.key("defaultTest"),
+                        "the tests are read without their `defaultTest`, which comes after them in a file this large \
+                         (it is read as it is parsed)",
+                    )
+                    .hint = Some("move `defaultTest` before `tests`".into());
+                }
+            }
             state.consumer.header(&header);
         }
         Err((offset, message, too_deep, code)) => {

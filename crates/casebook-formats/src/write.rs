@@ -112,6 +112,9 @@ pub struct Encoder {
     /// A mas-lab manifest whose items go to another file: the manifest's text, the items
     /// file's path, and the syntax the items are written in.
     apart: Option<(String, String, Syntax)>,
+    /// The `defaultTest` of a promptfoo configuration written around the tests, which each
+    /// test then leaves out ([`promptfoo::strip_defaults`]).
+    defaults: Option<Map>,
 }
 
 impl Encoder {
@@ -136,6 +139,7 @@ impl Encoder {
             seed_files: SeedFiles::Keep,
             relinked: Mutex::new(HashMap::new()),
             apart: None,
+            defaults: None,
         };
         encoder.skeleton(header, false);
         encoder
@@ -289,7 +293,13 @@ impl Encoder {
                         }
                         Format::Voltagent => voltagent::write_item(case),
                         Format::Inspect => inspect::write_sample(case),
-                        Format::Promptfoo => promptfoo::write_test(case),
+                        Format::Promptfoo => {
+                            let (mut test, lost) = promptfoo::write_test(case);
+                            if let Some(defaults) = &self.defaults {
+                                promptfoo::strip_defaults(&mut test, case, defaults);
+                            }
+                            (test, lost)
+                        }
                         Format::Maslab => {
                             let (mut item, lost) = maslab::write_item(case);
                             if let Some(seeds @ MemorySeeds::File { file, content }) = &case.task.memory_seeds {
@@ -530,6 +540,7 @@ impl Encoder {
             // A configuration with its tests inline, as it was; a list of tests otherwise.
             Format::Promptfoo => match doc_layout.and_then(|l| l.get("document")) {
                 Some(Value::Object(document)) if matches!(self.syntax, Syntax::Yaml | Syntax::Json) => {
+                    self.defaults = document.get("defaultTest").and_then(Value::as_object).cloned();
                     let mut d = Map::new();
                     if let Some(v) = &header.description {
                         d.insert("description".into(), json!(v));

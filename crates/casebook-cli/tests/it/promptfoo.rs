@@ -54,10 +54,30 @@ fn tests_are_detected_and_read_into_the_case_model() {
     assert_eq!(cases[3]["input"], "Réponds en JSON avec la clé « réponse »");
     assert_eq!(cases[3]["metadata"], json!({"options": {"provider": "openai:gpt-4o-mini"}}));
     assert!(cases.iter().all(|c| c["id"].as_str().unwrap().starts_with("t-")), "ids derived from the task");
-    // A configuration with its tests inline.
+    // A configuration with its tests inline, and its `defaultTest` applied to each as promptfoo
+    // applies it: the default variables under the test's own, the default asserts first.
     let (_, cases) = to_native(&example("promptfooconfig.yaml"));
-    assert_eq!(cases.len(), 2);
-    assert_eq!(cases[1]["expected"]["assert"][0], json!({"type": "contains-any", "value": ["Wie", "geht"]}));
+    assert_eq!(cases.len(), 3);
+    let no_ai = json!({"type": "not-icontains", "value": "as an AI"});
+    assert_eq!(cases[0]["input"], json!({"language": "French", "input": "Hello world"}));
+    assert_eq!(cases[0]["expected"]["assert"], json!([no_ai, {"type": "contains", "value": "Bonjour"}]));
+    assert_eq!(cases[1]["input"], json!({"language": "German", "input": "How's it going?"}));
+    assert_eq!(cases[1]["expected"]["assert"], json!([no_ai, {"type": "contains-any", "value": ["Wie", "geht"]}]));
+    assert_eq!(cases[2]["input"], json!({"language": "French", "input": "Good night"}));
+    assert_eq!(cases[2]["expected"]["assert"], json!([no_ai]));
+    // Tests written on their own (JSON Lines) are the tests promptfoo runs, defaults in them.
+    let out = run(casebook().arg("convert").arg(example("promptfooconfig.yaml")).args([
+        "--to",
+        "promptfoo",
+        "--syntax",
+        "jsonl",
+    ]));
+    out.expect_status(0);
+    let first: serde_json::Value = serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first,
+        json!({"vars": {"language": "French", "input": "Hello world"}, "assert": [no_ai, {"type": "contains", "value": "Bonjour"}]})
+    );
     // JSON and JSONL, numbers in the variables.
     let (_, cases) = to_native(&example("tests.json"));
     assert_eq!(cases[1]["expected"]["assert"][0]["type"], "llm-rubric");

@@ -64,3 +64,53 @@ fn streamed_examples_convert_like_parsed_ones() {
         assert_eq!(value_of(&out, *syntax), original, "{rel}");
     }
 }
+
+/// A promptfoo configuration's `defaultTest` is applied to its tests whether the file is parsed
+/// whole or read as it is parsed; one that cannot be applied says so where it is.
+#[test]
+fn a_default_test_is_applied_or_said_not_to_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let tests = "tests:\n  - vars: {input: hi}\n  - vars: {input: bye, tone: curt}\n";
+    let defaults = "defaultTest:\n  vars: {tone: kind}\n  assert:\n    - {type: icontains, value: hello}\n";
+    let inputs = |out: &[u8]| -> Vec<serde_json::Value> {
+        let cases = crate::harness::cases_of(out);
+        cases.as_array().unwrap().iter().map(|c| c["input"].clone()).collect()
+    };
+    let kind = serde_json::json!([{"tone": "kind", "input": "hi"}, {"tone": "curt", "input": "bye"}]);
+    // Before the tests: applied, parsed whole or streamed.
+    let before = temp_file(&dir, "before.yaml", format!("{defaults}{tests}").as_bytes());
+    for stream_from in [None, Some(0)] {
+        let ((out, diags), _) =
+            convert_with(&before, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None, stream_from);
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(serde_json::Value::Array(inputs(&out)), kind, "stream_from {stream_from:?}");
+    }
+    // After them: applied when the file is parsed whole; read as it is parsed, the tests are
+    // read without it, and a warning at `defaultTest` says so.
+    let after = temp_file(&dir, "after.yaml", format!("{tests}{defaults}").as_bytes());
+    let (out, diags) = convert_file(&after, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(serde_json::Value::Array(inputs(&out)), kind);
+    let ((out, diags), _) =
+        convert_with(&after, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None, Some(0));
+    assert_eq!(inputs(&out), [serde_json::json!("hi"), serde_json::json!({"input": "bye", "tone": "curt"})]);
+    let said: Vec<String> = diags.iter().map(ToString::to_string).collect();
+    assert_eq!(diags.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains(":4:1:") && said[0].contains("W-dropped") && said[0].contains("comes after them"),
+        "{said:?}"
+    );
+    // In another file: not read, and said so.
+    let elsewhere = temp_file(&dir, "elsewhere.yaml", format!("defaultTest: file://defaults.yaml\n{tests}").as_bytes());
+    let (out, diags) = convert_file(&elsewhere, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None);
+    assert_eq!(inputs(&out)[0], serde_json::json!("hi"));
+    let said: Vec<String> = diags.iter().map(ToString::to_string).collect();
+    assert!(said.len() == 1 && said[0].contains("1:14") && said[0].contains("in another file"), "{said:?}");
+    // A default assert without a type: an error where it is, once, and no test gets it.
+    let broken =
+        temp_file(&dir, "broken.yaml", format!("defaultTest:\n  assert:\n    - {{value: x}}\n{tests}").as_bytes());
+    let (_, diags) = convert_file(&broken, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None);
+    let said = errors(&diags);
+    assert!(said.len() == 1 && said[0].contains(":3:7: E-missing-field"), "{said:?}");
+    assert_eq!(diags[0].pointer, "/defaultTest/assert/0");
+}
