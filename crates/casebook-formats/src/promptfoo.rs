@@ -53,7 +53,11 @@ pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
 
     let id = f.take("id").and_then(|n| parts::sample_id(cx, n, &ptr.key("id"), &mut layout));
     let description = f.take("description").and_then(|n| cx.opt_string(n, &ptr.key("description")));
-    let input = match f.take("vars") {
+    let vars = f.take("vars");
+    if let Some(vars) = vars {
+        warn_of_combinations(cx, node, vars, &ptr.key("vars"));
+    }
+    let input = match vars {
         None => {
             layout.insert("no_vars".into(), Value::Bool(true));
             Some(Value::Object(Map::new()))
@@ -109,6 +113,44 @@ pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         review: None,
         provenance: layout::provenance(NAME, derived, layout),
     })
+}
+
+/// Says when promptfoo would run a test once for each combination of its list variables (a
+/// variable whose value is a list starting with a string; `options.disableVarExpansion` turns
+/// that off), which casebook reads as one case whose variables are the lists.
+fn warn_of_combinations(cx: &mut Cx<'_>, test: &Node, vars: &Node, ptr: &Ptr<'_>) {
+    let NodeValue::Object(entries) = &vars.value else { return };
+    let disabled = test.get("options").and_then(|o| o.get("disableVarExpansion"));
+    if disabled.is_some_and(|d| d.value == NodeValue::Bool(true)) {
+        return;
+    }
+    let lists: Vec<(&str, usize)> = entries
+        .iter()
+        .filter_map(|e| match &e.value.value {
+            NodeValue::Array(items) if matches!(items.first().map(|i| &i.value), Some(NodeValue::String(_))) => {
+                Some((e.key.as_ref(), items.len()))
+            }
+            _ => None,
+        })
+        .collect();
+    if lists.is_empty() {
+        return;
+    }
+    let runs: usize = lists.iter().map(|(_, n)| *n).product();
+    let named: Vec<String> = lists.iter().map(|(name, n)| format!("`{name}` ({n})")).collect();
+    cx.report(
+        Code::Unexpanded,
+        vars.offset,
+        ptr,
+        format!(
+            "promptfoo runs this test once for each combination of its list variables {}, {runs} times; \
+             casebook reads it as one case whose variables are the lists",
+            named.join(", ")
+        ),
+    )
+    .hint = Some(
+        "write each combination as a test of its own, or set `options.disableVarExpansion: true` to run it once".into(),
+    );
 }
 
 /// A configuration's `defaultTest` when it can be applied to its tests ([`read_test_with`]):

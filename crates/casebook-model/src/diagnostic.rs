@@ -45,6 +45,9 @@ pub enum Code {
     Bom,
     Dropped,
     SuspiciousField,
+    /// A promptfoo test with list variables, which promptfoo runs once per combination and
+    /// casebook reads as one case.
+    Unexpanded,
     EmptyDatasetAccepted,
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
@@ -115,6 +118,7 @@ impl Code {
             Code::Bom => "W-bom",
             Code::Dropped => "W-dropped",
             Code::SuspiciousField => "W-unknown-field",
+            Code::Unexpanded => "W-unexpanded-vars",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
             Code::NoContent => "W-no-content",

@@ -197,6 +197,24 @@ fn problems_are_located() {
     assert_eq!(checked.locations(), [at("E-invalid-value", 4, 15, "/__config:__expected:threshold")]);
 }
 
+/// promptfoo runs a test with list variables once per combination; casebook reads one case and
+/// says so where the variables are, unless the test turns the expansion off.
+#[test]
+fn list_variables_promptfoo_would_expand_are_said_to_be_read_as_one_case() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "lists.yaml",
+        "- vars:\n    lang: [French, German]\n    tone: [kind, curt, dry]\n    q: hi\n\
+         - vars: {lang: [French, German]}\n  options: {disableVarExpansion: true}\n\
+         - vars: {numbers: [1, 2]}\n",
+    );
+    let checked = validate(&file);
+    checked.expect_status(0);
+    assert_eq!(checked.locations(), [at("W-unexpanded-vars", 2, 5, "/0/vars")]);
+    let message = checked.diagnostics()[0]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("`lang` (2), `tone` (3), 6 times"), "{message}");
+}
+
 #[test]
 fn what_tests_cannot_hold_is_refused_or_dropped_with_lossy() {
     let dir = Folder::new();
