@@ -203,6 +203,38 @@ async fn a_rare_or_common_label_with_a_json_test_selects_as_in_memory() {
     }
 }
 
+/// What a command does, one operation after another (reads, a filtered count, a small commit),
+/// takes one connection in all: each costs a server process and a password exchange, a few
+/// milliseconds of a one-case `put`. A server's store takes its connections from the pool.
+#[tokio::test]
+async fn a_command_makes_one_connection() {
+    let url = fresh_database().await;
+    PostgresStore::create(&url).await.unwrap().close().await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    store.datasets().await.unwrap();
+    let head = store.resolve("support", &casebook_store::Ref::Latest).await.unwrap();
+    let select = Select {
+        filter: Some(casebook_filter::Filter::parse(r#"labels contains "x" and input == "1""#).unwrap()),
+        limit: None,
+    };
+    store.count("support", head.number, &select).await.unwrap();
+    created(&store, CommitMode::Upsert, vec![case("c", "3")]).await;
+    store.diff("support", 1, 2).await.unwrap();
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let count =
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'casebook'";
+    let open: i64 = sqlx::query_scalar(count).fetch_one(&mut admin).await.unwrap();
+    assert_eq!(open, 1, "connections the store holds");
+    // A server's: none outside the pool once shared.
+    let shared = store.shared();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let open: i64 = sqlx::query_scalar(count).fetch_one(&mut admin).await.unwrap();
+    assert_eq!(open, 0, "a shared store keeps no spare connection");
+    shared.datasets().await.unwrap();
+    shared.close().await;
+}
+
 /// Eight writers on eight connections commit to one dataset at once, each on the head it read,
 /// retrying on a conflict: every update is in the end, none is lost, and the versions follow
 /// one another.
