@@ -65,8 +65,13 @@ pub struct PostgresStore {
     spare: Spare,
 }
 
-/// A connection kept outside the pool; `None` while lent, or once [`PostgresStore::shared`].
-type Spare = std::sync::Arc<std::sync::Mutex<Option<PgConnection>>>;
+/// A connection kept outside the pool, with when it was last handed back; `None` while lent,
+/// or once [`PostgresStore::shared`].
+type Spare = std::sync::Arc<std::sync::Mutex<Option<(PgConnection, std::time::Instant)>>>;
+
+/// How long the spare may sit unused before it is tested (as the pool tests its connections)
+/// when lent again: a store held open for long (a run) outlives a restart of the server.
+const SPARE_TESTED_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A connection for one operation: the store's spare, put back when this is dropped, or one of
 /// the pool's.
@@ -109,7 +114,8 @@ impl Drop for Conn {
     fn drop(&mut self) {
         if let Conn::Spare(conn, slot) = self {
             if let Some(conn) = conn.take() {
-                *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(conn);
+                *slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some((conn, std::time::Instant::now()));
             }
         }
     }
@@ -169,6 +175,10 @@ impl PostgresStore {
     }
 
     fn take_spare(&self) -> Option<PgConnection> {
+        self.take_spare_since().map(|(conn, _)| conn)
+    }
+
+    fn take_spare_since(&self) -> Option<(PgConnection, std::time::Instant)> {
         self.spare.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 
@@ -177,11 +187,15 @@ impl PostgresStore {
     /// made two or three (every connection costs a server process and a password exchange,
     /// about 5 ms here): the pool hands a connection back only after testing it, in a task of
     /// its own, so a query just after another found none free and opened one.
+    /// The spare is tested first when it has not been used for a while; one that fails the
+    /// test is closed, and the pool lends the connections from then on.
     async fn conn(&self) -> Result<Conn, StoreError> {
-        match self.take_spare() {
-            Some(conn) => Ok(Conn::Spare(Some(conn), self.spare.clone())),
-            None => Ok(Conn::Pooled(self.pool.acquire().await?)),
+        if let Some((mut conn, since)) = self.take_spare_since() {
+            if since.elapsed() < SPARE_TESTED_AFTER || conn.ping().await.is_ok() {
+                return Ok(Conn::Spare(Some(conn), self.spare.clone()));
+            }
         }
+        Ok(Conn::Pooled(self.pool.acquire().await?))
     }
 
     async fn connect(url: &str, create: bool) -> Result<Self, StoreError> {
@@ -228,7 +242,7 @@ impl PostgresStore {
             url: shown,
             project: crate::DEFAULT_PROJECT.to_owned(),
             ids: crate::DatasetIds::default(),
-            spare: std::sync::Arc::new(std::sync::Mutex::new(Some(first))),
+            spare: std::sync::Arc::new(std::sync::Mutex::new(Some((first, std::time::Instant::now())))),
         })
     }
 

@@ -235,6 +235,28 @@ async fn a_command_makes_one_connection() {
     shared.close().await;
 }
 
+/// A store held open for long outlives its connection: one the server closed (a restart, an
+/// idle timeout) is tested before it is used again and replaced, not handed out broken.
+#[tokio::test]
+async fn a_store_held_open_outlives_a_closed_connection() {
+    let url = fresh_database().await;
+    let store = PostgresStore::create(&url).await.unwrap();
+    created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND application_name = 'casebook'",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(ended, [true]);
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    assert_eq!(store.datasets().await.unwrap().len(), 1);
+    created(&store, CommitMode::Upsert, vec![case("b", "2")]).await;
+    assert_eq!(conformance::ids(&store, 2).await, ["a", "b"]);
+}
+
 /// Eight writers on eight connections commit to one dataset at once, each on the head it read,
 /// retrying on a conflict: every update is in the end, none is lost, and the versions follow
 /// one another.
