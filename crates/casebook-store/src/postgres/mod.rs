@@ -584,13 +584,9 @@ impl crate::Store for PostgresStore {
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
         let mut conn = self.conn().await?;
         let outcome = self.commit_on(&mut conn, request, cases).await;
-        // The temporary tables go with the commit; a connection that failed is not reused.
+        // A connection that failed in the middle of a commit is not reused.
         if outcome.is_err() {
             conn.discard();
-        } else {
-            sqlx::query("DROP TABLE IF EXISTS pg_temp.incoming, pg_temp.changes, pg_temp.opening, pg_temp.kept")
-                .execute(&mut *conn)
-                .await?;
         }
         // After a large commit, fresh statistics for the planner at once (autovacuum's come
         // later): with a million new rows counted as a few hundred, a label filter walked the
@@ -666,9 +662,8 @@ impl crate::Store for PostgresStore {
         let id = self.dataset_id(dataset).await?;
         let mut query = SelectQuery::new(select, id, version, None);
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await?;
-        query.plan(&mut tx).await?;
-        let mut rows = query.rows(self, &mut tx, query.rows_sql());
+        let mut session = query.plan(&mut conn).await?;
+        let mut rows = query.rows(self, &mut session, query.rows_sql());
         let mut out = Vec::with_capacity(batch);
         let mut total = 0;
         while let Some((body, _, _)) = rows.next().await? {
@@ -682,7 +677,7 @@ impl crate::Store for PostgresStore {
             each(out);
         }
         drop(rows);
-        tx.commit().await?;
+        session.end().await?;
         Ok(total)
     }
 
@@ -690,10 +685,9 @@ impl crate::Store for PostgresStore {
         let id = self.dataset_id(dataset).await?;
         let mut query = SelectQuery::new(select, id, version, None);
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await?;
-        query.plan(&mut tx).await?;
-        let count = query.count(self, &mut tx).await?;
-        tx.commit().await?;
+        let mut session = query.plan(&mut conn).await?;
+        let count = query.count(self, &mut session).await?;
+        session.end().await?;
         Ok(count)
     }
 
@@ -709,9 +703,8 @@ impl crate::Store for PostgresStore {
         let select = Select { filter: select.filter.clone(), limit: Some(size as u64) };
         let mut query = SelectQuery::new(&select, id, version, after);
         let mut conn = self.conn().await?;
-        let mut tx = conn.begin().await?;
-        query.plan(&mut tx).await?;
-        let mut rows = query.rows(self, &mut tx, query.rows_sql());
+        let mut session = query.plan(&mut conn).await?;
+        let mut rows = query.rows(self, &mut session, query.rows_sql());
         let mut page = Page::default();
         let mut last = None;
         while let Some((body, ord, case)) = rows.next().await? {
@@ -719,7 +712,7 @@ impl crate::Store for PostgresStore {
             last = Some((ord, case));
         }
         drop(rows);
-        tx.commit().await?;
+        session.end().await?;
         if page.bodies.len() == size {
             if let Some((ord, case)) = last {
                 page.next = Some(Cursor { ord, id: case_id(case)? });
@@ -950,8 +943,9 @@ impl PostgresStore {
         Ok(())
     }
 
-    /// [`crate::Store::commit`] on one connection: the input into a temporary table (its bodies
-    /// written as it comes, see the module's comment), then the version in one transaction.
+    /// [`crate::Store::commit`] on one connection: a first version as its bodies come
+    /// ([`first_version`]), a small change in one transaction ([`commit_small`]), anything else
+    /// through temporary tables ([`PostgresStore::commit_by_tables`]).
     async fn commit_on(
         &self,
         conn: &mut PgConnection,
@@ -983,7 +977,22 @@ impl PostgresStore {
         if small && request.mode != CommitMode::Replace {
             return commit_small(conn, &self.project, request, std::mem::take(&mut bodies.pending)).await;
         }
+        let outcome = self.commit_by_tables(conn, request, bodies).await?;
+        sqlx::query("DROP TABLE IF EXISTS pg_temp.incoming, pg_temp.changes, pg_temp.opening, pg_temp.kept")
+            .execute(&mut *conn)
+            .await?;
+        Ok(outcome)
+    }
 
+    /// The general path of a commit: the input into a temporary table, then the version in one
+    /// transaction, worked out in SQL (the temporary tables are left for the caller to drop).
+    async fn commit_by_tables(
+        &self,
+        conn: &mut PgConnection,
+        request: CommitRequest,
+        mut bodies: Bodies,
+    ) -> Result<CommitOutcome, StoreError> {
+        let removing = matches!(request.mode, CommitMode::Remove(_));
         sqlx::raw_sql(
             "DROP TABLE IF EXISTS pg_temp.incoming;
              CREATE TEMP TABLE incoming (pos bigint PRIMARY KEY, case_id bytea NOT NULL, blob bigint NOT NULL);",
@@ -1589,6 +1598,42 @@ enum Check {
     Guarded,
 }
 
+/// Where a selection's statements run ([`SelectQuery::plan`]): the connection as it is, or a
+/// transaction that set how PostgreSQL plans them.
+enum Session<'c> {
+    Plain(&'c mut PgConnection),
+    Planned(sqlx::Transaction<'c, sqlx::Postgres>),
+}
+
+impl Session<'_> {
+    async fn end(self) -> Result<(), StoreError> {
+        if let Session::Planned(tx) = self {
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Session<'_> {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        match self {
+            Session::Plain(conn) => conn,
+            Session::Planned(tx) => tx,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Session<'_> {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        match self {
+            Session::Plain(conn) => conn,
+            Session::Planned(tx) => tx,
+        }
+    }
+}
+
 impl SelectQuery {
     fn new(select: &Select, dataset: i64, version: u64, after: Option<&Cursor>) -> Self {
         use casebook_filter::{PgContext, SqlParam};
@@ -1634,45 +1679,49 @@ impl SelectQuery {
         }
     }
 
-    /// Settles how PostgreSQL finds the cases, in `tx` (the statements that read them follow
-    /// in it). A filter that requires a label few cases have (by PostgreSQL's estimate, a
-    /// quarter of the version's or fewer) and tests the cases' JSON is answered by walking the label's cases through the
-    /// indexes: each one's facets tested, and the survivors looked up in the version. Left to
-    /// itself, PostgreSQL costs the JSON test at a fraction of its price and joins the label's
-    /// cases with every member of the version by hashing instead (the 9,160 cases of a label
-    /// and a metadata test among a million: 0.32 s, against 0.18–0.20 s walking the label). So
-    /// for this transaction it is told not to hash or merge, and the facets are an inner join,
-    /// which lets them come before the version's members. A label on more cases keeps
-    /// PostgreSQL's own plan, which is the better one then.
-    async fn plan(&mut self, tx: &mut PgConnection) -> Result<(), StoreError> {
-        let (Some(_), Some(label)) = (&self.json, self.labels.first()) else { return Ok(()) };
+    /// Settles how PostgreSQL finds the cases, and where the statements that read them run: on
+    /// `conn` as it is, or in a transaction that tells PostgreSQL how to plan them. A filter
+    /// that requires a label few cases have (by PostgreSQL's estimate, a quarter of the
+    /// version's or fewer) and tests the cases' JSON is answered by walking the label's cases
+    /// through the indexes: each one's facets tested, and the survivors looked up in the
+    /// version. Left to itself, PostgreSQL costs the JSON test at a fraction of its price and
+    /// joins the label's cases with every member of the version by hashing instead (the 9,160
+    /// cases of a label and a metadata test among a million: 0.32 s, against 0.18–0.20 s
+    /// walking the label). So for the transaction it is told not to hash or merge, and the
+    /// facets are an inner join, which lets them come before the version's members. A label on
+    /// more cases keeps PostgreSQL's own plan, which is the better one then.
+    async fn plan<'c>(&mut self, conn: &'c mut PgConnection) -> Result<Session<'c>, StoreError> {
+        if !self.walks_a_label(conn).await? {
+            return Ok(Session::Plain(conn));
+        }
+        let mut tx = conn.begin().await?;
+        sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off").execute(&mut *tx).await?;
+        self.from = self.from.replacen("LEFT JOIN blob_facets f", "JOIN blob_facets f", 1);
+        Ok(Session::Planned(tx))
+    }
+
+    /// Whether to walk a label's cases (see [`SelectQuery::plan`]).
+    async fn walks_a_label(&self, conn: &mut PgConnection) -> Result<bool, StoreError> {
+        let (Some(_), Some(label)) = (&self.json, self.labels.first()) else { return Ok(false) };
         let (dataset, version) = match self.params[..2] {
             [casebook_filter::SqlParam::Integer(d), casebook_filter::SqlParam::Integer(v)] => (d, v),
-            _ => return Ok(()),
+            _ => return Ok(false),
         };
         let cases: Option<i64> = sqlx::query_scalar("SELECT cases FROM versions WHERE dataset = $1 AND number = $2")
             .bind(dataset)
             .bind(version)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut *conn)
             .await?;
         // PostgreSQL's estimate, from its statistics of the labels (counting them took 12–20 ms
         // for a label of 91,108 cases, a tenth of the query).
         let plan = sqlx::query("EXPLAIN (FORMAT JSON) SELECT 1 FROM case_labels WHERE label = $1")
             .bind(label.as_bytes())
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut *conn)
             .await?;
         let plan: Value = serde_json::from_slice(plan.try_get_raw(0)?.as_bytes().unwrap_or_default())
             .map_err(|e| StoreError::Corrupt(format!("PostgreSQL's plan: {e}")))?;
         let labelled = plan[0]["Plan"]["Plan Rows"].as_f64();
-        if let (Some(cases), Some(labelled)) = (cases, labelled)
-            && labelled <= cases as f64 / 4.0
-        {
-            sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off")
-                .execute(&mut *tx)
-                .await?;
-            self.from = self.from.replacen("LEFT JOIN blob_facets f", "JOIN blob_facets f", 1);
-        }
-        Ok(())
+        Ok(matches!((cases, labelled), (Some(cases), Some(labelled)) if labelled <= cases as f64 / 4.0))
     }
 
     /// The SQL of the rows to read: each case's body and whether to test it in memory.
