@@ -196,7 +196,7 @@ pub fn read(
         with_ptr(list_ptr, |p| {
             let item_ptr = p.index(i);
             let case = match defaults {
-                Some(defaults) => promptfoo::read_test_with(cx, item, &item_ptr, Some(defaults)),
+                Some(defaults) => promptfoo::read_test_with(cx, item, &item_ptr, defaults),
                 None => read_one(cx, item, &item_ptr),
             };
             if let Some(case) = case {

@@ -194,9 +194,10 @@ pub fn defaults<'n, 's>(cx: &mut Cx<'_>, root: &'n Node<'s>) -> Option<&'n Node<
 /// and `provider` where the test has none. What came from it is noted in the case's layout
 /// (`defaults`), so that a configuration written with the same `defaultTest` leaves it out of
 /// each test again ([`strip_defaults`]).
-pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: Option<&Node>) -> Option<Case> {
-    let (Some(defaults), NodeValue::Object(entries)) = (defaults, &node.value) else { return read_test(cx, node, ptr) };
-    let NodeValue::Object(default_entries) = &defaults.value else { return read_test(cx, node, ptr) };
+pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: &Node) -> Option<Case> {
+    let (NodeValue::Object(entries), NodeValue::Object(default_entries)) = (&node.value, &defaults.value) else {
+        return read_test(cx, node, ptr);
+    };
     let own = |key: &str| entries.iter().find(|e| e.key == key);
     let mut merged: Vec<Entry> = Vec::with_capacity(entries.len() + 4);
     let mut notes = Map::new();

@@ -1275,7 +1275,7 @@ fn streamed_document<'t, W>(
             *count += 1;
             documents::with_ptr(path, |p| {
                 let case = match (&defaults, *format) {
-                    (Some(d), Format::Promptfoo) => promptfoo::read_test_with(&mut cx, &node, &p.index(index), Some(d)),
+                    (Some(d), Format::Promptfoo) => promptfoo::read_test_with(&mut cx, &node, &p.index(index), d),
                     _ => documents::item_reader(*format)(&mut cx, &node, &p.index(index)),
                 };
                 if let Some(case) = case {
