@@ -132,10 +132,7 @@ fn a_killed_import_leaves_the_previous_head_intact(b: &Backend) {
     let v1 = dir.file("qa.jsonl", V1);
     ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     // A file that takes a while to commit.
-    let big: String = (0..150_000)
-        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"question number {i} with some text to store\"}}\n"))
-        .collect();
-    let big = dir.file("big.jsonl", big);
+    let big = big_file(&dir, "question number", " with some text to store");
     for delay in [50u64, 300, 800] {
         let mut child = child_on(b, &dir)
             .args(["commit", "qa"])
@@ -162,6 +159,14 @@ fn a_killed_import_leaves_the_previous_head_intact(b: &Backend) {
     }
 }
 
+/// `big.jsonl` in `dir`: 150,000 rows, `{"id": "I", "input": "BEFORE I AFTER"}`, long enough to
+/// take a while to commit.
+fn big_file(dir: &Folder, before: &str, after: &str) -> std::path::PathBuf {
+    let rows: String =
+        (0..150_000).map(|i| format!("{{\"id\": \"{i}\", \"input\": \"{before} {i}{after}\"}}\n")).collect();
+    dir.file("big.jsonl", rows)
+}
+
 /// Starts `casebook import --dataset qa BIG` in `dir` and kills it (SIGKILL) after `delay` ms.
 fn kill_an_import(dir: &Folder, big: &std::path::Path, delay: u64) {
     let import =
@@ -177,10 +182,7 @@ fn kill_an_import(dir: &Folder, big: &std::path::Path, delay: u64) {
 #[test]
 fn a_killed_first_import_leaves_an_empty_store() {
     let dir = Folder::new();
-    let big: String = (0..150_000)
-        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"question number {i} with some text to store\"}}\n"))
-        .collect();
-    let big = dir.file("big.jsonl", big);
+    let big = big_file(&dir, "question number", " with some text to store");
     for delay in [50u64, 300, 800] {
         let _ = fs_err::remove_dir_all(dir.join(".casebook"));
         ok(cb(&dir).arg("init"));
@@ -205,10 +207,7 @@ fn a_killed_first_import_leaves_an_empty_store() {
 #[test]
 fn a_killed_import_into_a_store_with_data_leaves_it_as_it_was() {
     let dir = Folder::new();
-    let big: String = (0..150_000)
-        .map(|i| format!("{{\"id\": \"{i}\", \"input\": \"another question {i}, stored beside the first\"}}\n"))
-        .collect();
-    let big = dir.file("big.jsonl", big);
+    let big = big_file(&dir, "another question", ", stored beside the first");
     let small = dir.file("qa.jsonl", V1);
     for delay in [50u64, 300, 800] {
         let _ = fs_err::remove_dir_all(dir.join(".casebook"));

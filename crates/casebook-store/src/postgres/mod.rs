@@ -1304,11 +1304,10 @@ async fn commit_small(
     request: CommitRequest,
     cases: Vec<Prepared>,
 ) -> Result<CommitOutcome, StoreError> {
-    enum Kind {
-        Added,
-        Removed,
-        Modified,
-    }
+    // A change's kind: its place in `[added, removed, modified]`, as `new_version` counts them.
+    const ADDED: usize = 0;
+    const REMOVED: usize = 1;
+    const MODIFIED: usize = 2;
     let mut tx = conn.begin().await?;
     let (id, head) = lock_dataset(&mut tx, project, &request).await?;
     // Each incoming case with its body's row id and content id; an id to remove without.
@@ -1352,13 +1351,14 @@ async fn commit_small(
     // New cases go after the last one, in input order.
     let (mut end, mut added) = (None, 0.0);
     let mut changes = Vec::new();
+    let mut counts = [0i64; 3];
     for (case, body) in &incoming {
         let now = live.get(case.as_bytes());
         let (kind, ord) = match (body, now) {
             (None, None) => continue,
-            (None, Some(_)) => (Kind::Removed, 0.0),
+            (None, Some(_)) => (REMOVED, 0.0),
             (Some((blob, _)), Some((old, _))) if blob == old => continue,
-            (Some(_), Some((_, ord))) => (Kind::Modified, *ord),
+            (Some(_), Some((_, ord))) => (MODIFIED, *ord),
             (Some(_), None) => {
                 let last = match end {
                     Some(last) => last,
@@ -1372,17 +1372,12 @@ async fn commit_small(
                 };
                 end = Some(last);
                 added += 1.0;
-                (Kind::Added, last + added)
+                (ADDED, last + added)
             }
         };
+        counts[kind] += 1;
         changes.push((case, kind, body, ord));
     }
-    let count = |k: fn(&Kind) -> bool| changes.iter().filter(|(_, kind, ..)| k(kind)).count() as i64;
-    let counts = [
-        count(|k| matches!(k, Kind::Added)),
-        count(|k| matches!(k, Kind::Removed)),
-        count(|k| matches!(k, Kind::Modified)),
-    ];
     let head_info = PostgresStore::version_row(&mut tx, &request.dataset, id, head).await?;
     if changes.is_empty() {
         tx.rollback().await?;
@@ -1401,7 +1396,7 @@ async fn commit_small(
     }
     let number = head + 1;
     let closing: Vec<&[u8]> =
-        changes.iter().filter(|(_, kind, ..)| !matches!(kind, Kind::Added)).map(|(c, ..)| c.as_bytes()).collect();
+        changes.iter().filter(|(_, kind, ..)| *kind != ADDED).map(|(c, ..)| c.as_bytes()).collect();
     sqlx::query("UPDATE members SET to_v = $2 WHERE dataset = $1 AND case_id = ANY($3) AND to_v IS NULL")
         .bind(id)
         .bind(number as i64)
@@ -1421,7 +1416,7 @@ async fn commit_small(
     .bind(opening.iter().map(|o| o.2).collect::<Vec<_>>())
     .execute(&mut *tx)
     .await?;
-    let cases = head_info.as_ref().map_or(0, |h| h.cases as i64) + counts[0] - counts[1];
+    let cases = head_info.as_ref().map_or(0, |h| h.cases as i64) + counts[ADDED] - counts[REMOVED];
     let version = new_version(request, head, hasher.finish(), counts, cases);
     insert_version(&mut tx, id, &version).await?;
     tx.commit().await?;
