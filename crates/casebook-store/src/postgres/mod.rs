@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0003_run_ids_per_project.sql"),
     include_str!("../../migrations/postgres/0004_page_index_no_row_checks.sql"),
     include_str!("../../migrations/postgres/0005_page_function.sql"),
+    include_str!("../../migrations/postgres/0006_page_body_places.sql"),
 ];
 
 /// Cases a batch statement carries.
@@ -428,18 +429,18 @@ async fn store_bodies(conn: &mut PgConnection, mut cases: Vec<Prepared>) -> Resu
         .execute(&mut *conn)
         .await?;
     }
-    let rows: Vec<(Vec<u8>, i64)> = sqlx::query_as(
+    let rows: Vec<(Vec<u8>, i64, String)> = sqlx::query_as(
         "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t (cid, body, facets)),
               new AS (INSERT INTO blobs (cid, body) SELECT cid, body FROM input
-                      ON CONFLICT (cid) DO NOTHING RETURNING id, cid),
+                      ON CONFLICT (cid) DO NOTHING RETURNING id, cid, ctid),
               facets AS (INSERT INTO blob_facets (blob, facets, nul)
                          SELECT new.id, input.facets::json, strpos(input.body, '\\u0000') > 0
                          FROM new JOIN input USING (cid)),
               labels AS (INSERT INTO case_labels (label, blob)
                          SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid))
-         SELECT cid, id FROM new
+         SELECT cid, id, ctid::text FROM new
          UNION ALL
-         SELECT b.cid, b.id FROM input i LEFT JOIN new n ON n.cid = i.cid JOIN blobs b ON b.cid = i.cid
+         SELECT b.cid, b.id, b.ctid::text FROM input i LEFT JOIN new n ON n.cid = i.cid JOIN blobs b ON b.cid = i.cid
          WHERE n.cid IS NULL",
     )
     .bind(&cids)
@@ -449,22 +450,30 @@ async fn store_bodies(conn: &mut PgConnection, mut cases: Vec<Prepared>) -> Resu
     .bind(labels)
     .fetch_all(&mut *conn)
     .await?;
-    let mut found: std::collections::HashMap<Vec<u8>, i64> = rows.into_iter().collect();
+    let by_cid = |rows: Vec<(Vec<u8>, i64, String)>| rows.into_iter().map(|(cid, id, at)| (cid, (id, at)));
+    let mut found: std::collections::HashMap<Vec<u8>, (i64, String)> = by_cid(rows).collect();
     let missing: Vec<&Vec<u8>> = cids.iter().filter(|cid| !found.contains_key(*cid)).collect();
     if !missing.is_empty() {
         // A statement of its own, which sees what others committed meanwhile.
-        let rows: Vec<(Vec<u8>, i64)> =
-            sqlx::query_as("SELECT cid, id FROM blobs WHERE cid = ANY($1)").bind(missing).fetch_all(&mut *conn).await?;
-        found.extend(rows);
+        let rows = sqlx::query_as("SELECT cid, id, ctid::text FROM blobs WHERE cid = ANY($1)")
+            .bind(missing)
+            .fetch_all(&mut *conn)
+            .await?;
+        found.extend(by_cid(rows));
     }
-    let mut chunk =
-        Chunk { ids: Vec::with_capacity(cases.len()), blobs: Vec::with_capacity(cases.len()), cids: Vec::new() };
+    let mut chunk = Chunk {
+        ids: Vec::with_capacity(cases.len()),
+        blobs: Vec::with_capacity(cases.len()),
+        places: Vec::with_capacity(cases.len()),
+        cids: Vec::new(),
+    };
     for case in &mut cases {
-        let Some(&blob) = found.get(case.content_id.as_slice()) else {
+        let Some((blob, at)) = found.get(case.content_id.as_slice()) else {
             return Err(StoreError::Corrupt("a case body was not found after it was written".into()));
         };
         chunk.ids.push(std::mem::take(&mut case.id));
-        chunk.blobs.push(blob);
+        chunk.blobs.push(*blob);
+        chunk.places.push(at.clone());
         chunk.cids.push(case.content_id);
     }
     Ok(chunk)
@@ -739,7 +748,8 @@ impl crate::Store for PostgresStore {
         }
         let limit = i64::try_from(size).unwrap_or(i64::MAX);
         let (TextBytes(json), count, ord, last): (TextBytes, i64, Option<f64>, Option<Vec<u8>>) = match &query.plain {
-            // Unfiltered: `casebook_page` (migration 0005), whose plan is made once per connection.
+            // Unfiltered: `casebook_page` (migrations 0005 and 0006), whose plan is made once per
+            // connection.
             None => {
                 sqlx::query_as("SELECT bodies, n, last_ord, last_id FROM casebook_page($1, $2, $3, $4, $5)")
                     .bind(id)
@@ -995,7 +1005,7 @@ impl PostgresStore {
         let removing = matches!(request.mode, CommitMode::Remove(_));
         sqlx::raw_sql(
             "DROP TABLE IF EXISTS pg_temp.incoming;
-             CREATE TEMP TABLE incoming (pos bigint PRIMARY KEY, case_id bytea NOT NULL, blob bigint NOT NULL);",
+             CREATE TEMP TABLE incoming (pos bigint PRIMARY KEY, case_id bytea NOT NULL, blob bigint NOT NULL, blob_at tid);",
         )
         .execute(&mut *conn)
         .await?;
@@ -1021,11 +1031,13 @@ impl PostgresStore {
                     let positions: Vec<i64> = (pos..pos + chunk.ids.len() as i64).collect();
                     pos += chunk.ids.len() as i64;
                     sqlx::query(
-                        "INSERT INTO incoming (pos, case_id, blob) SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bigint[])",
+                        "INSERT INTO incoming (pos, case_id, blob, blob_at) SELECT t.p, t.id, t.blob, t.at::tid
+                         FROM unnest($1::bigint[], $2::bytea[], $3::bigint[], $4::text[]) AS t (p, id, blob, at)",
                     )
                     .bind(positions)
                     .bind(as_bytes(&chunk.ids))
                     .bind(&chunk.blobs)
+                    .bind(&chunk.places)
                     .execute(&mut *conn)
                     .await?;
                 }
@@ -1042,19 +1054,21 @@ impl PostgresStore {
         }
 
         let live = "dataset = $1 AND to_v IS NULL";
-        sqlx::query("CREATE TEMP TABLE changes (case_id bytea PRIMARY KEY, kind integer NOT NULL, blob bigint)")
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "CREATE TEMP TABLE changes (case_id bytea PRIMARY KEY, kind integer NOT NULL, blob bigint, blob_at tid)",
+        )
+        .execute(&mut *tx)
+        .await?;
         if removing {
             sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO changes SELECT m.case_id, 2, NULL FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                "INSERT INTO changes SELECT m.case_id, 2, NULL, NULL FROM incoming i JOIN members m ON m.case_id = i.case_id AND m.{live}"
             )))
             .bind(id)
             .execute(&mut *tx)
             .await?;
         } else {
             sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
+                "INSERT INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob, i.blob_at
                  FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
                  WHERE m.blob IS NULL OR m.blob <> i.blob"
             )))
@@ -1063,7 +1077,7 @@ impl PostgresStore {
             .await?;
             if request.mode == CommitMode::Replace {
                 sqlx::query(AssertSqlSafe(format!(
-                    "INSERT INTO changes SELECT m.case_id, 2, NULL FROM members m
+                    "INSERT INTO changes SELECT m.case_id, 2, NULL, NULL FROM members m
                      WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
                 )))
                 .bind(id)
@@ -1135,12 +1149,15 @@ impl PostgresStore {
             "UPDATE members m SET to_v = $2 FROM changes c WHERE m.dataset = $1 AND m.case_id = c.case_id AND m.to_v IS NULL"
         };
         sqlx::query(
-            "CREATE TEMP TABLE opening (case_id bytea PRIMARY KEY, blob bigint NOT NULL, ord double precision NOT NULL)",
+            "CREATE TEMP TABLE opening (case_id bytea PRIMARY KEY, blob bigint NOT NULL, ord double precision NOT NULL,
+                                       blob_at tid)",
         )
         .execute(&mut *tx)
         .await?;
         if reordered {
-            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos FROM incoming").execute(&mut *tx).await?;
+            sqlx::query("INSERT INTO opening SELECT case_id, blob, pos, blob_at FROM incoming")
+                .execute(&mut *tx)
+                .await?;
         } else {
             let max_ord: Option<f64> = sqlx::query_scalar(AssertSqlSafe(format!(
                 "SELECT ord FROM members WHERE {live} ORDER BY ord DESC LIMIT 1"
@@ -1161,7 +1178,7 @@ impl PostgresStore {
                 .await?;
                 sqlx::query(
                     "INSERT INTO opening
-                     WITH added AS (SELECT c.case_id, c.blob, i.pos,
+                     WITH added AS (SELECT c.case_id, c.blob, c.blob_at, i.pos,
                             (SELECT k.ord FROM kept k WHERE k.pos < i.pos ORDER BY k.pos DESC LIMIT 1) AS lo,
                             (SELECT k.ord FROM kept k WHERE k.pos > i.pos ORDER BY k.pos LIMIT 1) AS hi
                             FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1),
@@ -1171,14 +1188,14 @@ impl PostgresStore {
                         WHEN lo IS NULL AND hi IS NULL THEN pos
                         WHEN lo IS NULL THEN hi - (n + 1 - k)
                         WHEN hi IS NULL THEN lo + k
-                        ELSE lo + (hi - lo) * k / (n + 1) END FROM ranked",
+                        ELSE lo + (hi - lo) * k / (n + 1) END, blob_at FROM ranked",
                 )
                 .execute(&mut *tx)
                 .await?;
             } else {
                 sqlx::query(
                     "INSERT INTO opening
-                     SELECT c.case_id, c.blob, $1 + row_number() OVER (ORDER BY i.pos)
+                     SELECT c.case_id, c.blob, $1 + row_number() OVER (ORDER BY i.pos), c.blob_at
                      FROM changes c JOIN incoming i ON i.case_id = c.case_id WHERE c.kind = 1",
                 )
                 .bind(end)
@@ -1186,7 +1203,7 @@ impl PostgresStore {
                 .await?;
             }
             sqlx::query(AssertSqlSafe(format!(
-                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord FROM changes c JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
+                "INSERT INTO opening SELECT c.case_id, c.blob, m.ord, c.blob_at FROM changes c JOIN members m ON m.case_id = c.case_id AND m.{live} WHERE c.kind = 3"
             )))
             .bind(id)
             .execute(&mut *tx)
@@ -1194,8 +1211,8 @@ impl PostgresStore {
         }
         sqlx::query(close).bind(id).bind(number as i64).execute(&mut *tx).await?;
         sqlx::query(
-            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-             SELECT $1, case_id, $2, NULL, blob, ord FROM opening ORDER BY case_id",
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord, blob_at)
+             SELECT $1, case_id, $2, NULL, blob, ord, blob_at FROM opening ORDER BY case_id",
         )
         .bind(id)
         .bind(number as i64)
@@ -1274,13 +1291,15 @@ async fn first_version(
         let positions: Vec<i64> = (pos..pos + chunk.ids.len() as i64).collect();
         pos += chunk.ids.len() as i64;
         sqlx::query(
-            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-             SELECT $1, t.id, 1, NULL, t.blob, t.p FROM unnest($2::bigint[], $3::bytea[], $4::bigint[]) AS t (p, id, blob)",
+            "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord, blob_at)
+             SELECT $1, t.id, 1, NULL, t.blob, t.p, t.at::tid
+             FROM unnest($2::bigint[], $3::bytea[], $4::bigint[], $5::text[]) AS t (p, id, blob, at)",
         )
         .bind(id)
         .bind(positions)
         .bind(as_bytes(&chunk.ids))
         .bind(&chunk.blobs)
+        .bind(&chunk.places)
         .execute(&mut *tx)
         .await?;
     }
@@ -1310,8 +1329,8 @@ async fn commit_small(
     const MODIFIED: usize = 2;
     let mut tx = conn.begin().await?;
     let (id, head) = lock_dataset(&mut tx, project, &request).await?;
-    // Each incoming case with its body's row id and content id; an id to remove without.
-    type Body = (i64, [u8; 32]);
+    // Each incoming case with its body's row id, content id and place; an id to remove without.
+    type Body = (i64, [u8; 32], String);
     let incoming: Vec<(String, Option<Body>)> = match &request.mode {
         CommitMode::Remove(ids) => {
             let mut ids = ids.clone();
@@ -1325,7 +1344,8 @@ async fn commit_small(
         }
         _ => {
             let chunk = store_bodies(&mut tx, cases).await?;
-            let bodies = chunk.blobs.into_iter().zip(chunk.cids).map(Some);
+            let bodies = chunk.blobs.into_iter().zip(chunk.cids).zip(chunk.places);
+            let bodies = bodies.map(|((blob, cid), at)| Some((blob, cid, at)));
             chunk.ids.into_iter().zip(bodies).collect()
         }
     };
@@ -1357,7 +1377,7 @@ async fn commit_small(
         let (kind, ord) = match (body, now) {
             (None, None) => continue,
             (None, Some(_)) => (REMOVED, 0.0),
-            (Some((blob, _)), Some((old, _))) if blob == old => continue,
+            (Some((blob, ..)), Some((old, _))) if blob == old => continue,
             (Some(_), Some((_, ord))) => (MODIFIED, *ord),
             (Some(_), None) => {
                 let last = match end {
@@ -1391,7 +1411,7 @@ async fn commit_small(
     }))?;
     for (case, _, body, _) in &changes {
         // A removed case has the empty content id (see `VersionHasher`).
-        let content = body.map(|(_, cid)| casebook_canon::id_hex(&cid)).unwrap_or_default();
+        let content = body.as_ref().map(|(_, cid, _)| casebook_canon::id_hex(cid)).unwrap_or_default();
         hasher.change(case, Some(&content))?;
     }
     let number = head + 1;
@@ -1403,17 +1423,21 @@ async fn commit_small(
         .bind(closing)
         .execute(&mut *tx)
         .await?;
-    let opening: Vec<_> =
-        changes.iter().filter_map(|(c, _, body, ord)| body.map(|(blob, _)| (c.as_bytes(), blob, *ord))).collect();
+    let opening: Vec<_> = changes
+        .iter()
+        .filter_map(|(c, _, body, ord)| body.as_ref().map(|(blob, _, at)| (c.as_bytes(), *blob, *ord, at.as_str())))
+        .collect();
     sqlx::query(
-        "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord)
-         SELECT $1, t.id, $2, NULL, t.blob, t.ord FROM unnest($3::bytea[], $4::bigint[], $5::float8[]) AS t (id, blob, ord)",
+        "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord, blob_at)
+         SELECT $1, t.id, $2, NULL, t.blob, t.ord, t.at::tid
+         FROM unnest($3::bytea[], $4::bigint[], $5::float8[], $6::text[]) AS t (id, blob, ord, at)",
     )
     .bind(id)
     .bind(number as i64)
     .bind(opening.iter().map(|o| o.0).collect::<Vec<_>>())
     .bind(opening.iter().map(|o| o.1).collect::<Vec<_>>())
     .bind(opening.iter().map(|o| o.2).collect::<Vec<_>>())
+    .bind(opening.iter().map(|o| o.3).collect::<Vec<_>>())
     .execute(&mut *tx)
     .await?;
     let cases = head_info.as_ref().map_or(0, |h| h.cases as i64) + counts[ADDED] - counts[REMOVED];
@@ -1456,10 +1480,12 @@ struct Bodies {
     small: bool,
 }
 
-/// A chunk of a commit: its cases' ids, their bodies' row ids and content ids.
+/// A chunk of a commit: its cases' ids, their bodies' row ids, places (`ctid`, as text: the
+/// hint `members.blob_at` of migration 0006) and content ids.
 struct Chunk {
     ids: Vec<String>,
     blobs: Vec<i64>,
+    places: Vec<String>,
     cids: Vec<[u8; 32]>,
 }
 

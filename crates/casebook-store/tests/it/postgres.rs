@@ -549,3 +549,106 @@ async fn a_copy_that_meets_a_damaged_body_writes_no_part_of_its_version() {
     assert_eq!(versions.len(), 1);
     assert_eq!(pg.count("support", 1, &Select::all()).await.unwrap(), 5000);
 }
+
+/// Every member row, whichever kind of commit wrote it, names the place of its body in `blobs`
+/// (`blob_at`, migration 0006), where unfiltered pages read it; and pages stay right when the
+/// places are wrong (a table rewritten, a dump restored): a body is taken from its place only if
+/// it is the member's.
+#[tokio::test]
+async fn pages_read_bodies_at_their_places_and_never_trust_a_wrong_place() {
+    let url = fresh_database().await;
+    let store = PostgresStore::create(&url).await.unwrap();
+    let cases = |range: std::ops::Range<usize>, text: &str| -> Vec<_> {
+        range.map(|i| case(&format!("c{i:04}"), &format!("{text} {i} é"))).collect()
+    };
+    // A first version; a small change; a large one (added and modified); a large one in a new
+    // order; cases kept with new ones between them; a removal.
+    created(&store, CommitMode::Replace, cases(0..2500, "first")).await;
+    created(&store, CommitMode::Upsert, cases(3..5, "small")).await;
+    created(&store, CommitMode::Upsert, cases(2000..4600, "large")).await;
+    let mut reordered = cases(0..4600, "large");
+    reordered.reverse();
+    created(&store, CommitMode::Replace, reordered).await;
+    let kept = (0..4600).filter(|i| i % 7 != 0).map(|i| case(&format!("c{i:04}"), &format!("large {i} é")));
+    let between = (0..30).map(|i| case(&format!("n{i:02}"), "between"));
+    created(&store, CommitMode::Replace, between.chain(kept).collect()).await;
+    let head = created(&store, CommitMode::Remove((10..20).map(|i| format!("c{i:04}")).collect()), Vec::new()).await;
+
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    let unplaced: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM members m LEFT JOIN blobs b ON b.ctid = m.blob_at AND b.id = m.blob WHERE b.id IS NULL",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(unplaced, 0, "member rows without their body's place");
+
+    let pages = |store: PostgresStore| async move {
+        let mut all = Vec::new();
+        for version in 1..=head.number {
+            let mut after = None;
+            loop {
+                let page = store.page("support", version, &Select::all(), after.as_ref(), 700).await.unwrap();
+                let json = store.page_json("support", version, &Select::all(), after.as_ref(), 700).await.unwrap();
+                assert_eq!(String::from_utf8(json.json).unwrap(), page.bodies.join(","), "v{version}");
+                assert_eq!((json.count, &json.next), (page.bodies.len(), &page.next), "v{version}");
+                all.push(page.bodies.join(","));
+                match page.next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
+            }
+        }
+        all
+    };
+    let before = pages(store.clone()).await;
+    // Wrong places of three kinds: none, another body's, past the end of the table.
+    sqlx::query(
+        "UPDATE members SET blob_at = CASE abs(hashtext(encode(case_id, 'hex'))) % 3
+             WHEN 0 THEN NULL
+             WHEN 1 THEN (SELECT b.ctid FROM blobs b WHERE b.id <> members.blob ORDER BY b.id LIMIT 1)
+             ELSE '(4000000,1)'::tid END",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let wrong: i64 = sqlx::query_scalar("SELECT count(*) FILTER (WHERE blob_at IS NOT NULL) FROM members")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert!(wrong > 1000, "{wrong} rows with a wrong place");
+    // A new connection: the page function's plan is made per connection.
+    let reopened = PostgresStore::open(&url).await.unwrap();
+    assert_eq!(pages(reopened).await, before);
+}
+
+/// A store made before migration 0006 gets its bodies' places when it is opened.
+#[tokio::test]
+async fn a_store_of_schema_5_gets_its_bodies_places() {
+    let url = fresh_database().await;
+    let store = PostgresStore::create(&url).await.unwrap();
+    created(&store, CommitMode::Replace, (0..50).map(|i| case(&format!("c{i}"), "q")).collect()).await;
+    created(&store, CommitMode::Upsert, vec![case("c7", "changed")]).await;
+    store.close().await;
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    // Back to schema 5: no places, and the page index of migration 0004.
+    sqlx::raw_sql(
+        "ALTER TABLE members DROP COLUMN blob_at;
+         CREATE INDEX members_page ON members (dataset, ord, case_id) INCLUDE (from_v, to_v, blob);
+         DELETE FROM casebook_schema WHERE version = 6;",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let store = PostgresStore::open(&url).await.unwrap();
+    let placed: (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(b.id) FROM members m LEFT JOIN blobs b ON b.ctid = m.blob_at AND b.id = m.blob",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(placed, (51, 51));
+    let page = store.page_json("support", 2, &Select::all(), None, 100).await.unwrap();
+    assert_eq!(page.count, 50);
+    assert!(String::from_utf8(page.json).unwrap().contains("answer to changed"));
+}
