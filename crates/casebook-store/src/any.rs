@@ -205,6 +205,14 @@ impl Store for AnyStore {
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError> {
         each!(self, s => s.case(dataset, version, id).await)
     }
+    async fn holding(
+        &self,
+        dataset: &str,
+        version: u64,
+        ids: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        each!(self, s => s.holding(dataset, version, ids).await)
+    }
     async fn bodies(
         &self,
         dataset: &str,

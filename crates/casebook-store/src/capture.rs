@@ -39,15 +39,18 @@ pub async fn add_captured(
         Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => None,
         Err(err) => return Err(err),
     };
+    let held = match head {
+        Some(head) => {
+            let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+            store.holding(&request.dataset, head, &ids).await?
+        }
+        None => Default::default(),
+    };
     let mut added = Vec::new();
     let mut present = Vec::new();
     let mut prepared = Vec::new();
     for case in cases {
-        let known = match head {
-            Some(head) => store.case(&request.dataset, head, &case.id).await?.is_some(),
-            None => false,
-        };
-        if known {
+        if held.contains(&case.id) {
             present.push(case.id);
         } else {
             prepared.push(prepare(&case)?);

@@ -415,6 +415,13 @@ pub trait Store {
     }
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError>;
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError>;
+    /// Which of `ids` the version holds, found without reading their bodies.
+    async fn holding(
+        &self,
+        dataset: &str,
+        version: u64,
+        ids: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError>;
     /// The cases of a version that `select` picks, in order, in batches of at most `batch` to
     /// `each` (which returns `false` to stop). Returns how many were passed on.
     async fn cases(

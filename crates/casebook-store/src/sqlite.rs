@@ -730,6 +730,32 @@ impl crate::Store for SqliteStore {
         serde_json::from_str(&header).map_err(damaged_header)
     }
 
+    async fn holding(
+        &self,
+        dataset: &str,
+        version: u64,
+        ids: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let mut held = std::collections::HashSet::new();
+        for chunk in ids.chunks(ROWS) {
+            // (Unnumbered parameters only: sqlx gives them its arguments in order, counting
+            // from the first whatever `?N` the statement also has.)
+            let sql = format!(
+                "SELECT case_id FROM members WHERE dataset = ? AND from_v <= ? AND (to_v IS NULL OR to_v > ?)
+                 AND case_id IN ({})",
+                vec!["?"; chunk.len()].join(", ")
+            );
+            let version = version as i64;
+            let mut query = sqlx::query_scalar::<_, String>(AssertSqlSafe(sql)).bind(id).bind(version).bind(version);
+            for case in chunk {
+                query = query.bind(case);
+            }
+            held.extend(query.fetch_all(&self.pool).await?);
+        }
+        Ok(held)
+    }
+
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let body: Option<String> = sqlx::query_scalar(

@@ -644,6 +644,32 @@ impl crate::Store for PostgresStore {
         serde_json::from_str(&header).map_err(|e| StoreError::Corrupt(e.to_string()))
     }
 
+    async fn holding(
+        &self,
+        dataset: &str,
+        version: u64,
+        ids: &[String],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let mut conn = self.conn().await?;
+        let mut held = std::collections::HashSet::new();
+        for chunk in ids.chunks(ROWS) {
+            let rows: Vec<Vec<u8>> = sqlx::query_scalar(
+                "SELECT case_id FROM members
+                 WHERE dataset = $1 AND case_id = ANY($2) AND from_v <= $3 AND (to_v IS NULL OR to_v > $3)",
+            )
+            .bind(id)
+            .bind(as_bytes(chunk))
+            .bind(i64::try_from(version).unwrap_or(i64::MAX))
+            .fetch_all(&mut *conn)
+            .await?;
+            for row in rows {
+                held.insert(case_id(row)?);
+            }
+        }
+        Ok(held)
+    }
+
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let body: Option<String> = sqlx::query_scalar(

@@ -28,7 +28,8 @@ macro_rules! suite {
             many_insertions_at_one_spot_keep_the_order,
             text_with_nul_is_filtered_as_in_memory,
             json_pages_are_the_pages_joined,
-            a_commit_of_stored_and_new_bodies_filters_as_in_memory);
+            a_commit_of_stored_and_new_bodies_filters_as_in_memory,
+            holding_names_the_ids_a_version_has);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
@@ -850,4 +851,35 @@ pub async fn json_pages_are_the_pages_joined(store: impl Store) {
             }
         }
     }
+}
+
+/// `holding` finds which ids a version has, in any version, over more ids than one statement
+/// carries, with ids of every kind, asked twice or not there at all.
+pub async fn holding_names_the_ids_a_version_has(store: impl Store) {
+    let odd = ["é", "e\u{301}", "z\0z", "🙂 1", "a'b\"c", ""];
+    let mut cases: Vec<Case> = (0..2600).map(|i| case(&format!("c{i}"), &format!("q{i}"))).collect();
+    cases.extend(odd.iter().filter(|id| !id.is_empty()).map(|id| case(id, "odd")));
+    let v1 = created(&store, CommitMode::Replace, cases).await;
+    let removed: Vec<String> = (0..2600).step_by(3).map(|i| format!("c{i}")).chain(["é".to_owned()]).collect();
+    let v2 = created(&store, CommitMode::Remove(removed.clone()), Vec::new()).await;
+    let mut asked: Vec<String> = (0..2700).map(|i| format!("c{i}")).collect();
+    asked.extend(odd.iter().map(|id| (*id).to_owned()));
+    asked.push("c5".into());
+    for (version, gone) in [(v1.number, &Vec::new()), (v2.number, &removed)] {
+        let held = store.holding("support", version, &asked).await.unwrap();
+        let expected: std::collections::HashSet<String> = asked
+            .iter()
+            .filter(|id| {
+                let stored = id.strip_prefix('c').and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n < 2600)
+                    || (!id.is_empty() && odd.contains(&id.as_str()));
+                stored && !gone.contains(id)
+            })
+            .cloned()
+            .collect();
+        let missing: Vec<_> = expected.difference(&held).collect();
+        let extra: Vec<_> = held.difference(&expected).collect();
+        assert!(missing.is_empty() && extra.is_empty(), "v{version}: missing {missing:?}, extra {extra:?}");
+    }
+    assert!(store.holding("support", v2.number, &[]).await.unwrap().is_empty());
+    assert!(matches!(store.holding("nothing", 1, &asked).await, Err(StoreError::NoDataset(..))));
 }
