@@ -30,6 +30,15 @@ pub struct CheckReport {
     pub problems: Vec<String>,
     /// Problems found beyond those listed.
     pub more: u64,
+    /// Case rows whose body is no longer at the place they name (PostgreSQL: `members.blob_at`,
+    /// after the table of bodies was rewritten). Not a problem: pages read those bodies by id,
+    /// more slowly.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub moved: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CheckReport {

@@ -44,6 +44,13 @@ pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
             report.versions,
             if found == 1 { "" } else { "s" }
         );
+        if report.moved > 0 {
+            eprintln!(
+                "note: {} case rows name an old place of their body (the table of bodies was rewritten): \
+                 pages read those bodies by id, more slowly; the README says how to give them their new places",
+                report.moved
+            );
+        }
     }
     Ok(if report.problems.is_empty() { Outcome::Ok } else { Outcome::Invalid })
 }

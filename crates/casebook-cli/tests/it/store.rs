@@ -421,6 +421,38 @@ fn store_check_finds_garbage_written_into_the_file() {
     assert!(problems.iter().any(|p| p.as_str().is_some_and(|p| p.starts_with("SQLite: "))), "{report}");
 }
 
+/// A shared store whose case bodies moved (its table rewritten, as `VACUUM FULL` does) is sound;
+/// `store check` counts the case rows that name an old place and says what that costs.
+#[test]
+fn store_check_counts_case_rows_whose_body_moved() {
+    use sqlx::Connection;
+    let dir = Folder::new();
+    let b = Backend::postgres();
+    let Backend::Postgres(url) = &b else { unreachable!("a PostgreSQL backend") };
+    ok(b.cb(&dir).arg("init"));
+    let rows: String = (0..40).map(|i| format!("{{\"id\": \"c{i}\", \"input\": \"q {i} ü\"}}\n")).collect();
+    ok(b.cb(&dir).args(["import", "--dataset", "d"]).arg(dir.file("d.jsonl", rows)));
+    let out = run(b.cb(&dir).args(["store", "check"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(!out.stderr.contains("note:"), "{}", out.stderr);
+
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    runtime.block_on(async {
+        let mut conn = sqlx::PgConnection::connect(url).await.expect("the store's database");
+        sqlx::query("UPDATE members SET blob_at = NULL WHERE case_id IN ('\\x6331', '\\x6332', '\\x6333')")
+            .execute(&mut conn)
+            .await
+            .expect("places forgotten");
+    });
+    let out = run(b.cb(&dir).args(["store", "check"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(out.stderr.contains("sound: 40 case bodies and 1 versions checked, 0 problems"), "{}", out.stderr);
+    assert!(out.stderr.contains("note: 3 case rows name an old place of their body"), "{}", out.stderr);
+    let out = run(b.cb(&dir).args(["--format", "json", "store", "check"]));
+    let report: Value = serde_json::from_str(out.stdout.trim()).expect("a JSON report");
+    assert_eq!(report["moved"], 3, "{report}");
+}
+
 #[test]
 fn the_author_defaults_to_the_login_name_the_system_gives() {
     let dir = Folder::new();

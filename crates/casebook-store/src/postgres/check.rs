@@ -101,6 +101,12 @@ impl PostgresStore {
                 parent = Some(stored);
             }
         }
+        let moved: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM members m LEFT JOIN blobs b ON b.ctid = m.blob_at AND b.id = m.blob WHERE b.id IS NULL",
+        )
+        .fetch_one(pool)
+        .await?;
+        report.moved = moved as u64;
         Ok(report)
     }
 }

@@ -574,14 +574,9 @@ async fn pages_read_bodies_at_their_places_and_never_trust_a_wrong_place() {
     created(&store, CommitMode::Replace, between.chain(kept).collect()).await;
     let head = created(&store, CommitMode::Remove((10..20).map(|i| format!("c{i:04}")).collect()), Vec::new()).await;
 
-    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
-    let unplaced: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM members m LEFT JOIN blobs b ON b.ctid = m.blob_at AND b.id = m.blob WHERE b.id IS NULL",
-    )
-    .fetch_one(&mut conn)
-    .await
-    .unwrap();
-    assert_eq!(unplaced, 0, "member rows without their body's place");
+    let sound = store.check().await.unwrap();
+    assert!(sound.problems.is_empty(), "{:?}", sound.problems);
+    assert_eq!(sound.moved, 0, "member rows without their body's place");
 
     let pages = |store: PostgresStore| async move {
         let mut all = Vec::new();
@@ -602,6 +597,7 @@ async fn pages_read_bodies_at_their_places_and_never_trust_a_wrong_place() {
         all
     };
     let before = pages(store.clone()).await;
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
     // Wrong places of three kinds: none, another body's, past the end of the table.
     sqlx::query(
         "UPDATE members SET blob_at = CASE abs(hashtext(encode(case_id, 'hex'))) % 3
@@ -612,11 +608,16 @@ async fn pages_read_bodies_at_their_places_and_never_trust_a_wrong_place() {
     .execute(&mut conn)
     .await
     .unwrap();
-    let wrong: i64 = sqlx::query_scalar("SELECT count(*) FILTER (WHERE blob_at IS NOT NULL) FROM members")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+    let (rows, wrong): (i64, i64) =
+        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE blob_at IS NOT NULL) FROM members")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
     assert!(wrong > 1000, "{wrong} rows with a wrong place");
+    // `store check` counts them, and finds nothing wrong.
+    let moved = store.check().await.unwrap();
+    assert!(moved.problems.is_empty(), "{:?}", moved.problems);
+    assert_eq!(moved.moved, rows as u64);
     // A new connection: the page function's plan is made per connection.
     let reopened = PostgresStore::open(&url).await.unwrap();
     assert_eq!(pages(reopened).await, before);
