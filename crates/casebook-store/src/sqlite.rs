@@ -1548,6 +1548,11 @@ impl Listing {
         Ok(())
     }
 
+    /// The number of cases listed.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
     fn id(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.text[start..self.ends[i] as usize]

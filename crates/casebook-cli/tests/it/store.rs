@@ -201,6 +201,65 @@ fn a_killed_first_import_leaves_an_empty_store() {
     }
 }
 
+/// The definitions of every index of the PostgreSQL store at `url`, with their ids (oids).
+fn postgres_indexes(url: &str) -> Vec<(String, u32)> {
+    use sqlx::Connection;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+        let rows: Vec<(String, i32)> = sqlx::query_as(
+            "SELECT indexdef, c.oid::int4 FROM pg_indexes i JOIN pg_class c ON c.relname = i.indexname
+             WHERE i.schemaname = current_schema() ORDER BY 1",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .unwrap();
+        rows.into_iter().map(|(definition, oid)| (definition, oid as u32)).collect()
+    })
+}
+
+/// The first import into an empty PostgreSQL store is one transaction that drops two indexes
+/// and builds them at its end: killed at any point, it leaves the store empty (or holding the
+/// whole import), its indexes as they were, and the next import lands whole.
+#[test]
+fn a_killed_first_import_into_an_empty_postgres_store_leaves_it_empty() {
+    let dir = Folder::new();
+    let big = big_file(&dir, "question number", " with some text to store");
+    let small = dir.file("qa.jsonl", V1);
+    for delay in [150u64, 500, 1200] {
+        let b = Backend::postgres();
+        let Backend::Postgres(url) = &b else { unreachable!() };
+        ok(b.cb(&dir).arg("init"));
+        let indexes = postgres_indexes(url);
+        let mut import = child_on(&b, &dir);
+        import.args(["import", "--dataset", "qa"]).arg(&big).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut import = import.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        let _ = import.kill(); // SIGKILL
+        let _ = import.wait();
+        let datasets = ok(b.cb(&dir).args(["datasets", "--format", "json"]));
+        let landed = match datasets.lines().count() {
+            0 => false,
+            1 => {
+                assert!(datasets.contains("\"cases\":150000"), "{datasets}");
+                true
+            }
+            n => panic!("{n} datasets: {datasets}"),
+        };
+        ok(b.cb(&dir).args(["store", "check"]));
+        let after = postgres_indexes(url);
+        if landed {
+            let definitions = |all: &[(String, u32)]| all.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
+            assert_eq!(definitions(&after), definitions(&indexes));
+        } else {
+            assert_eq!(after, indexes, "a killed import changed the indexes");
+        }
+        ok(b.cb(&dir).args(["import", "--dataset", "small"]).arg(&small));
+        let rows = ok(b.cb(&dir).args(["export", "small", "--to", "letta", "-q"]));
+        assert_eq!(rows.lines().count(), 2);
+    }
+}
+
 /// An import into a store that already holds datasets (through the log, with the store file
 /// flushed behind it): killed at any point, it leaves the store as it was, and the next command
 /// finds it whole.

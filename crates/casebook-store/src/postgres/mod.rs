@@ -19,6 +19,10 @@
 //! - A commit whose whole input is one chunk writes its bodies on its own connection instead,
 //!   and one on a dataset that has a head (`put`, `rm`) is a single transaction without
 //!   temporary tables ([`commit_small`]).
+//! - The first import of more than one chunk into a store that holds no case body yet (a new
+//!   team store being filled) takes the tables for itself if no one else uses them, and writes
+//!   everything on one connection, in one transaction, with the indexes it would fill at random
+//!   places built at its end ([`first_into_empty`]).
 
 mod check;
 mod runs;
@@ -384,51 +388,78 @@ async fn write_bodies(pool: PgPool, cases: Vec<Prepared>) -> Result<Chunk, Store
     Ok(chunk)
 }
 
-/// Writes the bodies of `cases` that are not stored yet, with their facets and labels (and
-/// the seed documents they refer to), on `conn`; returns the cases' ids and content ids, in
-/// order.
-async fn store_bodies(conn: &mut PgConnection, mut cases: Vec<Prepared>) -> Result<Chunk, StoreError> {
-    let mut order: Vec<usize> = (0..cases.len()).collect();
-    // In content-id order, so that two writers of overlapping bodies wait on each other in
-    // one order and never deadlock.
-    order.sort_unstable_by(|&a, &b| cases[a].content_id.cmp(&cases[b].content_id));
-    order.dedup_by(|a, b| cases[*a].content_id == cases[*b].content_id);
-    let mut cids = Vec::with_capacity(order.len());
-    let mut bodies = Vec::with_capacity(order.len());
-    let mut facets = Vec::with_capacity(order.len());
-    let (mut label_cids, mut labels) = (Vec::new(), Vec::new());
-    // Seed documents too in content-id order.
+/// The columns of a chunk's bodies as the statements that write them take them: each body once,
+/// in content-id order, its labels beside it.
+struct BodyColumns {
+    cids: Vec<Vec<u8>>,
+    bodies: Vec<String>,
+    facets: Vec<String>,
+    label_cids: Vec<Vec<u8>>,
+    labels: Vec<Vec<u8>>,
+}
+
+impl BodyColumns {
+    /// Takes the bodies, facets and labels out of `cases` (their ids and content ids stay).
+    fn take(cases: &mut [Prepared]) -> Self {
+        let mut order: Vec<usize> = (0..cases.len()).collect();
+        // In content-id order, so that two writers of overlapping bodies wait on each other in
+        // one order and never deadlock.
+        order.sort_unstable_by(|&a, &b| cases[a].content_id.cmp(&cases[b].content_id));
+        order.dedup_by(|a, b| cases[*a].content_id == cases[*b].content_id);
+        let mut columns = Self {
+            cids: Vec::with_capacity(order.len()),
+            bodies: Vec::with_capacity(order.len()),
+            facets: Vec::with_capacity(order.len()),
+            label_cids: Vec::new(),
+            labels: Vec::new(),
+        };
+        for &i in &order {
+            let case = &mut cases[i];
+            columns.cids.push(case.content_id.to_vec());
+            columns.bodies.push(std::mem::take(&mut case.body));
+            columns.facets.push(std::mem::take(&mut case.facets));
+            for label in std::mem::take(&mut case.labels) {
+                columns.label_cids.push(case.content_id.to_vec());
+                columns.labels.push(label.into_bytes());
+            }
+        }
+        columns
+    }
+}
+
+/// Writes the seed documents that `cases` refer to and are not stored yet, in content-id order.
+async fn store_seeds(conn: &mut PgConnection, cases: &mut [Prepared]) -> Result<(), StoreError> {
     let mut seeds = std::collections::BTreeMap::new();
     for case in cases.iter_mut() {
         if let Some(seed) = case.seed.take() {
             seeds.entry(seed.content_id.to_vec()).or_insert(seed.document);
         }
     }
-    let (seed_ids, seed_documents): (Vec<Vec<u8>>, Vec<String>) = seeds.into_iter().unzip();
-    for &i in &order {
-        let case = &mut cases[i];
-        cids.push(case.content_id.to_vec());
-        bodies.push(std::mem::take(&mut case.body));
-        facets.push(std::mem::take(&mut case.facets));
-        for label in std::mem::take(&mut case.labels) {
-            label_cids.push(case.content_id.to_vec());
-            labels.push(label.into_bytes());
-        }
+    if seeds.is_empty() {
+        return Ok(());
     }
+    let (seed_ids, seed_documents): (Vec<Vec<u8>>, Vec<String>) = seeds.into_iter().unzip();
+    sqlx::query(
+        "INSERT INTO seed_documents (cid, document) SELECT * FROM unnest($1::bytea[], $2::text[])
+         ON CONFLICT (cid) DO NOTHING",
+    )
+    .bind(seed_ids)
+    .bind(seed_documents)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Writes the bodies of `cases` that are not stored yet, with their facets and labels (and
+/// the seed documents they refer to), on `conn`; returns the cases' ids and content ids, in
+/// order.
+async fn store_bodies(conn: &mut PgConnection, mut cases: Vec<Prepared>) -> Result<Chunk, StoreError> {
+    store_seeds(conn, &mut cases).await?;
+    let BodyColumns { cids, bodies, facets, label_cids, labels } = BodyColumns::take(&mut cases);
     // The row id of each body: those this statement stored, and those stored before it began
     // (which its snapshot shows); one stored meanwhile by another writer is looked up after.
     // Labels go only with the bodies this statement stored, which no one else writes, and a
     // case's labels are distinct (`prepare`): they need no conflict check.
-    if !seed_ids.is_empty() {
-        sqlx::query(
-            "INSERT INTO seed_documents (cid, document) SELECT * FROM unnest($1::bytea[], $2::text[])
-             ON CONFLICT (cid) DO NOTHING",
-        )
-        .bind(seed_ids)
-        .bind(seed_documents)
-        .execute(&mut *conn)
-        .await?;
-    }
     let rows: Vec<(Vec<u8>, i64, String)> = sqlx::query_as(
         "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t (cid, body, facets)),
               new AS (INSERT INTO blobs (cid, body) SELECT cid, body FROM input
@@ -1005,6 +1036,9 @@ impl PostgresStore {
             let mut tx = conn.begin().await?;
             let (id, head) = lock_dataset(&mut tx, &self.project, &request).await?;
             if head == 0 {
+                if !small && take_empty_store(&mut tx).await? {
+                    return first_into_empty(tx, request, id, bodies).await;
+                }
                 return first_version(tx, request, id, bodies).await;
             }
             // Another writer made the first version meanwhile: this commit builds on it.
@@ -1309,13 +1343,12 @@ async fn first_version(
     mut bodies: Bodies,
 ) -> Result<CommitOutcome, StoreError> {
     let mut listed = crate::sqlite::Listing::default();
-    let mut pos = 0i64;
     while let Some(chunk) = bodies.next(&mut tx).await? {
+        let first = listed.len() as i64;
         for (case, cid) in chunk.ids.iter().zip(&chunk.cids) {
             listed.push(case, *cid)?;
         }
-        let positions: Vec<i64> = (pos..pos + chunk.ids.len() as i64).collect();
-        pos += chunk.ids.len() as i64;
+        let positions: Vec<i64> = (first..listed.len() as i64).collect();
         sqlx::query(
             "INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord, blob_at)
              SELECT $1, t.id, 1, NULL, t.blob, t.p, t.at::tid
@@ -1329,11 +1362,138 @@ async fn first_version(
         .execute(&mut *tx)
         .await?;
     }
+    end_first_version(tx, request, id, &listed).await
+}
+
+/// Records the first version of dataset `id`, whose cases `listed` holds, and commits `tx`.
+async fn end_first_version(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    request: CommitRequest,
+    id: i64,
+    listed: &crate::sqlite::Listing,
+) -> Result<CommitOutcome, StoreError> {
+    let cases = listed.len() as i64;
     let cid = listed.first_version_id(&request.dataset)?;
-    let version = new_version(request, 0, cid, [pos, 0, 0], pos);
+    let version = new_version(request, 0, cid, [cases, 0, 0], cases);
     insert_version(&mut tx, id, &version).await?;
     tx.commit().await?;
     Ok(CommitOutcome::Created(version))
+}
+
+/// Takes the tables of case bodies and members for `tx` alone if the store holds no case body
+/// yet (a new team store being filled), for [`first_into_empty`]; true if it did. It never waits
+/// for the locks: when another transaction is using one of those tables, a reader included, it
+/// leaves them alone and says false, and the commit takes the general path. (Queueing for them
+/// could deadlock unseen: another import's body writers, on connections of their own, would
+/// queue behind this one while it waited for that import to end.)
+async fn take_empty_store(tx: &mut PgConnection) -> Result<bool, StoreError> {
+    async fn empty(conn: &mut PgConnection) -> Result<bool, StoreError> {
+        Ok(sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(conn).await?)
+    }
+    if !empty(tx).await? {
+        return Ok(false);
+    }
+    let mut savepoint = tx.begin().await?;
+    let locked = sqlx::query(
+        "LOCK TABLE blobs, seed_documents, blob_facets, case_labels, members IN ACCESS EXCLUSIVE MODE NOWAIT",
+    )
+    .execute(&mut *savepoint)
+    .await;
+    match locked {
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => {
+            savepoint.rollback().await?;
+            return Ok(false);
+        }
+        other => other?,
+    };
+    // Another import may have stored bodies between the look and the lock.
+    if !empty(&mut savepoint).await? {
+        savepoint.rollback().await?;
+        return Ok(false);
+    }
+    savepoint.commit().await?;
+    Ok(true)
+}
+
+/// Indexes whose entries land all over the index as a first import adds its rows (content ids
+/// and case ids are in no order), which [`first_into_empty`] builds once at the end instead. The
+/// other indexes of those tables grow at their ends (row ids, positions) and are kept.
+const SCATTERED_INDEXES: [&str; 2] = ["blobs_cid", "members_pkey"];
+
+/// The first version of dataset `id` into a store that holds no case body, in `tx`, which holds
+/// the tables of bodies and members alone ([`take_empty_store`]): the way [`first_version`]
+/// writes it, less what an empty store does not need. One connection writes each chunk's
+/// bodies, facets, labels and members in one statement, with no conflict check (every body is
+/// new: a case's body holds its id); the [`SCATTERED_INDEXES`] are dropped for the import and
+/// built at its end from their definitions in the catalogue, as `pg_restore` does, which takes
+/// a fraction of the time a million inserts at random places take. It is all one transaction:
+/// an import that fails or is killed leaves the tables and their indexes as they were. Readers
+/// of the store's (empty) datasets wait for it.
+async fn first_into_empty(
+    mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
+    request: CommitRequest,
+    id: i64,
+    mut bodies: Bodies,
+) -> Result<CommitOutcome, StoreError> {
+    let indexes: Vec<(String, String)> = sqlx::query_as(
+        "SELECT CASE WHEN c.oid IS NULL THEN 'DROP INDEX ' || quote_ident(i.relname)
+                     ELSE 'ALTER TABLE ' || quote_ident(t.relname) || ' DROP CONSTRAINT ' || quote_ident(c.conname) END,
+                CASE WHEN c.oid IS NULL THEN pg_get_indexdef(i.oid)
+                     ELSE 'ALTER TABLE ' || quote_ident(t.relname) || ' ADD CONSTRAINT ' || quote_ident(c.conname)
+                          || ' ' || pg_get_constraintdef(c.oid) END
+         FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+         LEFT JOIN pg_constraint c ON c.conindid = x.indexrelid AND c.conrelid = x.indrelid AND c.contype IN ('p', 'u')
+         WHERE x.indexrelid IN (SELECT to_regclass(name) FROM unnest($1::text[]) AS name)",
+    )
+    .bind(SCATTERED_INDEXES)
+    .fetch_all(&mut *tx)
+    .await?;
+    for (drop, _) in &indexes {
+        sqlx::query(AssertSqlSafe(drop.clone())).execute(&mut *tx).await?;
+    }
+    let mut listed = crate::sqlite::Listing::default();
+    while let Some(mut cases) = bodies.take().await? {
+        store_seeds(&mut tx, &mut cases).await?;
+        let columns = BodyColumns::take(&mut cases);
+        let first = listed.len() as i64;
+        for case in &cases {
+            listed.push(&case.id, case.content_id)?;
+        }
+        let positions: Vec<i64> = (first..listed.len() as i64).collect();
+        let ids: Vec<&[u8]> = cases.iter().map(|c| c.id.as_bytes()).collect();
+        let cids: Vec<&[u8]> = cases.iter().map(|c| c.content_id.as_slice()).collect();
+        let written = sqlx::query(
+            "WITH input AS (SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[]) AS t (cid, body, facets)),
+                  new AS (INSERT INTO blobs (cid, body) SELECT cid, body FROM input RETURNING id, cid, ctid),
+                  facets AS (INSERT INTO blob_facets (blob, facets, nul)
+                             SELECT new.id, input.facets::json, strpos(input.body, '\\u0000') > 0
+                             FROM new JOIN input USING (cid)),
+                  labels AS (INSERT INTO case_labels (label, blob)
+                             SELECT l.label, new.id FROM new JOIN unnest($4::bytea[], $5::bytea[]) AS l (cid, label) USING (cid))
+             INSERT INTO members (dataset, case_id, from_v, to_v, blob, ord, blob_at)
+             SELECT $6, m.id, 1, NULL, new.id, m.p, new.ctid
+             FROM unnest($7::bigint[], $8::bytea[], $9::bytea[]) AS m (p, id, cid) JOIN new USING (cid)",
+        )
+        .bind(columns.cids)
+        .bind(columns.bodies)
+        .bind(columns.facets)
+        .bind(columns.label_cids)
+        .bind(columns.labels)
+        .bind(id)
+        .bind(positions)
+        .bind(ids)
+        .bind(cids)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if written != cases.len() as u64 {
+            return Err(StoreError::Corrupt(format!("{written} member rows written for {} cases", cases.len())));
+        }
+    }
+    for (_, build) in indexes {
+        sqlx::query(AssertSqlSafe(build)).execute(&mut *tx).await?;
+    }
+    end_first_version(tx, request, id, &listed).await
 }
 
 /// A commit of at most [`ROWS`] cases or ids on a dataset that has a head (`put`, `rm`, an
@@ -1544,6 +1704,17 @@ impl Bodies {
         Ok(())
     }
 
+    /// The next [`ROWS`] cases of the input (fewer at its end), as they are.
+    async fn take(&mut self) -> Result<Option<Vec<Prepared>>, StoreError> {
+        while !self.done && self.pending.len() < ROWS {
+            self.receive().await?;
+        }
+        if self.pending.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(self.pending.drain(..self.pending.len().min(ROWS)).collect()))
+    }
+
     /// The next chunk, its bodies stored: on `conn` for a small input, else by the writers.
     async fn next(&mut self, conn: &mut PgConnection) -> Result<Option<Chunk>, StoreError> {
         if self.small {
@@ -1553,13 +1724,7 @@ impl Bodies {
             return Ok(Some(store_bodies(conn, std::mem::take(&mut self.pending)).await?));
         }
         while !self.done && self.writing.len() < WRITERS {
-            while !self.done && self.pending.len() < ROWS {
-                self.receive().await?;
-            }
-            if self.pending.is_empty() {
-                break;
-            }
-            let chunk: Vec<Prepared> = self.pending.drain(..self.pending.len().min(ROWS)).collect();
+            let Some(chunk) = self.take().await? else { break };
             self.writing.push_back(tokio::spawn(write_bodies(self.pool.clone(), chunk)));
         }
         match self.writing.pop_front() {

@@ -653,3 +653,174 @@ async fn a_store_of_schema_5_gets_its_bodies_places() {
     assert_eq!(page.count, 50);
     assert!(String::from_utf8(page.json).unwrap().contains("answer to changed"));
 }
+
+/// 4,500 cases as varied as real ones, for a first import of three chunks: ids with accents,
+/// combining marks, NUL and emoji, repeated inputs, labels, metadata, cases sharing a seed file.
+fn first_import_cases() -> Vec<casebook_model::Case> {
+    let bob = conformance::seed_document("night trains");
+    (0..4500)
+        .map(|i| {
+            let id = match i % 5 {
+                0 => format!("c{i}"),
+                1 => format!("é{i}"),
+                2 => format!("e\u{301}{i}"),
+                3 => format!("z\0{i}"),
+                _ => format!("🦀 {i}"),
+            };
+            if i % 500 == 7 {
+                return conformance::seeded(&id, "./seeds/bob.yaml", bob.clone());
+            }
+            let mut c = case(&id, &format!("the same question {}", i % 40));
+            if i % 3 == 0 {
+                c.labels = Some(vec!["math".into(), format!("l{}", i % 4)]);
+            }
+            if i % 4 == 0 {
+                c.metadata = Some(serde_json::from_value(serde_json::json!({"difficulty": "hard", "n": i})).unwrap());
+            }
+            c
+        })
+        .collect()
+}
+
+/// The definitions of every index of the store's tables, and the ids (oids) of the two that a
+/// first import into an empty store builds at its end: new ids when it built them again.
+async fn store_indexes(url: &str) -> (Vec<String>, Vec<u32>) {
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+    let definitions =
+        sqlx::query_scalar("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() ORDER BY 1")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    let ids = sqlx::query_scalar(
+        "SELECT oid::int4 FROM pg_class WHERE relname IN ('blobs_cid', 'members_pkey') ORDER BY relname",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap();
+    let ids: Vec<i32> = ids;
+    (definitions, ids.into_iter().map(|id| id as u32).collect())
+}
+
+/// The first import into an empty store drops the indexes it would fill at random places and
+/// builds them at its end: the store holds what the embedded store holds, the indexes are the
+/// migrations' (unique ones refuse duplicates again), every member row has its body's place, and
+/// a later import, which goes the general way, leaves them be.
+#[tokio::test]
+async fn a_first_import_into_an_empty_store_builds_its_scattered_indexes_at_the_end() {
+    let url = fresh_database().await;
+    let pg = PostgresStore::create(&url).await.unwrap();
+    let (definitions, ids) = store_indexes(&url).await;
+    assert_eq!(ids.len(), 2);
+    let v1 = created(&pg, CommitMode::Replace, first_import_cases()).await;
+    let (after, rebuilt) = store_indexes(&url).await;
+    assert_eq!(after, definitions);
+    assert!(rebuilt.iter().zip(&ids).all(|(new, old)| new != old), "the indexes were not built again: {ids:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::create(&dir.path().join("store.db")).await.unwrap();
+    assert_eq!(created(&sqlite, CommitMode::Replace, first_import_cases()).await, v1);
+    let (pg, sqlite) = (AnyStore::Postgres(pg), AnyStore::Sqlite(sqlite));
+    assert_eq!(everything(&pg).await, everything(&sqlite).await);
+    for filter in ["labels contains \"math\" and metadata.difficulty == \"hard\"", "labels contains \"l2\""] {
+        let select = Select { filter: Some(casebook_filter::Filter::parse(filter).unwrap()), limit: None };
+        assert!(pg.count("support", 1, &select).await.unwrap() > 100, "{filter}");
+        assert_eq!(pg.count("support", 1, &select).await.unwrap(), sqlite.count("support", 1, &select).await.unwrap());
+    }
+    let AnyStore::Postgres(pg) = pg else { unreachable!() };
+    let report = pg.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!((report.bodies, report.moved), (4500, 0));
+
+    let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+    for duplicate in [
+        "INSERT INTO blobs (cid, body) SELECT cid, body FROM blobs LIMIT 1",
+        "INSERT INTO members SELECT * FROM members LIMIT 1",
+    ] {
+        let err = sqlx::query(duplicate).execute(&mut conn).await.unwrap_err();
+        assert!(err.to_string().contains("duplicate key"), "{duplicate}: {err}");
+    }
+    let mut other = request(CommitMode::Replace, "other");
+    other.dataset = "other".into();
+    let cases: Vec<_> = (0..2500).map(|i| case(&format!("o{i}"), "other")).collect();
+    assert!(matches!(pg.commit(other, batches(cases)).await.unwrap(), CommitOutcome::Created(_)));
+    assert_eq!(store_indexes(&url).await, (definitions, rebuilt));
+}
+
+/// A first import into an empty store that fails, its input cut off or two of its cases under
+/// one id, leaves the store empty with its indexes as they were; the next import lands whole.
+#[tokio::test]
+async fn a_failed_first_import_leaves_the_empty_store_and_its_indexes_as_they_were() {
+    let url = fresh_database().await;
+    let pg = PostgresStore::create(&url).await.unwrap();
+    let before = store_indexes(&url).await;
+    let empty = || async {
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        let rows: (i64, i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM blobs), (SELECT count(*) FROM members), (SELECT count(*) FROM datasets)",
+        )
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        rows
+    };
+
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let sender = tokio::spawn(async move {
+        for chunk in first_import_cases()[..3000].chunks(500) {
+            tx.send(Ok(chunk.iter().map(|c| casebook_store::prepare(c).unwrap()).collect())).await.unwrap();
+        }
+        tx.send(Err(())).await.unwrap();
+    });
+    let cut = pg.commit(request(CommitMode::Replace, "cut off"), rx).await;
+    sender.await.unwrap();
+    assert!(matches!(cut, Err(StoreError::Cancelled)), "{cut:?}");
+    assert_eq!(empty().await, (0, 0, 0));
+    assert_eq!(store_indexes(&url).await, before);
+
+    let mut twice = first_import_cases();
+    twice[2600].id = twice[10].id.clone();
+    let refused = pg.commit(request(CommitMode::Replace, "one id twice"), batches(twice)).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(empty().await, (0, 0, 0));
+    assert_eq!(store_indexes(&url).await, before);
+
+    let v1 = created(&pg, CommitMode::Replace, first_import_cases()).await;
+    assert_eq!(v1.cases, 4500);
+    assert_eq!(empty().await, (4500, 4500, 1));
+}
+
+/// A first import into an empty store never waits for the tables (another transaction's body
+/// writers could be waiting for it): beside a reader of them it takes the general path, and two
+/// at once both land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_first_import_beside_other_users_of_the_tables_takes_the_general_path() {
+    let url = fresh_database().await;
+    let pg = PostgresStore::create(&url).await.unwrap();
+    let before = store_indexes(&url).await;
+    let mut reader = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut reading = reader.begin().await.unwrap();
+    sqlx::query("SELECT count(*) FROM members").execute(&mut *reading).await.unwrap();
+    let quick = std::time::Duration::from_secs(60);
+    let commit = pg.commit(request(CommitMode::Replace, "beside a reader"), batches(first_import_cases()));
+    let landed = tokio::time::timeout(quick, commit).await.expect("the import waited for the reader");
+    assert!(matches!(landed.unwrap(), CommitOutcome::Created(v) if v.cases == 4500));
+    assert_eq!(store_indexes(&url).await, before, "the general path builds no index");
+    reading.commit().await.unwrap();
+
+    let url = fresh_database().await;
+    let (a, b) = (PostgresStore::create(&url).await.unwrap(), PostgresStore::open(&url).await.unwrap());
+    let mut second = request(CommitMode::Replace, "second");
+    second.dataset = "second".into();
+    let (one, two) = tokio::join!(
+        a.commit(request(CommitMode::Replace, "first"), batches(first_import_cases())),
+        b.commit(second, batches(first_import_cases())),
+    );
+    for outcome in [one, two] {
+        assert!(matches!(outcome.unwrap(), CommitOutcome::Created(v) if v.cases == 4500));
+    }
+    let report = a.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    // The same cases in both: each body is kept once.
+    assert_eq!((report.bodies, report.moved), (4500, 0));
+    assert_eq!(conformance::ids(&a, 1).await.len(), 4500);
+}
