@@ -22,7 +22,7 @@ WORK=$DATA/store
 BIN=$DATA/bin/casebook-store-bench
 mkdir -p "$DATA/bin"
 cargo build --release -q -p casebook-cli
-cp target/release/casebook "$BIN"
+cp "$(scripts/release-binary.sh)" "$BIN"
 
 JSONL=$DATA/letta-$ROWS.jsonl
 REALISTIC=$DATA/letta-realistic-$ROWS.jsonl

@@ -1798,6 +1798,8 @@ struct SelectQuery {
     limit: Option<u64>,
     /// The labels every selected case has (see [`SelectQuery::plan`]).
     labels: Vec<String>,
+    /// The join that walks a label's cases for a count, when [`SelectQuery::plan`] chose to.
+    walk: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1888,6 +1890,19 @@ impl SelectQuery {
             check,
             limit: select.limit,
             labels,
+            walk: None,
+        }
+    }
+
+    /// `from` with the walk of a label, if there is one.
+    fn walked_from(&self) -> std::borrow::Cow<'_, str> {
+        match &self.walk {
+            Some(walk) => {
+                let mut from = self.from.clone();
+                from.insert_str("FROM members m".len(), walk);
+                from.into()
+            }
+            None => self.from.as_str().into(),
         }
     }
 
@@ -1909,7 +1924,30 @@ impl SelectQuery {
         let mut tx = conn.begin().await?;
         sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off").execute(&mut *tx).await?;
         self.from = self.from.replacen("LEFT JOIN blob_facets f", "JOIN blob_facets f", 1);
+        // To count, the label's cases are tested before they are looked up in the version: in a
+        // subquery PostgreSQL may not merge into the rest (`OFFSET 0`), since left to itself it
+        // looked up all 91,108 cases of the label in the version first and tested them after
+        // (0.15 s against 0.10 s for the 9,160 of a label and a metadata test). The test is made
+        // again on the survivors, as it would be without the walk, and cases it cannot read in
+        // SQL pass through. Reading the rows, PostgreSQL takes that order by itself, and does
+        // all of it in parallel, which the subquery would prevent.
+        if let (Some(json), Some(label)) = (&self.json, self.label_param()) {
+            let walked = format!(
+                " JOIN (SELECT f.blob FROM case_labels l JOIN blob_facets f ON f.blob = l.blob LEFT JOIN blobs b ON b.id = f.blob
+                        WHERE l.label = ${label} AND CASE WHEN f.nul THEN true ELSE ({json}) END OFFSET 0) AS walked
+                 ON walked.blob = m.blob"
+            );
+            self.walk = Some(walked);
+        }
         Ok(Session::Planned(tx))
+    }
+
+    /// The number of the statement parameter that holds the first label every selected case has.
+    fn label_param(&self) -> Option<usize> {
+        let label = self.labels.first()?.as_bytes();
+        let plain = &self.params[self.base..self.base + self.plain_params];
+        let at = plain.iter().position(|p| matches!(p, casebook_filter::SqlParam::Bytes(b) if b == label))?;
+        Some(self.base + at + 1)
     }
 
     /// Whether to walk a label's cases (see [`SelectQuery::plan`]).
@@ -1992,7 +2030,12 @@ impl SelectQuery {
             Check::Memory => (None, Some(format!("SELECT {ROW} true {from}"))),
             Check::Guarded => (
                 // `CASE`, not `AND`: PostgreSQL may test the conditions of an `AND` in any order.
-                Some(format!("SELECT 1 {from} AND CASE WHEN f.nul THEN false ELSE ({cond}) END{limit}")),
+                // The cases tested in memory are few and found through their own index, not
+                // by walking a label.
+                Some(format!(
+                    "SELECT 1 {} AND CASE WHEN f.nul THEN false ELSE ({cond}) END{limit}",
+                    self.walked_from()
+                )),
                 Some(format!("SELECT {ROW} true {from} AND f.nul")),
             ),
         };
