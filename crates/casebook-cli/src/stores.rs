@@ -57,6 +57,15 @@ pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Res
 /// Opens the store the settings name, seeing the default project (for what spans projects).
 pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<AnyStore> {
     let location = location(settings)?;
+    let quiet = settings.quiet;
+    casebook_store::on_upgrade(move |store, from, to| {
+        if !quiet {
+            eprintln!(
+                "note: upgrading the store `{store}` from schema {from} to {to} before the command runs; \
+                 on a large store this takes a while (nothing else needs doing)"
+            );
+        }
+    });
     match runtime.block_on(AnyStore::open(&location)) {
         Ok(store) => Ok(store),
         // These name the database already.

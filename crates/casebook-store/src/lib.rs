@@ -52,6 +52,27 @@ pub fn qualified(project: &str, name: &str) -> String {
     if project == DEFAULT_PROJECT { name.to_owned() } else { format!("{project}/{name}") }
 }
 
+/// What is told when opening a store upgrades its schema: the store's name, the schema version
+/// it has and the one it is upgraded to.
+type UpgradeNotice = Box<dyn Fn(&str, i64, i64) + Send + Sync>;
+
+static UPGRADE_NOTICE: std::sync::OnceLock<UpgradeNotice> = std::sync::OnceLock::new();
+
+/// Sets, once for the process, what opening a store tells before it upgrades the store's schema
+/// (a migration may take a while on a large store: PostgreSQL's schema 6 rewrites every case
+/// row). A new, empty store's schema is made without it. Later calls change nothing.
+pub fn on_upgrade(notice: impl Fn(&str, i64, i64) + Send + Sync + 'static) {
+    let _ = UPGRADE_NOTICE.set(Box::new(notice));
+}
+
+/// Tells the [`on_upgrade`] notice that `store` goes from schema `from` to `to` (not for a new
+/// store, `from` = 0).
+pub(crate) fn upgrading(store: &str, from: i64, to: i64) {
+    if let (true, Some(notice)) = (from > 0, UPGRADE_NOTICE.get()) {
+        notice(store, from, to);
+    }
+}
+
 /// The nearest `.casebook/` folder at or above `start`.
 pub fn find_store(start: &Path) -> Option<PathBuf> {
     // Anything named `store.db` counts, so that opening it says what is wrong with it.

@@ -228,6 +228,9 @@ impl SqliteStore {
         if current > known {
             return Err(StoreError::Newer(path.to_owned(), current));
         }
+        if current < known {
+            crate::upgrading(&path.display().to_string(), current, known);
+        }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             sqlx::raw_sql(*sql).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO schema_version (version) VALUES (?)").bind(i as i64 + 1).execute(&mut *tx).await?;

@@ -21,6 +21,7 @@ fn child(dir: &Folder) -> std::process::Command {
 on_both!(
     versions_diffs_and_exports,
     bad_input_commits_nothing,
+    opening_a_store_of_an_older_schema_says_it_upgrades_it,
     a_killed_import_leaves_the_previous_head_intact,
     racing_commits_land_or_conflict,
 );
@@ -115,6 +116,66 @@ fn bad_input_commits_nothing(b: &Backend) {
     assert_eq!(out.status, Some(1), "{out:?}");
     assert!(out.stderr.contains("nothing was committed"), "{}", out.stderr);
     assert!(ok(b.cb(&dir).args(["log", "qa"])).lines().count() == 1);
+}
+
+/// Takes the store `b` names back to its schema before the last migration, as an older casebook
+/// left it.
+fn back_one_schema(b: &Backend, dir: &Folder) {
+    use sqlx::Connection;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        match b {
+            // Migration 10 copies the runs into a new table: it can run again as it is.
+            Backend::Embedded => {
+                let file = dir.join(".casebook/store.db");
+                let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display())).await.unwrap();
+                sqlx::query("DELETE FROM schema_version WHERE version = 10").execute(&mut conn).await.unwrap();
+            }
+            // Schema 5: no places of bodies, and the page index of migration 0004.
+            Backend::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                sqlx::raw_sql(
+                    "ALTER TABLE members DROP COLUMN blob_at;
+                     CREATE INDEX members_page ON members (dataset, ord, case_id) INCLUDE (from_v, to_v, blob);
+                     DELETE FROM casebook_schema WHERE version = 6;",
+                )
+                .execute(&mut conn)
+                .await
+                .unwrap();
+            }
+        }
+    });
+}
+
+/// A command that opens a store of an older schema says it upgrades it (a migration of a large
+/// store takes a while) before it does, on stderr, and not with `--quiet`; the next command finds
+/// the store upgraded and says nothing.
+fn opening_a_store_of_an_older_schema_says_it_upgrades_it(b: &Backend) {
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let v1 = dir.file("qa.jsonl", V1);
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
+    let (from, to) = match b {
+        Backend::Embedded => (9, 10),
+        Backend::Postgres(_) => (5, 6),
+    };
+    back_one_schema(b, &dir);
+    let quiet = run(b.cb(&dir).args(["datasets", "-q"]));
+    assert_eq!((quiet.status, quiet.stderr.as_str()), (Some(0), ""));
+    back_one_schema(b, &dir);
+    let upgraded = run(b.cb(&dir).args(["datasets", "--format", "json"]));
+    assert_eq!(upgraded.status, Some(0), "{upgraded:?}");
+    let note = format!("from schema {from} to {to} before the command runs");
+    assert!(
+        upgraded.stderr.starts_with("note: upgrading the store `") && upgraded.stderr.contains(&note),
+        "{upgraded:?}"
+    );
+    assert!(!upgraded.stderr.contains("test-"), "the password is shown: {}", upgraded.stderr);
+    assert_eq!(upgraded.stdout, ok(b.cb(&dir).args(["datasets", "--format", "json"])));
+    let again = run(b.cb(&dir).args(["datasets"]));
+    assert_eq!((again.status, again.stderr.as_str()), (Some(0), ""));
+    let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "-q"]));
+    assert_eq!(rows.lines().count(), 2);
 }
 
 #[test]

@@ -280,6 +280,9 @@ impl PostgresStore {
         if current > MIGRATIONS.len() as i64 {
             return Err(StoreError::Newer(url.into(), current));
         }
+        if current < MIGRATIONS.len() as i64 {
+            crate::upgrading(url, current, MIGRATIONS.len() as i64);
+        }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             sqlx::raw_sql(sqlx::AssertSqlSafe(*sql)).execute(&mut *tx).await?;
             sqlx::query("INSERT INTO casebook_schema (version) VALUES ($1)")
