@@ -1384,14 +1384,17 @@ async fn end_first_version(
 }
 
 /// Takes the tables of case bodies and members for `tx` alone if the store holds no case body
-/// yet (a new team store being filled), for [`first_into_empty`]; true if it did. It never waits
+/// and no version yet (a new team store being filled), for [`first_into_empty`]; true if it
+/// did. It never waits
 /// for the locks: when another transaction is using one of those tables, a reader included, it
 /// leaves them alone and says false, and the commit takes the general path. (Queueing for them
 /// could deadlock unseen: another import's body writers, on connections of their own, would
 /// queue behind this one while it waited for that import to end.)
 async fn take_empty_store(tx: &mut PgConnection) -> Result<bool, StoreError> {
     async fn empty(conn: &mut PgConnection) -> Result<bool, StoreError> {
-        Ok(sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(conn).await?)
+        // No version either, not even of no cases: there is nothing anyone could be reading.
+        let sql = "SELECT NOT EXISTS (SELECT 1 FROM blobs) AND NOT EXISTS (SELECT 1 FROM versions)";
+        Ok(sqlx::query_scalar(sql).fetch_one(conn).await?)
     }
     if !empty(tx).await? {
         return Ok(false);

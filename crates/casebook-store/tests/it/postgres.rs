@@ -810,12 +810,33 @@ async fn a_failed_first_import_leaves_the_empty_store_and_its_indexes_as_they_we
     assert_eq!(empty().await, (0, 0, 0));
     assert_eq!(store_indexes(&url).await, before);
 
+    // A failed commit's connection is closed, not handed back, and its server process lets the
+    // tables go a moment later; until then a new import would take the general path (whose
+    // bodies, written by transactions of their own, stay).
+    let released = || async {
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        for _ in 0..200 {
+            let held: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_locks WHERE relation = 'blobs'::regclass AND pid <> pg_backend_pid()",
+            )
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+            if held == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the failed import's session still holds the tables");
+    };
+    released().await;
     let mut twice = first_import_cases();
     twice[2600].id = twice[10].id.clone();
     let refused = pg.commit(request(CommitMode::Replace, "one id twice"), batches(twice)).await;
     assert!(refused.is_err(), "{refused:?}");
     assert_eq!(empty().await, (0, 0, 0));
     assert_eq!(store_indexes(&url).await, before);
+    released().await;
 
     let v1 = created(&pg, CommitMode::Replace, first_import_cases()).await;
     assert_eq!(v1.cases, 4500);
@@ -823,8 +844,8 @@ async fn a_failed_first_import_leaves_the_empty_store_and_its_indexes_as_they_we
 }
 
 /// A first import into an empty store never waits for the tables (another transaction's body
-/// writers could be waiting for it): beside a reader of them it takes the general path, and two
-/// at once both land.
+/// writers could be waiting for it): beside a reader of them it takes the general path, as it
+/// does in a store that holds a version of no case; and two at once both land.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_first_import_beside_other_users_of_the_tables_takes_the_general_path() {
     let url = fresh_database().await;
@@ -839,6 +860,16 @@ async fn a_first_import_beside_other_users_of_the_tables_takes_the_general_path(
     assert!(matches!(landed.unwrap(), CommitOutcome::Created(v) if v.cases == 4500));
     assert_eq!(store_indexes(&url).await, before, "the general path builds no index");
     reading.commit().await.unwrap();
+
+    // A store with a version of no case: someone may be reading it.
+    let url = fresh_database().await;
+    let pg = PostgresStore::create(&url).await.unwrap();
+    let mut empty = request(CommitMode::Replace, "nothing yet");
+    empty.dataset = "empty".into();
+    assert!(matches!(pg.commit(empty, batches(Vec::new())).await.unwrap(), CommitOutcome::Created(v) if v.cases == 0));
+    let before = store_indexes(&url).await;
+    created(&pg, CommitMode::Replace, first_import_cases()).await;
+    assert_eq!(store_indexes(&url).await, before, "the general path builds no index");
 
     let url = fresh_database().await;
     let (a, b) = (PostgresStore::create(&url).await.unwrap(), PostgresStore::open(&url).await.unwrap());
