@@ -1385,11 +1385,10 @@ async fn end_first_version(
 
 /// Takes the tables of case bodies and members for `tx` alone if the store holds no case body
 /// and no version yet (a new team store being filled), for [`first_into_empty`]; true if it
-/// did. It never waits
-/// for the locks: when another transaction is using one of those tables, a reader included, it
-/// leaves them alone and says false, and the commit takes the general path. (Queueing for them
-/// could deadlock unseen: another import's body writers, on connections of their own, would
-/// queue behind this one while it waited for that import to end.)
+/// did. It never waits for the locks: when another transaction is using one of those tables, a
+/// reader included, it leaves them alone and says false, and the commit takes the general path.
+/// (Queueing for them could deadlock unseen: another import's body writers, on connections of
+/// their own, would queue behind this one while it waited for that import to end.)
 async fn take_empty_store(tx: &mut PgConnection) -> Result<bool, StoreError> {
     async fn empty(conn: &mut PgConnection) -> Result<bool, StoreError> {
         // No version either, not even of no cases: there is nothing anyone could be reading.
@@ -1433,8 +1432,8 @@ const SCATTERED_INDEXES: [&str; 2] = ["blobs_cid", "members_pkey"];
 /// new: a case's body holds its id); the [`SCATTERED_INDEXES`] are dropped for the import and
 /// built at its end from their definitions in the catalogue, as `pg_restore` does, which takes
 /// a fraction of the time a million inserts at random places take. It is all one transaction:
-/// an import that fails or is killed leaves the tables and their indexes as they were. Readers
-/// of the store's (empty) datasets wait for it.
+/// an import that fails or is killed leaves the tables and their indexes as they were. Other
+/// commits, and readers of the dataset it makes, wait for it.
 async fn first_into_empty(
     mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
     request: CommitRequest,
@@ -1900,18 +1899,6 @@ impl SelectQuery {
         }
     }
 
-    /// `from` with the walk of a label, if there is one.
-    fn walked_from(&self) -> std::borrow::Cow<'_, str> {
-        match &self.walk {
-            Some(walk) => {
-                let mut from = self.from.clone();
-                from.insert_str("FROM members m".len(), walk);
-                from.into()
-            }
-            None => self.from.as_str().into(),
-        }
-    }
-
     /// Settles how PostgreSQL finds the cases, and where the statements that read them run: on
     /// `conn` as it is, or in a transaction that tells PostgreSQL how to plan them. A filter
     /// that requires a label few cases have (by PostgreSQL's estimate, a quarter of the
@@ -2040,7 +2027,10 @@ impl SelectQuery {
                 // by walking a label.
                 Some(format!(
                     "SELECT 1 {} AND CASE WHEN f.nul THEN false ELSE ({cond}) END{limit}",
-                    self.walked_from()
+                    match &self.walk {
+                        Some(walk) => from.replacen("FROM members m", &format!("FROM members m{walk}"), 1),
+                        None => from.clone(),
+                    }
                 )),
                 Some(format!("SELECT {ROW} true {from} AND f.nul")),
             ),
