@@ -147,13 +147,12 @@ fn report(
     say(settings, &value, || {
         let mut text = match version {
             Some(v) if !outcome.added.is_empty() => format!(
-                "captured {} case{} into {} v{} ({}): {} cases in all",
-                outcome.added.len(),
-                if outcome.added.len() == 1 { "" } else { "s" },
+                "captured {} into {} v{} ({}): {} in all",
+                crate::plural(outcome.added.len() as u64, "case"),
                 v.dataset,
                 v.number,
                 &v.id[..12],
-                v.cases
+                crate::plural(v.cases, "case")
             ),
             _ => format!("nothing added: {dataset} has every captured case already"),
         };

@@ -233,11 +233,11 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     let text = match (&report.version, report.created) {
         _ if settings.json => format!("{}\n", serde_json::to_string(&report)?),
         (Some(v), true) => format!(
-            "pushed {name} v{} ({}) to {}: {} cases, +{} -{} ~{}\n",
+            "pushed {name} v{} ({}) to {}: {}, +{} -{} ~{}\n",
             v.number,
             &v.id[..12.min(v.id.len())],
             remote.url,
-            v.cases,
+            crate::plural(v.cases, "case"),
             v.added,
             v.removed,
             v.modified
@@ -434,7 +434,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         } else if what == "up to date" {
             format!("up to date: `{}` is {place}\n", path.display())
         } else {
-            format!("{what} `{}`: {place}, {} cases ({format})\n", path.display(), exported.cases)
+            format!("{what} `{}`: {place}, {} ({format})\n", path.display(), crate::plural(exported.cases, "case"))
         }
     };
     let text = if !output.exists() {

@@ -246,7 +246,7 @@ async fn reviewed_cases(
 
 /// `review: 3 cases reviewed (confidence 0.9)`.
 fn review_message(count: usize, state: Option<ReviewState>, confidence: Option<f64>) -> String {
-    let cases = if count == 1 { "1 case".to_owned() } else { format!("{count} cases") };
+    let cases = crate::plural(count as u64, "case");
     let state = state.map(|s| match s {
         ReviewState::Draft => "draft",
         ReviewState::Reviewed => "reviewed",
@@ -360,11 +360,11 @@ fn report_commit(settings: &Global, outcome: Result<CommitOutcome, StoreError>) 
 
 fn created_line(v: &VersionInfo) -> String {
     format!(
-        "created {} v{} ({}): {} cases, +{} -{} ~{}",
+        "created {} v{} ({}): {}, +{} -{} ~{}",
         v.dataset,
         v.number,
         &v.id[..12],
-        v.cases,
+        crate::plural(v.cases, "case"),
         v.added,
         v.removed,
         v.modified

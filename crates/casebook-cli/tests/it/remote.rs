@@ -332,7 +332,8 @@ fn round_trip(server: &Server, dir: &Folder, token: &str, name: &str, file: &Pat
     let ext = file.extension().unwrap().to_str().unwrap();
     let pulled = out.join(format!("{name}.{ext}"));
     let cases = report["version"]["cases"].as_u64().unwrap();
-    assert!(said.starts_with(&format!("wrote `{name}.{ext}`: {name}@v1, {cases} cases (")), "{said}");
+    let counted = if cases == 1 { "1 case".to_owned() } else { format!("{cases} cases") };
+    assert!(said.starts_with(&format!("wrote `{name}.{ext}`: {name}@v1, {counted} (")), "{said}");
     if bytes {
         assert_eq!(fs_err::read_to_string(&pulled).unwrap(), fs_err::read_to_string(file).unwrap(), "{name}");
     }

@@ -55,7 +55,10 @@ fn versions_diffs_and_exports(b: &Backend) {
         V1.replace("Paris", "Paris, France") + "{\"id\": \"c\", \"input\": \"2*3?\", \"ground_truth\": \"6\"}\n",
     );
     let created = ok(b.cb(&dir).args(["commit", "qa"]).arg(&v2).args(["-m", "more"]));
-    assert!(created.contains("v2") && created.contains("+1 -0 ~1"), "{created}");
+    assert!(created.contains("v2") && created.contains(": 3 cases, +1 -0 ~1"), "{created}");
+    let one = dir.file("one.jsonl", "{\"id\": \"z\", \"input\": \"alone\"}\n");
+    let alone = ok(b.cb(&dir).args(["import", "--dataset", "single"]).arg(&one));
+    assert!(alone.starts_with("created single v1 (") && alone.contains("): 1 case, +1 -0 ~0"), "{alone}");
 
     let diff = ok(b.cb(&dir).args(["diff", "qa@v1", "qa@latest"]));
     assert_eq!(diff, "qa v1 → v2\n+ c\n~ b\n    /expected/output: \"Paris\" → \"Paris, France\"\n");
