@@ -110,7 +110,10 @@ impl From<StoreError> for ApiError {
                 e.body.head = Some(*head);
                 e
             }
-            StoreError::TooLong(_) | StoreError::UnreadSeedFile { .. } | StoreError::Cancelled => {
+            StoreError::TooLong(_)
+            | StoreError::UnreadSeedFile { .. }
+            | StoreError::Cancelled
+            | StoreError::DuplicateId(_) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-input", err.to_string())
             }
             _ => Self::internal(err),

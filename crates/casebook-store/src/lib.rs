@@ -237,6 +237,10 @@ pub enum StoreError {
     BadHash(String),
     #[error("`{0}` names several runs: {1}")]
     AmbiguousRun(String, String),
+    /// A commit whose input names one case id twice (readers of files report it with its place
+    /// first; this is for the store's other callers).
+    #[error("the commit holds the case `{0}` more than once (a version holds each id once): nothing was written")]
+    DuplicateId(String),
     /// `begin_run` with an id that is taken (run ids are unique in the whole store).
     #[error("a run `{0}` exists already: a new run needs a new id")]
     RunExists(String),

@@ -1561,10 +1561,13 @@ impl Listing {
         &self.text[start..self.ends[i] as usize]
     }
 
-    /// The content id of a first version holding these cases.
+    /// The content id of a first version holding these cases; an id listed twice is an error.
     pub(crate) fn first_version_id(&self, dataset: &str) -> Result<String, StoreError> {
         let mut order: Vec<u32> = (0..self.ends.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| self.id(a as usize).cmp(self.id(b as usize)));
+        if let Some(pair) = order.windows(2).find(|pair| self.id(pair[0] as usize) == self.id(pair[1] as usize)) {
+            return Err(StoreError::DuplicateId(self.id(pair[0] as usize).to_owned()));
+        }
         let cases = order.into_iter().map(|i| (self.id(i as usize), &self.cids[i as usize]));
         Ok(casebook_canon::first_version_id(dataset, cases)?)
     }

@@ -46,9 +46,9 @@ pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
         );
         if report.moved > 0 {
             eprintln!(
-                "note: {} case rows name an old place of their body (the table of bodies was rewritten): \
+                "note: {} name an old place of their body (the table of bodies was rewritten): \
                  pages read those bodies by id, more slowly; the README says how to give them their new places",
-                report.moved
+                crate::plural(report.moved, "case row")
             );
         }
     }

@@ -1365,18 +1365,19 @@ async fn first_version(
         .execute(&mut *tx)
         .await?;
     }
-    end_first_version(tx, request, id, &listed).await
+    let cid = listed.first_version_id(&request.dataset)?;
+    end_first_version(tx, request, id, listed.len() as i64, cid).await
 }
 
-/// Records the first version of dataset `id`, whose cases `listed` holds, and commits `tx`.
+/// Records the first version of dataset `id`, of `cases` cases and content id `cid`, and
+/// commits `tx`.
 async fn end_first_version(
     mut tx: sqlx::Transaction<'_, sqlx::Postgres>,
     request: CommitRequest,
     id: i64,
-    listed: &crate::sqlite::Listing,
+    cases: i64,
+    cid: String,
 ) -> Result<CommitOutcome, StoreError> {
-    let cases = listed.len() as i64;
-    let cid = listed.first_version_id(&request.dataset)?;
     let version = new_version(request, 0, cid, [cases, 0, 0], cases);
     insert_version(&mut tx, id, &version).await?;
     tx.commit().await?;
@@ -1495,10 +1496,12 @@ async fn first_into_empty(
             return Err(StoreError::Corrupt(format!("{written} member rows written for {} cases", cases.len())));
         }
     }
+    // Before the indexes: an id listed twice is said as such, not as an index that cannot be made.
+    let cid = listed.first_version_id(&request.dataset)?;
     for (_, build) in indexes {
         sqlx::query(AssertSqlSafe(build)).execute(&mut *tx).await?;
     }
-    end_first_version(tx, request, id, &listed).await
+    end_first_version(tx, request, id, listed.len() as i64, cid).await
 }
 
 /// A commit of at most [`ROWS`] cases or ids on a dataset that has a head (`put`, `rm`, an

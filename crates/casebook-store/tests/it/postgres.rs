@@ -832,8 +832,11 @@ async fn a_failed_first_import_leaves_the_empty_store_and_its_indexes_as_they_we
     released().await;
     let mut twice = first_import_cases();
     twice[2600].id = twice[10].id.clone();
-    let refused = pg.commit(request(CommitMode::Replace, "one id twice"), batches(twice)).await;
-    assert!(refused.is_err(), "{refused:?}");
+    let refused = pg.commit(request(CommitMode::Replace, "one id twice"), batches(twice)).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "the commit holds the case `c10` more than once (a version holds each id once): nothing was written"
+    );
     assert_eq!(empty().await, (0, 0, 0));
     assert_eq!(store_indexes(&url).await, before);
     released().await;
