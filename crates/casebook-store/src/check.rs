@@ -136,6 +136,27 @@ impl SqliteStore {
             }
         }
         drop(bodies);
+        // Commits find bodies by content id through `blob_cids`: one row a body, naming it.
+        let found = sqlx::query_as::<_, (i64, i64, i64)>(
+            "SELECT (SELECT count(*) FROM blobs), (SELECT count(*) FROM blob_cids),
+                    (SELECT count(*) FROM blob_cids c JOIN blobs b ON b.id = c.blob AND b.cid = c.cid)",
+        )
+        .fetch_one(pool)
+        .await;
+        match found {
+            Ok((bodies, cids, matched)) => {
+                if bodies > matched {
+                    wrong.push(format!(
+                        "case bodies that cannot be found by their content id (a later commit would store them again): {}",
+                        bodies - matched
+                    ));
+                }
+                if cids > matched {
+                    wrong.push(format!("content ids that lead to no case body or to another one: {}", cids - matched));
+                }
+            }
+            Err(err) => wrong.push(format!("the content ids of the case bodies cannot be read: {err}")),
+        }
         for text in wrong {
             report.problem(text);
         }

@@ -17,6 +17,7 @@ mod postgres;
 mod runs;
 pub mod seeds;
 mod sqlite;
+mod sqlite_bodies;
 mod sqlite_seeds;
 
 use std::path::{Path, PathBuf};

@@ -25,6 +25,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{AssertSqlSafe, Connection, Row, Sqlite, Transaction};
 
+use crate::sqlite_bodies::NewBodies;
 use crate::{
     CaseBatches, CommitMode, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, ModifiedCase, Page,
     Prepared, Revision, SeedDocuments, Select, StoreError, VersionInfo, field_changes,
@@ -42,9 +43,10 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0008_seed_documents.sql"),
     include_str!("../migrations/sqlite/0009_projects.sql"),
     include_str!("../migrations/sqlite/0010_run_ids_per_project.sql"),
+    include_str!("../migrations/sqlite/0011_blob_cids.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
-const ROWS: usize = 1000;
+pub(crate) const ROWS: usize = 1000;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -391,11 +393,6 @@ impl Journal {
         // With a rollback journal, NORMAL leaves a power failure at the wrong moment able to
         // corrupt the store; FULL does not.
         sqlx::query("PRAGMA synchronous = FULL").execute(&mut *conn).await?;
-        // The content-id index is then built after the load (see `first_version`): SQLite sorts
-        // its million keys in runs of the page cache's size, and with temporary storage in
-        // memory it kept every run there too, about 50 MiB more at the end of the import. On
-        // disk they are the operating system's cache's to keep.
-        sqlx::query("PRAGMA temp_store = FILE").execute(&mut *conn).await?;
         Ok(Journal::Rollback)
     }
 
@@ -403,7 +400,6 @@ impl Journal {
     /// switches back: every connection asks for the log.)
     async fn restore(self, conn: &mut SqliteConnection) -> Result<(), StoreError> {
         if self == Journal::Rollback {
-            sqlx::query("PRAGMA temp_store = MEMORY").execute(&mut *conn).await?;
             sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await?;
             sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL").fetch_one(&mut *conn).await?;
         }
@@ -484,6 +480,11 @@ fn store_file(path: &Path) -> Option<Arc<fs_err::File>> {
     Some(file)
 }
 
+/// About how many case bodies the store holds: the largest row id (bodies are never deleted).
+async fn stored_bodies(tx: &mut Transaction<'_, Sqlite>) -> Result<i64, StoreError> {
+    Ok(sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?)
+}
+
 /// Where [`load`] lists cases.
 enum ListIn {
     /// The `incoming` table, to be compared with the head.
@@ -502,6 +503,7 @@ async fn load(
     pending: &mut Vec<Prepared>,
     pos: &mut i64,
     list: &ListIn,
+    new: &mut NewBodies,
     flush: bool,
 ) -> Result<(), StoreError> {
     // `OR FAIL` (here and in the commit's other multi-row writes): a statement that fails stops
@@ -518,33 +520,24 @@ async fn load(
     };
     while pending.len() >= ROWS || (flush && !pending.is_empty()) {
         let mut chunk: Vec<Prepared> = pending.drain(..ROWS.min(pending.len())).collect();
-        // (A body stored before seed documents were kept apart holds its document whole: its
-        // length is not the compact body's.)
+        // The length each body must have if it is stored already. (A body stored before seed
+        // documents were kept apart holds its document whole: its length is not the compact
+        // body's.)
         let lengths: Vec<Option<i64>> = chunk.iter().map(|c| c.seed.is_none().then_some(c.body.len() as i64)).collect();
         crate::sqlite_seeds::keep_documents(tx, &mut chunk).await?;
-        let last: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?;
-        let values = vec!["(?, ?)"; chunk.len()].join(", ");
-        let mut query = sqlx::query(AssertSqlSafe(format!("INSERT OR IGNORE INTO blobs (cid, body) VALUES {values}")));
-        // The bodies are moved into the statement (sqlx copies what it is lent).
-        for case in &mut chunk {
-            query = query.bind(&case.content_id[..]).bind(std::mem::take(&mut case.body));
-        }
-        let stored = query.execute(&mut **tx).await?.rows_affected() as i64;
-        let blobs = blob_ids(tx, &chunk, &lengths, last, stored).await?;
+        let (blobs, stored) = new.store(tx, &mut chunk, &lengths, *pos).await?;
 
-        // Facets and labels of the bodies stored now (after `last`), once each.
-        let mut seen = std::collections::HashSet::new();
-        let new: Vec<usize> = (0..chunk.len()).filter(|&i| blobs[i] > last && seen.insert(blobs[i])).collect();
-        if !new.is_empty() {
-            let values = vec!["(?, ?)"; new.len()].join(", ");
+        // Facets and labels of the bodies stored now, once each.
+        if !stored.is_empty() {
+            let values = vec!["(?, ?)"; stored.len()].join(", ");
             let mut query =
                 sqlx::query(AssertSqlSafe(format!("INSERT OR FAIL INTO blob_facets (blob, facets) VALUES {values}")));
-            for &i in &new {
+            for &i in &stored {
                 query = query.bind(blobs[i]).bind(std::mem::take(&mut chunk[i].facets));
             }
             query.execute(&mut **tx).await?;
         }
-        let labels: Vec<(String, i64)> = new
+        let labels: Vec<(String, i64)> = stored
             .iter()
             .flat_map(|&i| {
                 let blob = blobs[i];
@@ -572,60 +565,6 @@ async fn load(
         query.execute(&mut **tx).await?;
     }
     Ok(())
-}
-
-/// The row ids of the bodies of `chunk`, just given to `INSERT OR IGNORE INTO blobs`, which
-/// stored `stored` of them after row `last`.
-async fn blob_ids(
-    tx: &mut Transaction<'_, Sqlite>,
-    chunk: &[Prepared],
-    lengths: &[Option<i64>],
-    last: i64,
-    stored: i64,
-) -> Result<Vec<i64>, StoreError> {
-    // When every body was new, SQLite gave them the row ids after the last one, in order
-    // (checked): no need to look them up.
-    if stored == chunk.len() as i64 {
-        let max: i64 = sqlx::query_scalar("SELECT max(id) FROM blobs").fetch_one(&mut **tx).await?;
-        if max == last + stored {
-            return Ok((last + 1..=max).collect());
-        }
-    }
-    // The new ones by reading back the rows just stored (from the page cache), so that only the
-    // bodies stored before are looked up by content id.
-    // Keyed by the 32 bytes themselves, not a vector each; a row whose content id is not 32 bytes
-    // long is left out, so a case naming it counts as missing below.
-    let by_cid = |rows: Vec<(Vec<u8>, i64)>| {
-        rows.into_iter().filter_map(|(cid, id)| Some((<[u8; 32]>::try_from(cid).ok()?, id))).collect::<Vec<_>>()
-    };
-    let mut ids: HashMap<[u8; 32], i64> =
-        by_cid(sqlx::query_as("SELECT cid, id FROM blobs WHERE id > ?").bind(last).fetch_all(&mut **tx).await?)
-            .into_iter()
-            .collect();
-    let reused: Vec<usize> = (0..chunk.len()).filter(|&i| !ids.contains_key(&chunk[i].content_id)).collect();
-    if !reused.is_empty() {
-        // A body stored before is reused as it is: the row the content-id index points at must
-        // be there, be JSON and have the body's length, or the new version would be built on a
-        // damaged page (SQLite reads a row only when asked for its columns).
-        let values = vec!["(?, ?)"; reused.len()].join(", ");
-        let sql = format!(
-            "SELECT b.cid, b.id FROM (VALUES {values}) AS v CROSS JOIN blobs b ON b.cid = v.column1
-             WHERE (v.column2 IS NULL OR octet_length(b.body) = v.column2) AND json_valid(b.body)"
-        );
-        let mut query = sqlx::query_as(AssertSqlSafe(sql));
-        for &i in &reused {
-            query = query.bind(&chunk[i].content_id[..]).bind(lengths[i]);
-        }
-        let found = by_cid(query.fetch_all(&mut **tx).await?);
-        let missing = reused.len() - found.len().min(reused.len());
-        ids.extend(found);
-        if missing > 0 || reused.iter().any(|&i| !ids.contains_key(&chunk[i].content_id)) {
-            return Err(StoreError::Damaged(format!(
-                "{missing} of the case bodies this commit reuses are missing or not what was stored"
-            )));
-        }
-    }
-    Ok(chunk.iter().map(|case| ids[&case.content_id]).collect())
 }
 
 impl crate::Store for SqliteStore {
@@ -1049,11 +988,6 @@ impl SqliteStore {
     /// The first version of a dataset: every input case is new, so the input goes straight into
     /// `members` (in input order, which appends to the order index), without the `incoming`
     /// table and the comparison with a head.
-    ///
-    /// Into a store that holds no case yet (and is written with a rollback journal, see
-    /// [`Journal`]), the content-id index is dropped and built again after the load: a
-    /// million random keys inserted one by one cost more than sorting them once, and the
-    /// bodies of one version cannot repeat (each holds its case's id, and ids are unique).
     async fn first_version(
         &self,
         mut tx: Transaction<'_, Sqlite>,
@@ -1062,13 +996,13 @@ impl SqliteStore {
         mut cases: CaseBatches,
         journal: Journal,
     ) -> Result<CommitOutcome, StoreError> {
-        let bulk = journal == Journal::Rollback
-            && sqlx::query_scalar::<_, bool>("SELECT NOT EXISTS (SELECT 1 FROM blobs)").fetch_one(&mut *tx).await?;
-        if bulk {
-            // Without the random index, 32 MiB of cache do; the index is sorted in memory too.
+        // Into a store that holds no body yet (written with a rollback journal, see [`Journal`]),
+        // nothing is looked up, and 32 MiB of cache do.
+        let stored = stored_bodies(&mut tx).await?;
+        if stored == 0 && journal == Journal::Rollback {
             sqlx::query("PRAGMA cache_size = -32768").execute(&mut *tx).await?;
-            sqlx::query("DROP INDEX blobs_cid").execute(&mut *tx).await?;
         }
+        let mut new = NewBodies::new(stored, true);
         // The version id hashes the cases in id order; they are listed here as they go by (in
         // 46 bytes a case of 6-byte ids), since reading them back would touch every body's page.
         let mut listed = Listing::default();
@@ -1080,22 +1014,26 @@ impl SqliteStore {
                 listed.push(&case.id, case.content_id)?;
             }
             pending.extend(batch);
-            load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), false).await?;
+            load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), &mut new, false)
+                .await
+                .map_err(|err| listed.explain(err))?;
         }
-        load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), true).await?;
+        // (A case whose id was listed before fails as it goes into `members`: say which.)
+        load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), &mut new, true)
+            .await
+            .map_err(|err| listed.explain(err))?;
         let count = pos;
-        // The version id is hashed here while SQLite builds the index on its own thread.
-        let (indexed, version_id) = tokio::join!(
-            async {
-                if bulk {
-                    sqlx::query("CREATE UNIQUE INDEX blobs_cid ON blobs (cid)").execute(&mut *tx).await?;
-                }
-                Ok::<_, StoreError>(())
-            },
-            async { listed.first_version_id(&request.dataset) }
-        );
-        indexed?;
-        let version_id = version_id?;
+        // The version id is hashed on another thread while the new bodies are entered.
+        let listed = Arc::new(listed);
+        let hashing = {
+            let (listed, dataset) = (Arc::clone(&listed), request.dataset.clone());
+            tokio::task::spawn_blocking(move || listed.first_version_id(&dataset))
+        };
+        let entered = new.enter(&mut tx, Some(&listed)).await;
+        // An id listed twice is named as such, whatever entering its body twice did.
+        let version_id = hashing.await.map_err(|err| StoreError::Corrupt(format!("hashing the version: {err}")))??;
+        entered?;
+        drop(listed);
         let version = VersionInfo {
             dataset: request.dataset,
             number: 1,
@@ -1124,10 +1062,11 @@ impl SqliteStore {
     ) -> Result<CommitOutcome, StoreError> {
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
 
-        // A large commit's working set: 64 MiB of page cache on the connection that writes it
-        // (with 32 MiB, a million-case import spent a second more writing out and reading back
-        // index pages that did not fit).
-        sqlx::query("PRAGMA cache_size = -65536").execute(&mut *tx).await?;
+        // A large commit's working set: 48 MiB of page cache on the connection that writes it
+        // (with 32 MiB, a second million-case dataset took a second more, reading back pages of
+        // `blob_cids` and `members` that did not fit; 64 MiB gained nothing more, and took the
+        // import's peak to 250 MiB).
+        sqlx::query("PRAGMA cache_size = -49152").execute(&mut *tx).await?;
         // The dataset, created on its first commit.
         let existing = sqlx::query("SELECT id, head, header FROM datasets WHERE project = ? AND name = ?")
             .bind(&self.project)
@@ -1190,6 +1129,7 @@ impl SqliteStore {
         .execute(&mut *tx)
         .await?;
         let mut pos = 0i64;
+        let mut new = NewBodies::new(stored_bodies(&mut tx).await?, false);
         match &request.mode {
             CommitMode::Remove(ids) => {
                 let mut unique: Vec<&String> = ids.iter().collect();
@@ -1210,12 +1150,13 @@ impl SqliteStore {
                 while let Some(batch) = cases.recv().await {
                     let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
                     pending.extend(batch);
-                    load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, false).await?;
+                    load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, &mut new, false).await?;
                 }
-                load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, true).await?;
+                load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, &mut new, true).await?;
             }
         }
         sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
+        new.enter(&mut tx, None).await?;
 
         let live = "dataset = ?1 AND to_v IS NULL";
         // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
@@ -1556,18 +1497,36 @@ impl Listing {
         self.ends.len()
     }
 
+    pub(crate) fn content_id(&self, i: usize) -> &[u8; 32] {
+        &self.cids[i]
+    }
+
     fn id(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
         &self.text[start..self.ends[i] as usize]
     }
 
-    /// The content id of a first version holding these cases; an id listed twice is an error.
-    pub(crate) fn first_version_id(&self, dataset: &str) -> Result<String, StoreError> {
+    /// The places of the cases in the order of their ids; an id listed twice is an error.
+    fn in_id_order(&self) -> Result<Vec<u32>, StoreError> {
         let mut order: Vec<u32> = (0..self.ends.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| self.id(a as usize).cmp(self.id(b as usize)));
-        if let Some(pair) = order.windows(2).find(|pair| self.id(pair[0] as usize) == self.id(pair[1] as usize)) {
-            return Err(StoreError::DuplicateId(self.id(pair[0] as usize).to_owned()));
+        match order.windows(2).find(|pair| self.id(pair[0] as usize) == self.id(pair[1] as usize)) {
+            Some(pair) => Err(StoreError::DuplicateId(self.id(pair[0] as usize).to_owned())),
+            None => Ok(order),
         }
+    }
+
+    /// `err`, or the id listed twice that caused it.
+    pub(crate) fn explain(&self, err: StoreError) -> StoreError {
+        match self.in_id_order() {
+            Err(twice) => twice,
+            Ok(_) => err,
+        }
+    }
+
+    /// The content id of a first version holding these cases; an id listed twice is an error.
+    pub(crate) fn first_version_id(&self, dataset: &str) -> Result<String, StoreError> {
+        let order = self.in_id_order()?;
         let cases = order.into_iter().map(|i| (self.id(i as usize), &self.cids[i as usize]));
         Ok(casebook_canon::first_version_id(dataset, cases)?)
     }

@@ -94,30 +94,106 @@ async fn a_servers_store_writes_every_commit_through_the_log() {
 }
 
 #[tokio::test]
-async fn a_cancelled_first_commit_leaves_the_content_id_index() {
+async fn a_cancelled_first_commit_leaves_nothing_and_a_body_is_stored_once() {
     let (dir, store) = fresh().await;
-    // The first commit into an empty store drops the content-id index and builds it after the
-    // load; a commit that is cancelled half way must leave it.
+    // The first commit into an empty store enters its bodies' content ids after the load; a
+    // commit that is cancelled half way leaves neither bodies nor content ids.
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tx.send(Ok(vec![casebook_store::prepare(&case("a", "1")).unwrap()])).await.unwrap();
     tx.send(Err(())).await.unwrap();
     drop(tx);
     let request = conformance::request(CommitMode::Replace, "cancelled");
     assert!(matches!(store.commit(request, rx).await, Err(StoreError::Cancelled)));
-    // The same case twice, in two datasets: stored once.
+    let pool = raw(&dir).await;
+    assert_eq!(scalar(&pool, "SELECT (SELECT count(*) FROM blobs) + (SELECT count(*) FROM blob_cids)").await, 0);
+    // The same case twice, in two datasets (the second one found through `blob_cids`): stored
+    // once.
     created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
     let mut other = conformance::request(CommitMode::Replace, "copy");
     other.dataset = "copy".into();
     store.commit(other, conformance::batches(vec![case("a", "1")])).await.unwrap();
     store.close().await;
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs").await, 1);
+    assert_eq!(
+        scalar(&pool, "SELECT count(*) FROM blobs b JOIN blob_cids c ON c.blob = b.id AND c.cid = b.cid").await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_first_version_that_lists_an_id_twice_is_refused_by_name_and_writes_nothing() {
+    // The same case twice (one body), or two cases under one id; into an empty store (a rollback
+    // journal, nothing looked up) and into one that holds bodies.
+    for again in ["1", "2"] {
+        for populated in [false, true] {
+            let (dir, store) = fresh().await;
+            let mut request = conformance::request(CommitMode::Replace, "m");
+            if populated {
+                created(&store, CommitMode::Replace, vec![case("kept", "0")]).await;
+                request.dataset = "other".into();
+            }
+            let cases = vec![case("a", "1"), case("b", "x"), case("a", again)];
+            match store.commit(request, conformance::batches(cases)).await {
+                Err(StoreError::DuplicateId(id)) => assert_eq!(id, "a"),
+                other => panic!("{again} {populated}: {other:?}"),
+            }
+            let pool = raw(&dir).await;
+            let written = scalar(&pool, "SELECT (SELECT count(*) FROM blobs) + (SELECT count(*) FROM blob_cids)").await;
+            assert_eq!(written, if populated { 2 } else { 0 }, "{again} {populated}");
+            assert!(store.check().await.unwrap().problems.is_empty());
+        }
+    }
+}
+
+#[tokio::test]
+async fn large_commits_reuse_stored_bodies_before_and_after_they_filter_their_lookups() {
+    // Past 10,000 cases a commit stops looking up every content id and asks a filter of the
+    // stored ones first: bodies stored before must be reused on both sides of that point, by a
+    // first version and by a later one.
+    let (dir, store) = fresh().await;
+    let old: Vec<_> = (0..3_000).map(|i| case(&format!("c{i:05}"), &format!("q{i}"))).collect();
+    created(&store, CommitMode::Replace, old.clone()).await;
+    // Every 7th case of a new dataset is one of the old ones, unchanged; the rest are new, some
+    // with ids and inputs that are not ASCII.
+    let first: Vec<_> = (0..20_000)
+        .map(|i| match i % 7 {
+            0 => old[i / 7].clone(),
+            3 => case(&format!("é{i}"), &format!("вопрос {i}")),
+            _ => case(&format!("n{i:05}"), &format!("new {i}")),
+        })
+        .collect();
+    let mut request = conformance::request(CommitMode::Replace, "m");
+    request.dataset = "other".into();
+    store.commit(request, conformance::batches(first.clone())).await.unwrap();
     let pool = raw(&dir).await;
-    let index: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'blobs_cid'")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(index, 1);
-    let blobs: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs").fetch_one(&pool).await.unwrap();
-    assert_eq!(blobs, 1);
+    assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs").await, 3_000 + 20_000 - 2_858);
+    // A later version of the first dataset: its old cases unchanged on both sides of 9,000 new.
+    let mut later = old[..1_500].to_vec();
+    later.extend((0..9_000).map(|i| case(&format!("m{i:05}"), &format!("more {i}"))));
+    later.extend_from_slice(&old[1_500..]);
+    let v2 = created(&store, CommitMode::Upsert, later.clone()).await;
+    assert_eq!((v2.added, v2.modified, v2.cases), (9_000, 0, 12_000));
+    let bodies = scalar(&pool, "SELECT count(*) FROM blobs").await;
+    assert_eq!(bodies, 3_000 + 20_000 - 2_858 + 9_000);
+    let report = store.check().await.unwrap();
+    assert_eq!((report.problems, report.bodies as i64), (Vec::<String>::new(), bodies));
+    // And every case reads back as it was given.
+    for (dataset, version, mut given) in [("other", 1, first), ("support", 2, later)] {
+        let mut stored = Vec::new();
+        store
+            .cases(dataset, version, &Select::all(), 1_000, &mut |batch| {
+                stored.extend(batch);
+                true
+            })
+            .await
+            .unwrap();
+        if dataset == "support" {
+            // (An upsert keeps the old cases' places and puts the new ones between them.)
+            stored.sort_by(|a, b| a.id.cmp(&b.id));
+            given.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+        assert!(stored == given, "{dataset} v{version} does not read back as given");
+    }
 }
 
 #[tokio::test]
@@ -152,10 +228,12 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
 }
 
-/// SQL that takes a store of schema 10 back to schema 8: no projects, no API keys.
+/// SQL that takes a store of schema 11 back to schema 8: the content-id index, no projects, no
+/// API keys.
 macro_rules! undo_projects {
     () => {
-        "PRAGMA foreign_keys = OFF; DROP TABLE api_keys; DROP TABLE secrets;
+        "PRAGMA foreign_keys = OFF; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
+         DROP TABLE api_keys; DROP TABLE secrets;
          CREATE TABLE runs_old (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
                                 started TEXT NOT NULL, finished TEXT, meta TEXT NOT NULL, summary TEXT);
          INSERT INTO runs_old SELECT seq, id, experiment, started, finished, meta, summary FROM runs;
@@ -226,7 +304,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 10);
+    assert_eq!(version, 11);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -234,13 +312,20 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     .await
     .unwrap();
     assert_eq!(partial, 2);
-    // The content-id index is an index of its own, and every member still has its body.
-    let index: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'blobs_cid' AND type = 'index'")
+    // Every body is found by its content id, in a table of its own, and every member still has
+    // its body.
+    let found: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM blobs b JOIN blob_cids c ON c.cid = b.cid AND c.blob = b.id")
             .fetch_one(&pool)
             .await
             .unwrap();
-    assert_eq!(index, 1);
+    let blobs: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs").fetch_one(&pool).await.unwrap();
+    assert_eq!((found, blobs), (3, 3));
+    let index: i64 = sqlx::query_scalar("SELECT count(*) FROM sqlite_master WHERE name = 'blobs_cid'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(index, 0);
     let orphans: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM members m WHERE NOT EXISTS (SELECT 1 FROM blobs b WHERE b.id = m.blob)",
     )
@@ -398,6 +483,27 @@ async fn check_finds_bodies_and_versions_changed_behind_its_back() {
 }
 
 #[tokio::test]
+async fn check_finds_content_ids_that_lead_nowhere() {
+    let (dir, store) = with_history().await;
+    let pool = raw(&dir).await;
+    // Body 3 cannot be found any more, and body 4's content id leads to body 1.
+    sqlx::raw_sql("DELETE FROM blob_cids WHERE blob = 3; UPDATE blob_cids SET blob = 1 WHERE blob = 4;")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let report = store.check().await.unwrap();
+    assert_eq!(
+        report.problems,
+        [
+            "case bodies that cannot be found by their content id (a later commit would store them again): 2",
+            "content ids that lead to no case body or to another one: 1"
+        ],
+        "{report:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_commit_does_not_build_on_a_reused_body_that_was_changed() {
     // Damage SQLite cannot see: a body rewritten behind the store's back (as a stray write into
     // an overflow page would), which the content-id index still finds. A commit that would reuse
@@ -426,6 +532,21 @@ async fn a_commit_does_not_build_on_a_reused_body_that_was_changed() {
         }
         assert_eq!(store.versions("support").await.unwrap().len(), 1, "{garbage}");
     }
+    // Nor on the body of another case, which `b`'s content id was made to lead to.
+    let (dir, store) = fresh().await;
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
+    let pool = raw(&dir).await;
+    sqlx::query(
+        "UPDATE blob_cids SET blob = (SELECT blob FROM members WHERE case_id = 'a')
+         WHERE blob = (SELECT blob FROM members WHERE case_id = 'b')",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let outcome = conformance::commit(&store, CommitMode::Upsert, vec![case("b", "2"), case("c", "3")]).await;
+    assert!(matches!(outcome, Err(StoreError::Damaged(_))), "{outcome:?}");
+    assert_eq!(store.versions("support").await.unwrap().len(), 1);
 }
 
 /// Cases that carry a seed file, and others.
@@ -530,7 +651,7 @@ async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
 
     let store = SqliteStore::open(&path).await.unwrap();
     let pool = raw_at(&path).await;
-    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 10);
+    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 11);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 2);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 0);
     let cids_after: Vec<Vec<u8>> =
