@@ -155,9 +155,11 @@ impl SqliteStore {
             // reader caught up, and took twice as long.
             .row_buffer_size(1024)
             // A small page cache (8 MiB a connection; a commit takes more, see `commit`), and
-            // temporary tables in memory.
+            // temporary tables and sorts that outgrow their cache in files, which stay in the
+            // operating system's cache: in memory, a commit replacing a million cases held
+            // 155 MiB more (its `incoming` and `changes` tables), for no gain in time.
             .pragma("cache_size", "-8192")
-            .pragma("temp_store", "memory");
+            .pragma("temp_store", "file");
         let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await.map_err(|e| on(path, e))?;
         let store = Self {
             pool,
