@@ -1157,7 +1157,15 @@ impl SqliteStore {
                 load(&mut tx, &mut pending, &mut pos, &ListIn::Incoming, &mut new, true).await?;
             }
         }
-        sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await?;
+        if let Err(err) =
+            sqlx::query("CREATE UNIQUE INDEX temp.incoming_case ON incoming (case_id)").execute(&mut *tx).await
+        {
+            let twice: Option<String> =
+                sqlx::query_scalar("SELECT case_id FROM incoming GROUP BY case_id HAVING count(*) > 1 LIMIT 1")
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            return Err(twice.map_or(err.into(), StoreError::DuplicateId));
+        }
         new.enter(&mut tx, None).await?;
 
         let live = "dataset = ?1 AND to_v IS NULL";

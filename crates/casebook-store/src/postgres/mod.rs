@@ -1106,7 +1106,17 @@ impl PostgresStore {
                 }
             }
         }
-        sqlx::query("CREATE UNIQUE INDEX incoming_case ON incoming (case_id)").execute(&mut *conn).await?;
+        if let Err(err) =
+            sqlx::query("CREATE UNIQUE INDEX incoming_case ON incoming (case_id)").execute(&mut *conn).await
+        {
+            let twice: Option<Vec<u8>> =
+                sqlx::query_scalar("SELECT case_id FROM incoming GROUP BY case_id HAVING count(*) > 1 LIMIT 1")
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            return Err(
+                twice.map_or(err.into(), |id| StoreError::DuplicateId(String::from_utf8_lossy(&id).into_owned()))
+            );
+        }
         sqlx::query("ANALYZE incoming").execute(&mut *conn).await?;
 
         let mut tx = conn.begin().await?;
@@ -1363,7 +1373,9 @@ async fn first_version(
         .bind(&chunk.blobs)
         .bind(&chunk.places)
         .execute(&mut *tx)
-        .await?;
+        .await
+        // (A case whose id was listed before fails here: say which.)
+        .map_err(|err| listed.explain(err.into()))?;
     }
     let cid = listed.first_version_id(&request.dataset)?;
     end_first_version(tx, request, id, listed.len() as i64, cid).await
@@ -1547,10 +1559,7 @@ async fn commit_small(
     let mut sorted = ids.clone();
     sorted.sort_unstable();
     if let Some(twice) = sorted.windows(2).find(|w| w[0] == w[1]) {
-        return Err(StoreError::Database(sqlx::Error::InvalidArgument(format!(
-            "case `{}` is twice in one commit",
-            String::from_utf8_lossy(twice[0])
-        ))));
+        return Err(StoreError::DuplicateId(String::from_utf8_lossy(twice[0]).into_owned()));
     }
     let live: std::collections::HashMap<Vec<u8>, (i64, f64)> = sqlx::query_as::<_, (Vec<u8>, i64, f64)>(
         "SELECT case_id, blob, ord FROM members WHERE dataset = $1 AND case_id = ANY($2) AND to_v IS NULL",

@@ -21,6 +21,7 @@ macro_rules! suite {
             references_resolve,
             a_moved_head_is_a_conflict_and_writes_nothing,
             cancelled_input_writes_nothing,
+            an_id_listed_twice_is_refused_by_name,
             filters_select_what_they_select_in_memory,
             seed_files_are_given_back_whole,
             long_filters_and_extreme_numbers_select_what_they_select_in_memory,
@@ -277,6 +278,39 @@ pub async fn cancelled_input_writes_nothing(store: impl Store) {
     assert!(matches!(store.commit(request(CommitMode::Upsert, "bad"), rx).await, Err(StoreError::Cancelled)));
     assert_eq!(store.versions("support").await.unwrap().len(), 1);
     assert_eq!(ids(&store, 1).await, ["a"]);
+}
+
+/// A commit whose input names a case twice (a library caller's: readers of files report it with
+/// its place first) is refused with the id, whatever the path it takes, and writes nothing.
+pub async fn an_id_listed_twice_is_refused_by_name(store: impl Store) {
+    let many = |twice: &str| -> Vec<Case> {
+        let mut cases: Vec<Case> = (0..3_000).map(|i| case(&format!("m{i:04}"), &format!("q{i}"))).collect();
+        cases.push(case(twice, "again"));
+        cases
+    };
+    let refused = |outcome: Result<CommitOutcome, StoreError>, id: &str| match outcome {
+        Err(StoreError::DuplicateId(twice)) => assert_eq!(twice, id),
+        other => panic!("expected `{id}` named twice, got {other:?}"),
+    };
+    // A first version, small and large, into an empty store.
+    refused(commit(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "x"), case("a", "2")]).await, "a");
+    refused(commit(&store, CommitMode::Replace, many("m0007")).await, "m0007");
+    assert!(store.datasets().await.unwrap().is_empty());
+    let v1 = created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    // Later versions, small and large, upserted and whole; and a first one beside another.
+    for (mode, cases, id) in [
+        (CommitMode::Upsert, vec![case("b", "1"), case("a", "2"), case("b", "1")], "b"),
+        (CommitMode::Replace, vec![case("b", "1"), case("b", "2")], "b"),
+        (CommitMode::Upsert, many("m2999"), "m2999"),
+        (CommitMode::Replace, many("m0000"), "m0000"),
+    ] {
+        refused(commit(&store, mode, cases).await, id);
+    }
+    let mut other = request(CommitMode::Replace, "m");
+    other.dataset = "other".into();
+    refused(store.commit(other, batches(many("m1500"))).await, "m1500");
+    assert_eq!(store.versions("support").await.unwrap(), [v1]);
+    assert_eq!(store.datasets().await.unwrap().len(), 1);
 }
 
 /// Cases that share a seed file are given back whole by every read, with the content ids they
