@@ -1010,6 +1010,8 @@ impl SqliteStore {
         let mut listed = Listing::default();
         let mut pos = 0i64;
         let mut pending = Vec::new();
+        // (A case whose id was listed before fails as it goes into `members`: `explain` says
+        // which.)
         while let Some(batch) = cases.recv().await {
             let Ok(batch) = batch else { return Err(StoreError::Cancelled) };
             for case in &batch {
@@ -1020,7 +1022,6 @@ impl SqliteStore {
                 .await
                 .map_err(|err| listed.explain(err))?;
         }
-        // (A case whose id was listed before fails as it goes into `members`: say which.)
         load(&mut tx, &mut pending, &mut pos, &ListIn::FirstVersion(id), &mut new, true)
             .await
             .map_err(|err| listed.explain(err))?;

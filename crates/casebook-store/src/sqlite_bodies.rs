@@ -15,6 +15,10 @@ use crate::{Prepared, StoreError};
 /// over ([`NewBodies::enter`]): sorted, they go into the table's pages in one pass, where a
 /// million bodies entered as they came, at random places, took half of the second import of a
 /// large dataset (each dirtied a page of the table that the page cache could not keep).
+///
+/// A body stored by a commit is not looked up by its later chunks: within one commit bodies do
+/// not repeat (each holds its case's id, and a commit that lists an id twice is refused; were
+/// one to repeat, entering it twice would fail and the commit with it).
 pub(crate) struct NewBodies {
     look_up: LookUp,
     /// Each new body's row id, with where its content id is in `keys`.
