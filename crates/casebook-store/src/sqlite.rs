@@ -513,11 +513,11 @@ async fn load(
     // (`OR ABORT`) must undo a failed statement alone, so SQLite kept a statement journal, a
     // copy of every page the statement changed, for each one.
     let insert = match list {
-        ListIn::Incoming => "INSERT OR FAIL INTO incoming (case_id, blob, pos)".to_owned(),
+        ListIn::Incoming => "INSERT OR FAIL INTO incoming (case_id, blob, pos, cid)".to_owned(),
         ListIn::FirstVersion(_) => "INSERT OR FAIL INTO members (dataset, case_id, from_v, to_v, blob, ord)".to_owned(),
     };
     let row = match list {
-        ListIn::Incoming => "(?, ?, ?)".to_owned(),
+        ListIn::Incoming => "(?, ?, ?, ?)".to_owned(),
         ListIn::FirstVersion(dataset) => format!("({dataset}, ?, 1, NULL, ?, ?)"),
     };
     while pending.len() >= ROWS || (flush && !pending.is_empty()) {
@@ -562,6 +562,9 @@ async fn load(
         let mut query = sqlx::query(AssertSqlSafe(format!("{insert} VALUES {values}")));
         for (case, blob) in chunk.iter_mut().zip(blobs) {
             query = query.bind(std::mem::take(&mut case.id)).bind(blob).bind(*pos);
+            if let ListIn::Incoming = list {
+                query = query.bind(&case.content_id[..]);
+            }
             *pos += 1;
         }
         query.execute(&mut **tx).await?;
@@ -1127,7 +1130,7 @@ impl SqliteStore {
         // inserting into it at random).
         sqlx::raw_sql(
             "DROP TABLE IF EXISTS temp.incoming;
-             CREATE TEMP TABLE incoming (pos INTEGER PRIMARY KEY, case_id TEXT NOT NULL, blob INTEGER NOT NULL);",
+             CREATE TEMP TABLE incoming (pos INTEGER PRIMARY KEY, case_id TEXT NOT NULL, blob INTEGER NOT NULL, cid BLOB);",
         )
         .execute(&mut *tx)
         .await?;
@@ -1170,9 +1173,11 @@ impl SqliteStore {
         new.enter(&mut tx, None).await?;
 
         let live = "dataset = ?1 AND to_v IS NULL";
-        // What changes, by case id: `kind` 1 added, 2 removed, 3 modified.
+        // What changes, by case id: `kind` 1 added, 2 removed, 3 modified; with the new body and
+        // its content id (which the version id hashes: reading it from the body's row took a
+        // random read of the table of bodies a change).
         sqlx::query(
-            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, blob INTEGER)",
+            "CREATE TEMP TABLE IF NOT EXISTS changes (case_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, blob INTEGER, cid BLOB)",
         )
         .execute(&mut *tx)
         .await?;
@@ -1180,20 +1185,20 @@ impl SqliteStore {
         match &request.mode {
             CommitMode::Remove(_) => {
                 let sql = format!(
-                    "INSERT OR FAIL INTO changes SELECT m.case_id, 2, NULL FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
+                    "INSERT OR FAIL INTO changes SELECT m.case_id, 2, NULL, NULL FROM incoming i CROSS JOIN members m ON m.case_id = i.case_id AND m.{live}"
                 );
                 sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
             }
             mode => {
                 let sql = format!(
-                    "INSERT OR FAIL INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob
+                    "INSERT OR FAIL INTO changes SELECT i.case_id, CASE WHEN m.blob IS NULL THEN 1 ELSE 3 END, i.blob, i.cid
                      FROM incoming i LEFT JOIN (SELECT case_id, blob FROM members WHERE {live}) m ON m.case_id = i.case_id
                      WHERE m.blob IS NULL OR m.blob != i.blob"
                 );
                 sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
                 if *mode == CommitMode::Replace {
                     let sql = format!(
-                        "INSERT OR FAIL INTO changes SELECT m.case_id, 2, NULL FROM members m
+                        "INSERT OR FAIL INTO changes SELECT m.case_id, 2, NULL, NULL FROM members m
                          WHERE m.{live} AND NOT EXISTS (SELECT 1 FROM incoming i WHERE i.case_id = m.case_id)"
                     );
                     sqlx::query(AssertSqlSafe(sql)).bind(id).execute(&mut *tx).await?;
@@ -1250,10 +1255,7 @@ impl SqliteStore {
         }))?;
         {
             use futures_util::TryStreamExt;
-            let mut rows = sqlx::query(
-                "SELECT c.case_id, lower(hex(b.cid)) FROM changes c LEFT JOIN blobs b ON b.id = c.blob ORDER BY c.case_id",
-            )
-            .fetch(&mut *tx);
+            let mut rows = sqlx::query("SELECT case_id, lower(hex(cid)) FROM changes ORDER BY case_id").fetch(&mut *tx);
             while let Some(r) = rows.try_next().await? {
                 hasher.change(r.get::<&str, _>(0), r.get::<Option<&str>, _>(1))?;
             }
