@@ -72,7 +72,7 @@ impl Progress {
             if bytes > 0 {
                 bar.set_position(bytes);
             }
-            bar.set_message(format!("{cases} cases"));
+            bar.set_message(crate::plural(cases, "case"));
         }
     }
 

@@ -52,7 +52,7 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
                 let parent = v.parent.map_or("-".to_owned(), |p| format!("v{p}"));
                 let _ = writeln!(
                     out,
-                    "v{:<4} {}  parent {parent:<5} {}  {}  +{} -{} ~{}  {} cases  {}",
+                    "v{:<4} {}  parent {parent:<5} {}  {}  +{} -{} ~{}  {}  {}",
                     v.number,
                     &v.id[..12],
                     v.author,
@@ -60,7 +60,7 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
                     v.added,
                     v.removed,
                     v.modified,
-                    v.cases,
+                    crate::plural(v.cases, "case"),
                     v.message
                 );
             }

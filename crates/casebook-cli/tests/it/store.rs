@@ -59,6 +59,8 @@ fn versions_diffs_and_exports(b: &Backend) {
     let one = dir.file("one.jsonl", "{\"id\": \"z\", \"input\": \"alone\"}\n");
     let alone = ok(b.cb(&dir).args(["import", "--dataset", "single"]).arg(&one));
     assert!(alone.starts_with("created single v1 (") && alone.contains("): 1 case, +1 -0 ~0"), "{alone}");
+    let log = ok(b.cb(&dir).args(["log", "single"]));
+    assert!(log.contains("  +1 -0 ~0  1 case  import "), "{log}");
 
     let diff = ok(b.cb(&dir).args(["diff", "qa@v1", "qa@latest"]));
     assert_eq!(diff, "qa v1 → v2\n+ c\n~ b\n    /expected/output: \"Paris\" → \"Paris, France\"\n");
