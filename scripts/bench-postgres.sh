@@ -33,9 +33,12 @@ eval "$postgres"
 trap 'scripts/postgres.sh stop "$CASEBOOK_TEST_PGDATA"' EXIT
 URL=${CASEBOOK_TEST_POSTGRES%/*}/bench
 
+# shellcheck source=settle.sh
+source scripts/settle.sh
 timed() { # label, command...
   local label=$1
   shift
+  settle
   /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null
   read -r secs kib <"$WORK/time"
   printf '| %s | %s s | %s MiB |\n' "$label" "$secs" "$((kib / 1024))"

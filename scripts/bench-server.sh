@@ -35,9 +35,12 @@ SERVER=
 trap '[[ -n $SERVER ]] && kill $SERVER; scripts/postgres.sh stop "$CASEBOOK_TEST_PGDATA"' EXIT
 URL=${CASEBOOK_TEST_POSTGRES%/*}/serverbench
 
+# shellcheck source=settle.sh
+source scripts/settle.sh
 timed() { # label, cases, command...
   local label=$1 cases=$2
   shift 2
+  settle
   /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null
   read -r secs kib <"$WORK/time"
   local server_kib
@@ -81,6 +84,7 @@ for store in "$WORK/.casebook" "$URL"; do
   timed "pull as casebook JSONL" "$ROWS" "$BIN" pull --name big --to casebook -o "$WORK/pulled-$name.jsonl" -q
   timed "pull as letta JSONL" "$ROWS" "$BIN" pull --name big -o "$WORK/pulled-$name-letta.jsonl" -q
   echo
+  settle
   "$LOAD" "$CASEBOOK_URL" "$CASEBOOK_TOKEN" /api/v1/projects/bench/datasets/big/versions/v1 32 6400 200
   stop_server
   unset CASEBOOK_URL CASEBOOK_TOKEN

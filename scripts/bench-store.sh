@@ -35,21 +35,11 @@ REALISTIC_2=$DATA/letta-realistic-$ROWS-seed2.jsonl
 rm -rf "$WORK" && mkdir -p "$WORK"
 export CASEBOOK_AUTHOR=bench
 
-HZ=$(getconf CLK_TCK)
-busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-# Waits (up to 5 minutes) for 2 s during which other processes used less than a tenth of a core:
-# the machine may be shared, and other work shows up directly in the figures.
-wait_idle() {
-  local i before
-  for i in $(seq 150); do
-    before=$(busy_ticks)
-    sleep 2
-    (($(busy_ticks) - before < HZ / 5)) && return
-  done
-}
+# shellcheck source=settle.sh
+source scripts/settle.sh
 timed() { # label, command...
   local label=$1; shift
-  wait_idle
+  settle
   /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null
   read -r secs kib <"$WORK/time"
   printf '| %s | %s s | %s MiB |\n' "$label" "$secs" "$((kib / 1024))"
