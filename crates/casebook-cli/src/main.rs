@@ -28,11 +28,12 @@ pub enum Outcome {
     Invalid,
 }
 
-/// How long mimalloc keeps memory freed before it gives it back to the system, unless
-/// `MIMALLOC_PURGE_DELAY` says otherwise: its own default of 1 s keeps what one batch freed for
-/// batches long gone, and with batches made on one thread and freed on another that held a third
-/// of `convert`'s peak (1M realistic rows: 90–105 MiB at 1 s, 67–71 MiB at 50 ms, 2 % slower;
-/// `import` 15 MiB less at the same speed; see BENCHMARKS.md).
+/// How long mimalloc keeps memory freed before it gives it back to the system, for a command
+/// that runs once, unless `MIMALLOC_PURGE_DELAY` says otherwise: its own default of 1 s keeps
+/// what one batch freed for batches long gone, and with batches made on one thread and freed on
+/// another that held a third of `convert`'s peak (1M realistic rows: 90–105 MiB at 1 s, 64–71
+/// MiB at 50 ms, 2 % slower; `import` 15 MiB less at the same speed; see BENCHMARKS.md). The
+/// server keeps the default, which spares it giving pages back between one request and the next.
 const PURGE_DELAY_MS: std::ffi::c_long = 50;
 
 /// mimalloc's `mi_option_purge_delay` (the same place in the options of its versions 2 and 3).
@@ -47,8 +48,10 @@ fn tune_allocator() {
 }
 
 fn main() -> ExitCode {
-    tune_allocator();
     let cli = args::Cli::parse();
+    if !matches!(cli.command, args::Command::Serve(_)) {
+        tune_allocator();
+    }
     let settings = settings::Global::resolve(&cli.global);
     let result = match cli.command {
         args::Command::Validate(a) => commands::validate::run(&settings, a),

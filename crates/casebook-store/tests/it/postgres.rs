@@ -687,7 +687,7 @@ async fn a_store_of_schema_5_gets_its_bodies_places() {
     assert!(String::from_utf8(page.json).unwrap().contains("answer to changed"));
 }
 
-/// 4,500 cases as varied as real ones, for a first import of three chunks: ids with accents,
+/// 4,500 cases as varied as real ones, for a first import of several chunks: ids with accents,
 /// combining marks, NUL and emoji, repeated inputs, labels, metadata, cases sharing a seed file.
 fn first_import_cases() -> Vec<casebook_model::Case> {
     let bob = conformance::seed_document("night trains");
