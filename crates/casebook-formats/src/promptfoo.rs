@@ -46,6 +46,12 @@ const DEFAULT_VAR: &str = "input";
 
 /// Maps one test onto a case. `None` when it has errors (they are in `cx`).
 pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
+    read_test_from(cx, node, ptr, &[])
+}
+
+/// [`read_test`] of a test whose variables `inherited` come from its configuration's
+/// `defaultTest` (whose problems [`defaults`] reports, once).
+fn read_test_from(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, inherited: &[String]) -> Option<Case> {
     let entries = cx.object(node, ptr)?;
     let errors_before = cx.diags.len();
     let mut f = Fields::new(cx, entries, ptr);
@@ -56,6 +62,7 @@ pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     let vars = f.take("vars");
     if let Some(vars) = vars {
         warn_of_combinations(cx, node, vars, &ptr.key("vars"));
+        warn_of_file_vars(cx, vars, &ptr.key("vars"), inherited);
     }
     let input = match vars {
         None => {
@@ -153,6 +160,33 @@ fn warn_of_combinations(cx: &mut Cx<'_>, test: &Node, vars: &Node, ptr: &Ptr<'_>
     );
 }
 
+/// Says which variables promptfoo reads from a file when it runs the test (a value
+/// `file://PATH`: the file's text, a YAML or JSON file's data, a script's result, an image as
+/// base64), which casebook keeps as the reference: the case's input holds the path, and so does
+/// what a run of it sends. `inherited`: variables not to speak of here.
+fn warn_of_file_vars(cx: &mut Cx<'_>, vars: &Node, ptr: &Ptr<'_>, inherited: &[String]) {
+    let NodeValue::Object(entries) = &vars.value else { return };
+    for entry in entries {
+        let NodeValue::String(value) = &entry.value.value else { continue };
+        let Some(path) = value.strip_prefix("file://") else { continue };
+        if inherited.iter().any(|name| *name == entry.key) {
+            continue;
+        }
+        let message = format!(
+            "promptfoo reads the variable `{}` from the file `{}` when it runs the test; casebook keeps \
+             `{}` itself as the value, so the case's input (and what `casebook run` sends) is the reference, \
+             not the file's content",
+            entry.key,
+            casebook_model::excerpt(path),
+            casebook_model::excerpt(value),
+        );
+        cx.report(Code::FileVar, entry.value.offset, &ptr.key(&entry.key), message).hint = Some(
+            "to keep and run the content with casebook, write it into the test; the reference is written back as it is"
+                .into(),
+        );
+    }
+}
+
 /// A configuration's `defaultTest` when it can be applied to its tests ([`read_test_with`]):
 /// an object whose `vars`, `options` and `metadata` are objects and whose asserts check out.
 /// Its problems are reported (a `defaultTest` in another file is read by no one here: a
@@ -177,6 +211,9 @@ pub fn defaults<'n, 's>(cx: &mut Cx<'_>, root: &'n Node<'s>) -> Option<&'n Node<
             cx.wrong_type(n, &ptr.key(key), "an object");
             ok = false;
         }
+    }
+    if let Some(vars) = node.get("vars") {
+        warn_of_file_vars(cx, vars, &ptr.key("vars"), &[]);
     }
     if let Some(n) = node.get(ASSERT) {
         ok &= check_asserts(cx, n, &ptr.key(ASSERT));
@@ -239,7 +276,11 @@ pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: &No
         merged.push(default.clone());
     }
     let merged = Node { offset: node.offset, value: NodeValue::Object(merged) };
-    let mut case = read_test(cx, &merged, ptr)?;
+    let inherited: Vec<String> = match notes.get("vars") {
+        Some(Value::Array(names)) => names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    };
+    let mut case = read_test_from(cx, &merged, ptr, &inherited)?;
     if !notes.is_empty() {
         if let Some(provenance) = case.provenance.as_mut() {
             provenance.layout.insert("defaults".into(), Value::Object(notes));

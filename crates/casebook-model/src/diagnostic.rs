@@ -48,6 +48,9 @@ pub enum Code {
     /// A promptfoo test with list variables, which promptfoo runs once per combination and
     /// casebook reads as one case.
     Unexpanded,
+    /// A promptfoo variable whose value promptfoo reads from a file (`file://…`) when it runs
+    /// the test, which casebook keeps as the reference.
+    FileVar,
     EmptyDatasetAccepted,
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
@@ -119,6 +122,7 @@ impl Code {
             Code::Dropped => "W-dropped",
             Code::SuspiciousField => "W-unknown-field",
             Code::Unexpanded => "W-unexpanded-vars",
+            Code::FileVar => "W-file-var",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
             Code::NoContent => "W-no-content",

@@ -215,6 +215,37 @@ fn list_variables_promptfoo_would_expand_are_said_to_be_read_as_one_case() {
     assert!(message.contains("`lang` (2), `tone` (3), 6 times"), "{message}");
 }
 
+/// promptfoo reads a `file://` variable from its file when it runs a test; casebook keeps the
+/// reference, says so where it is (a `defaultTest` variable once, however many tests take it),
+/// and writes it back as it was.
+#[test]
+fn file_variables_are_said_to_be_kept_as_references() {
+    let dir = Folder::new();
+    let text = "defaultTest:\n  vars:\n    style: file://style.md\n\
+                tests:\n  - vars:\n      q: hi\n  - vars:\n      q: file://inputs/q2.txt\n  - vars: {q: bye, style: plain}\n";
+    let file = dir.file("promptfooconfig.yaml", text);
+    let checked = validate(&file);
+    checked.expect_status(0);
+    assert_eq!(
+        checked.locations(),
+        [at("W-file-var", 3, 12, "/defaultTest/vars/style"), at("W-file-var", 8, 10, "/tests/1/vars/q")]
+    );
+    let message = checked.diagnostics()[1]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("`q` from the file `inputs/q2.txt`"), "{message}");
+    assert!(message.contains("keeps `file://inputs/q2.txt` itself as the value"), "{message}");
+    let (_, cases) = to_native(&file);
+    assert_eq!(cases[1]["input"], json!({"style": "file://style.md", "q": "file://inputs/q2.txt"}));
+    let back = run(casebook().arg("convert").arg(&file).args(["--to", "promptfoo", "-q"]));
+    back.expect_status(0);
+    assert_eq!(value(&back.stdout, "yaml"), value(text, "yaml"));
+
+    // In CSV, at the cell.
+    let csv = dir.file("tests.csv", "q,__expected\nhello,contains: hi\nfile://q.txt,contains: x\n");
+    let checked = validate(&csv);
+    checked.expect_status(0);
+    assert_eq!(checked.locations(), [at("W-file-var", 3, 1, "/vars/q")]);
+}
+
 #[test]
 fn what_tests_cannot_hold_is_refused_or_dropped_with_lossy() {
     let dir = Folder::new();
