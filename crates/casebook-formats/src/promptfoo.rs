@@ -15,6 +15,8 @@
 //! - A configuration's `defaultTest` is applied to each of its tests as promptfoo applies it, so
 //!   that a case is the test promptfoo runs ([`read_test_with`]); a configuration written back
 //!   with it leaves out of each test what it gives ([`strip_defaults`]).
+//! - A variable promptfoo reads from a file when it runs (`file://…`) is kept as that
+//!   reference, with a warning where it is (`W-file-var`): casebook does not read the file.
 //!
 //! In CSV (promptfoo's `testCaseFromCsvRow`), every column is a variable except the special
 //! ones: `__expected`, `__expected1`… hold asserts written as text (`contains: Paris`,
