@@ -313,7 +313,8 @@ pub(crate) fn inside(base: &Path, path: &str) -> Option<PathBuf> {
     if !stays_inside(path) {
         return None;
     }
-    let relative = Path::new(path);
+    // Without `./` steps, so that diagnostics name `ds/seeds/bob.yaml`, not `ds/./seeds/bob.yaml`.
+    let relative: PathBuf = Path::new(path).components().filter(|c| !matches!(c, Component::CurDir)).collect();
     // A dataset named without a folder lives in the current one.
     let base = if base.as_os_str().is_empty() { Path::new(".") } else { base };
     let joined = base.join(relative);

@@ -309,6 +309,14 @@ fn a_seed_file_many_items_share_is_read_once_and_its_problems_reported_once() {
     assert!(diagnostics[0]["file"].as_str().is_some_and(|f| f.ends_with("seeds/shared.yaml")), "{diagnostics:?}");
     assert_eq!((diagnostics[0]["line"].as_u64(), diagnostics[0]["column"].as_u64()), (Some(2), Some(12)));
     assert_eq!(Loc::of(&diagnostics[1]), at("E-seed-path-missing", 8, 19, "/items/1/memory_seeds"));
+
+    // A path written with `./` names the file without it.
+    let dotted = dir.file(
+        "dotted.yaml",
+        "name: trips\nitems:\n  - id: a\n    prompt: one\n    memory_seeds: ./seeds/shared.yaml\n",
+    );
+    let diagnostics = validate(&dotted).diagnostics();
+    assert_eq!(diagnostics[0]["file"].as_str(), dir.join("seeds/shared.yaml").to_str(), "{diagnostics:?}");
 }
 
 #[test]
