@@ -145,6 +145,25 @@ pub struct Summary {
     pub positional_ids: u64,
 }
 
+impl Summary {
+    /// What to tell the user about the ids made for rows that had none: `1204 cases had no id:
+    /// ids derived from their content; 6 of them are identical to another row and numbered by
+    /// position` (`None` when every row had one).
+    pub fn derived_ids_note(&self) -> Option<String> {
+        let mut note = match self.derived_ids {
+            0 => return None,
+            1 => "1 case had no id: its id is derived from its content".to_owned(),
+            n => format!("{n} cases had no id: ids derived from their content"),
+        };
+        match self.positional_ids {
+            0 => {}
+            1 => note.push_str("; 1 of them is identical to another row and numbered by position"),
+            n => note.push_str(&format!("; {n} of them are identical to another row and numbered by position")),
+        }
+        Some(note)
+    }
+}
+
 /// Problems with the environment rather than with the file's content.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
