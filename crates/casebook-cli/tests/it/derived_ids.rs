@@ -12,6 +12,42 @@ use crate::cli::{Backend, Folder, run};
 
 on_both!(an_edited_file_with_repeated_prompts_diffs_as_it_was_edited);
 
+#[test]
+fn import_commit_and_put_say_how_many_ids_were_made() {
+    let dir = Folder::new();
+    ok(crate::cli::cb(&dir).arg("init"));
+    let file = dir.file(
+        "gare.jsonl",
+        "{\"input\": \"Où est la gare ?\", \"ground_truth\": \"à gauche\"}\n\
+         {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n\
+         {\"id\": \"k1\", \"input\": \"hi\"}\n\
+         {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n\
+         {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n",
+    );
+    let imported = ok(crate::cli::cb(&dir).args(["import", "--dataset", "gare"]).arg(&file));
+    assert_eq!(
+        imported.stderr,
+        "note: 4 cases had no id: ids derived from their content; 2 of them are identical to another row and numbered by position\n"
+    );
+    assert!(imported.stdout.starts_with("created gare v1 "), "{imported:?}");
+    // The same in JSON, where the numbers are fields of the report.
+    let again = ok(crate::cli::cb(&dir).args(["commit", "gare", "--format", "json"]).arg(&file));
+    let report: Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(
+        (report["created"].clone(), report["derived_ids"].clone(), report["positional_ids"].clone()),
+        (json!(false), json!(4), json!(2))
+    );
+    // One row without an id, put: said in the singular; `--quiet` says nothing.
+    let one = dir.file("one.jsonl", "{\"input\": \"Et la poste ?\"}\n");
+    let put = ok(crate::cli::cb(&dir).args(["put", "gare"]).arg(&one));
+    assert_eq!(put.stderr, "note: 1 case had no id: its id is derived from its content\n");
+    let quiet = ok(crate::cli::cb(&dir).args(["put", "gare", "-q"]).arg(&one));
+    assert_eq!(quiet.stderr, "");
+    // Every row with an id: nothing to say.
+    let named = dir.file("named.jsonl", "{\"id\": \"k2\", \"input\": \"hi\"}\n");
+    assert_eq!(ok(crate::cli::cb(&dir).args(["put", "gare"]).arg(&named)).stderr, "");
+}
+
 const ASKED_AGAIN: [&str; 8] = [
     "Où est ma commande ?",
     "请帮我查一下退款",
