@@ -19,6 +19,9 @@ pub enum Kind {
     /// A seed file's document (its content as JSON), which a store keeps once however many
     /// cases name the file.
     Seed,
+    /// The rest of a case whose row has no id (all but its id, task and provenance): what tells
+    /// apart the rows of one task, in their derived ids.
+    Variant,
 }
 
 impl Kind {
@@ -31,6 +34,7 @@ impl Kind {
             Kind::Version => "casebook/version/v1",
             Kind::Run => "casebook/run/v1",
             Kind::Seed => "casebook/seed/v1",
+            Kind::Variant => "casebook/variant/v1",
         }
     }
 }
@@ -174,6 +178,40 @@ pub fn derived_case_id_of_input(input: &str) -> String {
     hasher.update(&canonical);
     let hex = hasher.finalize().to_hex();
     format!("t-{}", &hex[..16])
+}
+
+/// What tells apart cases whose rows have no id and share a task: the content id
+/// ([`Kind::Variant`]) of the rest of the case, taken as the case's JSON without its `id`, its
+/// task's fields and its `provenance`. A row whose task an earlier row of the file has is named
+/// after it, [`Variant::id`], so its id depends on its own content, not on its place among the
+/// other rows of its task; only wholly identical rows are numbered. The default (all zero) is
+/// for a rest that has no canonical form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Variant([u8; 8]);
+
+impl Variant {
+    /// The variant of `rest`, the case's JSON without `id`, task fields and `provenance`.
+    pub fn of<T: Serialize>(rest: &T) -> Result<Self, CanonError> {
+        // Through JSON text, as `derived_case_id`: the same id as `content_id`, cheaper.
+        let text = serde_json::to_string(rest).map_err(|err| CanonError(err.to_string()))?;
+        let bytes = content_id_bytes_of_json(Kind::Variant, &text)?;
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&bytes[..8]);
+        Ok(Self(head))
+    }
+
+    /// The id of the `copy`th row of this content and task (1 for the first), `base` being the
+    /// task's [`derived_case_id`]: `t-…-` and the first 8 hex digits of the variant's content
+    /// id, then `-2`, `-3`, … for the second, third, … of wholly identical rows.
+    pub fn id(&self, base: &str, copy: u64) -> String {
+        let hex: String = self.0[..4].iter().map(|b| format!("{b:02x}")).collect();
+        if copy <= 1 { format!("{base}-{hex}") } else { format!("{base}-{hex}-{copy}") }
+    }
+
+    /// The first 8 bytes of the variant's content id, a number to tell identical rows by.
+    pub fn key(&self) -> u64 {
+        u64::from_be_bytes(self.0)
+    }
 }
 
 #[cfg(test)]

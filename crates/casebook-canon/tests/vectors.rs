@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use casebook_canon::{
-    Kind, VersionHasher, canonical_json, canonical_json_text, content_id, content_id_of_json, derived_case_id,
+    Kind, Variant, VersionHasher, canonical_json, canonical_json_text, content_id, content_id_of_json, derived_case_id,
     derived_case_id_of_input,
 };
 use proptest::prelude::*;
@@ -24,6 +24,7 @@ fn golden_vectors_hold() {
             "manifest" => Kind::Manifest,
             "run" => Kind::Run,
             "seed" => Kind::Seed,
+            "variant" => Kind::Variant,
             other => panic!("unknown kind {other}"),
         };
         assert_eq!(content_id(kind, &input).unwrap(), v["id"].as_str().unwrap(), "{name}: content id");
@@ -33,6 +34,14 @@ fn golden_vectors_hold() {
         assert_eq!(content_id_of_json(kind, text).unwrap(), v["id"].as_str().unwrap(), "{name}: id from text");
         if kind == Kind::Task {
             assert_eq!(derived_case_id(&input).unwrap(), format!("t-{}", &v["id"].as_str().unwrap()[..16]));
+        }
+        if kind == Kind::Variant {
+            // The suffix of a repeated task's derived id, and the number of a wholly identical row.
+            let variant = Variant::of(&input).unwrap();
+            let (base, derived) = (v["base"].as_str().unwrap(), v["derived_id"].as_str().unwrap());
+            assert_eq!(variant.id(base, 1), derived, "{name}: derived id");
+            assert_eq!(variant.id(base, 3), format!("{derived}-3"), "{name}: third identical row");
+            assert_eq!(variant.key(), u64::from_str_radix(&v["id"].as_str().unwrap()[..16], 16).unwrap());
         }
     }
 }

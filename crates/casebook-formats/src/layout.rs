@@ -173,8 +173,54 @@ pub fn derived_id(task: &casebook_model::Task) -> Option<String> {
     casebook_canon::derived_case_id(task).ok()
 }
 
+/// What tells apart the cases of one task whose rows have no id ([`casebook_canon::Variant`]):
+/// the case as JSON without its id, its task and its provenance (where it came from and how it
+/// was written is not what it is, so a file's JSON lines, CSV and JSON document give one id).
+pub fn derived_variant(case: &Case) -> casebook_canon::Variant {
+    /// The fields of [`Case`] that are left, named and skipped as `Case` names and skips them.
+    #[derive(serde::Serialize)]
+    struct Rest<'c> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'c String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'c String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        labels: Option<&'c Vec<String>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expected: Option<&'c casebook_model::Expectations>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        metadata: Option<&'c Map>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        review: Option<casebook_model::Review>,
+    }
+    // Every field is named: a new one must be considered here.
+    let Case { id: _, name, description, labels, task: _, expected, metadata, confidence, review, provenance: _ } =
+        case;
+    let rest = Rest {
+        name: name.as_ref(),
+        description: description.as_ref(),
+        labels: labels.as_ref(),
+        expected: (!expected.is_empty()).then_some(expected),
+        metadata: metadata.as_ref(),
+        confidence: *confidence,
+        review: *review,
+    };
+    // A rest with no canonical form (a number out of range: such a case cannot be stored
+    // either) is the default variant: such rows of a task are numbered, and ids stay unique.
+    casebook_canon::Variant::of(&rest).unwrap_or_default()
+}
+
 pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {
-    Some(Provenance { format: Some(format.into()), id_derived, layout, extra: Map::new(), row: None })
+    Some(Provenance {
+        format: Some(format.into()),
+        id_derived,
+        layout,
+        extra: Map::new(),
+        row: None,
+        id_made: id_derived,
+    })
 }
 
 /// Collects what a writer could not express in its format.

@@ -106,7 +106,9 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     let id = match id {
         Some(id) => id,
         None => {
-            provenance.get_or_insert_with(Provenance::default).id_derived = true;
+            let p = provenance.get_or_insert_with(Provenance::default);
+            p.id_derived = true;
+            p.id_made = true;
             crate::layout::derived_id(&task)?
         }
     };

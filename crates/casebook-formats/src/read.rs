@@ -2,7 +2,8 @@
 //! into chunks at record boundaries and parsed on several threads; the batches come back to the
 //! caller in file order, so results never depend on the thread count. Whole-document files
 //! (JSON, YAML) are parsed in one piece. Duplicate ids are checked here, in file order, keeping
-//! 12 bytes a case (a 64-bit hash of the id and the line it was first seen on).
+//! 12 bytes a case (a 64-bit hash of the id and the line it was first seen on), and ids made for
+//! rows without one are made unique (12 bytes more for each such row: a hash of its content).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -96,6 +97,8 @@ pub struct Batch {
     pub end_offset: u64,
     /// Hashes of the case ids, computed on the worker.
     keys: Vec<u64>,
+    /// The variants of the cases whose ids were made up, computed on the worker.
+    variants: Vec<Option<casebook_canon::Variant>>,
     /// A header record met after the first line (native JSONL).
     header: Option<DatasetHeader>,
     /// The file the cases come from, when it is not the input (a mas-lab manifest's items file).
@@ -105,6 +108,7 @@ pub struct Batch {
 impl Batch {
     fn hash_ids(&mut self) {
         self.keys = self.cases.iter().map(|c| id_key(&c.id)).collect();
+        self.variants = self.cases.iter().map(|c| id_made(c).then(|| crate::layout::derived_variant(c))).collect();
     }
 }
 
@@ -134,6 +138,30 @@ pub struct Summary {
     pub bytes: u64,
     /// Reading stopped early because the consumer asked.
     pub stopped: bool,
+    /// Cases whose rows had no id, named from their content.
+    pub derived_ids: u64,
+    /// Of those, the ones wholly identical to an earlier row, told apart by their place only
+    /// (`-2`, `-3`, …).
+    pub positional_ids: u64,
+}
+
+impl Summary {
+    /// What to tell the user about the ids made for rows that had none: `1204 cases had no id:
+    /// ids derived from their content; 6 of them are identical to another row and numbered by
+    /// position` (`None` when every row had one).
+    pub fn derived_ids_note(&self) -> Option<String> {
+        let mut note = match self.derived_ids {
+            0 => return None,
+            1 => "1 case had no id: its id is derived from its content".to_owned(),
+            n => format!("{n} cases had no id: ids derived from their content"),
+        };
+        match self.positional_ids {
+            0 => {}
+            1 => note.push_str("; 1 of them is identical to another row and numbered by position"),
+            n => note.push_str(&format!("; {n} of them are identical to another row and numbered by position")),
+        }
+        Some(note)
+    }
 }
 
 /// Problems with the environment rather than with the file's content.
@@ -339,8 +367,11 @@ struct State<'c, W> {
     ids: IdTable,
     /// Cases checked so far: the next case's 0-based row.
     rows: u64,
-    /// For derived ids given a suffix: the base id's key and the last suffix it was given.
-    suffixes: HashMap<u64, u64>,
+    /// The contents (task and variant) of the cases whose ids were made up, by a 64-bit hash,
+    /// with the line each was first seen on.
+    contents: IdTable,
+    /// For contents met more than once: the number the last copy was given.
+    copies: HashMap<u64, u64>,
     summary: Summary,
     stopped: bool,
     needs_cases: bool,
@@ -355,7 +386,8 @@ impl<'c, W> State<'c, W> {
             pending: Vec::new(),
             ids: IdTable::default(),
             rows: 0,
-            suffixes: HashMap::new(),
+            contents: IdTable::default(),
+            copies: HashMap::new(),
             summary: Summary::default(),
             stopped: false,
             needs_cases: true,
@@ -383,34 +415,26 @@ impl<'c, W> State<'c, W> {
         self.hand(&mut batch, &mut work)
     }
 
-    /// Checks ids in file order: derived ids are made unique, cases with a duplicate id are
-    /// reported and dropped. Whatever `work` makes of the batch is made after this, so it sees
-    /// the final ids.
+    /// Checks ids in file order: ids made for rows without one are made unique, cases with a
+    /// duplicate id are reported and dropped. Whatever `work` makes of the batch is made after
+    /// this, so it sees the final ids.
     fn check(&mut self, batch: &mut Batch) {
         let mut keep = vec![true; batch.cases.len()];
         for (i, case) in batch.cases.iter_mut().enumerate() {
             case.provenance.get_or_insert_with(Default::default).row = Some(self.rows);
             self.rows += 1;
             let loc = batch.locs[i];
-            let derived = case.provenance.as_ref().is_some_and(|p| p.id_derived);
+            let line = u32::try_from(loc.line).unwrap_or(u32::MAX);
+            let made = id_made(case);
             let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
-            if derived && self.ids.get(key).is_some() {
-                // Identical tasks get `-2`, `-3`, ... in file order. Every suffix up to the
-                // last one given to this base is taken for good (ids are never removed), so
-                // the search goes on from there instead of from 2.
-                let base_key = key;
-                let mut n = self.suffixes.get(&base_key).copied().unwrap_or(1);
-                loop {
-                    n += 1;
-                    let id = format!("{}-{n}", case.id);
-                    key = id_key(&id);
-                    if self.ids.get(key).is_none() {
-                        case.id = id;
-                        break;
-                    }
+            if made {
+                let variant =
+                    batch.variants.get(i).copied().flatten().unwrap_or_else(|| crate::layout::derived_variant(case));
+                if let Some((id, id_key)) = self.made_id(&case.id, key, variant, line) {
+                    case.id = id;
+                    key = id_key;
                 }
-                self.suffixes.insert(base_key, n);
-            } else if !derived && let Some(first_line) = self.ids.get(key) {
+            } else if let Some(first_line) = self.ids.get(key) {
                 let mut d = Diagnostic {
                     severity: Code::DuplicateId.severity(),
                     code: Code::DuplicateId,
@@ -428,7 +452,7 @@ impl<'c, W> State<'c, W> {
                 keep[i] = false;
                 continue;
             }
-            self.ids.insert(key, u32::try_from(loc.line).unwrap_or(u32::MAX));
+            self.ids.insert(key, line);
         }
         if keep.iter().any(|k| !k) {
             let mut it = keep.iter();
@@ -438,12 +462,66 @@ impl<'c, W> State<'c, W> {
             batch.diagnostics.sort_by_key(|d| (d.line, d.column));
         }
         batch.keys.clear();
+        batch.variants.clear();
         if !self.pending.is_empty() {
             let mut pending = std::mem::take(&mut self.pending);
             pending.append(&mut batch.diagnostics);
             batch.diagnostics = pending;
         }
         self.count(batch);
+    }
+
+    /// The id of a case whose row had none, when it is not `base`, the id derived from its task
+    /// (with its key). The first row of a task keeps `base`; a later one takes a suffix made from
+    /// the rest of the case ([`casebook_canon::Variant`]); only a row wholly identical to an
+    /// earlier one is numbered by its place (`-2`, `-3`, …).
+    ///
+    /// Why the first row keeps the plain id: a reader that streams cannot know whether a task
+    /// comes again later, and most tasks do not, so most rows keep the id they always had and
+    /// an edit of a row's answer leaves its id alone. Suffixing every row would rename a row
+    /// whose expected answer changed (a removal and an addition instead of a change); suffixing
+    /// every row of a repeated task needs the whole file first, and renames the first row when a
+    /// second one is added. With this rule an edit moves at most two ids, never a run of them:
+    /// adding a row of a known task adds one id (two when it goes before the task's first row,
+    /// which then gives up the plain id); removing the first row of a task hands its plain id to
+    /// the next row of that task (a change and a removal); changing the answer of a later row
+    /// renames that row alone (its id is its content).
+    fn made_id(
+        &mut self,
+        base: &str,
+        base_key: u64,
+        variant: casebook_canon::Variant,
+        line: u32,
+    ) -> Option<(String, u64)> {
+        self.summary.derived_ids += 1;
+        // The task (by its id's key) and the variant make the content; the two are independent
+        // hashes, so their exclusive or is a hash of the pair.
+        let content = (base_key ^ variant.key()).max(1);
+        if self.contents.get(content).is_none() {
+            self.contents.insert(content, line);
+            // The first row of its task keeps the plain id, unless an explicit id has it.
+            self.ids.get(base_key)?;
+            let id = variant.id(base, 1);
+            let key = id_key(&id);
+            if self.ids.get(key).is_none() {
+                return Some((id, key));
+            }
+            // Taken by an explicit id (or by another variant with the same 8 hex digits): this
+            // row goes on as the copies do, so its id still never takes another's.
+        }
+        self.summary.positional_ids += 1;
+        // Every number up to the last one given to this content is taken for good (ids are
+        // never removed), so the search goes on from there instead of from 2.
+        let mut n = self.copies.get(&content).copied().unwrap_or(1);
+        loop {
+            n += 1;
+            let id = variant.id(base, n);
+            let key = id_key(&id);
+            if self.ids.get(key).is_none() {
+                self.copies.insert(content, n);
+                return Some((id, key));
+            }
+        }
     }
 
     /// Hands a checked batch and what `work` made of it to the consumer.
@@ -498,6 +576,11 @@ impl<'c, W> State<'c, W> {
 
 fn id_key(id: &str) -> u64 {
     IdTable::key(id)
+}
+
+/// Whether the reader made the case's id up (its row had none).
+fn id_made(case: &Case) -> bool {
+    case.provenance.as_ref().is_some_and(|p| p.id_made)
 }
 
 /// A stretch of a line-based file that ends on a record boundary.

@@ -389,6 +389,11 @@ pub struct Provenance {
     /// gives it back.
     #[serde(skip)]
     pub row: Option<u64>,
+    /// Whether the reader made the id up as it read the case (its row had none), where
+    /// `id_derived` may also come from a file that holds the id (a native file written from such
+    /// a case). Only such ids are made unique by the reader. Not part of the content either.
+    #[serde(skip)]
+    pub id_made: bool,
 }
 
 impl Provenance {

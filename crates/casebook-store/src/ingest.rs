@@ -60,6 +60,10 @@ pub struct Ingested {
     pub warnings: u64,
     /// The dataset committed to (given, or named by the file).
     pub dataset: String,
+    /// Cases whose rows had no id, named from their content, and how many of those are wholly
+    /// identical to an earlier row and numbered by their place ([`casebook_formats::Summary`]).
+    pub derived_ids: u64,
+    pub positional_ids: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +128,7 @@ pub async fn ingest(
             let _ = feed.batches.blocking_send(Err(()));
         }
         let _ = done_tx.send(Finished {
-            read: read.map(drop),
+            read: read.map(|summary| (summary.derived_ids, summary.positional_ids)),
             errors: feed.errors,
             warnings: feed.warnings,
             unstorable: feed.unstorable,
@@ -155,14 +159,22 @@ pub async fn ingest(
     };
     let outcome = store.commit(request, batch_rx).await;
     let finished = done_rx.await.map_err(|_| IngestError::Reader)?;
-    finished.read?;
+    let (derived_ids, positional_ids) = finished.read?;
+    let ingested = Ingested {
+        outcome: None,
+        errors: finished.errors,
+        warnings: finished.warnings,
+        dataset: name,
+        derived_ids,
+        positional_ids,
+    };
     if finished.errors > 0 {
-        return Ok(Ingested { outcome: None, errors: finished.errors, warnings: finished.warnings, dataset: name });
+        return Ok(ingested);
     }
     if let Some(err) = finished.unstorable {
         return Err(IngestError::Unstorable(err));
     }
-    Ok(Ingested { outcome: Some(outcome?), errors: 0, warnings: finished.warnings, dataset: name })
+    Ok(Ingested { outcome: Some(outcome?), ..ingested })
 }
 
 /// The header to commit, the dataset's name and the parent version number.
@@ -194,7 +206,8 @@ async fn prepare_commit(
 
 /// What the reader's thread hands back when it ends.
 struct Finished {
-    read: Result<(), ReadError>,
+    /// The read's derived and positional ids ([`Ingested`]).
+    read: Result<(u64, u64), ReadError>,
     errors: u64,
     warnings: u64,
     unstorable: Option<StoreError>,

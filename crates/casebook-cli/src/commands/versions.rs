@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use casebook_formats::ReadOptions;
+use casebook_formats::{ReadOptions, Summary};
 use casebook_store::{
     AnyStore, CommitMode, CommitOutcome, CommitRequest, IngestError, IngestEvent, IngestRequest, Location, Parent,
     Store, StoreError, VersionInfo, ingest,
@@ -101,7 +101,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     let (_tx, rx) = tokio::sync::mpsc::channel(1);
     let outcome = runtime.block_on(store.commit(request, rx));
     runtime.block_on(store.close());
-    report_commit(settings, outcome)
+    report_commit(settings, outcome, None)
 }
 
 /// Cases a commit of `review` hands the store at a time.
@@ -180,7 +180,7 @@ pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
         tokio::join!(store.commit(request, rx), send).0
     });
     runtime.block_on(store.close());
-    report_commit(settings, outcome)
+    report_commit(settings, outcome, None)
 }
 
 /// The version `review` builds on, and the cases it changes: those `args.ids` name and those
@@ -313,13 +313,25 @@ fn commit_file(
         Err(IngestError::NoName) => anyhow::bail!("name the dataset with `--dataset NAME`"),
         Err(IngestError::Unstorable(err)) => {
             eprintln!("error: a case cannot be stored: {err}");
-            return report_commit(settings, Err(StoreError::Cancelled));
+            return report_commit(settings, Err(StoreError::Cancelled), None);
         }
-        Err(IngestError::Store(err)) => return report_commit(settings, Err(err)),
+        Err(IngestError::Store(err)) => return report_commit(settings, Err(err), None),
         Err(err @ IngestError::Reader) => return Err(err.into()),
     };
     match ingested.outcome {
-        Some(outcome) => report_commit(settings, Ok(outcome)),
+        Some(outcome) => {
+            let ids = Summary {
+                derived_ids: ingested.derived_ids,
+                positional_ids: ingested.positional_ids,
+                ..Summary::default()
+            };
+            if !settings.quiet
+                && let Some(note) = ids.derived_ids_note()
+            {
+                eprintln!("note: {note}");
+            }
+            report_commit(settings, Ok(outcome), Some(&ids))
+        }
         None => {
             if !settings.quiet {
                 let errors = ingested.errors;
@@ -334,7 +346,13 @@ fn commit_file(
     }
 }
 
-fn report_commit(settings: &Global, outcome: Result<CommitOutcome, StoreError>) -> anyhow::Result<Outcome> {
+/// Reports a commit; `ids` for a file's (`import`, `commit`, `put`), whose JSON says how many
+/// ids were made for rows without one.
+fn report_commit(
+    settings: &Global,
+    outcome: Result<CommitOutcome, StoreError>,
+    ids: Option<&Summary>,
+) -> anyhow::Result<Outcome> {
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(StoreError::Conflict { dataset, parent, head }) => {
@@ -345,9 +363,16 @@ fn report_commit(settings: &Global, outcome: Result<CommitOutcome, StoreError>) 
         }
         Err(err) => return Err(err.into()),
     };
+    let with_ids = |mut report: serde_json::Value| {
+        if let Some(ids) = ids {
+            report["derived_ids"] = json!(ids.derived_ids);
+            report["positional_ids"] = json!(ids.positional_ids);
+        }
+        format!("{report}\n")
+    };
     let text = match (&outcome, settings.json) {
-        (CommitOutcome::Created(v), true) => format!("{}\n", json!({"created": true, "version": v})),
-        (CommitOutcome::Unchanged(v), true) => format!("{}\n", json!({"created": false, "version": v})),
+        (CommitOutcome::Created(v), true) => with_ids(json!({"created": true, "version": v})),
+        (CommitOutcome::Unchanged(v), true) => with_ids(json!({"created": false, "version": v})),
         (CommitOutcome::Created(v), false) => format!("{}\n", created_line(v)),
         (CommitOutcome::Unchanged(Some(v)), false) => {
             format!("no change: {} v{} ({}) already has this content\n", v.dataset, v.number, &v.id[..12])

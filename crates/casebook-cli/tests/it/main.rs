@@ -8,6 +8,7 @@ mod capture;
 
 mod convert;
 mod csv_cells;
+mod derived_ids;
 mod exit_codes;
 mod fidelity;
 mod filter;

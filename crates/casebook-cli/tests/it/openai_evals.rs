@@ -29,10 +29,14 @@ fn samples_are_detected_and_read_into_the_case_model() {
     assert_eq!(cases[1]["expected"], serde_json::json!({"acceptable": ["never", "never."]}));
     assert_eq!(cases[2]["metadata"], serde_json::json!({"difficulty": "easy"}));
     assert_eq!(cases[3]["expected"]["output"], "こんにちは");
-    // No ids in the file: derived from the task, the repeated sample numbered apart.
+    // No ids in the file: derived from the task; the repeated sample, wholly identical to the
+    // third, is its second copy (the rest of its case and `-2`).
     let ids: Vec<&str> = cases.iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert!(ids.iter().all(|id| id.starts_with("t-")), "{ids:?}");
-    assert_eq!(ids[4], format!("{}-2", ids[2]));
+    let rest = casebook_canon::Variant::of(
+        &serde_json::json!({"expected": {"output": "5"}, "metadata": {"difficulty": "easy"}}),
+    );
+    assert_eq!(ids[4], rest.unwrap().id(ids[2], 2));
 }
 
 #[test]

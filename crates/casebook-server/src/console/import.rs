@@ -96,6 +96,8 @@ struct Preview {
     cases: u64,
     errors: u64,
     warnings: u64,
+    /// How many ids were made for rows without one ([`casebook_formats::Summary::derived_ids_note`]).
+    ids_note: String,
     problems: Vec<Problem>,
     mode: &'static str,
     head: u64,
@@ -262,11 +264,11 @@ pub async fn preview(
         let mut read =
             Read { start: None, ids: HashMap::new(), order: Vec::new(), problems: Vec::new(), errors: 0, warnings: 0 };
         let work = |batch: &Batch| batch.cases.iter().map(content_id).collect::<Vec<_>>();
-        casebook_formats::read(&input, &options, &work, &mut read).map(|_| read)
+        casebook_formats::read(&input, &options, &work, &mut read).map(|summary| (read, summary))
     })
     .await
     .map_err(Failure::internal)?;
-    let read = match read {
+    let (read, summary) = match read {
         Ok(read) => read,
         Err(err) => {
             shown_page.error = format!("`{shown}` cannot be read: {err}");
@@ -303,6 +305,7 @@ pub async fn preview(
         cases: read.order.len() as u64,
         errors: read.errors,
         warnings: read.warnings,
+        ids_note: summary.derived_ids_note().unwrap_or_default(),
         problems: read.problems,
         mode,
         head,

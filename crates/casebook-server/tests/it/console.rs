@@ -357,7 +357,7 @@ async fn a_bulk_import_is_previewed_with_its_errors_located_and_committed_on_con
 }
 
 /// A session's cookie, signed in over HTTP.
-async fn cookie(server: &Server, key: &str) -> String {
+pub async fn cookie(server: &Server, key: &str) -> String {
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let response = client.post(format!("{}/signin", server.url)).form(&[("key", key)]).send().await.unwrap();
     assert_eq!(response.status(), 303);

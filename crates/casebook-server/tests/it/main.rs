@@ -8,6 +8,7 @@ mod capture;
 mod console;
 mod console_runs;
 mod harness;
+mod import_preview;
 mod isolation;
 mod reads;
 mod runs;
