@@ -83,11 +83,6 @@ impl Changes {
         }
     }
 
-    /// The head's case `id`, when it changed since the base (what a conflict is shown against).
-    pub fn head_case(&self, id: &str) -> Option<&Prepared> {
-        self.changed.get(id)?.head.as_ref()
-    }
-
     /// Merges a whole dataset's cases, in batches as they are read, into the cases of the
     /// next version on the head; see [`WholeMerge`].
     pub fn whole(&self) -> WholeMerge<'_> {
