@@ -230,3 +230,42 @@ fn a_pull_after_a_push_or_a_reformat_is_up_to_date(b: &Backend) {
     fs_err::write(&file, "{\"data\": [").unwrap();
     pull().expect_status(2);
 }
+
+/// The API's `base`: a whole content id of a version of the dataset, not with `parent`.
+#[test]
+fn a_base_that_names_no_version_is_refused_and_nothing_is_written() {
+    let b = Backend::Embedded;
+    let dir = Folder::new();
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    let file = dir.file("support.jsonl", CASES);
+    push(&server, &dir, &token, "support", &file);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let import = |query: &str| {
+        runtime.block_on(async {
+            let response = reqwest::Client::new()
+                .post(format!("{}/api/v1/projects/{PROJECT}/datasets/support/import?{query}", server.url))
+                .bearer_auth(&token)
+                .body(CASES.replace("5 Werktage", "fünf Werktage"))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+    };
+    let zeros = "0".repeat(64);
+    assert_eq!(
+        import(&format!("base={zeros}&parent=v1")),
+        (400, "`parent` and `base` cannot both be given: `base` merges onto the head, `parent` replaces it".into())
+    );
+    assert_eq!(import("base=v1"), (400, "`base`: `v1` is not a version's content id (64 hexadecimal digits)".into()));
+    assert_eq!(
+        import(&format!("base={zeros}")),
+        (404, "`base`: dataset `support` has no version with content id `000000000000`".into())
+    );
+    assert_eq!(versions(&b, &dir, "support").len(), 1);
+}
