@@ -426,6 +426,11 @@ pub struct PushArgs {
     /// The version's message
     #[arg(long, short)]
     pub message: Option<String>,
+    /// Replace the server's head with the file, even where it changed since the file was pulled
+    /// (without it, a pulled file is merged: what changed only on the server is kept, and a case
+    /// changed on both sides is a conflict)
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }

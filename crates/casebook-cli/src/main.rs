@@ -5,6 +5,7 @@ mod args;
 mod commands;
 mod output;
 mod progress;
+mod pulled;
 mod remote;
 mod report;
 mod runs;

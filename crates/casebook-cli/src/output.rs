@@ -111,6 +111,14 @@ impl Output {
         Some(Box::new(BesideFiles { dir, made: Arc::clone(&self.beside) }))
     }
 
+    /// Where the file is written until it is kept (`None` for standard output).
+    pub fn written(&self) -> Option<&Path> {
+        match &self.temp {
+            Temp::File(temp, _) => Some(&temp.path),
+            Temp::Stdout(_) => None,
+        }
+    }
+
     /// Whether what was written is byte for byte the file at `path` (false when there is none).
     /// (The writer must have been flushed and dropped.)
     pub fn same_as(&self, path: &Path) -> anyhow::Result<bool> {

@@ -59,7 +59,13 @@ pub use casebook_server::path_segment as segment;
 /// An error answer of the server, as its body says it.
 #[derive(Debug, Deserialize)]
 pub struct ServerError {
+    /// The stable code (`conflict`, `merge-conflict`, …).
+    #[serde(default)]
+    pub code: String,
     pub message: String,
+    /// On a `merge-conflict`: the ids changed on both sides.
+    #[serde(default)]
+    pub conflicts: Vec<String>,
     #[serde(default)]
     pub head: Option<u64>,
     #[serde(default)]

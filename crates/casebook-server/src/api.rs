@@ -228,6 +228,10 @@ pub struct ImportReport {
     pub created: bool,
     /// The version made, or the head that already had this content.
     pub version: Option<Version>,
+    /// With `base`: the cases changed on the server since the base (and not in the file) that
+    /// were kept as the head has them.
+    #[serde(default)]
+    pub kept: u64,
     pub warnings: u64,
     /// The warnings (at most 1,000), with their lines and columns.
     #[schema(value_type = Vec<Object>)]

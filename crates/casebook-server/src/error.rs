@@ -27,17 +27,29 @@ pub struct ApiError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Stable: `not-found`, `no-route`, `method-not-allowed`, `unauthorized`, `forbidden`,
-    /// `bad-request`, `invalid-filter`, `invalid-input`, `conflict`, `too-large`, `timeout`,
-    /// `internal`.
+    /// `bad-request`, `invalid-filter`, `invalid-input`, `conflict`, `merge-conflict`,
+    /// `too-large`, `timeout`, `internal`.
     pub code: &'static str,
     pub message: String,
     /// Problems located in the input (file line and column, or column in a filter).
     #[schema(value_type = Vec<Object>)]
     pub diagnostics: Vec<Diagnostic>,
-    /// The current head, on a `conflict`.
+    /// The current head, on a `conflict` or a `merge-conflict`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub head: Option<u64>,
+    /// On a `merge-conflict`: the ids of the cases changed both in the request and on the head
+    /// since its base, in the order found.
+    /// (Boxed: every error answer carries the field, few have ids in it.)
+    #[serde(skip_serializing_if = "no_ids")]
+    #[schema(value_type = Vec<String>)]
+    pub conflicts: Box<Vec<String>>,
     pub request_id: String,
+}
+
+// serde's predicate takes a reference to the field's own type.
+#[allow(clippy::borrowed_box)]
+fn no_ids(ids: &Box<Vec<String>>) -> bool {
+    ids.is_empty()
 }
 
 #[derive(Serialize)]
@@ -50,7 +62,14 @@ impl ApiError {
         let request_id = REQUEST_ID.try_with(Clone::clone).unwrap_or_default();
         Self {
             status,
-            body: ErrorBody { code, message: message.into(), diagnostics: Vec::new(), head: None, request_id },
+            body: ErrorBody {
+                code,
+                message: message.into(),
+                diagnostics: Vec::new(),
+                head: None,
+                conflicts: Box::default(),
+                request_id,
+            },
         }
     }
 

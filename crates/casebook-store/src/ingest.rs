@@ -8,6 +8,7 @@ use casebook_formats::{Batch, Consumer, Flow, Input, ReadError, ReadOptions, Sta
 use casebook_model::{DatasetHeader, Diagnostic};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::merge::{Changes, Merged};
 use crate::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Prepared, Ref, Store, StoreError, prepare};
 
 /// Which version a commit builds on.
@@ -20,6 +21,11 @@ pub enum Parent {
     Given(Ref),
     /// Whatever the head is when the commit lands (`put`: it only adds and replaces).
     Any,
+    /// The head as it is when the ingest starts, keeping what changed there since the version
+    /// this reference names (the input was made from it): the three-way rule of
+    /// [`crate::Changes`]. Cases changed on both sides make [`IngestError::Conflicts`], and
+    /// nothing is written. (With [`CommitMode::Upsert`], cases the input lacks are untouched.)
+    Merge(Ref),
 }
 
 /// What to read and how to commit it.
@@ -64,6 +70,9 @@ pub struct Ingested {
     /// identical to an earlier row and numbered by their place ([`casebook_formats::Summary`]).
     pub derived_ids: u64,
     pub positional_ids: u64,
+    /// With [`Parent::Merge`], the cases changed only on the head since the base that were
+    /// kept as the head has them.
+    pub kept: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +96,14 @@ pub enum IngestError {
     /// The reader's thread ended without saying why (it panicked).
     #[error("the reader thread failed")]
     Reader,
+    /// With [`Parent::Merge`]: cases changed both in the input and on the head since the base,
+    /// to different content (their ids, in the order found). Nothing was committed.
+    #[error(
+        "{} changed both in the input and in `{dataset}` since v{base} (its head is v{head}): {}; nothing was written",
+        if ids.len() == 1 { "a case was" } else { "cases were" },
+        crate::merge::listed(ids)
+    )]
+    Conflicts { dataset: String, base: u64, head: u64, ids: Vec<String> },
 }
 
 /// Batches of prepared cases (a reader's chunk each, a few hundred cases) the reader may be
@@ -145,11 +162,14 @@ pub async fn ingest(
             });
         }
     };
+    let upsert = mode == CommitMode::Upsert;
     let prepared = prepare_commit(store, header, dataset, parent).await;
-    let (request, name) = match prepared {
-        Ok((header, name, parent)) => {
-            (CommitRequest { dataset: name.clone(), header: Some(header), mode, parent, author, time, message }, name)
-        }
+    let (request, name, changes) = match prepared {
+        Ok((header, name, parent, changes)) => (
+            CommitRequest { dataset: name.clone(), header: Some(header), mode, parent, author, time, message },
+            name,
+            changes,
+        ),
         Err(err) => {
             // Dropping the receiver stops the reader at its next batch; its events end with it.
             drop(batch_rx);
@@ -157,7 +177,15 @@ pub async fn ingest(
             return Err(err);
         }
     };
-    let outcome = store.commit(request, batch_rx).await;
+    let (outcome, merged) = match &changes {
+        Some(changes) if !changes.is_empty() => {
+            let (merged_tx, merged_rx) = mpsc::channel(1);
+            let (outcome, merged) =
+                tokio::join!(store.commit(request, merged_rx), merge_batches(changes, upsert, batch_rx, merged_tx));
+            (outcome, merged)
+        }
+        _ => (store.commit(request, batch_rx).await, Merged::default()),
+    };
     let finished = done_rx.await.map_err(|_| IngestError::Reader)?;
     let (derived_ids, positional_ids) = finished.read?;
     let ingested = Ingested {
@@ -167,6 +195,7 @@ pub async fn ingest(
         dataset: name,
         derived_ids,
         positional_ids,
+        kept: 0,
     };
     if finished.errors > 0 {
         return Ok(ingested);
@@ -174,7 +203,61 @@ pub async fn ingest(
     if let Some(err) = finished.unstorable {
         return Err(IngestError::Unstorable(err));
     }
-    Ok(Ingested { outcome: Some(outcome?), ..ingested })
+    if let (false, Some(changes)) = (merged.conflicts.is_empty(), &changes) {
+        return Err(IngestError::Conflicts {
+            dataset: ingested.dataset,
+            base: changes.base,
+            head: changes.head,
+            ids: merged.conflicts,
+        });
+    }
+    Ok(Ingested { outcome: Some(outcome?), kept: merged.kept, ..ingested })
+}
+
+/// Passes the reader's batches on to the commit through the three-way rule, then the cases
+/// the head gained that the input lacks (not for an upsert, which leaves absent cases alone).
+/// A conflict cancels the commit; the rest of the input is still read, so that every
+/// conflicting id is told.
+async fn merge_batches(
+    changes: &Changes,
+    upsert: bool,
+    mut from: mpsc::Receiver<Result<Vec<Prepared>, ()>>,
+    to: mpsc::Sender<Result<Vec<Prepared>, ()>>,
+) -> Merged {
+    let mut merge = changes.whole();
+    // Whether the commit still takes batches.
+    let mut open = true;
+    while let Some(batch) = from.recv().await {
+        let Ok(batch) = batch else {
+            // The input has errors: the commit is cancelled, and they are told instead.
+            let _ = to.send(Err(())).await;
+            return Merged::default();
+        };
+        let out = merge.batch(batch);
+        if !open {
+            continue;
+        }
+        if merge.has_conflicts() {
+            // Cancels the commit; the rest is read for the other conflicts.
+            let _ = to.send(Err(())).await;
+            open = false;
+        } else if to.send(Ok(out)).await.is_err() {
+            // The commit failed: it says why.
+            return Merged::default();
+        }
+    }
+    if upsert {
+        return merge.upserted();
+    }
+    let (rest, merged) = merge.finish();
+    if open {
+        if !merged.conflicts.is_empty() {
+            let _ = to.send(Err(())).await;
+        } else if !rest.is_empty() {
+            let _ = to.send(Ok(rest)).await;
+        }
+    }
+    merged
 }
 
 /// The header to commit, the dataset's name and the parent version number.
@@ -183,9 +266,16 @@ async fn prepare_commit(
     mut header: DatasetHeader,
     dataset: Option<String>,
     parent: Parent,
-) -> Result<(DatasetHeader, String, Option<u64>), IngestError> {
+) -> Result<(DatasetHeader, String, Option<u64>, Option<Changes>), IngestError> {
     let name = dataset.or_else(|| header.name.clone()).ok_or(IngestError::NoName)?;
+    let mut changes = None;
     let parent = match parent {
+        Parent::Merge(base) => {
+            let base = store.resolve(&name, &base).await?.number;
+            let head = store.resolve(&name, &Ref::Latest).await?.number;
+            changes = Some(Changes::between(store, &name, base, head).await?);
+            Some(head)
+        }
         Parent::Any => None,
         Parent::Head => match store.resolve(&name, &Ref::Latest).await {
             Ok(head) => Some(head.number),
@@ -201,7 +291,7 @@ async fn prepare_commit(
         Parent::Given(reference) => Some(store.resolve(&name, &reference).await?.number),
     };
     header.name = Some(name.clone());
-    Ok((header, name, parent))
+    Ok((header, name, parent, changes))
 }
 
 /// What the reader's thread hands back when it ends.

@@ -11,6 +11,7 @@ use crate::Outcome;
 use crate::args::{LoginArgs, PullArgs, PushArgs};
 use crate::output::Output;
 use crate::progress::Progress;
+use crate::pulled::Pulled;
 use crate::remote::{Credentials, Remote, save_credentials};
 use crate::report::Reporter;
 use crate::settings::Global;
@@ -183,19 +184,41 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     } else {
         (file.clone(), format, syntax)
     };
-    // The push builds on the head as it is now: if someone pushes meanwhile, it is refused.
-    let head = match runtime
-        .block_on(remote.get_json::<casebook_server::api::Version>(&remote.dataset_path(&name, "/versions/latest")))
-    {
-        Ok(v) => v.number,
-        Err(crate::remote::RemoteError::Refused(404, _)) => 0,
-        Err(e) => return Err(e.into()),
+    // A file that `pull` wrote is merged onto the head by the server from the version it
+    // holds: what changed on the server since is kept. Any other file, or with `--force`,
+    // replaces the head as it is now: if someone pushes meanwhile, it is refused.
+    let recorded = match Pulled::load(&file) {
+        Some(r) if r.is_of(&remote.url, &remote.project, &name) => Some(r),
+        Some(r) => {
+            if !settings.quiet {
+                eprintln!(
+                    "note: `{}` was pulled from dataset `{}` of project `{}` on {}: it replaces the head of `{name}` as a whole",
+                    file.display(),
+                    r.dataset,
+                    r.project,
+                    r.server
+                );
+            }
+            None
+        }
+        None => None,
+    };
+    let base = recorded.clone().filter(|_| !args.force);
+    let head = match &base {
+        Some(_) => None,
+        None => match runtime
+            .block_on(remote.get_json::<casebook_server::api::Version>(&remote.dataset_path(&name, "/versions/latest")))
+        {
+            Ok(v) => Some(v.number),
+            Err(crate::remote::RemoteError::Refused(404, _)) => Some(0),
+            Err(e) => return Err(e.into()),
+        },
     };
     let message = args.message.unwrap_or_else(|| format!("push {}", file.display()));
     let stem = file.file_stem().unwrap_or_default().to_string_lossy().into_owned();
     let shown = format!("{}.{}", file_stem(&stem), syntax.name());
     let size = fs_err::metadata(&send)?.len();
-    let report: casebook_server::api::ImportReport = runtime.block_on(async {
+    let report: Result<casebook_server::api::ImportReport, _> = runtime.block_on(async {
         let body = tokio::fs::File::open(&send).await?;
         let bar = Progress::counting(settings, size, true, "sending");
         let sent = bar.clone();
@@ -213,23 +236,50 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
                 Ok(Some((chunk, body)))
             }
         });
+        let on = match (&base, head) {
+            (Some(base), _) => ("base", base.id.clone()),
+            (None, head) => ("parent", format!("v{}", head.unwrap_or(0))),
+        };
         let request = remote
             .request(reqwest::Method::POST, &remote.dataset_path(&name, "/import"))
             .query(&[
                 ("format", format.name()),
                 ("syntax", syntax.name()),
                 ("filename", shown.as_str()),
-                ("parent", format!("v{head}").as_str()),
+                (on.0, on.1.as_str()),
                 ("message", message.as_str()),
             ])
             .header("x-casebook-author", &settings.author)
             .header(reqwest::header::CONTENT_LENGTH, size)
             .body(reqwest::Body::wrap_stream(stream));
-        let response = remote.send(request).await.map_err(|e| push_error(e, &name, head));
+        let response = remote.send(request).await;
         bar.finish();
-        let response = response?;
-        response.json().await.context("the server's report is not JSON")
+        match response {
+            Ok(response) => {
+                Ok::<_, anyhow::Error>(Ok(response.json().await.context("the server's report is not JSON")?))
+            }
+            Err(crate::remote::RemoteError::Refused(409, e)) if e.code == "merge-conflict" => Ok(Err(e)),
+            Err(e) => Err(push_error(e, &name, head, base.as_ref(), &file)),
+        }
     })?;
+    let report: casebook_server::api::ImportReport = match report {
+        Ok(report) => report,
+        Err(conflict) => return merge_conflict(settings, &name, &file, base.as_ref(), conflict),
+    };
+    // With nothing kept from the head, a pulled file is the version made (or the head that had
+    // its content): its next push builds on that. (A file never pulled gets no record: a push
+    // writes nothing beside the file it sends.)
+    if let (Some(v), 0, Some(_)) = (&report.version, report.kept, &recorded) {
+        Pulled {
+            server: remote.url.clone(),
+            project: remote.project.clone(),
+            dataset: name.clone(),
+            version: v.number,
+            id: v.id.clone(),
+            file_hash: String::new(),
+        }
+        .save_or_warn(&file, settings.quiet);
+    }
     let text = match (&report.version, report.created) {
         _ if settings.json => format!("{}\n", serde_json::to_string(&report)?),
         (Some(v), true) => format!(
@@ -248,16 +298,74 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         (None, _) => "up to date: no version made\n".to_owned(),
     };
     crate::write_stdout(&text)?;
+    if let (Some(base), false, n @ 1..) = (&base, settings.quiet, report.kept) {
+        eprintln!(
+            "kept {} changed on the server since v{} that `{}` does not have: `casebook pull --name {name} --overwrite` brings {} into the file",
+            crate::plural(n, "case"),
+            base.version,
+            file.display(),
+            if n == 1 { "it" } else { "them" }
+        );
+    }
     Ok(Outcome::Ok)
 }
 
-/// A refused push, said for this command.
-fn push_error(err: crate::remote::RemoteError, name: &str, parent: u64) -> anyhow::Error {
+/// Cases changed both in the file and on the server since the version the file was pulled at:
+/// nothing was pushed (exit 1), and the ids are told.
+fn merge_conflict(
+    settings: &Global,
+    name: &str,
+    file: &std::path::Path,
+    base: Option<&Pulled>,
+    conflict: crate::remote::ServerError,
+) -> anyhow::Result<Outcome> {
+    let head = conflict.head.map_or("?".to_owned(), |h| h.to_string());
+    let since = base.map_or("?".to_owned(), |b| b.version.to_string());
+    if settings.json {
+        crate::write_stdout(&format!(
+            "{}\n",
+            json!({"pushed": false, "conflicts": conflict.conflicts, "base": base.map(|b| b.version), "head": conflict.head})
+        ))?;
+    }
+    if !settings.quiet {
+        let n = conflict.conflicts.len();
+        let shown: Vec<String> =
+            conflict.conflicts.iter().take(20).map(|id| format!("`{}`", casebook_model::excerpt(id))).collect();
+        let more = if n > 20 { format!(" and {} more", n - 20) } else { String::new() };
+        eprintln!(
+            "nothing was pushed: `{}` and {name}@v{head} both changed {} {}{more} since v{since}, the version the file was pulled at",
+            file.display(),
+            if n == 1 { "case" } else { "cases" },
+            shown.join(", ")
+        );
+        eprintln!(
+            "hint: `casebook pull --name {name} --save-as-new` writes v{head} beside the file; merge it by hand, then `casebook push --force` replaces the head with the file"
+        );
+    }
+    Ok(Outcome::Invalid)
+}
+
+/// A refused push, said for this command: made on version `parent` (read before sending) or
+/// merging from `base` (the record beside `file`).
+fn push_error(
+    err: crate::remote::RemoteError,
+    name: &str,
+    parent: Option<u64>,
+    base: Option<&Pulled>,
+    file: &std::path::Path,
+) -> anyhow::Error {
     use crate::remote::RemoteError;
+    let made_on = parent.map_or_else(|| "the head the server read".to_owned(), |p| format!("v{p}"));
     match err {
         RemoteError::Refused(409, e) => anyhow::anyhow!(
-            "dataset `{name}` moved on while this push was prepared: the server's head is v{}, the push was made on v{parent}; pull it (`casebook pull --name {name}`), merge, and push again",
+            "dataset `{name}` moved on while this push was prepared: the server's head is v{}, the push was made on {made_on}; pull it (`casebook pull --name {name}`), merge, and push again",
             e.head.map_or("?".to_owned(), |h| h.to_string())
+        ),
+        RemoteError::Refused(404, e) if base.is_some() && e.message.starts_with("`base`") => anyhow::anyhow!(
+            "the server has no version {} of `{name}`, which `{}` was pulled at ({}): push with `--force` to replace the head with the file",
+            base.map_or(String::new(), |b| format!("v{}", b.version)),
+            file.display(),
+            crate::pulled::Pulled::path_for(file).display()
         ),
         RemoteError::Refused(413, e) => anyhow::anyhow!("the server refused the push as too large: {}", e.message),
         RemoteError::Refused(422, e) => {
@@ -437,10 +545,21 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
             format!("{what} `{}`: {place}, {} ({format})\n", path.display(), crate::plural(exported.cases, "case"))
         }
     };
+    let record = Pulled {
+        server: remote.url.clone(),
+        project: remote.project.clone(),
+        dataset: name.clone(),
+        version: version.number,
+        id: version.id.clone(),
+        file_hash: String::new(),
+    };
     let text = if !output.exists() {
         file.keep()?;
+        record.save_or_warn(&output, settings.quiet);
         report("wrote", &output)
-    } else if file.same_as(&output)? {
+    } else if holds_version(&output, &record, &file, format, syntax, args.map.as_ref())? {
+        // The file is left as it is; the record says which version it holds.
+        record.save_or_warn(&output, settings.quiet);
         report("up to date", &output)
     } else {
         let choice = if args.overwrite {
@@ -465,11 +584,13 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         match choice {
             0 => {
                 file.keep()?;
+                record.save_or_warn(&output, settings.quiet);
                 report("overwrote", &output)
             }
             1 => {
                 let other = remote_name(&output);
                 file.keep_as(&other)?;
+                record.save_or_warn(&other, settings.quiet);
                 report("wrote", &other)
             }
             _ => {
@@ -482,6 +603,31 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
     };
     crate::write_stdout(&text)?;
     Ok(Outcome::Ok)
+}
+
+/// Whether the file at `path` holds the version `record` names, as the file just written for it
+/// (`written`) does: unedited since a pull of that version recorded its hash, byte for byte the
+/// same, or the same cases with the same values laid out otherwise (re-indented, keys
+/// reordered, another line ending).
+fn holds_version(
+    path: &std::path::Path,
+    record: &Pulled,
+    written: &Output,
+    format: Format,
+    syntax: Syntax,
+    map: Option<&casebook_formats::ColumnMap>,
+) -> anyhow::Result<bool> {
+    let recorded = Pulled::load(path).filter(|r| r.is_of(&record.server, &record.project, &record.dataset));
+    if recorded.is_some_and(|r| r.id == record.id && crate::pulled::file_hash(path).ok() == Some(r.file_hash)) {
+        return Ok(true);
+    }
+    if written.same_as(path)? {
+        return Ok(true);
+    }
+    let Some(new) = written.written() else { return Ok(false) };
+    let options = casebook_formats::ReadOptions { column_map: map.cloned(), ..Default::default() };
+    let theirs = crate::pulled::cases_digest(new, format, syntax, &options);
+    Ok(theirs.is_some() && theirs == crate::pulled::cases_digest(path, format, syntax, &options))
 }
 
 /// `NAME-remote.EXT` beside `path`.

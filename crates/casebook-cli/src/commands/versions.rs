@@ -316,7 +316,8 @@ fn commit_file(
             return report_commit(settings, Err(StoreError::Cancelled), None);
         }
         Err(IngestError::Store(err)) => return report_commit(settings, Err(err), None),
-        Err(err @ IngestError::Reader) => return Err(err.into()),
+        // (Local imports build on the head or a given version, never merge.)
+        Err(err @ (IngestError::Reader | IngestError::Conflicts { .. })) => return Err(err.into()),
     };
     match ingested.outcome {
         Some(outcome) => {

@@ -19,6 +19,7 @@ mod lint;
 mod memory;
 mod openai_evals;
 mod promptfoo;
+mod push_merge;
 mod remote;
 mod remote_runs;
 mod review;

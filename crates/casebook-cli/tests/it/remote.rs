@@ -36,7 +36,7 @@ fn corpus(path: &str) -> PathBuf {
 }
 
 /// The workspace's `examples/`.
-fn example(path: &str) -> PathBuf {
+pub(crate) fn example(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(path)
 }
 
@@ -181,7 +181,7 @@ fn client(dir: &Folder) -> Command {
 }
 
 /// [`Backend::cb`] in the tests' project: the store as its owner sees it, without the server.
-fn owner(b: &Backend, dir: &Folder) -> Command {
+pub(crate) fn owner(b: &Backend, dir: &Folder) -> Command {
     let mut cmd = b.cb(dir);
     cmd.env_remove("CASEBOOK_PROJECT").args(["--project", PROJECT]);
     cmd
@@ -211,7 +211,7 @@ pub(crate) fn one_error(out: &Run, status: i32) -> &str {
 }
 
 /// The versions of a dataset in the store (`casebook log --format json`).
-fn versions(b: &Backend, dir: &Folder, name: &str) -> Vec<Value> {
+pub(crate) fn versions(b: &Backend, dir: &Folder, name: &str) -> Vec<Value> {
     let log: Value = serde_json::from_str(&ok(owner(b, dir).args(["log", name, "--format", "json"]))).unwrap();
     log["versions"].as_array().unwrap().clone()
 }

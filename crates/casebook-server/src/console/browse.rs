@@ -477,6 +477,10 @@ pub struct DiffQuery {
     from: String,
     #[serde(default)]
     to: String,
+    /// After a console edit applied on a head it did not start from: the version it started
+    /// from, which the page names.
+    #[serde(default)]
+    started: String,
 }
 
 pub struct Link {
@@ -505,6 +509,8 @@ struct DiffPage {
     /// Added, removed, modified, moved: all of them, listed or not.
     counts: (usize, usize, usize, usize),
     more: Vec<String>,
+    /// What a console edit applied on a newer head than it started from says (empty otherwise).
+    applied: String,
 }
 
 pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query<DiffQuery>) -> PageResult {
@@ -532,7 +538,15 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
     count("modified", diff.modified.len());
     count("moved", diff.moved.len());
     let counts = (diff.added.len(), diff.removed.len(), diff.modified.len(), diff.moved.len());
+    let applied = match q.started.trim().strip_prefix('v').and_then(|n| n.parse::<u64>().ok()) {
+        Some(started) if started < from => format!(
+            "Your edit started from v{started}; v{from} was committed meanwhile and changed other cases only: \
+             your edit was applied on v{from}."
+        ),
+        _ => String::new(),
+    };
     let page = DiffPage {
+        applied,
         counts,
         chrome: Chrome::new(&viewer, format!("{}: v{from} → v{to}", path.dataset))
             .at(path.dataset.clone(), dataset_url(&path.project, &path.dataset))

@@ -1,7 +1,12 @@
 //! Writing from the console: a case edited (or added) in a JSON editor, checked as it is typed
 //! with the reader's own diagnostics, saved as a new version on the version it was edited from;
-//! and a new dataset made from its first case. When someone else moved the head meanwhile,
-//! nothing is written and the editor comes back with the change kept, to save on the new head.
+//! and a new dataset made from its first case. When someone else moved the head meanwhile, the
+//! three-way rule (`casebook_store::Changes`) decides: commits that touched other cases only,
+//! the edit is applied on the new head (and the diff page says so); commits that changed the
+//! edited case too, nothing is written and the editor shows theirs and mine, to keep theirs,
+//! edit again from theirs, or save mine over theirs, which needs a confirmation naming the head
+//! it overrides (the form keeps the version it started from, so saving it again as it is never
+//! overwrites).
 
 use askama::Template;
 use axum::Form;
@@ -10,7 +15,7 @@ use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use casebook_formats::{Batch, Consumer, Flow, Format, Input, ReadOptions, Start, Syntax};
 use casebook_model::{Case, DatasetHeader, Diagnostic};
-use casebook_store::{CommitMode, CommitOutcome, CommitRequest, Ref, Store, StoreError};
+use casebook_store::{Changes, Choice, CommitMode, CommitOutcome, CommitRequest, Ref, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 use super::browse::DatasetPath;
@@ -129,6 +134,14 @@ struct EditPage {
     conflict: String,
     /// The diff between the version the edit started from and the head that came first.
     conflict_url: String,
+    /// When the head changed the edited case too: the head (`v5`), which "save mine over
+    /// theirs" must name; empty otherwise.
+    head: String,
+    /// The head's case as pretty JSON (empty when the head removed it).
+    theirs: String,
+    /// The head's case page, and the editor opened on it.
+    theirs_url: String,
+    again_url: String,
     check_url: String,
     csrf: String,
 }
@@ -172,6 +185,10 @@ pub async fn editor(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Que
         problems: Vec::new(),
         conflict: String::new(),
         conflict_url: String::new(),
+        head: String::new(),
+        theirs: String::new(),
+        theirs_url: String::new(),
+        again_url: String::new(),
         check_url: format!("{}/check", project_url(&path.project)),
         csrf: viewer.csrf.clone(),
         dataset: path.dataset,
@@ -204,6 +221,9 @@ pub struct SaveForm {
     text: String,
     #[serde(default)]
     message: String,
+    /// "Save mine over theirs": the head (`v5`) whose change to the case is overridden.
+    #[serde(default)]
+    overrides: String,
 }
 
 pub async fn save(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): Form<SaveForm>) -> PageResult {
@@ -221,6 +241,10 @@ pub async fn save(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): For
         problems: Vec::new(),
         conflict: String::new(),
         conflict_url: String::new(),
+        head: String::new(),
+        theirs: String::new(),
+        theirs_url: String::new(),
+        again_url: String::new(),
         check_url: format!("{}/check", project_url(&path.project)),
         csrf: viewer.csrf.clone(),
     };
@@ -246,6 +270,10 @@ fn new_page(viewer: &Viewer, project: &str, dataset: String, text: String, messa
         problems: Vec::new(),
         conflict: String::new(),
         conflict_url: String::new(),
+        head: String::new(),
+        theirs: String::new(),
+        theirs_url: String::new(),
+        again_url: String::new(),
         check_url: format!("{}/check", project_url(project)),
         csrf: viewer.csrf.clone(),
     }
@@ -281,49 +309,95 @@ async fn commit_edit(viewer: &Viewer, project: &str, mut page: EditPage, form: &
     };
     let dataset = page.dataset.clone();
     let prepared = casebook_store::prepare(&case)?;
-    let (sender, receiver) = tokio::sync::mpsc::channel(1);
-    let _ = sender.send(Ok(vec![prepared])).await;
-    drop(sender);
     let message = match form.message.trim() {
         "" if page.new_dataset => format!("new dataset with `{}`", case.id),
         "" if form.original.is_empty() => format!("add `{}`", case.id),
         "" => format!("edit `{}`", case.id),
         text => text.to_owned(),
     };
-    let request = CommitRequest {
-        dataset: dataset.clone(),
-        header: page.new_dataset.then(|| DatasetHeader { name: Some(dataset.clone()), ..DatasetHeader::default() }),
-        mode: CommitMode::Upsert,
-        parent: Some(parent),
-        author: format!("key:{}", viewer.access.key),
-        time: crate::routes::now(),
-        message,
+    // Saving mine over theirs builds on the head that was shown and confirmed: only what was
+    // committed after it can still conflict.
+    let base = match form.overrides.trim() {
+        "" => parent,
+        text => match text.strip_prefix('v').and_then(|n| n.parse::<u64>().ok()) {
+            Some(n) if n >= parent => n,
+            _ => return Err(Failure::bad_request("the form names no version to override: open the editor again")),
+        },
     };
-    match viewer.store.commit(request, receiver).await {
-        Ok(CommitOutcome::Created(version)) => {
-            let mut to = format!("{}/diff?from=v{parent}&to=v{}", dataset_url(project, &dataset), version.number);
-            if page.new_dataset {
-                to = case_url(project, &dataset, version.number, &case.id);
+    let mut on = base;
+    // A commit landing between the rule and the write is met again; a few rounds at most.
+    for _ in 0..4 {
+        let (sender, receiver) = tokio::sync::mpsc::channel(1);
+        let _ = sender.send(Ok(vec![prepared.clone()])).await;
+        drop(sender);
+        let request = CommitRequest {
+            dataset: dataset.clone(),
+            header: page.new_dataset.then(|| DatasetHeader { name: Some(dataset.clone()), ..DatasetHeader::default() }),
+            mode: CommitMode::Upsert,
+            parent: Some(on),
+            author: format!("key:{}", viewer.access.key),
+            time: crate::routes::now(),
+            message: message.clone(),
+        };
+        let head = match viewer.store.commit(request, receiver).await {
+            Ok(CommitOutcome::Created(version)) => {
+                let mut to = format!("{}/diff?from=v{on}&to=v{}", dataset_url(project, &dataset), version.number);
+                if on != parent {
+                    // Applied on a head the editor did not start from: the diff page says so.
+                    to.push_str(&format!("&started=v{parent}"));
+                }
+                if page.new_dataset {
+                    to = case_url(project, &dataset, version.number, &case.id);
+                }
+                return Ok(see_other(&to));
             }
-            Ok(see_other(&to))
+            Ok(CommitOutcome::Unchanged(_)) => return Ok(see_other(&case_url(project, &dataset, on, &case.id))),
+            Err(StoreError::Conflict { head, .. }) if page.new_dataset => {
+                page.conflict =
+                    format!("a dataset named `{dataset}` already exists (its head is v{head}): pick another name");
+                return Ok(unprocessable(&page));
+            }
+            Err(StoreError::Conflict { head, .. }) => head,
+            Err(err) => return Err(err.into()),
+        };
+        let changes = Changes::between(&viewer.store, &dataset, base, head).await?;
+        match changes.choose(&case.id, Some(&prepared.content_id)) {
+            // Their commits touched other cases only (or made this one what the edit makes it).
+            Choice::Incoming => on = head,
+            // The editor's case is the one it started from: nothing of the edit to save.
+            Choice::Head(_) => return Ok(see_other(&case_url(project, &dataset, head, &case.id))),
+            Choice::Conflict => {
+                let theirs = match viewer.store.case(&dataset, head, &case.id).await? {
+                    Some(theirs) => serde_json::to_string_pretty(&theirs).map_err(Failure::internal)?,
+                    None => String::new(),
+                };
+                let id = casebook_model::excerpt(&case.id);
+                page.conflict = if theirs.is_empty() {
+                    format!(
+                        "v{head} was committed while you edited (you started from v{parent}) and removed `{id}`: nothing was written. \
+                         Keep theirs, or save yours to add it back."
+                    )
+                } else {
+                    format!(
+                        "v{head} was committed while you edited (you started from v{parent}) and changed `{id}` too: nothing was written. \
+                         Compare theirs and yours, then keep theirs, edit again from theirs, or save yours over theirs."
+                    )
+                };
+                page.conflict_url = format!("{}/diff?from=v{parent}&to=v{head}", dataset_url(project, &dataset));
+                page.head = format!("v{head}");
+                page.theirs = theirs;
+                page.theirs_url = if page.theirs.is_empty() {
+                    format!("{}/versions/v{head}", dataset_url(project, &dataset))
+                } else {
+                    case_url(project, &dataset, head, &case.id)
+                };
+                page.again_url =
+                    format!("{}/edit?case={}", dataset_url(project, &dataset), crate::path_segment(&case.id));
+                let mut response = html(&page);
+                *response.status_mut() = StatusCode::CONFLICT;
+                return Ok(response);
+            }
         }
-        Ok(CommitOutcome::Unchanged(_)) => Ok(see_other(&case_url(project, &dataset, parent, &case.id))),
-        Err(StoreError::Conflict { head, .. }) if page.new_dataset => {
-            page.conflict =
-                format!("a dataset named `{dataset}` already exists (its head is v{head}): pick another name");
-            Ok(unprocessable(&page))
-        }
-        Err(StoreError::Conflict { head, .. }) => {
-            page.conflict = format!(
-                "v{head} was committed while you edited (you started from v{parent}): nothing was written. \
-                 Your change is kept below: save again to apply it on v{head}."
-            );
-            page.conflict_url = format!("{}/diff?from=v{parent}&to=v{head}", dataset_url(project, &dataset));
-            page.parent = format!("v{head}");
-            let mut response = html(&page);
-            *response.status_mut() = StatusCode::CONFLICT;
-            Ok(response)
-        }
-        Err(err) => Err(err.into()),
     }
+    Err(Failure::internal("the dataset's head kept moving while the edit was saved"))
 }

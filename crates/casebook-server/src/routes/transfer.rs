@@ -42,6 +42,11 @@ pub struct ImportQuery {
     /// The version the import builds on (`v3`; `v0` for a new dataset): if the head is another
     /// by the time it commits, nothing is written and the answer is 409 with the head.
     pub parent: Option<String>,
+    /// The content id of the version the file was made from (what `casebook pull` wrote): the
+    /// file is merged onto the head, keeping the cases changed there since that version and not
+    /// in the file; cases changed on both sides to different content are a `merge-conflict`
+    /// (409, their ids in `conflicts`) and nothing is written. Not with `parent`.
+    pub base: Option<String>,
     /// `replace` (default: the file is the whole next version) or `upsert` (its cases are added
     /// or replace those with their ids).
     pub mode: Option<String>,
@@ -137,7 +142,8 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     responses((status = 201, body = ImportReport, description = "A version was made"),
         (status = 200, body = ImportReport, description = "The content is the head's: no version was made"),
         (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 408, body = ErrorBody),
-        (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "The head is not `parent` (`conflict`), or cases changed both in the file and on the head since `base` (`merge-conflict`): nothing was written"),
+        (status = 413, body = ErrorBody),
         (status = 422, body = ErrorBody, description = "The file has errors (every one, located): nothing was written")))]
 pub async fn import(
     State(state): State<AppState>,
@@ -154,10 +160,20 @@ pub async fn import(
         "upsert" => CommitMode::Upsert,
         other => return Err(ApiError::bad_request(format!("`mode`: `{other}` is not `replace` or `upsert`"))),
     };
-    let parent = match query.parent.as_deref() {
-        None => Parent::Head,
-        Some("v0" | "0") => Parent::Given(Ref::Number(0)),
-        Some(text) => Parent::Given(text.parse().map_err(|e: String| ApiError::bad_request(format!("`parent`: {e}")))?),
+    let parent = match (query.parent.as_deref(), query.base.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "`parent` and `base` cannot both be given: `base` merges onto the head, `parent` replaces it",
+            ));
+        }
+        (None, Some(base)) => Parent::Merge(Ref::Number(base_version(&writer.store, &path.dataset, base).await?)),
+        (parent, None) => match parent {
+            None => Parent::Head,
+            Some("v0" | "0") => Parent::Given(Ref::Number(0)),
+            Some(text) => {
+                Parent::Given(text.parse().map_err(|e: String| ApiError::bad_request(format!("`parent`: {e}")))?)
+            }
+        },
     };
     let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "body.jsonl", body).await?;
 
@@ -195,6 +211,26 @@ pub async fn import(
     Ok((status, axum::Json(report)).into_response())
 }
 
+/// The number of the version of `dataset` whose content id is `id` (whole: a base is what a
+/// client was given, never typed).
+async fn base_version(store: &casebook_store::AnyStore, dataset: &str, id: &str) -> ApiResult<u64> {
+    let wanted = id.to_ascii_lowercase();
+    if wanted.len() != 64 || !wanted.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ApiError::bad_request(format!(
+            "`base`: `{}` is not a version's content id (64 hexadecimal digits)",
+            casebook_model::excerpt(id)
+        )));
+    }
+    let versions = store.versions(dataset).await?;
+    match versions.iter().find(|v| v.id == wanted) {
+        Some(v) => Ok(v.number),
+        None => Err(ApiError::not_found(format!(
+            "`base`: dataset `{dataset}` has no version with content id `{}`",
+            &wanted[..12]
+        ))),
+    }
+}
+
 /// Who writes: the client's `x-casebook-author`, with the key that vouches for it.
 pub(super) fn author(headers: &HeaderMap, writer: &Writer) -> String {
     headers
@@ -212,6 +248,12 @@ fn report(
 ) -> ApiResult<(StatusCode, ImportReport)> {
     let ingested = result.map_err(|err| match err {
         IngestError::Store(e) | IngestError::Unstorable(e) => ApiError::from(e),
+        IngestError::Conflicts { ref ids, head, .. } => {
+            let mut e = ApiError::new(StatusCode::CONFLICT, "merge-conflict", err.to_string());
+            e.body.head = Some(head);
+            e.body.conflicts = Box::new(ids.iter().take(MAX_DIAGNOSTICS).cloned().collect());
+            e
+        }
         IngestError::Read(e) => ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid-input",
@@ -238,6 +280,7 @@ fn report(
         ImportReport {
             created,
             version: version.map(Version::from),
+            kept: ingested.kept,
             warnings: ingested.warnings,
             diagnostics: diagnostics.iter().map(|d| serde_json::to_value(d).unwrap_or_default()).collect(),
         },

@@ -6,6 +6,7 @@
 mod browser;
 mod capture;
 mod console;
+mod console_conflicts;
 mod console_runs;
 mod harness;
 mod import_preview;

@@ -1,0 +1,271 @@
+//! A file pulled earlier and pushed later never undoes what the server got meanwhile: `pull`
+//! keeps a record of the version it wrote beside the file, and `push` of that file is merged
+//! onto the head by the three-way rule (cases changed only on the server are kept, cases
+//! changed on both sides are a conflict listed by id, `--force` replaces). And a `pull` over a
+//! file that holds the version's values, laid out otherwise, says it is up to date. A real
+//! `casebook serve` on either backend, the real client.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::{Backend, Folder, run};
+use crate::remote::{PROJECT, Server, example, ok, owner, push, versions};
+
+on_both!(
+    a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile,
+    a_pulled_letta_file_is_merged_too,
+    a_pull_after_a_push_or_a_reformat_is_up_to_date,
+);
+
+/// The cases of a version as the store gives them (native JSON), by id.
+fn exported(b: &Backend, dir: &Folder, name: &str) -> Vec<Value> {
+    ok(owner(b, dir).args(["export", name, "--to", "casebook", "-q"]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `(id, input)` of each case, in order.
+fn inputs(cases: &[Value]) -> Vec<(String, String)> {
+    cases
+        .iter()
+        .filter(|c| c.get("$dataset").is_none())
+        .map(|c| (c["id"].as_str().unwrap().to_owned(), c["input"].to_string()))
+        .collect()
+}
+
+/// Replaces `from` (which must be there once) with `to` in the file.
+#[track_caller]
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = fs_err::read_to_string(path).unwrap();
+    assert_eq!(text.matches(from).count(), 1, "`{from}` in {text}");
+    fs_err::write(path, text.replace(from, to)).unwrap();
+}
+
+const CASES: &str = "\
+{\"id\": \"1\", \"input\": \"Wie lange dauert eine Erstattung?\", \"expected\": {\"output\": \"5 Werktage\"}}
+{\"id\": \"2\", \"input\": \"Où est ma commande ?\", \"expected\": {\"output\": \"en route\"}}
+{\"id\": \"3\", \"input\": \"払い戻しの期限は?\", \"expected\": {\"output\": \"30日\"}}
+{\"id\": \"4\", \"input\": \"Où est ma commande ?\", \"expected\": {\"output\": \"livrée\"}}
+";
+
+/// The issue's scenario: pulled at v2; the server changes case 1, removes case 4 and adds case
+/// 5 (v3); the file's case 3 is edited and pushed: v4 has case 3's edit and every change of v3.
+/// Then case 1 edited in the file too: a conflict naming `1`, exit 1, nothing written; with
+/// `--force` the file replaces the head.
+fn a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let token = Server::key(b, &dir, PROJECT, "write");
+    let first = dir.file("setup/support.jsonl", CASES);
+    push(&server, &dir, &token, "support", &first);
+    let second = dir.file("setup/second.jsonl", CASES.replace("en route", "en route (colis 4411)"));
+    push(&server, &dir, &token, "support", &second);
+
+    // Bob pulls v2.
+    let bob = dir.join("bob");
+    fs_err::create_dir_all(&bob).unwrap();
+    let said = ok(server.client(&dir, &token).current_dir(&bob).args(["pull", "--name", "support"]));
+    assert_eq!(said, "wrote `support.jsonl`: support@v2, 4 cases (casebook)\n");
+    let file = bob.join("support.jsonl");
+    let record: Value =
+        serde_json::from_str(&fs_err::read_to_string(bob.join(".support.jsonl.casebook-pull")).unwrap()).unwrap();
+    assert_eq!((&record["dataset"], &record["version"]), (&Value::from("support"), &Value::from(2)), "{record}");
+
+    // Meanwhile, straight into the store: case 1 changed, case 4 removed, case 5 added (v3).
+    let change = dir.file(
+        "setup/change.jsonl",
+        "{\"id\": \"1\", \"input\": \"Wie lange dauert eine Erstattung genau?\", \"expected\": {\"output\": \"5 Werktage\"}}\n\
+         {\"id\": \"5\", \"input\": \"Où est ma commande ?\", \"expected\": {\"output\": \"perdue\"}}\n",
+    );
+    ok(owner(b, &dir).args(["put", "support"]).arg(&change));
+    ok(owner(b, &dir).args(["rm", "support", "4"]));
+    assert_eq!(versions(b, &dir, "support").len(), 4);
+
+    // Bob edits case 3 and pushes: v5 keeps every change made on the server since v2.
+    edit(&file, "30日", "30日以内");
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed support v5 ("), "{out:?}");
+    assert!(out.stdout.ends_with(": 4 cases, +0 -0 ~1\n"), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "kept 3 cases changed on the server since v2 that `support.jsonl` does not have: `casebook pull --name support --overwrite` brings them into the file\n"
+    );
+    let v5 = exported(b, &dir, "support");
+    assert_eq!(
+        inputs(&v5),
+        [
+            ("1", "\"Wie lange dauert eine Erstattung genau?\""),
+            ("2", "\"Où est ma commande ?\""),
+            ("3", "\"払い戻しの期限は?\""),
+            ("5", "\"Où est ma commande ?\""),
+        ]
+        .map(|(id, input)| (id.to_owned(), input.to_owned()))
+    );
+    assert_eq!(v5[1]["expected"]["output"], "en route (colis 4411)");
+    assert_eq!(v5[2]["expected"]["output"], "30日以内");
+
+    // Case 1 edited in the file as well: changed on both sides since v2.
+    edit(&file, "Wie lange dauert eine Erstattung?", "Wie lange dauert die Erstattung?");
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    out.expect_status(1);
+    assert_eq!(out.stdout, "");
+    assert_eq!(
+        out.stderr,
+        "nothing was pushed: `support.jsonl` and support@v5 both changed case `1` since v2, the version the file was pulled at\n\
+         hint: `casebook pull --name support --save-as-new` writes v5 beside the file; merge it by hand, then `casebook push --force` replaces the head with the file\n"
+    );
+    assert_eq!(versions(b, &dir, "support").len(), 5);
+    assert_eq!(exported(b, &dir, "support"), v5);
+    // The server's answer names the ids, for programs.
+    let out =
+        run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support", "--format", "json"]));
+    out.expect_status(1);
+    let said: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(said, serde_json::json!({"pushed": false, "conflicts": ["1"], "base": 2, "head": 5}));
+
+    // `--force`: the file is the new head, whatever the server had.
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support", "--force"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed support v6 ("), "{out:?}");
+    let v6 = exported(b, &dir, "support");
+    assert_eq!(inputs(&v6).into_iter().map(|(id, _)| id).collect::<Vec<_>>(), ["1", "2", "3", "4"], "{v6:?}");
+    assert_eq!(v6[0]["input"], "Wie lange dauert die Erstattung?");
+    // And the file now holds v6: the next push of it builds on v6.
+    let record: Value =
+        serde_json::from_str(&fs_err::read_to_string(bob.join(".support.jsonl.casebook-pull")).unwrap()).unwrap();
+    assert_eq!(record["version"], 6, "{record}");
+}
+
+/// The record works for any format: a letta file pulled, edited and pushed keeps a case the
+/// server changed meanwhile (so the letta file read back gives the stored cases' content).
+fn a_pulled_letta_file_is_merged_too(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let token = Server::key(b, &dir, PROJECT, "write");
+    push(&server, &dir, &token, "support", &example("letta/support.jsonl"));
+    let bob = dir.join("bob");
+    fs_err::create_dir_all(&bob).unwrap();
+    ok(server.client(&dir, &token).current_dir(&bob).args(["pull", "--name", "support"]));
+    let file = bob.join("support.jsonl");
+    let pulled = fs_err::read_to_string(&file).unwrap();
+
+    // Unchanged, it is the head: no version.
+    let out = ok(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    assert!(out.starts_with("up to date: support v1 on "), "{out}");
+
+    // The server changes case 4's queue; Bob changes case 1's answer.
+    let change = dir.file(
+        "change.jsonl",
+        "{\"id\": 4, \"input\": \"Create a ticket for a damaged parcel.\", \"agent_args\": {\"queue\": \"returns\", \"priority\": \"high\"}, \"ground_truth\": \"ticket created\", \"tags\": [\"tool_usage\"]}\n",
+    );
+    ok(owner(b, &dir).args(["put", "support", "--from", "letta"]).arg(&change));
+    edit(&file, "5 business days", "five business days");
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed support v3 ("), "{out:?}");
+    assert!(out.stdout.ends_with(": 4 cases, +0 -0 ~1\n"), "{out:?}");
+    let letta = ok(owner(b, &dir).args(["export", "support", "--to", "letta", "-q"]));
+    assert!(letta.contains("\"queue\": \"returns\"") || letta.contains("\"queue\":\"returns\""), "{letta}");
+    assert!(letta.contains("five business days"), "{letta}");
+
+    // The server's case 1 changed again; Bob's file still has his own: a conflict.
+    let change = dir.file("change.jsonl", pulled.lines().next().unwrap().replace("5 business days", "5 days"));
+    ok(owner(b, &dir).args(["put", "support", "--from", "letta"]).arg(&change));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    out.expect_status(1);
+    assert!(
+        out.stderr.starts_with("nothing was pushed: `support.jsonl` and support@v4 both changed case `1` since v1"),
+        "{out:?}"
+    );
+    assert_eq!(versions(b, &dir, "support").len(), 4);
+}
+
+/// `pull` over the file just pushed, or over the same values laid out otherwise, leaves the
+/// file alone and says it is up to date; other values still need an answer.
+fn a_pull_after_a_push_or_a_reformat_is_up_to_date(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let token = Server::key(b, &dir, PROJECT, "write");
+    let file = dir.file("geography.json", fs_err::read_to_string(example("voltagent/geography.json")).unwrap());
+    push(&server, &dir, &token, "geography", &file);
+    let pull = || run(server.client(&dir, &token).args(["pull", "--name", "geography"]));
+
+    // Right after the push, in the same folder: the file's layout is its author's, not pull's.
+    let out = pull();
+    out.expect_status(0);
+    assert_eq!(out.stdout, "up to date: `geography.json` is geography@v1\n");
+    assert_eq!(
+        fs_err::read_to_string(&file).unwrap(),
+        fs_err::read_to_string(example("voltagent/geography.json")).unwrap()
+    );
+
+    // Re-indented, keys reordered in a case: the same values.
+    let value: Value = serde_json::from_str(&fs_err::read_to_string(&file).unwrap()).unwrap();
+    let mut text = serde_json::to_string(&value).unwrap();
+    text = text.replace(
+        "{\"name\":\"canada\",\"input\":\"What is the capital of Canada?\"",
+        "{\"input\":\"What is the capital of Canada?\",\"name\":\"canada\"",
+    );
+    assert!(text.contains("{\"input\":\"What is the capital of Canada?\",\"name\":\"canada\""), "{text}");
+    fs_err::write(&file, &text).unwrap();
+    let out = pull();
+    out.expect_status(0);
+    assert_eq!(out.stdout, "up to date: `geography.json` is geography@v1\n");
+    assert_eq!(fs_err::read_to_string(&file).unwrap(), text);
+
+    // Another value: the usual question.
+    fs_err::write(&file, text.replace("Ottawa, Ontario", "Ottawa (Ontario)")).unwrap();
+    let out = pull();
+    out.expect_status(2);
+    assert_eq!(
+        out.stderr,
+        "error: `geography.json` exists and differs from geography@v1: pass `--overwrite`, `--save-as-new` or `--cancel-on-conflict`\n"
+    );
+
+    // A file that does not read is not up to date either.
+    fs_err::write(&file, "{\"data\": [").unwrap();
+    pull().expect_status(2);
+}
+
+/// The API's `base`: a whole content id of a version of the dataset, not with `parent`.
+#[test]
+fn a_base_that_names_no_version_is_refused_and_nothing_is_written() {
+    let b = Backend::Embedded;
+    let dir = Folder::new();
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    let file = dir.file("support.jsonl", CASES);
+    push(&server, &dir, &token, "support", &file);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let import = |query: &str| {
+        runtime.block_on(async {
+            let response = reqwest::Client::new()
+                .post(format!("{}/api/v1/projects/{PROJECT}/datasets/support/import?{query}", server.url))
+                .bearer_auth(&token)
+                .body(CASES.replace("5 Werktage", "fünf Werktage"))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+    };
+    let zeros = "0".repeat(64);
+    assert_eq!(
+        import(&format!("base={zeros}&parent=v1")),
+        (400, "`parent` and `base` cannot both be given: `base` merges onto the head, `parent` replaces it".into())
+    );
+    assert_eq!(import("base=v1"), (400, "`base`: `v1` is not a version's content id (64 hexadecimal digits)".into()));
+    assert_eq!(
+        import(&format!("base={zeros}")),
+        (404, "`base`: dataset `support` has no version with content id `000000000000`".into())
+    );
+    assert_eq!(versions(&b, &dir, "support").len(), 1);
+}
