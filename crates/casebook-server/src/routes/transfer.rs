@@ -136,7 +136,8 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     request_body(content = String, description = "The file, in any supported format", content_type = "application/octet-stream"),
     responses((status = 201, body = ImportReport, description = "A version was made"),
         (status = 200, body = ImportReport, description = "The content is the head's: no version was made"),
-        (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 408, body = ErrorBody),
+        (status = 400, body = ErrorBody, description = "A parameter is wrong, or a new dataset's name is not allowed"),
+        (status = 403, body = ErrorBody), (status = 408, body = ErrorBody),
         (status = 409, body = ErrorBody), (status = 413, body = ErrorBody),
         (status = 422, body = ErrorBody, description = "The file has errors (every one, located): nothing was written")))]
 pub async fn import(
@@ -159,6 +160,15 @@ pub async fn import(
         Some("v0" | "0") => Parent::Given(Ref::Number(0)),
         Some(text) => Parent::Given(text.parse().map_err(|e: String| ApiError::bad_request(format!("`parent`: {e}")))?),
     };
+    // A name no new dataset may have is refused before the body is received (the store would
+    // refuse it at the commit); a dataset named so before the rules takes imports as ever.
+    if let Err(err) = casebook_store::names::dataset_name(&path.dataset) {
+        match writer.store.header(&path.dataset).await {
+            Err(casebook_store::StoreError::NoDataset(..)) => return Err(casebook_store::StoreError::from(err).into()),
+            Err(other) => return Err(other.into()),
+            Ok(_) => {}
+        }
+    }
     let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "body.jsonl", body).await?;
 
     let author = author(&headers, &writer);
