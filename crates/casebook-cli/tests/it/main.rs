@@ -16,6 +16,7 @@ mod inspect;
 mod inspect_ai;
 mod lint;
 mod memory;
+mod names;
 mod openai_evals;
 mod promptfoo;
 mod remote;
