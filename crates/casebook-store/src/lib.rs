@@ -560,8 +560,7 @@ pub(crate) async fn resolve_by_listing<S: Store + ?Sized>(
     };
     match versions.iter().position(|v| v.number == number) {
         Some(at) => Ok(versions.swap_remove(at)),
-        None if head == 0 => Err(no_version("; it has no versions yet".into())),
-        None => Err(no_version(format!("; its versions are v1 to v{head}"))),
+        None => Err(no_version(format!("; {}", known_versions(head)))),
     }
 }
 
@@ -576,8 +575,7 @@ fn misread(name: &str, versions: &[VersionInfo], tags: &[(String, u64)]) -> Stri
             Ok(n) if (1..=head).contains(&n) => {
                 format!("; did you mean `v{number}`? (a number alone is not a version, and {short})")
             }
-            _ if head == 0 => format!("; a version is written `v{number}`, and it has no versions yet"),
-            _ => format!("; a version is written `v{number}`, and its versions are v1 to v{head} ({short})"),
+            _ => format!("; a version is written `v{number}`, and {} ({short})", known_versions(head)),
         };
     }
     if name.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -593,6 +591,15 @@ fn misread(name: &str, versions: &[VersionInfo], tags: &[(String, u64)]) -> Stri
     }
     let known: Vec<String> = tags.iter().map(|(tag, _)| tag.clone()).collect();
     suggestion(name, &known, "tags")
+}
+
+/// What versions a dataset whose head is `head` has.
+fn known_versions(head: u64) -> String {
+    match head {
+        0 => "it has no versions yet".into(),
+        1 => "its only version is v1".into(),
+        _ => format!("its versions are v1 to v{head}"),
+    }
 }
 
 /// Versions as an ambiguity lists them: `v1 (0a1b2c3d4e5f)`.

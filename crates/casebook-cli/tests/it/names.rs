@@ -5,12 +5,13 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::cli::{Backend, Folder, run};
-use crate::remote::one_error;
+use crate::remote::{PROJECT, Server, one_error, push};
 
 on_both!(
     names_and_tags_that_would_mislead_are_refused,
     names_in_either_normal_form_are_one_dataset,
-    a_number_or_a_short_prefix_is_not_a_version
+    a_number_or_a_short_prefix_is_not_a_version,
+    pull_by_id_passes_over_names_no_url_can_carry
 );
 
 fn ok(cmd: &mut assert_cmd::Command) -> String {
@@ -132,4 +133,77 @@ fn a_number_or_a_short_prefix_is_not_a_version(b: &Backend) {
     let out = ok(b.cb(&dir).args(["show", &format!("support@{}", &id[..8]), "--format", "json"]));
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(shown["number"], 2, "{out}");
+}
+
+/// Runs SQL on the test's store, as an older casebook would have written it.
+fn raw_sql(b: &Backend, dir: &Folder, statements: &[&str]) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use sqlx::Connection;
+        match b {
+            Backend::Embedded => {
+                let url = format!("sqlite://{}", dir.join(".casebook/store.db").display());
+                let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+                for sql in statements {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(*sql)).execute(&mut conn).await.unwrap();
+                }
+            }
+            Backend::Postgres(url) => {
+                let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
+                for sql in statements {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(*sql)).execute(&mut conn).await.unwrap();
+                }
+            }
+        }
+    });
+}
+
+/// A dataset an older casebook let be named `..` (which no URL can carry) does not stop
+/// `pull --id` from finding versions of the others; one named `a/b` is pulled as any other.
+fn pull_by_id_passes_over_names_no_url_can_carry(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let key = Server::key(b, &dir, PROJECT, "write");
+    let id_of = |name: &str, text: &str| {
+        let file = dir.file(&format!("{name}.jsonl"), text);
+        push(&server, &dir, &key, name, &file)["version"]["id"].as_str().unwrap().to_owned()
+    };
+    let support = id_of("support", CASES);
+    let dots = id_of("dots", &CASES.replace("gare", "gare du Nord"));
+    let slash = id_of("slash", &CASES.replace("gare", "gare de Lyon"));
+    raw_sql(
+        b,
+        &dir,
+        &[
+            "UPDATE datasets SET name = '..' WHERE name = 'dots'",
+            "UPDATE datasets SET name = 'a/b' WHERE name = 'slash'",
+        ],
+    );
+
+    ok(server.client(&dir, &key).args(["pull", "--id", &support[..12], "-o", "support-out.jsonl"]));
+    assert!(fs_err::read_to_string(dir.join("support-out.jsonl")).unwrap().contains("Où est la gare ?"));
+    ok(server.client(&dir, &key).args(["pull", "--id", &slash[..12], "-o", "slash-out.jsonl"]));
+    assert!(fs_err::read_to_string(dir.join("slash-out.jsonl")).unwrap().contains("gare de Lyon"));
+    let out = run(server.client(&dir, &key).args(["pull", "--id", &dots[..12], "-o", "dots-out.jsonl"]));
+    assert_eq!(
+        one_error(&out, 2),
+        format!(
+            "error: no version of project `{PROJECT}` has an id starting with `{}` (not searched: the datasets `..`, whose names cannot be part of a URL; `casebook export` reads them in the server's store)",
+            &dots[..12]
+        )
+    );
+    // An id too short to be deliberate, or a number, is refused before anything is fetched.
+    for id in ["3", &support[..4]] {
+        let out = run(server.client(&dir, &key).args(["pull", "--id", id, "-o", "x.jsonl"]));
+        assert_eq!(
+            one_error(&out, 2),
+            format!(
+                "error: `{id}` is not a content id: `--id` takes a version's id, or at least its first 8 hexadecimal digits"
+            )
+        );
+    }
+    let out = run(server.client(&dir, &key).args(["pull", "--name", "support", "--version", "1", "-o", "x.jsonl"]));
+    let line = one_error(&out, 2);
+    assert!(line.contains("dataset `support` has no version `1`; did you mean `v1`?"), "{line}");
+    assert!(!dir.join("x.jsonl").exists());
 }
