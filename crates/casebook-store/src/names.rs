@@ -151,8 +151,7 @@ fn common_fault(name: &str) -> Option<String> {
             thousands(name.len())
         ));
     }
-    if let Some(c) = name.chars().find(|&c| hidden(c).is_some()) {
-        let kind = hidden(c).unwrap_or_default();
+    if let Some((c, kind)) = name.chars().find_map(|c| hidden(c).map(|kind| (c, kind))) {
         return Some(format!("it holds U+{:04X}, {kind}", c as u32));
     }
     if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
@@ -200,7 +199,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (at, c) in digits.chars().enumerate() {
-        if at > 0 && (digits.len() - at) % 3 == 0 {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

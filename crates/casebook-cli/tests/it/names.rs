@@ -81,7 +81,7 @@ fn names_in_either_normal_form_are_one_dataset(b: &Backend) {
     let dir = Folder::new();
     ok(b.cb(&dir).arg("init"));
     let file = dir.file("qa.jsonl", CASES);
-    let more = dir.file("more.jsonl", &format!("{CASES}{{\"id\": \"b\", \"input\": \"Und jetzt?\"}}\n"));
+    let more = dir.file("more.jsonl", format!("{CASES}{{\"id\": \"b\", \"input\": \"Und jetzt?\"}}\n"));
     ok(b.cb(&dir).args(["import", "--dataset", "cafe\u{301}"]).arg(&file));
     let out = ok(b.cb(&dir).args(["import", "--dataset", "caf\u{e9}"]).arg(&more));
     assert!(out.starts_with("created caf\u{e9} v2 "), "{out}");
@@ -101,7 +101,7 @@ fn a_number_or_a_short_prefix_is_not_a_version(b: &Backend) {
     let dir = Folder::new();
     ok(b.cb(&dir).arg("init"));
     for n in 1..=3 {
-        let file = dir.file(&format!("v{n}.jsonl"), &CASES.repeat(1).replace("gauche", &format!("gauche {n}")));
+        let file = dir.file(&format!("v{n}.jsonl"), CASES.replace("gauche", &format!("gauche {n}")));
         ok(b.cb(&dir).args(["import", "--dataset", "support"]).arg(&file));
     }
     let out = run(b.cb(&dir).args(["show", "support@3"]));
