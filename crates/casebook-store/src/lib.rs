@@ -623,6 +623,18 @@ pub(crate) fn commit_name(stored: Option<String>, request: &CommitRequest) -> Re
     }
 }
 
+/// Whether a commit under `name` may be made: refused with [`names::dataset_name`]'s reason
+/// when no dataset has the name and it is not allowed for a new one. For callers that can say
+/// so before reading an upload (the commit would refuse it anyway).
+pub async fn check_commit_name(store: &impl Store, name: &str) -> Result<(), StoreError> {
+    let Err(err) = names::dataset_name(name) else { return Ok(()) };
+    match store.header(name).await {
+        Err(StoreError::NoDataset(..)) => Err(err.into()),
+        Err(other) => Err(other),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Dataset row ids by project and name. A dataset is never removed and its row id never
 /// changes, so a store handle (and its clones) may remember them. Only ids read outside a
 /// transaction (committed rows) are kept.

@@ -162,13 +162,7 @@ pub async fn import(
     };
     // A name no new dataset may have is refused before the body is received (the store would
     // refuse it at the commit); a dataset named so before the rules takes imports as ever.
-    if let Err(err) = casebook_store::names::dataset_name(&path.dataset) {
-        match writer.store.header(&path.dataset).await {
-            Err(casebook_store::StoreError::NoDataset(..)) => return Err(casebook_store::StoreError::from(err).into()),
-            Err(other) => return Err(other.into()),
-            Ok(_) => {}
-        }
-    }
+    casebook_store::check_commit_name(&writer.store, &path.dataset).await?;
     let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "body.jsonl", body).await?;
 
     let author = author(&headers, &writer);

@@ -175,6 +175,25 @@ async fn the_console_forms_refuse_names_and_tags_that_would_mislead(backend: Bac
     let text = response.text().await.unwrap();
     assert_eq!(status, 422, "{text}");
     assert!(text.contains("already exists"), "{text}");
+    // The import form refuses the name before it reads the file (a multipart form, by hand).
+    let body = format!(
+        "--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{csrf}\r\n--XyZ\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\n{case}\r\n--XyZ--\r\n"
+    );
+    let response = client
+        .post(format!("{}/projects/team-a/datasets/a%40b/import", server.url))
+        .header("cookie", &cookie)
+        .header("origin", &server.url)
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    assert_eq!(status, 400, "{text}");
+    let message =
+        "dataset name `a@b` is not allowed: it holds `@`, which separates a dataset from its version (`NAME@v3`)";
+    assert!(text.contains(&message.replace('`', "&#x60;")) || text.contains(message), "{text}");
     let names: Vec<String> =
         server.store.in_project("team-a").datasets().await.unwrap().into_iter().map(|d| d.name).collect();
     assert_eq!(names, ["caf\u{e9}", "support"]);
