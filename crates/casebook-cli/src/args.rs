@@ -440,10 +440,12 @@ pub struct PullArgs {
     /// The dataset on the server
     #[arg(long, env = "CASEBOOK_DATASET", conflicts_with = "id")]
     pub name: Option<String>,
-    /// A version's content id (or a prefix of one), in whichever dataset it is
+    /// A version's content id (or a prefix of one: 8 hexadecimal digits or more), in whichever
+    /// dataset it is
     #[arg(long)]
     pub id: Option<String>,
-    /// The version: `v3`, `latest`, a tag, a content-id prefix (default: latest)
+    /// The version: `v3`, `latest`, a content id or a prefix of it (8 hexadecimal digits or more),
+    /// or a tag (default: latest)
     #[arg(long)]
     pub version: Option<String>,
     /// The file to write (default: `NAME.jsonl`, or the dataset's own format's extension)
@@ -539,7 +541,8 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// `NAME@REF`: REF is v3, latest, a tag or a content-id prefix (default: latest)
+    /// `NAME@REF`: REF is v3, latest, a content id or a prefix of it (8 hexadecimal digits or
+    /// more), or a tag (default: latest)
     pub target: String,
     /// A case id: show that case
     pub case: Option<String>,
@@ -578,7 +581,8 @@ pub struct ExportArgs {
 pub struct TagArgs {
     /// `NAME@REF`: the version to name
     pub target: String,
-    /// The tag
+    /// The tag: not `latest`, `vN`, a number or 8 or more hexadecimal digits (which name
+    /// versions), nor `.`, `..`, or with `/`, `@` or control characters; at most 128 bytes
     pub tag: String,
 }
 

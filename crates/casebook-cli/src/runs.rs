@@ -31,15 +31,6 @@ pub struct Pinned {
     pub cases: u64,
 }
 
-/// `v3`, `latest`, or the tag or prefix, as a path names the version.
-fn reference_text(reference: &Ref) -> String {
-    match reference {
-        Ref::Number(n) => format!("v{n}"),
-        Ref::Latest => "latest".to_owned(),
-        Ref::Name(name) => name.clone(),
-    }
-}
-
 impl RunStore {
     /// The server when `CASEBOOK_URL` is set, else the store here, to read runs.
     pub fn open(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Self> {
@@ -81,7 +72,7 @@ impl RunStore {
                 Pinned { number: v.number, id: v.id, cases: v.cases }
             }
             RunStore::Remote(remote) => {
-                let path = remote.dataset_path(name, &format!("/versions/{}", segment(&reference_text(reference))));
+                let path = remote.dataset_path(name, &format!("/versions/{}", segment(&reference.to_string())));
                 let v: Version = remote.get_json(&path).await?;
                 Pinned { number: v.number, id: v.id, cases: v.cases }
             }

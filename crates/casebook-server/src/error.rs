@@ -122,7 +122,8 @@ impl From<StoreError> for ApiError {
             StoreError::Ambiguous { .. }
             | StoreError::AmbiguousRun(..)
             | StoreError::BadHash(_)
-            | StoreError::BadProject(_) => Self::bad_request(err.to_string()),
+            | StoreError::BadProject(_)
+            | StoreError::BadName(_) => Self::bad_request(err.to_string()),
             StoreError::RunExists(_) => Self::new(StatusCode::CONFLICT, "conflict", err.to_string()),
             StoreError::Conflict { head, .. } => {
                 let mut e = Self::new(StatusCode::CONFLICT, "conflict", err.to_string());

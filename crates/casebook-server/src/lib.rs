@@ -51,6 +51,13 @@ pub fn path_segment(text: &str) -> String {
     out
 }
 
+/// Whether a URL path can carry `name` as one segment: `.` and `..` (which an older casebook let
+/// a dataset be named) are folded away by every URL parser, even percent-encoded, and an empty
+/// segment names nothing.
+pub fn path_can_carry(name: &str) -> bool {
+    !matches!(name, "" | "." | "..")
+}
+
 /// What a server allows.
 #[derive(Debug, Clone)]
 pub struct Limits {

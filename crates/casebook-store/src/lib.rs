@@ -14,6 +14,7 @@ mod diff;
 mod ingest;
 mod keys;
 mod merge;
+pub mod names;
 mod postgres;
 mod runs;
 pub mod seeds;
@@ -35,6 +36,7 @@ pub use diff::{FieldChange, field_changes};
 pub use ingest::{IngestError, IngestEvent, IngestRequest, Ingested, Parent, ingest};
 pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use merge::{Changes, Choice, Merged, WholeMerge};
+pub use names::{NameError, Ref};
 pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};
@@ -108,31 +110,6 @@ pub struct VersionInfo {
     pub removed: u64,
     pub modified: u64,
     pub cases: u64,
-}
-
-/// Which version: `v3`, `latest`, a tag, or a prefix of a content id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ref {
-    Number(u64),
-    Latest,
-    /// A tag or a content-id prefix, tried in that order.
-    Name(String),
-}
-
-impl std::str::FromStr for Ref {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s.is_empty() {
-            return Err("empty version reference".into());
-        }
-        if s == "latest" {
-            return Ok(Ref::Latest);
-        }
-        if let Some(n) = s.strip_prefix('v').and_then(|n| n.parse::<u64>().ok()) {
-            return Ok(Ref::Number(n));
-        }
-        Ok(Ref::Name(s.to_owned()))
-    }
 }
 
 /// How a commit's cases relate to the head.
@@ -210,7 +187,7 @@ pub enum StoreError {
     NoDataset(String, String),
     #[error("dataset `{dataset}` has no version `{reference}`{hint}")]
     NoVersion { dataset: String, reference: String, hint: String },
-    #[error("`{reference}` names several versions of `{dataset}`: {candidates}")]
+    #[error("`{reference}` names several versions of `{dataset}`: {candidates}; give more digits of the id")]
     Ambiguous { dataset: String, reference: String, candidates: String },
     #[error("dataset `{dataset}` moved on: its head is v{head}, the commit was made on v{parent}")]
     Conflict { dataset: String, parent: u64, head: u64 },
@@ -251,6 +228,9 @@ pub enum StoreError {
         "`{0}` is not a project name: use 1 to 64 lowercase letters, digits, `-`, `_` or `.`, starting with a letter or digit"
     )]
     BadProject(String),
+    /// A new dataset's name or a tag that [`names`] refuses.
+    #[error(transparent)]
+    BadName(#[from] NameError),
     #[error("no API key `{0}`: `casebook keys list` lists them")]
     NoKey(String),
     #[error("the commit was cancelled: its input had errors")]
@@ -436,8 +416,8 @@ pub trait Store {
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError>;
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError>;
     async fn events(&self, dataset: &str) -> Result<Vec<Event>, StoreError>;
-    /// The version a reference names: a number, `latest`, a tag, or a prefix of a content id
-    /// (of any case; tags first). A miss says what there is instead.
+    /// The version a reference names: a number, `latest`, a content id or a prefix of one, or a
+    /// tag, in that order (see [`names`]). A miss says what there is instead.
     async fn resolve(&self, dataset: &str, reference: &Ref) -> Result<VersionInfo, StoreError> {
         resolve_by_listing(self, dataset, reference).await
     }
@@ -536,7 +516,11 @@ impl From<Page> for JsonPage {
     }
 }
 
-/// [`Store::resolve`] from the list of versions and tags (what backends fall back to).
+/// [`Store::resolve`] from the list of versions and tags (what backends fall back to). A
+/// number and `latest` mean that version; a content id or a prefix of one ([`names::MIN_PREFIX`]
+/// digits or more) the version whose id starts with it, and only where none does a tag of that
+/// text (which an older casebook could make); anything else a tag. A miss says why: a number
+/// without its `v`, a prefix too short, a tag there is not.
 pub(crate) async fn resolve_by_listing<S: Store + ?Sized>(
     store: &S,
     dataset: &str,
@@ -545,46 +529,111 @@ pub(crate) async fn resolve_by_listing<S: Store + ?Sized>(
     let mut versions = store.versions(dataset).await?;
     let head = versions.last().map_or(0, |v| v.number);
     let tags = match reference {
-        Ref::Name(_) => store.tags(dataset).await?,
+        Ref::Name(_) | Ref::Id(_) => store.tags(dataset).await?,
         _ => Vec::new(),
     };
-    let missing = || {
-        let hint = match reference {
-            Ref::Name(name) if !tags.is_empty() => {
-                let names: Vec<String> = tags.iter().map(|(tag, _)| tag.clone()).collect();
-                suggestion(name, &names, "tags")
-            }
-            Ref::Name(_) => "; it has no tags (`casebook tag` names a version)".to_owned(),
-            _ => format!("; its versions are v1 to v{head}"),
-        };
-        StoreError::NoVersion { dataset: dataset.to_owned(), reference: describe(reference), hint }
-    };
+    let no_version =
+        |hint: String| StoreError::NoVersion { dataset: dataset.to_owned(), reference: reference.to_string(), hint };
     let number = match reference {
         Ref::Latest => head,
         Ref::Number(n) => *n,
-        Ref::Name(name) => match tags.iter().find(|(tag, _)| tag == name) {
-            Some((_, v)) => *v,
-            None => {
-                let prefix = name.to_ascii_lowercase();
-                let found: Vec<u64> =
-                    versions.iter().filter(|v| v.id.starts_with(&prefix)).map(|v| v.number).take(5).collect();
-                match found.as_slice() {
-                    [one] => *one,
-                    [] => return Err(missing()),
-                    many => {
-                        return Err(StoreError::Ambiguous {
-                            dataset: dataset.to_owned(),
-                            reference: name.clone(),
-                            candidates: many.iter().map(|n| format!("v{n}")).collect::<Vec<_>>().join(", "),
-                        });
-                    }
+        Ref::Id(prefix) => {
+            let found: Vec<&VersionInfo> =
+                versions.iter().filter(|v| v.id.starts_with(prefix.as_str())).take(5).collect();
+            match found.as_slice() {
+                [one] => one.number,
+                [] => match tags.iter().find(|(tag, _)| tag.eq_ignore_ascii_case(prefix)) {
+                    Some((_, v)) => *v,
+                    None => return Err(no_version("; no version's content id starts with it".into())),
+                },
+                many => {
+                    return Err(StoreError::Ambiguous {
+                        dataset: dataset.to_owned(),
+                        reference: prefix.clone(),
+                        candidates: listed(many),
+                    });
                 }
             }
+        }
+        Ref::Name(name) => match names::find(tags.iter().map(|(tag, _)| tag.as_str()), name) {
+            Some(tag) => tags.iter().find(|(t, _)| t == tag).map_or(0, |(_, v)| *v),
+            None => return Err(no_version(misread(name, &versions, &tags))),
         },
     };
     match versions.iter().position(|v| v.number == number) {
         Some(at) => Ok(versions.swap_remove(at)),
-        None => Err(missing()),
+        None => Err(no_version(format!("; {}", known_versions(head)))),
+    }
+}
+
+/// Why `name` names no version (no tag has it): a number is not a version (`v3` is), a few hex
+/// digits are too short a prefix, else the tags there are.
+fn misread(name: &str, versions: &[VersionInfo], tags: &[(String, u64)]) -> String {
+    let head = versions.last().map_or(0, |v| v.number);
+    let short = format!("a content-id prefix needs at least {} hexadecimal digits", names::MIN_PREFIX);
+    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) {
+        let number = name.parse::<u64>().map_or_else(|_| name.trim_start_matches('0').to_owned(), |n| n.to_string());
+        return match name.parse::<u64>() {
+            Ok(n) if (1..=head).contains(&n) => {
+                format!("; did you mean `v{number}`? (a number alone is not a version, and {short})")
+            }
+            _ => format!("; a version is written `v{number}`, and {} ({short})", known_versions(head)),
+        };
+    }
+    if name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let lower = name.to_ascii_lowercase();
+        let starting: Vec<&VersionInfo> = versions.iter().filter(|v| v.id.starts_with(&lower)).take(5).collect();
+        return match starting.as_slice() {
+            [] => format!("; {short}"),
+            found => format!("; {short} (versions whose id starts with `{name}`: {})", listed(found)),
+        };
+    }
+    if tags.is_empty() {
+        return "; it has no tags (`casebook tag` names a version)".to_owned();
+    }
+    let known: Vec<String> = tags.iter().map(|(tag, _)| tag.clone()).collect();
+    suggestion(name, &known, "tags")
+}
+
+/// What versions a dataset whose head is `head` has.
+fn known_versions(head: u64) -> String {
+    match head {
+        0 => "it has no versions yet".into(),
+        1 => "its only version is v1".into(),
+        _ => format!("its versions are v1 to v{head}"),
+    }
+}
+
+/// Versions as an ambiguity lists them: `v1 (0a1b2c3d4e5f)`.
+fn listed(versions: &[&VersionInfo]) -> String {
+    let each: Vec<String> =
+        versions.iter().map(|v| format!("v{} ({})", v.number, &v.id[..12.min(v.id.len())])).collect();
+    each.join(", ")
+}
+
+/// The dataset name a commit is made under: the stored dataset's (`stored`, found from the
+/// request's name in any normal form), else a new dataset's name as [`names::dataset_name`]
+/// makes it; only new names are checked, so datasets named before the rules keep taking commits.
+/// A removal never makes a dataset.
+pub(crate) fn commit_name(stored: Option<String>, request: &CommitRequest) -> Result<String, StoreError> {
+    match stored {
+        Some(name) => Ok(name),
+        None if matches!(request.mode, CommitMode::Remove(_)) => {
+            Err(StoreError::NoDataset(request.dataset.clone(), String::new()))
+        }
+        None => Ok(names::dataset_name(&request.dataset)?),
+    }
+}
+
+/// Whether a commit under `name` may be made: refused with [`names::dataset_name`]'s reason
+/// when no dataset has the name and it is not allowed for a new one. For callers that can say
+/// so before reading an upload (the commit would refuse it anyway).
+pub async fn check_commit_name(store: &impl Store, name: &str) -> Result<(), StoreError> {
+    let Err(err) = names::dataset_name(name) else { return Ok(()) };
+    match store.header(name).await {
+        Err(StoreError::NoDataset(..)) => Err(err.into()),
+        Err(other) => Err(other),
+        Ok(_) => Ok(()),
     }
 }
 
@@ -615,15 +664,6 @@ pub(crate) fn no_dataset(name: &str, known: &[String]) -> StoreError {
         suggestion(name, known, "datasets")
     };
     StoreError::NoDataset(name.to_owned(), hint)
-}
-
-/// A version reference as the user wrote it.
-pub(crate) fn describe(reference: &Ref) -> String {
-    match reference {
-        Ref::Number(n) => format!("v{n}"),
-        Ref::Latest => "latest".into(),
-        Ref::Name(name) => name.clone(),
-    }
 }
 
 /// What to say after "no such name": the known name it is a typo of, else the names there are.

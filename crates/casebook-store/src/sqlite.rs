@@ -267,17 +267,38 @@ impl SqliteStore {
 
     /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
     async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
+        match self.stored(name).await? {
+            Some((id, _)) => Ok(id),
+            None => Err(self.no_dataset(name).await),
+        }
+    }
+
+    /// The row id and stored name of the dataset `name` names: the same text, else the same
+    /// in NFC (see [`crate::names`]).
+    async fn stored(&self, name: &str) -> Result<Option<(i64, String)>, StoreError> {
         if let Some(id) = self.ids.get(&self.project, name) {
-            return Ok(id);
+            return Ok(Some((id, name.to_owned())));
         }
         let id: Option<i64> = sqlx::query_scalar("SELECT id FROM datasets WHERE project = ? AND name = ?")
             .bind(&self.project)
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        let Some(id) = id else { return Err(self.no_dataset(name).await) };
-        self.ids.keep(&self.project, name, id);
-        Ok(id)
+        let found = match id {
+            Some(id) => Some((id, name.to_owned())),
+            None => {
+                let all: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM datasets WHERE project = ?")
+                    .bind(&self.project)
+                    .fetch_all(&self.pool)
+                    .await?;
+                crate::names::find(all.iter().map(|(_, n)| n.as_str()), name)
+                    .and_then(|stored| all.iter().find(|(_, n)| n == stored).cloned())
+            }
+        };
+        if let Some((id, _)) = &found {
+            self.ids.keep(&self.project, name, *id);
+        }
+        Ok(found)
     }
 
     async fn version_row(&self, dataset: &str, id: i64, number: u64) -> Result<Option<VersionInfo>, StoreError> {
@@ -579,7 +600,9 @@ impl crate::Store for SqliteStore {
         let number = match reference {
             crate::Ref::Number(n) => Some(*n as i64),
             crate::Ref::Latest => None,
-            crate::Ref::Name(_) => return crate::resolve_by_listing(self, dataset, reference).await,
+            crate::Ref::Id(_) | crate::Ref::Name(_) => {
+                return crate::resolve_by_listing(self, dataset, reference).await;
+            }
         };
         let id = self.dataset_id(dataset).await?;
         let row = sqlx::query(
@@ -613,7 +636,9 @@ impl crate::Store for SqliteStore {
             .collect()
     }
 
-    async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+    async fn commit(&self, mut request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+        let stored = self.stored(&request.dataset).await?.map(|(_, name)| name);
+        request.dataset = crate::commit_name(stored, &request)?;
         let mut conn = self.pool.acquire().await?;
         let journal = match self.alone {
             true => Journal::choose(&self.pool, &mut conn, &request).await?,
@@ -668,12 +693,9 @@ impl crate::Store for SqliteStore {
     }
 
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
-        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE project = ? AND name = ?")
-            .bind(&self.project)
-            .bind(dataset)
-            .fetch_optional(&self.pool)
-            .await?;
-        let Some(header) = header else { return Err(self.no_dataset(dataset).await) };
+        let id = self.dataset_id(dataset).await?;
+        let header: String =
+            sqlx::query_scalar("SELECT header FROM datasets WHERE id = ?").bind(id).fetch_one(&self.pool).await?;
         serde_json::from_str(&header).map_err(damaged_header)
     }
 
@@ -838,6 +860,7 @@ impl crate::Store for SqliteStore {
     }
 
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+        let tag = crate::names::tag_name(tag)?;
         let id = self.dataset_id(dataset).await?;
         if self.version_row(dataset, id, version).await?.is_none() {
             return Err(StoreError::NoVersion {
@@ -847,14 +870,22 @@ impl crate::Store for SqliteStore {
             });
         }
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        let before: Option<i64> = sqlx::query_scalar("SELECT version FROM tags WHERE dataset = ? AND name = ?")
+        // The tag as it is stored, maybe in another normal form by an older casebook: moved,
+        // and from now on in NFC.
+        let tags: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, version FROM tags WHERE dataset = ?").bind(id).fetch_all(&mut *tx).await?;
+        let mut before = None;
+        for (name, v) in tags.iter().filter(|(name, _)| crate::names::nfc(name) == tag.as_str()) {
+            before = Some(*v);
+            sqlx::query("DELETE FROM tags WHERE dataset = ? AND name = ?")
+                .bind(id)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("INSERT INTO tags (dataset, name, version) VALUES (?, ?, ?)")
             .bind(id)
-            .bind(tag)
-            .fetch_optional(&mut *tx)
-            .await?;
-        sqlx::query("INSERT OR REPLACE INTO tags (dataset, name, version) VALUES (?, ?, ?)")
-            .bind(id)
-            .bind(tag)
+            .bind(&tag)
             .bind(version as i64)
             .execute(&mut *tx)
             .await?;

@@ -375,21 +375,42 @@ fn push_error(
     }
 }
 
-/// The dataset and version whose content id starts with `id`, in whichever dataset it is.
+/// The dataset and version whose content id starts with `id` (at least
+/// [`casebook_store::names::MIN_PREFIX`] digits, as every reference), in whichever dataset it
+/// is. Datasets whose names no URL path can carry (`.`, `..`, made by an older casebook) are
+/// passed over, so that they do not stop the search in the others.
 async fn find_by_id(remote: &Remote, id: &str) -> anyhow::Result<(String, casebook_server::api::Version)> {
-    let id = id.to_ascii_lowercase();
+    let id = match id.parse::<casebook_store::Ref>() {
+        Ok(casebook_store::Ref::Id(id)) => id,
+        _ => {
+            return Err(anyhow::Error::msg(format!(
+                "`{id}` is not a content id: `--id` takes a version's id, or at least its first {} hexadecimal digits",
+                casebook_store::names::MIN_PREFIX
+            )));
+        }
+    };
     let datasets: Vec<casebook_server::api::Dataset> =
         remote.get_json(&format!("/api/v1/projects/{}/datasets", crate::remote::segment(&remote.project))).await?;
     let mut found = Vec::new();
+    let mut unreachable = Vec::new();
     for d in datasets {
+        if !casebook_server::path_can_carry(&d.name) {
+            unreachable.push(format!("`{}`", d.name));
+            continue;
+        }
         let log: casebook_server::api::Log = remote.get_json(&remote.dataset_path(&d.name, "/versions")).await?;
         found.extend(log.versions.into_iter().filter(|v| v.id.starts_with(&id)).map(|v| (d.name.clone(), v)));
     }
     match found.len() {
         1 => Ok(found.remove(0)),
-        0 => Err(anyhow::Error::msg(format!(
+        0 if unreachable.is_empty() => Err(anyhow::Error::msg(format!(
             "no version of project `{}` has an id starting with `{id}`",
             remote.project
+        ))),
+        0 => Err(anyhow::Error::msg(format!(
+            "no version of project `{}` has an id starting with `{id}` (not searched: the datasets {}, whose names cannot be part of a URL; `casebook export` reads them in the server's store)",
+            remote.project,
+            unreachable.join(", ")
         ))),
         _ => Err(anyhow::Error::msg(format!(
             "`{id}` names several versions: {}; give more of the id",

@@ -17,6 +17,7 @@ mod inspect;
 mod inspect_ai;
 mod lint;
 mod memory;
+mod names;
 mod openai_evals;
 mod promptfoo;
 mod push_merge;

@@ -798,23 +798,23 @@ fn versions_names_and_column_maps() {
     let b = Backend::Embedded;
     let server = Server::start(&b, &dir, &[]);
     let token = Server::key(&b, &dir, PROJECT, "write");
-    let name = "support/qa set";
+    let name = "support\\qa set";
     let v1 = dir.file("v1.jsonl", QA);
     let v2 = dir.file("v2.jsonl", QA.replace("Paris", "Paris, France"));
     let first = push(&server, &dir, &token, name, &v1);
     let said = ok(server.client(&dir, &token).args(["push", "--name", name, "--file", "v2.jsonl", "-m", "more"]));
-    assert!(said.starts_with("pushed support/qa set v2 (") && said.ends_with(": 2 cases, +0 -0 ~1\n"), "{said}");
+    assert!(said.starts_with("pushed support\\qa set v2 (") && said.ends_with(": 2 cases, +0 -0 ~1\n"), "{said}");
 
-    // The latest, into a file named after the dataset (`/` is no file name).
+    // The latest, into a file named after the dataset (`\` is no file name on every system).
     ok(server.client(&dir, &token).args(["pull", "--name", name]));
     assert_eq!(value_of(&dir.join("support_qa set.jsonl")), value_of(&v2));
     // v1, by number and by a prefix of its content id.
     let said = ok(server.client(&dir, &token).args(["pull", "--name", name, "--version", "v1", "-o", "old.jsonl"]));
-    assert_eq!(said, "wrote `old.jsonl`: support/qa set@v1, 2 cases (letta)\n");
+    assert_eq!(said, "wrote `old.jsonl`: support\\qa set@v1, 2 cases (letta)\n");
     assert_eq!(value_of(&dir.join("old.jsonl")), value_of(&v1));
     let id = first["version"]["id"].as_str().unwrap();
     let said = ok(server.client(&dir, &token).args(["pull", "--id", &id[..10], "-o", "by-id.jsonl"]));
-    assert_eq!(said, "wrote `by-id.jsonl`: support/qa set@v1, 2 cases (letta)\n");
+    assert_eq!(said, "wrote `by-id.jsonl`: support\\qa set@v1, 2 cases (letta)\n");
     assert_eq!(fs_err::read(dir.join("by-id.jsonl")).unwrap(), fs_err::read(dir.join("old.jsonl")).unwrap());
     let out = run(server.client(&dir, &token).args(["pull", "--name", name, "--version", "v9", "-o", "v9.jsonl"]));
     assert!(one_error(&out, 2).contains("v9"), "{out:?}");

@@ -616,7 +616,7 @@ fn a_mistyped_dataset_or_tag_gets_a_suggestion_or_the_names_there_are() {
         (&["log", "suport"][..], "no dataset named `suport`; did you mean `support`?"),
         (&["log", "zzz"], "no dataset named `zzz`; the datasets are `billing`, `support`"),
         (&["show", "support@prd"], "dataset `support` has no version `prd`; did you mean `prod`?"),
-        (&["show", "support@v7"], "dataset `support` has no version `v7`; its versions are v1 to v1"),
+        (&["show", "support@v7"], "dataset `support` has no version `v7`; its only version is v1"),
     ] {
         let out = run(cb(&dir).args(args));
         assert_eq!(out.status, Some(2), "{args:?}: {out:?}");

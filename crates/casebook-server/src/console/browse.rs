@@ -168,9 +168,11 @@ pub async fn tag(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): Form
     if tag.is_empty() {
         return Err(Failure::bad_request("a tag needs a name (`prod`)"));
     }
+    // The name first: a refused tag is refused whatever version it would name.
+    let tag = casebook_store::names::tag_name(tag).map_err(|err| Failure::bad_request(err.to_string()))?;
     let version = resolve(&viewer.store, &path.dataset, form.version.trim()).await?;
     let author = format!("key:{}", viewer.access.key);
-    viewer.store.tag(&path.dataset, version.number, tag, &author, &crate::routes::now()).await?;
+    viewer.store.tag(&path.dataset, version.number, &tag, &author, &crate::routes::now()).await?;
     Ok(see_other(&dataset_url(&path.project, &path.dataset)))
 }
 

@@ -281,10 +281,12 @@ fn new_page(viewer: &Viewer, project: &str, dataset: String, text: String, messa
 
 pub async fn create(viewer: Viewer, Path(project): Path<String>, Form(form): Form<SaveForm>) -> PageResult {
     viewer.check_write(&form.csrf)?;
-    let mut page = new_page(&viewer, &project, form.dataset.trim().to_owned(), form.text.clone(), form.message.clone());
-    let name = form.dataset.trim();
-    if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-        page.problems.push(Problem::new(0, 0, "the dataset needs a name: up to 200 characters, no control characters"));
+    // The store's rules for a new name (`casebook_store::names`), said before the case is read.
+    let name = casebook_store::names::dataset_name(form.dataset.trim());
+    let shown = name.clone().unwrap_or_else(|_| form.dataset.trim().to_owned());
+    let mut page = new_page(&viewer, &project, shown, form.text.clone(), form.message.clone());
+    if let Err(err) = name {
+        page.problems.push(Problem::new(0, 0, err.to_string()));
         return Ok(unprocessable(&page));
     }
     commit_edit(&viewer, &project, page, &form).await

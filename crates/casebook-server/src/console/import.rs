@@ -230,6 +230,8 @@ pub async fn preview(
 ) -> PageResult {
     let sent = fields(multipart).await?;
     viewer.check_write(&sent.csrf)?;
+    // A name no new dataset may have is refused before the file is read, not at confirmation.
+    casebook_store::check_commit_name(&viewer.store, &path.dataset).await?;
     let mut shown_page = page(&viewer, &path);
     let (bytes, shown) = match (sent.file.is_empty(), sent.text.trim().is_empty()) {
         (false, _) => {

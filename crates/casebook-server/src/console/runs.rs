@@ -112,10 +112,10 @@ async fn ran(store: &AnyStore, meta: Option<&RunMeta>, seen: &mut HashMap<(Strin
         None
     } else {
         store
-            .resolve(&meta.dataset, &Ref::Name(meta.dataset_version_id.clone()))
+            .resolve(&meta.dataset, &Ref::Id(meta.dataset_version_id.to_ascii_lowercase()))
             .await
             .ok()
-            // A tag spelled like the id would name another version.
+            // Only that version (a damaged or foreign id could be a tag in an older store).
             .filter(|v| v.id == meta.dataset_version_id)
             .map(|v| v.number)
     };

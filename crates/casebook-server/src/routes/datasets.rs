@@ -74,19 +74,25 @@ pub struct TagPath {
     #[allow(dead_code)] // `auth` checks it against the key's project
     pub project: String,
     pub dataset: String,
-    /// The tag's name (`prod`).
+    /// The tag's name (`prod`): 1 to 128 bytes, without `/`, `@`, control, bidirectional or
+    /// invisible characters, not `.` or `..`, and nothing a version reference reads as
+    /// something else (`latest`, `v3`, a number, 8 or more hexadecimal digits). Compared in
+    /// Unicode NFC.
     pub tag: String,
 }
 
 /// Names a version (moving the tag if it names another); the move is logged.
 #[utoipa::path(put, path = "/api/v1/projects/{project}/datasets/{dataset}/tags/{tag}", tag = "versions",
     security(("bearer" = ["write"])), params(TagPath), request_body = TagRequest,
-    responses((status = 200, body = Tag), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = Tag), (status = 400, body = ErrorBody, description = "The tag's name is not allowed"),
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn set_tag(writer: Writer, Path(path): Path<TagPath>, Json(body): Json<TagRequest>) -> ApiResult<Json<Tag>> {
+    // The name first: a refused tag is refused whatever version it would name.
+    let name = casebook_store::names::tag_name(&path.tag).map_err(casebook_store::StoreError::from)?;
     let version = resolve(&writer.store, &path.dataset, &body.version).await?;
     let author = format!("key:{}", writer.access.key);
-    writer.store.tag(&path.dataset, version.number, &path.tag, &author, &crate::routes::now()).await?;
-    Ok(Json(Tag { name: path.tag, version: version.number }))
+    writer.store.tag(&path.dataset, version.number, &name, &author, &crate::routes::now()).await?;
+    Ok(Json(Tag { name, version: version.number }))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

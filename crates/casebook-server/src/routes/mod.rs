@@ -72,7 +72,8 @@ pub(crate) async fn no_method(method: axum::http::Method, uri: axum::http::Uri) 
     )
 }
 
-/// The version a path's `{version}` names: `v3`, `latest`, a tag or a content-id prefix.
+/// The version a path's `{version}` names: `v3`, `latest`, a content id or a prefix of one, or a
+/// tag (see `casebook_store::names`).
 pub(crate) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> ApiResult<VersionInfo> {
     let reference: Ref = text.parse().map_err(|e: String| ApiError::bad_request(e))?;
     Ok(store.resolve(dataset, &reference).await?)
@@ -91,7 +92,9 @@ pub(crate) struct DatasetPath {
     /// The project (the API key's).
     #[allow(dead_code)] // `auth` checks it against the key's project
     pub project: String,
-    /// The dataset's name (percent-encoded where it needs to be).
+    /// The dataset's name (percent-encoded where it needs to be). A new dataset's name is 1 to
+    /// 128 bytes, without `/`, `@`, control, bidirectional or invisible characters, and not `.`
+    /// or `..`; names are compared in Unicode NFC.
     pub dataset: String,
 }
 
@@ -101,6 +104,7 @@ pub(crate) struct VersionPath {
     #[allow(dead_code)] // `auth` checks it against the key's project
     pub project: String,
     pub dataset: String,
-    /// `v3`, `latest`, a tag or a prefix of the version's content id.
+    /// `v3`, `latest`, the version's content id or a prefix of it (8 hexadecimal digits or
+    /// more), or a tag, in that order.
     pub version: String,
 }

@@ -141,7 +141,8 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     request_body(content = String, description = "The file, in any supported format", content_type = "application/octet-stream"),
     responses((status = 201, body = ImportReport, description = "A version was made"),
         (status = 200, body = ImportReport, description = "The content is the head's: no version was made"),
-        (status = 400, body = ErrorBody), (status = 403, body = ErrorBody), (status = 408, body = ErrorBody),
+        (status = 400, body = ErrorBody, description = "A parameter is wrong, or a new dataset's name is not allowed"),
+        (status = 403, body = ErrorBody), (status = 408, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "The head is not `parent` (`conflict`), or cases changed both in the file and on the head since `base` (`merge-conflict`): nothing was written"),
         (status = 413, body = ErrorBody),
         (status = 422, body = ErrorBody, description = "The file has errors (every one, located): nothing was written")))]
@@ -175,6 +176,9 @@ pub async fn import(
             }
         },
     };
+    // A name no new dataset may have is refused before the body is received (the store would
+    // refuse it at the commit); a dataset named so before the rules takes imports as ever.
+    casebook_store::check_commit_name(&writer.store, &path.dataset).await?;
     let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "body.jsonl", body).await?;
 
     let author = author(&headers, &writer);

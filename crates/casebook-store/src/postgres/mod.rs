@@ -327,17 +327,43 @@ impl PostgresStore {
 
     /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
     async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
-        if let Some(id) = self.ids.get(&self.project, name) {
-            return Ok(id);
+        match self.stored(name).await? {
+            Some((id, _)) => Ok(id),
+            None => Err(self.no_dataset(name).await),
         }
+    }
+
+    /// The row id and stored name of the dataset `name` names: the same text, else the same
+    /// in NFC (see [`crate::names`]).
+    async fn stored(&self, name: &str) -> Result<Option<(i64, String)>, StoreError> {
+        if let Some(id) = self.ids.get(&self.project, name) {
+            return Ok(Some((id, name.to_owned())));
+        }
+        // PostgreSQL's text cannot hold NUL (binding one is an error): no dataset has it.
+        if name.contains('\0') {
+            return Ok(None);
+        }
+        let mut conn = self.conn().await?;
         let id: Option<i64> = sqlx::query_scalar("SELECT id FROM datasets WHERE project = $1 AND name = $2")
             .bind(&self.project)
             .bind(name)
-            .fetch_optional(&mut *self.conn().await?)
+            .fetch_optional(&mut *conn)
             .await?;
-        let Some(id) = id else { return Err(self.no_dataset(name).await) };
-        self.ids.keep(&self.project, name, id);
-        Ok(id)
+        let found = match id {
+            Some(id) => Some((id, name.to_owned())),
+            None => {
+                let all: Vec<(i64, String)> = sqlx::query_as("SELECT id, name FROM datasets WHERE project = $1")
+                    .bind(&self.project)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                crate::names::find(all.iter().map(|(_, n)| n.as_str()), name)
+                    .and_then(|stored| all.iter().find(|(_, n)| n == stored).cloned())
+            }
+        };
+        if let Some((id, _)) = &found {
+            self.ids.keep(&self.project, name, *id);
+        }
+        Ok(found)
     }
 
     async fn version_row(
@@ -595,7 +621,9 @@ impl crate::Store for PostgresStore {
         let number = match reference {
             crate::Ref::Number(n) => Some(*n as i64),
             crate::Ref::Latest => None,
-            crate::Ref::Name(_) => return crate::resolve_by_listing(self, dataset, reference).await,
+            crate::Ref::Id(_) | crate::Ref::Name(_) => {
+                return crate::resolve_by_listing(self, dataset, reference).await;
+            }
         };
         let id = self.dataset_id(dataset).await?;
         let row = sqlx::query(
@@ -629,7 +657,9 @@ impl crate::Store for PostgresStore {
             .collect()
     }
 
-    async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+    async fn commit(&self, mut request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
+        let stored = self.stored(&request.dataset).await?.map(|(_, name)| name);
+        request.dataset = crate::commit_name(stored, &request)?;
         let mut conn = self.conn().await?;
         let outcome = self.commit_on(&mut conn, request, cases).await;
         // A connection that failed in the middle of a commit is not reused.
@@ -674,12 +704,11 @@ impl crate::Store for PostgresStore {
     }
 
     async fn header(&self, dataset: &str) -> Result<DatasetHeader, StoreError> {
-        let header: Option<String> = sqlx::query_scalar("SELECT header FROM datasets WHERE project = $1 AND name = $2")
-            .bind(&self.project)
-            .bind(dataset)
-            .fetch_optional(&mut *self.conn().await?)
+        let id = self.dataset_id(dataset).await?;
+        let header: String = sqlx::query_scalar("SELECT header FROM datasets WHERE id = $1")
+            .bind(id)
+            .fetch_one(&mut *self.conn().await?)
             .await?;
-        let Some(header) = header else { return Err(self.no_dataset(dataset).await) };
         serde_json::from_str(&header).map_err(|e| StoreError::Corrupt(e.to_string()))
     }
 
@@ -926,6 +955,7 @@ impl crate::Store for PostgresStore {
     }
 
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+        let tag = crate::names::tag_name(tag)?;
         let id = self.dataset_id(dataset).await?;
         let mut conn = self.conn().await?;
         let mut tx = conn.begin().await?;
@@ -938,17 +968,25 @@ impl crate::Store for PostgresStore {
         }
         // The dataset's row orders the tag changes of one dataset, as it orders its commits.
         sqlx::query("SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
-        let before: Option<i64> = sqlx::query_scalar("SELECT version FROM tags WHERE dataset = $1 AND name = $2")
-            .bind(id)
-            .bind(tag)
-            .fetch_optional(&mut *tx)
-            .await?;
+        // The tag as it is stored, maybe in another normal form by an older casebook: moved,
+        // and from now on in NFC.
+        let tags: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, version FROM tags WHERE dataset = $1").bind(id).fetch_all(&mut *tx).await?;
+        let mut before = None;
+        for (name, v) in tags.iter().filter(|(name, _)| crate::names::nfc(name) == tag.as_str()) {
+            before = Some(*v);
+            sqlx::query("DELETE FROM tags WHERE dataset = $1 AND name = $2")
+                .bind(id)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
         sqlx::query(
             "INSERT INTO tags (dataset, name, version) VALUES ($1, $2, $3)
              ON CONFLICT (dataset, name) DO UPDATE SET version = excluded.version",
         )
         .bind(id)
-        .bind(tag)
+        .bind(&tag)
         .bind(version as i64)
         .execute(&mut *tx)
         .await?;

@@ -30,7 +30,10 @@ macro_rules! suite {
             text_with_nul_is_filtered_as_in_memory,
             json_pages_are_the_pages_joined,
             a_commit_of_stored_and_new_bodies_filters_as_in_memory,
-            holding_names_the_ids_a_version_has);
+            holding_names_the_ids_a_version_has,
+            new_names_and_tags_follow_the_rules,
+            names_in_other_normal_forms_are_the_same_name,
+            references_are_numbers_and_ids_before_tags);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
@@ -243,7 +246,7 @@ pub async fn references_resolve(store: impl Store) {
     let v2 = created(&store, CommitMode::Upsert, vec![case("b", "2")]).await;
     assert_eq!(store.resolve("support", &Ref::Latest).await.unwrap().number, 2);
     assert_eq!(store.resolve("support", &"v1".parse().unwrap()).await.unwrap(), v1);
-    assert_eq!(store.resolve("support", &Ref::Name(v2.id[..10].into())).await.unwrap().number, 2);
+    assert_eq!(store.resolve("support", &v2.id[..10].parse().unwrap()).await.unwrap().number, 2);
     store.tag("support", 1, "prod", "tester", "2026-11-23T01:00:00Z").await.unwrap();
     assert_eq!(store.resolve("support", &Ref::Name("prod".into())).await.unwrap().number, 1);
     store.tag("support", 2, "prod", "tester", "2026-11-23T02:00:00Z").await.unwrap();
@@ -916,4 +919,223 @@ pub async fn holding_names_the_ids_a_version_has(store: impl Store) {
     }
     assert!(store.holding("support", v2.number, &[]).await.unwrap().is_empty());
     assert!(matches!(store.holding("nothing", 1, &asked).await, Err(StoreError::NoDataset(..))));
+}
+
+/// The message of a refusal.
+fn refused<T: std::fmt::Debug>(result: Result<T, StoreError>) -> String {
+    match result {
+        Err(err) => err.to_string(),
+        Ok(ok) => panic!("expected a refusal, got {ok:?}"),
+    }
+}
+
+pub async fn new_names_and_tags_follow_the_rules(store: impl Store) {
+    let named = |name: &str| CommitRequest { dataset: name.into(), ..request(CommitMode::Replace, "m") };
+    let long = "n".repeat(3000);
+    let cases = [
+        ("..", "dataset name `..` is not allowed: `.` and `..` stand for folders in paths and URLs"),
+        (".", "dataset name `.` is not allowed: `.` and `..` stand for folders in paths and URLs"),
+        ("", "dataset name `` is not allowed: a name needs at least one character"),
+        (
+            "a/b",
+            "dataset name `a/b` is not allowed: it holds `/`, which separates the parts of paths and URLs: use `-` or `_`",
+        ),
+        (
+            "a@b",
+            "dataset name `a@b` is not allowed: it holds `@`, which separates a dataset from its version (`NAME@v3`)",
+        ),
+        ("nul\0here", "dataset name `nul\\u{0000}here` is not allowed: it holds U+0000, a control character"),
+        ("tab\there", "dataset name `tab\\u{0009}here` is not allowed: it holds U+0009, a control character"),
+        (
+            "admin\u{202E}txt.exe",
+            "dataset name `admin\\u{202e}txt.exe` is not allowed: it holds U+202E, a bidirectional control, which changes how the text around it is shown",
+        ),
+        ("sup\u{200B}port", "dataset name `sup\\u{200b}port` is not allowed: it holds U+200B, an invisible character"),
+        (" support", "dataset name ` support` is not allowed: it starts or ends with white space"),
+    ];
+    for (name, message) in cases {
+        assert_eq!(refused(store.commit(named(name), batches(vec![case("a", "1")])).await), message, "{name:?}");
+    }
+    assert_eq!(
+        refused(store.commit(named(&long), batches(vec![case("a", "1")])).await),
+        format!(
+            "dataset name `{}…` is not allowed: it is 3,000 bytes long, and names are at most 128 bytes (UTF-8)",
+            "n".repeat(40)
+        )
+    );
+    assert_eq!(store.datasets().await.unwrap(), []);
+    // Looking them up finds nothing (PostgreSQL's text cannot even hold NUL).
+    for name in ["nul\0here", long.as_str()] {
+        assert!(matches!(store.versions(name).await, Err(StoreError::NoDataset(..))), "{name:?}");
+        assert!(matches!(store.resolve(name, &Ref::Latest).await, Err(StoreError::NoDataset(..))), "{name:?}");
+    }
+    // Names that are allowed: any script, spaces inside, dots inside, the longest.
+    for name in ["サポート", "support v2.1", "l".repeat(128).as_str()] {
+        assert!(store.commit(named(name), batches(vec![case("a", "1")])).await.is_ok(), "{name}");
+    }
+
+    let v1 = created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+    let tags = [
+        ("v3", "tag `v3` is not allowed: `v3` always means version 3"),
+        ("latest", "tag `latest` is not allowed: `latest` always means the newest version"),
+        ("9", "tag `9` is not allowed: a number reads as a version: version 9 is written `v9`"),
+        (
+            "deadbeef",
+            "tag `deadbeef` is not allowed: 8 or more hexadecimal digits read as a content id (or the start of one)",
+        ),
+        ("a@b", "tag `a@b` is not allowed: it holds `@`, which separates a dataset from its version (`NAME@v3`)"),
+        ("..", "tag `..` is not allowed: `.` and `..` stand for folders in paths and URLs"),
+        ("nul\0", "tag `nul\\u{0000}` is not allowed: it holds U+0000, a control character"),
+    ];
+    for (tag, message) in tags {
+        assert_eq!(refused(store.tag("support", 1, tag, "tester", "now").await), message, "{tag:?}");
+    }
+    assert_eq!(
+        refused(store.tag("support", 1, &v1.id, "tester", "now").await),
+        format!(
+            "tag `{}…` is not allowed: 8 or more hexadecimal digits read as a content id (or the start of one)",
+            &v1.id[..40]
+        )
+    );
+    assert_eq!(store.tags("support").await.unwrap(), []);
+    assert_eq!(store.events("support").await.unwrap(), []);
+    // Short hexadecimal words are tags: they are too short to be read as a prefix.
+    store.tag("support", 1, "cafe", "tester", "now").await.unwrap();
+    assert_eq!(store.resolve("support", &"cafe".parse().unwrap()).await.unwrap().number, 1);
+}
+
+pub async fn names_in_other_normal_forms_are_the_same_name(store: impl Store) {
+    let composed = "caf\u{e9}";
+    let decomposed = "cafe\u{301}";
+    let named = |name: &str| CommitRequest { dataset: name.into(), ..request(CommitMode::Upsert, "m") };
+    store.commit(named(decomposed), batches(vec![case("a", "1")])).await.unwrap();
+    // Stored in NFC, found in either form; a commit in the other form is the same dataset's.
+    let v2 = match store.commit(named(composed), batches(vec![case("b", "2")])).await.unwrap() {
+        CommitOutcome::Created(v) => v,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(v2.number, 2);
+    let names: Vec<String> = store.datasets().await.unwrap().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, [composed]);
+    assert_eq!(store.versions(decomposed).await.unwrap().len(), 2);
+    assert_eq!(store.header(decomposed).await.unwrap(), store.header(composed).await.unwrap());
+
+    store.tag(composed, 1, "pr\u{e9}", "tester", "now").await.unwrap();
+    store.tag(decomposed, 2, "pre\u{301}", "tester", "now").await.unwrap();
+    assert_eq!(store.tags(composed).await.unwrap(), [("pr\u{e9}".to_owned(), 2)]);
+    assert_eq!(store.resolve(composed, &Ref::Name("pre\u{301}".into())).await.unwrap().number, 2);
+    let events: Vec<String> = store.events(composed).await.unwrap().into_iter().map(|e| e.detail).collect();
+    assert_eq!(events, ["pr\u{e9}: v1", "pr\u{e9}: v1 → v2"]);
+}
+
+pub async fn references_are_numbers_and_ids_before_tags(store: impl Store) {
+    for n in 1..=3 {
+        created(&store, CommitMode::Upsert, vec![case(&format!("c{n}"), "q")]).await;
+    }
+    let versions = store.versions("support").await.unwrap();
+    let resolve = |text: &str| {
+        let reference: Ref = text.parse().unwrap();
+        let store = &store;
+        async move { store.resolve("support", &reference).await }
+    };
+    // A number alone is not a version, nor a short prefix, even when an id starts with it.
+    assert_eq!(
+        refused(resolve("3").await),
+        "dataset `support` has no version `3`; did you mean `v3`? (a number alone is not a version, and a content-id prefix needs at least 8 hexadecimal digits)"
+    );
+    assert_eq!(
+        refused(resolve("9").await),
+        "dataset `support` has no version `9`; a version is written `v9`, and its versions are v1 to v3 (a content-id prefix needs at least 8 hexadecimal digits)"
+    );
+    let v3 = &versions[2];
+    let first = &v3.id[..1];
+    let mut starting: Vec<String> = versions
+        .iter()
+        .filter(|v| v.id.starts_with(first))
+        .map(|v| format!("v{} ({})", v.number, &v.id[..12]))
+        .collect();
+    starting.truncate(5);
+    if first.bytes().all(|b| b.is_ascii_digit()) {
+        assert!(refused(resolve(first).await).contains("a content-id prefix needs at least 8 hexadecimal digits"));
+    } else {
+        assert_eq!(
+            refused(resolve(first).await),
+            format!(
+                "dataset `support` has no version `{first}`; a content-id prefix needs at least 8 hexadecimal digits (versions whose id starts with `{first}`: {})",
+                starting.join(", ")
+            )
+        );
+    }
+    assert_eq!(resolve(&v3.id[..8]).await.unwrap().number, 3);
+    assert_eq!(resolve(&v3.id[..8].to_ascii_uppercase()).await.unwrap().number, 3);
+    assert_eq!(resolve(&v3.id).await.unwrap().number, 3);
+    assert_eq!(
+        refused(resolve("0123456789abcdef").await),
+        "dataset `support` has no version `0123456789abcdef`; no version's content id starts with it"
+    );
+    assert_eq!(refused(resolve("v7").await), "dataset `support` has no version `v7`; its versions are v1 to v3");
+}
+
+/// Makes what [`legacy_names_stay_usable`] reads; returns the SQL (the same for either backend)
+/// that then gives it the names an older casebook allowed: datasets `a/b` and `..`, and on
+/// `support` a tag spelled as v1's content id that names v2, a tag `9` and one in NFD.
+pub async fn legacy_names_setup(store: &impl Store) -> Vec<String> {
+    let v1 = created(store, CommitMode::Replace, vec![case("a", "1")]).await;
+    created(store, CommitMode::Upsert, vec![case("b", "2")]).await;
+    for name in ["legacy", "dots"] {
+        let request = CommitRequest { dataset: name.into(), ..request(CommitMode::Replace, "m") };
+        store.commit(request, batches(vec![case("x", name)])).await.unwrap();
+    }
+    let tag = |name: &str, version: u64| {
+        format!(
+            "INSERT INTO tags (dataset, name, version) SELECT id, '{name}', {version} FROM datasets WHERE name = 'support'"
+        )
+    };
+    vec![
+        "UPDATE datasets SET name = 'a/b' WHERE name = 'legacy'".into(),
+        "UPDATE datasets SET name = '..' WHERE name = 'dots'".into(),
+        tag(&v1.id, 2),
+        tag("9", 1),
+        tag("pre\u{301}", 1),
+    ]
+}
+
+/// A store whose names an older casebook made, now refused for new ones, reads, lists, takes
+/// commits and removals as before; a content id means its version even beside a tag of that text.
+pub async fn legacy_names_stay_usable(store: impl Store) {
+    let names: Vec<String> = store.datasets().await.unwrap().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["..", "a/b", "support"]);
+    for name in ["..", "a/b"] {
+        assert_eq!(store.resolve(name, &Ref::Latest).await.unwrap().number, 1);
+        let upsert = CommitRequest { dataset: name.into(), ..request(CommitMode::Upsert, "m") };
+        store.commit(upsert, batches(vec![case("y", "more")])).await.unwrap();
+        let remove = CommitRequest { dataset: name.into(), ..request(CommitMode::Remove(vec!["x".into()]), "m") };
+        let v3 = match store.commit(remove, batches(Vec::new())).await.unwrap() {
+            CommitOutcome::Created(v) => v,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((v3.number, v3.cases), (3, 1), "{name}");
+        let mut ids = Vec::new();
+        store
+            .cases(name, 3, &Select::all(), 10, &mut |b| {
+                ids.extend(b.into_iter().map(|c| c.id));
+                true
+            })
+            .await
+            .unwrap();
+        assert_eq!(ids, ["y"]);
+    }
+    let versions = store.versions("support").await.unwrap();
+    // The tag spelled as v1's id names v2: the id wins.
+    assert_eq!(store.resolve("support", &versions[0].id.parse().unwrap()).await.unwrap().number, 1);
+    assert_eq!(store.resolve("support", &versions[0].id[..8].parse().unwrap()).await.unwrap().number, 1);
+    // An old tag `9` still names its version.
+    assert_eq!(store.resolve("support", &"9".parse().unwrap()).await.unwrap().number, 1);
+    // The tag stored in NFD is found in NFC, and moved (not doubled) by a tag in NFC.
+    assert_eq!(store.resolve("support", &"pr\u{e9}".parse().unwrap()).await.unwrap().number, 1);
+    store.tag("support", 2, "pr\u{e9}", "tester", "now").await.unwrap();
+    let tags = store.tags("support").await.unwrap();
+    assert!(tags.contains(&("pr\u{e9}".to_owned(), 2)), "{tags:?}");
+    assert!(!tags.iter().any(|(t, _)| t == "pre\u{301}"), "{tags:?}");
+    assert_eq!(tags.len(), 3, "{tags:?}");
 }

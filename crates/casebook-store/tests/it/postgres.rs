@@ -891,3 +891,18 @@ async fn a_first_import_beside_other_users_of_the_tables_takes_the_general_path(
     assert_eq!((report.bodies, report.moved), (4500, 0));
     assert_eq!(conformance::ids(&a, 1).await.len(), 4500);
 }
+
+/// Names an older casebook allowed, written into the store by SQL, stay usable.
+#[tokio::test]
+async fn names_made_before_the_rules_stay_usable() {
+    let url = fresh_database().await;
+    let store = PostgresStore::create(&url).await.unwrap();
+    let statements = conformance::legacy_names_setup(&store).await;
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    for sql in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut admin).await.unwrap();
+    }
+    admin.close().await.unwrap();
+    store.close().await;
+    conformance::legacy_names_stay_usable(PostgresStore::open(&url).await.unwrap()).await;
+}

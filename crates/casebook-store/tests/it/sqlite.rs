@@ -739,3 +739,18 @@ async fn check_finds_seed_documents_changed_or_lost() {
     assert!(err.to_string().contains("which is not in the store"), "{err}");
     pool.close().await;
 }
+
+/// Names an older casebook allowed, written into the store by SQL, stay usable.
+#[tokio::test]
+async fn names_made_before_the_rules_stay_usable() {
+    let (dir, store) = fresh().await;
+    let statements = conformance::legacy_names_setup(&store).await;
+    let pool = raw(&dir).await;
+    for sql in statements {
+        sqlx::query(AssertSqlSafe(sql)).execute(&pool).await.unwrap();
+    }
+    pool.close().await;
+    store.close().await;
+    let store = SqliteStore::open(&dir.path().join(".casebook/store.db")).await.unwrap();
+    conformance::legacy_names_stay_usable(store).await;
+}
