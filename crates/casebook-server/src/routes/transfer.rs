@@ -350,7 +350,7 @@ pub(crate) async fn export_version(
     if !format.syntaxes().contains(&syntax) {
         return Err(ApiError::bad_request(format!("`{format}` cannot be written as {}", syntax.name())));
     }
-    let select = super::select(query.filter.as_deref())?;
+    let select = super::select(query.filter).await?;
     let version = resolve(&store, dataset, version).await?;
     let header = store.header(dataset).await?;
     let settings = ExportSettings {

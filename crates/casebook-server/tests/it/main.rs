@@ -9,6 +9,7 @@ mod console;
 mod console_runs;
 mod harness;
 mod isolation;
+mod load;
 mod reads;
 mod runs;
 mod transfer;
