@@ -96,6 +96,13 @@ pub(crate) async fn parse_filter(
     tokio::task::spawn_blocking(move || casebook_filter::Filter::parse(&text)).await
 }
 
+/// Whether reading a request body failed because the client sent nothing of it for too long
+/// (`Limits::body_idle`).
+pub(crate) fn timed_out(err: &axum::Error) -> bool {
+    std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+        .any(|e| e.is::<tower_http::timeout::TimeoutError>())
+}
+
 /// Path parameters shared by the routes of a dataset.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]

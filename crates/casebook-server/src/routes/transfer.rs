@@ -106,9 +106,7 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     let mut size = 0u64;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|err| {
-            let timed_out = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
-                .any(|e| e.is::<tower_http::timeout::TimeoutError>());
-            if timed_out {
+            if super::timed_out(&err) {
                 ApiError::new(
                     StatusCode::REQUEST_TIMEOUT,
                     "timeout",
