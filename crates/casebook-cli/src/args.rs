@@ -482,6 +482,10 @@ pub struct ServeArgs {
     /// The largest request body (a bulk import), in bytes; larger ones are refused with 413
     #[arg(long, default_value_t = 1 << 30, value_name = "BYTES")]
     pub max_body: u64,
+    /// The largest JSON body of the API (a run, a batch of its results, a list of run hashes),
+    /// in bytes; larger ones are refused with 413 before they are read
+    #[arg(long, default_value_t = casebook_server::DEFAULT_MAX_JSON, value_name = "BYTES")]
+    pub max_json: u64,
     /// Requests served at once; more wait their turn
     #[arg(long, default_value_t = 64, value_name = "N")]
     pub max_concurrent: usize,

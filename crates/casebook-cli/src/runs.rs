@@ -15,6 +15,26 @@ use crate::settings::Global;
 const PAGE: usize = 1000;
 /// Run hashes one lookup of outputs asks the server for (its limit is 10,000).
 const HASHES: usize = 5000;
+/// JSON a request of results carries at most, roughly: a server takes 8 MiB by default
+/// (`casebook serve --max-json`), and agents' outputs can be long.
+const RESULTS_BYTES: usize = 2 << 20;
+
+/// `rows` cut into runs of consecutive rows of at most [`RESULTS_BYTES`] of JSON each (a row
+/// longer than that alone); one empty run for no rows.
+fn by_size(rows: &[ResultRow]) -> Vec<&[ResultRow]> {
+    let mut parts = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, row) in rows.iter().enumerate() {
+        let len = 64 + row.result.len() + row.output.as_ref().map_or(0, |(hash, output)| hash.len() + output.len());
+        if i > start && size + len > RESULTS_BYTES {
+            parts.push(&rows[start..i]);
+            (start, size) = (i, 0);
+        }
+        size += len;
+    }
+    parts.push(&rows[start..]);
+    parts
+}
 
 /// Runs kept in a store, or on a server on behalf of one key's project.
 pub enum RunStore {
@@ -157,26 +177,33 @@ impl RunStore {
         match self {
             RunStore::Local(store) => store.save_results(run, rows).await?,
             RunStore::Remote(remote) => {
-                let body = rows
-                    .iter()
-                    .map(|row| {
-                        Ok(ResultIn {
-                            seq: row.seq,
-                            result: RawValue::from_string(row.result.clone())?,
-                            output: match &row.output {
-                                Some((hash, output)) => Some(OutputIn {
-                                    hash: hash.clone(),
-                                    output: RawValue::from_string(output.clone())?,
-                                }),
-                                None => None,
-                            },
-                        })
-                    })
-                    .collect::<Result<Vec<_>, serde_json::Error>>()?;
-                let path = Self::runs_path(remote, &format!("/{}/results", segment(run)));
-                remote.send(remote.request(reqwest::Method::POST, &path).json(&body)).await?;
+                for part in by_size(rows) {
+                    Self::send_results(remote, run, part).await?;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// One request of results.
+    async fn send_results(remote: &Remote, run: &str, rows: &[ResultRow]) -> anyhow::Result<()> {
+        let body = rows
+            .iter()
+            .map(|row| {
+                Ok(ResultIn {
+                    seq: row.seq,
+                    result: RawValue::from_string(row.result.clone())?,
+                    output: match &row.output {
+                        Some((hash, output)) => {
+                            Some(OutputIn { hash: hash.clone(), output: RawValue::from_string(output.clone())? })
+                        }
+                        None => None,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, serde_json::Error>>()?;
+        let path = Self::runs_path(remote, &format!("/{}/results", segment(run)));
+        remote.send(remote.request(reqwest::Method::POST, &path).json(&body)).await?;
         Ok(())
     }
 
@@ -265,5 +292,31 @@ fn run_row(run: Run) -> RunRow {
         finished: run.finished,
         meta: run.meta.to_string(),
         summary: run.summary.map(|s| s.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seq: u64, output: usize) -> ResultRow {
+        let text = format!("\"{}\"", "ü".repeat(output / 2));
+        ResultRow { seq, result: "{\"pass\":true}".into(), output: Some(("h".repeat(64), text)) }
+    }
+
+    /// A batch of long outputs goes to a server in requests well under its 8 MiB limit; a row
+    /// longer than a request alone goes alone; nothing is lost or reordered.
+    #[test]
+    fn results_are_sent_in_requests_of_a_bounded_size() {
+        let rows: Vec<ResultRow> = (0..4096).map(|i| row(i, if i == 100 { 3 << 20 } else { 10_000 })).collect();
+        let parts = by_size(&rows);
+        let seqs: Vec<u64> = parts.iter().flat_map(|p| p.iter().map(|r| r.seq)).collect();
+        assert_eq!(seqs, (0..4096).collect::<Vec<_>>());
+        for part in &parts {
+            let size: usize = part.iter().map(|r| r.output.as_ref().map_or(0, |o| o.1.len())).sum();
+            assert!(size <= RESULTS_BYTES || part.len() == 1, "{} rows, {size} bytes", part.len());
+        }
+        assert!(parts.iter().any(|p| p.len() == 1 && p[0].seq == 100));
+        assert_eq!(by_size(&[]).len(), 1);
     }
 }

@@ -87,6 +87,8 @@
 //! - A filter holds at most 2,000 tests and list values: in SQL each binds up to 16 values and
 //!   SQLite takes 32,766 in a statement. `and`/`or` chains become balanced trees in SQL, well
 //!   within SQLite's expression depth of 1,000.
+//! - A filter is at most 128 KiB of text and a path at most 128 steps (no case is deeper);
+//!   parsing takes time linear in the text, so a server can parse what any client sends.
 //! - Strings order by bytes (SQLite's `BINARY` collation, Rust's `str` order).
 //! - `len` counts array elements, object keys, or the characters of a string up to its first
 //!   U+0000 (SQLite's `length()` stops there; the rare string with U+0000 in it counts the same

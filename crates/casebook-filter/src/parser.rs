@@ -26,10 +26,17 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 const REGEX_NEST_LIMIT: u32 = 100;
 /// Largest array index; SQLite reads indexes as 32-bit numbers.
 const MAX_INDEX: i64 = i32::MAX as i64;
+/// Longest filter, in bytes: 2,000 tests of 60 bytes each fit. A server parses what a client
+/// sends, so the work a filter costs is bounded before it starts.
+pub(crate) const MAX_LENGTH: usize = 128 << 10;
+/// Most steps (`.key`, `[i]`) in one path. Case files are read at most 128 levels deep
+/// (`casebook_formats::json::MAX_DEPTH`), so a longer path can never reach a value.
+pub(crate) const MAX_STEPS: usize = 128;
 
 const KEYWORDS: &[&str] = &["and", "or", "not", "in", "contains", "matches", "exists", "len", "true", "false", "null"];
 
 pub(crate) fn parse(src: &str) -> Result<Expr, FilterError> {
+    check_length(src, "filter")?;
     if src.trim().is_empty() {
         return Err(FilterError::new(src, 0..src.len(), "the filter is empty")
             .with_hint("write a condition, e.g. `labels contains \"math\"`"));
@@ -46,6 +53,7 @@ pub(crate) fn parse(src: &str) -> Result<Expr, FilterError> {
 
 /// A path alone (`casebook cases --group-by PATH`).
 pub(crate) fn parse_path(src: &str) -> Result<Path, FilterError> {
+    check_length(src, "path")?;
     if src.trim().is_empty() {
         return Err(FilterError::new(src, 0..src.len(), "the path is empty")
             .with_hint("name a field, e.g. `metadata.difficulty` or `label.category`"));
@@ -57,6 +65,25 @@ pub(crate) fn parse_path(src: &str) -> Result<Path, FilterError> {
         Tok::Eof => Ok(path),
         _ => Err(parser.unexpected(&tok, "the end of the path")),
     }
+}
+
+/// Refuses a text longer than [`MAX_LENGTH`] before reading any of it, pointing at the first
+/// character past the limit.
+fn check_length(src: &str, what: &str) -> Result<(), FilterError> {
+    if src.len() <= MAX_LENGTH {
+        return Ok(());
+    }
+    let mut at = MAX_LENGTH;
+    while !src.is_char_boundary(at) {
+        at -= 1;
+    }
+    let next = src[at..].chars().next().map_or(0, char::len_utf8);
+    Err(FilterError::new(
+        src,
+        at..at + next,
+        format!("the {what} is too long: {} bytes, at most {MAX_LENGTH} ({} KiB)", src.len(), MAX_LENGTH >> 10),
+    )
+    .with_hint("split it into several filters, or select the cases by a label or a `metadata` key"))
 }
 
 struct Parser<'s> {
@@ -303,6 +330,13 @@ impl<'s> Parser<'s> {
         let mut path = Path { root, segs: Vec::new() };
         let mut end = first.span.end;
         loop {
+            let step = self.peek()?;
+            if matches!(step.tok, Tok::Dot | Tok::LBracket) && path.segs.len() == MAX_STEPS {
+                let at = step.span.clone();
+                return Err(self
+                    .error(at, format!("the path is too long: more than {MAX_STEPS} steps"))
+                    .with_hint(format!("no case holds a value deeper than {MAX_STEPS} levels: shorten the path")));
+            }
             match self.peek()?.tok {
                 Tok::Dot => {
                     self.next()?;
@@ -317,9 +351,7 @@ impl<'s> Parser<'s> {
                         }
                     };
                     self.check_key(&key, tok.span.clone())?;
-                    shape = shape
-                        .step_key(&key, &path.to_string())
-                        .map_err(|p| self.problem(p, tok.span.clone(), 0..0, &[]))?;
+                    shape = shape.step_key(&key, &path).map_err(|p| self.problem(p, tok.span.clone(), 0..0, &[]))?;
                     path.segs.push(Seg::Key(key));
                     end = tok.span.end;
                 }
@@ -345,7 +377,7 @@ impl<'s> Parser<'s> {
                         return Err(self.unexpected(&close, "`]`"));
                     }
                     shape = shape
-                        .step_index(&path.to_string())
+                        .step_index(&path)
                         .map_err(|p| self.problem(p, open.span.start..close.span.end, 0..0, &[]))?;
                     path.segs.push(Seg::Index(index));
                     end = close.span.end;

@@ -3,7 +3,7 @@
 //! through these shapes and checks each test against the shape it reaches, so that a filter that
 //! could never match (`confidence == "high"`, `labels == "x"`) is an error, not an empty result.
 
-use crate::ast::{CmpOp, Lit, Root, Subject, Test};
+use crate::ast::{CmpOp, Lit, Path, Root, Subject, Test};
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Shape {
@@ -130,8 +130,8 @@ impl Shape {
     }
 
     /// The shape one step down, or why that step can never find anything. `path` is the path so
-    /// far, for messages.
-    pub fn step_key(self, key: &str, path: &str) -> Result<Shape, Problem> {
+    /// far, for messages: printed only for one, so a walk down a long path stays linear.
+    pub fn step_key(self, key: &str, path: &Path) -> Result<Shape, Problem> {
         match self {
             Shape::Any => Ok(Shape::Any),
             Shape::Map => Ok(Shape::Any),
@@ -155,7 +155,7 @@ impl Shape {
         }
     }
 
-    pub fn step_index(self, path: &str) -> Result<Shape, Problem> {
+    pub fn step_index(self, path: &Path) -> Result<Shape, Problem> {
         match self {
             Shape::Any => Ok(Shape::Any),
             Shape::StrList => Ok(Shape::Str(None)),

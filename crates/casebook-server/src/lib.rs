@@ -33,8 +33,13 @@ use utoipa_axum::router::OpenApiRouter;
 
 pub use error::{ApiError, ErrorBody};
 
-/// The largest JSON request body (a batch of a run's results is the largest there is).
+/// The largest form or JSON body read by axum's extractors (the console's forms and uploads,
+/// tags); the API's run routes read theirs with [`Limits::max_json`].
 const JSON_BODY_LIMIT: usize = 64 << 20;
+
+/// [`Limits::max_json`] unless `casebook serve --max-json` says otherwise: 8 MiB holds a batch
+/// of results with their outputs as `casebook run` sends them (it splits batches at 2 MiB).
+pub const DEFAULT_MAX_JSON: u64 = 8 << 20;
 
 /// Percent-encodes one path segment of a URL: dataset names and case ids may hold `/`,
 /// spaces, anything. The console builds its links with it, and `casebook push`/`pull` their
@@ -63,6 +68,10 @@ pub fn path_can_carry(name: &str) -> bool {
 pub struct Limits {
     /// The largest request body (a bulk import); larger ones get 413.
     pub max_body: u64,
+    /// The largest JSON body of the API (a run, a batch of its results, its end, a list of run
+    /// hashes), read into memory: larger ones get 413, refused on their `Content-Length` before
+    /// any of it is read, or as soon as a body sent in chunks passes it.
+    pub max_json: u64,
     /// Requests served at once; more wait their turn.
     pub max_concurrent: usize,
     /// A client that sends nothing of its body for this long is cut off (408).
@@ -75,7 +84,14 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_body: 1 << 30, max_concurrent: 64, body_idle: Duration::from_secs(30), max_page: 5000, spool: None }
+        Self {
+            max_body: 1 << 30,
+            max_json: DEFAULT_MAX_JSON,
+            max_concurrent: 64,
+            body_idle: Duration::from_secs(30),
+            max_page: 5000,
+            spool: None,
+        }
     }
 }
 

@@ -17,6 +17,7 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
     init_logs(settings);
     let limits = casebook_server::Limits {
         max_body: args.max_body,
+        max_json: args.max_json,
         max_concurrent: args.max_concurrent,
         body_idle: std::time::Duration::from_secs(args.body_timeout),
         ..casebook_server::Limits::default()

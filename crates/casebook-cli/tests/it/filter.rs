@@ -140,6 +140,29 @@ fn a_malformed_expression_is_a_usage_error_with_a_caret_and_a_hint() {
     assert!(out.stderr.contains("at column 15"), "{}", out.stderr);
 }
 
+/// A path of 20,000 steps (40 KB) took seconds to read; now the step past the 128th is marked at
+/// once, as the server marks it.
+#[test]
+fn a_path_too_deep_is_refused_at_the_step_past_the_limit() {
+    let dir = stored();
+    let filter = format!("metadata{} == \"ö\"", ".a".repeat(20_000));
+    for source in ["evals", "evals.jsonl"] {
+        let out = run(cb(&dir).args(["cases", source, "--where", &filter]));
+        assert_eq!(out.status, Some(2), "{out:?}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            out.stderr.contains("invalid `--where`: the path is too long: more than 128 steps at column 265"),
+            "{}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains("hint: no case holds a value deeper than 128 levels: shorten the path"),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
 #[test]
 fn help_filter_documents_the_language() {
     let out = ok(casebook().args(["help", "filter"]));

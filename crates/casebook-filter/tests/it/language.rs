@@ -99,6 +99,54 @@ fn a_filter_too_long_for_a_store_is_refused_where_it_goes_too_far() {
     assert!(Filter::parse(&src).is_ok());
 }
 
+/// A filter is at most 128 KiB of text: a longer one is refused before it is read, at the first
+/// character past the limit (here a two-byte one, whose column counts characters).
+#[test]
+fn a_filter_over_128_kib_is_refused_where_it_passes_the_limit() {
+    let values = (0..1000).map(|i| format!("\"é-{i:06}-{}\"", "x".repeat(120))).collect::<Vec<_>>().join(", ");
+    let src = format!("id in [{values}]");
+    assert!(src.len() > 128 << 10);
+    let e = Filter::parse(&src).unwrap_err();
+    let limit = 128 << 10;
+    // Byte 131,072 falls inside an `é`: the mark starts at that character.
+    let at = (0..=limit).rev().find(|&i| src.is_char_boundary(i)).unwrap();
+    assert_eq!(e.span.start, at);
+    assert_eq!(e.column, src[..at].chars().count() + 1);
+    assert_eq!(e.message, format!("the filter is too long: {} bytes, at most 131072 (128 KiB)", src.len()));
+    assert_eq!(
+        e.hint.as_deref(),
+        Some("split it into several filters, or select the cases by a label or a `metadata` key")
+    );
+    // Just under the limit is read (and here fine).
+    let fits = format!("{}exists(id)", " ".repeat(limit - "exists(id)".len()));
+    assert!(Filter::parse(&fits).is_ok());
+    // `--group-by` paths take the same limit.
+    let e = casebook_filter::FieldPath::parse(&format!("metadata.{}", "k".repeat(limit))).unwrap_err();
+    assert!(e.message.starts_with("the path is too long: "), "{}", e.message);
+}
+
+/// A path has at most 128 steps (no case is deeper); the step past it is marked, however long
+/// the rest is: a 40 KB path of 20,000 steps is refused at once, not walked.
+#[test]
+fn a_path_of_more_than_128_steps_is_refused_at_the_step_past_the_limit() {
+    let fits = format!("metadata{} == \"ü\"", ".a".repeat(128));
+    assert!(Filter::parse(&fits).is_ok());
+    let fits = format!("exists(input{})", "[0]".repeat(128));
+    assert!(Filter::parse(&fits).is_ok());
+    let src = format!("metadata{} == 1", ".a".repeat(20_000));
+    let e = Filter::parse(&src).unwrap_err();
+    assert_eq!((e.span.clone(), e.column), (8 + 2 * 128..8 + 2 * 128 + 1, 265));
+    assert_eq!(e.message, "the path is too long: more than 128 steps");
+    assert_eq!(e.hint.as_deref(), Some("no case holds a value deeper than 128 levels: shorten the path"));
+    let src = format!("len(input{}) > 0", "[0]".repeat(10_000));
+    let e = Filter::parse(&src).unwrap_err();
+    assert_eq!((e.column, e.message.as_str()), (10 + 3 * 128, "the path is too long: more than 128 steps"));
+    let rendered = e.render(&src);
+    assert!(rendered.lines().nth(2).unwrap().ends_with(" ^"), "{rendered}");
+    let e = casebook_filter::FieldPath::parse(&format!("agent_args{}", ".x".repeat(200))).unwrap_err();
+    assert_eq!(e.message, "the path is too long: more than 128 steps");
+}
+
 /// `1e400` is beyond the doubles, in a filter as in a dataset (which refuses it); a number too
 /// small for a double is the nearest one, 0, as a dataset reads it.
 #[test]

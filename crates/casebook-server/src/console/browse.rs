@@ -267,7 +267,7 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
     };
     let select = match filter.as_str() {
         "" => Select::all(),
-        text => match casebook_filter::Filter::parse(text) {
+        text => match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
             Ok(filter) => Select { filter: Some(filter), limit: None },
             Err(err) => {
                 page.filter_error = err.render(text);

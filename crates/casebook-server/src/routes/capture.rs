@@ -47,7 +47,7 @@ pub async fn capture(
     headers: HeaderMap,
     body: Body,
 ) -> ApiResult<(StatusCode, axum::Json<CaptureReport>)> {
-    let filter = super::select(query.filter.as_deref())?.filter;
+    let filter = super::select(query.filter).await?.filter;
     let (folder, file, shown) = receive(&state, &headers, query.filename.as_deref(), "traces.json", body).await?;
     let name = shown.clone();
     let captured = tokio::task::spawn_blocking(move || {

@@ -37,7 +37,7 @@ pub async fn page(
     Path(path): Path<VersionPath>,
     Query(query): Query<PageQuery>,
 ) -> ApiResult<Response> {
-    let select = select(query.filter.as_deref())?;
+    let select = select(query.filter).await?;
     let size = query.limit.unwrap_or(200);
     if size == 0 || size > state.limits.max_page {
         return Err(ApiError::bad_request(format!("`limit` must be 1 to {}", state.limits.max_page)));
@@ -90,7 +90,7 @@ pub async fn count(
     Path(path): Path<VersionPath>,
     Query(query): Query<CountQuery>,
 ) -> ApiResult<axum::Json<Count>> {
-    let select = select(query.filter.as_deref())?;
+    let select = select(query.filter).await?;
     let version = resolve(&reader.store, &path.dataset, &path.version).await?;
     let count = reader.store.count(&path.dataset, version.number, &select).await?;
     Ok(axum::Json(Count { version: version.number, count }))

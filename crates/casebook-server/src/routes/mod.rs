@@ -80,9 +80,28 @@ pub(crate) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> ApiR
 }
 
 /// The cases a `where=` filter selects (all of them without one); errors located in it.
-pub(crate) fn select(filter: Option<&str>) -> ApiResult<casebook_store::Select> {
-    let filter = filter.filter(|f| !f.trim().is_empty()).map(casebook_filter::Filter::parse).transpose()?;
-    Ok(casebook_store::Select { filter, limit: None })
+pub(crate) async fn select(filter: Option<String>) -> ApiResult<casebook_store::Select> {
+    let Some(text) = filter.filter(|f| !f.trim().is_empty()) else {
+        return Ok(casebook_store::Select::all());
+    };
+    let filter = parse_filter(text).await.map_err(ApiError::internal)??;
+    Ok(casebook_store::Select { filter: Some(filter), limit: None })
+}
+
+/// Parses a filter on a thread of the blocking pool: parsing a long one (up to
+/// `casebook_filter`'s 128 KiB) is CPU work that must not hold up the threads answering other
+/// requests. Fails only if the parser panicked.
+pub(crate) async fn parse_filter(
+    text: String,
+) -> Result<Result<casebook_filter::Filter, casebook_filter::FilterError>, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || casebook_filter::Filter::parse(&text)).await
+}
+
+/// Whether reading a request body failed because the client sent nothing of it for too long
+/// (`Limits::body_idle`).
+pub(crate) fn timed_out(err: &axum::Error) -> bool {
+    std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+        .any(|e| e.is::<tower_http::timeout::TimeoutError>())
 }
 
 /// Path parameters shared by the routes of a dataset.

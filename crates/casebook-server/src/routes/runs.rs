@@ -10,10 +10,11 @@ use std::marker::PhantomData;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use casebook_store::ResultRow;
+use futures_util::StreamExt;
 use serde::de::{DeserializeOwned, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
@@ -77,23 +78,54 @@ pub struct RunIdPath {
     pub run: String,
 }
 
-/// Reads a JSON body of at most the server's body limit.
-async fn json_body<T: DeserializeOwned>(state: &AppState, body: Body, what: &str) -> ApiResult<T> {
-    let max = state.limits.max_body;
-    let bytes = axum::body::to_bytes(body, usize::try_from(max).unwrap_or(usize::MAX)).await.map_err(|err| {
-        let timed_out = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
-            .any(|e| e.is::<tower_http::timeout::TimeoutError>());
-        if timed_out {
-            ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", "the client sent nothing of the body for too long")
-        } else {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "too-large",
-                format!("the body could not be read or is larger than this server takes ({max} bytes)"),
-            )
+/// Reads a JSON body of at most `--max-json` bytes ([`crate::Limits::max_json`]) and parses it
+/// on the blocking pool (a batch of results is megabytes of JSON). A body that says it is larger
+/// is refused before any of it is read; one sent in chunks, at the first chunk past the limit.
+/// Either way the memory it takes is bounded by the limit, not by what the client sends.
+async fn json_body<T: DeserializeOwned + Send + 'static>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+    what: &'static str,
+) -> ApiResult<T> {
+    let max = state.limits.max_json;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            format!(
+                "the body is larger than this server takes for JSON ({max} bytes): send fewer results a request, \
+                 or raise `casebook serve --max-json`"
+            ),
+        )
+    };
+    let declared = headers.get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(0)));
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|err| {
+            if super::timed_out(&err) {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "timeout",
+                    "the client sent nothing of the body for too long",
+                )
+            } else {
+                ApiError::bad_request(format!("the body could not be read: {err}"))
+            }
+        })?;
+        if (bytes.len() + chunk.len()) as u64 > max {
+            return Err(too_large());
         }
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("the body is not {what}: {e}")))
+        bytes.extend_from_slice(&chunk);
+    }
+    tokio::task::spawn_blocking(move || serde_json::from_slice(&bytes))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::bad_request(format!("the body is not {what}: {e}")))
 }
 
 /// A JSON array of at most [`MAX_ROWS`] items: reading stops at the first one too many.
@@ -134,14 +166,16 @@ fn is_object(raw: &serde_json::value::RawValue) -> bool {
 #[utoipa::path(post, path = "/api/v1/projects/{project}/runs", tag = "runs", security(("bearer" = ["write"])),
     params(("project" = String, Path, description = "The project (the API key's)")), request_body = NewRun,
     responses((status = 201, body = Run, description = "The run, begun"), (status = 400, body = ErrorBody),
-        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+        (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
+        (status = 408, body = ErrorBody, description = "The client sent nothing of the body for too long"), (status = 413, body = ErrorBody, description = "The body is over `--max-json` (8 MiB by default)")))]
 pub async fn begin(
     State(state): State<AppState>,
     writer: Writer,
     Path(_project): Path<String>,
+    headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
-    let new: NewRun = json_body(&state, body, "a run (`id`, `experiment`, `started`, `meta`)").await?;
+    let new: NewRun = json_body(&state, &headers, body, "a run (`id`, `experiment`, `started`, `meta`)").await?;
     if new.id.is_empty() || new.id.len() > 200 || new.id.chars().any(char::is_control) {
         return Err(ApiError::bad_request("`id` must be 1 to 200 characters, none a control character"));
     }
@@ -165,14 +199,15 @@ pub async fn begin(
 #[utoipa::path(post, path = "/api/v1/projects/{project}/runs/{run}/results", tag = "runs",
     security(("bearer" = ["write"])), params(RunIdPath), request_body = Vec<ResultIn>,
     responses((status = 204, description = "Kept"), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 408, body = ErrorBody, description = "The client sent nothing of the body for too long"), (status = 413, body = ErrorBody, description = "The body is over `--max-json` (8 MiB by default)")))]
 pub async fn save_results(
     State(state): State<AppState>,
     writer: Writer,
     Path(path): Path<RunIdPath>,
+    headers: HeaderMap,
     body: Body,
 ) -> ApiResult<StatusCode> {
-    let Rows(results): Rows<ResultIn> = json_body(&state, body, "a list of results").await?;
+    let Rows(results): Rows<ResultIn> = json_body(&state, &headers, body, "a list of results").await?;
     let mut rows = Vec::with_capacity(results.len());
     for r in results {
         // A run's results are keyed from its place in the store's order times 2³²: a place past
@@ -200,14 +235,15 @@ pub async fn save_results(
 #[utoipa::path(put, path = "/api/v1/projects/{project}/runs/{run}/finish", tag = "runs",
     security(("bearer" = ["write"])), params(RunIdPath), request_body = FinishRun,
     responses((status = 204, description = "Finished"), (status = 400, body = ErrorBody), (status = 403, body = ErrorBody),
-        (status = 404, body = ErrorBody)))]
+        (status = 404, body = ErrorBody), (status = 408, body = ErrorBody, description = "The client sent nothing of the body for too long"), (status = 413, body = ErrorBody, description = "The body is over `--max-json` (8 MiB by default)")))]
 pub async fn finish(
     State(state): State<AppState>,
     writer: Writer,
     Path(path): Path<RunIdPath>,
+    headers: HeaderMap,
     body: Body,
 ) -> ApiResult<StatusCode> {
-    let end: FinishRun = json_body(&state, body, "a run's end (`finished`, `summary`)").await?;
+    let end: FinishRun = json_body(&state, &headers, body, "a run's end (`finished`, `summary`)").await?;
     if !is_object(&end.summary) {
         return Err(ApiError::bad_request("`summary` must be a JSON object"));
     }
@@ -216,22 +252,24 @@ pub async fn finish(
 }
 
 /// The project's stored output of each run hash (at most 10,000), in the same order: the
-/// output's JSON, or null where none is kept. A read: any key of the project may ask.
+/// output's JSON, or null where none is kept. A read (it writes nothing; `POST` only because the
+/// list is long): any key of the project may ask. The body is at most `--max-json`.
 #[utoipa::path(post, path = "/api/v1/projects/{project}/outputs", tag = "runs", security(("bearer" = [])),
     params(("project" = String, Path, description = "The project (the API key's)")), request_body = OutputsRequest,
     responses((status = 200, description = "A JSON array: each output, or null", content_type = "application/json"),
-        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 408, body = ErrorBody, description = "The client sent nothing of the body for too long"), (status = 413, body = ErrorBody, description = "The body is over `--max-json` (8 MiB by default)")))]
 pub async fn outputs(
     State(state): State<AppState>,
     reader: Reader,
     Path(_project): Path<String>,
+    headers: HeaderMap,
     body: Body,
 ) -> ApiResult<Response> {
     #[derive(Deserialize)]
     struct Hashes {
         hashes: Rows<String>,
     }
-    let Hashes { hashes: Rows(hashes) } = json_body(&state, body, "`{\"hashes\": [...]}`").await?;
+    let Hashes { hashes: Rows(hashes) } = json_body(&state, &headers, body, "`{\"hashes\": [...]}`").await?;
     let found = reader.store.outputs(&hashes).await?;
     let mut out = String::with_capacity(2 + found.iter().map(|o| o.as_ref().map_or(4, String::len) + 1).sum::<usize>());
     out.push('[');

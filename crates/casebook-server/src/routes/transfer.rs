@@ -111,9 +111,7 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     let mut size = 0u64;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|err| {
-            let timed_out = std::iter::successors(Some(&err as &dyn std::error::Error), |e| e.source())
-                .any(|e| e.is::<tower_http::timeout::TimeoutError>());
-            if timed_out {
+            if super::timed_out(&err) {
                 ApiError::new(
                     StatusCode::REQUEST_TIMEOUT,
                     "timeout",
@@ -397,7 +395,7 @@ pub(crate) async fn export_version(
     if !format.syntaxes().contains(&syntax) {
         return Err(ApiError::bad_request(format!("`{format}` cannot be written as {}", syntax.name())));
     }
-    let select = super::select(query.filter.as_deref())?;
+    let select = super::select(query.filter).await?;
     let version = resolve(&store, dataset, version).await?;
     let header = store.header(dataset).await?;
     let settings = ExportSettings {

@@ -11,6 +11,7 @@ mod console_runs;
 mod harness;
 mod import_preview;
 mod isolation;
+mod load;
 mod names;
 mod reads;
 mod runs;

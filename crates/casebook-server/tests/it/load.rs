@@ -1,0 +1,258 @@
+//! Requests meant to take the server down: huge filters, huge bodies, connections that never
+//! finish their headers, one project's flood of sign-ins and previews. Each must be refused or
+//! cut off quickly, and other requests must go on being answered meanwhile.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::{Backend, Server};
+
+const A: &str = "/api/v1/projects/team-a/datasets/support";
+
+/// What a client sees of a `where=` filter: status, the error's message and its column.
+async fn filtered(server: &Server, path: &str, filter: &str) -> (u16, String, u64) {
+    let response = server
+        .client
+        .get(format!("{}{path}", server.url))
+        .bearer_auth(&server.keys.a_read)
+        .query(&[("where", filter)])
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = crate::harness::answer(response).await;
+    let message = body["error"]["message"].as_str().unwrap_or_default().to_owned();
+    let column = body["error"]["diagnostics"][0]["column"].as_u64().unwrap_or(0);
+    (status, message, column)
+}
+
+/// A path of 20,000 steps (40 KB) took seconds to parse, on a thread that serves requests.
+fn deep_path() -> String {
+    format!("metadata{} == 1", ".a".repeat(20_000))
+}
+
+/// A filter of 2,000 tests (the most there may be), 40 KB: about the longest a URL can carry.
+fn long_filter() -> String {
+    let tests: Vec<String> = (0..2000).map(|i| format!("metadata.k{i:04} == {i}")).collect();
+    tests.join(" or ")
+}
+
+/// Sends `request` as it is on a new connection and reads the answer until the server closes
+/// it or `wait` passes: the status (0 if none came) and the whole answer.
+async fn raw(server: &Server, request: &[u8], wait: Duration) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = server.url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    // The server may answer and close before it has read everything: a refused write is fine.
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(wait, stream.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_filter_is_refused_at_once_with_its_place() {
+    let server = Server::start(Backend::Sqlite).await;
+    let started = Instant::now();
+    // On a dataset that does not exist too: the filter is read first.
+    for dataset in ["support", "missing"] {
+        let path = format!("/api/v1/projects/team-a/datasets/{dataset}/versions/v1/cases");
+        let (status, message, column) = filtered(&server, &path, &deep_path()).await;
+        assert_eq!(
+            (status, message.as_str(), column),
+            (400, "invalid `where`: the path is too long: more than 128 steps", 265)
+        );
+    }
+    // A URL carries at most 64 KiB, so a longer filter (over 128 KiB is refused wherever it is
+    // written) is refused before any of it is read.
+    let request = format!(
+        "GET {A}/versions/v1/count?where={} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {}\r\n\r\n",
+        "exists(metadata.x)+or+".repeat(4000),
+        server.keys.a_read
+    );
+    let (status, _) = raw(&server, request.as_bytes(), Duration::from_secs(5)).await;
+    assert_eq!(status, 414);
+    // The longest filter there may be is read (and then the dataset is found missing).
+    let missing = "/api/v1/projects/team-a/datasets/missing/versions/v1/count";
+    let (status, message, _) = filtered(&server, missing, &long_filter()).await;
+    assert_eq!((status, message.as_str()), (404, "no dataset named `missing`; the datasets are `support`"));
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    server.stop().await;
+}
+
+/// Eight clients sending the 40 KB path and eight the longest filter, again and again, while
+/// `/healthz` and a page are asked for: those are answered at once each time. (On a
+/// dataset that does not exist: parsing is what is measured, not the store's query.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_requests_are_answered_while_huge_filters_are_parsed() {
+    let server = std::sync::Arc::new(Server::start(Backend::Sqlite).await);
+    let mut heavy = Vec::new();
+    for i in 0..16 {
+        let server = server.clone();
+        heavy.push(tokio::spawn(async move {
+            let path = "/api/v1/projects/team-a/datasets/missing/versions/v1/cases";
+            let filter = if i % 2 == 0 { deep_path() } else { long_filter() };
+            let mut statuses = Vec::new();
+            for _ in 0..4 {
+                statuses.push(filtered(&server, path, &filter).await.0);
+            }
+            statuses
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut slowest = Duration::ZERO;
+    for _ in 0..10 {
+        for path in ["/healthz", &format!("{A}/versions/v3/cases?limit=2")] {
+            let started = Instant::now();
+            let (status, body) = server.get(&server.keys.a_read, path).await;
+            assert_eq!(status, 200, "{path}: {body}");
+            slowest = slowest.max(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut answered = Vec::new();
+    for task in heavy {
+        answered.extend(task.await.unwrap());
+    }
+    assert_eq!(answered.iter().filter(|s| **s == 400).count(), 32, "{answered:?}");
+    assert_eq!(answered.iter().filter(|s| **s == 404).count(), 32, "{answered:?}");
+    // Before, each of those filters held a thread that answers requests for seconds (a minute
+    // in a debug build): the bound leaves room for a machine busy with other tests.
+    assert!(slowest < Duration::from_secs(5), "a request waited {slowest:?} behind the filters");
+    if let Ok(server) = std::sync::Arc::try_unwrap(server) {
+        server.stop().await;
+    }
+}
+
+/// The routes that read a JSON body, the key each needs, and a body each accepts.
+fn json_routes(server: &Server) -> Vec<(&'static str, String, String, &'static str)> {
+    let p = "/api/v1/projects/team-a";
+    vec![
+        (
+            "POST",
+            format!("{p}/runs"),
+            server.keys.a_write.clone(),
+            r#"{"id":"r-ü","experiment":"e","started":"t","meta":{}}"#,
+        ),
+        ("POST", format!("{p}/runs/r-a-1/results"), server.keys.a_write.clone(), r#"[{"seq":1,"result":{}}]"#),
+        ("PUT", format!("{p}/runs/r-a-1/finish"), server.keys.a_write.clone(), r#"{"finished":"t","summary":{}}"#),
+        // A read: a read key may ask, so its body is bounded as the others are.
+        (
+            "POST",
+            format!("{p}/outputs"),
+            server.keys.a_read.clone(),
+            r#"{"hashes":["0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"]}"#,
+        ),
+    ]
+}
+
+/// Three 1.5 GB bodies took the server to 3 GB: now one that says it is larger than 8 MiB is
+/// answered 413 before any of it is sent, on every JSON route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_over_the_limit_is_refused_on_its_length_before_it_is_read() {
+    let server = Server::start(Backend::Sqlite).await;
+    for (method, path, key, _) in json_routes(&server) {
+        for length in [(8 << 20) + 1, 1_610_612_736u64] {
+            let head = format!(
+                "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {key}\r\ncontent-type: application/json\r\n\
+                 content-length: {length}\r\n\r\n"
+            );
+            // Not a byte of the body is sent: the answer comes all the same.
+            let (status, answer) = raw(&server, head.as_bytes(), Duration::from_secs(10)).await;
+            assert_eq!(status, 413, "{method} {path}: {answer}");
+            let body: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+            assert_eq!(body["error"]["code"], "too-large");
+            assert_eq!(
+                body["error"]["message"],
+                "the body is larger than this server takes for JSON (8388608 bytes): send fewer results a request, \
+                 or raise `casebook serve --max-json`"
+            );
+        }
+    }
+    // Bodies within the limit are taken as before.
+    for (method, path, key, body) in json_routes(&server) {
+        let method: reqwest::Method = method.parse().unwrap();
+        let response = server
+            .client
+            .request(method, format!("{}{path}", server.url))
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success(), "{path}: {}", response.status());
+    }
+    server.stop().await;
+}
+
+/// The peak memory of this process (the server runs in it; nextest gives each test its own).
+fn peak_rss_kib() -> u64 {
+    let status = fs_err::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Sends `head` and then a chunked body of `total` bytes of JSON whitespace, while reading the
+/// answer: the status, and how much of the body the server took before it answered and closed.
+async fn chunked(server: &Server, head: String, total: usize) -> (u16, usize, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = server.url.trim_start_matches("http://");
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let writer = tokio::spawn(async move {
+        let chunk = vec![b' '; 1 << 20];
+        let mut sent = 0;
+        if write.write_all(head.as_bytes()).await.is_err() {
+            return sent;
+        }
+        while sent < total {
+            let framed = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+            if write.write_all(&framed).await.is_err() {
+                return sent;
+            }
+            sent += chunk.len();
+        }
+        let _ = write.write_all(b"0\r\n\r\n").await;
+        sent
+    });
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(60), read.read_to_end(&mut answer)).await;
+    let sent = writer.await.unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, sent, text)
+}
+
+/// A body sent in chunks, without a length, is cut off at the first chunk past 8 MiB: three
+/// clients sending 512 MiB each at once are answered 413, having sent a few MiB, and the
+/// server's memory grows by much less than one of those bodies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunked_json_body_is_cut_off_past_the_limit_and_memory_stays_bounded() {
+    let server = std::sync::Arc::new(Server::start(Backend::Sqlite).await);
+    let before = peak_rss_kib();
+    let mut clients = Vec::new();
+    for (method, path, key, _) in
+        json_routes(&server).into_iter().skip(1).chain(json_routes(&server).into_iter().take(1))
+    {
+        let server = server.clone();
+        clients.push(tokio::spawn(async move {
+            let head = format!(
+                "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {key}\r\ncontent-type: application/json\r\n\
+                 transfer-encoding: chunked\r\n\r\n"
+            );
+            (path, chunked(&server, head, 512 << 20).await)
+        }));
+    }
+    for client in clients {
+        let (path, (status, sent, answer)) = client.await.unwrap();
+        assert_eq!(status, 413, "{path}: {answer}");
+        assert!(answer.contains("\"code\":\"too-large\""), "{answer}");
+        assert!(sent < 64 << 20, "{path}: the server read {sent} bytes before it answered");
+    }
+    let grown = peak_rss_kib().saturating_sub(before);
+    assert!(grown < 128 << 10, "the server's memory grew by {grown} KiB for bodies it refused");
+    if let Ok(server) = std::sync::Arc::try_unwrap(server) {
+        server.stop().await;
+    }
+}
