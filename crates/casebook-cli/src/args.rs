@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use casebook_formats::{ColumnMap, Format, Syntax};
 use casebook_model::Code;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,6 +19,33 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The command line as clap reads it and `--help` shows it, with the values of the
+    /// environment variables that may hold a password (`CASEBOOK_STORE`, `CASEBOOK_URL`) masked
+    /// as every message masks them: clap would print them whole.
+    pub fn definition() -> clap::Command {
+        Self::command()
+            .mut_arg("store", |arg| mask_env(arg, "CASEBOOK_STORE"))
+            .mut_subcommand("login", |login| login.mut_arg("url", |arg| mask_env(arg, "CASEBOOK_URL")))
+    }
+
+    /// Parses the process's arguments against [`Cli::definition`]; a usage error exits 2.
+    pub fn parse_masked() -> Self {
+        let matches = Self::definition().get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+    }
+}
+
+/// `arg` with clap's `[env: NAME=VALUE]` replaced by one whose value has its secrets masked.
+fn mask_env(arg: clap::Arg, name: &str) -> clap::Arg {
+    let shown = match std::env::var(name) {
+        Ok(value) if !value.is_empty() => format!("[env: {name}={}]", casebook_store::redact(&value)),
+        _ => format!("[env: {name}]"),
+    };
+    let help = arg.get_help().map_or_else(String::new, |h| format!("{h} "));
+    arg.hide_env(true).help(format!("{help}{shown}"))
 }
 
 #[derive(Debug, Args)]
@@ -750,10 +777,8 @@ fn parse_map(s: &str) -> Result<ColumnMap, String> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     #[test]
     fn cli_definition_is_consistent() {
-        super::Cli::command().debug_assert();
+        super::Cli::definition().debug_assert();
     }
 }

@@ -13,8 +13,6 @@ mod stores;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// Parsing allocates many small strings on worker threads and frees them on another; mimalloc
 /// handles that without the lock contention of the system allocator.
 #[global_allocator]
@@ -48,7 +46,7 @@ fn tune_allocator() {
 }
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let cli = args::Cli::parse_masked();
     if !matches!(cli.command, args::Command::Serve(_)) {
         tune_allocator();
     }
