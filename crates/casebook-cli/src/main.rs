@@ -1,6 +1,8 @@
 //! The `casebook` command: parses arguments, resolves them into settings, runs a command, and
 //! maps the outcome to an exit status (0 success, 1 invalid input, 2 usage or environment).
 
+#[macro_use]
+mod pipes;
 mod args;
 mod commands;
 mod output;
@@ -88,7 +90,8 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
-        // The reader of our output went away (`casebook ... | head`): nothing left to say.
+        // The reader of our output went away (`casebook ... | head`): nothing left to say
+        // (see `pipes`).
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             report::environment_error(&settings, &err);

@@ -60,7 +60,7 @@ pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow:
     let quiet = settings.quiet;
     casebook_store::on_upgrade(move |store, from, to| {
         if !quiet {
-            eprintln!(
+            stderr!(
                 "note: upgrading the store `{store}` from schema {from} to {to} before the command runs; \
                  on a large store this takes a while (nothing else needs doing)"
             );

@@ -280,12 +280,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        eprintln!(
-            "exported {} of {place} as {} ({})",
-            crate::plural(total as u64, "case"),
-            args.write.to,
-            syntax.name()
-        );
+        stderr!("exported {} of {place} as {} ({})", crate::plural(total as u64, "case"), args.write.to, syntax.name());
     }
     Ok(Outcome::Ok)
 }

@@ -43,13 +43,13 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
     let errors = captured.diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
         if !settings.quiet {
-            eprintln!("nothing was captured: the traces have {errors} error{}", if errors == 1 { "" } else { "s" });
+            stderr!("nothing was captured: the traces have {errors} error{}", if errors == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);
     }
     if captured.cases.is_empty() {
         if !settings.quiet {
-            eprintln!(
+            stderr!(
                 "nothing was captured: {} span{} hold no agent invocation with recorded messages",
                 captured.spans,
                 if captured.spans == 1 { "" } else { "s" }
@@ -119,7 +119,7 @@ fn report_diagnostics(settings: &Global, captured: &Captured, reporter: &mut Rep
     let mut more: Vec<_> = shown.into_iter().filter(|(_, n)| *n > SHOWN_PER_CODE).collect();
     more.sort_by_key(|(code, _)| code.as_str());
     for (code, n) in more {
-        eprintln!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
+        stderr!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
     }
 }
 
@@ -209,7 +209,7 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
     let exported = exporter.finish()?;
     exported.diagnostics.iter().for_each(|d| reporter.emit(d));
     if !settings.quiet && !settings.json {
-        eprintln!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
+        stderr!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
     }
     Ok(if exported.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
 }

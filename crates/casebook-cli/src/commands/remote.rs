@@ -149,7 +149,7 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     if summary.errors > 0 {
         if !settings.quiet {
             let n = summary.errors;
-            eprintln!("nothing was pushed: `{}` has {n} error{}", file.display(), if n == 1 { "" } else { "s" });
+            stderr!("nothing was pushed: `{}` has {n} error{}", file.display(), if n == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);
     }
@@ -424,7 +424,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
     let place = format!("{name}@v{}", version.number);
     if errors > 0 {
         if !settings.quiet {
-            eprintln!("nothing was written: {place} cannot be written as `{format}` ({errors} errors)");
+            stderr!("nothing was written: {place} cannot be written as `{format}` ({errors} errors)");
         }
         return Ok(Outcome::Invalid);
     }
@@ -474,7 +474,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
             }
             _ => {
                 if !settings.quiet {
-                    eprintln!("cancelled: `{}` differs from {place} and was left as it is", output.display());
+                    stderr!("cancelled: `{}` differs from {place} and was left as it is", output.display());
                 }
                 return Ok(Outcome::Invalid);
             }

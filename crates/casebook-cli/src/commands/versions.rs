@@ -341,7 +341,7 @@ fn commit_file(
         Err(IngestError::Read(err)) => return Err(err.into()),
         Err(IngestError::NoName) => anyhow::bail!("name the dataset with `--dataset NAME`"),
         Err(IngestError::Unstorable(err)) => {
-            eprintln!("error: a case cannot be stored: {err}");
+            stderr!("error: a case cannot be stored: {err}");
             return report_commit(settings, Err(StoreError::Cancelled));
         }
         Err(IngestError::Store(err)) => return report_commit(settings, Err(err)),
@@ -352,7 +352,7 @@ fn commit_file(
         None => {
             if !settings.quiet {
                 let errors = ingested.errors;
-                eprintln!(
+                stderr!(
                     "nothing was committed: `{}` has {errors} error{}",
                     file.display(),
                     if errors == 1 { "" } else { "s" }

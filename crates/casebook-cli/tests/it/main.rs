@@ -17,6 +17,7 @@ mod inspect_ai;
 mod lint;
 mod memory;
 mod openai_evals;
+mod pipes;
 mod promptfoo;
 mod remote;
 mod remote_runs;
