@@ -350,6 +350,10 @@ pub struct CaptureArgs {
     /// With `--dry-run --to`: drop fields the format cannot hold, with a warning, instead of failing
     #[arg(long, requires = "dry_run")]
     pub lossy: bool,
+    /// With `--dry-run --to` a format without `review` (all but casebook's): write the captured
+    /// answers, which nobody has confirmed, as confirmed expectations
+    #[arg(long, requires = "dry_run")]
+    pub confirm_drafts: bool,
 }
 
 #[derive(Debug, Args)]
@@ -483,6 +487,10 @@ pub struct PullArgs {
     /// Put the seed files' content in the cases instead of writing the files beside the output
     #[arg(long)]
     pub inline_seeds: bool,
+    /// Write cases whose expectations are drafts (`review: draft`) to a format without `review`,
+    /// where they read as confirmed (by default they are refused)
+    #[arg(long)]
+    pub confirm_drafts: bool,
     /// When the output file exists and differs: replace it
     #[arg(long, group = "on_conflict")]
     pub overwrite: bool,
@@ -707,9 +715,14 @@ pub struct WriteArgs {
     /// jsonl, json, yaml or csv
     #[arg(long, value_parser = parse_syntax)]
     pub syntax: Option<Syntax>,
-    /// Drop fields the output format cannot hold, with a warning, instead of failing
+    /// Drop fields the output format cannot hold, with a warning, instead of failing (never
+    /// `review: draft`: see `--confirm-drafts`)
     #[arg(long)]
     pub lossy: bool,
+    /// Write cases whose expectations are drafts (`review: draft`) to a format without `review`,
+    /// where they read as confirmed (by default they are refused, `--lossy` or not)
+    #[arg(long)]
+    pub confirm_drafts: bool,
     /// Put the seeds of cases that name a seed file inline, instead of naming the file (by
     /// default `export` writes seed files beside the output, and `convert` names them by their
     /// path from the output's folder, or inlines those outside it)

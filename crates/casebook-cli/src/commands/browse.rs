@@ -225,6 +225,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         // A stored version carries its seed files: they are written beside an output file.
         seed_files: if args.write.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
         place: place.clone(),
+        confirm_drafts: args.write.confirm_drafts,
     };
     // CSV needs its columns before the first row: a first pass over the version finds them.
     let mut columns = Vec::new();

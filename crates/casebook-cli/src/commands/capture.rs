@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::CaptureArgs;
+use crate::output::Output;
 use crate::report::Reporter;
 use crate::settings::Global;
 use crate::stores;
@@ -189,6 +190,7 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
         lossy: args.lossy,
         seed_files: SeedFiles::Inline,
         place: "captured cases".into(),
+        confirm_drafts: args.confirm_drafts,
     };
     let header = DatasetHeader {
         name: Some(args.dataset.clone().unwrap_or_else(|| "captured".into())),
@@ -201,15 +203,27 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
     } else {
         Vec::new()
     };
-    let out = Box::new(std::io::BufWriter::new(std::io::stdout()));
+    // Through a temporary file, as `convert` does: a refused case leaves standard output empty.
+    let (output, out) = Output::create(None)?;
     let mut exporter = Exporter::new(export, &header, columns, out, None)?;
     exporter.begin()?;
     let refused = exporter.cases(cases)?;
     refused.iter().for_each(|d| reporter.emit(d));
     let exported = exporter.finish()?;
     exported.diagnostics.iter().for_each(|d| reporter.emit(d));
+    if exported.errors > 0 {
+        if !settings.quiet && !settings.json {
+            stderr!(
+                "nothing was written: {} of {} captured cases refused",
+                exported.cases - exported.written,
+                cases.len()
+            );
+        }
+        return Ok(Outcome::Invalid);
+    }
+    output.keep()?;
     if !settings.quiet && !settings.json {
         stderr!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
     }
-    Ok(if exported.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
+    Ok(Outcome::Ok)
 }

@@ -40,6 +40,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         lossy: args.write.lossy,
         column_map: args.read.map.clone(),
         seed_files,
+        confirm_drafts: args.write.confirm_drafts,
     };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
 

@@ -166,6 +166,8 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
             lossy: false,
             column_map: args.read.map.clone(),
             seed_files: SeedFiles::Keep,
+            // Native JSONL holds `review`.
+            confirm_drafts: false,
         };
         spool = tempfile::NamedTempFile::new().context("cannot make a temporary file for the push")?;
         let out = spool.reopen().context("cannot make a temporary file for the push")?;
@@ -365,6 +367,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         // that names `--inline-seeds`.
         seed_files: if args.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
         place: format!("{name}@v{}", version.number),
+        confirm_drafts: args.confirm_drafts,
     };
     // Pages of the version, as native JSON lines (checked to be one line each).
     let pages = |each: &mut dyn FnMut(Vec<String>) -> anyhow::Result<()>| -> anyhow::Result<()> {

@@ -25,6 +25,7 @@ on_both!(
     a_killed_import_leaves_the_previous_head_intact,
     racing_commits_land_or_conflict,
     rm_of_a_case_that_is_not_there_names_it_and_writes_nothing,
+    an_export_does_not_confirm_draft_expectations,
 );
 
 /// [`child`] on the store `b` names.
@@ -825,4 +826,35 @@ fn rm_of_a_case_that_is_not_there_names_it_and_writes_nothing(b: &Backend) {
     assert!(out.stderr.contains("qq"), "{out:?}");
     // The ids that are there go.
     assert!(ok(b.cb(&dir).args(["rm", "qa", "tc-001", "café-2"])).starts_with("created qa v2 "));
+}
+
+/// `export` of a version with draft expectations to a format without `review` is refused,
+/// `--lossy` or not, naming the cases and `--confirm-drafts`; once reviewed, it exports.
+fn an_export_does_not_confirm_draft_expectations(b: &Backend) {
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let file = dir.file(
+        "qa.jsonl",
+        "{\"id\": \"a\", \"input\": \"2+2?\", \"expected\": {\"output\": \"4\"}, \"review\": \"draft\"}\n\
+         {\"id\": \"b\", \"input\": \"3+3?\", \"expected\": {\"output\": \"6\"}}\n",
+    );
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&file));
+    for lossy in [&[][..], &["--lossy"]] {
+        let out = run(b.cb(&dir).args(["export", "qa", "--to", "letta", "-o", "out.jsonl"]).args(lossy));
+        assert_eq!(out.status, Some(1), "{out:?}");
+        assert!(
+            out.stderr.contains(
+                "error[E-unconfirmed-drafts]: 1 case with draft expectations (`review: draft`) would be written as \
+                 confirmed, `letta` having no place for `review`: `a`\n--> qa@v1"
+            ),
+            "{out:?}"
+        );
+        assert!(out.stderr.contains("pass `--confirm-drafts`"), "{out:?}");
+        assert!(!dir.join("out.jsonl").exists());
+    }
+    let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "--confirm-drafts", "--lossy", "-q"]));
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    ok(b.cb(&dir).args(["review", "qa", "a", "--state", "reviewed"]));
+    let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "--lossy", "-q"]));
+    assert!(rows.starts_with("{\"id\":\"a\",\"input\":\"2+2?\",\"ground_truth\":\"4\"}"), "{rows}");
 }
