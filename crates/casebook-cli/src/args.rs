@@ -31,10 +31,12 @@ impl Cli {
             .mut_subcommand("login", |login| login.mut_arg("url", |arg| mask_env(arg, "CASEBOOK_URL")))
     }
 
-    /// Parses the process's arguments against [`Cli::definition`]; a usage error exits 2.
-    pub fn parse_masked() -> Self {
+    /// Parses the process's arguments against [`Cli::definition`]; a usage error exits 2. With
+    /// the command's name (`tag`).
+    pub fn parse_masked() -> (Self, String) {
         let matches = Self::definition().get_matches();
-        Self::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+        let name = matches.subcommand_name().unwrap_or_default().to_owned();
+        (Self::from_arg_matches(&matches).unwrap_or_else(|err| err.exit()), name)
     }
 }
 

@@ -48,11 +48,11 @@ fn tune_allocator() {
 }
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse_masked();
+    let (cli, command) = args::Cli::parse_masked();
     if !matches!(cli.command, args::Command::Serve(_)) {
         tune_allocator();
     }
-    let settings = settings::Global::resolve(&cli.global);
+    let settings = settings::Global::resolve(&cli.global, command);
     let result = match cli.command {
         args::Command::Validate(a) => commands::validate::run(&settings, a),
         args::Command::Lint(a) => commands::lint::run(&settings, a),

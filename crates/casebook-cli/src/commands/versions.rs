@@ -290,6 +290,9 @@ fn review_message(count: usize, state: Option<ReviewState>, confidence: Option<f
 }
 
 pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
+    if settings.on_server() {
+        return tag_on_server(settings, args);
+    }
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
     let (name, reference) = stores::target(&args.target)?;
@@ -301,6 +304,30 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     } else {
         format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12])
     })?;
+    Ok(Outcome::Ok)
+}
+
+/// `tag` on the server `CASEBOOK_URL` names (`PUT …/tags/TAG`), saying so on stderr.
+fn tag_on_server(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
+    use crate::remote::{Remote, segment};
+    let (name, _) = stores::target(&args.target)?;
+    let reference = args.target.rsplit_once('@').map_or("latest", |(_, r)| r);
+    let runtime = stores::runtime()?;
+    let remote = runtime.block_on(Remote::connect())?;
+    let request = remote
+        .request(reqwest::Method::PUT, &remote.dataset_path(&name, &format!("/tags/{}", segment(&args.tag))))
+        .json(&json!({"version": reference}));
+    let tag: casebook_server::api::Tag = runtime.block_on(remote.json(request))?;
+    let version: casebook_server::api::Version =
+        runtime.block_on(remote.get_json(&remote.dataset_path(&name, &format!("/versions/v{}", tag.version))))?;
+    crate::write_stdout(&if settings.json {
+        format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
+    } else {
+        format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12.min(version.id.len())])
+    })?;
+    if !settings.quiet && !settings.json {
+        stderr!("(on the server at {}, project `{}`)", remote.url, remote.project);
+    }
     Ok(Outcome::Ok)
 }
 
