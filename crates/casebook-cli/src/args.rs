@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use casebook_formats::{ColumnMap, Format, Syntax};
 use casebook_model::Code;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,6 +19,35 @@ pub struct Cli {
     pub global: GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// The command line as clap reads it and `--help` shows it, with the values of the
+    /// environment variables that may hold a password (`CASEBOOK_STORE`, `CASEBOOK_URL`) masked
+    /// as every message masks them: clap would print them whole.
+    pub fn definition() -> clap::Command {
+        Self::command()
+            .mut_arg("store", |arg| mask_env(arg, "CASEBOOK_STORE"))
+            .mut_subcommand("login", |login| login.mut_arg("url", |arg| mask_env(arg, "CASEBOOK_URL")))
+    }
+
+    /// Parses the process's arguments against [`Cli::definition`]; a usage error exits 2. With
+    /// the command's name (`tag`).
+    pub fn parse_masked() -> (Self, String) {
+        let matches = Self::definition().get_matches();
+        let name = matches.subcommand_name().unwrap_or_default().to_owned();
+        (Self::from_arg_matches(&matches).unwrap_or_else(|err| err.exit()), name)
+    }
+}
+
+/// `arg` with clap's `[env: NAME=VALUE]` replaced by one whose value has its secrets masked.
+fn mask_env(arg: clap::Arg, name: &str) -> clap::Arg {
+    let shown = match std::env::var(name) {
+        Ok(value) if !value.is_empty() => format!("[env: {name}={}]", casebook_store::redact(&value)),
+        _ => format!("[env: {name}]"),
+    };
+    let help = arg.get_help().map_or_else(String::new, |h| format!("{h} "));
+    arg.hide_env(true).help(format!("{help}{shown}"))
 }
 
 #[derive(Debug, Args)]
@@ -323,6 +352,10 @@ pub struct CaptureArgs {
     /// With `--dry-run --to`: drop fields the format cannot hold, with a warning, instead of failing
     #[arg(long, requires = "dry_run")]
     pub lossy: bool,
+    /// With `--dry-run --to` a format without `review` (all but casebook's): write the captured
+    /// answers, which nobody has confirmed, as confirmed expectations
+    #[arg(long, requires = "dry_run")]
+    pub confirm_drafts: bool,
 }
 
 #[derive(Debug, Args)]
@@ -463,6 +496,10 @@ pub struct PullArgs {
     /// Put the seed files' content in the cases instead of writing the files beside the output
     #[arg(long)]
     pub inline_seeds: bool,
+    /// Write cases whose expectations are drafts (`review: draft`) to a format without `review`,
+    /// where they read as confirmed (by default they are refused)
+    #[arg(long)]
+    pub confirm_drafts: bool,
     /// When the output file exists and differs: replace it
     #[arg(long, group = "on_conflict")]
     pub overwrite: bool,
@@ -693,9 +730,14 @@ pub struct WriteArgs {
     /// jsonl, json, yaml or csv
     #[arg(long, value_parser = parse_syntax)]
     pub syntax: Option<Syntax>,
-    /// Drop fields the output format cannot hold, with a warning, instead of failing
+    /// Drop fields the output format cannot hold, with a warning, instead of failing (never
+    /// `review: draft`: see `--confirm-drafts`)
     #[arg(long)]
     pub lossy: bool,
+    /// Write cases whose expectations are drafts (`review: draft`) to a format without `review`,
+    /// where they read as confirmed (by default they are refused, `--lossy` or not)
+    #[arg(long)]
+    pub confirm_drafts: bool,
     /// Put the seeds of cases that name a seed file inline, instead of naming the file (by
     /// default `export` writes seed files beside the output, and `convert` names them by their
     /// path from the output's folder, or inlines those outside it)
@@ -763,10 +805,8 @@ fn parse_map(s: &str) -> Result<ColumnMap, String> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     #[test]
     fn cli_definition_is_consistent() {
-        super::Cli::command().debug_assert();
+        super::Cli::definition().debug_assert();
     }
 }

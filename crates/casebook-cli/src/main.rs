@@ -1,6 +1,8 @@
 //! The `casebook` command: parses arguments, resolves them into settings, runs a command, and
 //! maps the outcome to an exit status (0 success, 1 invalid input, 2 usage or environment).
 
+#[macro_use]
+mod pipes;
 mod args;
 mod commands;
 mod output;
@@ -13,8 +15,6 @@ mod settings;
 mod stores;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 /// Parsing allocates many small strings on worker threads and frees them on another; mimalloc
 /// handles that without the lock contention of the system allocator.
@@ -49,11 +49,11 @@ fn tune_allocator() {
 }
 
 fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+    let (cli, command) = args::Cli::parse_masked();
     if !matches!(cli.command, args::Command::Serve(_)) {
         tune_allocator();
     }
-    let settings = settings::Global::resolve(&cli.global);
+    let settings = settings::Global::resolve(&cli.global, command);
     let result = match cli.command {
         args::Command::Validate(a) => commands::validate::run(&settings, a),
         args::Command::Lint(a) => commands::lint::run(&settings, a),
@@ -91,7 +91,8 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
-        // The reader of our output went away (`casebook ... | head`): nothing left to say.
+        // The reader of our output went away (`casebook ... | head`): nothing left to say
+        // (see `pipes`).
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             report::environment_error(&settings, &err);

@@ -80,13 +80,18 @@ pub fn remove_on_signals() {
                     _ = int.recv() => 130,
                     _ = term.recv() => 143,
                 };
-                for path in live().drain(..) {
-                    let _ = fs_err::remove_file(path);
-                }
+                remove_temporary_files();
                 std::process::exit(code);
             });
         });
     });
+}
+
+/// Removes this process's temporary files, before it exits without unwinding.
+pub fn remove_temporary_files() {
+    for path in live().drain(..) {
+        let _ = fs_err::remove_file(path);
+    }
 }
 
 impl Output {

@@ -43,11 +43,12 @@ impl Reporter {
             s.push_str("\n\n");
             s
         };
-        let _ = if self.stderr {
+        // A reader that went away ends the command (`pipes`): the rest would be lost anyway.
+        crate::pipes::written(if self.stderr {
             std::io::stderr().lock().write_all(text.as_bytes())
         } else {
             std::io::stdout().lock().write_all(text.as_bytes())
-        };
+        });
     }
 
     /// The part of the line `d` points at that is shown: the line from its start when the column

@@ -19,8 +19,12 @@ pub struct Global {
     pub progress: bool,
     /// `--store` or `CASEBOOK_STORE`.
     pub store: Option<PathBuf>,
-    /// `CASEBOOK_URL` is set: `run`, `results` and `compare` keep and read runs on that server.
+    /// `CASEBOOK_URL` is set: `run`, `results` and `compare` keep and read runs on that server,
+    /// `datasets`, `log` and `tag` work there, and other commands that would open the store
+    /// here refuse to unless it is named (see `stores::location`).
     pub server: bool,
+    /// The command's name (`tag`), for messages.
+    pub command: String,
     /// `--project` or `CASEBOOK_PROJECT`, if given.
     pub project: Option<String>,
     /// Who commits: `CASEBOOK_AUTHOR`, else the login name.
@@ -30,7 +34,7 @@ pub struct Global {
 }
 
 impl Global {
-    pub fn resolve(args: &GlobalArgs) -> Self {
+    pub fn resolve(args: &GlobalArgs, command: String) -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let color = |terminal: bool| match args.color {
             ColorChoice::Always => true,
@@ -46,6 +50,7 @@ impl Global {
             progress: stderr_tty && !args.quiet,
             store: args.store.clone(),
             server: std::env::var_os("CASEBOOK_URL").is_some_and(|v| !v.is_empty()),
+            command,
             project: args.project.clone(),
             author: std::env::var("CASEBOOK_AUTHOR")
                 .or_else(|_| std::env::var("USER"))
@@ -99,4 +104,12 @@ fn login_name() -> Option<String> {
         let name = fields.next()?;
         (fields.nth(1)? == uid).then(|| name.to_owned())
     })
+}
+
+impl Global {
+    /// Whether the command works on the server `CASEBOOK_URL` names: it is set, and no store
+    /// is named (`--store` or `CASEBOOK_STORE` always means that store).
+    pub fn on_server(&self) -> bool {
+        self.server && self.store.is_none()
+    }
 }

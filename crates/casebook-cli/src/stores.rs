@@ -11,6 +11,15 @@ pub fn location(settings: &Global) -> anyhow::Result<Location> {
     if let Some(path) = &settings.store {
         return Ok(named(path));
     }
+    // With a server named, a store found here would be acted on while the user thinks of the
+    // server: only the commands that administer a store (`serve`, `keys`) may find one.
+    if settings.server && !matches!(settings.command.as_str(), "serve" | "keys") {
+        anyhow::bail!(
+            "`CASEBOOK_URL` is set, and `casebook {}` does not work on a server: to run it on a store here, name \
+             it with `--store PATH` (`--store .` for the `.casebook/` of this folder), or unset `CASEBOOK_URL`",
+            settings.command
+        );
+    }
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let folder = find_store(&cwd).ok_or_else(|| {
         anyhow::anyhow!(
@@ -60,7 +69,7 @@ pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow:
     let quiet = settings.quiet;
     casebook_store::on_upgrade(move |store, from, to| {
         if !quiet {
-            eprintln!(
+            stderr!(
                 "note: upgrading the store `{store}` from schema {from} to {to} before the command runs; \
                  on a large store this takes a while (nothing else needs doing)"
             );

@@ -80,6 +80,7 @@ fn read_letta_jsonl(c: &mut Criterion) {
         lossy: false,
         column_map: None,
         seed_files: Default::default(),
+        confirm_drafts: false,
     };
     for threads in [1, 2] {
         let opts = ReadOptions { threads, ..ReadOptions::default() };

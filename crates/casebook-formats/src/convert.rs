@@ -9,7 +9,7 @@ use casebook_model::{Code, DatasetHeader, Diagnostic};
 
 use crate::read::{Batch, Consumer, Flow, Input, ReadError, ReadOptions, Start, read};
 use crate::tabular::ColumnMap;
-use crate::write::{Beside, Encoded, Encoder, SeedFiles, Writer, empty_refusal, refusal};
+use crate::write::{Beside, Drafts, Encoded, Encoder, SeedFiles, Writer, empty_refusal, refusal};
 use crate::{Format, Syntax};
 
 /// What to convert to.
@@ -23,6 +23,9 @@ pub struct Target {
     pub column_map: Option<ColumnMap>,
     /// What becomes of the seed files cases carry.
     pub seed_files: SeedFiles,
+    /// Write draft expectations even where the target has no place for `review` (they read
+    /// as confirmed there); else such cases are refused, lossy or not.
+    pub confirm_drafts: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,6 +54,9 @@ struct Converter<'a, 'w> {
     io_error: Option<std::io::Error>,
     /// The header as the end of the input left it, when it grew after the start.
     final_header: Option<DatasetHeader>,
+    /// Draft cases refused, and where the first one is.
+    drafts: Drafts,
+    first_draft: Option<(String, crate::read::Loc)>,
 }
 
 impl Consumer<Encoded> for Converter<'_, '_> {
@@ -67,6 +73,7 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 t.lossy,
             )
             .with_files(&start.header, t.seed_files.clone(), beside)
+            .confirming_drafts(t.confirm_drafts)
         });
         let Some(out) = self.out.take() else { return Flow::Stop };
         let mut writer = Writer::new(out, encoder, &start.header);
@@ -123,6 +130,12 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 case: None,
                 line_offset: Some(loc.line_offset),
             });
+        }
+        for i in &encoded.drafts {
+            self.drafts.add(&batch.cases[*i].id);
+            if self.first_draft.is_none() {
+                self.first_draft = Some((batch.file.clone().unwrap_or_else(|| self.file.clone()), batch.locs[*i]));
+            }
         }
         for (i, missing) in &encoded.missing {
             let loc = batch.locs[*i];
@@ -193,10 +206,32 @@ pub fn convert<'w>(
         summary: ConvertSummary::default(),
         io_error: None,
         final_header: None,
+        drafts: Drafts::default(),
+        first_draft: None,
     };
     read(input, opts, &work, &mut converter)?;
     if let Some(err) = converter.io_error.take() {
         return Err(ReadError::Io(err));
+    }
+    if let (Some((message, hint)), Some((file, loc))) =
+        (converter.drafts.refusal(target.format), converter.first_draft.take())
+    {
+        // One error for every draft refused, at the first of them.
+        let refused = Diagnostic {
+            severity: Code::UnconfirmedDrafts.severity(),
+            code: Code::UnconfirmedDrafts,
+            message,
+            file,
+            line: loc.line,
+            column: loc.column,
+            pointer: "/review".into(),
+            hint: Some(hint),
+            case: None,
+            line_offset: Some(loc.line_offset),
+        };
+        converter.summary.errors += 1;
+        let progress = Progress { bytes: 0, cases: converter.summary.cases };
+        (converter.on_batch)(std::slice::from_ref(&refused), &progress);
     }
     if converter.summary.written == 0 && converter.summary.errors == 0 && target.format.needs_cases() {
         // The reader took the input (a casebook document or an Agent Health array may be

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use casebook_model::{Case, Code, DatasetHeader, Diagnostic, excerpt};
 
 use crate::tabular::ColumnMap;
-use crate::write::{Beside, Encoded, Encoder, SeedFiles, Writer, empty_refusal, refusal};
+use crate::write::{Beside, Drafts, Encoded, Encoder, SeedFiles, Writer, empty_refusal, refusal};
 use crate::{Format, Syntax};
 
 /// What to write, and how diagnostics name what is written.
@@ -28,6 +28,9 @@ pub struct ExportSettings {
     pub seed_files: SeedFiles,
     /// What diagnostics say is exported, and name as their file: `support@v3`.
     pub place: String,
+    /// Write draft expectations even where the format has no place for `review` (they read as
+    /// confirmed there); else such cases are refused, lossy or not.
+    pub confirm_drafts: bool,
 }
 
 impl ExportSettings {
@@ -123,6 +126,7 @@ pub struct Exporter<'w> {
     encoder: Encoder,
     writer: Writer<'w>,
     summary: Exported,
+    drafts: Drafts,
 }
 
 impl<'w> Exporter<'w> {
@@ -155,12 +159,13 @@ impl<'w> Exporter<'w> {
             settings.column_map.clone(),
             settings.lossy,
         )
-        .with_files(header, seed_files, beside.is_some());
+        .with_files(header, seed_files, beside.is_some())
+        .confirming_drafts(settings.confirm_drafts);
         let mut writer = Writer::new(out, &encoder, header);
         if let Some(beside) = beside {
             writer = writer.with_beside(beside);
         }
-        Ok(Self { settings, encoder, writer, summary: Exported::default() })
+        Ok(Self { settings, encoder, writer, summary: Exported::default(), drafts: Drafts::default() })
     }
 
     /// Whether the cases are best handed over as bodies ([`ExportSettings::takes_bodies`]).
@@ -221,6 +226,9 @@ impl<'w> Exporter<'w> {
                 line_offset: None,
             });
         }
+        for i in &encoded.drafts {
+            self.drafts.add(&cases[*i].id);
+        }
         for (i, missing) in &encoded.missing {
             let (message, hint) = refusal(format, &cases[*i].id, missing, "export");
             diagnostics.push(place_diagnostic(&self.settings.place, Code::MissingField, message, hint));
@@ -238,9 +246,22 @@ impl<'w> Exporter<'w> {
         Ok(diagnostics)
     }
 
-    /// Ends the output (and writes the files beside it). An export that wrote no case in a
-    /// format whose files must hold one ends with an error diagnostic.
+    /// The error for the cases refused so far because their expectations are drafts the
+    /// format would write as confirmed ([`ExportSettings::confirm_drafts`]), if there are any:
+    /// [`Exporter::finish`] reports it, and a caller that must answer before the whole version
+    /// is written (the server, after its first page) may ask sooner.
+    pub fn refused_drafts(&self) -> Option<Diagnostic> {
+        let (message, hint) = self.drafts.refusal(self.settings.format)?;
+        Some(place_diagnostic(&self.settings.place, Code::UnconfirmedDrafts, message, hint))
+    }
+
+    /// Ends the output (and writes the files beside it). An export that refused draft cases,
+    /// or wrote no case in a format whose files must hold one, ends with an error diagnostic.
     pub fn finish(mut self) -> io::Result<Exported> {
+        if let Some(refused) = self.refused_drafts() {
+            self.summary.diagnostics.push(refused);
+            self.summary.errors += 1;
+        }
         self.writer.finish(None)?;
         let format = self.settings.format;
         if self.summary.cases == 0 && self.summary.errors == 0 && format.needs_cases() {

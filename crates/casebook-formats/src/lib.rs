@@ -37,4 +37,4 @@ pub use export::{CsvColumns, ExportError, ExportSettings, Exported, Exporter};
 pub use format::{Format, Syntax};
 pub use read::{Batch, Consumer, Flow, Input, Loc, ReadError, ReadOptions, Start, Summary, read};
 pub use tabular::ColumnMap;
-pub use write::{Beside, Encoded, Encoder, Required, SeedFiles, Writer, empty_refusal, refusal};
+pub use write::{Beside, Drafts, Encoded, Encoder, Required, SeedFiles, Writer, empty_refusal, refusal};

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use casebook_model::{Case, DatasetHeader, Map, MemorySeeds};
+use casebook_model::{Case, DatasetHeader, Map, MemorySeeds, Review};
 use serde_json::{Value, json};
 
 use crate::format::{Format, Syntax};
@@ -56,6 +56,9 @@ pub struct Encoded {
     /// Cases (by index in the batch) not written because they lack what the target format
     /// requires, whether the conversion is lossy or not (see [`refusal`]).
     pub missing: Vec<(usize, Vec<Required>)>,
+    /// Cases (by index in the batch) not written because their expectations are drafts and the
+    /// format has no place for `review`: written, they would read as confirmed (see [`Drafts`]).
+    pub drafts: Vec<usize>,
     /// Cases written.
     pub written: usize,
     /// Seed files to write beside the output ([`SeedFiles::Write`]): path and document.
@@ -95,10 +98,60 @@ pub fn empty_refusal(format: Format, what: &str, verb: &str) -> (String, String)
     )
 }
 
+/// The draft cases a whole conversion or export refused ([`Encoded::drafts`]): how many, and the
+/// ids of the first few, for one error at the end rather than one per case.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drafts {
+    pub count: u64,
+    pub first: Vec<String>,
+}
+
+impl Drafts {
+    /// Ids an error names.
+    const NAMED: usize = 3;
+
+    pub fn add(&mut self, id: &str) {
+        self.count += 1;
+        if self.first.len() < Self::NAMED {
+            self.first.push(casebook_model::excerpt(id).into_owned());
+        }
+    }
+
+    /// The message and hint of the error, when any draft was refused.
+    pub fn refusal(&self, format: Format) -> Option<(String, String)> {
+        if self.count == 0 {
+            return None;
+        }
+        let mut ids: Vec<String> = self.first.iter().map(|id| format!("`{id}`")).collect();
+        let more = self.count - self.first.len() as u64;
+        if more > 0 {
+            ids.push(format!("{more} more"));
+        }
+        let cases = if self.count == 1 { "1 case".to_owned() } else { format!("{} cases", self.count) };
+        Some((
+            format!(
+                "{cases} with draft expectations (`review: draft`) would be written as confirmed, `{format}` having \
+                 no place for `review`: {}",
+                ids.join(", ")
+            ),
+            "have them confirmed first (`casebook review NAME ID --state reviewed`, or `review: reviewed` in the file), \
+             or pass `--confirm-drafts` to write them as confirmed"
+                .into(),
+        ))
+    }
+}
+
+/// Whether a field [`Lost`] names is `review` (a CSV map's says why: `review (no column …)`).
+fn is_review(field: &str) -> bool {
+    field == "review" || field.starts_with("review ")
+}
+
 pub struct Encoder {
     format: Format,
     syntax: Syntax,
     lossy: bool,
+    /// Write draft expectations to a format without `review` (where they read as confirmed).
+    confirm_drafts: bool,
     columns: Vec<String>,
     map: Option<ColumnMap>,
     /// Indentation of list items in a document.
@@ -131,6 +184,7 @@ impl Encoder {
             format,
             syntax,
             lossy,
+            confirm_drafts: false,
             columns,
             map,
             indent: 0,
@@ -143,6 +197,14 @@ impl Encoder {
         };
         encoder.skeleton(header, false);
         encoder
+    }
+
+    /// Writes draft expectations even to a format that has no place for `review`, where they
+    /// read as confirmed ones; by default such cases are refused ([`Encoded::drafts`]), lossy
+    /// or not.
+    pub fn confirming_drafts(mut self, confirm: bool) -> Self {
+        self.confirm_drafts = confirm;
+        self
     }
 
     /// The path of the items file a manifest is written apart from, if it is.
@@ -221,7 +283,7 @@ impl Encoder {
                 }
                 (Format::Letta, Syntax::Jsonl) => {
                     let (row, lost) = letta::write_row(case);
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         let _ = serde_json::to_writer(&mut out.bytes, &row);
                         out.bytes.push(b'\n');
                         out.written += 1;
@@ -234,7 +296,7 @@ impl Encoder {
                     } else {
                         promptfoo::write_test(case)
                     };
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         let _ = serde_json::to_writer(&mut out.bytes, &row);
                         out.bytes.push(b'\n');
                         out.written += 1;
@@ -243,7 +305,7 @@ impl Encoder {
                 }
                 (Format::Inspect, Syntax::Csv) => {
                     let (row, lost) = inspect_csv_row(case);
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;
                     }
@@ -251,7 +313,7 @@ impl Encoder {
                 }
                 (Format::Promptfoo, Syntax::Csv) => {
                     let (row, lost) = promptfoo::csv_cells(case, &self.columns);
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;
                     }
@@ -259,7 +321,7 @@ impl Encoder {
                 }
                 (Format::OpenaiEvals, _) => {
                     let (row, lost) = openai_evals::write_row(case);
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         let _ = serde_json::to_writer(&mut out.bytes, &row);
                         out.bytes.push(b'\n');
                         out.written += 1;
@@ -269,7 +331,7 @@ impl Encoder {
                 (Format::Letta, _) => {
                     let (mut row, mut lost) = letta::write_row(case);
                     letta::csv_row(&mut row, layout::layout_for(case, letta::NAME), &mut lost);
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;
                     }
@@ -277,7 +339,7 @@ impl Encoder {
                 }
                 (Format::Csv, _) => {
                     let (row, lost) = self.mapped_row(case);
-                    if self.keep(&lost) {
+                    if self.keep(case, &lost) {
                         self.csv_row(&mut out.bytes, |col| row.iter().find(|(k, _)| k == col).map(|(_, v)| v.clone()));
                         out.written += 1;
                     }
@@ -320,7 +382,7 @@ impl Encoder {
                         }
                         _ => (native_value(case), Lost::default()),
                     };
-                    if missing.is_empty() && self.keep(&lost) {
+                    if missing.is_empty() && self.keep(case, &lost) {
                         text.clear();
                         self.document_item(&mut text, &Value::Object(item));
                         out.bytes.extend_from_slice(text.as_bytes());
@@ -332,8 +394,16 @@ impl Encoder {
                     lost
                 }
             };
-            if !lost.0.is_empty() {
-                let mut fields = lost.0;
+            // A draft refused is told once for all of them ([`Drafts`]); what else the format
+            // cannot hold is told as usual unless the conversion is lossy (nothing was dropped
+            // from a case not written).
+            let draft = self.unconfirms(case, &lost);
+            if draft {
+                out.drafts.push(i);
+            }
+            let mut fields: Vec<_> = lost.0.into_iter().filter(|field| !(draft && is_review(field))).collect();
+            let told = !(draft && self.lossy);
+            if told && !fields.is_empty() {
                 fields.dedup();
                 out.lost.push((i, fields));
             }
@@ -341,8 +411,17 @@ impl Encoder {
         out
     }
 
-    fn keep(&self, lost: &Lost) -> bool {
-        self.lossy || lost.0.is_empty()
+    fn keep(&self, case: &Case, lost: &Lost) -> bool {
+        (self.lossy || lost.0.is_empty()) && !self.unconfirms(case, lost)
+    }
+
+    /// Whether writing `case` without what the format cannot hold (`lost`) would make draft
+    /// expectations read as confirmed ones.
+    fn unconfirms(&self, case: &Case, lost: &Lost) -> bool {
+        !self.confirm_drafts
+            && case.review == Some(Review::Draft)
+            && !case.expected.is_empty()
+            && lost.0.iter().any(|field| is_review(field))
     }
 
     fn csv_row(&self, out: &mut Vec<u8>, get: impl Fn(&str) -> Option<Value>) {

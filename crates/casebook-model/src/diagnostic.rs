@@ -42,6 +42,9 @@ pub enum Code {
     UnknownFormat,
     /// A value the target format cannot hold (convert only).
     Unrepresentable,
+    /// Cases whose expectations are drafts (`review: draft`), which the target format would
+    /// write as confirmed ones: it has no place for `review`.
+    UnconfirmedDrafts,
     Bom,
     Dropped,
     SuspiciousField,
@@ -118,6 +121,7 @@ impl Code {
             Code::FieldConflict => "E-field-conflict",
             Code::UnknownFormat => "E-unknown-format",
             Code::Unrepresentable => "E-unrepresentable",
+            Code::UnconfirmedDrafts => "E-unconfirmed-drafts",
             Code::Bom => "W-bom",
             Code::Dropped => "W-dropped",
             Code::SuspiciousField => "W-unknown-field",

@@ -11,66 +11,113 @@ use serde_json::json;
 use crate::Outcome;
 use crate::args::{DatasetsArgs, DiffArgs, ExportArgs, HistoryArgs, LogArgs, ShowArgs};
 use crate::output::Output;
+use crate::remote::{Remote, segment};
 use crate::report::Reporter;
 use crate::settings::Global;
 use crate::stores;
 
 pub fn datasets(settings: &Global, _args: DatasetsArgs) -> anyhow::Result<Outcome> {
+    if settings.on_server() {
+        return on_server(settings, |runtime, remote| {
+            let list: Vec<casebook_server::api::Dataset> = runtime
+                .block_on(remote.get_json(&format!("/api/v1/projects/{}/datasets", segment(&remote.project))))?;
+            let rows = list.iter().map(|d| (d.name.as_str(), d.head, d.cases, d.header.get("description").cloned()));
+            Ok(datasets_text(settings, rows.collect()))
+        });
+    }
     stores::print(settings, |runtime, store| {
         let list = runtime.block_on(store.datasets())?;
-        let mut out = String::new();
-        if settings.json {
-            for d in &list {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    json!({"name": d.name, "head": d.head, "cases": d.cases, "description": d.header.description})
-                );
-            }
-        } else if list.is_empty() {
-            out.push_str("no datasets yet: add one with `casebook import FILE`\n");
-        } else {
-            let width = list.iter().map(|d| d.name.len()).max().unwrap_or(4).max(4);
-            let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", "name", "head", "cases");
-            for d in &list {
-                let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", d.name, format!("v{}", d.head), d.cases);
-            }
-        }
-        Ok(out)
+        let rows =
+            list.iter().map(|d| (d.name.as_str(), d.head, d.cases, d.header.description.as_ref().map(|t| json!(t))));
+        Ok(datasets_text(settings, rows.collect()))
     })
 }
 
+/// Runs `read` on the server `CASEBOOK_URL` names and prints what it returns, after saying on
+/// stderr which server and project it is.
+fn on_server(
+    settings: &Global,
+    read: impl FnOnce(&tokio::runtime::Runtime, &Remote) -> anyhow::Result<String>,
+) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let remote = runtime.block_on(Remote::connect())?;
+    let text = read(&runtime, &remote)?;
+    crate::write_stdout(&text)?;
+    if !settings.quiet && !settings.json {
+        stderr!("(on the server at {}, project `{}`)", remote.url, remote.project);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The datasets as `datasets` prints them: name, head, cases, description.
+fn datasets_text(settings: &Global, list: Vec<(&str, u64, u64, Option<serde_json::Value>)>) -> String {
+    let mut out = String::new();
+    if settings.json {
+        for (name, head, cases, description) in &list {
+            let _ =
+                writeln!(out, "{}", json!({"name": name, "head": head, "cases": cases, "description": description}));
+        }
+    } else if list.is_empty() {
+        out.push_str("no datasets yet: add one with `casebook import FILE`\n");
+    } else {
+        let width = list.iter().map(|d| d.0.len()).max().unwrap_or(4).max(4);
+        let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", "name", "head", "cases");
+        for (name, head, cases, _) in &list {
+            let _ = writeln!(out, "{:<width$}  {:>5}  {:>9}", name, format!("v{head}"), cases);
+        }
+    }
+    out
+}
+
 pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
+    if settings.on_server() {
+        return on_server(settings, |runtime, remote| {
+            let log: casebook_server::api::Log =
+                runtime.block_on(remote.get_json(&remote.dataset_path(&args.name, "/versions")))?;
+            Ok(if settings.json { format!("{}\n", serde_json::to_string(&log)?) } else { log_text(&log) })
+        });
+    }
     stores::print(settings, |runtime, store| {
         let versions = runtime.block_on(store.versions(&args.name))?;
         let events = runtime.block_on(store.events(&args.name))?;
-        let mut out = String::new();
         if settings.json {
-            let _ = writeln!(out, "{}", json!({"versions": versions, "events": events}));
-        } else {
-            for v in versions.iter().rev() {
-                let parent = v.parent.map_or("-".to_owned(), |p| format!("v{p}"));
-                let _ = writeln!(
-                    out,
-                    "v{:<4} {}  parent {parent:<5} {}  {}  +{} -{} ~{}  {}  {}",
-                    v.number,
-                    &v.id[..12],
-                    v.author,
-                    v.time,
-                    v.added,
-                    v.removed,
-                    v.modified,
-                    crate::plural(v.cases, "case"),
-                    v.message
-                );
-            }
-            for e in &events {
-                let detail = if e.kind == "header" { "dataset header edited".to_owned() } else { e.detail.clone() };
-                let _ = writeln!(out, "{:<5} {}  {}  {detail}", e.kind, e.author, e.time);
-            }
+            return Ok(format!("{}\n", json!({"versions": versions, "events": events})));
         }
-        Ok(out)
+        let log = casebook_server::api::Log {
+            versions: versions.into_iter().map(Into::into).collect(),
+            events: events
+                .into_iter()
+                .map(|e| casebook_server::api::Event { time: e.time, author: e.author, kind: e.kind, detail: e.detail })
+                .collect(),
+        };
+        Ok(log_text(&log))
     })
+}
+
+/// A dataset's log as `log` prints it: the versions, newest first, then the other events.
+fn log_text(log: &casebook_server::api::Log) -> String {
+    let mut out = String::new();
+    for v in log.versions.iter().rev() {
+        let parent = v.parent.map_or("-".to_owned(), |p| format!("v{p}"));
+        let _ = writeln!(
+            out,
+            "v{:<4} {}  parent {parent:<5} {}  {}  +{} -{} ~{}  {}  {}",
+            v.number,
+            &v.id[..12.min(v.id.len())],
+            v.author,
+            v.time,
+            v.added,
+            v.removed,
+            v.modified,
+            crate::plural(v.cases, "case"),
+            v.message
+        );
+    }
+    for e in &log.events {
+        let detail = if e.kind == "header" { "dataset header edited".to_owned() } else { e.detail.clone() };
+        let _ = writeln!(out, "{:<5} {}  {}  {detail}", e.kind, e.author, e.time);
+    }
+    out
 }
 
 pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
@@ -225,6 +272,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
         // A stored version carries its seed files: they are written beside an output file.
         seed_files: if args.write.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
         place: place.clone(),
+        confirm_drafts: args.write.confirm_drafts,
     };
     // CSV needs its columns before the first row: a first pass over the version finds them.
     let mut columns = Vec::new();
@@ -280,12 +328,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        eprintln!(
-            "exported {} of {place} as {} ({})",
-            crate::plural(total as u64, "case"),
-            args.write.to,
-            syntax.name()
-        );
+        stderr!("exported {} of {place} as {} ({})", crate::plural(total as u64, "case"), args.write.to, syntax.name());
     }
     Ok(Outcome::Ok)
 }

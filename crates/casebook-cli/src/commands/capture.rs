@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::Outcome;
 use crate::args::CaptureArgs;
+use crate::output::Output;
 use crate::report::Reporter;
 use crate::settings::Global;
 use crate::stores;
@@ -43,13 +44,13 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
     let errors = captured.diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
         if !settings.quiet {
-            eprintln!("nothing was captured: the traces have {errors} error{}", if errors == 1 { "" } else { "s" });
+            stderr!("nothing was captured: the traces have {errors} error{}", if errors == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);
     }
     if captured.cases.is_empty() {
         if !settings.quiet {
-            eprintln!(
+            stderr!(
                 "nothing was captured: {} span{} hold no agent invocation with recorded messages",
                 captured.spans,
                 if captured.spans == 1 { "" } else { "s" }
@@ -119,7 +120,7 @@ fn report_diagnostics(settings: &Global, captured: &Captured, reporter: &mut Rep
     let mut more: Vec<_> = shown.into_iter().filter(|(_, n)| *n > SHOWN_PER_CODE).collect();
     more.sort_by_key(|(code, _)| code.as_str());
     for (code, n) in more {
-        eprintln!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
+        stderr!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
     }
 }
 
@@ -189,6 +190,7 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
         lossy: args.lossy,
         seed_files: SeedFiles::Inline,
         place: "captured cases".into(),
+        confirm_drafts: args.confirm_drafts,
     };
     let header = DatasetHeader {
         name: Some(args.dataset.clone().unwrap_or_else(|| "captured".into())),
@@ -201,15 +203,27 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
     } else {
         Vec::new()
     };
-    let out = Box::new(std::io::BufWriter::new(std::io::stdout()));
+    // Through a temporary file, as `convert` does: a refused case leaves standard output empty.
+    let (output, out) = Output::create(None)?;
     let mut exporter = Exporter::new(export, &header, columns, out, None)?;
     exporter.begin()?;
     let refused = exporter.cases(cases)?;
     refused.iter().for_each(|d| reporter.emit(d));
     let exported = exporter.finish()?;
     exported.diagnostics.iter().for_each(|d| reporter.emit(d));
-    if !settings.quiet && !settings.json {
-        eprintln!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
+    if exported.errors > 0 {
+        if !settings.quiet && !settings.json {
+            stderr!(
+                "nothing was written: {} of {} captured cases refused",
+                exported.cases - exported.written,
+                cases.len()
+            );
+        }
+        return Ok(Outcome::Invalid);
     }
-    Ok(if exported.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
+    output.keep()?;
+    if !settings.quiet && !settings.json {
+        stderr!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
+    }
+    Ok(Outcome::Ok)
 }

@@ -112,7 +112,7 @@ impl Sink<'_> {
         self.out.flush()?;
         if !self.settings.quiet && !json && !counted {
             let of = total.map_or(String::new(), |t| format!(" of {t}"));
-            eprintln!("{} case{}{of} selected", self.selected, if self.selected == 1 { "" } else { "s" });
+            stderr!("{} case{}{of} selected", self.selected, if self.selected == 1 { "" } else { "s" });
         }
         Ok(())
     }

@@ -40,6 +40,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         lossy: args.write.lossy,
         column_map: args.read.map.clone(),
         seed_files,
+        confirm_drafts: args.write.confirm_drafts,
     };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, &opts, &target)? } else { Vec::new() };
 
@@ -57,10 +58,11 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     let summary = convert(&input, &opts, &target, columns, out, beside, &mut on_batch).context("cannot convert")?;
     progress.finish();
     if summary.late_header_dropped && !settings.quiet {
-        eprintln!(
+        stderr!(
             "warning: `{}` has dataset header keys after its cases, which `{}` writes before them: they were not kept; \
              move them above the cases, or convert to casebook JSONL",
-            input.display, args.write.to
+            input.display,
+            args.write.to
         );
     }
     if summary.errors > 0 {
@@ -70,14 +72,14 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
                 || "; nothing was written to standard output".to_owned(),
                 |p| format!("; `{}` was not written", p.display()),
             );
-            eprintln!("conversion failed: {errors} error{}{place}", if errors == 1 { "" } else { "s" });
+            stderr!("conversion failed: {errors} error{}{place}", if errors == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
         let to = args.write.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
-        eprintln!(
+        stderr!(
             "converted {} to {} ({}) on {to}",
             crate::plural(summary.written as u64, "case"),
             args.write.to,

@@ -39,7 +39,7 @@ pub fn run(settings: &Global, args: LintArgs) -> anyhow::Result<Outcome> {
             })?;
             if errors > 0 {
                 if !settings.quiet {
-                    eprintln!("nothing was linted: `--against {source}` has {errors} error{}", plural(errors));
+                    stderr!("nothing was linted: `--against {source}` has {errors} error{}", plural(errors));
                 }
                 return Ok(Outcome::Invalid);
             }
@@ -71,12 +71,12 @@ pub fn run(settings: &Global, args: LintArgs) -> anyhow::Result<Outcome> {
         let skipped = linter.finish(&mut found);
         found.iter().for_each(|d| emit(d, &mut tally));
         if !settings.quiet {
-            skipped.iter().for_each(|note| eprintln!("note: {note}"));
+            skipped.iter().for_each(|note| stderr!("note: {note}"));
         }
     }
     store.close();
     if !settings.quiet && !settings.json {
-        eprintln!("{}", tally.summary(args.sources.len()));
+        stderr!("{}", tally.summary(args.sources.len()));
     }
     let denied = args.deny == Some(Deny::Warnings) && tally.warnings > 0;
     Ok(if tally.errors > 0 || denied { Outcome::Invalid } else { Outcome::Ok })

@@ -47,8 +47,7 @@ pub fn check_exists(path: &Path) -> anyhow::Result<()> {
 
 /// `casebook help [COMMAND | filter]`.
 pub fn help(args: &crate::args::HelpArgs) -> anyhow::Result<crate::Outcome> {
-    use clap::CommandFactory;
-    let mut command = crate::args::Cli::command();
+    let mut command = crate::args::Cli::definition();
     // Gives subcommands their full name (`Usage: casebook validate`).
     command.build();
     let text = match args.topic.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {

@@ -150,7 +150,7 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     if summary.errors > 0 {
         if !settings.quiet {
             let n = summary.errors;
-            eprintln!("nothing was pushed: `{}` has {n} error{}", file.display(), if n == 1 { "" } else { "s" });
+            stderr!("nothing was pushed: `{}` has {n} error{}", file.display(), if n == 1 { "" } else { "s" });
         }
         return Ok(Outcome::Invalid);
     }
@@ -167,6 +167,8 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
             lossy: false,
             column_map: args.read.map.clone(),
             seed_files: SeedFiles::Keep,
+            // Native JSONL holds `review`.
+            confirm_drafts: false,
         };
         spool = tempfile::NamedTempFile::new().context("cannot make a temporary file for the push")?;
         let out = spool.reopen().context("cannot make a temporary file for the push")?;
@@ -494,6 +496,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         // that names `--inline-seeds`.
         seed_files: if args.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
         place: format!("{name}@v{}", version.number),
+        confirm_drafts: args.confirm_drafts,
     };
     // Pages of the version, as native JSON lines (checked to be one line each).
     let pages = |each: &mut dyn FnMut(Vec<String>) -> anyhow::Result<()>| -> anyhow::Result<()> {
@@ -553,7 +556,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
     let place = format!("{name}@v{}", version.number);
     if errors > 0 {
         if !settings.quiet {
-            eprintln!("nothing was written: {place} cannot be written as `{format}` ({errors} errors)");
+            stderr!("nothing was written: {place} cannot be written as `{format}` ({errors} errors)");
         }
         return Ok(Outcome::Invalid);
     }
@@ -616,7 +619,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
             }
             _ => {
                 if !settings.quiet {
-                    eprintln!("cancelled: `{}` differs from {place} and was left as it is", output.display());
+                    stderr!("cancelled: `{}` differs from {place} and was left as it is", output.display());
                 }
                 return Ok(Outcome::Invalid);
             }

@@ -163,13 +163,13 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(store) = &store {
         runtime.block_on(store.begin_run(&run_id, &experiment.name, &settings.time, &serde_json::to_string(&meta)?))?;
         if let (RunStore::Remote(_), false) = (&**store, settings.quiet || settings.json) {
-            eprintln!("results are kept on {}", store.shown());
+            stderr!("results are kept on {}", store.shown());
         }
     } else if !settings.quiet {
-        eprintln!("note: no store here: results are not kept (run `casebook init` to keep them and resume)");
+        stderr!("note: no store here: results are not kept (run `casebook init` to keep them and resume)");
     }
     if !settings.quiet && !settings.json {
-        eprintln!(
+        stderr!(
             "run {run_id}: {} × {} × {} = {}",
             crate::plural(plan.cases.len() as u64, "case"),
             crate::plural(plan.scenarios.len() as u64, "scenario"),
@@ -233,7 +233,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             tokio::spawn(async move {
                 while let Some(rows) = save_rx.recv().await {
                     if let Err(err) = store.save_results(&run_id, &rows).await {
-                        eprintln!("error: cannot keep results in {}: {err}", store.shown());
+                        stderr!("error: cannot keep results in {}: {err}", store.shown());
                     }
                 }
             })
@@ -254,7 +254,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                         reused += u64::from(from_store);
                         if let (Some((_, out)), Some(line)) = (&mut jsonl, line) {
                             if let Err(err) = out.write_all(line.as_bytes()) {
-                                eprintln!("error: cannot write the JSONL report: {err}");
+                                stderr!("error: cannot write the JSONL report: {err}");
                             }
                         }
                         if let Some(row) = row {
@@ -281,7 +281,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                 _ = tokio::signal::ctrl_c(), if !stopped => {
                     stopped = true;
                     let _ = stop_tx.send(true);
-                    eprintln!("\nstopping: finished runs are kept; run the same command again to resume");
+                    stderr!("\nstopping: finished runs are kept; run the same command again to resume");
                 }
             }
         }
@@ -322,7 +322,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         crate::write_stdout(&report::human(&summary))?;
         if !settings.quiet {
             let secs = started.elapsed().as_secs_f64();
-            eprintln!(
+            stderr!(
                 "{} in {secs:.1} s ({:.0} runs/s), {reused} from stored outputs",
                 crate::plural(done as u64, "run"),
                 done as f64 / secs.max(1e-9)
@@ -330,7 +330,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         }
     }
     if stopped {
-        eprintln!("stopped after {done} of {total} runs");
+        stderr!("stopped after {done} of {total} runs");
         return Ok(Outcome::Invalid);
     }
     let ok = if args.no_grade { summary.totals.errors == 0 } else { summary.threshold_met };
@@ -343,7 +343,7 @@ async fn lookup(store: Option<&RunStore>, window: Vec<Job>) -> Vec<engine::Work>
         Some(store) => {
             let hashes: Vec<String> = window.iter().map(|j| j.hash.clone()).collect();
             store.outputs(&hashes).await.unwrap_or_else(|err| {
-                eprintln!("error: cannot read stored outputs: {err}");
+                stderr!("error: cannot read stored outputs: {err}");
                 Vec::new()
             })
         }
@@ -415,7 +415,7 @@ pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> 
             let runs = runtime.block_on(store.runs())?;
             let mut out = String::new();
             if runs.is_empty() && !settings.json {
-                eprintln!("no run yet: `casebook run` keeps its results in the store");
+                stderr!("no run yet: `casebook run` keeps its results in the store");
             } else if !settings.json {
                 out.push_str("run                         started               finished              experiment\n");
             }
@@ -736,7 +736,7 @@ fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge
         );
     }
     if tally.bare_cases > 0 && !settings.quiet {
-        eprintln!(
+        stderr!(
             "warning: {} case{} without asserts will be ungraded: the experiment lists no graders",
             tally.bare_cases,
             if tally.bare_cases == 1 { "" } else { "s" }
@@ -744,12 +744,12 @@ fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge
     }
     if !tally.unchecked.is_empty() && !settings.quiet {
         let total: u64 = tally.unchecked.values().sum();
-        eprintln!(
+        stderr!(
             "warning: {total} of the cases' asserts cannot be checked by casebook and are left out of the grading: {}",
             listed(&tally)
         );
         if tally.ungraded_cases > 0 {
-            eprintln!(
+            stderr!(
                 "warning: {} case{} with nothing else to check will be ungraded (never a pass)",
                 tally.ungraded_cases,
                 if tally.ungraded_cases == 1 { "" } else { "s" }
@@ -774,7 +774,7 @@ fn warn_of_unused_asserts(args: &RunArgs, cases: &[PlannedCase]) {
     if with_asserts > 0 {
         let source = if args.experiment.is_some() { "the experiment's `graders:`" } else { "`--grader`" };
         let (cases, carry) = if with_asserts == 1 { ("case carries", "its") } else { ("cases carry", "their") };
-        eprintln!(
+        stderr!(
             "warning: {with_asserts} {cases} {carry} own asserts, which this run does not check (it grades by \
              {source}); run without graders to grade each case by its asserts"
         );
@@ -997,7 +997,7 @@ fn read_cases(
         anyhow::bail!("{err}");
     }
     if collect.errors > 0 {
-        eprintln!(
+        stderr!(
             "nothing was run: `{}` has {} error{}",
             file.display(),
             collect.errors,

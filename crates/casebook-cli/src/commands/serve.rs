@@ -68,10 +68,16 @@ fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
 }
 
 /// Request logs on stderr: JSON lines with `--format json`, else text (coloured on a terminal
-/// unless `NO_COLOR`). `--quiet` keeps only warnings and errors.
+/// unless `NO_COLOR`). `--quiet` keeps only warnings and errors. A server whose stderr was
+/// closed keeps serving, without logs (tracing would otherwise report, and so panic, on every
+/// request).
 fn init_logs(settings: &Global) {
     let level = if settings.quiet { tracing::Level::WARN } else { tracing::Level::INFO };
-    let builder = tracing_subscriber::fmt().with_writer(std::io::stderr).with_max_level(level).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .log_internal_errors(false);
     let _ = if settings.json {
         builder.json().with_current_span(true).try_init()
     } else {
@@ -106,7 +112,7 @@ pub fn keys(settings: &Global, command: KeysCommand) -> anyhow::Result<Outcome> 
                 &material,
             ))?;
             if !settings.quiet && !settings.json {
-                eprintln!(
+                stderr!(
                     "made key `{}` for project `{}` ({}): copy it now, it is not shown again",
                     made.key.id,
                     made.key.project,

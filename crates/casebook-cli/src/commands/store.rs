@@ -37,7 +37,7 @@ pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
             1 => ", 1 seed document".to_owned(),
             n => format!(", {n} seed documents"),
         };
-        eprintln!(
+        stderr!(
             "{}: {} case bodies{seeds} and {} versions checked, {found} problem{}",
             if found == 0 { "sound" } else { "damaged" },
             report.bodies,
@@ -45,7 +45,7 @@ pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
             if found == 1 { "" } else { "s" }
         );
         if report.moved > 0 {
-            eprintln!(
+            stderr!(
                 "note: {} name an old place of their body (the table of bodies was rewritten): \
                  pages read those bodies by id, more slowly; the README says how to give them their new places",
                 crate::plural(report.moved, "case row")
@@ -103,7 +103,7 @@ pub fn copy(settings: &Global, args: CopyArgs) -> anyhow::Result<Outcome> {
     }
     crate::write_stdout(&out)?;
     if !report.diverged.is_empty() {
-        eprintln!(
+        stderr!(
             "error: left alone, their versions in `{}` differ from the source's: {} \
              (copy them into another store, or remove them there first)",
             stores::shown(&to),

@@ -101,7 +101,7 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
         totals.1 += printer.warnings;
         if summary.stopped {
             if !settings.quiet {
-                eprintln!("stopped after {errors} errors (`--max-errors`)");
+                stderr!("stopped after {errors} errors (`--max-errors`)");
             }
             break;
         }
@@ -110,7 +110,7 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
         let files = args.files.len();
         let cases =
             if subset { format!("{selected} of {} cases selected", totals.0) } else { crate::plural(totals.0, "case") };
-        eprintln!(
+        stderr!(
             "{} {files} file{}: {cases}, {errors} error{}, {} warning{}",
             if errors == 0 { "valid:" } else { "invalid:" },
             if files == 1 { "" } else { "s" },

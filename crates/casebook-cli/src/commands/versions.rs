@@ -88,6 +88,12 @@ pub fn put(settings: &Global, args: PutArgs) -> anyhow::Result<Outcome> {
 pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
+    // As `review`: an id the head lacks is an error that names it, and nothing is written
+    // (removing it would change nothing, and a typo should not pass for a removal).
+    if let Err(err) = runtime.block_on(check_cases_exist(&store, &args.name, &args.ids)) {
+        runtime.block_on(store.close());
+        return Err(err);
+    }
     let message = args.message.unwrap_or_else(|| format!("rm {}", args.ids.join(" ")));
     let request = CommitRequest {
         dataset: args.name,
@@ -221,27 +227,50 @@ async fn reviewed_cases(
             None => missing.push(id.as_str()),
         }
     }
-    if let Some(first) = missing.first() {
-        // The ids there are, read only to say which one was meant.
-        let mut known = Vec::new();
-        store
-            .bodies(&args.name, version.number, &casebook_store::Select::all(), REVIEW_BATCH, &mut |bodies| {
-                known.extend(bodies.iter().filter_map(|b| {
-                    serde_json::from_str::<serde_json::Value>(b).ok()?.get("id")?.as_str().map(str::to_owned)
-                }));
-                true
-            })
-            .await?;
-        let refs: Vec<&str> = known.iter().map(String::as_str).collect();
-        let hint = casebook_model::did_you_mean(first, &refs)
-            .map_or_else(String::new, |near| format!("; did you mean `{near}`?"));
-        let named: Vec<String> = missing.iter().map(|id| format!("`{id}`")).collect();
-        anyhow::bail!("{} v{} has no case {}{hint}: nothing was written", args.name, version.number, named.join(", "),);
+    if !missing.is_empty() {
+        return Err(no_such_cases(store, &args.name, version.number, &missing).await);
     }
     if cases.is_empty() {
         anyhow::bail!("`--where` selects no case of {} v{}: nothing was written", args.name, version.number);
     }
     Ok((version.number, cases))
+}
+
+/// Checks that the head of `dataset` has every case `ids` names.
+async fn check_cases_exist(store: &AnyStore, dataset: &str, ids: &[String]) -> anyhow::Result<()> {
+    let version = store.resolve(dataset, &casebook_store::Ref::Latest).await?;
+    let mut missing = Vec::new();
+    for id in ids {
+        if store.case(dataset, version.number, id).await?.is_none() && !missing.contains(&id.as_str()) {
+            missing.push(id.as_str());
+        }
+    }
+    if missing.is_empty() { Ok(()) } else { Err(no_such_cases(store, dataset, version.number, &missing).await) }
+}
+
+/// The error for ids version `number` of `dataset` lacks: each named, with the id the first may
+/// be a typo of.
+async fn no_such_cases(store: &AnyStore, dataset: &str, number: u64, missing: &[&str]) -> anyhow::Error {
+    // The ids there are, read only to say which one was meant.
+    let mut known = Vec::new();
+    let listed = store
+        .bodies(dataset, number, &casebook_store::Select::all(), REVIEW_BATCH, &mut |bodies| {
+            known.extend(bodies.iter().filter_map(|b| {
+                serde_json::from_str::<serde_json::Value>(b).ok()?.get("id")?.as_str().map(str::to_owned)
+            }));
+            true
+        })
+        .await;
+    if let Err(err) = listed {
+        return err.into();
+    }
+    let refs: Vec<&str> = known.iter().map(String::as_str).collect();
+    let hint = missing
+        .first()
+        .and_then(|first| casebook_model::did_you_mean(first, &refs))
+        .map_or_else(String::new, |near| format!("; did you mean `{near}`?"));
+    let named: Vec<String> = missing.iter().map(|id| format!("`{id}`")).collect();
+    anyhow::anyhow!("{dataset} v{number} has no case {}{hint}: nothing was written", named.join(", "))
 }
 
 /// `review: 3 cases reviewed (confidence 0.9)`.
@@ -261,6 +290,9 @@ fn review_message(count: usize, state: Option<ReviewState>, confidence: Option<f
 }
 
 pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
+    if settings.on_server() {
+        return tag_on_server(settings, args);
+    }
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
     let (name, reference) = stores::target(&args.target)?;
@@ -272,6 +304,30 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     } else {
         format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12])
     })?;
+    Ok(Outcome::Ok)
+}
+
+/// `tag` on the server `CASEBOOK_URL` names (`PUT …/tags/TAG`), saying so on stderr.
+fn tag_on_server(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
+    use crate::remote::{Remote, segment};
+    let (name, _) = stores::target(&args.target)?;
+    let reference = args.target.rsplit_once('@').map_or("latest", |(_, r)| r);
+    let runtime = stores::runtime()?;
+    let remote = runtime.block_on(Remote::connect())?;
+    let request = remote
+        .request(reqwest::Method::PUT, &remote.dataset_path(&name, &format!("/tags/{}", segment(&args.tag))))
+        .json(&json!({"version": reference}));
+    let tag: casebook_server::api::Tag = runtime.block_on(remote.json(request))?;
+    let version: casebook_server::api::Version =
+        runtime.block_on(remote.get_json(&remote.dataset_path(&name, &format!("/versions/v{}", tag.version))))?;
+    crate::write_stdout(&if settings.json {
+        format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
+    } else {
+        format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12.min(version.id.len())])
+    })?;
+    if !settings.quiet && !settings.json {
+        stderr!("(on the server at {}, project `{}`)", remote.url, remote.project);
+    }
     Ok(Outcome::Ok)
 }
 
@@ -312,7 +368,7 @@ fn commit_file(
         Err(IngestError::Read(err)) => return Err(err.into()),
         Err(IngestError::NoName) => anyhow::bail!("name the dataset with `--dataset NAME`"),
         Err(IngestError::Unstorable(err)) => {
-            eprintln!("error: a case cannot be stored: {err}");
+            stderr!("error: a case cannot be stored: {err}");
             return report_commit(settings, Err(StoreError::Cancelled), None);
         }
         Err(IngestError::Store(err)) => return report_commit(settings, Err(err), None),
@@ -336,7 +392,7 @@ fn commit_file(
         None => {
             if !settings.quiet {
                 let errors = ingested.errors;
-                eprintln!(
+                stderr!(
                     "nothing was committed: `{}` has {errors} error{}",
                     file.display(),
                     if errors == 1 { "" } else { "s" }

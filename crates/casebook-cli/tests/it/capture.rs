@@ -231,7 +231,7 @@ fn a_trace_split_over_files_or_given_twice_makes_one_case() {
 fn dry_runs_write_any_format() {
     let dir = Folder::new();
     let out = run(cb(&dir)
-        .args(["capture", "--dry-run", "--to", "openai-evals", "--lossy", "-q"])
+        .args(["capture", "--dry-run", "--to", "openai-evals", "--lossy", "--confirm-drafts", "-q"])
         .arg(example("genai-flattened.json")));
     out.expect_status(0);
     // The id (from the trace, not derived) and the metadata are kept, as the format keeps extra keys.
@@ -241,9 +241,62 @@ fn dry_runs_write_any_format() {
             "ideal": "It is 21:04 in Tokyo.", "service": "clock-api", "model": "gpt-4o", "status": "ok"})]
     );
     // Without `--lossy`, what the format cannot hold is refused, by name.
-    let out = run(cb(&dir).args(["capture", "--dry-run", "--to", "openai-evals"]).arg(example("genai-flattened.json")));
+    let out = run(cb(&dir)
+        .args(["capture", "--dry-run", "--to", "openai-evals", "--confirm-drafts"])
+        .arg(example("genai-flattened.json")));
     out.expect_status(1);
     assert!(out.stderr.contains("cannot hold: context, tools, expected.tool_calls, review"), "{out:?}");
+}
+
+/// What an agent answered in production is a draft nobody confirmed: a format without `review`
+/// would make it plain ground truth, so it is refused, `--lossy` or not, unless
+/// `--confirm-drafts` says so; nothing reaches standard output when it is refused.
+#[test]
+fn captured_answers_are_not_written_as_confirmed_ground_truth() {
+    let dir = Folder::new();
+    let traces = [example("genai-flattened.json"), example("genai-conversation.jsonl")];
+    let ids: Vec<String> = captured(&dir, &[&traces[0], &traces[1]])
+        .iter()
+        .map(|c| {
+            assert_eq!(c["review"], "draft", "{c}");
+            c["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(ids.len() >= 4, "{ids:?}");
+    let named = format!("`{}`, `{}`, `{}`, {} more", ids[0], ids[1], ids[2], ids.len() - 3);
+    for lossy in [&[][..], &["--lossy"]] {
+        let out =
+            run(cb(&dir).args(["capture", "--dry-run", "--to", "letta", "--format", "json"]).args(lossy).args(&traces));
+        out.expect_status(1);
+        assert_eq!(out.stdout, "", "nothing is written: {out:?}");
+        let refused: Vec<Value> = out
+            .stderr
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|d| d["code"] == "E-unconfirmed-drafts")
+            .collect();
+        assert_eq!(refused.len(), 1, "one error for every draft: {out:?}");
+        assert_eq!(
+            refused[0]["message"],
+            format!(
+                "{} cases with draft expectations (`review: draft`) would be written as confirmed, `letta` having no \
+                 place for `review`: {named}",
+                ids.len()
+            )
+        );
+        assert!(refused[0]["hint"].as_str().unwrap().contains("`--confirm-drafts`"), "{out:?}");
+        // `--lossy` drops nothing else either: no case was written.
+        assert!(!out.stderr.contains("W-dropped"), "{out:?}");
+    }
+    let out = run(cb(&dir)
+        .args(["capture", "--dry-run", "--to", "letta", "--lossy", "--confirm-drafts", "-q"])
+        .args(&traces));
+    out.expect_status(0);
+    let rows = jsonl(&out.stdout);
+    assert_eq!(rows.len(), ids.len());
+    assert!(rows.iter().any(|r| r["ground_truth"] == "It is 21:04 in Tokyo." && r.get("review").is_none()), "{rows:?}");
+    // Native JSONL keeps `review: draft`: nothing to confirm.
+    run(cb(&dir).args(["capture", "--dry-run", "-q"]).args(&traces)).expect_status(0);
 }
 
 fn captures_add_only_new_cases(store: &str, dir: &Folder) {

@@ -291,3 +291,66 @@ fn a_conversion_never_writes_a_file_its_own_reader_refuses() {
     assert_eq!(message(&errors[0]), "the dataset has no cases, and a `letta` file must hold at least one");
     assert!(!out.exists(), "out.jsonl must not be created");
 }
+
+/// A file with a draft case, a reviewed one and one never reviewed, in native JSONL.
+const REVIEWS: &str =
+    "{\"id\": \"ok-1\", \"input\": \"2+2?\", \"expected\": {\"output\": \"4\"}, \"review\": \"reviewed\"}
+{\"id\": \"brouillon-é\", \"input\": \"capitale ?\", \"expected\": {\"output\": \"Paris\"}, \"review\": \"draft\"}
+{\"id\": \"plain\", \"input\": \"2+2?\", \"expected\": {\"output\": \"4\"}}
+{\"id\": \"no-answer\", \"input\": \"hi\", \"review\": \"draft\"}
+";
+
+/// Converting a draft expectation to a format without `review` would make it a confirmed one:
+/// refused (at the first draft's line, naming it and the flag), `--lossy` or not, unless
+/// `--confirm-drafts`. A draft without expectations confirms nothing and is not refused.
+#[test]
+fn a_draft_expectation_is_not_converted_into_a_confirmed_one() {
+    let dir = Folder::new();
+    let file = dir.file("cases.jsonl", REVIEWS);
+    let out = dir.join("out.jsonl");
+    for lossy in [&[][..], &["--lossy"]] {
+        let r = run(casebook()
+            .arg("convert")
+            .arg(&file)
+            .args(["--to", "letta", "--format", "json", "-o"])
+            .arg(&out)
+            .args(lossy));
+        r.expect_status(1);
+        let refused: Vec<_> =
+            r.stderr_diagnostics().into_iter().filter(|d| d["code"] == "E-unconfirmed-drafts").collect();
+        assert_eq!(refused.len(), 1, "{r:?}");
+        assert_eq!(
+            message(&refused[0]),
+            "1 case with draft expectations (`review: draft`) would be written as confirmed, `letta` having no place \
+             for `review`: `brouillon-é`"
+        );
+        assert_eq!((refused[0]["line"].as_u64(), refused[0]["pointer"].as_str()), (Some(2), Some("/review")));
+        assert!(refused[0]["hint"].as_str().unwrap().contains("pass `--confirm-drafts`"), "{r:?}");
+        assert!(!out.exists(), "{r:?}");
+    }
+    assert_eq!(dir.entries(), ["cases.jsonl"]);
+    let r = run(casebook()
+        .arg("convert")
+        .arg(&file)
+        .args(["--to", "letta", "--lossy", "--confirm-drafts", "-o"])
+        .arg(&out));
+    r.expect_status(0);
+    let rows = jsonl(&fs_err::read_to_string(&out).unwrap());
+    assert_eq!(rows[1], json!({"id": "brouillon-é", "input": "capitale ?", "ground_truth": "Paris"}));
+    assert_eq!(rows.len(), 4);
+}
+
+/// Reviewed cases convert as before: `review` is one more field the format cannot hold.
+#[test]
+fn a_reviewed_expectation_converts_as_before() {
+    let dir = Folder::new();
+    let file =
+        dir.file("cases.jsonl", REVIEWS.lines().filter(|l| !l.contains("brouillon")).collect::<Vec<_>>().join("\n"));
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--format", "json"]));
+    r.expect_status(1);
+    let codes: Vec<_> = r.stderr_diagnostics().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(codes, ["E-unrepresentable", "E-unrepresentable"], "{r:?}");
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--lossy", "-q"]));
+    r.expect_status(0);
+    assert_eq!(jsonl(&r.stdout).len(), 3, "{r:?}");
+}

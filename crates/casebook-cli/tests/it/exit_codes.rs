@@ -175,3 +175,73 @@ fn summaries_count_what_they_printed() {
         assert!(text.contains(said), "{args:?}: {text}");
     }
 }
+
+/// The commands `casebook [path] --help` lists (hidden ones aside), as paths from the top.
+fn subcommands(path: &[String]) -> Vec<Vec<String>> {
+    let r = run(casebook().args(path).arg("--help").env("COLUMNS", "200"));
+    r.expect_status(0);
+    let Some((_, listed)) = r.stdout.split_once("Commands:\n") else { return Vec::new() };
+    listed
+        .lines()
+        .take_while(|line| line.starts_with("  "))
+        // Not the continuation lines of a long description.
+        .filter(|line| !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(|name| path.iter().cloned().chain([name.to_owned()]).collect())
+        .collect()
+}
+
+/// `--help` (and `casebook help`) of every command names the store and server from the
+/// environment with their passwords masked, as every other message does, never whole.
+#[test]
+fn help_never_shows_a_password_from_the_environment() {
+    let mut commands: Vec<Vec<String>> = vec![Vec::new(), vec!["generate".to_owned()]];
+    let mut at = 0;
+    while at < commands.len() {
+        for more in subcommands(&commands[at]) {
+            if !commands.contains(&more) {
+                commands.push(more);
+            }
+        }
+        at += 1;
+    }
+    assert!(commands.len() > 30, "every command is listed: {commands:?}");
+    let env = [
+        ("CASEBOOK_STORE", "postgres://ana:s3cret-pw@db.example:5432/cases?sslmode=require&password=s3cret-q"),
+        ("CASEBOOK_URL", "https://ci:s3cret-url@casebook.example:8080"),
+        ("CASEBOOK_TOKEN", "cbk_s3cret_token"),
+        // No wrapping inside what is checked below.
+        ("COLUMNS", "1000"),
+    ];
+    for path in &commands {
+        let asked = [
+            run(casebook().args(path).arg("--help").envs(env)),
+            run(casebook().arg("help").args(path).envs(env)),
+            run(casebook().args(path).arg("-h").envs(env)),
+        ];
+        for r in &asked {
+            r.expect_status(0);
+            assert!(!r.stdout.contains("s3cret") && !r.stderr.contains("s3cret"), "{path:?}:\n{r:?}");
+        }
+        let help = &asked[0].stdout;
+        assert!(
+            help.contains(
+                "[env: CASEBOOK_STORE=postgres://ana:***@db.example:5432/cases?sslmode=require&password=***]"
+            ),
+            "{path:?} shows the store, masked:\n{help}"
+        );
+    }
+    let login = run(casebook().args(["login", "--help"]).envs(env));
+    assert!(login.stdout.contains("[env: CASEBOOK_URL=https://ci:***@casebook.example:8080]"), "{login:?}");
+    // Unset, the variables are named as clap names them.
+    let login = run(casebook()
+        .args(["login", "--help"])
+        .env("COLUMNS", "1000")
+        .env_remove("CASEBOOK_URL")
+        .env_remove("CASEBOOK_STORE"));
+    assert!(
+        login.stdout.contains("[env: CASEBOOK_URL]") && login.stdout.contains("[env: CASEBOOK_STORE]"),
+        "{login:?}"
+    );
+}

@@ -19,6 +19,7 @@ mod lint;
 mod memory;
 mod names;
 mod openai_evals;
+mod pipes;
 mod promptfoo;
 mod push_merge;
 mod remote;

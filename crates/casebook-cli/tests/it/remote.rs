@@ -25,6 +25,7 @@ on_both!(
     keys_are_listed_without_secrets_and_revoked_keys_stop_working,
     a_key_sees_only_its_own_project,
     a_large_dataset_round_trips,
+    with_a_server_named_commands_act_there_not_on_a_store_found_here,
 );
 
 /// The project the tests' keys open (not `default`, so `--project` is exercised).
@@ -1066,4 +1067,81 @@ fn a_pull_on_a_terminal_asks_for_what_it_was_not_told() {
     let (status, screen) = on_terminal(&server, &dir, &token, "pull --name support", &[UP, UP, ENTER]);
     assert_eq!(status, Some(0), "{screen}");
     assert!(screen.contains("overwrote `support.jsonl`: support@v2"), "{screen}");
+}
+
+/// With `CASEBOOK_URL` and `CASEBOOK_TOKEN` set, in a folder under a project that has a
+/// `.casebook/` of its own: `tag`, `datasets` and `log` work on the server and say so; a command
+/// that cannot work on a server refuses (exit 2, naming `CASEBOOK_URL` and `--store`) instead of
+/// acting on the store found above; `--store` names that store explicitly.
+fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend) {
+    let srv = Folder::new();
+    let server = Server::start(b, &srv, &[]);
+    let token = Server::key(b, &srv, PROJECT, "write");
+    let v1 = srv.file("support.jsonl", "{\"id\": \"a\", \"input\": \"¿qué hora es?\"}\n");
+    push(&server, &srv, &token, "support", &v1);
+    let v2 = srv
+        .file("support2.jsonl", "{\"id\": \"a\", \"input\": \"¿qué hora es?\"}\n{\"id\": \"b\", \"input\": \"x\"}\n");
+    push(&server, &srv, &token, "support", &v2);
+
+    // The user's project: a store of its own with a dataset of the same name, one version.
+    let home = Folder::new();
+    ok(cb(&home).arg("init"));
+    let local = home.file("local.jsonl", "{\"id\": \"z\", \"input\": \"local\"}\n");
+    ok(cb(&home).args(["import", "--dataset", "support"]).arg(&local));
+    let work = home.join("work");
+    fs_err::create_dir_all(&work).unwrap();
+    let user = || {
+        let mut cmd = server.client(&home, &token);
+        cmd.current_dir(&work);
+        cmd
+    };
+    let local_log = || ok(cb(&home).args(["log", "support"]));
+    let before = local_log();
+    let on_server = format!("(on the server at {}, project `{PROJECT}`)\n", server.url);
+
+    let out = run(user().args(["tag", "support@v1", "prod"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("support@prod is v1 ("), "{out:?}");
+    assert_eq!(out.stderr, on_server);
+    assert!(ok(owner(b, &srv).args(["log", "support"])).contains("prod: v1"), "the server's tag moved");
+
+    let out = run(user().args(["datasets", "--format", "json"]));
+    out.expect_status(0);
+    let listed: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(listed, [json!({"name": "support", "head": 2, "cases": 2, "description": null})]);
+    let out = run(user().arg("datasets"));
+    assert_eq!(
+        (out.stdout.lines().nth(1), out.stderr.as_str()),
+        (Some("support     v2          2"), on_server.as_str())
+    );
+
+    let out = run(user().args(["log", "support"]));
+    out.expect_status(0);
+    assert_eq!(out.stdout.lines().filter(|l| l.starts_with('v')).count(), 2, "{out:?}");
+    assert!(out.stdout.contains("prod: v1"), "{out:?}");
+    assert_eq!(out.stderr, on_server);
+
+    // What cannot work on a server says so, and acts on nothing.
+    for args in
+        [&["rm", "support", "z"][..], &["show", "support"], &["import", "../local.jsonl", "--dataset", "support"]]
+    {
+        let out = run(user().args(args));
+        let line = one_error(&out, 2);
+        assert_eq!(
+            line,
+            format!(
+                "error: `CASEBOOK_URL` is set, and `casebook {}` does not work on a server: to run it on a store here, \
+                 name it with `--store PATH` (`--store .` for the `.casebook/` of this folder), or unset `CASEBOOK_URL`",
+                args[0]
+            ),
+            "{args:?}"
+        );
+    }
+    assert_eq!(local_log(), before, "the store found above is untouched");
+
+    // Named, the store here is the one acted on.
+    let out = run(user().args(["tag", "support@v1", "local", "--store", ".."]));
+    out.expect_status(0);
+    assert!(local_log().contains("local: v1"), "{out:?}");
+    assert!(!ok(owner(b, &srv).args(["log", "support"])).contains("local: v1"));
 }

@@ -24,6 +24,8 @@ on_both!(
     opening_a_store_of_an_older_schema_says_it_upgrades_it,
     a_killed_import_leaves_the_previous_head_intact,
     racing_commits_land_or_conflict,
+    rm_of_a_case_that_is_not_there_names_it_and_writes_nothing,
+    an_export_does_not_confirm_draft_expectations,
 );
 
 /// [`child`] on the store `b` names.
@@ -796,4 +798,63 @@ fn a_shared_store_is_named_by_url() {
     );
     let kept = ok(cb(&dir).args(["export", "mine", "--to", "casebook", "-q", "--store", &fresh]));
     assert!(kept.contains("elsewhere") && !kept.contains("Paris"), "{kept}");
+}
+
+/// `rm` of an id the head lacks says so as `review` does (exit 2, every missing id named,
+/// the id it may be a typo of suggested) and writes nothing, even beside ids that are there.
+fn rm_of_a_case_that_is_not_there_names_it_and_writes_nothing(b: &Backend) {
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let file = dir.file(
+        "qa.jsonl",
+        "{\"id\": \"tc-001\", \"input\": \"2+2?\"}\n{\"id\": \"café-2\", \"input\": \"2+2?\"}\n{\"id\": \"c\", \"input\": \"x\"}\n",
+    );
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&file));
+    let out = run(b.cb(&dir).args(["rm", "qa", "99"]));
+    assert_eq!((out.status, out.stdout.as_str()), (Some(2), ""), "{out:?}");
+    assert_eq!(out.stderr, "error: qa v1 has no case `99`: nothing was written\n");
+    // Some there, some not: nothing removed, each missing one named, a typo answered.
+    let out = run(b.cb(&dir).args(["rm", "qa", "tc-001", "cafe-2", "99", "cafe-2"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert_eq!(out.stderr, "error: qa v1 has no case `cafe-2`, `99`; did you mean `café-2`?: nothing was written\n");
+    let log: Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
+    assert_eq!(log["versions"].as_array().unwrap().len(), 1, "{log}");
+    ok(b.cb(&dir).args(["show", "qa", "tc-001"]));
+    // A dataset that is not there is named too.
+    let out = run(b.cb(&dir).args(["rm", "qq", "c"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(out.stderr.contains("qq"), "{out:?}");
+    // The ids that are there go.
+    assert!(ok(b.cb(&dir).args(["rm", "qa", "tc-001", "café-2"])).starts_with("created qa v2 "));
+}
+
+/// `export` of a version with draft expectations to a format without `review` is refused,
+/// `--lossy` or not, naming the cases and `--confirm-drafts`; once reviewed, it exports.
+fn an_export_does_not_confirm_draft_expectations(b: &Backend) {
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let file = dir.file(
+        "qa.jsonl",
+        "{\"id\": \"a\", \"input\": \"2+2?\", \"expected\": {\"output\": \"4\"}, \"review\": \"draft\"}\n\
+         {\"id\": \"b\", \"input\": \"3+3?\", \"expected\": {\"output\": \"6\"}}\n",
+    );
+    ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&file));
+    for lossy in [&[][..], &["--lossy"]] {
+        let out = run(b.cb(&dir).args(["export", "qa", "--to", "letta", "-o", "out.jsonl"]).args(lossy));
+        assert_eq!(out.status, Some(1), "{out:?}");
+        assert!(
+            out.stderr.contains(
+                "error[E-unconfirmed-drafts]: 1 case with draft expectations (`review: draft`) would be written as \
+                 confirmed, `letta` having no place for `review`: `a`\n--> qa@v1"
+            ),
+            "{out:?}"
+        );
+        assert!(out.stderr.contains("pass `--confirm-drafts`"), "{out:?}");
+        assert!(!dir.join("out.jsonl").exists());
+    }
+    let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "--confirm-drafts", "--lossy", "-q"]));
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+    ok(b.cb(&dir).args(["review", "qa", "a", "--state", "reviewed"]));
+    let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "--lossy", "-q"]));
+    assert!(rows.starts_with("{\"id\":\"a\",\"input\":\"2+2?\",\"ground_truth\":\"4\"}"), "{rows}");
 }

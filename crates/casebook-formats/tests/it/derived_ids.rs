@@ -76,6 +76,7 @@ fn to_native(path: &std::path::Path, threads: usize) -> Vec<u8> {
         lossy: false,
         column_map: None,
         seed_files: Default::default(),
+        confirm_drafts: false,
     };
     let mut out = Vec::new();
     let mut errors = Vec::new();

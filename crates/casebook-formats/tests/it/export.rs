@@ -61,6 +61,7 @@ fn settings(format: Format, syntax: Syntax) -> ExportSettings {
         lossy: false,
         seed_files: SeedFiles::Inline,
         place: "qa@v3".into(),
+        confirm_drafts: false,
     }
 }
 

@@ -517,7 +517,8 @@ fn convert_to(
     map: Option<ColumnMap>,
 ) -> Result<(Vec<u8>, Vec<Diagnostic>, ConvertSummary), ReadError> {
     let input = Input::path(path);
-    let target = Target { format, syntax, lossy: false, column_map: map, seed_files: SeedFiles::Keep };
+    let target =
+        Target { format, syntax, lossy: false, column_map: map, seed_files: SeedFiles::Keep, confirm_drafts: false };
     let columns = if syntax == Syntax::Csv { csv_columns(&input, opts, &target)? } else { Vec::new() };
     let mut out = Vec::new();
     let mut diagnostics = Vec::new();
@@ -913,6 +914,7 @@ fn agenthealth_output_holds_the_fields_agent_health_requires() {
             lossy,
             column_map: None,
             seed_files: SeedFiles::Keep,
+            confirm_drafts: false,
         };
         let mut diagnostics = Vec::new();
         let summary = convert(&input, &opts, &target, Vec::new(), Box::new(std::io::sink()), None, &mut |d, _| {

@@ -33,7 +33,8 @@ pub fn convert_with(
 ) -> ((Vec<u8>, Vec<Diagnostic>), bool) {
     let input = Input::path(path);
     let opts = ReadOptions { format: from, column_map: map.clone(), threads: 2, stream_from, ..ReadOptions::default() };
-    let target = Target { format, syntax, lossy: false, column_map: map, seed_files: SeedFiles::Keep };
+    let target =
+        Target { format, syntax, lossy: false, column_map: map, seed_files: SeedFiles::Keep, confirm_drafts: false };
     let columns =
         if syntax == Syntax::Csv { csv_columns(&input, &opts, &target).expect("first pass") } else { Vec::new() };
     let mut out = Vec::new();

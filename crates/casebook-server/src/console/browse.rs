@@ -353,6 +353,7 @@ pub async fn export(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Que
         syntax: None,
         filter: q.filter.filter(|f| !f.is_empty()),
         lossy: None,
+        confirm_drafts: None,
     };
     match crate::routes::export_version(viewer.store, &path.dataset, &path.version, settings, true).await {
         Ok(response) => response,

@@ -340,6 +340,9 @@ pub struct ExportQuery {
     pub filter: Option<String>,
     /// Drop what the format cannot hold instead of failing.
     pub lossy: Option<bool>,
+    /// Write cases whose expectations are drafts (`review: draft`) to a format without
+    /// `review`, where they read as confirmed; else they fail the export, lossy or not.
+    pub confirm_drafts: Option<bool>,
 }
 
 /// Shared output of an [`Exporter`]: what it wrote since the last chunk was sent.
@@ -405,6 +408,7 @@ pub(crate) async fn export_version(
         lossy: query.lossy.unwrap_or(false),
         seed_files: SeedFiles::Inline,
         place: format!("{dataset}@v{}", version.number),
+        confirm_drafts: query.confirm_drafts.unwrap_or(false),
     };
     let mut columns = Vec::new();
     if settings.needs_columns() {
@@ -447,7 +451,8 @@ pub(crate) async fn export_version(
             .with_diagnostics(errors),
         )
     };
-    let diagnostics = exporter.bodies(&first.bodies).map_err(ApiError::internal)?;
+    let mut diagnostics = exporter.bodies(&first.bodies).map_err(ApiError::internal)?;
+    diagnostics.extend(exporter.refused_drafts());
     if let Some(err) = refused(diagnostics) {
         return Err(err);
     }

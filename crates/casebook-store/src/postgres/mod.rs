@@ -544,19 +544,57 @@ async fn store_bodies(conn: &mut PgConnection, mut cases: Vec<Prepared>) -> Resu
     Ok(chunk)
 }
 
-/// `url` with its password replaced by `***`.
+/// `url` with its secrets replaced by `***`: the password of its user information, and the value
+/// of each query parameter whose name says it holds one (libpq reads `?password=` too).
 pub fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(at) => rest.split_at(at),
         None => (rest, ""),
     };
-    match authority.rsplit_once('@') {
+    let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => authority.to_owned(),
         },
-        None => url.to_owned(),
+        None => authority.to_owned(),
+    };
+    let path = match path.split_once('?') {
+        Some((path, query)) => {
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, _)) if is_secret_name(name) => format!("{name}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", pairs.join("&"))
+        }
+        None => path.to_owned(),
+    };
+    format!("{scheme}://{authority}{path}")
+}
+
+/// Whether a query parameter's name suggests a secret value.
+fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["password", "secret", "token", "key", "auth"].iter().any(|word| name.contains(word))
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_are_hidden_wherever_the_url_holds_them() {
+        assert_eq!(redact("postgres://u:s3cr%C3%A9t@db:5432/cb"), "postgres://u:***@db:5432/cb");
+        assert_eq!(
+            redact("postgres://u@db/cb?sslmode=require&password=s3cret"),
+            "postgres://u@db/cb?sslmode=require&password=***"
+        );
+        assert_eq!(redact("http://ci:tok@host:8080?api_key=abc"), "http://ci:***@host:8080?api_key=***");
+        assert_eq!(redact("postgres://db/cb"), "postgres://db/cb");
+        assert_eq!(redact("./store"), "./store");
     }
 }
 
