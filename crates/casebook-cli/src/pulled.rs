@@ -68,7 +68,7 @@ impl Pulled {
     pub fn save_or_warn(self, file: &Path, quiet: bool) {
         if let Err(err) = self.save(file) {
             if !quiet {
-                eprintln!(
+                stderr!(
                     "warning: {err:#}; a push of `{}` will replace the server's head instead of merging onto it",
                     file.display()
                 );

@@ -193,7 +193,7 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         Some(r) if r.is_of(&remote.url, &remote.project, &name) => Some(r),
         Some(r) => {
             if !settings.quiet {
-                eprintln!(
+                stderr!(
                     "note: `{}` was pulled from dataset `{}` of project `{}` on {}: it replaces the head of `{name}` as a whole",
                     file.display(),
                     r.dataset,
@@ -301,7 +301,7 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     };
     crate::write_stdout(&text)?;
     if let (Some(base), false, n @ 1..) = (&base, settings.quiet, report.kept) {
-        eprintln!(
+        stderr!(
             "kept {} changed on the server since v{} that `{}` does not have: `casebook pull --name {name} --overwrite` brings {} into the file",
             crate::plural(n, "case"),
             base.version,
@@ -334,13 +334,13 @@ fn merge_conflict(
         let shown: Vec<String> =
             conflict.conflicts.iter().take(20).map(|id| format!("`{}`", casebook_model::excerpt(id))).collect();
         let more = if n > 20 { format!(" and {} more", n - 20) } else { String::new() };
-        eprintln!(
+        stderr!(
             "nothing was pushed: `{}` and {name}@v{head} both changed {} {}{more} since v{since}, the version the file was pulled at",
             file.display(),
             if n == 1 { "case" } else { "cases" },
             shown.join(", ")
         );
-        eprintln!(
+        stderr!(
             "hint: `casebook pull --name {name} --save-as-new` writes v{head} beside the file; merge it by hand, then `casebook push --force` replaces the head with the file"
         );
     }

@@ -385,7 +385,7 @@ fn commit_file(
             if !settings.quiet
                 && let Some(note) = ids.derived_ids_note()
             {
-                eprintln!("note: {note}");
+                stderr!("note: {note}");
             }
             report_commit(settings, Ok(outcome), Some(&ids))
         }
