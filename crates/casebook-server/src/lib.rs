@@ -14,7 +14,9 @@ pub mod auth;
 mod console;
 mod cursor;
 mod error;
+mod extract;
 mod routes;
+mod spool;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -123,6 +125,7 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body_idle))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent.max(1)))
+        .layer(axum::middleware::from_fn(extract::plain_errors))
         .layer(axum::middleware::from_fn(request_log));
     (router, document)
 }

@@ -2,9 +2,9 @@
 //! paging, counts per value), one case with its history, the diff of two versions; tagging a
 //! version and exporting one.
 
+use crate::extract::Form;
+use crate::extract::{Path, Query};
 use askama::Template;
-use axum::Form;
-use axum::extract::{Path, Query};
 use axum::response::{IntoResponse, Response};
 use casebook_filter::{FieldPath, Groups};
 use casebook_model::Case;

@@ -3,10 +3,10 @@
 //! and a new dataset made from its first case. When someone else moved the head meanwhile,
 //! nothing is written and the editor comes back with the change kept, to save on the new head.
 
+use crate::extract::Form;
+use crate::extract::Json;
+use crate::extract::{Path, Query};
 use askama::Template;
-use axum::Form;
-use axum::Json;
-use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use casebook_formats::{Batch, Consumer, Flow, Format, Input, ReadOptions, Start, Syntax};
 use casebook_model::{Case, DatasetHeader, Diagnostic};

@@ -14,9 +14,10 @@ mod runs;
 mod session;
 mod view;
 
-use axum::Form;
+use crate::extract::Form;
+use crate::extract::Query;
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -63,6 +64,11 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
 /// A page of the console for a path no route serves (an API path gets the API's JSON error).
 pub(crate) fn not_found(path: &str) -> Response {
     Failure::not_found(format!("there is no page at `{path}`")).into_response()
+}
+
+/// A console page for an error met before any handler ran (a refused query or form).
+pub(crate) fn failure(err: crate::ApiError) -> Response {
+    Failure::from(err).into_response()
 }
 
 async fn asset(kind: &'static str, text: &'static str) -> Response {

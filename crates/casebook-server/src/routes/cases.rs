@@ -1,6 +1,7 @@
 //! The cases of a version: pages walked by cursor, counts, one case.
 
-use axum::extract::{Path, Query, State};
+use crate::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use casebook_store::Store;

@@ -1,0 +1,98 @@
+//! Bad requests get the documented answers: the API's JSON error (with the request id, naming
+//! the parameter or the place at fault) rather than a bare text or a 500, nothing stored by a
+//! request that fails, and a sign-in that only ever sends the browser back to this server.
+
+use crate::harness::{Backend, Server};
+
+const A: &str = "/api/v1/projects/team-a/datasets/support";
+
+/// Asserts a JSON error answer: its status, code, and words its message must hold.
+async fn refused(response: reqwest::Response, status: u16, code: &str, says: &[&str]) -> serde_json::Value {
+    let got = response.status().as_u16();
+    let kind = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let header_id = response.headers().get("x-request-id").map(|v| v.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    assert_eq!((got, kind.as_str()), (status, "application/json"), "{text}");
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let error = &body["error"];
+    assert_eq!(error["code"], code, "{text}");
+    let message = error["message"].as_str().unwrap();
+    for word in says {
+        assert!(message.contains(word), "`{message}` does not say `{word}`");
+    }
+    assert!(!error["request_id"].as_str().unwrap().is_empty(), "{text}");
+    assert_eq!(header_id.as_deref(), error["request_id"].as_str());
+    body
+}
+
+async fn bad_queries_and_bodies_get_the_json_error_naming_the_parameter(backend: Backend) {
+    let server = Server::start(backend).await;
+    let get = |path: String| server.client.get(format!("{}{path}", server.url)).bearer_auth(&server.keys.a_read).send();
+    for (query, said) in
+        [("limit=-1", "`limit`"), ("limit=abc", "`limit`"), ("limit=99999999999999999999999", "`limit`")]
+    {
+        let response = get(format!("{A}/versions/v3/cases?{query}")).await.unwrap();
+        let body = refused(response, 400, "bad-request", &["query parameter", said]).await;
+        assert_eq!(
+            body["error"]["message"].as_str().unwrap().split(':').next().unwrap(),
+            format!("the query parameter {said} is not valid"),
+        );
+    }
+    let response = get(format!("{A}/versions/v3/export?lossy=maybe")).await.unwrap();
+    refused(response, 400, "bad-request", &["`lossy`"]).await;
+    let response = get(format!("{A}/diff")).await.unwrap();
+    let body = refused(response, 400, "bad-request", &[]).await;
+    assert_eq!(body["error"]["message"], "the query needs the parameter `from`");
+    // A path that is not UTF-8 once percent-decoded.
+    let response = get(format!("{A}%FF/versions")).await.unwrap();
+    refused(response, 400, "bad-request", &["UTF-8"]).await;
+
+    let put = |body: &'static str, kind: Option<&'static str>| {
+        let mut request =
+            server.client.put(format!("{}{A}/tags/prod", server.url)).bearer_auth(&server.keys.a_write).body(body);
+        if let Some(kind) = kind {
+            request = request.header("content-type", kind);
+        }
+        request.send()
+    };
+    let response = put("{\"version\": ", Some("application/json")).await.unwrap();
+    refused(response, 400, "bad-request", &["not valid JSON", "line 1 column 12"]).await;
+    let response = put("{\"version\": 3}", Some("application/json")).await.unwrap();
+    refused(response, 422, "invalid-input", &["`version`", "expected a string", "line 1 column 13"]).await;
+    let response = put("{}", None).await.unwrap();
+    refused(response, 422, "invalid-input", &["missing field `version`"]).await;
+    // The tag did not move.
+    let (_, tags) = server.get(&server.keys.a_read, &format!("{A}/tags")).await;
+    assert_eq!(tags, serde_json::json!([{"name": "prod", "version": 2}]));
+
+    // A file name no file system takes, to an import and to a capture.
+    let post = |path: String| {
+        server.client.post(format!("{}{path}", server.url)).bearer_auth(&server.keys.a_write).body("{}\n").send()
+    };
+    let response = post(format!("{A}/import?filename=cases%00.jsonl")).await.unwrap();
+    refused(response, 400, "bad-request", &["`filename`", "U+0000"]).await;
+    let long = "ü".repeat(200);
+    let response = post(format!("{A}/import?filename={long}.jsonl")).await.unwrap();
+    refused(response, 400, "bad-request", &["`filename`", "406 bytes", "at most 255"]).await;
+    let response = post(format!("{A}/capture?filename=t%0A.json")).await.unwrap();
+    refused(response, 400, "bad-request", &["`filename`", "U+000A"]).await;
+    let (_, log) = server.get(&server.keys.a_read, &format!("{A}/versions")).await;
+    assert_eq!(log["versions"].as_array().unwrap().len(), 3);
+
+    // The console answers a bad form with a page, not a bare text.
+    let response = server
+        .client
+        .post(format!("{}/signin", server.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("next=%2Fprojects%2Fteam-a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let kind = response.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(kind.starts_with("text/html"), "{kind}");
+    assert!(response.text().await.unwrap().contains("the form needs the parameter `key`"));
+    server.stop().await;
+}
+
+crate::on_both!(bad_queries_and_bodies_get_the_json_error_naming_the_parameter);
