@@ -95,4 +95,71 @@ async fn bad_queries_and_bodies_get_the_json_error_naming_the_parameter(backend:
     server.stop().await;
 }
 
-crate::on_both!(bad_queries_and_bodies_get_the_json_error_naming_the_parameter);
+/// `{"a":{"a":…}}` nested `depth` objects deep around `leaf`.
+fn nested(depth: usize, leaf: &str) -> String {
+    format!("{}{leaf}{}", "{\"a\":".repeat(depth), "}".repeat(depth))
+}
+
+async fn a_run_refused_for_its_json_keeps_nothing_and_the_list_still_answers(backend: Backend) {
+    let server = Server::start(backend).await;
+    const RUNS: &str = "/api/v1/projects/team-a/runs";
+    let send = |method: reqwest::Method, path: String, body: String| {
+        server
+            .client
+            .request(method, format!("{}{path}", server.url))
+            .bearer_auth(&server.keys.a_write)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    // `meta` nested 200 deep (past what serde_json reads back) and 65 deep (past the limit).
+    for depth in [200, 65] {
+        let body = format!(
+            r#"{{"id": "r-deep-{depth}", "experiment": "ünïcode", "started": "2026-11-24T09:00:00Z", "meta": {}}}"#,
+            nested(depth, "1")
+        );
+        let response = send(reqwest::Method::POST, RUNS.into(), body).await.unwrap();
+        let body = refused(response, 422, "invalid-input", &["nests deeper than 64 levels", "nothing was kept"]).await;
+        let pointer = format!("/meta{}", "/a".repeat(64));
+        assert!(body["error"]["message"].as_str().unwrap().starts_with(&format!("`{pointer}`")), "{body}");
+        assert_eq!(body["error"]["diagnostics"][0]["pointer"], pointer);
+        assert_eq!(body["error"]["diagnostics"][0]["code"], "E-too-deep");
+    }
+    // 64 deep is kept, and read back.
+    let body = format!(
+        r#"{{"id": "r-deep-64", "experiment": "x", "started": "2026-11-24T09:00:00Z", "meta": {}}}"#,
+        nested(64, "\"ß\"")
+    );
+    let response = send(reqwest::Method::POST, RUNS.into(), body).await.unwrap();
+    assert_eq!(response.status().as_u16(), 201, "{}", response.text().await.unwrap());
+    // A summary or a result nested too deep is refused too, located in the body.
+    let summary = format!(r#"{{"finished": "2026-11-24T09:01:00Z", "summary": {{"by": [{}]}}}}"#, nested(70, "0"));
+    let response = send(reqwest::Method::PUT, format!("{RUNS}/r-deep-64/finish"), summary).await.unwrap();
+    refused(response, 422, "invalid-input", &["`/summary/by/0/a/a/"]).await;
+    let results = format!(r#"[{{"seq": 0, "result": {{}}}}, {{"seq": 1, "result": {}}}]"#, nested(80, "0"));
+    let response = send(reqwest::Method::POST, format!("{RUNS}/r-deep-64/results"), results).await.unwrap();
+    refused(response, 422, "invalid-input", &["`/1/result/a/a/"]).await;
+    let response = send(
+        reqwest::Method::POST,
+        RUNS.into(),
+        r#"{"id": "r-ctl", "experiment": "x", "started": "2026\u0000", "meta": {}}"#.into(),
+    )
+    .await
+    .unwrap();
+    refused(response, 400, "bad-request", &["`started`"]).await;
+
+    let (status, runs) = server.get(&server.keys.a_read, RUNS).await;
+    assert_eq!(status, 200, "{runs}");
+    let ids: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["r-a-1", "r-deep-64"]);
+    let (status, run) = server.get(&server.keys.a_read, &format!("{RUNS}/r-deep-64")).await;
+    assert_eq!((status, run["summary"].is_null()), (200, true), "{run}");
+    let (_, results) = server.get(&server.keys.a_read, &format!("{RUNS}/r-deep-64/results")).await;
+    assert_eq!(results, serde_json::json!([]));
+    server.stop().await;
+}
+
+crate::on_both!(
+    bad_queries_and_bodies_get_the_json_error_naming_the_parameter,
+    a_run_refused_for_its_json_keeps_nothing_and_the_list_still_answers,
+);
