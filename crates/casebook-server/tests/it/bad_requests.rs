@@ -159,7 +159,56 @@ async fn a_run_refused_for_its_json_keeps_nothing_and_the_list_still_answers(bac
     server.stop().await;
 }
 
+/// Where a sign-in with `form` (a form body, as sent) sends the browser.
+async fn signed_in_to(server: &Server, form: &str) -> String {
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let response = client
+        .post(format!("{}/signin", server.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("key={}&{form}", server.keys.a_read))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303, "{form}");
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+async fn sign_in_sends_the_browser_only_to_a_page_of_this_server(backend: Backend) {
+    let server = Server::start(backend).await;
+    // Form-encoded as a browser sends them: each decodes to a `next` that leads elsewhere.
+    for hostile in [
+        "next=//evil.example",
+        "next=%2F%2Fevil.example",
+        "next=/%09/evil.example",
+        "next=/%0A/evil.example",
+        "next=/%0D%0ASet-Cookie:%20x=1",
+        "next=/%5Cevil.example",
+        "next=%2F%5Cevil.example",
+        "next=/\t/evil.example",
+        "next=%252F%252Fevil.example",
+        "next=/%252F/evil.example",
+        "next=https://evil.example/",
+        "next=javascript:alert(1)",
+        "next=%20/evil.example",
+        "next=",
+    ] {
+        assert_eq!(signed_in_to(&server, hostile).await, "/projects/team-a", "{hostile}");
+    }
+    for (form, location) in [
+        (
+            "next=%2Fprojects%2Fteam-a%2Fdatasets%2Fsupport%2Fversions%2Fv3%3Fwhere%3Dlabels%2520contains%2520%2522m%25C3%25BC%2522",
+            "/projects/team-a/datasets/support/versions/v3?where=labels%20contains%20%22m%C3%BC%22",
+        ),
+        ("next=/projects/team-a/runs", "/projects/team-a/runs"),
+        ("next=/projects/team-a/datasets/caf%25C3%25A9%2520set", "/projects/team-a/datasets/caf%C3%A9%20set"),
+    ] {
+        assert_eq!(signed_in_to(&server, form).await, location, "{form}");
+    }
+    server.stop().await;
+}
+
 crate::on_both!(
     bad_queries_and_bodies_get_the_json_error_naming_the_parameter,
     a_run_refused_for_its_json_keeps_nothing_and_the_list_still_answers,
+    sign_in_sends_the_browser_only_to_a_page_of_this_server,
 );
