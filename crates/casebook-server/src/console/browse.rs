@@ -238,7 +238,7 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
     let (number, after) = match q.cursor.as_str() {
         "" => (resolve(store, &path.dataset, &path.version).await?.number, None),
         text => {
-            let (v, at) = cursor::decode(text)?;
+            let (v, at) = cursor::decode_for(store, &path.dataset, text).await?;
             (v, Some(at))
         }
     };

@@ -207,8 +207,69 @@ async fn sign_in_sends_the_browser_only_to_a_page_of_this_server(backend: Backen
     server.stop().await;
 }
 
+async fn forged_cursors_are_refused_and_an_exact_run_id_wins_over_a_prefix(backend: Backend) {
+    use base64::Engine;
+    let server = Server::start(backend).await;
+    let read = &server.keys.a_read;
+    let forge = |v: u64| {
+        let token = serde_json::json!({"v": v, "o": 0.0, "i": "c1"}).to_string();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token)
+    };
+    for version in ["latest", "v99"] {
+        let response = server
+            .client
+            .get(format!("{}{A}/versions/{version}/cases?limit=1&cursor={}", server.url, forge(99)))
+            .bearer_auth(read)
+            .send()
+            .await
+            .unwrap();
+        let body = refused(response, 400, "bad-request", &[]).await;
+        assert_eq!(
+            body["error"]["message"],
+            "`cursor` is not valid for `support`: it names v99, which the dataset does not have; start again without a cursor"
+        );
+    }
+    let response = server
+        .client
+        .get(format!("{}{A}/versions/latest/cases?cursor={}", server.url, forge(0)))
+        .bearer_auth(read)
+        .send()
+        .await
+        .unwrap();
+    refused(response, 400, "bad-request", &["names v0"]).await;
+    // A cursor of a version the dataset has still walks it.
+    let (status, page) = server.get(read, &format!("{A}/versions/latest/cases?cursor={}", forge(2))).await;
+    assert_eq!((status, page["version"].as_u64()), (200, Some(2)), "{page}");
+
+    // `r-a` is a run of its own and the start of `r-a-1`: `r-a` names it, and `r-a-` still
+    // finds `r-a-1` alone.
+    let begin = |id: &'static str| {
+        server
+            .client
+            .post(format!("{}/api/v1/projects/team-a/runs", server.url))
+            .bearer_auth(&server.keys.a_write)
+            .json(
+                &serde_json::json!({"id": id, "experiment": "é", "started": "2026-11-24T09:00:00Z", "meta": {"n": id}}),
+            )
+            .send()
+    };
+    assert_eq!(begin("r-a").await.unwrap().status().as_u16(), 201);
+    let (status, run) = server.get(read, "/api/v1/projects/team-a/runs/r-a").await;
+    assert_eq!((status, run["id"].as_str()), (200, Some("r-a")), "{run}");
+    let (_, run) = server.get(read, "/api/v1/projects/team-a/runs/r-a-").await;
+    assert_eq!(run["id"], "r-a-1");
+    let (_, results) = server.get(read, "/api/v1/projects/team-a/runs/r-a/results").await;
+    assert_eq!(results, serde_json::json!([]));
+    assert_eq!(begin("r-a-2").await.unwrap().status().as_u16(), 201);
+    let response =
+        server.client.get(format!("{}/api/v1/projects/team-a/runs/r-a-", server.url)).bearer_auth(read).send().await;
+    refused(response.unwrap(), 400, "bad-request", &["r-a-1", "r-a-2"]).await;
+    server.stop().await;
+}
+
 crate::on_both!(
     bad_queries_and_bodies_get_the_json_error_naming_the_parameter,
     a_run_refused_for_its_json_keeps_nothing_and_the_list_still_answers,
     sign_in_sends_the_browser_only_to_a_page_of_this_server,
+    forged_cursors_are_refused_and_an_exact_run_id_wins_over_a_prefix,
 );
