@@ -126,6 +126,7 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body_idle))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent.max(1)))
         .layer(axum::middleware::from_fn(extract::plain_errors))
+        .layer(axum::middleware::from_fn(protective_headers))
         .layer(axum::middleware::from_fn(request_log));
     (router, document)
 }
@@ -138,6 +139,29 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+}
+
+/// What the console's pages may load and run: the console's own script and stylesheet only
+/// (its templates hold no inline script or style), forms sent to this server only, and no page
+/// of another site may frame it.
+const CONSOLE_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+     connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+
+/// Headers that keep browsers from misreading answers: no answer is sniffed as another type;
+/// the console's answers also carry its content policy and may not be framed.
+async fn protective_headers(request: Request, next: Next) -> Response {
+    use axum::http::HeaderValue;
+    use axum::http::header::{CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
+    let console = !request.uri().path().starts_with("/api/");
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if console {
+        headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONSOLE_POLICY));
+        headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    }
+    response
 }
 
 /// Gives each request an id (`x-request-id`, kept from the client if it sent one), logs it

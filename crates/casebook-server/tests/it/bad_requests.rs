@@ -267,9 +267,38 @@ async fn forged_cursors_are_refused_and_an_exact_run_id_wins_over_a_prefix(backe
     server.stop().await;
 }
 
+async fn answers_carry_headers_that_keep_browsers_from_misreading_them(backend: Backend) {
+    let server = Server::start(backend).await;
+    let policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
+                  form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let signed_in = client.post(format!("{}/signin", server.url)).form(&[("key", &server.keys.a_read)]).send().await;
+    let cookie = signed_in.unwrap().headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    // Console pages (signed out and in, and a failure) and its assets.
+    for path in
+        ["/signin", "/projects/team-a/datasets/support", "/projects/team-a/nowhere", "/console.css", "/console.js"]
+    {
+        let response =
+            server.client.get(format!("{}{path}", server.url)).header("cookie", &cookie).send().await.unwrap();
+        let headers = response.headers();
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["content-security-policy"], policy, "{path}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+    }
+    // API answers, good and bad.
+    for (path, status) in [("/healthz", 200), ("/api/v1/projects/team-a/datasets", 200), ("/api/v1/nowhere", 404)] {
+        let response =
+            server.client.get(format!("{}{path}", server.url)).bearer_auth(&server.keys.a_read).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{path}");
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff", "{path}");
+    }
+    server.stop().await;
+}
+
 crate::on_both!(
     bad_queries_and_bodies_get_the_json_error_naming_the_parameter,
     a_run_refused_for_its_json_keeps_nothing_and_the_list_still_answers,
     sign_in_sends_the_browser_only_to_a_page_of_this_server,
     forged_cursors_are_refused_and_an_exact_run_id_wins_over_a_prefix,
+    answers_carry_headers_that_keep_browsers_from_misreading_them,
 );
