@@ -64,7 +64,8 @@ pub struct Limits {
     pub body_idle: Duration,
     /// The most cases one page may hold.
     pub max_page: usize,
-    /// Where import bodies are kept while they are read (a temporary folder).
+    /// Where uploaded bodies are kept while they are read (in a folder of this server's, whose
+    /// leftovers the next server removes); the system's temporary folder when `None`.
     pub spool: Option<PathBuf>,
 }
 
@@ -83,6 +84,8 @@ pub struct AppState {
     document: Arc<OnceLock<String>>,
     /// The console's sessions and previewed imports.
     console: Arc<console::ConsoleState>,
+    /// Where uploaded bodies are kept while they are read.
+    spool: Arc<spool::Spool>,
 }
 
 #[derive(OpenApi)]
@@ -112,7 +115,9 @@ impl utoipa::Modify for BearerKey {
 /// The store is taken as a server's ([`AnyStore::shared`]): no commit keeps requests waiting.
 pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
     let store = store.shared();
-    let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default() };
+    let spool = Arc::new(spool::Spool::start(limits.spool.as_deref()));
+    let state =
+        AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default(), spool };
     let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
     let text = document.to_pretty_json().unwrap_or_default();
     let _ = state.document.set(text);

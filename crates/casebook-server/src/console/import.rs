@@ -249,7 +249,7 @@ pub async fn preview(
             return Ok(response);
         }
     };
-    let folder = Arc::new(tempfile::tempdir().map_err(Failure::internal)?);
+    let folder = Arc::new(state.spool.folder()?);
     let file = folder.path().join(&shown);
     fs_err::write(&file, &bytes).map_err(Failure::internal)?;
     drop(bytes);

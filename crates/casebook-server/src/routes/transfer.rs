@@ -87,11 +87,7 @@ pub(super) async fn receive(
         return Err(too_large(max));
     }
     let shown = crate::spool::upload_name("filename", filename, default)?;
-    let folder = match &state.limits.spool {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(ApiError::internal)?;
+    let folder = state.spool.folder()?;
     let file = folder.path().join(&shown);
     spool(body, &file, max).await?;
     Ok((folder, file, shown))
