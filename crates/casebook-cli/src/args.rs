@@ -270,7 +270,12 @@ pub struct CasesArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct InitArgs {}
+pub struct InitArgs {
+    /// Make the store file readable and writable by its group too (mode 0660; without it 0600,
+    /// its owner only)
+    #[arg(long)]
+    pub shared_group: bool,
+}
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {

@@ -4,7 +4,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use casebook_store::Cursor;
+use casebook_store::{AnyStore, Cursor, Ref, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
@@ -29,4 +29,17 @@ pub fn decode(text: &str) -> Result<(u64, Cursor), ApiError> {
     let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
     let token: Token = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     Ok((token.v, Cursor { ord: token.o, id: token.i }))
+}
+
+/// The version and position a cursor names, for `dataset`: a cursor is text a client sends
+/// back, so one naming a version the dataset does not have is refused.
+pub async fn decode_for(store: &AnyStore, dataset: &str, text: &str) -> Result<(u64, Cursor), ApiError> {
+    let (version, at) = decode(text)?;
+    match store.resolve(dataset, &Ref::Number(version)).await {
+        Ok(_) => Ok((version, at)),
+        Err(StoreError::NoVersion { .. }) => Err(ApiError::bad_request(format!(
+            "`cursor` is not valid for `{dataset}`: it names v{version}, which the dataset does not have; start again without a cursor"
+        ))),
+        Err(err) => Err(err.into()),
+    }
 }

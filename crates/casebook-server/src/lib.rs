@@ -14,7 +14,9 @@ pub mod auth;
 mod console;
 mod cursor;
 mod error;
+mod extract;
 mod routes;
+mod spool;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -78,7 +80,8 @@ pub struct Limits {
     pub body_idle: Duration,
     /// The most cases one page may hold.
     pub max_page: usize,
-    /// Where import bodies are kept while they are read (a temporary folder).
+    /// Where uploaded bodies are kept while they are read (in a folder of this server's, whose
+    /// leftovers the next server removes); the system's temporary folder when `None`.
     pub spool: Option<PathBuf>,
 }
 
@@ -104,6 +107,8 @@ pub struct AppState {
     document: Arc<OnceLock<String>>,
     /// The console's sessions and previewed imports.
     console: Arc<console::ConsoleState>,
+    /// Where uploaded bodies are kept while they are read.
+    spool: Arc<spool::Spool>,
 }
 
 #[derive(OpenApi)]
@@ -133,7 +138,9 @@ impl utoipa::Modify for BearerKey {
 /// The store is taken as a server's ([`AnyStore::shared`]): no commit keeps requests waiting.
 pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
     let store = store.shared();
-    let state = AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default() };
+    let spool = Arc::new(spool::Spool::start(limits.spool.as_deref()));
+    let state =
+        AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default(), spool };
     let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
     let text = document.to_pretty_json().unwrap_or_default();
     let _ = state.document.set(text);
@@ -146,6 +153,8 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body_idle))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent.max(1)))
+        .layer(axum::middleware::from_fn(extract::plain_errors))
+        .layer(axum::middleware::from_fn(protective_headers))
         .layer(axum::middleware::from_fn(request_log));
     (router, document)
 }
@@ -158,6 +167,29 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+}
+
+/// What the console's pages may load and run: the console's own script and stylesheet only
+/// (its templates hold no inline script or style), forms sent to this server only, and no page
+/// of another site may frame it.
+const CONSOLE_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; \
+     connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'";
+
+/// Headers that keep browsers from misreading answers: no answer is sniffed as another type;
+/// the console's answers also carry its content policy and may not be framed.
+async fn protective_headers(request: Request, next: Next) -> Response {
+    use axum::http::HeaderValue;
+    use axum::http::header::{CONTENT_SECURITY_POLICY, REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS};
+    let console = !request.uri().path().starts_with("/api/");
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if console {
+        headers.insert(CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONSOLE_POLICY));
+        headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    }
+    response
 }
 
 /// Gives each request an id (`x-request-id`, kept from the client if it sent one), logs it

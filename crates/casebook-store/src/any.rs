@@ -77,8 +77,14 @@ impl AnyStore {
 
     /// Makes a store, or brings an existing one up to date.
     pub async fn create(location: &Location) -> Result<Self, StoreError> {
+        Self::create_with(location, crate::FileSharing::Owner).await
+    }
+
+    /// As [`AnyStore::create`], a store file readable as `sharing` says (PostgreSQL's access is
+    /// its own).
+    pub async fn create_with(location: &Location, sharing: crate::FileSharing) -> Result<Self, StoreError> {
         Ok(match location {
-            Location::File(path) => AnyStore::Sqlite(SqliteStore::create(path).await?),
+            Location::File(path) => AnyStore::Sqlite(SqliteStore::create_with(path, sharing).await?),
             Location::Postgres(url) => AnyStore::Postgres(PostgresStore::create(url).await?),
         })
     }

@@ -40,7 +40,7 @@ pub use names::{NameError, Ref};
 pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};
-pub use sqlite::SqliteStore;
+pub use sqlite::{FileSharing, SqliteStore};
 
 /// The folder a store lives in, found by walking up from the working directory.
 pub const STORE_DIR: &str = ".casebook";

@@ -153,7 +153,7 @@ impl SqliteStore {
             Some(prefix) => {
                 sqlx::query(
                     "SELECT id, experiment, started, finished, meta, summary FROM runs
-                     WHERE project = ?2 AND substr(id, 1, length(?1)) = ?1 ORDER BY seq LIMIT 5",
+                     WHERE project = ?2 AND substr(id, 1, length(?1)) = ?1 ORDER BY id = ?1 DESC, seq LIMIT 5",
                 )
                 .bind(prefix)
                 .bind(self.project())
@@ -215,8 +215,12 @@ pub(crate) fn no_run(run: &str) -> StoreError {
     StoreError::NoRun(format!("no run `{run}`: `casebook results --list` lists them"))
 }
 
-/// The run a reference names, from the (at most 5) runs found for it.
+/// The run a reference names, from the (at most 5) runs found for it, the one whose id is the
+/// reference exactly first: an id names its run even when it also begins longer ones.
 pub(crate) fn one_run(reference: Option<&str>, mut rows: Vec<RunRow>) -> Result<RunRow, StoreError> {
+    if rows.first().is_some_and(|r| Some(r.id.as_str()) == reference) {
+        return Ok(rows.remove(0));
+    }
     match rows.len() {
         1 => Ok(rows.remove(0)),
         0 => Err(no_run(reference.unwrap_or_default())),

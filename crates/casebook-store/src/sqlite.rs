@@ -62,12 +62,61 @@ pub struct SqliteStore {
     alone: bool,
 }
 
+/// Who may read and write the files of a store that [`SqliteStore::create_with`] makes (the
+/// database, and its write-ahead log and index, which SQLite makes with the database's mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileSharing {
+    /// Its owner only (mode 0600): the store holds datasets and API key hashes.
+    #[default]
+    Owner,
+    /// Its owner and its group (mode 0660), for a team sharing a store through a group.
+    Group,
+}
+
+impl FileSharing {
+    /// The file mode it gives.
+    pub fn mode(self) -> u32 {
+        match self {
+            FileSharing::Owner => 0o600,
+            FileSharing::Group => 0o660,
+        }
+    }
+}
+
+/// Makes the store's file, empty, with the mode `sharing` gives, unless it exists: SQLite then
+/// opens it as a new database and gives its write-ahead log and index the same mode. (SQLite
+/// alone would make it 0644, less the umask: readable by every user.)
+fn make_file(path: &Path, sharing: FileSharing) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use fs_err::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::fs::PermissionsExt;
+        match fs_err::OpenOptions::new().write(true).create_new(true).mode(sharing.mode()).open(path) {
+            // The umask may have taken the group's bits: the mode is set whole.
+            Ok(_) => fs_err::set_permissions(path, std::fs::Permissions::from_mode(sharing.mode()))?,
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(err),
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, sharing);
+    Ok(())
+}
+
 impl SqliteStore {
-    /// Creates the store file if it does not exist, and brings its schema up to date.
+    /// Creates the store file if it does not exist, readable by its owner only, and brings its
+    /// schema up to date.
     pub async fn create(path: &Path) -> Result<Self, StoreError> {
+        Self::create_with(path, FileSharing::Owner).await
+    }
+
+    /// Creates the store file if it does not exist, readable as `sharing` says (an existing
+    /// file keeps its mode), and brings its schema up to date.
+    pub async fn create_with(path: &Path, sharing: FileSharing) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs_err::create_dir_all(dir)?;
         }
+        make_file(path, sharing)?;
         Self::connect(path, Access::Create).await
     }
 

@@ -8,8 +8,8 @@ use std::path::Path;
 use anyhow::Context;
 use casebook_formats::{ReadOptions, Summary};
 use casebook_store::{
-    AnyStore, CommitMode, CommitOutcome, CommitRequest, IngestError, IngestEvent, IngestRequest, Location, Parent,
-    Store, StoreError, VersionInfo, ingest,
+    AnyStore, CommitMode, CommitOutcome, CommitRequest, FileSharing, IngestError, IngestEvent, IngestRequest, Location,
+    Parent, Store, StoreError, VersionInfo, ingest,
 };
 use serde_json::json;
 
@@ -19,8 +19,12 @@ use crate::report::Reporter;
 use crate::settings::Global;
 use crate::stores;
 
-pub fn init(settings: &Global, _args: InitArgs) -> anyhow::Result<Outcome> {
+pub fn init(settings: &Global, args: InitArgs) -> anyhow::Result<Outcome> {
     let location = stores::new_location(settings)?;
+    let sharing = if args.shared_group { FileSharing::Group } else { FileSharing::Owner };
+    if args.shared_group && matches!(location, Location::Postgres(_)) {
+        anyhow::bail!("`--shared-group` is for a store file: a PostgreSQL store's access is granted in PostgreSQL");
+    }
     let shown = stores::shown(&location);
     let runtime = stores::runtime()?;
     // An existing store is opened as it is (and brought up to date), never made again.
@@ -30,8 +34,9 @@ pub fn init(settings: &Global, _args: InitArgs) -> anyhow::Result<Outcome> {
             runtime.block_on(AnyStore::open(&location)).map(|s| runtime.block_on(s.close())).is_ok()
         }
     };
-    let store =
-        runtime.block_on(AnyStore::create(&location)).with_context(|| format!("cannot create a store in `{shown}`"))?;
+    let store = runtime
+        .block_on(AnyStore::create_with(&location, sharing))
+        .with_context(|| format!("cannot create a store in `{shown}`"))?;
     runtime.block_on(store.close());
     let what = if existed { "store already there" } else { "created an empty store" };
     crate::write_stdout(&if settings.json {

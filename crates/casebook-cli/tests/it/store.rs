@@ -490,7 +490,10 @@ fn a_store_that_cannot_be_written_can_still_be_read() {
         run(&mut cmd)
     };
     if root {
-        // `nobody` needs to reach the folder (the temporary folder is the test user's own).
+        // `nobody` needs to reach the folder (the temporary folder is the test user's own), and
+        // to read the store, which `init` made its owner's alone.
+        let status = std::process::Command::new("chmod").arg("o+r").arg(dir.join(".casebook/store.db")).status();
+        assert!(status.expect("chmod").success());
         let mut path = dir.join("");
         loop {
             let _ = std::process::Command::new("chmod").arg("o+rx").arg(&path).status();
@@ -857,4 +860,27 @@ fn an_export_does_not_confirm_draft_expectations(b: &Backend) {
     ok(b.cb(&dir).args(["review", "qa", "a", "--state", "reviewed"]));
     let rows = ok(b.cb(&dir).args(["export", "qa", "--to", "letta", "--lossy", "-q"]));
     assert!(rows.starts_with("{\"id\":\"a\",\"input\":\"2+2?\",\"ground_truth\":\"4\"}"), "{rows}");
+}
+
+#[cfg(unix)]
+#[test]
+fn init_makes_a_store_its_owner_alone_can_read_or_its_group_too_if_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &std::path::Path| fs_err::metadata(path).expect("the file").permissions().mode() & 0o777;
+    for (flags, expected) in [(&[][..], 0o600), (&["--shared-group"][..], 0o660)] {
+        let dir = Folder::new();
+        ok(cb(&dir).arg("init").args(flags));
+        let store = dir.join(".casebook/store.db");
+        assert_eq!(mode(&store), expected, "{flags:?}");
+        // A commit leaves it as it was.
+        let data = dir.file("qa.jsonl", V1);
+        ok(cb(&dir).args(["import", "--dataset", "qa"]).arg(&data));
+        assert_eq!(mode(&store), expected, "{flags:?}");
+    }
+    if let Ok(url) = std::env::var("CASEBOOK_TEST_POSTGRES") {
+        let dir = Folder::new();
+        let out = run(cb(&dir).env("CASEBOOK_STORE", url).args(["init", "--shared-group"]));
+        assert_eq!(out.status, Some(2), "{out:?}");
+        assert!(out.stderr.contains("`--shared-group` is for a store file"), "{}", out.stderr);
+    }
 }

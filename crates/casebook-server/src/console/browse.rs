@@ -2,9 +2,9 @@
 //! paging, counts per value), one case with its history, the diff of two versions; tagging a
 //! version and exporting one.
 
+use crate::extract::Form;
+use crate::extract::{Path, Query};
 use askama::Template;
-use axum::Form;
-use axum::extract::{Path, Query};
 use axum::response::{IntoResponse, Response};
 use casebook_filter::{FieldPath, Groups};
 use casebook_model::Case;
@@ -240,7 +240,7 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
     let (number, after) = match q.cursor.as_str() {
         "" => (resolve(store, &path.dataset, &path.version).await?.number, None),
         text => {
-            let (v, at) = cursor::decode(text)?;
+            let (v, at) = cursor::decode_for(store, &path.dataset, text).await?;
             (v, Some(at))
         }
     };

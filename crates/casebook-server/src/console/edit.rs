@@ -8,10 +8,10 @@
 //! it overrides (the form keeps the version it started from, so saving it again as it is never
 //! overwrites).
 
+use crate::extract::Form;
+use crate::extract::Json;
+use crate::extract::{Path, Query};
 use askama::Template;
-use axum::Form;
-use axum::Json;
-use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use casebook_formats::{Batch, Consumer, Flow, Format, Input, ReadOptions, Start, Syntax};
 use casebook_model::{Case, DatasetHeader, Diagnostic};

@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::extract::Form;
+use crate::extract::Path;
 use askama::Template;
-use axum::Form;
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{Multipart, State};
 use axum::http::StatusCode;
 use casebook_formats::{Batch, Consumer, Flow, Format, Input, ReadOptions, Start, Syntax};
 use casebook_model::Case;
@@ -235,8 +236,8 @@ pub async fn preview(
     let mut shown_page = page(&viewer, &path);
     let (bytes, shown) = match (sent.file.is_empty(), sent.text.trim().is_empty()) {
         (false, _) => {
-            let name = std::path::Path::new(&sent.filename).file_name().and_then(|n| n.to_str()).unwrap_or("upload");
-            (sent.file, name.to_owned())
+            let name = crate::spool::upload_name("the file's name", Some(&sent.filename), "upload")?;
+            (sent.file, name)
         }
         (true, false) => {
             let syntax = match sent.syntax.as_str() {
@@ -252,7 +253,7 @@ pub async fn preview(
             return Ok(response);
         }
     };
-    let folder = Arc::new(tempfile::tempdir().map_err(Failure::internal)?);
+    let folder = Arc::new(state.spool.folder()?);
     let file = folder.path().join(&shown);
     fs_err::write(&file, &bytes).map_err(Failure::internal)?;
     drop(bytes);

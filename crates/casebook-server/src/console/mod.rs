@@ -14,9 +14,10 @@ mod runs;
 mod session;
 mod view;
 
-use axum::Form;
+use crate::extract::Form;
+use crate::extract::Query;
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -65,6 +66,11 @@ pub(crate) fn not_found(path: &str) -> Response {
     Failure::not_found(format!("there is no page at `{path}`")).into_response()
 }
 
+/// A console page for an error met before any handler ran (a refused query or form).
+pub(crate) fn failure(err: crate::ApiError) -> Response {
+    Failure::from(err).into_response()
+}
+
 async fn asset(kind: &'static str, text: &'static str) -> Response {
     ([(CONTENT_TYPE, kind), (CACHE_CONTROL, "public, max-age=300")], text).into_response()
 }
@@ -100,9 +106,42 @@ struct SignInForm {
     next: String,
 }
 
-/// Where to go after signing in: a path of this server only, never another site.
+/// Where to go after signing in: a path of this server only, never another site. Browsers
+/// drop tabs and line breaks from an address and read `\\` as `/`, so `/<tab>/evil.example`
+/// would lead elsewhere: a `next` with any control or space character is refused, and its path,
+/// percent-decoded, must start with one `/` and hold no `\\` nor control character (as some
+/// clients decode it).
 fn local_path(next: &str) -> Option<&str> {
-    (next.starts_with('/') && !next.starts_with("//") && !next.contains('\\')).then_some(next)
+    if next.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return None;
+    }
+    let path = next.split(['?', '#']).next().unwrap_or_default();
+    let decoded = percent_decoded(path);
+    let rest = decoded.strip_prefix('/')?;
+    // (A space, `%20`, is kept: dataset names may hold one.)
+    let foreign = rest.starts_with('/') || decoded.chars().any(|c| c == '\\' || c.is_control());
+    (!foreign).then_some(next)
+}
+
+/// `%XX` escapes decoded (as bytes, then read as UTF-8, lossily); anything else kept.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(high), Some(low)) => {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignInForm>) -> PageResult {
@@ -168,5 +207,12 @@ mod tests {
         assert_eq!(local_path("https://evil.example"), None);
         assert_eq!(local_path("/\\evil.example"), None);
         assert_eq!(local_path(""), None);
+        assert_eq!(local_path("/\t/evil.example"), None);
+        assert_eq!(local_path("/%09/evil.example"), None);
+        assert_eq!(local_path("/%2F/evil.example"), None);
+        assert_eq!(local_path("/%5Cevil.example"), None);
+        assert_eq!(local_path("%2F%2Fevil.example"), None);
+        assert_eq!(local_path("/x?where=a%20b"), Some("/x?where=a%20b"));
+        assert_eq!(percent_decoded("/caf%C3%A9%2"), "/café%2");
     }
 }

@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
+use crate::extract::{Path, Query};
 use askama::Template;
-use axum::extract::{Path, Query};
 use casebook_runner::protocol::Step;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::summary::{CaseRun, Comparison, Interval, PairedDifference, RunMeta, Summary, Verdict, compare};

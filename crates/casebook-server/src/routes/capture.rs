@@ -2,8 +2,9 @@
 //! JSON lines of them) read by `casebook_formats::capture` and added by
 //! `casebook_store::add_captured`, so a console or a script can send the traces a user picked.
 
+use crate::extract::{Path, Query};
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use casebook_store::{CaptureRequest, CommitOutcome};
 use serde::Deserialize;

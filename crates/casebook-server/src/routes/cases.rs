@@ -1,6 +1,7 @@
 //! The cases of a version: pages walked by cursor, counts, one case.
 
-use axum::extract::{Path, Query, State};
+use crate::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use casebook_store::Store;
@@ -45,8 +46,8 @@ pub async fn page(
     let (number, after) = match query.cursor.as_deref() {
         None => (resolve(&reader.store, &path.dataset, &path.version).await?.number, None),
         Some(text) => {
-            let (v, at) = cursor::decode(text)?;
-            // The cursor names the version it walks: no lookup when the path says the same.
+            let (v, at) = cursor::decode_for(&reader.store, &path.dataset, text).await?;
+            // No lookup of the path's version when it says the same as the cursor.
             if path.version != "latest" && path.version != format!("v{v}") {
                 let version = resolve(&reader.store, &path.dataset, &path.version).await?;
                 if version.number != v {

@@ -1,8 +1,8 @@
 //! Datasets of a project: the list, one dataset, its log, versions, tags, diffs and case
 //! histories.
 
-use axum::Json;
-use axum::extract::{Path, Query};
+use crate::extract::Json;
+use crate::extract::{Path, Query};
 use casebook_store::Store;
 use serde::Deserialize;
 

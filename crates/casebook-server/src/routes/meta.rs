@@ -1,6 +1,6 @@
 //! The server itself: health, the OpenAPI document, and the projects a key sees.
 
-use axum::Json;
+use crate::extract::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 

@@ -7,9 +7,10 @@
 
 use std::marker::PhantomData;
 
-use axum::Json;
+use crate::extract::Json;
+use crate::extract::Path;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -156,9 +157,105 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Rows<T> {
     }
 }
 
-/// Whether a JSON text is an object.
-fn is_object(raw: &serde_json::value::RawValue) -> bool {
-    raw.get().trim_start().starts_with('{')
+/// How deep the JSON a run keeps may nest (objects and arrays): deeper than the server reads
+/// back (serde_json stops at 128), so a run holding it could no longer be listed.
+pub const MAX_DEPTH: usize = 64;
+
+/// Checks a JSON value a run keeps before anything is written: an object where one is needed,
+/// nested at most [`MAX_DEPTH`] deep. `at` is its JSON pointer in the body (`/meta`); a
+/// refusal names the place at fault by pointer (`/meta/a/0`), in its message and diagnostic.
+fn check_json(raw: &serde_json::value::RawValue, at: &str, object: bool) -> ApiResult<()> {
+    if object && !raw.get().trim_start().starts_with('{') {
+        return Err(ApiError::bad_request(format!("`{}` must be a JSON object", at.trim_start_matches('/'))));
+    }
+    let Some(inner) = too_deep(raw.get(), MAX_DEPTH) else { return Ok(()) };
+    let pointer = format!("{at}{inner}");
+    let message = format!("`{pointer}` nests deeper than {MAX_DEPTH} levels: nothing was kept; flatten it");
+    Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-input", message.clone()).with_diagnostics(vec![
+        casebook_model::Diagnostic {
+            severity: casebook_model::Severity::Error,
+            code: casebook_model::Code::TooDeep,
+            message,
+            file: "body".into(),
+            line: 0,
+            column: 0,
+            pointer,
+            hint: None,
+            case: None,
+            line_offset: None,
+        },
+    ]))
+}
+
+/// Checks a text field a run keeps: at most `max` bytes, no control character.
+fn check_text(text: &str, name: &str, max: usize) -> ApiResult<()> {
+    if text.len() > max || text.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(format!("`{name}` must be at most {max} bytes, none a control character")));
+    }
+    Ok(())
+}
+
+/// Where in a JSON text (already known to be valid) an object or array opens deeper than `max`
+/// levels: its JSON pointer, relative to the text. Read in one pass with a stack of the
+/// places open, so no depth, however large, recurses.
+fn too_deep(text: &str, max: usize) -> Option<String> {
+    enum Open {
+        Object(Option<String>),
+        Array(usize),
+    }
+    let pointer = |stack: &[Open]| {
+        stack.iter().fold(String::new(), |mut out, open| {
+            out.push('/');
+            match open {
+                Open::Object(key) => out.push_str(&key.as_deref().unwrap_or("").replace('~', "~0").replace('/', "~1")),
+                Open::Array(i) => out.push_str(&i.to_string()),
+            }
+            out
+        })
+    };
+    let bytes = text.as_bytes();
+    let mut stack: Vec<Open> = Vec::new();
+    // In an object: whether the next string is a key.
+    let mut want_key = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' | b'[' => {
+                if stack.len() == max {
+                    return Some(pointer(&stack));
+                }
+                let object = bytes[i] == b'{';
+                stack.push(if object { Open::Object(None) } else { Open::Array(0) });
+                want_key = object;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                want_key = false;
+            }
+            b',' => match stack.last_mut() {
+                Some(Open::Array(n)) => *n += 1,
+                Some(Open::Object(_)) => want_key = true,
+                None => {}
+            },
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if want_key {
+                    let key = serde_json::from_str::<String>(text.get(start..=i).unwrap_or("\"\"")).unwrap_or_default();
+                    if let Some(Open::Object(slot)) = stack.last_mut() {
+                        *slot = Some(key);
+                    }
+                    want_key = false;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Begins a run: its results follow in batches, then its end. The id is the client's (unique in
@@ -179,18 +276,15 @@ pub async fn begin(
     if new.id.is_empty() || new.id.len() > 200 || new.id.chars().any(char::is_control) {
         return Err(ApiError::bad_request("`id` must be 1 to 200 characters, none a control character"));
     }
-    if !is_object(&new.meta) {
-        return Err(ApiError::bad_request("`meta` must be a JSON object"));
-    }
+    check_text(&new.experiment, "experiment", 1000)?;
+    check_text(&new.started, "started", 64)?;
+    check_json(&new.meta, "/meta", true)?;
+    // Read back as the run's answer before it is kept: a run that cannot be answered is not kept.
+    let meta = serde_json::from_str(new.meta.get()).map_err(|e| {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-input", format!("`meta` cannot be read back: {e}"))
+    })?;
     writer.store.begin_run(&new.id, &new.experiment, &new.started, new.meta.get()).await?;
-    let run = Run {
-        id: new.id,
-        experiment: new.experiment,
-        started: new.started,
-        finished: None,
-        meta: serde_json::from_str(new.meta.get()).map_err(ApiError::internal)?,
-        summary: None,
-    };
+    let run = Run { id: new.id, experiment: new.experiment, started: new.started, finished: None, meta, summary: None };
     Ok((StatusCode::CREATED, Json(run)).into_response())
 }
 
@@ -209,7 +303,7 @@ pub async fn save_results(
 ) -> ApiResult<StatusCode> {
     let Rows(results): Rows<ResultIn> = json_body(&state, &headers, body, "a list of results").await?;
     let mut rows = Vec::with_capacity(results.len());
-    for r in results {
+    for (i, r) in results.into_iter().enumerate() {
         // A run's results are keyed from its place in the store's order times 2³²: a place past
         // that would land in another run's range.
         if r.seq >= 1 << 32 {
@@ -218,8 +312,12 @@ pub async fn save_results(
                 r.seq
             )));
         }
-        if !is_object(&r.result) {
+        if !r.result.get().trim_start().starts_with('{') {
             return Err(ApiError::bad_request(format!("the result at place {} is not a JSON object", r.seq)));
+        }
+        check_json(&r.result, &format!("/{i}/result"), false)?;
+        if let Some(output) = &r.output {
+            check_json(&output.output, &format!("/{i}/output/output"), false)?;
         }
         rows.push(ResultRow {
             seq: r.seq,
@@ -244,9 +342,8 @@ pub async fn finish(
     body: Body,
 ) -> ApiResult<StatusCode> {
     let end: FinishRun = json_body(&state, &headers, body, "a run's end (`finished`, `summary`)").await?;
-    if !is_object(&end.summary) {
-        return Err(ApiError::bad_request("`summary` must be a JSON object"));
-    }
+    check_text(&end.finished, "finished", 64)?;
+    check_json(&end.summary, "/summary", true)?;
     writer.store.finish_run(&path.run, &end.finished, end.summary.get()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

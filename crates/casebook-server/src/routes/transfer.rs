@@ -9,8 +9,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::extract::{Path, Query};
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use casebook_formats::{ExportSettings, Exporter, Format, Input, ReadOptions, SeedFiles, Syntax};
@@ -90,15 +91,8 @@ pub(super) async fn receive(
     if declared.is_some_and(|n| n > max) {
         return Err(too_large(max));
     }
-    let shown = filename
-        .and_then(|f| std::path::Path::new(f).file_name()?.to_str().map(str::to_owned))
-        .filter(|f| !f.is_empty())
-        .unwrap_or_else(|| default.to_owned());
-    let folder = match &state.limits.spool {
-        Some(dir) => tempfile::tempdir_in(dir),
-        None => tempfile::tempdir(),
-    }
-    .map_err(ApiError::internal)?;
+    let shown = crate::spool::upload_name("filename", filename, default)?;
+    let folder = state.spool.folder()?;
     let file = folder.path().join(&shown);
     spool(body, &file, max).await?;
     Ok((folder, file, shown))

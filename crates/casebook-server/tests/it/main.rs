@@ -3,6 +3,7 @@
 //! a real headless Chromium.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bad_requests;
 mod browser;
 mod capture;
 mod console;

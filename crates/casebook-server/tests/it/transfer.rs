@@ -278,3 +278,58 @@ crate::on_both!(
     exports_write_a_version_in_any_format,
     shutdown_finishes_requests_in_flight
 );
+
+/// The folders a spool folder holds, by name.
+fn spool_folders(parent: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = fs_err::read_dir(parent)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("casebook-spool-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_left_by_a_killed_server_are_removed_when_a_server_starts() {
+    let parent = tempfile::tempdir().unwrap();
+    let at = |name: &str| parent.path().join(name);
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // A killed server's spool: its lock file held by no one, an upload half written.
+    fs_err::create_dir_all(at("casebook-spool-killed/upload-1")).unwrap();
+    fs_err::write(at("casebook-spool-killed/upload-1/cases.jsonl"), "{\"input\": \"ünï\"").unwrap();
+    let lock = fs_err::File::create(at("casebook-spool-killed/lock")).unwrap();
+    lock.file().set_modified(an_hour_ago).unwrap();
+    drop(lock);
+    // A running server's: its lock is held (here, by the test).
+    fs_err::create_dir_all(at("casebook-spool-running/upload-2")).unwrap();
+    let held = fs_err::File::create(at("casebook-spool-running/lock")).unwrap();
+    held.file().set_modified(an_hour_ago).unwrap();
+    held.lock().unwrap();
+    // What is not a spool of a server's is left alone.
+    fs_err::write(at("casebook-spool-notes.txt"), "mine").unwrap();
+    fs_err::create_dir_all(at("other/upload-3")).unwrap();
+
+    let limits = casebook_server::Limits { spool: Some(parent.path().to_owned()), ..Default::default() };
+    let server = Server::start_with(Backend::Sqlite, limits).await;
+    assert!(!at("casebook-spool-killed").exists());
+    assert!(at("casebook-spool-running/upload-2").is_dir());
+    assert_eq!(fs_err::read_to_string(at("casebook-spool-notes.txt")).unwrap(), "mine");
+    assert!(at("other/upload-3").is_dir());
+    // The server keeps its uploads in a spool of its own, and imports still work.
+    let folders = spool_folders(parent.path());
+    assert_eq!(folders.len(), 3, "{folders:?}");
+    let (status, report) = import(&server, "qa", "filename=qa.jsonl", LETTA).await;
+    assert_eq!(status, 201, "{report}");
+    // A second server sharing the folder leaves the first one's spool alone.
+    let second = Server::start_with(
+        Backend::Sqlite,
+        casebook_server::Limits { spool: Some(parent.path().to_owned()), ..Default::default() },
+    )
+    .await;
+    assert_eq!(spool_folders(parent.path()).len(), 4);
+    second.stop().await;
+    server.stop().await;
+    assert!(at("casebook-spool-running").is_dir());
+    drop(held);
+}

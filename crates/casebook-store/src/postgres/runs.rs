@@ -137,7 +137,7 @@ impl PostgresStore {
                 rows
             }
             Some(prefix) => sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE project = $2 AND left(id, length($1)) = $1 ORDER BY seq LIMIT 5"
+                "SELECT {RUN_COLUMNS} FROM runs WHERE project = $2 AND left(id, length($1)) = $1 ORDER BY id = $1 DESC, seq LIMIT 5"
             )))
             .bind(prefix)
             .bind(self.project())

@@ -754,3 +754,45 @@ async fn names_made_before_the_rules_stay_usable() {
     let store = SqliteStore::open(&dir.path().join(".casebook/store.db")).await.unwrap();
     conformance::legacy_names_stay_usable(store).await;
 }
+
+/// The permission bits of a file.
+#[cfg(unix)]
+fn mode(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs_err::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_store_and_its_log_are_readable_by_their_owner_only_or_the_group_if_asked() {
+    for (sharing, expected) in
+        [(casebook_store::FileSharing::Owner, 0o600), (casebook_store::FileSharing::Group, 0o660)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join(".casebook/store.db");
+        let store = SqliteStore::create_with(&db, sharing).await.unwrap();
+        assert_eq!(mode(&db), expected, "{sharing:?}");
+        // The write-ahead log and its index appear with the commits, with the database's mode.
+        created(&store, CommitMode::Replace, vec![case("a", "1")]).await;
+        created(&store, CommitMode::Upsert, vec![case("b", "ünï")]).await;
+        for file in ["store.db", "store.db-wal", "store.db-shm"] {
+            assert_eq!(mode(&dir.path().join(".casebook").join(file)), expected, "{file} {sharing:?}");
+        }
+        store.close().await;
+        // Opened again by another process, as a server does: the log it makes is no wider.
+        let store = SqliteStore::open(&db).await.unwrap();
+        created(&store, CommitMode::Upsert, vec![case("c", "3")]).await;
+        assert_eq!(mode(&dir.path().join(".casebook/store.db-wal")), expected, "{sharing:?}");
+        store.close().await;
+    }
+    // An existing file keeps its mode: `create` only brings it up to date.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    SqliteStore::create(&db).await.unwrap().close().await;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs_err::set_permissions(&db, std::fs::Permissions::from_mode(0o640)).unwrap();
+    }
+    SqliteStore::create(&db).await.unwrap().close().await;
+    assert_eq!(mode(&db), 0o640);
+}
