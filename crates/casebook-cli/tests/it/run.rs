@@ -413,8 +413,13 @@ fn a_run_that_grades_nothing_is_refused_or_reported_as_ungraded() {
 
     let out = run(cb(&dir).args(["run", "--no-grade", "--dataset", "cases.jsonl", "--target", &url]));
     assert_eq!(out.status, Some(0), "{out:?}");
-    assert!(out.stdout.contains("results 3: 0 passed, 0 failed, 0 errors"), "{}", out.stdout);
-    assert!(out.stdout.contains("threshold 100.0 %: not applied (outputs only: no grader)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("\npass rate – of 3 results (0 passed, 0 failed, 0 errors, 3 ungraded) · threshold 100.0 %:"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains(" not\n    applied (outputs only: no grader)\n"), "{}", out.stdout);
     let json =
         run(cb(&dir).args(["run", "--no-grade", "--format", "json", "--dataset", "cases.jsonl", "--target", &url]));
     let s = summary(&json.stdout);
