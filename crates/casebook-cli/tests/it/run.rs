@@ -325,9 +325,13 @@ fn ctrl_c_keeps_finished_runs_and_the_next_run_resumes() {
 /// names it), and with `--target` it runs, graded per turn as letta grades a list
 /// `ground_truth`.
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn a_letta_suite_runs_with_a_casebook_target() {
-    let suite = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/corpus/letta-evals/multiturn-per-turn-grading/suite.yaml");
+    let suite =
+        std::path::Path::new(env!("CASEBOOK_CORPUS_DIR")).join("letta-evals/multiturn-per-turn-grading/suite.yaml");
     let dir = Folder::new();
     let out = run(cb(&dir).arg("run").arg(&suite).args(["--format", "json"]));
     assert_eq!(out.status, Some(1), "{out:?}");
