@@ -177,6 +177,11 @@ pub struct RunArgs {
     /// answer having been judged wrong
     #[arg(long)]
     pub include_rejected: bool,
+    /// Leave results no grader could judge (a promptfoo test with only `javascript` asserts) out
+    /// of the pass rate and the threshold; by default they count as not passed (sets the
+    /// experiment's `exclude_ungraded`)
+    #[arg(long)]
+    pub exclude_ungraded: bool,
     /// Runs at a time
     #[arg(long)]
     pub concurrency: Option<usize>,

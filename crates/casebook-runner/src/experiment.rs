@@ -16,6 +16,7 @@
 //! min_confidence: 0.7             # leave out cases whose label confidence is below 0.7
 //! include_rejected: false         # cases reviewed as `rejected` are left out unless true
 //! threshold: 0.8                  # pass rate the experiment needs (exit 1 below it)
+//! exclude_ungraded: false         # true: ungraded results are left out of the pass rate
 //! judge: {endpoint: "http://127.0.0.1:8000/v1", model: m}   # for cases' `llm-rubric` asserts
 //! concurrency: 8
 //! timeout_secs: 60
@@ -71,6 +72,8 @@ pub struct Experiment {
     /// The `llm_judge` options cases' `llm-rubric` asserts are judged with (`judge:`).
     pub judge: Option<Located<Value>>,
     pub threshold: f64,
+    /// Leave ungraded results out of the pass rate rather than count them as not passed.
+    pub exclude_ungraded: bool,
     pub concurrency: usize,
     pub timeout_secs: f64,
     pub retries: u32,
@@ -141,6 +144,7 @@ const KEYS: &[&str] = &[
     "graders",
     "judge",
     "threshold",
+    "exclude_ungraded",
     "concurrency",
     "timeout_secs",
     "retries",
@@ -309,6 +313,7 @@ impl Experiment {
         let memory_seeds = keep(p, get("memory_seeds").map(|n| memory_seeds(&r, file, n)).transpose());
         let n_runs = keep(p, get("n_runs").map(|n| r.count(n, "n_runs", 1.0)).transpose());
         let threshold = keep(p, get("threshold").map(|n| threshold(&r, n)).transpose());
+        let exclude_ungraded = keep(p, get("exclude_ungraded").map(|n| r.boolean(n, "exclude_ungraded")).transpose());
         let concurrency = keep(p, get("concurrency").map(|n| r.count(n, "concurrency", 1.0)).transpose());
         let retries = keep(p, get("retries").map(|n| r.count(n, "retries", 0.0)).transpose());
         let noise = keep(p, get("noise").map(|n| crate::noise::parse(&r, n)).transpose()).flatten().flatten();
@@ -338,6 +343,7 @@ impl Experiment {
             graders: graders.ok_or_else(missing)?,
             judge: judge.flatten(),
             threshold: threshold.flatten().unwrap_or(1.0),
+            exclude_ungraded: exclude_ungraded.flatten().unwrap_or(false),
             concurrency: concurrency.flatten().map_or(8, |n| n as usize),
             timeout_secs: timeout_secs.ok_or_else(missing)?,
             retries: retries.flatten().map_or(2, |n| n as u32),
@@ -377,6 +383,7 @@ impl Experiment {
                 .collect(),
             judge: None,
             threshold: 1.0,
+            exclude_ungraded: false,
             concurrency: 8,
             timeout_secs: 60.0,
             retries: 2,
@@ -535,9 +542,13 @@ mod tests {
             "name: smoke\ndataset: data.jsonl\nfilter: 'len(turns) > 0'\ntags: [a]\nlimit: 5\n\
              memory_seeds: [{source: s, content: c}]\nscenarios:\n  - {name: one, target: 'builtin:echo'}\n  \
              - name: two\n    target: {url: 'http://127.0.0.1:1/a'}\nn_runs: 3\ngraders:\n  - {kind: contains, weight: 2}\n\
-             threshold: 0.5\nconcurrency: 4\ntimeout_secs: 1.5\nretries: 0\n",
+             threshold: 0.5\nexclude_ungraded: true\nconcurrency: 4\ntimeout_secs: 1.5\nretries: 0\n",
         )
         .unwrap();
+        assert!(e.exclude_ungraded);
+        assert!(!parse("dataset: d.jsonl\ntarget: 'builtin:echo'\n").unwrap().exclude_ungraded, "counted by default");
+        let err = parse("dataset: d.jsonl\ntarget: 'builtin:echo'\nexclude_ungraded: maybe\n").unwrap_err();
+        assert_eq!((err.at.line, err.at.column), (3, 19), "{err}");
         assert_eq!(
             (e.name.as_str(), e.dataset.as_str(), e.n_runs, e.concurrency, e.retries),
             ("smoke", "data.jsonl", 3, 4, 0)

@@ -293,6 +293,7 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         graders: graders.into_iter().map(|(_, grader)| grader).collect(),
         judge: None,
         threshold: suite.threshold.unwrap_or(1.0),
+        exclude_ungraded: false,
         concurrency: suite.concurrency.unwrap_or(8),
         timeout_secs: suite.timeout_secs.unwrap_or(60.0),
         retries: suite.retries.unwrap_or(2),

@@ -8,14 +8,21 @@
 //! - A result's [`Verdict`]: `error` when the agent or any grader failed
 //!   ([`RunResult::failure`]), else `pass`/`fail` from [`RunResult::pass`], else `ungraded`
 //!   (no grades at all). Errors are counted apart: never as failed cases, never as a score of 0.
-//! - **Pass rate** = passed / (passed + failed): errors and ungraded results are left out of
-//!   both sides. Its 95 % interval is the Wilson score interval (z = 1.959964).
+//! - **Pass rate** = passed / (passed + failed + errors + ungraded): every result counts, and
+//!   only a pass is a pass. An error is not a failed case (it is counted apart, and never a score
+//!   of 0), but neither is it a pass; a result nobody could grade is not a pass either. With
+//!   [`SummaryBuilder::exclude_ungraded`] (`--exclude-ungraded`, `exclude_ungraded: true`),
+//!   ungraded results are left out of the denominator instead: passed / (passed + failed +
+//!   errors). The denominator is [`Tally::pass_rate_of`]. The rate is `None` when no result was
+//!   graded (passed + failed = 0). Its 95 % interval is the Wilson score interval (z = 1.959964)
+//!   of passed out of that denominator. Every tally (the whole run, a scenario, a label, a review
+//!   state, a confidence band) uses this one rule.
 //! - **Mean score** = mean of the scores of passed and failed results. Its 95 % interval is
 //!   Student's t interval (mean ± t₀.₉₇₅,ₙ₋₁ · s/√n, s the sample standard deviation), clipped to
 //!   0..1, the range of scores; none for fewer than two scores.
-//! - **threshold_met** = no result is an error, at least one result is graded, and the pass rate
-//!   is at least the threshold. An error means the run did not measure what it was asked to, so
-//!   it never counts as meeting the threshold.
+//! - **threshold_met** = at least one result was graded (passed + failed ≥ 1) and the whole run's
+//!   pass rate, the one the reports print, is at least the threshold. A run that graded nothing
+//!   never meets it, whatever the threshold.
 //! - Per review state and per confidence band (see [`REVIEW_STATES`], [`CONFIDENCE_BANDS`]):
 //!   tallies as for a label, by the case's `review` and `confidence` as run.
 //! - **pass@k / pass^k**, per scenario, with k = the experiment's `n_runs`: over the cases whose
@@ -154,8 +161,13 @@ pub struct Tally {
     pub failed: usize,
     pub errors: usize,
     pub ungraded: usize,
-    /// passed / (passed + failed); `None` when nothing was graded.
+    /// passed / [`Tally::pass_rate_of`]; `None` when nothing was graded (no pass, no failure).
     pub pass_rate: Option<f64>,
+    /// The results the pass rate is over: passed + failed + errors + ungraded, or without the
+    /// ungraded when they are excluded ([`Summary::exclude_ungraded`]). 0 in summaries kept
+    /// before it was recorded (see [`Summary::predates_pass_rate_of`]).
+    #[serde(default)]
+    pub pass_rate_of: usize,
     /// Wilson score interval of the pass rate.
     pub pass_rate_interval: Option<Interval>,
     /// Mean score of the passed and failed results.
@@ -280,7 +292,11 @@ pub struct Summary {
     pub meta: RunMeta,
     /// The pass rate required, 0..1.
     pub threshold: f64,
-    /// No error, something graded, and pass rate ≥ threshold.
+    /// Whether ungraded results were left out of the pass rates rather than counted as not
+    /// passed (false, the default).
+    #[serde(default)]
+    pub exclude_ungraded: bool,
+    /// Something graded, and the whole run's pass rate (`totals.pass_rate`) ≥ threshold.
     pub threshold_met: bool,
     pub totals: Tally,
     /// The experiment's scenarios in its order, then any other scenario found in the results.
@@ -343,6 +359,13 @@ impl Summary {
         }
         builder.finish(threshold, meta)
     }
+
+    /// Whether this summary was kept before pass rates counted every result (errors and
+    /// ungraded results were left out of them then): its rates and verdict are not this
+    /// version's, and should be computed again from the run's results.
+    pub fn predates_pass_rate_of(&self) -> bool {
+        self.totals.results > 0 && self.totals.pass_rate_of == 0
+    }
 }
 
 /// A [`Summary`] built one result at a time, so that a run of any size need not keep its
@@ -360,12 +383,20 @@ pub struct SummaryBuilder {
     errors: BTreeMap<String, ErrorKindSummary>,
     /// `(scenario with noise, scenario without)`.
     noise_pairs: Vec<(String, String)>,
+    exclude_ungraded: bool,
 }
 
 impl SummaryBuilder {
     /// Asks for a [`Robustness`] of each `(scenario with noise, scenario without)`.
     pub fn with_noise_pairs(mut self, pairs: Vec<(String, String)>) -> Self {
         self.noise_pairs = pairs;
+        self
+    }
+
+    /// With `true`, ungraded results are left out of every pass rate (and so of the threshold)
+    /// instead of counting as not passed.
+    pub fn exclude_ungraded(mut self, exclude: bool) -> Self {
+        self.exclude_ungraded = exclude;
         self
     }
 
@@ -426,6 +457,7 @@ impl SummaryBuilder {
     }
 
     pub fn finish(self, threshold: f64, meta: RunMeta) -> Summary {
+        let exclude = self.exclude_ungraded;
         let mut names: Vec<&str> = Vec::new();
         for name in &meta.scenarios {
             if !names.contains(&name.as_str()) {
@@ -441,13 +473,14 @@ impl SummaryBuilder {
             .into_iter()
             .map(|name| ScenarioSummary {
                 scenario: name.to_owned(),
-                tally: self.scenarios.get(name).map(Counter::tally).unwrap_or_else(|| Counter::default().tally()),
+                tally: self.scenarios.get(name).unwrap_or(&Counter::default()).tally(exclude),
                 pass_at_k: pass_at_k(self.cases.get(name), meta.n_runs),
             })
             .collect();
 
-        let totals = self.totals.tally();
-        let threshold_met = totals.errors == 0 && totals.pass_rate.is_some_and(|rate| rate >= threshold);
+        let totals = self.totals.tally(exclude);
+        // `pass_rate` is `None` when nothing was graded: such a run never meets a threshold.
+        let threshold_met = totals.pass_rate.is_some_and(|rate| rate >= threshold);
         let mut errors: Vec<ErrorKindSummary> = self.errors.into_values().collect();
         errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(&b.kind)));
 
@@ -467,6 +500,7 @@ impl SummaryBuilder {
         Summary {
             meta,
             threshold,
+            exclude_ungraded: exclude,
             threshold_met,
             totals,
             scenarios,
@@ -474,19 +508,19 @@ impl SummaryBuilder {
             labels: self
                 .labels
                 .into_iter()
-                .map(|(label, counter)| LabelSummary { label, tally: counter.tally() })
+                .map(|(label, counter)| LabelSummary { label, tally: counter.tally(exclude) })
                 .collect(),
             review: REVIEW_STATES
                 .iter()
                 .zip(&self.review)
                 .filter(|(_, counter)| counter.results > 0)
-                .map(|(state, counter)| ReviewSummary { review: (*state).to_owned(), tally: counter.tally() })
+                .map(|(state, counter)| ReviewSummary { review: (*state).to_owned(), tally: counter.tally(exclude) })
                 .collect(),
             confidence: CONFIDENCE_BANDS
                 .iter()
                 .zip(&self.confidence)
                 .filter(|(_, counter)| counter.results > 0)
-                .map(|(band, counter)| ConfidenceSummary { band: (*band).to_owned(), tally: counter.tally() })
+                .map(|(band, counter)| ConfidenceSummary { band: (*band).to_owned(), tally: counter.tally(exclude) })
                 .collect(),
             errors,
             robustness,
@@ -654,8 +688,10 @@ impl Counter {
         }
     }
 
-    fn tally(&self) -> Tally {
+    /// The counts and rates, under the module's one rule for pass rates.
+    fn tally(&self, exclude_ungraded: bool) -> Tally {
         let graded = self.passed + self.failed;
+        let of = self.results - if exclude_ungraded { self.ungraded } else { 0 };
         let (mean_score, mean_score_interval) = mean_interval(&self.scores, 0.0, 1.0);
         Tally {
             results: self.results,
@@ -663,8 +699,9 @@ impl Counter {
             failed: self.failed,
             errors: self.errors,
             ungraded: self.ungraded,
-            pass_rate: ratio(self.passed, graded),
-            pass_rate_interval: wilson_interval(self.passed, graded),
+            pass_rate: if graded == 0 { None } else { ratio(self.passed, of) },
+            pass_rate_of: of,
+            pass_rate_interval: if graded == 0 { None } else { wilson_interval(self.passed, of) },
             mean_score,
             mean_score_interval,
         }
@@ -968,11 +1005,13 @@ pub(crate) mod tests {
         let summary = Summary::of(&results, 0.5, meta(&["base"], 1));
         let t = &summary.totals;
         assert_eq!((t.results, t.passed, t.failed, t.errors, t.ungraded), (4, 2, 1, 1, 0));
-        assert!(close(t.pass_rate.unwrap(), 2.0 / 3.0, 1e-12));
-        // The error is not a score of 0: the mean is over the three graded results.
+        // The error is not a pass: the rate is over all four results.
+        assert_eq!((t.pass_rate, t.pass_rate_of), (Some(0.5), 4));
+        // Nor is it a score of 0: the mean is over the three graded results.
         assert!(close(t.mean_score.unwrap(), 2.0 / 3.0, 1e-12));
-        // An error means the threshold is not met, whatever the rate.
-        assert!(!summary.threshold_met);
+        // The threshold compares the rate printed: 2 of 4 meets 0.5, not 0.6.
+        assert!(summary.threshold_met);
+        assert!(!Summary::of(&results, 0.6, meta(&["base"], 1)).threshold_met);
         assert_eq!(summary.errors.len(), 1);
         assert_eq!(summary.errors[0].kind, "timeout");
         assert_eq!(summary.errors[0].examples[0].case_id, "d");
@@ -994,8 +1033,62 @@ pub(crate) mod tests {
         assert_eq!((exact.count, exact.errors, exact.pass_rate), (2, 0, Some(1.0)));
     }
 
+    /// A result no grader gave a verdict on (a promptfoo test with only `javascript` asserts).
+    fn ungraded(case_id: &str) -> RunResult {
+        RunResult { grades: Vec::new(), score: None, pass: None, ..passing(case_id, "base", 0) }
+    }
+
     #[test]
-    fn threshold_met_needs_the_rate_and_no_error() {
+    fn ungraded_results_count_as_not_passed_unless_excluded() {
+        // 1 of 5 graded and passing, 4 ungraded: 20 %, not 100 %.
+        let mut results = vec![passing("a", "base", 0)];
+        results.extend(["b", "c", "d", "e"].map(ungraded));
+        let summary = Summary::of(&results, 0.8, meta(&["base"], 1));
+        let t = &summary.totals;
+        assert_eq!((t.passed, t.ungraded, t.pass_rate, t.pass_rate_of), (1, 4, Some(0.2), 5));
+        assert!(!summary.threshold_met && !summary.exclude_ungraded);
+        assert_eq!(summary.scenarios[0].tally.pass_rate, Some(0.2), "every tally has the one rule");
+        // Asked for, the ungraded are left out of the rate; errors never are.
+        results.push(erroring("f", "base", 0, "http", "502"));
+        let mut builder = SummaryBuilder::default().exclude_ungraded(true);
+        results.iter().for_each(|r| builder.add(r));
+        let excluded = builder.finish(0.5, meta(&["base"], 1));
+        let t = &excluded.totals;
+        assert_eq!((t.pass_rate, t.pass_rate_of), (Some(0.5), 2));
+        assert!(excluded.threshold_met && excluded.exclude_ungraded);
+        assert_eq!(serde_json::to_value(&excluded).unwrap()["exclude_ungraded"], true);
+    }
+
+    #[test]
+    fn a_run_that_graded_nothing_never_meets_the_threshold() {
+        let all_ungraded: Vec<RunResult> = ["a", "b"].map(ungraded).into();
+        for exclude in [false, true] {
+            let mut builder = SummaryBuilder::default().exclude_ungraded(exclude);
+            all_ungraded.iter().for_each(|r| builder.add(r));
+            let summary = builder.finish(0.0, meta(&["base"], 1));
+            assert_eq!(summary.totals.pass_rate, None, "exclude {exclude}");
+            assert!(!summary.threshold_met, "exclude {exclude}");
+        }
+        let all_errors = vec![erroring("a", "base", 0, "http", "502")];
+        let summary = Summary::of(&all_errors, 0.0, meta(&["base"], 1));
+        assert_eq!((summary.totals.pass_rate, summary.totals.pass_rate_of), (None, 1));
+        assert!(!summary.threshold_met);
+    }
+
+    #[test]
+    fn a_summary_kept_before_pass_rate_of_is_known() {
+        let summary = Summary::of(&[passing("a", "base", 0)], 0.5, meta(&["base"], 1));
+        assert!(!summary.predates_pass_rate_of());
+        let mut old = serde_json::to_value(&summary).unwrap();
+        old["totals"].as_object_mut().unwrap().remove("pass_rate_of");
+        old.as_object_mut().unwrap().remove("exclude_ungraded");
+        let old: Summary = serde_json::from_value(old).unwrap();
+        assert!(old.predates_pass_rate_of() && !old.exclude_ungraded);
+        assert!(!Summary::of(&[], 0.5, meta(&["base"], 1)).predates_pass_rate_of(), "an empty run is not old");
+    }
+
+    #[test]
+    fn threshold_met_needs_the_rate() {
         let mut results: Vec<RunResult> = (0..8).map(|i| passing(&format!("p{i}"), "base", 0)).collect();
         results.extend((0..2).map(|i| failing(&format!("f{i}"), "base", 0)));
         let summary = Summary::of(&results, 0.8, meta(&["base"], 1));
@@ -1042,7 +1135,8 @@ pub(crate) mod tests {
         let billing = &summary.labels[0].tally;
         assert_eq!((billing.results, billing.passed, billing.pass_rate), (2, 2, Some(1.0)));
         let en = &summary.labels[1].tally;
-        assert_eq!((en.results, en.passed, en.errors, en.pass_rate), (2, 1, 1, Some(1.0)));
+        // The error is not a failure, nor a pass.
+        assert_eq!((en.results, en.passed, en.failed, en.errors, en.pass_rate), (2, 1, 0, 1, Some(0.5)));
         let fr = &summary.labels[2].tally;
         assert_eq!((fr.results, fr.passed, fr.failed, fr.pass_rate, fr.mean_score), (2, 1, 1, Some(0.5), Some(0.5)));
     }
@@ -1071,7 +1165,7 @@ pub(crate) mod tests {
             .collect();
         // No rejected case ran: its state is left out.
         assert_eq!(review, [("reviewed", 2, 1, 1, 0), ("draft", 2, 1, 0, 1), ("unreviewed", 2, 1, 1, 0)]);
-        assert_eq!(summary.review[1].tally.pass_rate, Some(1.0), "the error is not a failure");
+        assert_eq!(summary.review[1].tally.pass_rate, Some(0.5), "the error is not a failure, nor a pass");
         let bands: Vec<(&str, usize, usize, usize, usize)> = summary
             .confidence
             .iter()

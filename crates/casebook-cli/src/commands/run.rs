@@ -88,6 +88,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         experiment.min_confidence = Some(x);
     }
     experiment.include_rejected |= args.include_rejected;
+    experiment.exclude_ungraded |= args.exclude_ungraded;
     // Without graders, the cases' own asserts grade them (promptfoo tests); a run that grades
     // nothing at all is refused once the cases are read, before any agent is called.
     let by_asserts = experiment.graders.is_empty() && !args.no_grade;
@@ -123,7 +124,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     };
     if by_asserts {
-        check_asserts(settings, &args, &dataset.cases, case_asserts.has_judge())?;
+        check_asserts(settings, &args, &dataset.cases, case_asserts.has_judge(), experiment.exclude_ungraded)?;
     } else if !args.no_grade && !settings.quiet {
         warn_of_unused_asserts(&args, &dataset.cases);
     }
@@ -201,7 +202,9 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     // that need them all (JUnit, Markdown, HTML).
     let described: Vec<(&str, &serde_json::Value, bool)> =
         plan.scenarios.iter().zip(&noise).map(|(s, noise)| (s.name.as_str(), &s.describe, noise.is_some())).collect();
-    let mut summary = SummaryBuilder::default().with_noise_pairs(casebook_runner::noise::pairs(&described));
+    let mut summary = SummaryBuilder::default()
+        .with_noise_pairs(casebook_runner::noise::pairs(&described))
+        .exclude_ungraded(experiment.exclude_ungraded);
     let keep = args.reports.iter().any(|(f, _)| *f != ReportFormat::Jsonl);
     let mut results: Vec<(u64, RunResult)> = Vec::new();
     let mut done = 0usize;
@@ -239,7 +242,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             })
         });
         let mut pending: Vec<ResultRow> = Vec::new();
-        let (mut passed, mut errors) = (0u64, 0u64);
+        let (mut passed, mut errors, mut ungraded) = (0u64, 0u64, 0u64);
         let mut stopped = false;
         loop {
             tokio::select! {
@@ -249,7 +252,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                         match (result.failure(), result.pass) {
                             (Some(_), _) => errors += 1,
                             (None, Some(true)) => passed += 1,
-                            _ => {}
+                            (None, Some(false)) => {}
+                            (None, None) => ungraded += 1,
                         }
                         reused += u64::from(from_store);
                         if let (Some((_, out)), Some(line)) = (&mut jsonl, line) {
@@ -273,8 +277,9 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                     }
                     if let Some(bar) = &bar {
                         bar.set_position(done as u64);
-                        let graded = done as u64 - errors;
-                        let rate = if graded == 0 { 0.0 } else { 100.0 * passed as f64 / graded as f64 };
+                        // The summary's rule: every result counts, but ungraded ones when excluded.
+                        let of = done as u64 - if experiment.exclude_ungraded { ungraded } else { 0 };
+                        let rate = if of == 0 { 0.0 } else { 100.0 * passed as f64 / of as f64 };
                         bar.set_message(format!("pass {rate:.0}%  errors {errors}"));
                     }
                 }
@@ -478,7 +483,17 @@ fn load_run(
         }
     }
     let summary = match &run.summary {
-        Some(text) => serde_json::from_str(text).context("a stored summary cannot be read back")?,
+        Some(text) => {
+            let kept: Summary = serde_json::from_str(text).context("a stored summary cannot be read back")?;
+            if kept.predates_pass_rate_of() {
+                // Kept when errors and ungraded results were left out of pass rates: counted
+                // again under the rule the threshold follows now (robustness is unchanged).
+                let Summary { threshold, meta, robustness, .. } = kept;
+                Summary { robustness, ..Summary::of(&results, threshold, meta) }
+            } else {
+                kept
+            }
+        }
         None => {
             let meta: RunMeta = serde_json::from_str(&run.meta).context("a stored run cannot be read back")?;
             Summary::of(&results, 1.0, meta)
@@ -706,7 +721,22 @@ fn widen(cases: &mut [PlannedCase], noise: &[Option<NoiseSpec>], keys: &RunKeys)
 
 /// Refuses a run without graders whose cases carry no assert casebook can check (it would grade
 /// nothing), and says which asserts are left out of the grading.
-fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge: bool) -> anyhow::Result<()> {
+/// How the run counts a result no grader could judge, for the warnings that say some will be.
+fn ungraded_note(exclude: bool) -> &'static str {
+    if exclude {
+        "they are left out of the pass rate, as `exclude_ungraded` asks"
+    } else {
+        "they count as not passed (`--exclude-ungraded` leaves them out of the pass rate)"
+    }
+}
+
+fn check_asserts(
+    settings: &Global,
+    args: &RunArgs,
+    cases: &[PlannedCase],
+    judge: bool,
+    exclude: bool,
+) -> anyhow::Result<()> {
     let tallies = engine::parallel_map(cases, |case| {
         let mut tally = Tally::default();
         if let Ok(case) = serde_json::from_str::<Case>(&case.json) {
@@ -737,9 +767,10 @@ fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge
     }
     if tally.bare_cases > 0 && !settings.quiet {
         stderr!(
-            "warning: {} case{} without asserts will be ungraded: the experiment lists no graders",
+            "warning: {} case{} without asserts will be ungraded (the experiment lists no graders): {}",
             tally.bare_cases,
-            if tally.bare_cases == 1 { "" } else { "s" }
+            if tally.bare_cases == 1 { "" } else { "s" },
+            ungraded_note(exclude),
         );
     }
     if !tally.unchecked.is_empty() && !settings.quiet {
@@ -750,9 +781,10 @@ fn check_asserts(settings: &Global, args: &RunArgs, cases: &[PlannedCase], judge
         );
         if tally.ungraded_cases > 0 {
             stderr!(
-                "warning: {} case{} with nothing else to check will be ungraded (never a pass)",
+                "warning: {} case{} with nothing else to check will be ungraded: {}",
                 tally.ungraded_cases,
-                if tally.ungraded_cases == 1 { "" } else { "s" }
+                if tally.ungraded_cases == 1 { "" } else { "s" },
+                ungraded_note(exclude),
             );
         }
     }

@@ -270,14 +270,23 @@ fn real_conversations_are_not_leaks_when_an_answer_comes_up_in_another_message()
     // letta's per-turn example ("2 + 2", then "3 * 4", then "10 - 7", expecting 4, 12, 3: `4`
     // and `3` come up in other messages) and casebook's own support example (a memory test:
     // "My order number is 4411", then "Which order did I mention?").
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/letta-evals");
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/letta/support.jsonl");
-    for file in [corpus.join("multiturn-per-turn-grading/dataset.jsonl"), example] {
+    let dir = Folder::new();
+    let sums = dir.file(
+        "sums.jsonl",
+        "{\"input\": [\"Only the result: 2 + 2\", \"Only the result: 3 × 4\", \"Only the result: 10 − 7\"], \
+         \"ground_truth\": [\"4\", \"12\", \"3\"]}\n",
+    );
+    let mut files = vec![sums, example];
+    // letta's own per-turn example too, from the real-file corpus when it is there.
+    if cfg!(corpus) {
+        files.push(Path::new(env!("CASEBOOK_CORPUS_DIR")).join("letta-evals/multiturn-per-turn-grading/dataset.jsonl"));
+    }
+    for file in files {
         let linted = run(casebook().args(["lint", "--format", "json", "--deny", "warnings"]).arg(&file));
         linted.expect_status(0);
     }
     // The answer in the last message itself is one.
-    let dir = Folder::new();
     dir.file(
         "talk.jsonl",
         "{\"id\": \"t\", \"input\": [\"2 + 2?\", \"and 10 - 7? (it is 3)\"], \"ground_truth\": [\"4\", \"3\"]}\n",

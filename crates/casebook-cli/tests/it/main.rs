@@ -29,6 +29,7 @@ mod run;
 mod schema;
 mod store;
 mod terminal;
+mod threshold;
 mod unusual_input;
 mod validate_fields;
 mod validate_syntax;

@@ -359,7 +359,10 @@ fn a_run_without_graders_grades_each_test_by_its_asserts() {
         out.stderr
     );
     assert!(
-        out.stderr.contains("warning: 1 case with nothing else to check will be ungraded (never a pass)"),
+        out.stderr.contains(
+            "warning: 1 case with nothing else to check will be ungraded: they count as not passed \
+             (`--exclude-ungraded` leaves them out of the pass rate)"
+        ),
         "{}",
         out.stderr
     );

@@ -31,9 +31,10 @@ on_both!(
 /// The project the tests' keys open (not `default`, so `--project` is exercised).
 pub(crate) const PROJECT: &str = "team";
 
-/// The corpus of real files (`/work/shared/corpus`, beside the workspace).
+/// A file of the real-file corpus (`CASEBOOK_CORPUS`, `../shared/corpus` beside the workspace by
+/// default; see `scripts/corpus_cfg.rs`).
 fn corpus(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus").join(path)
+    Path::new(env!("CASEBOOK_CORPUS_DIR")).join(path)
 }
 
 /// The workspace's `examples/`.
@@ -342,6 +343,43 @@ fn round_trip(server: &Server, dir: &Folder, token: &str, name: &str, file: &Pat
     pulled
 }
 
+#[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
+fn corpus_files_come_back_as_they_were_pushed_embedded() {
+    corpus_files_come_back_as_they_were_pushed(&Backend::Embedded);
+}
+
+#[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
+fn corpus_files_come_back_as_they_were_pushed_postgres() {
+    corpus_files_come_back_as_they_were_pushed(&Backend::postgres());
+}
+
+/// Real files of each system come back with the value they were pushed with: letta rows of
+/// several turns (one file without a final newline), VoltAgent's cached shape with a `category`
+/// per item, an Agent Health benchmark and mas-lab manifests named by `metadata.name`.
+fn corpus_files_come_back_as_they_were_pushed(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let token = Server::key(b, &dir, PROJECT, "write");
+    for (name, file) in [
+        ("dataset", "letta-evals/multiturn-per-turn-grading/dataset.jsonl"),
+        ("agent-creation", "letta-evals/programmatic-agent-creation/dataset.jsonl"),
+        ("supervisor", "voltagent/supervisor.json"),
+        ("benchmark", "agent-health/observability-agent-benchmark.json"),
+        ("fact-recall-smoke", "mas-lab/labs/extensions.lab/datasets/fact-recall-smoke.yaml"),
+        ("lifecycle-control-queries", "mas-lab/labs/lifecycle-control.lab/datasets/lifecycle-queries.yaml"),
+    ] {
+        round_trip(&server, &dir, &token, name, &corpus(file), false);
+    }
+}
+
 /// Native JSON lines come back byte for byte; every other format with the same value, a mas-lab
 /// manifest's seed file beside it.
 fn every_format_comes_back_as_it_was_pushed(b: &Backend) {
@@ -360,46 +398,25 @@ fn every_format_comes_back_as_it_was_pushed(b: &Backend) {
 
     // letta (no dataset name: the file's stem), VoltAgent and Agent Health.
     round_trip(&server, &dir, &token, "support", &example("letta/support.jsonl"), false);
-    round_trip(
-        &server,
-        &dir,
-        &token,
-        "dataset",
-        &corpus("letta-evals/multiturn-per-turn-grading/dataset.jsonl"),
-        false,
+    // letta rows of several turns, each turn with its expected answer; the last line has no
+    // final newline.
+    let turns = dir.file(
+        "turns.jsonl",
+        "{\"input\": [\"Capitale de la France ?\", \"Et de l'Allemagne ?\"], \"ground_truth\": [\"Paris\", \"Berlin\"]}\n\
+         {\"input\": [\"2 + 2\", \"3 × 4\", \"10 − 7\"], \"ground_truth\": [\"4\", \"12\", \"3\"]}",
     );
-    // The last line has no final newline.
-    round_trip(
-        &server,
-        &dir,
-        &token,
-        "agent-creation",
-        &corpus("letta-evals/programmatic-agent-creation/dataset.jsonl"),
-        false,
-    );
+    round_trip(&server, &dir, &token, "turns", &turns, false);
     round_trip(&server, &dir, &token, "geography", &example("voltagent/geography.json"), false);
-    // An unknown per-item key, `category`.
-    round_trip(&server, &dir, &token, "supervisor", &corpus("voltagent/supervisor.json"), false);
+    // viteval's cached shape, with an unknown per-item key, `category`.
+    let cached = dir.file(
+        "cached.json",
+        r#"{"timestamp": "2026-01-02T03:04:05.678Z", "data": [
+  {"input": "Quelle est la capitale du Japon ?", "expected": "Tōkyō", "category": "géographie"},
+  {"input": "Quelle est la capitale du Japon ?", "expected": "Tokyo", "category": "geography"}
+]}"#,
+    );
+    round_trip(&server, &dir, &token, "cached", &cached, false);
     round_trip(&server, &dir, &token, "rca", &example("agenthealth/rca.json"), false);
-    round_trip(&server, &dir, &token, "benchmark", &corpus("agent-health/observability-agent-benchmark.json"), false);
-
-    // mas-lab manifests, named as their `metadata.name` says.
-    round_trip(
-        &server,
-        &dir,
-        &token,
-        "fact-recall-smoke",
-        &corpus("mas-lab/labs/extensions.lab/datasets/fact-recall-smoke.yaml"),
-        false,
-    );
-    round_trip(
-        &server,
-        &dir,
-        &token,
-        "lifecycle-control-queries",
-        &corpus("mas-lab/labs/lifecycle-control.lab/datasets/lifecycle-queries.yaml"),
-        false,
-    );
     // One case names a seed file (`seeds/bob.yaml`), which the server never sees: it comes back
     // beside the manifest with the content it had.
     let pulled = round_trip(&server, &dir, &token, "trip-planner", &example("maslab/trip-planner.yaml"), false);
@@ -895,9 +912,11 @@ fn environment_errors_are_one_line_and_exit_2() {
     );
     assert!(datasets(&b, &dir).is_empty());
 
-    // A server that takes 1,000 bytes at most, and a file of 4,450.
+    // A server that takes 1,000 bytes at most, and a file of about 4,000.
     let small = Server::serve(&b, &dir, &["--max-body", "1000"]);
-    let history = corpus("voltagent/history.json");
+    let items: Vec<String> =
+        (0..40).map(|i| format!(r#"{{"input": "question nº {i} — über lang?", "expected": "réponse {i}"}}"#)).collect();
+    let history = dir.file("history.json", format!(r#"{{"name": "history", "data": [{}]}}"#, items.join(",\n")));
     let out = run(small.client(&dir, &writer).args(["push", "--name", "history", "--file"]).arg(&history));
     assert_eq!(
         one_error(&out, 2),

@@ -49,7 +49,7 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
     let out = run(server.client(&alice, &alice_key).args(args));
     out.expect_status(1);
     assert!(out.stdout.contains("· dataset support@v1 ·"), "{out:?}");
-    assert!(out.stdout.contains("results 3: 2 passed, 1 failed, 0 errors"), "{out:?}");
+    assert!(out.stdout.contains("pass rate 66.7 % of 3 results (2 passed, 1 failed, 0 errors, 0 ungraded)"), "{out:?}");
     let kept_on = format!("results are kept on the server at {} (project `{PROJECT}`)", server.url);
     assert!(out.stderr.contains(&kept_on), "{out:?}");
     assert!(!alice.join(".casebook").exists());
@@ -76,7 +76,7 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
     let bob = Folder::new();
     let out = run(server.client(&bob, &bob_key).args(args));
     out.expect_status(1);
-    assert!(out.stdout.contains("results 3: 2 passed, 1 failed, 0 errors"), "{out:?}");
+    assert!(out.stdout.contains("pass rate 66.7 % of 3 results (2 passed, 1 failed, 0 errors, 0 ungraded)"), "{out:?}");
     assert!(out.stderr.contains("3 runs in ") && out.stderr.contains(", 3 from stored outputs"), "{out:?}");
     assert_eq!(calls(), 5);
     let bob_run = server_run(&server, &bob_key, "latest");
@@ -88,7 +88,7 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
     // A filter is applied on the server: the cases it picks, every output already there.
     let out =
         run(server.client(&bob, &bob_key).args(args).args(["--only", "labels contains \"greeting\" and id != \"x\""]));
-    assert!(out.stdout.contains("results 2: 1 passed, 1 failed, 0 errors"), "{out:?}");
+    assert!(out.stdout.contains("pass rate 50.0 % of 2 results (1 passed, 1 failed, 0 errors, 0 ungraded)"), "{out:?}");
     assert!(out.stderr.contains(", 2 from stored outputs"), "{out:?}");
     assert_eq!(calls(), 5);
 

@@ -45,6 +45,10 @@ pub const ACCEPTED: &[(&str, Format, Syntax)] = &[
 ];
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn every_accepted_file_converts_to_its_own_format_unchanged() {
     let mut failures = Vec::new();
     for (rel, format, syntax) in ACCEPTED {
@@ -70,6 +74,10 @@ fn every_accepted_file_converts_to_its_own_format_unchanged() {
 }
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn every_accepted_file_survives_a_trip_through_casebook() {
     let dir = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
@@ -105,6 +113,10 @@ fn every_accepted_file_survives_a_trip_through_casebook() {
 }
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn agent_health_invalid_import_gets_one_error_per_missing_field() {
     let path = corpus().join("agent-health/invalid-import-test-cases.json");
     let (_, diags) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
@@ -118,6 +130,10 @@ fn agent_health_invalid_import_gets_one_error_per_missing_field() {
 }
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn strings_holding_json_stay_strings_and_integers_stay_integers() {
     // custom-tool-grader: ground_truth is JSON text in a string.
     let path = corpus().join("letta-evals/custom-tool-grader-and-extractor/dataset.jsonl");
@@ -139,6 +155,10 @@ fn strings_holding_json_stay_strings_and_integers_stay_integers() {
 }
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn simple_tool_grader_braces_are_text_not_json() {
     let path = corpus().join("letta-evals/simple-tool-grader/dataset.csv");
     let (out, diags) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
@@ -150,6 +170,10 @@ fn simple_tool_grader_braces_are_text_not_json() {
 }
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn multi_turn_letta_rows_become_turns_with_per_turn_expectations() {
     let path = corpus().join("letta-evals/multiturn-per-turn-grading/dataset.jsonl");
     let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
@@ -161,6 +185,10 @@ fn multi_turn_letta_rows_become_turns_with_per_turn_expectations() {
 }
 
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn derived_ids_do_not_depend_on_row_order() {
     let dir = tempfile::tempdir().unwrap();
     let path = corpus().join("voltagent/general.json");
@@ -183,6 +211,10 @@ fn derived_ids_do_not_depend_on_row_order() {
 /// Documents read as they are parsed (as long ones are) give the same results: the same format
 /// back exactly, and casebook JSONL keeps header keys that come after the cases.
 #[test]
+#[cfg_attr(
+    not(corpus),
+    ignore = "needs the real-file corpus: set CASEBOOK_CORPUS to its folder (../shared/corpus by default)"
+)]
 fn streamed_documents_convert_like_parsed_ones() {
     let dir = tempfile::tempdir().unwrap();
     for (rel, format, syntax) in ACCEPTED.iter().filter(|(_, _, s)| matches!(s, Syntax::Yaml | Syntax::Json)) {

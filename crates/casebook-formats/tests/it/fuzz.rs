@@ -100,12 +100,17 @@ struct SeedFile {
 
 /// The corpus datasets (accepted by their system or not) and the repository's example datasets.
 fn seed_files() -> Vec<SeedFile> {
-    let mut files: Vec<(PathBuf, String, Format, Syntax, Option<ColumnMap>)> = crate::corpus::ACCEPTED
-        .iter()
-        .map(|(rel, format, syntax)| (corpus().join(rel), format!("corpus/{rel}"), *format, *syntax, None))
-        .collect();
-    let invalid = "agent-health/invalid-import-test-cases.json";
-    files.push((corpus().join(invalid), format!("corpus/{invalid}"), Format::AgentHealth, Syntax::Json, None));
+    let mut files: Vec<(PathBuf, String, Format, Syntax, Option<ColumnMap>)> = Vec::new();
+    // The real-file corpus when it is there (`CASEBOOK_CORPUS`); the examples always.
+    if cfg!(corpus) {
+        files.extend(
+            crate::corpus::ACCEPTED
+                .iter()
+                .map(|(rel, format, syntax)| (corpus().join(rel), format!("corpus/{rel}"), *format, *syntax, None)),
+        );
+        let invalid = "agent-health/invalid-import-test-cases.json";
+        files.push((corpus().join(invalid), format!("corpus/{invalid}"), Format::AgentHealth, Syntax::Json, None));
+    }
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let map: ColumnMap = "id=qid,input=question,expected.output=answer,metadata.topic=topic".parse().unwrap();
     for (rel, format, syntax, map) in [

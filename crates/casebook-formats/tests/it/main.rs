@@ -8,4 +8,5 @@ mod examples;
 mod export;
 mod fuzz;
 mod harness;
+mod own_shapes;
 mod roundtrip;

@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use super::escape::{attribute, text};
 use super::{
-    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points,
-    review_groups, score, score_interval, selection_text, threshold_verdict,
+    explanation, flips, has_review_or_confidence, ordered, output_text, pass_rate_definition, pass_rate_text, percent,
+    percent_interval, points, review_groups, score, score_interval, selection_text, threshold_verdict,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -54,10 +54,10 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     )?;
     writeln!(
         out,
-        r#"<p class="verdict {}">Threshold {}: pass rate {} against {} required</p>"#,
+        r#"<p class="verdict {}">Threshold {}: {} against {} required</p>"#,
         if summary.threshold_met { "met" } else { "missed" },
         text(&threshold_verdict(summary)),
-        text(&percent(summary.totals.pass_rate)),
+        text(&pass_rate_text(summary)),
         text(&percent(Some(summary.threshold))),
     )?;
 
@@ -67,7 +67,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     writeln!(out, "<h2>Totals</h2>\n<table>")?;
     writeln!(
         out,
-        "<tr><th>scenario</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
+        "<tr><th>scenario</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>ungraded</th><th>pass rate</th>\
          <th>95 % CI</th><th>mean score</th><th>95 % CI</th><th>pass@{k}</th><th>pass^{k}</th></tr>"
     )?;
     for scenario in &summary.scenarios {
@@ -83,9 +83,10 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     writeln!(out, "<tr><th>all</th>{}<td></td><td></td></tr>\n</table>", tally_cells(&summary.totals))?;
     writeln!(
         out,
-        "<p class=\"meta\">Pass rate = passed / (passed + failed), Wilson interval; errors are counted apart. \
-         Mean score with Student's t interval. pass@{k} / pass^{k}: cases with at least one / all of their \
-         {k} runs passing, over cases with no error.</p>"
+        "<p class=\"meta\">{}, Wilson interval. Mean score with Student's t interval, over the graded \
+         results. pass@{k} / pass^{k}: cases with at least one / all of their {k} runs passing, over cases \
+         with no error.</p>",
+        text(pass_rate_definition(summary)),
     )?;
 
     if !summary.graders.is_empty() {
@@ -147,7 +148,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out, "<h2>Labels</h2>\n<table>")?;
         writeln!(
             out,
-            "<tr><th>label</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
+            "<tr><th>label</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>ungraded</th><th>pass rate</th>\
              <th>95 % CI</th><th>mean score</th><th>95 % CI</th></tr>"
         )?;
         for label in &summary.labels {
@@ -160,7 +161,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out, "<h2>Review and confidence</h2>\n<table>")?;
         writeln!(
             out,
-            "<tr><th>cases</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>pass rate</th>\
+            "<tr><th>cases</th><th>results</th><th>passed</th><th>failed</th><th>errors</th><th>ungraded</th><th>pass rate</th>\
              <th>95 % CI</th><th>mean score</th><th>95 % CI</th></tr>"
         )?;
         for (name, tally) in review_groups(summary) {
@@ -225,6 +226,7 @@ fn tally_cells(t: &Tally) -> String {
         t.passed.to_string(),
         t.failed.to_string(),
         t.errors.to_string(),
+        t.ungraded.to_string(),
         percent(t.pass_rate),
         percent_interval(t.pass_rate_interval),
         score(t.mean_score),

@@ -1,14 +1,18 @@
 //! JUnit XML for CI: one `<testsuite>` per scenario, one `<testcase>` per result named
 //! `{case_id} #{run}` with class name `{dataset}.{scenario}`. A failed case carries a
-//! `<failure>` with the graders' rationales, an error an `<error type="{kind}">`, an ungraded
-//! result a `<skipped>`; so CI counts errors apart from failures, as the summary does.
+//! `<failure>` with the graders' rationales, an error an `<error type="{kind}">`; so CI counts
+//! errors apart from failures, as the summary does. An ungraded result is what the pass rate
+//! makes it: a `<failure type="ungraded">` when it counts as not passed (the default), a
+//! `<skipped>` when ungraded results are excluded or the run graded nothing by design
+//! (`--no-grade`). Either way, CI fails the job exactly when a result counts against the pass
+//! rate.
 
 use std::io::{self, Write};
 
 use super::escape::{attribute, text};
 use super::{explanation, ordered};
 use crate::record::RunResult;
-use crate::summary::{Summary, Verdict};
+use crate::summary::{Summary, Tally, Verdict};
 
 /// The JUnit XML document of a run.
 pub fn render(summary: &Summary, results: &[RunResult]) -> String {
@@ -19,6 +23,10 @@ pub fn render(summary: &Summary, results: &[RunResult]) -> String {
 pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
     let ordered = ordered(summary, results);
     let totals = &summary.totals;
+    // An ungraded result is a failure or a skip, as the pass rate counts it.
+    let failures_skipped =
+        |t: &Tally| if ungraded_fail(summary) { (t.failed + t.ungraded, 0) } else { (t.failed, t.ungraded) };
+    let (failures, skipped) = failures_skipped(totals);
     let all_time: u64 = ordered.iter().map(|r| millis(r)).sum();
     writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
@@ -26,22 +34,23 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         r#"<testsuites name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
         attribute(&summary.meta.experiment),
         totals.results,
-        totals.failed,
+        failures,
         totals.errors,
-        totals.ungraded,
+        skipped,
         seconds(all_time),
     )?;
     for scenario in &summary.scenarios {
         let members: Vec<&RunResult> = ordered.iter().copied().filter(|r| r.scenario == scenario.scenario).collect();
         let tally = &scenario.tally;
+        let (failures, skipped) = failures_skipped(tally);
         writeln!(
             out,
             r#"  <testsuite name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
             attribute(&scenario.scenario),
             tally.results,
-            tally.failed,
+            failures,
             tally.errors,
-            tally.ungraded,
+            skipped,
             seconds(members.iter().map(|r| millis(r)).sum()),
         )?;
         writeln!(out, "    <properties>")?;
@@ -104,10 +113,25 @@ fn testcase(out: &mut impl Write, summary: &Summary, result: &RunResult) -> io::
         }
         Verdict::Ungraded => {
             writeln!(out, ">")?;
-            writeln!(out, r#"      <skipped message="no grader gave a verdict"/>"#)?;
+            if ungraded_fail(summary) {
+                writeln!(
+                    out,
+                    r#"      <failure message="no grader gave a verdict: counted as not passed" type="ungraded"/>"#
+                )?;
+            } else if summary.graders.is_empty() {
+                writeln!(out, r#"      <skipped message="not graded: the run kept outputs only"/>"#)?;
+            } else {
+                writeln!(out, r#"      <skipped message="no grader gave a verdict: left out of the pass rate"/>"#)?;
+            }
             writeln!(out, "    </testcase>")
         }
     }
+}
+
+/// Whether an ungraded result counts against the pass rate, and so is a `<failure>`: unless
+/// ungraded results are excluded, or nothing was graded by design (`--no-grade`: no grader ran).
+fn ungraded_fail(summary: &Summary) -> bool {
+    !summary.exclude_ungraded && !summary.graders.is_empty()
 }
 
 fn millis(result: &RunResult) -> u64 {
@@ -221,9 +245,10 @@ mod tests {
     fn failures_errors_and_skips_use_their_elements() {
         let results = nasty();
         let xml = render(&Summary::of(&results, 0.5, meta(&["base", "tools"], 3)), &results);
-        assert!(xml.contains(r#"<testsuites name="smoke" tests="5" failures="2" errors="1" skipped="1""#), "{xml}");
+        // The ungraded result counts as not passed: a failure of its own type.
+        assert!(xml.contains(r#"<testsuites name="smoke" tests="5" failures="3" errors="1" skipped="0""#), "{xml}");
         assert!(xml.contains(r#"<testsuite name="base" tests="4" failures="2" errors="1" skipped="0" time="4.500">"#));
-        assert!(xml.contains(r#"<testsuite name="tools" tests="1" failures="0" errors="0" skipped="1""#));
+        assert!(xml.contains(r#"<testsuite name="tools" tests="1" failures="1" errors="0" skipped="0""#));
 
         let ok = testcase_of(&xml, "ok #1");
         assert_eq!(ok, r#"<testcase name="ok #1" classname="support.base" time="1.500"/>"#);
@@ -234,6 +259,25 @@ mod tests {
         let boom = testcase_of(&xml, "boom #2");
         assert!(boom.contains(r#"<error type="http" message="status 502"#), "{boom}");
         assert!(!boom.contains("<failure"));
-        assert!(testcase_of(&xml, "silent #0").contains("<skipped"));
+        assert!(
+            testcase_of(&xml, "silent #0")
+                .contains(r#"<failure message="no grader gave a verdict: counted as not passed" type="ungraded"/>"#),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn excluded_ungraded_results_are_skipped() {
+        let results = nasty();
+        let mut builder = crate::summary::SummaryBuilder::default().exclude_ungraded(true);
+        results.iter().for_each(|r| builder.add(r));
+        let xml = render(&builder.finish(0.5, meta(&["base", "tools"], 3)), &results);
+        assert!(xml.contains(r#"<testsuites name="smoke" tests="5" failures="2" errors="1" skipped="1""#), "{xml}");
+        assert!(xml.contains(r#"<testsuite name="tools" tests="1" failures="0" errors="0" skipped="1""#));
+        assert!(
+            testcase_of(&xml, "silent #0")
+                .contains(r#"<skipped message="no grader gave a verdict: left out of the pass rate"/>"#),
+            "{xml}"
+        );
     }
 }

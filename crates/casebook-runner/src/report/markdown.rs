@@ -8,8 +8,8 @@
 use std::io::{self, Write};
 
 use super::{
-    explanation, flips, has_review_or_confidence, ordered, output_text, percent, percent_interval, points,
-    review_groups, score, score_interval, selection_text, threshold_verdict, truncate,
+    explanation, flips, has_review_or_confidence, ordered, output_text, pass_rate_definition, pass_rate_text, percent,
+    percent_interval, points, review_groups, score, score_interval, selection_text, threshold_verdict, truncate,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -46,9 +46,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     )?;
     writeln!(
         out,
-        "**Threshold {}**: pass rate {} against {} required.\n",
+        "**Threshold {}**: {} against {} required.\n",
         threshold_verdict(summary),
-        percent(summary.totals.pass_rate),
+        pass_rate_text(summary),
         percent(Some(summary.threshold)),
     )?;
     if let Some(text) = selection_text(summary) {
@@ -58,9 +58,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     writeln!(out, "## Totals\n")?;
     writeln!(
         out,
-        "| scenario | results | passed | failed | errors | pass rate | 95 % CI | mean score | 95 % CI | pass@{k} | pass^{k} |"
+        "| scenario | results | passed | failed | errors | ungraded | pass rate | 95 % CI | mean score | 95 % CI | pass@{k} | pass^{k} |"
     )?;
-    writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
+    writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")?;
     for scenario in &summary.scenarios {
         writeln!(
             out,
@@ -74,9 +74,10 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     writeln!(out, "| **all** | {} | | |\n", tally_cells(&summary.totals))?;
     writeln!(
         out,
-        "Pass rate = passed / (passed + failed), Wilson interval; errors are counted apart. \
-         Mean score with Student's t interval. pass@{k} / pass^{k}: cases with at least one / all \
-         of their {k} runs passing, over cases with no error.\n"
+        "{}, Wilson interval. Mean score with Student's t interval, over the graded results. \
+         pass@{k} / pass^{k}: cases with at least one / all of their {k} runs passing, over cases \
+         with no error.\n",
+        pass_rate_definition(summary),
     )?;
 
     if !summary.robustness.is_empty() {
@@ -114,7 +115,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
     if !summary.graders.is_empty() {
         writeln!(out, "## Graders\n")?;
         writeln!(out, "| grader | grades | mean | min | max | pass rate | errors |")?;
-        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|")?;
         for grader in &summary.graders {
             writeln!(
                 out,
@@ -133,18 +134,19 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
 
     if !summary.labels.is_empty() {
         writeln!(out, "## Labels\n")?;
-        writeln!(out, "| label | results | passed | failed | errors | pass rate | mean score |")?;
-        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
+        writeln!(out, "| label | results | passed | failed | errors | ungraded | pass rate | mean score |")?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|")?;
         for label in &summary.labels {
             let t = &label.tally;
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 inline(&label.label),
                 t.results,
                 t.passed,
                 t.failed,
                 t.errors,
+                t.ungraded,
                 percent(t.pass_rate),
                 score(t.mean_score),
             )?;
@@ -154,17 +156,18 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
 
     if has_review_or_confidence(summary) {
         writeln!(out, "## Review and confidence\n")?;
-        writeln!(out, "| cases | results | passed | failed | errors | pass rate | mean score |")?;
-        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|")?;
+        writeln!(out, "| cases | results | passed | failed | errors | ungraded | pass rate | mean score |")?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|")?;
         for (name, t) in review_groups(summary) {
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 inline(&name),
                 t.results,
                 t.passed,
                 t.failed,
                 t.errors,
+                t.ungraded,
                 percent(t.pass_rate),
                 score(t.mean_score),
             )?;
@@ -240,11 +243,12 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
 /// The cells `results | passed | failed | errors | pass rate | CI | mean | CI`.
 fn tally_cells(t: &Tally) -> String {
     format!(
-        "{} | {} | {} | {} | {} | {} | {} | {}",
+        "{} | {} | {} | {} | {} | {} | {} | {} | {}",
         t.results,
         t.passed,
         t.failed,
         t.errors,
+        t.ungraded,
         percent(t.pass_rate),
         percent_interval(t.pass_rate_interval),
         score(t.mean_score),
@@ -307,10 +311,17 @@ mod tests {
         results[0].labels = vec!["lang:fr".to_owned()];
         let text = render(&Summary::of(&results, 0.5, meta(&["base"], 1)), &results);
         assert!(text.starts_with("# smoke\n"), "{text}");
-        assert!(text.contains("**Threshold missed (1 error)**: pass rate 50.0 % against 50.0 % required."), "{text}");
-        assert!(text.contains("| base | 3 | 1 | 1 | 1 | 50.0 % |"), "{text}");
+        assert!(
+            text.contains(
+                "**Threshold missed**: pass rate 33.3 % of 3 results (1 passed, 1 failed, 1 error, 0 ungraded) \
+                 against 50.0 % required."
+            ),
+            "{text}"
+        );
+        assert!(text.contains("| base | 3 | 1 | 1 | 1 | 0 | 33.3 % |"), "{text}");
+        assert!(text.contains("Pass rate = passed / (passed + failed + errors + ungraded): an error"), "{text}");
         assert!(text.contains("| exact\\_match | 2 | 0.500 | 0.000 | 1.000 | 50.0 % | 0 |"), "{text}");
-        assert!(text.contains("| lang:fr | 1 | 1 | 0 | 0 | 100.0 % | 1.000 |"), "{text}");
+        assert!(text.contains("| lang:fr | 1 | 1 | 0 | 0 | 0 | 100.0 % | 1.000 |"), "{text}");
         assert!(text.contains("| timeout | 1 | d (base #0): no reply |"), "{text}");
         assert!(
             text.contains("## Failing cases (1)\n\n- **b\\|c** (base #0), score 0.000\n  - exact\\_match 0.000 fail")

@@ -171,23 +171,50 @@ fn output_text(result: &RunResult) -> Option<String> {
     }
 }
 
-/// What a threshold line says: `met`, or `missed` with the reason.
+/// What the threshold is compared with, in words: `pass rate 66.7 % of 6 results (4 passed,
+/// 1 failed, 1 error, 0 ungraded)`, or, with the ungraded excluded, `pass rate 80.0 % of 5
+/// results (4 passed, 1 failed, 0 errors; 3 ungraded left out)`. Every report says it so, so
+/// the rate a reader sees is always the one the verdict follows.
+fn pass_rate_text(summary: &Summary) -> String {
+    let t = &summary.totals;
+    let errors = format!("{} error{}", t.errors, if t.errors == 1 { "" } else { "s" });
+    let ungraded = if summary.exclude_ungraded {
+        format!("; {} ungraded left out", t.ungraded)
+    } else {
+        format!(", {} ungraded", t.ungraded)
+    };
+    let of = t.pass_rate_of;
+    format!(
+        "pass rate {} of {} result{} ({} passed, {} failed, {errors}{ungraded})",
+        percent(t.pass_rate),
+        of,
+        if of == 1 { "" } else { "s" },
+        t.passed,
+        t.failed,
+    )
+}
+
+/// The rule the pass rates of a report follow, in a sentence (without a closing period).
+fn pass_rate_definition(summary: &Summary) -> &'static str {
+    if summary.exclude_ungraded {
+        "Pass rate = passed / (passed + failed + errors): an error is not a pass; ungraded results \
+         are left out, as asked (`exclude_ungraded`)"
+    } else {
+        "Pass rate = passed / (passed + failed + errors + ungraded): an error or a result no grader \
+         could judge is not a pass"
+    }
+}
+
+/// What a threshold line says: `met`, or `missed` with the reason when it is not the rate.
 fn threshold_verdict(summary: &Summary) -> String {
     if summary.threshold_met {
         return "met".to_owned();
     }
-    let errors = summary.totals.errors;
-    if summary.graders.is_empty() && errors == 0 {
+    let t = &summary.totals;
+    if summary.graders.is_empty() && t.errors == 0 {
         return "not applied (outputs only: no grader)".to_owned();
     }
-    if errors > 0 {
-        let plural = if errors == 1 { "" } else { "s" };
-        format!("missed ({errors} error{plural})")
-    } else if summary.totals.pass_rate.is_none() {
-        "missed (nothing graded)".to_owned()
-    } else {
-        "missed".to_owned()
-    }
+    if t.pass_rate.is_none() { "missed (nothing graded)".to_owned() } else { "missed".to_owned() }
 }
 
 #[cfg(test)]

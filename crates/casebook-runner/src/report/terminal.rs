@@ -3,8 +3,8 @@
 //! library only builds the text; the CLI decides where it goes.
 
 use super::{
-    flips, has_review_or_confidence, percent, percent_interval, points, review_groups, score, score_interval,
-    selection_text, threshold_verdict, truncate,
+    flips, has_review_or_confidence, pass_rate_text, percent, percent_interval, points, review_groups, score,
+    score_interval, selection_text, threshold_verdict, truncate,
 };
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
@@ -30,23 +30,20 @@ pub fn human(summary: &Summary) -> String {
         meta.dataset,
         if k == 1 { "" } else { "s" }
     ));
+    // The rate the threshold compares, with what it is over, and the verdict on one line.
     lines.push(format!(
-        "results {}: {} passed, {} failed, {} error{}{}",
-        t.results,
-        t.passed,
-        t.failed,
-        t.errors,
-        if t.errors == 1 { "" } else { "s" },
-        if t.ungraded > 0 { format!(", {} ungraded", t.ungraded) } else { String::new() },
+        "{} · threshold {}: {}",
+        pass_rate_text(summary),
+        percent(Some(summary.threshold)),
+        threshold_verdict(summary)
     ));
     lines.push(format!(
-        "pass rate {} (95 % CI {}) · mean score {} (95 % CI {})",
-        percent(t.pass_rate),
+        "pass rate 95 % CI {} · mean score {} (95 % CI {}) over the {} graded",
         percent_interval(t.pass_rate_interval),
         score(t.mean_score),
         score_interval(t.mean_score_interval),
+        t.passed + t.failed,
     ));
-    lines.push(format!("threshold {}: {}", percent(Some(summary.threshold)), threshold_verdict(summary)));
     if let Some(text) = selection_text(summary) {
         lines.push(text);
     }
@@ -268,8 +265,14 @@ mod tests {
             assert!(!line.chars().any(char::is_control));
         }
         assert!(text.starts_with("smoke · run run-1 · dataset support · 3 runs per case\n"), "{text}");
-        assert!(text.contains("results 8: 4 passed, 3 failed, 1 error\n"), "{text}");
-        assert!(text.contains("threshold 80.0 %: missed (1 error)"), "{text}");
+        assert!(
+            text.contains(
+                "\npass rate 50.0 % of 8 results (4 passed, 3 failed, 1 error, 0 ungraded) · threshold 80.0 %: missed\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\npass rate 95 % CI 21.5–78.5 % · mean score 0.500 (95 % CI"), "{text}");
+        assert!(text.contains(") over the 7 graded\n"), "{text}");
         assert!(text.contains("a-scenario-name-that-goes-on-an…"), "{text}");
         // The message is wrapped, not cut: all 300 `x` are there.
         assert!(text.contains("  timeout ×1, e.g. c (base #0): no reply\n    xxx"), "{text}");

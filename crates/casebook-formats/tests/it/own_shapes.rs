@@ -1,0 +1,102 @@
+//! What `corpus.rs` checks on the real-file corpus, checked on small files written here in the
+//! same shapes, so a clone without the corpus tests it too: JSON held in strings stays text,
+//! whole-number ids come back as numbers, letta CSV braces are text, letta rows of several turns
+//! become turns with per-turn expectations, and ids made for rows without one do not depend on
+//! the order of the rows.
+
+use casebook_formats::{Format, Syntax};
+
+use crate::harness::{cases_of, convert_file, errors, temp_file, value_of};
+
+#[test]
+fn strings_holding_json_stay_strings_and_integers_stay_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let letta = temp_file(
+        &dir,
+        "graded.jsonl",
+        br#"{"input": "Classe ce ticket", "ground_truth": "{\"category\": \"facturation\", \"urgent\": true}"}
+"#,
+    );
+    let (out, diags) = convert_file(&letta, None, Format::Casebook, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    let output = &cases_of(&out)[0]["expected"]["output"];
+    assert_eq!(output.as_str(), Some(r#"{"category": "facturation", "urgent": true}"#), "{output}");
+
+    let manifest = temp_file(
+        &dir,
+        "smoke.yaml",
+        "apiVersion: lab/v1\nkind: Dataset\nmetadata:\n  name: smoke\nspec:\n  items:\n  - id: 1\n    inputs:\n      \
+         user:\n      - role: user\n        content: Combien font 2 + 2 ?\n    expected:\n      answer: '4'\n"
+            .as_bytes(),
+    );
+    let (out, diags) = convert_file(&manifest, None, Format::Casebook, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    assert_eq!(cases_of(&out)[0]["id"], "1");
+    let (out, _) = convert_file(&manifest, None, Format::Maslab, Syntax::Yaml, None);
+    assert_eq!(value_of(&out, Syntax::Yaml)["spec"]["items"][0]["id"], 1);
+}
+
+#[test]
+fn letta_csv_braces_are_text_not_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = temp_file(
+        &dir,
+        "braces.csv",
+        "input,ground_truth\n\"How many legs has a spider? Answer in braces, e.g. {3}.\",{8}\n\
+         \"Which editor? Answer in braces.\",{Notepad}\n\"Größte Stadt?\",{São Paulo}\n"
+            .as_bytes(),
+    );
+    let (out, diags) = convert_file(&csv, None, Format::Casebook, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    let truths: Vec<String> = cases_of(&out)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["expected"]["output"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(truths, ["{8}", "{Notepad}", "{São Paulo}"]);
+}
+
+#[test]
+fn multi_turn_letta_rows_become_turns_with_per_turn_expectations() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = temp_file(
+        &dir,
+        "turns.jsonl",
+        r#"{"input": ["Only the capital: Spain", "Only the capital: Portugal", "Only the capital: Österreich"], "ground_truth": ["Madrid", "Lisbon", "Wien"]}
+"#
+        .as_bytes(),
+    );
+    let (out, _) = convert_file(&rows, None, Format::Casebook, Syntax::Jsonl, None);
+    let rows = cases_of(&out);
+    assert_eq!(rows[0]["input"], "Only the capital: Spain");
+    assert_eq!(rows[0]["turns"][1]["content"], "Only the capital: Österreich");
+    assert_eq!(rows[0]["turns"][1]["role"], "user");
+    assert_eq!(rows[0]["expected"]["per_turn"], serde_json::json!(["Madrid", "Lisbon", "Wien"]));
+}
+
+#[test]
+fn derived_ids_do_not_depend_on_row_order() {
+    let dir = tempfile::tempdir().unwrap();
+    // viteval's cached shape; two rows differ only by ' and ’.
+    let data = vec![
+        serde_json::json!({"input": "In which year did the Rhine bridge open?", "expected": "1904"}),
+        serde_json::json!({"input": "Which gas do plants take in?", "expected": "CO₂"}),
+        serde_json::json!({"input": "What's the boiling point of water?", "expected": "100 °C"}),
+        serde_json::json!({"input": "What’s the boiling point of water?", "expected": "100 °C"}),
+    ];
+    let ids = |data: &[serde_json::Value], name: &str| -> Vec<String> {
+        let doc = serde_json::json!({"timestamp": "2026-01-02T03:04:05.678Z", "data": data});
+        let path = temp_file(&dir, name, serde_json::to_string(&doc).unwrap().as_bytes());
+        let (out, _) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+        let mut ids: Vec<String> =
+            cases_of(&out).as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect();
+        ids.sort();
+        ids
+    };
+    let forward = ids(&data, "forward.json");
+    let reversed: Vec<serde_json::Value> = data.iter().rev().cloned().collect();
+    assert_eq!(forward, ids(&reversed, "reversed.json"));
+    assert_eq!(forward.len(), 4, "near-duplicates are different cases: {forward:?}");
+    assert_eq!(forward.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{forward:?}");
+}
