@@ -97,11 +97,20 @@ pub(crate) async fn parse_filter(
     tokio::task::spawn_blocking(move || casebook_filter::Filter::parse(&text)).await
 }
 
-/// Whether reading a request body failed because the client sent nothing of it for too long
-/// (`Limits::body_idle`).
-pub(crate) fn timed_out(err: &axum::Error) -> bool {
-    std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
-        .any(|e| e.is::<tower_http::timeout::TimeoutError>())
+/// The answer to a request whose body could not be read: 408 when the client sent nothing of
+/// it for too long (`Limits::body_idle`), else 400; `outcome` ends the message (what was not done).
+pub(crate) fn unread_body(err: &axum::Error, outcome: &str) -> crate::error::ApiError {
+    let timed_out = std::iter::successors(Some(err as &dyn std::error::Error), |e| e.source())
+        .any(|e| e.is::<tower_http::timeout::TimeoutError>());
+    if timed_out {
+        crate::error::ApiError::new(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            format!("the client sent nothing of the body for too long{outcome}"),
+        )
+    } else {
+        crate::error::ApiError::bad_request(format!("the body could not be read: {err}{outcome}"))
+    }
 }
 
 /// Path parameters shared by the routes of a dataset.

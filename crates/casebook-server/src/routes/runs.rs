@@ -107,17 +107,7 @@ async fn json_body<T: DeserializeOwned + Send + 'static>(
     let mut bytes = Vec::with_capacity(declared.map_or(0, |n| usize::try_from(n).unwrap_or(0)));
     let mut stream = body.into_data_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|err| {
-            if super::timed_out(&err) {
-                ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "timeout",
-                    "the client sent nothing of the body for too long",
-                )
-            } else {
-                ApiError::bad_request(format!("the body could not be read: {err}"))
-            }
-        })?;
+        let chunk = chunk.map_err(|err| super::unread_body(&err, ""))?;
         if (bytes.len() + chunk.len()) as u64 > max {
             return Err(too_large());
         }

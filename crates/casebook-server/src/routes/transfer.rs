@@ -104,17 +104,7 @@ async fn spool(body: Body, file: &std::path::Path, max: u64) -> ApiResult<u64> {
     let mut stream = body.into_data_stream();
     let mut size = 0u64;
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|err| {
-            if super::timed_out(&err) {
-                ApiError::new(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "timeout",
-                    "the client sent nothing of the body for too long: nothing was imported",
-                )
-            } else {
-                ApiError::bad_request(format!("the body could not be read: {err}; nothing was imported"))
-            }
-        })?;
+        let chunk = chunk.map_err(|err| super::unread_body(&err, ": nothing was imported"))?;
         size += chunk.len() as u64;
         if size > max {
             return Err(too_large(max));
