@@ -256,3 +256,100 @@ async fn a_chunked_json_body_is_cut_off_past_the_limit_and_memory_stays_bounded(
         server.stop().await;
     }
 }
+
+/// A TCP proxy in front of the test PostgreSQL that can be made to stop forwarding, so that the
+/// database looks reachable at start and then goes silent (as a server that is down or cut off
+/// by the network: connections open, nothing answers).
+struct StallingProxy {
+    address: std::net::SocketAddr,
+    stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StallingProxy {
+    async fn start(target: String) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let stalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stalled.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let (flag, target) = (flag.clone(), target.clone());
+                tokio::spawn(async move {
+                    if flag.load(Ordering::SeqCst) {
+                        // Accepted and held, never answered.
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                        drop(client);
+                        return;
+                    }
+                    let Ok(upstream) = tokio::net::TcpStream::connect(&target).await else { return };
+                    let (client_read, client_write) = client.into_split();
+                    let (upstream_read, upstream_write) = upstream.into_split();
+                    tokio::spawn(Self::forward(client_read, upstream_write, flag.clone()));
+                    Self::forward(upstream_read, client_write, flag).await;
+                });
+            }
+        });
+        StallingProxy { address, stalled }
+    }
+
+    /// Copies bytes one way until told to stall, then holds both ends without forwarding.
+    async fn forward(
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+        stalled: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut buffer = vec![0u8; 16 * 1024];
+        loop {
+            let Ok(n) = from.read(&mut buffer).await else { return };
+            if n == 0 {
+                return;
+            }
+            if stalled.load(std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+            if to.write_all(&buffer[..n]).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    fn stall(&self) {
+        self.stalled.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `/healthz` took 30 s (the pool's wait) to answer 503 while PostgreSQL was down; it must say so
+/// within about a second, and answer 200 while the store answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_503_within_a_second_when_postgres_stops_answering() {
+    let base = std::env::var("CASEBOOK_TEST_POSTGRES").expect("CASEBOOK_TEST_POSTGRES is set by `scripts/test.sh`");
+    let (server_url, _) = base.rsplit_once('/').unwrap();
+    let (credentials, host) = server_url.rsplit_once('@').unwrap();
+    let proxy = StallingProxy::start(host.to_owned()).await;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let url = format!("{credentials}@{}/h_{}_{nanos}", proxy.address, std::process::id());
+    let store = casebook_store::PostgresStore::create(&url).await.unwrap();
+    let (router, _) = casebook_server::app(store.into(), casebook_server::Limits::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(casebook_server::serve(listener, router, std::future::pending::<()>()));
+    let client = reqwest::Client::new();
+    let healthz = format!("http://{address}/healthz");
+
+    let (status, body) = crate::harness::answer(client.get(&healthz).send().await.unwrap()).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+
+    proxy.stall();
+    let started = Instant::now();
+    let response = client.get(&healthz).timeout(Duration::from_secs(10)).send().await.unwrap();
+    let elapsed = started.elapsed();
+    let (status, body) = crate::harness::answer(response).await;
+    assert_eq!(status, 503);
+    assert_eq!(body["error"]["code"], "unavailable");
+    assert_eq!(body["error"]["message"], "the store did not answer within 1 s");
+    assert!(body["error"]["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{body}");
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+}
