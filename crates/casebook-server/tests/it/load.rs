@@ -332,10 +332,11 @@ async fn healthz_answers_503_within_a_second_when_postgres_stops_answering() {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
     let url = format!("{credentials}@{}/h_{}_{nanos}", proxy.address, std::process::id());
     let store = casebook_store::PostgresStore::create(&url).await.unwrap();
-    let (router, _) = casebook_server::app(store.into(), casebook_server::Limits::default());
+    let limits = casebook_server::Limits::default();
+    let (router, _) = casebook_server::app(store.into(), limits.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(casebook_server::serve(listener, router, std::future::pending::<()>()));
+    tokio::spawn(casebook_server::serve(listener, router, &limits, std::future::pending::<()>()));
     let client = reqwest::Client::new();
     let healthz = format!("http://{address}/healthz");
 
@@ -352,4 +353,85 @@ async fn healthz_answers_503_within_a_second_when_postgres_stops_answering() {
     assert_eq!(body["error"]["message"], "the store did not answer within 1 s");
     assert!(body["error"]["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{body}");
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+}
+
+/// Opens a connection from `from` (any of 127/8 on Linux) to the server.
+async fn connect_from(server: &Server, from: [u8; 4]) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    socket.connect(server.url.trim_start_matches("http://").parse().unwrap()).await.unwrap()
+}
+
+/// Sends `request` on `stream` and reads until the server closes it or `wait` passes: the
+/// status (0 if none came) and whether the server closed the connection.
+async fn exchange(mut stream: tokio::net::TcpStream, request: &[u8], wait: Duration) -> (u16, bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    let closed = tokio::time::timeout(wait, stream.read_to_end(&mut answer)).await.is_ok();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    (text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0), closed)
+}
+
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+const HALF_SENT: &[u8] = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-sl";
+
+/// Half-sent requests held their connections (and files) open for ever: twenty thousand of
+/// them and the server answered no one. A request head not sent within the header timeout is
+/// cut off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_request_is_cut_off_after_the_header_timeout() {
+    let limits = casebook_server::Limits { header_read: Duration::from_millis(500), ..Default::default() };
+    let server = Server::start_with(Backend::Sqlite, limits).await;
+    let started = Instant::now();
+    let (status, closed) =
+        exchange(connect_from(&server, [127, 0, 0, 1]).await, HALF_SENT, Duration::from_secs(5)).await;
+    let elapsed = started.elapsed();
+    assert!(closed, "the connection is still open after {elapsed:?}");
+    assert!(status == 0 || status == 408, "{status}");
+    assert!(elapsed >= Duration::from_millis(400) && elapsed < Duration::from_secs(3), "{elapsed:?}");
+    // A connection that sends nothing at all is cut off too.
+    let started = Instant::now();
+    let (_, closed) = exchange(connect_from(&server, [127, 0, 0, 1]).await, b"", Duration::from_secs(5)).await;
+    assert!(closed && started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // A whole request in time is answered.
+    let (status, _) = exchange(connect_from(&server, [127, 0, 0, 1]).await, HEALTHZ, Duration::from_secs(5)).await;
+    assert_eq!(status, 200);
+    server.stop().await;
+}
+
+/// Past the cap of connections from one address, new ones from it are closed at once, while
+/// a client at another address is answered; a connection closed frees its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_of_one_address_are_closed_while_others_are_served() {
+    let limits = casebook_server::Limits { max_connections_per_client: 8, ..Default::default() };
+    let server = Server::start_with(Backend::Sqlite, limits).await;
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        use tokio::io::AsyncWriteExt;
+        let mut stream = connect_from(&server, [127, 0, 0, 1]).await;
+        stream.write_all(HALF_SENT).await.unwrap();
+        held.push(stream);
+    }
+    // Let the server accept all eight before the ninth comes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let (status, closed) = exchange(connect_from(&server, [127, 0, 0, 1]).await, HEALTHZ, Duration::from_secs(5)).await;
+    assert_eq!((status, closed), (0, true));
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+    let (status, _) = exchange(connect_from(&server, [127, 0, 0, 2]).await, HEALTHZ, Duration::from_secs(5)).await;
+    assert_eq!(status, 200, "another address is served");
+    // One held connection closed: 127.0.0.1 gets a place again, once the server has seen it.
+    drop(held.pop());
+    let mut status = 0;
+    for _ in 0..40 {
+        (status, _) = exchange(connect_from(&server, [127, 0, 0, 1]).await, HEALTHZ, Duration::from_secs(5)).await;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 200);
+    drop(held);
+    server.stop().await;
 }
