@@ -435,3 +435,113 @@ async fn connections_past_the_cap_of_one_address_are_closed_while_others_are_ser
     drop(held);
     server.stop().await;
 }
+
+crate::on_both!(
+    sign_ins_are_rate_limited_per_address_and_per_key,
+    previews_by_one_project_do_not_expire_another_projects_preview
+);
+
+fn no_redirects(from: [u8; 4]) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(Some(std::net::IpAddr::from(from)))
+        .build()
+        .unwrap()
+}
+
+/// Signs in with `key` from `from`: the status, `Retry-After`, and the page.
+async fn sign_in_from(server: &Server, from: [u8; 4], key: &str) -> (u16, Option<String>, String) {
+    let response =
+        no_redirects(from).post(format!("{}/signin", server.url)).form(&[("key", key)]).send().await.unwrap();
+    let retry = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    (response.status().as_u16(), retry, response.text().await.unwrap())
+}
+
+/// 10,000 sign-ins with project b's key in 2 s signed out project a's user: sign-ins are now
+/// limited per client address and per key (429 with `Retry-After`), and a's session stays.
+async fn sign_ins_are_rate_limited_per_address_and_per_key(backend: Backend) {
+    let server = Server::start(backend).await;
+    let a = crate::console::cookie(&server, &server.keys.a_read).await;
+    let mut answers = Vec::new();
+    for _ in 0..40 {
+        answers.push(sign_in_from(&server, [127, 0, 0, 1], &server.keys.b_read).await);
+    }
+    // Thirty attempts a minute from one address, a's sign-in among them.
+    assert!(answers[..29].iter().all(|(status, ..)| *status == 303));
+    for (status, retry, page) in &answers[29..] {
+        assert_eq!(*status, 429);
+        let seconds: u64 = retry.as_deref().unwrap().parse().unwrap();
+        assert!((1..=60).contains(&seconds), "{seconds}");
+        assert!(page.contains(&format!("too many sign-ins from here or with this key: try again in {seconds} s")));
+    }
+    let page = server.client.get(format!("{}/projects/team-a", server.url)).header("cookie", &a).send().await.unwrap();
+    assert_eq!(page.status(), 200, "a's user is still signed in");
+    // Another address may sign in, until b's key has had its thirty.
+    let (status, ..) = sign_in_from(&server, [127, 0, 0, 2], &server.keys.b_read).await;
+    assert_eq!(status, 303);
+    let (status, retry, _) = sign_in_from(&server, [127, 0, 0, 3], &server.keys.b_read).await;
+    assert_eq!((status, retry.is_some()), (429, true));
+    let (status, ..) = sign_in_from(&server, [127, 0, 0, 3], &server.keys.a_read).await;
+    assert_eq!(status, 303);
+    server.stop().await;
+}
+
+/// Previews `text` as the next version of `support` in `project` with the session `cookie`:
+/// the confirmation form's fields (csrf, token, head, mode).
+async fn preview_in(server: &Server, cookie: &str, project: &str, text: &str) -> Vec<(String, String)> {
+    let url = format!("{}/projects/{project}/datasets/support/import", server.url);
+    let form = server.client.get(&url).header("cookie", cookie).send().await.unwrap().text().await.unwrap();
+    let field = |page: &str, name: &str| {
+        page.split(&format!("name=\"{name}\" value=\"")).nth(1).unwrap().split('"').next().unwrap().to_owned()
+    };
+    let csrf = field(&form, "csrf");
+    let boundary = "casebook-test-boundary";
+    let mut body = String::new();
+    for (name, value) in
+        [("csrf", csrf.as_str()), ("text", text), ("format", "auto"), ("syntax", "jsonl"), ("mode", "upsert")]
+    {
+        body.push_str(&format!("--{boundary}\r\ncontent-disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    let response = server
+        .client
+        .post(&url)
+        .header("cookie", cookie)
+        .header("origin", &server.url)
+        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let page = response.text().await.unwrap();
+    ["csrf", "token", "head", "mode"].iter().map(|name| ((*name).to_owned(), field(&page, name))).collect()
+}
+
+/// 64 import previews by project b made a's confirmation answer 410: previews are now kept per
+/// key and per project.
+async fn previews_by_one_project_do_not_expire_another_projects_preview(backend: Backend) {
+    let server = Server::start(backend).await;
+    let a = crate::console::cookie(&server, &server.keys.a_write).await;
+    let b = crate::console::cookie(&server, &server.keys.b_write).await;
+    let mut form = preview_in(&server, &a, "team-a", "{\"id\": \"é1\", \"input\": \"Où est la gare ?\"}\n").await;
+    for i in 0..70 {
+        preview_in(&server, &b, "team-b", &format!("{{\"input\": \"question {i}\"}}\n")).await;
+    }
+    form.push(("message".into(), "ajout".into()));
+    let client = no_redirects([127, 0, 0, 1]);
+    let response = client
+        .post(format!("{}/projects/team-a/datasets/support/import/confirm", server.url))
+        .header("cookie", &a)
+        .header("origin", &server.url)
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    assert_eq!(status, 303, "{}", response.text().await.unwrap());
+    let (_, body) =
+        server.get(&server.keys.a_read, "/api/v1/projects/team-a/datasets/support/versions/v4/cases/%C3%A91").await;
+    assert_eq!(body["input"], "Où est la gare ?", "{body}");
+    server.stop().await;
+}
