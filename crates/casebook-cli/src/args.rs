@@ -539,6 +539,12 @@ pub struct ServeArgs {
     /// Seconds a client may send nothing of a request body before it is cut off
     #[arg(long, default_value_t = 30, value_name = "SECONDS")]
     pub body_timeout: u64,
+    /// Seconds a client may take to send a request's headers before it is cut off
+    #[arg(long, default_value_t = casebook_server::DEFAULT_HEADER_TIMEOUT, value_name = "SECONDS")]
+    pub header_timeout: u64,
+    /// Connections one client address may hold open at once; more are closed when accepted
+    #[arg(long, default_value_t = casebook_server::DEFAULT_MAX_CONNECTIONS_PER_CLIENT, value_name = "N")]
+    pub max_connections_per_client: usize,
 }
 
 #[derive(Debug, Subcommand)]

@@ -28,7 +28,7 @@ pub struct ApiError {
 pub struct ErrorBody {
     /// Stable: `not-found`, `no-route`, `method-not-allowed`, `unauthorized`, `forbidden`,
     /// `bad-request`, `invalid-filter`, `invalid-input`, `conflict`, `merge-conflict`,
-    /// `too-large`, `timeout`, `internal`.
+    /// `too-large`, `timeout`, `unavailable`, `internal`.
     pub code: &'static str,
     pub message: String,
     /// Problems located in the input (file line and column, or column in a filter).

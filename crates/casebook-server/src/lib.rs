@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod auth;
+mod connections;
 mod console;
 mod cursor;
 mod error;
@@ -42,6 +43,13 @@ const JSON_BODY_LIMIT: usize = 64 << 20;
 /// [`Limits::max_json`] unless `casebook serve --max-json` says otherwise: 8 MiB holds a batch
 /// of results with their outputs as `casebook run` sends them (it splits batches at 2 MiB).
 pub const DEFAULT_MAX_JSON: u64 = 8 << 20;
+
+/// [`Limits::header_read`], in seconds, unless `casebook serve --header-timeout` says otherwise.
+pub const DEFAULT_HEADER_TIMEOUT: u64 = 10;
+
+/// [`Limits::max_connections_per_client`] unless `casebook serve --max-connections-per-client`
+/// says otherwise: far more than a browser (6) or `casebook run`'s workers open.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 256;
 
 /// Percent-encodes one path segment of a URL: dataset names and case ids may hold `/`,
 /// spaces, anything. The console builds its links with it, and `casebook push`/`pull` their
@@ -83,6 +91,12 @@ pub struct Limits {
     /// Where uploaded bodies are kept while they are read (in a folder of this server's, whose
     /// leftovers the next server removes); the system's temporary folder when `None`.
     pub spool: Option<PathBuf>,
+    /// A client that has not sent a request's whole head this long after it began (or after
+    /// the connection opened) is cut off: half-sent requests cannot hold connections open.
+    pub header_read: Duration,
+    /// Connections one client address may hold open at once; more are closed as soon as they
+    /// are accepted, so one address cannot use up the server's files.
+    pub max_connections_per_client: usize,
 }
 
 impl Default for Limits {
@@ -94,6 +108,8 @@ impl Default for Limits {
             body_idle: Duration::from_secs(30),
             max_page: 5000,
             spool: None,
+            header_read: Duration::from_secs(DEFAULT_HEADER_TIMEOUT),
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
         }
     }
 }
@@ -159,14 +175,17 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
     (router, document)
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then finishes the requests in
-/// flight and returns.
-pub async fn serve(
+/// Serves `router` on `listener` with the connection limits of `limits` (header timeout,
+/// connections per client address) until `shutdown` resolves, then finishes the requests in
+/// flight and returns. Handlers can read the client's address as
+/// `ConnectInfo<std::net::SocketAddr>`.
+pub fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: &Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
+) -> impl Future<Output = std::io::Result<()>> + Send + 'static {
+    connections::serve(listener, router, limits.header_read, limits.max_connections_per_client, shutdown)
 }
 
 /// What the console's pages may load and run: the console's own script and stylesheet only

@@ -20,9 +20,11 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
         max_json: args.max_json,
         max_concurrent: args.max_concurrent,
         body_idle: std::time::Duration::from_secs(args.body_timeout),
+        header_read: std::time::Duration::from_secs(args.header_timeout.max(1)),
+        max_connections_per_client: args.max_connections_per_client.max(1),
         ..casebook_server::Limits::default()
     };
-    let (router, _) = casebook_server::app(store.clone(), limits);
+    let (router, _) = casebook_server::app(store.clone(), limits.clone());
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await
@@ -38,7 +40,7 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
             format!("{url}\n")
         })?;
         tracing::info!(%url, store = %shown, "serving");
-        casebook_server::serve(listener, router, stop).await.context("the server failed")?;
+        casebook_server::serve(listener, router, &limits, stop).await.context("the server failed")?;
         tracing::info!("stopped: every request in flight was answered");
         store.close().await;
         Ok::<_, anyhow::Error>(())

@@ -25,8 +25,12 @@ use crate::AppState;
 
 /// How long a previewed file waits for its confirmation.
 const KEPT: Duration = Duration::from_secs(3600);
-/// Previewed files kept at most.
-const MOST_KEPT: usize = 64;
+/// Previewed files one key keeps at most; a preview beyond it forgets that key's oldest. Per
+/// key and per project, so one project's previews never forget another's (one server-wide cap
+/// let 64 previews by project b make a's confirmation answer 410).
+const MOST_KEPT_PER_KEY: usize = 16;
+/// Previewed files one project keeps at most, all its keys together.
+const MOST_KEPT_PER_PROJECT: usize = 64;
 /// Diagnostics and ids a preview lists.
 const SHOWN: usize = 200;
 
@@ -41,6 +45,7 @@ struct Upload {
     file: std::path::PathBuf,
     shown: String,
     key: String,
+    project: String,
     dataset: String,
     at: Instant,
 }
@@ -50,9 +55,16 @@ impl Uploads {
         let token = random_hex().map_err(Failure::internal)?;
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.retain(|_, u| u.at.elapsed() < KEPT);
-        if kept.len() >= MOST_KEPT {
-            if let Some(oldest) = kept.iter().min_by_key(|(_, u)| u.at).map(|(k, _)| k.clone()) {
-                kept.remove(&oldest);
+        let (key, project) = (upload.key.clone(), upload.project.clone());
+        for (most, same) in [
+            (MOST_KEPT_PER_KEY, &(|u: &Upload| u.key == key) as &dyn Fn(&Upload) -> bool),
+            (MOST_KEPT_PER_PROJECT, &|u: &Upload| u.project == project),
+        ] {
+            if kept.values().filter(|u| same(u)).count() >= most {
+                let oldest = kept.iter().filter(|(_, u)| same(u)).min_by_key(|(_, u)| u.at).map(|(k, _)| k.clone());
+                if let Some(oldest) = oldest {
+                    kept.remove(&oldest);
+                }
             }
         }
         kept.insert(token.clone(), upload);
@@ -293,6 +305,7 @@ pub async fn preview(
             file,
             shown: shown.clone(),
             key: viewer.access.key.clone(),
+            project: viewer.access.project.clone(),
             dataset: path.dataset.clone(),
             at: Instant::now(),
         };

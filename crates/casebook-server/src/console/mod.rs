@@ -144,17 +144,36 @@ fn percent_decoded(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<SignInForm>) -> PageResult {
+async fn sign_in(
+    State(state): State<AppState>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+    Form(form): Form<SignInForm>,
+) -> PageResult {
     if !session::same_site(&headers) {
         return Err(Failure::new(StatusCode::FORBIDDEN, "this request came from another site and was refused"));
     }
     let token = form.key.trim();
-    let again = |error: String| {
+    let page = |error: String, status: StatusCode| {
         let page = SignInPage { chrome: Chrome::anonymous("Sign in"), next: form.next.clone(), error: Some(error) };
         let mut response = html(&page);
-        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        *response.status_mut() = status;
         response
     };
+    let again = |error: String| page(error, StatusCode::UNAUTHORIZED);
+    let too_many = |seconds: u64| {
+        let mut response = page(
+            format!("too many sign-ins from here or with this key: try again in {seconds} s"),
+            StatusCode::TOO_MANY_REQUESTS,
+        );
+        response.headers_mut().insert(axum::http::header::RETRY_AFTER, seconds.into());
+        response
+    };
+    // Every attempt counts against the client's address, a wrong key too.
+    let address = extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
+    if let Some(Err(seconds)) = address.map(|a| state.console.sessions.attempt_from(a)) {
+        return Ok(too_many(seconds));
+    }
     if token.is_empty() {
         return Ok(again("paste an API key: `casebook keys create --project P --scope read|write` makes one".into()));
     }
@@ -163,7 +182,10 @@ async fn sign_in(State(state): State<AppState>, headers: HeaderMap, Form(form): 
             "the API key is unknown or revoked: check it, or make a new one with `casebook keys create`".into(),
         ));
     };
-    let id = state.console.sessions.open(token).map_err(Failure::internal)?;
+    if let Err(seconds) = state.console.sessions.attempt_with(&access.key) {
+        return Ok(too_many(seconds));
+    }
+    let id = state.console.sessions.open(token, &access).map_err(Failure::internal)?;
     let to = local_path(&form.next).map_or_else(|| project_url(&access.project), str::to_owned);
     let mut response = see_other(&to);
     if let Ok(value) = session::set_cookie(Some(&id), &headers).parse() {

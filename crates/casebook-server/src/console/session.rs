@@ -20,11 +20,20 @@ use crate::AppState;
 pub(crate) const COOKIE: &str = "casebook_session";
 /// A session unused this long is forgotten.
 const IDLE: Duration = Duration::from_secs(12 * 3600);
-/// Sessions kept at most; signing in beyond it forgets the least recently used.
-const MOST: usize = 10_000;
+/// Sessions one key keeps at most; signing in beyond it forgets that key's least recently
+/// used. Per key and per project, so that signing in again and again with one project's key
+/// never signs out anyone of another project (it did with one server-wide cap).
+const MOST_PER_KEY: usize = 256;
+/// Sessions one project keeps at most, all its keys together.
+const MOST_PER_PROJECT: usize = 2_000;
+/// Sign-in attempts one client address may make in [`WINDOW`], and sign-ins one key may.
+const SIGN_INS: u32 = 30;
+const WINDOW: Duration = Duration::from_secs(60);
 
 struct Session {
     token: String,
+    key: String,
+    project: String,
     csrf: String,
     seen: Instant,
 }
@@ -32,6 +41,8 @@ struct Session {
 #[derive(Default)]
 pub struct Sessions {
     map: Mutex<HashMap<String, Session>>,
+    by_address: Mutex<HashMap<std::net::IpAddr, (Instant, u32)>>,
+    by_key: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
 /// 32 random bytes as hex.
@@ -41,20 +52,63 @@ pub(crate) fn random_hex() -> Result<String, getrandom::Error> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Counts one more attempt by `who` in its window: the seconds to wait when it is one too many.
+fn count<K: std::hash::Hash + Eq>(map: &Mutex<HashMap<K, (Instant, u32)>>, who: K) -> Result<(), u64> {
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    let now = Instant::now();
+    // Forget finished windows, so the map holds only those who tried in the last minute.
+    if map.len() >= 1024 {
+        map.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
+    }
+    let (start, tries) = map.entry(who).or_insert((now, 0));
+    if now.duration_since(*start) >= WINDOW {
+        (*start, *tries) = (now, 0);
+    }
+    if *tries >= SIGN_INS {
+        return Err((WINDOW - now.duration_since(*start)).as_secs().max(1));
+    }
+    *tries += 1;
+    Ok(())
+}
+
 impl Sessions {
-    /// A new session for `token` (a key already checked): its id.
-    pub(crate) fn open(&self, token: &str) -> Result<String, getrandom::Error> {
+    /// Counts a sign-in attempt from `address` (before its key is checked): the seconds to
+    /// wait when there were too many.
+    pub(crate) fn attempt_from(&self, address: std::net::IpAddr) -> Result<(), u64> {
+        count(&self.by_address, address)
+    }
+
+    /// Counts a sign-in with the key `key` (its id): the seconds to wait when there were too many.
+    pub(crate) fn attempt_with(&self, key: &str) -> Result<(), u64> {
+        count(&self.by_key, key.to_owned())
+    }
+
+    /// A new session for `token` (a key already checked, giving `access`): its id.
+    pub(crate) fn open(&self, token: &str, access: &Access) -> Result<String, getrandom::Error> {
         let id = random_hex()?;
         let csrf = random_hex()?;
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         map.retain(|_, s| now.duration_since(s.seen) < IDLE);
-        if map.len() >= MOST {
-            if let Some(oldest) = map.iter().min_by_key(|(_, s)| s.seen).map(|(k, _)| k.clone()) {
-                map.remove(&oldest);
+        for (most, same) in [
+            (MOST_PER_KEY, &(|s: &Session| s.key == access.key) as &dyn Fn(&Session) -> bool),
+            (MOST_PER_PROJECT, &|s: &Session| s.project == access.project),
+        ] {
+            if map.values().filter(|s| same(s)).count() >= most {
+                let oldest = map.iter().filter(|(_, s)| same(s)).min_by_key(|(_, s)| s.seen).map(|(k, _)| k.clone());
+                if let Some(oldest) = oldest {
+                    map.remove(&oldest);
+                }
             }
         }
-        map.insert(id.clone(), Session { token: token.to_owned(), csrf, seen: now });
+        let session = Session {
+            token: token.to_owned(),
+            key: access.key.clone(),
+            project: access.project.clone(),
+            csrf,
+            seen: now,
+        };
+        map.insert(id.clone(), session);
         Ok(id)
     }
 
@@ -247,10 +301,52 @@ mod tests {
         assert!(!same_token("abc", "ab"));
     }
 
+    fn access(key: &str, project: &str) -> Access {
+        Access { key: key.into(), project: project.into(), scope: Scope::Read }
+    }
+
+    /// 10,000 sign-ins with project b's key signed out project a's user: now they only
+    /// forget b's own oldest sessions.
+    #[test]
+    fn signing_in_again_and_again_forgets_only_sessions_of_the_same_key_and_project() {
+        let sessions = Sessions::default();
+        let a = sessions.open("cb_a", &access("ka", "team-a")).unwrap();
+        let b_first = sessions.open("cb_b", &access("kb", "team-b")).unwrap();
+        for _ in 0..10_000 {
+            sessions.open("cb_b", &access("kb", "team-b")).unwrap();
+        }
+        assert_eq!(sessions.get(&a).map(|s| s.0), Some("cb_a".to_owned()));
+        assert_eq!(sessions.get(&b_first), None);
+        // Many keys of one project: the project's cap, still only its own sessions.
+        let mut map_len = 0;
+        for n in 0..(MOST_PER_PROJECT / MOST_PER_KEY + 2) {
+            for _ in 0..MOST_PER_KEY {
+                sessions.open("cb_b", &access(&format!("kb{n}"), "team-b")).unwrap();
+            }
+            map_len = sessions.map.lock().unwrap().values().filter(|s| s.project == "team-b").count();
+        }
+        assert_eq!(map_len, MOST_PER_PROJECT);
+        assert_eq!(sessions.get(&a).map(|s| s.0), Some("cb_a".to_owned()));
+    }
+
+    #[test]
+    fn sign_ins_are_limited_per_address_and_per_key() {
+        let sessions = Sessions::default();
+        let here: std::net::IpAddr = [127, 0, 0, 1].into();
+        for _ in 0..SIGN_INS {
+            assert_eq!(sessions.attempt_from(here), Ok(()));
+            assert_eq!(sessions.attempt_with("kb"), Ok(()));
+        }
+        assert!(matches!(sessions.attempt_from(here), Err(1..=60)));
+        assert!(matches!(sessions.attempt_with("kb"), Err(1..=60)));
+        assert_eq!(sessions.attempt_from([127, 0, 0, 2].into()), Ok(()));
+        assert_eq!(sessions.attempt_with("ka"), Ok(()));
+    }
+
     #[test]
     fn sessions_open_and_close() {
         let sessions = Sessions::default();
-        let id = sessions.open("cb_key").unwrap();
+        let id = sessions.open("cb_key", &access("k1", "team-a")).unwrap();
         assert_eq!(id.len(), 64);
         assert_eq!(sessions.get(&id).map(|s| s.0), Some("cb_key".to_owned()));
         sessions.close(&id);

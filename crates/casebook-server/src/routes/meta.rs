@@ -9,13 +9,24 @@ use crate::api::{Health, Project};
 use crate::auth::Reader;
 use crate::error::ErrorBody;
 
+/// How long `/healthz` waits for the store: a store that does not answer (PostgreSQL down or
+/// unreachable) is reported as such within about a second, not after the pool's own timeout.
+const HEALTH_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Whether the server is up and its store answers. Needs no key.
 #[utoipa::path(get, path = "/healthz", tag = "server",
     responses((status = 200, body = Health), (status = 503, body = ErrorBody)))]
 pub async fn healthz(State(state): State<AppState>) -> axum::response::Response {
-    match state.store.projects().await {
-        Ok(_) => Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() }).into_response(),
-        Err(err) => {
+    let checked = tokio::time::timeout(HEALTH_WAIT, state.store.projects()).await;
+    match checked {
+        Ok(Ok(_)) => Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into() }).into_response(),
+        Err(_) => crate::ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            format!("the store did not answer within {} s", HEALTH_WAIT.as_secs()),
+        )
+        .into_response(),
+        Ok(Err(err)) => {
             let mut e = crate::ApiError::internal(err);
             e.status = axum::http::StatusCode::SERVICE_UNAVAILABLE;
             e.into_response()

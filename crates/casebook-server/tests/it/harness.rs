@@ -136,11 +136,11 @@ impl Server {
             b_read: key("team-b", Scope::Read).await,
             b_write: key("team-b", Scope::Write).await,
         };
-        let (router, _) = casebook_server::app(store.clone(), limits);
+        let (router, _) = casebook_server::app(store.clone(), limits.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(casebook_server::serve(listener, router, async move {
+        let task = tokio::spawn(casebook_server::serve(listener, router, &limits, async move {
             let _ = stopped.await;
         }));
         Server { url, store, client: reqwest::Client::new(), keys, stop: Some(stop), task: Some(task), _dir: dir }
