@@ -357,13 +357,34 @@ pub fn tool(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Tool> {
     };
     let description = f.take("description").and_then(|n| cx.string(n, &ptr.key("description")));
     let parameters = f.take("parameters").and_then(|n| cx.json(n, &ptr.key("parameters")));
+    let responses =
+        f.take("responses").and_then(|n| snapshot_part(cx, n, &ptr.key("responses"), "a list of responses"));
+    let default =
+        f.take("default").and_then(|n| snapshot_part(cx, n, &ptr.key("default"), "`empty`, `{result}` or `{error}`"));
     let mut extra = Map::new();
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
             extra.insert(entry.key.to_string(), v);
         }
     }
-    Some(Tool { name: name?, description, parameters, extra })
+    Some(Tool { name: name?, description, parameters, responses, default, extra })
+}
+
+/// A tool's recorded answers or default, read as the model defines them.
+fn snapshot_part<T: serde::de::DeserializeOwned>(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    expected: &str,
+) -> Option<T> {
+    let value = cx.json(node, ptr)?;
+    match serde_json::from_value(value) {
+        Ok(part) => Some(part),
+        Err(_) => {
+            cx.wrong_type(node, ptr, expected);
+            None
+        }
+    }
 }
 
 pub fn outcome(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Outcome> {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Map;
+use crate::snapshot::{Fallback, Responses};
 
 /// One evaluation scenario.
 ///
@@ -193,9 +194,28 @@ pub struct Tool {
     /// JSON Schema of the arguments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,
+    /// The world snapshot: recorded answers to calls of this tool, the first that matches
+    /// answering (see [`crate::snapshot`]). Never sent to the agent as such.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<Responses>,
+    /// What a call no response matches gets; absent, an error saying nothing was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Fallback>,
     /// Other keys of the source's tool definition.
     #[serde(flatten)]
     pub extra: Map,
+}
+
+impl Tool {
+    /// The tool as an agent is told about it: its definition without the recorded answers.
+    pub fn declared(&self) -> Tool {
+        Tool { responses: None, default: None, ..self.clone() }
+    }
+
+    /// Whether the tool carries recorded answers (or a default) for the run to serve.
+    pub fn is_recorded(&self) -> bool {
+        self.responses.is_some() || self.default.is_some()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -4,6 +4,7 @@
 mod case;
 mod dataset;
 mod diagnostic;
+pub mod snapshot;
 mod suggest;
 
 pub use case::{
@@ -12,6 +13,7 @@ pub use case::{
 };
 pub use dataset::DatasetHeader;
 pub use diagnostic::{Code, Diagnostic, Severity, excerpt};
+pub use snapshot::{Fallback, Responses, Snapshot};
 pub use suggest::{did_you_mean, edit_distance};
 
 /// A JSON object with its keys in source order.

@@ -4,6 +4,7 @@
 //! graders ([`grade`]) are the only code that reads expectations.
 
 pub mod engine;
+pub mod environment;
 pub mod experiment;
 pub mod grade;
 pub mod hash;

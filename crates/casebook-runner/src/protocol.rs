@@ -4,6 +4,7 @@
 //! A request is built from a case's [`Task`] only (plus the experiment's seeds and settings), so
 //! nothing here can carry the case's expectations.
 
+use casebook_model::snapshot::{Served, ToolAnswer};
 use casebook_model::{ContextItem, Map, Seed, Task, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,8 @@ pub struct AgentRequest {
     pub messages: Vec<Message>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub context: Vec<ContextItem>,
+    /// The task's tools as definitions: their recorded answers are served call by call, never
+    /// sent whole.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub tools: Vec<Tool>,
     /// The effective seeds: the experiment's, then the case's; each to its `target_agent` or
@@ -60,7 +63,7 @@ impl AgentRequest {
             turn: 0,
             messages: vec![Message { role: Speaker::User, content: task.input.clone() }],
             context: task.context.clone().unwrap_or_default(),
-            tools: task.tools.clone().unwrap_or_default(),
+            tools: task.tools.iter().flatten().map(Tool::declared).collect(),
             memory_seeds: seeds,
             session_id,
             agent_args: task.agent_args.clone(),
@@ -76,6 +79,24 @@ pub struct AgentReply {
     /// What the agent did to get there, if it says.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trajectory: Vec<Step>,
+}
+
+/// How casebook answered a tool call from the case's snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Serving {
+    pub how: Served,
+    /// The index of the recorded response that answered, in the tool's `responses`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<usize>,
+    /// Whether the agent got an error rather than a result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
+}
+
+impl Serving {
+    pub fn of(answer: &ToolAnswer) -> Self {
+        Serving { how: answer.served, entry: answer.entry, error: answer.is_error }
+    }
 }
 
 /// One step of a trajectory.
@@ -97,6 +118,10 @@ pub enum Step {
         arguments: Value,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<Value>,
+        /// How casebook answered the call from the case's snapshot; absent for calls an agent
+        /// reports having made with its own tools.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        served: Option<Serving>,
     },
     /// Anything else the agent reports (reasoning, a handoff between agents…).
     Other {

@@ -446,7 +446,7 @@ fn tool_of(mut definition: Map) -> Tool {
         _ => None,
     };
     let parameters = definition.remove("parameters").filter(|p| !p.is_null());
-    Tool { name, description, parameters, extra: definition }
+    Tool { name, description, parameters, responses: None, default: None, extra: definition }
 }
 
 /// Unix nanoseconds as an RFC 3339 UTC time.

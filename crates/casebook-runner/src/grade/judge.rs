@@ -336,6 +336,7 @@ mod tests {
                 name: "python".into(),
                 arguments: json!({"code": "fib(10)"}),
                 result: Some(json!(55)),
+                served: None,
             }],
             millis: 3,
         }

@@ -230,6 +230,7 @@ mod tests {
             name: (*name).to_owned(),
             arguments: json!({}),
             result: None,
+            served: None,
         }));
         RunOutput { output: json!("done"), trajectory, ..RunOutput::default() }
     }

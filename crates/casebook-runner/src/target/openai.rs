@@ -139,7 +139,7 @@ fn reply_from(answer: &[u8]) -> Result<AgentReply, String> {
                 Some(other) => other.clone(),
                 None => Value::Null,
             };
-            trajectory.push(Step::ToolCall { name: name.to_owned(), arguments, result: None });
+            trajectory.push(Step::ToolCall { name: name.to_owned(), arguments, result: None, served: None });
         }
     }
     Ok(AgentReply { output, trajectory })
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(reply.output, Value::Null);
         assert_eq!(
             reply.trajectory,
-            vec![Step::ToolCall { name: "f".into(), arguments: json!("{oops"), result: None }]
+            vec![Step::ToolCall { name: "f".into(), arguments: json!("{oops"), result: None, served: None }]
         );
     }
 }

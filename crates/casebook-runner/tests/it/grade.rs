@@ -87,6 +87,7 @@ fn run() -> RunOutput {
                 name: "run_python".into(),
                 arguments: json!({"code": "print(fib(10))"}),
                 result: Some(json!("55")),
+                served: None,
             },
         ],
         millis: 1200,

@@ -129,7 +129,8 @@ async fn http_agent_gets_the_task_and_never_the_expectations() {
             trajectory: vec![Step::ToolCall {
                 name: "query_metrics".into(),
                 arguments: json!({"name": "pool"}),
-                result: None
+                result: None,
+                served: None
             }],
         }
     );
@@ -287,7 +288,12 @@ async fn openai_target_sends_history_and_tools_and_reads_tool_calls() {
     assert_eq!(reply.output, json!("checking the pool"));
     assert_eq!(
         reply.trajectory,
-        vec![Step::ToolCall { name: "query_metrics".into(), arguments: json!({"name": "pool"}), result: None }]
+        vec![Step::ToolCall {
+            name: "query_metrics".into(),
+            arguments: json!({"name": "pool"}),
+            result: None,
+            served: None
+        }]
     );
     let body = &seen.bodies()[0];
     assert_eq!(body["model"], "small-model");

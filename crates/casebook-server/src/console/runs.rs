@@ -487,7 +487,7 @@ fn step(s: &Step) -> StepItem {
             body: show(content),
             result: String::new(),
         },
-        Step::ToolCall { name, arguments, result } => StepItem {
+        Step::ToolCall { name, arguments, result, .. } => StepItem {
             kind: "tool",
             title: name.clone(),
             body: show(arguments),

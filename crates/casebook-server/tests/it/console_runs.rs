@@ -136,6 +136,7 @@ async fn seed(server: &Server) -> (Vec<RunResult>, Vec<RunResult>) {
                 name: "lookup_order".to_owned(),
                 arguments: json!({"order": 42}),
                 result: Some(json!({"status": "refunded"})),
+                served: None,
             },
         ],
         millis: 2345,
