@@ -207,11 +207,6 @@ pub struct Tool {
 }
 
 impl Tool {
-    /// The tool as an agent is told about it: its definition without the recorded answers.
-    pub fn declared(&self) -> Tool {
-        Tool { responses: None, default: None, ..self.clone() }
-    }
-
     /// Whether the tool carries recorded answers (or a default) for the run to serve.
     pub fn is_recorded(&self) -> bool {
         self.responses.is_some() || self.default.is_some()

@@ -17,6 +17,7 @@ use casebook_model::{Case, Role, Seed};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
+use crate::environment::Environment;
 use crate::grade::Grader;
 use crate::grade::asserts::CaseAsserts;
 use crate::hash::{CaseKey, run_hash_bytes, target_key};
@@ -395,6 +396,8 @@ async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> 
     let mut trajectory = vec![Step::Message { role: Speaker::User, content: task.input.clone(), operator: false }];
     let mut per_turn = Vec::with_capacity(1 + task.turns.as_ref().map_or(0, Vec::len));
     let later = task.turns.as_deref().unwrap_or_default();
+    // The world the agent investigates, when the case's tools have recorded answers.
+    let environment = Environment::of(task.tools.as_deref())?;
     for turn in 0..=later.len() {
         if turn > 0 {
             let next = &later[turn - 1];
@@ -409,6 +412,9 @@ async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> 
             request.turn = turn;
         }
         let reply = target.call(&request).await?;
+        if let Some(environment) = &environment {
+            trajectory.extend(environment.drain());
+        }
         trajectory.extend(reply.trajectory);
         trajectory.push(Step::Message { role: Speaker::Assistant, content: reply.output.clone(), operator: false });
         request.messages.push(Message { role: Speaker::Assistant, content: reply.output.clone() });

@@ -44,7 +44,7 @@ pub struct AgentRequest {
     /// The task's tools as definitions: their recorded answers are served call by call, never
     /// sent whole.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub tools: Vec<Tool>,
+    pub tools: Vec<ToolDefinition>,
     /// The effective seeds: the experiment's, then the case's; each to its `target_agent` or
     /// to all agents. Sent on every turn; agents load them before turn 0.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -63,10 +63,35 @@ impl AgentRequest {
             turn: 0,
             messages: vec![Message { role: Speaker::User, content: task.input.clone() }],
             context: task.context.clone().unwrap_or_default(),
-            tools: task.tools.iter().flatten().map(Tool::declared).collect(),
+            tools: task.tools.iter().flatten().map(ToolDefinition::of).collect(),
             memory_seeds: seeds,
             session_id,
             agent_args: task.agent_args.clone(),
+        }
+    }
+}
+
+/// A tool as the agent is told about it: the case's tool without its recorded answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolDefinition {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+    /// Other keys of the source's tool definition.
+    #[serde(flatten)]
+    pub extra: Map,
+}
+
+impl ToolDefinition {
+    pub fn of(tool: &Tool) -> Self {
+        ToolDefinition {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: tool.parameters.clone(),
+            extra: tool.extra.clone(),
         }
     }
 }
