@@ -173,43 +173,66 @@ pub fn derived_id(task: &casebook_model::Task) -> Option<String> {
     casebook_canon::derived_case_id(task).ok()
 }
 
-/// What tells apart the cases of one task whose rows have no id ([`casebook_canon::Variant`]):
-/// the case as JSON without its id, its task and its provenance (where it came from and how it
-/// was written is not what it is, so a file's JSON lines, CSV and JSON document give one id).
-pub fn derived_variant(case: &Case) -> casebook_canon::Variant {
-    /// The fields of [`Case`] that are left, named and skipped as `Case` names and skips them.
-    #[derive(serde::Serialize)]
-    struct Rest<'c> {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        name: Option<&'c String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<&'c String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        labels: Option<&'c Vec<String>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        expected: Option<&'c casebook_model::Expectations>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        metadata: Option<&'c Map>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        confidence: Option<f64>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        review: Option<casebook_model::Review>,
+/// The fields of [`Case`] that tell apart the cases of one task whose rows have no id: the case
+/// without its id, its task and its provenance (where it came from and how it was written is not
+/// what it is, so a file's JSON lines, CSV and JSON document give one id). Named and skipped as
+/// `Case` names and skips them.
+#[derive(serde::Serialize)]
+struct Rest<'c> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'c String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'c String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<&'c Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<&'c casebook_model::Expectations>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<&'c Map>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confidence: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    review: Option<casebook_model::Review>,
+}
+
+impl<'c> Rest<'c> {
+    fn of(case: &'c Case) -> Self {
+        // Every field is named: a new one must be considered here.
+        let Case { id: _, name, description, labels, task: _, expected, metadata, confidence, review, provenance: _ } =
+            case;
+        Rest {
+            name: name.as_ref(),
+            description: description.as_ref(),
+            labels: labels.as_ref(),
+            expected: (!expected.is_empty()).then_some(expected),
+            metadata: metadata.as_ref(),
+            confidence: *confidence,
+            review: *review,
+        }
     }
-    // Every field is named: a new one must be considered here.
-    let Case { id: _, name, description, labels, task: _, expected, metadata, confidence, review, provenance: _ } =
-        case;
-    let rest = Rest {
-        name: name.as_ref(),
-        description: description.as_ref(),
-        labels: labels.as_ref(),
-        expected: (!expected.is_empty()).then_some(expected),
-        metadata: metadata.as_ref(),
-        confidence: *confidence,
-        review: *review,
-    };
+}
+
+/// What tells apart the cases of one task whose rows have no id ([`casebook_canon::Variant`]).
+pub fn derived_variant(case: &Case) -> casebook_canon::Variant {
     // A rest with no canonical form (a number out of range: such a case cannot be stored
     // either) is the default variant: such rows of a task are numbered, and ids stay unique.
-    casebook_canon::Variant::of(&rest).unwrap_or_default()
+    casebook_canon::Variant::of(&Rest::of(case)).unwrap_or_default()
+}
+
+/// A number that tells wholly identical rows of a task apart from the others: a hash of the
+/// rest of the case as `serde_json` writes it, without the canonical form (which only the rows
+/// of a repeated task need, for their ids). Two rows equal but for the order of their keys get
+/// different numbers; they then take different variant-derived ids all the same, so ids stay
+/// unique.
+pub fn rest_key(case: &Case) -> u64 {
+    let mut hasher = blake3::Hasher::new();
+    // Writing into a hasher cannot fail, and a value that does not serialize (no case read from
+    // a file holds one) still gets a number.
+    let _ = serde_json::to_writer(&mut hasher, &Rest::of(case));
+    let bytes = hasher.finalize();
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&bytes.as_bytes()[..8]);
+    u64::from_be_bytes(head)
 }
 
 pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {

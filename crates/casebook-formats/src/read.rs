@@ -97,8 +97,9 @@ pub struct Batch {
     pub end_offset: u64,
     /// Hashes of the case ids, computed on the worker.
     keys: Vec<u64>,
-    /// The variants of the cases whose ids were made up, computed on the worker.
-    variants: Vec<Option<casebook_canon::Variant>>,
+    /// For the cases whose ids were made up, a hash of the rest of the case
+    /// ([`crate::layout::rest_key`]), computed on the worker.
+    rests: Vec<Option<u64>>,
     /// A header record met after the first line (native JSONL).
     header: Option<DatasetHeader>,
     /// The file the cases come from, when it is not the input (a mas-lab manifest's items file).
@@ -108,7 +109,7 @@ pub struct Batch {
 impl Batch {
     fn hash_ids(&mut self) {
         self.keys = self.cases.iter().map(|c| id_key(&c.id)).collect();
-        self.variants = self.cases.iter().map(|c| id_made(c).then(|| crate::layout::derived_variant(c))).collect();
+        self.rests = self.cases.iter().map(|c| id_made(c).then(|| crate::layout::rest_key(c))).collect();
     }
 }
 
@@ -428,9 +429,8 @@ impl<'c, W> State<'c, W> {
             let made = id_made(case);
             let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
             if made {
-                let variant =
-                    batch.variants.get(i).copied().flatten().unwrap_or_else(|| crate::layout::derived_variant(case));
-                if let Some((id, id_key)) = self.made_id(&case.id, key, variant, line) {
+                let rest = batch.rests.get(i).copied().flatten().unwrap_or_else(|| crate::layout::rest_key(case));
+                if let Some((id, id_key)) = self.made_id(case, key, rest, line) {
                     case.id = id;
                     key = id_key;
                 }
@@ -462,7 +462,7 @@ impl<'c, W> State<'c, W> {
             batch.diagnostics.sort_by_key(|d| (d.line, d.column));
         }
         batch.keys.clear();
-        batch.variants.clear();
+        batch.rests.clear();
         if !self.pending.is_empty() {
             let mut pending = std::mem::take(&mut self.pending);
             pending.append(&mut batch.diagnostics);
@@ -486,21 +486,21 @@ impl<'c, W> State<'c, W> {
     /// which then gives up the plain id); removing the first row of a task hands its plain id to
     /// the next row of that task (a change and a removal); changing the answer of a later row
     /// renames that row alone (its id is its content).
-    fn made_id(
-        &mut self,
-        base: &str,
-        base_key: u64,
-        variant: casebook_canon::Variant,
-        line: u32,
-    ) -> Option<(String, u64)> {
+    fn made_id(&mut self, case: &Case, base_key: u64, rest: u64, line: u32) -> Option<(String, u64)> {
         self.summary.derived_ids += 1;
-        // The task (by its id's key) and the variant make the content; the two are independent
+        // The task (by its id's key) and the rest make the content; the two are independent
         // hashes, so their exclusive or is a hash of the pair.
-        let content = (base_key ^ variant.key()).max(1);
-        if self.contents.get(content).is_none() {
+        let content = (base_key ^ rest).max(1);
+        let first_of_content = self.contents.get(content).is_none();
+        if first_of_content {
             self.contents.insert(content, line);
-            // The first row of its task keeps the plain id, unless an explicit id has it.
+            // The first row of its task keeps the plain id, unless an explicit id has it. Only
+            // later rows need the variant, so only they pay for its canonical form.
             self.ids.get(base_key)?;
+        }
+        let variant = crate::layout::derived_variant(case);
+        let base = case.id.as_str();
+        if first_of_content {
             let id = variant.id(base, 1);
             let key = id_key(&id);
             if self.ids.get(key).is_none() {
