@@ -350,6 +350,45 @@ fn a_letta_suite_runs_with_a_casebook_target() {
     );
 }
 
+/// The same on a suite and dataset of our own: a Letta target is a located error that says to
+/// give one; with `--target`, each row runs its turns on one session and is graded per turn.
+#[test]
+fn a_letta_suite_of_our_own_runs_with_a_casebook_target() {
+    let dir = Folder::new();
+    dir.file(
+        "letta/dataset.jsonl",
+        "{\"input\": [\"Répète : olá\", \"Répète : 你好\"], \"ground_truth\": [\"olá\", \"你好\"]}\n\
+         {\"input\": [\"Capital of Peru?\", \"Capital of Chile?\"], \"ground_truth\": [\"Lima\", \"Santiago\"]}\n\
+         {\"input\": \"Say hello\", \"ground_truth\": \"bonjour\"}\n",
+    );
+    let suite = dir.file(
+        "letta/suite.yaml",
+        "name: own-per-turn\ndataset: dataset.jsonl\ntarget:\n  kind: letta_code\n  base_url: https://letta.invalid/\n\
+         graders:\n  correctness:\n    kind: tool\n    function: contains\n    extractor: last_assistant\n\
+         reward:\n  kind: metric\n  metric_key: correctness\n",
+    );
+    let out = run(cb(&dir).arg("run").arg(&suite).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let d: Value = serde_json::from_str(out.stderr.lines().next().unwrap_or_default()).expect("a JSON diagnostic");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(4), Some(9)), "{d}");
+    assert!(d["message"].as_str().unwrap_or_default().contains("letta_code"), "{d}");
+
+    // The echo agent repeats each question: the first row's answers are in its questions.
+    let out = run(cb(&dir).arg("run").arg(&suite).args(["--target", "builtin:echo", "--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!(
+        (
+            s["totals"]["results"].as_u64(),
+            s["totals"]["passed"].as_u64(),
+            s["totals"]["failed"].as_u64(),
+            s["totals"]["errors"].as_u64()
+        ),
+        (Some(3), Some(1), Some(2), Some(0)),
+        "{s}"
+    );
+}
+
 /// Seed files are read from beside a dataset file, and kept with a stored version: a run of the
 /// stored dataset needs no file on disk, sends the agent the same seeds and has the same run
 /// hashes (so it reuses the file's outputs).
