@@ -11,7 +11,7 @@ use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use casebook_filter::Filter;
@@ -860,6 +860,9 @@ fn parts(
             }
         };
         spec.resolve_env(env);
+        // The experiment's settings apply to each call unless the target sets its own.
+        spec.timeout.get_or_insert(Duration::from_secs_f64(experiment.timeout_secs));
+        spec.retries.get_or_insert(experiment.retries);
         let target = runtime
             .block_on(async { spec.connect() })
             .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", scenario.name))?;

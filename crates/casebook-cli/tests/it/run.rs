@@ -204,6 +204,48 @@ fn a_failing_agent_is_an_error_not_a_score() {
     assert_eq!((s["errors"][0]["kind"].as_str(), s["errors"][0]["count"].as_u64()), (Some("http"), Some(6)), "{s}");
 }
 
+/// The experiment's `retries` and `timeout_secs` are what each call gets (a target's own
+/// settings win): one attempt per run with `retries: 0`, two with `retries: 1`, and a slow agent
+/// times out after the experiment's timeout.
+#[test]
+fn the_experiments_retries_and_timeout_apply_to_its_targets() {
+    let attempts = |retries: u32| {
+        let dir = Folder::new();
+        let (url, bodies) = serve(Behaviour::Crash);
+        let exp = experiment(&dir, &url, &format!("retries: {retries}\n"));
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+        assert_eq!(out.status, Some(1), "{out:?}");
+        let n = bodies.lock().expect("the lock").len();
+        n
+    };
+    // Three cases, two runs each, every run fails at its first turn.
+    assert_eq!((attempts(0), attempts(1)), (6, 12));
+
+    let dir = Folder::new();
+    let (url, _) = serve(Behaviour::Slow);
+    dir.file("one.jsonl", "{\"id\": \"x\", \"input\": \"hi\", \"expected\": {\"output\": \"HI\"}}\n");
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: one.jsonl\ntarget: '{url}'\ntimeout_secs: 0.05\nretries: 0\ngraders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!((s["errors"][0]["kind"].as_str(), s["errors"][0]["count"].as_u64()), (Some("timeout"), Some(1)), "{s}");
+    // A target's own timeout wins over the experiment's.
+    let exp = dir.file(
+        "own.yaml",
+        format!(
+            "dataset: one.jsonl\ntarget: {{url: '{url}', timeout_secs: 5}}\ntimeout_secs: 0.05\nretries: 0\n\
+             graders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+}
+
 #[test]
 fn a_rate_limited_agent_is_waited_for() {
     let dir = Folder::new();
