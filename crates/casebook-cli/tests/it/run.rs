@@ -215,8 +215,7 @@ fn the_experiments_retries_and_timeout_apply_to_its_targets() {
         let exp = experiment(&dir, &url, &format!("retries: {retries}\n"));
         let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
         assert_eq!(out.status, Some(1), "{out:?}");
-        let n = bodies.lock().expect("the lock").len();
-        n
+        bodies.lock().expect("the lock").len()
     };
     // Three cases, two runs each, every run fails at its first turn.
     assert_eq!((attempts(0), attempts(1)), (6, 12));
