@@ -59,7 +59,7 @@ pub enum GraderOptions {
     ToolOrder(ToolOrderOptions),
     /// A tool was called with arguments that match, optionally before the final answer or
     /// before a call of another tool.
-    ToolCalledWith(ToolCalledWithOptions),
+    ToolCalledWith(Box<ToolCalledWithOptions>),
     /// At most so many calls were asked outside the case's tool snapshot.
     MaxOutsideCalls(MaxOutsideCallsOptions),
     /// Calls matching these patterns were made in this order (other calls may come between).
@@ -501,13 +501,13 @@ impl GraderSpec {
                 Check::Trajectory(TrajectoryGrader::Order(o.names.clone()))
             }
             GraderOptions::ToolCalledWith(o) => {
-                let call = CallPattern::build(&o.call()).map_err(|e| config(e))?;
+                let call = Box::new(CallPattern::build(&o.call()).map_err(&config)?);
                 let before = match &o.before {
                     None => None,
                     Some(Before::Answer) => Some(Until::Answer),
-                    Some(Before::Call(other)) => {
-                        Some(Until::Call(CallPattern::build(other).map_err(|e| config(format!("`before`: {e}")))?))
-                    }
+                    Some(Before::Call(other)) => Some(Until::Call(Box::new(
+                        CallPattern::build(other).map_err(|e| config(format!("`before`: {e}")))?,
+                    ))),
                 };
                 Check::Trajectory(TrajectoryGrader::CalledWith { call, before })
             }

@@ -48,7 +48,7 @@ pub(super) enum TrajectoryGrader {
     /// `tool_order`.
     Order(Option<Vec<String>>),
     /// `tool_called_with`.
-    CalledWith { call: CallPattern, before: Option<Until> },
+    CalledWith { call: Box<CallPattern>, before: Option<Until> },
     /// `max_outside_calls`.
     Outside(u64),
     /// `call_order`: the patterns of the options, or those of the case.
@@ -61,7 +61,7 @@ pub(super) enum Until {
     /// The run's final answer: its last assistant message.
     Answer,
     /// The first call that matches.
-    Call(CallPattern),
+    Call(Box<CallPattern>),
 }
 
 /// A call to look for: a tool and a compiled `when`.
