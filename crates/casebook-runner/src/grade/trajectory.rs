@@ -146,6 +146,11 @@ fn calls_of(run: &RunOutput) -> Vec<Call<'_>> {
         .collect()
 }
 
+/// `n thing` or `n things`.
+fn plural(n: usize, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
+}
+
 /// Calls named one after the other; "none" for none; cut after 10.
 fn listed(calls: &[&Call<'_>]) -> String {
     if calls.is_empty() {
@@ -367,12 +372,12 @@ fn outside(max: u64, grader: &str, case: &Case, run: &RunOutput) -> Result<Grade
     let more = if out.len() > 10 { format!(" and {} more", out.len() - 10) } else { String::new() };
     let unserved = calls.len() - served.len();
     let note = if unserved > 0 {
-        format!("; {unserved} calls the agent made with its own tools are not counted")
+        format!("; {} the agent made with its own tools not counted", plural(unserved, "call"))
     } else {
         String::new()
     };
     Ok(if n == 0 {
-        verdict(true, format!("no call outside the snapshot in {} served calls{note}", served.len()))
+        verdict(true, format!("no call outside the snapshot in {}{note}", plural(served.len(), "served call")))
     } else {
         let within = if n <= max { format!("at most {max} allowed") } else { format!("more than the {max} allowed") };
         verdict(n <= max, format!("{n} calls outside the snapshot, {within}: {}{more}{note}", named.join(", ")))
@@ -741,10 +746,24 @@ mod tests {
                 .unwrap()
                 .pass
         );
+        // Calls the agent reports making with its own tools are not casebook's to count.
+        let mut mixed = run.clone();
+        mixed.trajectory.push(Step::ToolCall {
+            name: "propre".into(),
+            arguments: json!({}),
+            result: None,
+            served: None,
+        });
+        let grade =
+            spec_grader(json!({"kind": "max_outside_calls", "max": 2})).grade("t", &incident_case(), &mixed).unwrap();
+        assert!(
+            grade.pass && grade.rationale.ends_with("; 1 call the agent made with its own tools not counted"),
+            "{grade:?}"
+        );
         // A default answer is inside the snapshot.
         let defaulted = served_run(&incident_tools(), &[("métriques", json!({"service": "autre"}))]);
         let grade = spec_grader(json!({"kind": "max_outside_calls"})).grade("t", &incident_case(), &defaulted).unwrap();
-        assert_eq!((grade.pass, grade.rationale.as_str()), (true, "no call outside the snapshot in 1 served calls"));
+        assert_eq!((grade.pass, grade.rationale.as_str()), (true, "no call outside the snapshot in 1 served call"));
     }
 
     #[test]
