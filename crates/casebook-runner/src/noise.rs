@@ -414,8 +414,8 @@ struct ToolPool<'a> {
     results_by_tool: HashMap<&'a str, Vec<usize>>,
 }
 
-/// All of a pool at most this large is shuffled and scanned; from a larger one, at most this many
-/// draws are made per phase and list.
+/// All of a pool at most this large (or 4 × the entries wanted) is shuffled and scanned; from a
+/// larger one, at most that many draws are made per phase and list.
 const SCANNED: usize = 64;
 
 impl<'a> ToolPool<'a> {
@@ -525,6 +525,7 @@ impl<'a> ToolPool<'a> {
             _ => false,
         };
         let mut picked: Vec<usize> = Vec::with_capacity(wanted);
+        let budget = SCANNED.max(wanted.saturating_mul(4));
         // One pass over `len` candidates, the `k`th being `at(k)`.
         let mut phase = |len: usize, at: &dyn Fn(usize) -> usize, only_similar: bool, picked: &mut Vec<usize>| {
             let mut take = |i: usize| {
@@ -540,7 +541,7 @@ impl<'a> ToolPool<'a> {
                     }
                 }
             };
-            if len <= SCANNED {
+            if len <= budget {
                 // Fisher–Yates, then every candidate in that order.
                 let mut order: Vec<usize> = (0..len).collect();
                 for k in (1..len).rev() {
@@ -548,7 +549,7 @@ impl<'a> ToolPool<'a> {
                 }
                 order.into_iter().for_each(|k| take(at(k)));
             } else {
-                (0..SCANNED).for_each(|_| take(at(rng.below(len))));
+                (0..budget).for_each(|_| take(at(rng.below(len))));
             }
         };
         if within.spec.similar_by.is_some() {
@@ -870,7 +871,11 @@ mod tests {
     /// Eight incident cases: `journaux` answers the case's service with a list of lines,
     /// `métriques` with an object, and has a default; each expects its own answer.
     fn incidents() -> Vec<Case> {
-        (0..8)
+        incidents_of(8)
+    }
+
+    fn incidents_of(n: usize) -> Vec<Case> {
+        (0..n)
             .map(|i| {
                 case(json!({
                     "id": format!("inc-{i}"),
@@ -943,6 +948,21 @@ mod tests {
         assert_eq!(served(&w.widened(&cases[3].task), &calls)[1].1, json!([]));
         let w = widening(&cases, tool_spec(0, 1.0, 7), 3);
         assert_eq!(served(&w.widened(&cases[3].task), &calls)[0].1.as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn tool_noise_from_a_large_pool_is_drawn_reproducibly() {
+        // 300 cases: 600 candidate lines, more than are scanned whole.
+        let cases = incidents_of(300);
+        let added = |seed: i64, c: usize| widening(&cases, tool_spec(20, 0.0, seed), c).added.clone();
+        let one = added(1, 17);
+        assert_eq!(one.len(), 20);
+        assert_eq!(one, added(1, 17));
+        assert_ne!(one, added(2, 17));
+        assert_ne!(one, added(1, 18));
+        let sources: BTreeSet<(Option<String>, usize)> = one.iter().map(|a| (a.from_case.clone(), a.item)).collect();
+        assert_eq!(sources.len(), 20, "no entry twice");
+        assert!(one.iter().all(|a| a.from_case.as_deref() != Some("inc-17")));
     }
 
     #[test]

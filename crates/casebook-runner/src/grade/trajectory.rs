@@ -279,12 +279,19 @@ impl TrajectoryGrader {
 fn call_specs(value: &Value) -> Option<Vec<CallSpec>> {
     let one = |item: &Value| match item {
         Value::String(name) => Some(CallSpec { tool: name.clone(), arguments: None, includes: None, matches: None }),
-        Value::Object(object) => {
-            let mut object = object.clone();
-            let name = object.remove("name")?;
-            object.insert("tool".into(), name);
-            serde_json::from_value(Value::Object(object)).ok()
-        }
+        // Other keys of an expected call (an `id`, a `result`) are not conditions: left out.
+        Value::Object(object) => Some(CallSpec {
+            tool: object.get("name")?.as_str()?.to_owned(),
+            arguments: object.get("arguments").cloned(),
+            includes: match object.get("includes") {
+                None => None,
+                Some(includes) => Some(includes.as_object()?.clone()),
+            },
+            matches: match object.get("matches") {
+                None => None,
+                Some(matches) => Some(serde_json::from_value(matches.clone()).ok()?),
+            },
+        }),
         _ => None,
     };
     match value {
@@ -315,7 +322,7 @@ fn called_with(call: &CallPattern, before: Option<&Until>, run: &RunOutput) -> G
         Some(Until::Call(other)) => match calls.iter().find(|c| other.holds(c)) {
             None => verdict(
                 true,
-                format!("{} is a call of {}; no call of {} came after it", first.named(), call.text, other.text),
+                format!("{} is a call of {}; no call of {} was made", first.named(), call.text, other.text),
             ),
             Some(limit) if first.number < limit.number => {
                 verdict(true, format!("{} is a call of {}, before {}", first.named(), call.text, limit.named()))
@@ -380,7 +387,8 @@ fn outside(max: u64, grader: &str, case: &Case, run: &RunOutput) -> Result<Grade
         verdict(true, format!("no call outside the snapshot in {}{note}", plural(served.len(), "served call")))
     } else {
         let within = if n <= max { format!("at most {max} allowed") } else { format!("more than the {max} allowed") };
-        verdict(n <= max, format!("{n} calls outside the snapshot, {within}: {}{more}{note}", named.join(", ")))
+        let what = plural(out.len(), "call");
+        verdict(n <= max, format!("{what} outside the snapshot, {within}: {}{more}{note}", named.join(", ")))
     })
 }
 
@@ -709,7 +717,7 @@ mod tests {
         );
         // A limit that never comes does not fail the call that did.
         let never = before("métriques", json!({"tool": "rollback"}));
-        assert!(never.pass && never.rationale.ends_with("no call of `rollback` came after it"), "{never:?}");
+        assert!(never.pass && never.rationale.ends_with("no call of `rollback` was made"), "{never:?}");
         // Before the final answer: a call the agent reports after its last message does not count.
         assert!(before("tas", json!("answer")).pass);
         let mut after = run.clone();
@@ -759,6 +767,15 @@ mod tests {
         assert!(
             grade.pass && grade.rationale.ends_with("; 1 call the agent made with its own tools not counted"),
             "{grade:?}"
+        );
+        let one = served_run(&incident_tools(), &[("tas", json!({"taille": "1 Go"}))]);
+        let grade = spec_grader(json!({"kind": "max_outside_calls"})).grade("t", &incident_case(), &one).unwrap();
+        assert_eq!(
+            (grade.pass, grade.rationale.as_str()),
+            (
+                false,
+                "1 call outside the snapshot, more than the 0 allowed: call 1 `tas {\"taille\":\"1 Go\"}` (unknown_tool)"
+            )
         );
         // A default answer is inside the snapshot.
         let defaulted = served_run(&incident_tools(), &[("métriques", json!({"service": "autre"}))]);
@@ -813,7 +830,7 @@ mod tests {
         // From the case: names and `{name, includes}` objects.
         let mut case = incident_case();
         case.expected.tool_calls = Some(json!({"order": [
-            "journaux", {"name": "métriques", "includes": {"fenêtre": "5 min"}}, {"name": "redémarrer"}
+            "journaux", {"name": "métriques", "includes": {"fenêtre": "5 min"}}, {"name": "redémarrer", "id": "call_9"}
         ]}));
         assert!(TrajectoryGrader::CallOrder(None).grade("t", &case, &run).unwrap().pass);
         case.expected.tool_calls = Some(json!([{"name": "journaux", "matches": {"requête": "("}}]));
