@@ -508,7 +508,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let spec = |seed| Some(NoiseSpec { from: NoiseSource::Cases, items: 2, similar_by: None, seed });
+        let spec = |seed| Some(NoiseSpec { from: NoiseSource::Cases, items: 2, similar_by: None, seed, tools: None });
         let hashes = |seed| {
             let noise = plan(&cases, &[None, spec(seed)]);
             keys.widened_hashes(&cases[0], &noise[0]).unwrap()

@@ -28,7 +28,9 @@
 //! `cases` (the context items of the other selected cases; the default) or a file of context
 //! items (YAML or JSON list, or JSONL) relative to this one; `items` how many per case (at least
 //! 1); `similar_by` a field path (`label.service`, `metadata.team`) whose shared values put those
-//! cases' items first; `seed` a whole number (default 0). Given at the top it applies to every
+//! cases' items first; `seed` a whole number (default 0); `tools: {entries: N, defaults: R}`
+//! noise in the tools' recorded answers instead of (or besides) the context (`items` may then be
+//! left out). Given at the top it applies to every
 //! scenario; a scenario's own `noise` replaces it there, and `noise: false` (or `null`) turns it
 //! off. A scenario with noise beside one without gives a robustness figure in the summary.
 //!

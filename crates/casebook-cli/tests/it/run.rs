@@ -710,6 +710,71 @@ fn noise_widens_the_context_is_recorded_and_carries_no_expectation() {
     assert_eq!(s["robustness"][0]["difference"], 0.0, "{s}");
 }
 
+/// Incident cases whose tools have recorded answers: `logs` lists lines for the case's service,
+/// `metrics` has a default.
+const INCIDENTS: &str = r#"{"id": "i1", "input": "why is checkout slow", "expected": {"output": "WHY IS CHECKOUT SLOW", "outcomes": ["OUTCOME-SECRET-1"]}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "checkout"}}, "result": ["i1 pool exhausted", "i1 retry"]}]}, {"name": "metrics", "responses": [{"when": {"includes": {"m": "pool"}}, "result": {"pool": "i1 100/100"}}], "default": {"result": []}}]}
+{"id": "i2", "input": "why does payment fail", "expected": {"output": "WHY DOES PAYMENT FAIL"}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "payment"}}, "result": ["i2 délai 東京", "i2 timeout"]}]}, {"name": "metrics", "responses": [{"result": {"cpu": "i2 93"}}], "default": "empty"}]}
+{"id": "i3", "input": "why is search down", "expected": {"output": "WHY IS SEARCH DOWN"}, "tools": [{"name": "logs", "responses": [{"result": ["i3 oom killed"]}]}, {"name": "metrics", "responses": [{"result": {"mem": "i3 99"}}], "default": {"result": []}}]}
+"#;
+
+#[test]
+fn tool_noise_is_recorded_in_the_run_hash_and_compared_in_robustness() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    dir.file("cases.jsonl", INCIDENTS);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nscenarios:\n  - {{name: clean, target: '{url}'}}\n  \
+             - {{name: noisy, target: '{url}', noise: {{tools: {{entries: 1, defaults: 1}}, seed: 5}}}}\n\
+             graders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let report = |name: &str| {
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &format!("jsonl={name}")]));
+        assert_eq!(out.status, Some(0), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(name)).expect("the JSONL report");
+        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+        (rows, summary(&out.stdout))
+    };
+    let (rows, s) = report("first.jsonl");
+    // Agents get tool definitions, never the recorded answers, noisy or not.
+    for body in bodies.lock().expect("the lock").iter() {
+        for hidden in ["responses", "pool exhausted", "délai", "oom killed", "OUTCOME-SECRET-1", "noise"] {
+            assert!(!body.contains(hidden), "`{hidden}` was sent to the agent: {body}");
+        }
+    }
+    for row in rows.iter().filter(|r| r["scenario"] == "noisy") {
+        let case = row["case_id"].as_str().unwrap();
+        let noise = row["noise"].as_array().expect("the result records its noise");
+        // One entry in the `logs` list, and the default of `metrics` replaced (i2's `empty` too).
+        let lists: Vec<&Value> = noise.iter().filter(|n| n["tool"]["response"] == 0).collect();
+        let defaults: Vec<&Value> = noise.iter().filter(|n| n["tool"].get("response").is_none()).collect();
+        assert_eq!((lists.len(), defaults.len()), (1, 1), "{case}: {noise:?}");
+        assert_eq!(
+            (lists[0]["tool"]["name"].as_str(), defaults[0]["tool"]["name"].as_str()),
+            (Some("logs"), Some("metrics"))
+        );
+        assert!(noise.iter().all(|n| n["from_case"] != case), "{case}: {noise:?}");
+    }
+    assert!(rows.iter().filter(|r| r["scenario"] == "clean").all(|r| r.get("noise").is_none()), "{rows:?}");
+    let hashes = |rows: &[Value], scenario: &str| {
+        rows.iter()
+            .filter(|r| r["scenario"] == scenario)
+            .map(|r| (r["case_id"].to_string(), r["hash"].to_string(), r["noise"].to_string()))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert!(hashes(&rows, "clean").iter().all(|c| hashes(&rows, "noisy").iter().all(|n| n.1 != c.1)));
+    let (again, _) = report("second.jsonl");
+    assert_eq!(hashes(&rows, "noisy"), hashes(&again, "noisy"), "the same seed, the same noise and hashes");
+    let r = &s["robustness"][0];
+    assert_eq!(
+        (r["scenario"].as_str(), r["without_noise"].as_str(), r["pairs"].as_u64()),
+        (Some("noisy"), Some("clean"), Some(3)),
+        "{s}"
+    );
+}
+
 #[test]
 fn robustness_pairs_the_noisy_scenario_with_the_clean_one() {
     let dir = Folder::new();
