@@ -22,8 +22,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::StreamableHttpServerConfig;
@@ -112,11 +112,7 @@ impl McpServer {
             .with_sse_keep_alive(None);
         let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::default(), config);
         listener.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), service);
-        Ok(Route {
-            url: format!("http://{}/s/{token}/mcp", listener.address),
-            token,
-            routes: listener.routes.clone(),
-        })
+        Ok(Route { url: format!("http://{}/s/{token}/mcp", listener.address), token, routes: listener.routes.clone() })
     }
 }
 
@@ -138,9 +134,9 @@ impl Listener {
         let socket = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.map_err(|error| {
             Failure::new("config", format!("could not listen on 127.0.0.1 to serve the cases' tools over MCP: {error}"))
         })?;
-        let address = socket.local_addr().map_err(|error| {
-            Failure::new("config", format!("the MCP server's socket has no address: {error}"))
-        })?;
+        let address = socket
+            .local_addr()
+            .map_err(|error| Failure::new("config", format!("the MCP server's socket has no address: {error}")))?;
         let routes: Arc<Routes> = Arc::default();
         let accept = tokio::spawn(accept_loop(socket, routes.clone())).abort_handle();
         Ok(Listener { address, routes, accept })

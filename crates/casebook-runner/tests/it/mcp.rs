@@ -263,7 +263,8 @@ async fn an_mcp_client_agent_gets_the_snapshot_answers_and_the_calls_are_in_the_
 async fn no_address_is_sent_without_recorded_answers_or_to_a_target_without_mcp() {
     let (url, agent) = agent(1).await;
     let server = Arc::new(McpServer::new());
-    let plain: Case = serde_json::from_value(json!({"id": "plain", "input": "q", "tools": [{"name": "logs"}]})).unwrap();
+    let plain: Case =
+        serde_json::from_value(json!({"id": "plain", "input": "q", "tools": [{"name": "logs"}]})).unwrap();
     let results = run(&[plain], scenario(&url, Some(server.clone()))).await;
     assert_eq!(results[0].output.as_ref().unwrap().output, json!("no tools"));
     let results = run(&[incident()], scenario(&url, None)).await;
@@ -279,4 +280,159 @@ async fn no_address_is_sent_without_recorded_answers_or_to_a_target_without_mcp(
     assert!(takes("cmd:python3 agent.py"));
     assert!(!takes("openai+http://127.0.0.1:9/v1?model=m"));
     assert!(!takes("builtin:echo"));
+}
+
+/// The p50 and p99 of `durations`, in microseconds.
+fn percentiles(mut durations: Vec<Duration>) -> (f64, f64) {
+    durations.sort();
+    let at = |q: f64| durations[((durations.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6;
+    (at(0.50), at(0.99))
+}
+
+/// What a served call costs over loopback (issue 34's budget: under 1 ms p99), as figures:
+/// `cargo nextest run -p casebook-runner --run-ignored only -E 'test(/served_call_latency/)' --no-capture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: prints figures"]
+async fn served_call_latency() {
+    const CALLS: usize = 2_000;
+    let tools: Vec<casebook_model::Tool> = serde_json::from_value(json!([{
+        "name": "logs",
+        "responses": [
+            {"when": {"includes": {"service": "db"}}, "result": ["timeout", "pool exhausted"]},
+            {"when": {"matches": {"service": "^web"}}, "result": "ok"}
+        ]
+    }]))
+    .unwrap();
+    let definitions: Vec<ToolDefinition> = tools.iter().map(ToolDefinition::of).collect();
+    let environment = Arc::new(Environment::of(Some(&tools)).unwrap().unwrap());
+    let arguments = json!({"service": "db", "since": "1h"});
+
+    // In process: the snapshot's answer and the log, nothing else.
+    let mut alone = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        std::hint::black_box(environment.serve("logs", &arguments));
+        alone.push(started.elapsed());
+    }
+    environment.drain();
+
+    let server = McpServer::new();
+    let route = server.open(environment.clone(), &definitions).await.unwrap();
+    // With rmcp's client, as an agent would call.
+    let client =
+        ClientConfig::default().serve(StreamableHttpClientTransport::from_uri(route.url().to_owned())).await.unwrap();
+    let call = || CallToolRequestParams::new("logs").with_arguments(arguments.as_object().unwrap().clone());
+    for _ in 0..100 {
+        client.call_tool(call()).await.unwrap();
+    }
+    let mut sdk = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        let result = client.call_tool(call()).await.unwrap();
+        sdk.push(started.elapsed());
+        assert_ne!(result.is_error, Some(true));
+    }
+    let _ = client.cancel().await;
+
+    // One JSON-RPC POST on a kept-alive connection: the server's part without the SDK client's.
+    let http = reqwest::Client::new();
+    let body =
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "logs", "arguments": arguments}});
+    let post = || {
+        http.post(route.url())
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body)
+            .send()
+    };
+    for _ in 0..100 {
+        post().await.unwrap().bytes().await.unwrap();
+    }
+    let mut raw = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        let answer = post().await.unwrap().bytes().await.unwrap();
+        raw.push(started.elapsed());
+        assert!(String::from_utf8_lossy(&answer).contains("pool exhausted"), "{}", String::from_utf8_lossy(&answer));
+    }
+    assert_eq!(environment.drain().len(), 2 * (CALLS + 100));
+    // The same POST to an address that is no session's: the listener and HTTP without MCP.
+    let (prefix, _) = route.url().split_once("/s/").unwrap();
+    let nobody = format!("{prefix}/s/{}/mcp", "0".repeat(32));
+    let mut bare = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let started = Instant::now();
+        let answer = http.post(&nobody).json(&body).send().await.unwrap();
+        answer.bytes().await.unwrap();
+        bare.push(started.elapsed());
+    }
+
+    for (what, durations) in [
+        ("Environment::serve in process", alone),
+        ("MCP tools/call, rmcp client", sdk),
+        ("MCP tools/call, one HTTP POST", raw),
+        ("HTTP POST answered 404, no MCP", bare),
+    ] {
+        let (p50, p99) = percentiles(durations);
+        println!("{what}: p50 {p50:.0} µs, p99 {p99:.0} µs over {CALLS} calls");
+    }
+}
+
+/// A command agent on the MCP Python SDK (the `mcp` package): one JSON line in, one out.
+const PYTHON_AGENT: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+async def investigate(request):
+    async with streamable_http_client(request["mcp"]) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            answers = []
+            for name, arguments in request["agent_args"]["calls"]:
+                result = await session.call_tool(name, arguments)
+                texts = [block.text for block in result.content if block.type == "text"]
+                answers.append({"text": texts, "error": bool(result.is_error)})
+    return {"tools": [tool.name for tool in tools], "answers": answers}
+
+for line in sys.stdin:
+    print(json.dumps({"output": asyncio.run(investigate(json.loads(line)))}), flush=True)
+"#;
+
+/// A Python that has the `mcp` package: `CASEBOOK_TEST_MCP_PYTHON`, else `python3` if it has it.
+fn python_with_mcp() -> Option<String> {
+    let candidates = std::env::var("CASEBOOK_TEST_MCP_PYTHON").into_iter().chain(["python3".to_owned()]);
+    candidates.into_iter().find(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import mcp.client.streamable_http"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_agent_on_the_python_mcp_sdk_gets_the_snapshot_answers() {
+    let Some(python) = python_with_mcp() else {
+        eprintln!("skipped: no Python with the `mcp` package (set CASEBOOK_TEST_MCP_PYTHON)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("agent.py");
+    fs_err::write(&script, PYTHON_AGENT).unwrap();
+    let server = Arc::new(McpServer::new());
+    let results = run(&[incident()], scenario(&format!("cmd:{python} {}", script.display()), Some(server))).await;
+    let output = &results[0].output.as_ref().unwrap().output;
+    assert_eq!(output["tools"], json!(["logs", "metrics"]));
+    let answers = output["answers"].as_array().unwrap();
+    assert_eq!(
+        answers[..2],
+        [
+            json!({"text": ["connexion refusée: pool épuisé"], "error": false}),
+            json!({"text": ["{\"used\":50,\"max\":50}"], "error": false}),
+        ]
+    );
+    assert_eq!((&answers[2]["error"], &answers[3]["error"]), (&json!(true), &json!(true)));
+    let how: Vec<Served> = calls(&results[0]).into_iter().map(|(_, _, _, s)| s.how).collect();
+    assert_eq!(how, [Served::Matched, Served::Matched, Served::Unmatched, Served::UnknownTool]);
 }
