@@ -678,7 +678,7 @@ mod tests {
         let e = parse("dataset: d.jsonl\nscenarios:\n  - {name: a, target: x, mcp: 1}\n").unwrap_err();
         assert_eq!(
             (e.at.line, e.at.column, e.message.as_str()),
-            (3, 32, "`mcp` must be `true` or `false`, not a number")
+            (3, 31, "`mcp` must be `true` or `false`, not an integer")
         );
     }
 
