@@ -220,6 +220,10 @@ impl ServerHandler for SessionTools {
             .with_server_info(Implementation::new("casebook", env!("CARGO_PKG_VERSION")))
     }
 
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
