@@ -866,8 +866,16 @@ fn parts(
         let target = runtime
             .block_on(async { spec.connect() })
             .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", scenario.name))?;
+        let mut describe = spec.describe();
+        // An agent kept from the cases' tools answers otherwise: its runs do not reuse the outputs
+        // of the served ones (nor they its).
+        if !scenario.mcp && target.takes_mcp() {
+            if let Some(fields) = describe.as_object_mut() {
+                fields.insert("mcp".to_owned(), serde_json::Value::Bool(false));
+            }
+        }
         let target = if scenario.mcp { target.with_mcp(mcp.clone()) } else { target };
-        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe: spec.describe(), target });
+        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe, target });
     }
     let mut graders = Vec::new();
     for grader in &experiment.graders {

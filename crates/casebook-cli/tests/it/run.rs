@@ -778,3 +778,33 @@ fn an_http_agent_is_served_its_case_tools_over_mcp_unless_the_scenario_says_no()
     let sent = bodies.lock().expect("the lock").clone();
     assert_eq!(sent.iter().filter(|b| b.contains("\"mcp\":\"http://127.0.0.1:")).count(), 1, "{sent:?}");
 }
+
+#[test]
+fn runs_kept_from_mcp_are_not_reused_for_runs_served_over_it() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file(
+        "cases.jsonl",
+        r#"{"id": "pool", "input": "q", "expected": {"output": "pool exhausted"}, "tools": [{"name": "logs", "responses": [{"result": "pool exhausted"}]}]}
+"#,
+    );
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    let output = |file: &str, extra: &str| {
+        let exp = dir.file(
+            file,
+            format!("dataset: cases.jsonl\ntarget: '{url}'\ngraders: [{{kind: exact_match}}]\nthreshold: 0\n{extra}"),
+        );
+        let report = format!("jsonl={file}.jsonl");
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report]));
+        assert!(matches!(out.status, Some(0 | 1)), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(&format!("{file}.jsonl"))).expect("the JSONL report");
+        serde_json::from_str::<Value>(text.lines().next().expect("a result")).expect("JSON")["output"]["output"].clone()
+    };
+    assert_eq!(output("plain.yaml", "mcp: false\n"), "NO MCP");
+    assert_eq!(output("served.yaml", ""), "pool exhausted");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2, "the served run called the agent again");
+    // Run again, each is its own stored output.
+    assert_eq!(output("plain.yaml", "mcp: false\n"), "NO MCP");
+    assert_eq!(output("served.yaml", ""), "pool exhausted");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2);
+}

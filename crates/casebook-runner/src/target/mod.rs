@@ -128,10 +128,15 @@ impl Target {
     /// answers. Only agents that can be told an address take it (`http` and `command`): a
     /// chat-completions model is answered by the tool loop, and the built-in agents call no tools.
     pub fn with_mcp(mut self, server: Arc<McpServer>) -> Self {
-        if matches!(*self.backend, Backend::Http(_) | Backend::Command(_)) {
+        if self.takes_mcp() {
             self.mcp = Some(server);
         }
         self
+    }
+
+    /// Whether [`Target::with_mcp`] gives this target an MCP server.
+    pub fn takes_mcp(&self) -> bool {
+        matches!(*self.backend, Backend::Http(_) | Backend::Command(_))
     }
 
     /// The MCP server this target's sessions are given, if any.
