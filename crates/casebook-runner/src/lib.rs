@@ -9,6 +9,7 @@ pub mod experiment;
 pub mod grade;
 pub mod hash;
 pub mod letta_suite;
+pub mod mcp;
 pub mod noise;
 pub mod protocol;
 pub mod record;

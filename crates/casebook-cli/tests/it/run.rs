@@ -34,6 +34,9 @@ pub(crate) enum Behaviour {
     /// Answers like `Shout` when given at most one context item, else something wrong: an
     /// agent that noise throws off.
     Distracted,
+    /// Calls `logs` with `{"service": "db"}` on the MCP server the request names, if any, and
+    /// answers with what it got (`NO MCP` without one).
+    Investigate,
 }
 
 /// Starts `behaviour` on a free port of 127.0.0.1; returns its URL and what it recorded.
@@ -74,6 +77,26 @@ impl Agent {
             Behaviour::Crash => (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response(),
             Behaviour::Flaky if seen == 1 => {
                 (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response()
+            }
+            Behaviour::Investigate => {
+                let request: Value = serde_json::from_str(&body).unwrap_or_default();
+                let Some(mcp) = request["mcp"].as_str() else {
+                    return Json(json!({"output": "NO MCP"})).into_response();
+                };
+                let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": "logs", "arguments": {"service": "db"}}});
+                let answer: Value = reqwest::Client::new()
+                    .post(mcp)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2025-06-18")
+                    .json(&call)
+                    .send()
+                    .await
+                    .expect("the MCP server answers")
+                    .json()
+                    .await
+                    .expect("a JSON-RPC answer");
+                Json(json!({"output": answer["result"]["content"][0]["text"]})).into_response()
             }
             _ => {
                 let request: Value = serde_json::from_str(&body).unwrap_or_default();
@@ -864,4 +887,69 @@ fn a_stored_dataset_gets_the_same_noise_as_its_file() {
             assert!(!body.contains(secret), "`{secret}` was sent to the agent: {body}");
         }
     }
+}
+
+#[test]
+fn an_http_agent_is_served_its_case_tools_over_mcp_unless_the_scenario_says_no() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file(
+        "cases.jsonl",
+        r#"{"id": "pool", "input": "Pourquoi ça rame ?", "expected": {"output": "pool épuisé"}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "db"}}, "result": "pool épuisé"}]}]}
+"#,
+    );
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nscenarios:\n  - {{name: served, target: '{url}'}}\n  \
+             - {{name: plain, target: '{url}?v=2', mcp: false}}\ngraders: [{{kind: exact_match}}]\nthreshold: 0.5\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "jsonl=results.jsonl"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let text = fs_err::read_to_string(dir.join("results.jsonl")).expect("the JSONL report");
+    let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let row = |scenario: &str| rows.iter().find(|r| r["scenario"] == scenario).expect("a result per scenario");
+    assert_eq!(row("served")["output"]["output"], "pool épuisé", "{text}");
+    assert_eq!(row("plain")["output"]["output"], "NO MCP", "{text}");
+    // The call the agent made over MCP is in the served run's trajectory, with how it was served.
+    let steps = row("served")["output"]["trajectory"].as_array().expect("a trajectory").clone();
+    let call = steps.iter().find(|s| s["type"] == "tool_call").expect("the served call");
+    assert_eq!(
+        call,
+        &json!({"type": "tool_call", "name": "logs", "arguments": {"service": "db"}, "result": "pool épuisé",
+                "served": {"how": "matched", "entry": 0}})
+    );
+    let sent = bodies.lock().expect("the lock").clone();
+    assert_eq!(sent.iter().filter(|b| b.contains("\"mcp\":\"http://127.0.0.1:")).count(), 1, "{sent:?}");
+}
+
+#[test]
+fn runs_kept_from_mcp_are_not_reused_for_runs_served_over_it() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file(
+        "cases.jsonl",
+        r#"{"id": "pool", "input": "q", "expected": {"output": "pool exhausted"}, "tools": [{"name": "logs", "responses": [{"result": "pool exhausted"}]}]}
+"#,
+    );
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    let output = |file: &str, extra: &str| {
+        let exp = dir.file(
+            file,
+            format!("dataset: cases.jsonl\ntarget: '{url}'\ngraders: [{{kind: exact_match}}]\nthreshold: 0\n{extra}"),
+        );
+        let report = format!("jsonl={file}.jsonl");
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report]));
+        assert!(matches!(out.status, Some(0 | 1)), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(&format!("{file}.jsonl"))).expect("the JSONL report");
+        serde_json::from_str::<Value>(text.lines().next().expect("a result")).expect("JSON")["output"]["output"].clone()
+    };
+    assert_eq!(output("plain.yaml", "mcp: false\n"), "NO MCP");
+    assert_eq!(output("served.yaml", ""), "pool exhausted");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2, "the served run called the agent again");
+    // Run again, each is its own stored output.
+    assert_eq!(output("plain.yaml", "mcp: false\n"), "NO MCP");
+    assert_eq!(output("served.yaml", ""), "pool exhausted");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2);
 }

@@ -224,6 +224,7 @@ fn a_command_line_target_stands_in_for_the_letta_agent() {
         name: "default".into(),
         target: Located { value: json!("http://127.0.0.1:1/turn"), at: Place::default() },
         noise: None,
+        mcp: true,
     }];
     assert_eq!(e.missing_target(), None);
 }
