@@ -13,6 +13,16 @@ if ! python3 -c 'import yaml' 2>/dev/null; then
   python3 -m pip install --quiet pyyaml || python3 -m pip install --quiet --user --break-system-packages pyyaml
 fi
 
+# The MCP tests drive casebook's per-session MCP server with the official Python SDK too, from a
+# virtual environment of its own under target/.
+mcp_python=target/py-mcp/bin/python
+if ! "$mcp_python" -c 'import mcp.client.streamable_http' 2>/dev/null; then
+  echo "installing the Python MCP SDK into target/py-mcp for the MCP tests" >&2
+  python3 -m venv target/py-mcp
+  "$mcp_python" -m pip install --quiet 'mcp>=1.10' >&2
+fi
+export CASEBOOK_TEST_MCP_PYTHON="$PWD/$mcp_python"
+
 # The console's browser tests drive Debian's headless Chromium through its WebDriver server.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "installing Debian's chromium and chromium-driver for the console's browser tests" >&2

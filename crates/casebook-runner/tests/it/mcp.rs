@@ -413,10 +413,9 @@ fn python_with_mcp() -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_command_agent_on_the_python_mcp_sdk_gets_the_snapshot_answers() {
-    let Some(python) = python_with_mcp() else {
-        eprintln!("skipped: no Python with the `mcp` package (set CASEBOOK_TEST_MCP_PYTHON)");
-        return;
-    };
+    let python = python_with_mcp().expect(
+        "no Python with the `mcp` package: `scripts/test.sh` installs one, or set CASEBOOK_TEST_MCP_PYTHON to one",
+    );
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("agent.py");
     fs_err::write(&script, PYTHON_AGENT).unwrap();
