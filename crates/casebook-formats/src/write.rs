@@ -141,6 +141,10 @@ impl Drafts {
     }
 }
 
+/// What a lossy conversion says it dropped of a case whose expectations were rejected.
+const REJECTED_LEFT_OUT: &str =
+    "the whole case (its expectations were rejected, `review: rejected`, and would read as ground truth)";
+
 /// Whether a field [`Lost`] names is `review` (a CSV map's says why: `review (no column …)`).
 fn is_review(field: &str) -> bool {
     field == "review" || field.starts_with("review ")
@@ -401,7 +405,13 @@ impl Encoder {
             if draft {
                 out.drafts.push(i);
             }
-            let mut fields: Vec<_> = lost.0.into_iter().filter(|field| !(draft && is_review(field))).collect();
+            let rejected = self.rejected_left_out(case, &lost);
+            let mut fields: Vec<_> = lost
+                .0
+                .into_iter()
+                .filter(|field| !(draft && is_review(field)))
+                .map(|field| if rejected && is_review(&field) { REJECTED_LEFT_OUT.into() } else { field })
+                .collect();
             let told = !(draft && self.lossy);
             if told && !fields.is_empty() {
                 fields.dedup();
@@ -412,7 +422,17 @@ impl Encoder {
     }
 
     fn keep(&self, case: &Case, lost: &Lost) -> bool {
-        (self.lossy || lost.0.is_empty()) && !self.unconfirms(case, lost)
+        (self.lossy || lost.0.is_empty()) && !self.unconfirms(case, lost) && !self.rejected_left_out(case, lost)
+    }
+
+    /// Whether `case` is left out of a lossy conversion because its expectations were rejected
+    /// and the format has no place for `review`: written, a label a reviewer turned down would
+    /// read as ground truth.
+    fn rejected_left_out(&self, case: &Case, lost: &Lost) -> bool {
+        self.lossy
+            && case.review == Some(Review::Rejected)
+            && !case.expected.is_empty()
+            && lost.0.iter().any(|field| is_review(field))
     }
 
     /// Whether writing `case` without what the format cannot hold (`lost`) would make draft

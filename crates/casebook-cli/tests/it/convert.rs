@@ -1,9 +1,9 @@
 //! `casebook convert`: fields the target cannot hold are refused (or dropped with `--lossy`),
 //! a failed conversion leaves no output file, and a round trip gives the same samples back.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::cli::{Folder, at, casebook, jsonl, message, run};
+use crate::cli::{Folder, at, casebook, cb, jsonl, message, run};
 
 const WITH_CONTEXT: &str = "{\"id\": \"a\", \"input\": \"why?\", \"context\": [{\"type\": \"log\", \"content\": \"boom\"}], \"expected\": {\"output\": \"x\"}}\n";
 
@@ -353,4 +353,45 @@ fn a_reviewed_expectation_converts_as_before() {
     let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--lossy", "-q"]));
     r.expect_status(0);
     assert_eq!(jsonl(&r.stdout).len(), 3, "{r:?}");
+}
+
+/// A case whose expectations a reviewer rejected is left out of a lossy conversion to a format
+/// without `review` (written, it would read as ground truth), with a warning naming it; the
+/// other cases are written, and an export of the stored version does the same.
+#[test]
+fn a_rejected_expectation_is_left_out_not_turned_into_ground_truth() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "cases.jsonl",
+        "{\"id\": \"rejeté-1\", \"input\": \"capitale du Pérou ?\", \"expected\": {\"output\": \"Quito\"}, \"review\": \"rejected\"}\n\
+         {\"id\": \"ok\", \"input\": \"capitale du Chili ?\", \"expected\": {\"output\": \"Santiago\"}, \"review\": \"reviewed\"}\n\
+         {\"id\": \"sans-réponse\", \"input\": \"bonjour\", \"review\": \"rejected\"}\n",
+    );
+    let r = run(casebook().arg("convert").arg(&file).args(["--to", "letta", "--lossy", "--format", "json"]));
+    r.expect_status(0);
+    let rows = jsonl(&r.stdout);
+    assert_eq!(
+        rows,
+        [
+            json!({"id": "ok", "input": "capitale du Chili ?", "ground_truth": "Santiago"}),
+            json!({"id": "sans-réponse", "input": "bonjour"})
+        ]
+    );
+    let warnings = r.stderr_diagnostics();
+    let first = warnings.iter().find(|d| d["line"] == 1).expect("a warning for the rejected case");
+    assert_eq!(first["code"], "W-dropped");
+    assert_eq!(
+        message(first),
+        "case `rejeté-1`: dropped what `letta` cannot hold: the whole case (its expectations were rejected, \
+         `review: rejected`, and would read as ground truth)"
+    );
+
+    // The same from a stored version.
+    run(cb(&dir).arg("init")).expect_status(0);
+    run(cb(&dir).arg("import").arg(&file).args(["--dataset", "geo"])).expect_status(0);
+    let r = run(cb(&dir).args(["export", "geo", "--to", "letta", "--lossy"]));
+    r.expect_status(0);
+    let ids: Vec<Value> = jsonl(&r.stdout).iter().map(|row| row["id"].clone()).collect();
+    assert_eq!(ids, [json!("ok"), json!("sans-réponse")], "{r:?}");
+    assert!(r.stderr.contains("`rejeté-1`") && r.stderr.contains("review: rejected"), "{}", r.stderr);
 }
