@@ -172,6 +172,40 @@ impl Remote {
         self.json(self.request(reqwest::Method::GET, path)).await
     }
 
+    /// Walks the pages of version `number` of `dataset` that `filter` selects (`size` cases a
+    /// page), handing each page's cases, as native JSON lines checked to be one line each, to
+    /// `each` (which returns `false` to stop).
+    pub fn each_page(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        dataset: &str,
+        number: u64,
+        filter: Option<&str>,
+        size: usize,
+        each: &mut dyn FnMut(Vec<String>) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let path = self.dataset_path(dataset, &format!("/versions/v{number}/cases"));
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut query = vec![("limit", size.to_string())];
+            query.extend(filter.map(|f| ("where", f.to_owned())));
+            query.extend(cursor.take().map(|c| ("cursor", c)));
+            let request = self.request(reqwest::Method::GET, &path).query(&query);
+            let page: casebook_server::api::CasePage = runtime.block_on(self.json(request))?;
+            let bodies: Vec<String> = page.cases.iter().map(|c| c.get().to_owned()).collect();
+            if bodies.iter().any(|b| memchr::memchr2(b'\n', b'\r', b.as_bytes()).is_some()) {
+                anyhow::bail!("the server sent a case that is not one line of JSON: nothing was written");
+            }
+            if !each(bodies)? {
+                return Ok(());
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
     /// Sends a request and reads its JSON answer.
     pub async fn json<T: serde::de::DeserializeOwned>(
         &self,
