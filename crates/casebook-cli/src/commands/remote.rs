@@ -300,6 +300,14 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         (None, _) => "up to date: no version made\n".to_owned(),
     };
     crate::write_stdout(&text)?;
+    let ids = casebook_formats::Summary {
+        derived_ids: report.derived_ids,
+        positional_ids: report.positional_ids,
+        ..casebook_formats::Summary::default()
+    };
+    if let (Some(note), false) = (ids.derived_ids_note(), settings.quiet) {
+        stderr!("note: {note}");
+    }
     if let (Some(base), false, n @ 1..) = (&base, settings.quiet, report.kept) {
         stderr!(
             "kept {} changed on the server since v{} that `{}` does not have: `casebook pull --name {name} --overwrite` brings {} into the file",

@@ -1166,3 +1166,46 @@ fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend)
     assert!(local_log().contains("local: v1"), "{out:?}");
     assert!(!ok(owner(b, &srv).args(["log", "support"])).contains("local: v1"));
 }
+
+/// `pull --to` a format without `review` never turns a draft expectation (`review: draft`) into
+/// confirmed ground truth: refused with `E-unconfirmed-drafts` naming the case, exit 1, nothing
+/// written (no file, no record); `--confirm-drafts` writes it as confirmed; native JSON keeps it
+/// a draft.
+#[test]
+fn a_pull_to_a_format_without_review_does_not_confirm_drafts() {
+    let b = Backend::Embedded;
+    let dir = Folder::new();
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    let file = dir.file(
+        "setup/qa.jsonl",
+        "{\"id\": \"ñ-1\", \"input\": \"¿2+2?\", \"expected\": {\"output\": \"4\"}, \"review\": \"draft\"}\n\
+         {\"id\": \"b\", \"input\": \"3+3?\", \"expected\": {\"output\": \"6\"}}\n",
+    );
+    push(&server, &dir, &token, "qa", &file);
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta"]));
+    out.expect_status(1);
+    assert!(
+        out.stderr.contains(
+            "error[E-unconfirmed-drafts]: 1 case with draft expectations (`review: draft`) would be written as \
+             confirmed, `letta` having no place for `review`: `ñ-1`\n--> qa@v1"
+        ),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("pass `--confirm-drafts`"), "{out:?}");
+    assert!(out.stderr.ends_with("nothing was written: qa@v1 cannot be written as `letta` (1 errors)\n"), "{out:?}");
+    assert!(!dir.join("qa.jsonl").exists() && !dir.join(".qa.jsonl.casebook-pull").exists());
+
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta", "--confirm-drafts"]));
+    out.expect_status(0);
+    let rows: Vec<Value> = fs_err::read_to_string(dir.join("qa.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0], json!({"id": "ñ-1", "input": "¿2+2?", "ground_truth": "4"}), "{out:?}");
+
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "-o", "native.jsonl"]));
+    out.expect_status(0);
+    assert!(fs_err::read_to_string(dir.join("native.jsonl")).unwrap().contains("\"review\":\"draft\""));
+}
