@@ -127,6 +127,11 @@ impl Remote {
         let url = url.trim_end_matches('/').to_owned();
         let client = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
+            // The server closes a connection that sends no request head within its header
+            // timeout (10 s by default), idle keep-alive connections included: one reused after
+            // that long (a push whose file took longer to check) could be closed as the request
+            // is sent. Connections idle for 4 s are not reused.
+            .pool_idle_timeout(std::time::Duration::from_secs(4))
             .build()
             .map_err(|e| RemoteError::Unreachable { url: url.clone(), why: why(&e) })?;
         let mut remote = Self { url, token, project: String::new(), client };
