@@ -12,6 +12,7 @@ mod remote;
 mod report;
 mod runs;
 mod settings;
+mod source;
 mod stores;
 
 use std::process::ExitCode;

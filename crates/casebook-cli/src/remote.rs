@@ -127,6 +127,11 @@ impl Remote {
         let url = url.trim_end_matches('/').to_owned();
         let client = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
+            // The server closes a connection that sends no request head within its header
+            // timeout (10 s by default), idle keep-alive connections included: one reused after
+            // that long (a push whose file took longer to check) could be closed as the request
+            // is sent. Connections idle for 4 s are not reused.
+            .pool_idle_timeout(std::time::Duration::from_secs(4))
             .build()
             .map_err(|e| RemoteError::Unreachable { url: url.clone(), why: why(&e) })?;
         let mut remote = Self { url, token, project: String::new(), client };
@@ -170,6 +175,40 @@ impl Remote {
 
     pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, RemoteError> {
         self.json(self.request(reqwest::Method::GET, path)).await
+    }
+
+    /// Walks the pages of version `number` of `dataset` that `filter` selects (`size` cases a
+    /// page), handing each page's cases, as native JSON lines checked to be one line each, to
+    /// `each` (which returns `false` to stop).
+    pub fn each_page(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        dataset: &str,
+        number: u64,
+        filter: Option<&str>,
+        size: usize,
+        each: &mut dyn FnMut(Vec<String>) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let path = self.dataset_path(dataset, &format!("/versions/v{number}/cases"));
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut query = vec![("limit", size.to_string())];
+            query.extend(filter.map(|f| ("where", f.to_owned())));
+            query.extend(cursor.take().map(|c| ("cursor", c)));
+            let request = self.request(reqwest::Method::GET, &path).query(&query);
+            let page: casebook_server::api::CasePage = runtime.block_on(self.json(request))?;
+            let bodies: Vec<String> = page.cases.iter().map(|c| c.get().to_owned()).collect();
+            if bodies.iter().any(|b| memchr::memchr2(b'\n', b'\r', b.as_bytes()).is_some()) {
+                anyhow::bail!("the server sent a case that is not one line of JSON: nothing was written");
+            }
+            if !each(bodies)? {
+                return Ok(());
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Sends a request and reads its JSON answer.

@@ -20,8 +20,9 @@ pub struct Global {
     /// `--store` or `CASEBOOK_STORE`.
     pub store: Option<PathBuf>,
     /// `CASEBOOK_URL` is set: `run`, `results` and `compare` keep and read runs on that server,
-    /// `datasets`, `log` and `tag` work there, and other commands that would open the store
-    /// here refuse to unless it is named (see `stores::location`).
+    /// `datasets`, `log`, `tag`, `show`, `diff`, `history`, `export` and `cases NAME@REF` work
+    /// there (`source.rs`), and other commands that would open the store here refuse to unless
+    /// it is named (see `stores::location`).
     pub server: bool,
     /// The command's name (`tag`), for messages.
     pub command: String,

@@ -93,6 +93,28 @@ pub fn open_write(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyho
     Ok(store)
 }
 
+/// How messages name the store a command opened, for a user who may have more than one: its
+/// folder or its URL (password masked), and its project when it is not the default
+/// (`store /work/.casebook`, `store postgres://u:***@db/cases, project `team``).
+pub fn described(store: &AnyStore) -> String {
+    let place = match store {
+        AnyStore::Sqlite(s) => s.path().parent().unwrap_or(s.path()).display().to_string(),
+        AnyStore::Postgres(s) => s.url().to_owned(),
+    };
+    match store.project() {
+        casebook_store::DEFAULT_PROJECT => format!("store {place}"),
+        project => format!("store {place}, project `{project}`"),
+    }
+}
+
+/// Says on stderr (unless `--quiet`) what a command wrote and to which store (`described`), so
+/// a user never writes to another store than the one they think of without seeing it.
+pub fn say_wrote(settings: &Global, what: &str, store: &str) {
+    if !settings.quiet {
+        stderr!("wrote {what} to {store}");
+    }
+}
+
 /// Runs `read` on the store the settings name, prints what it returns, and closes the store.
 pub fn print(
     settings: &Global,

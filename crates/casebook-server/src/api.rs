@@ -232,6 +232,13 @@ pub struct ImportReport {
     /// were kept as the head has them.
     #[serde(default)]
     pub kept: u64,
+    /// Cases of the file without an id, whose id casebook derived from their content.
+    #[serde(default)]
+    pub derived_ids: u64,
+    /// Of those, the ones wholly identical to an earlier row, numbered by their place in the
+    /// file (`-2`, `-3`, …): their ids change if rows before them are added or removed.
+    #[serde(default)]
+    pub positional_ids: u64,
     pub warnings: u64,
     /// The warnings (at most 1,000), with their lines and columns.
     #[schema(value_type = Vec<Object>)]

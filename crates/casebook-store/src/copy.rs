@@ -7,6 +7,11 @@
 //! copied again: a dataset whose versions there are the first ones of the source's gets the
 //! ones after them; a dataset whose versions differ from the source's is left alone and
 //! reported (the stores have diverged; nothing is overwritten). Runs are copied by id.
+//!
+//! A store made before the name rules (`names.rs`) may hold a dataset whose name a new dataset
+//! may not have: it is not copied (a commit cannot make it), and the report names it with the
+//! reason, so nothing is left behind without a word; the other datasets are copied. A tag whose
+//! name the rules now refuse is copied as it is (its version keeps its name) and reported.
 
 use serde::Serialize;
 
@@ -29,6 +34,20 @@ pub struct CopyReport {
     pub runs: u64,
     /// Runs the target held already.
     pub runs_present: u64,
+    /// Datasets not copied: the name rules refuse their names for a new dataset (they were
+    /// named before the rules); the source still holds them.
+    pub refused: Vec<OldName>,
+    /// Tags copied under names the rules now refuse for a new tag (`dataset@tag`).
+    pub old_tags: Vec<OldName>,
+}
+
+/// A name written before the rules, and why a new one may not be written so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OldName {
+    pub project: String,
+    /// The dataset's name (for a tag, `dataset@tag`).
+    pub name: String,
+    pub why: String,
 }
 
 /// Copies what `to` lacks of `from`, project by project; `progress` hears of each version as
@@ -61,6 +80,12 @@ async fn copy_project(
             Err(StoreError::NoDataset(..)) => Vec::new(),
             Err(err) => return Err(err),
         };
+        if present.is_empty() {
+            if let Err(err) = crate::names::dataset_name(name) {
+                report.refused.push(OldName { project: project.to_owned(), name: name.to_owned(), why: err.why });
+                continue;
+            }
+        }
         let shared = present.iter().zip(&source).take_while(|(a, b)| a.id == b.id).count();
         if shared < present.len() {
             report.diverged.push(shown);
@@ -134,6 +159,15 @@ async fn copy_project(
         let have = to.events(name).await?;
         let missing: Vec<Event> = if events.starts_with(&have) { events[have.len()..].to_vec() } else { Vec::new() };
         let tags = from.tags(name).await?;
+        for (tag, _) in &tags {
+            if let Err(err) = crate::names::tag_name(tag) {
+                report.old_tags.push(OldName {
+                    project: project.to_owned(),
+                    name: format!("{name}@{tag}"),
+                    why: err.why,
+                });
+            }
+        }
         if !missing.is_empty() || tags != to.tags(name).await? || dataset.header != to.header(name).await? {
             to.restore_log(name, &dataset.header, &missing, &tags).await?;
         }

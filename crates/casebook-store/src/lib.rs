@@ -31,7 +31,7 @@ use serde::Serialize;
 pub use any::{AnyStore, Location};
 pub use capture::{CaptureOutcome, CaptureRequest, add_captured};
 pub use check::CheckReport;
-pub use copy::{CopyReport, copy};
+pub use copy::{CopyReport, OldName, copy};
 pub use diff::{FieldChange, field_changes};
 pub use ingest::{IngestError, IngestEvent, IngestRequest, Ingested, Parent, ingest};
 pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};

@@ -1,5 +1,6 @@
-//! Commands that read the store: `datasets`, `log`, `show`, `history`, `diff`, `export` (which
-//! hands the version's cases to `casebook_formats::Exporter`).
+//! Commands that read the store, or with `CASEBOOK_URL` set the server: `datasets`, `log`,
+//! `show`, `history`, `diff`, `export` (which hands the version's cases to
+//! `casebook_formats::Exporter`).
 
 use std::fmt::Write as _;
 
@@ -14,6 +15,7 @@ use crate::output::Output;
 use crate::remote::{Remote, segment};
 use crate::report::Reporter;
 use crate::settings::Global;
+use crate::source::Source;
 use crate::stores;
 
 pub fn datasets(settings: &Global, _args: DatasetsArgs) -> anyhow::Result<Outcome> {
@@ -120,12 +122,27 @@ fn log_text(log: &casebook_server::api::Log) -> String {
     out
 }
 
+/// Runs `read` on the store here or the server `CASEBOOK_URL` names (see [`Source`]), prints
+/// what it returns, and says on stderr which server it read.
+fn print(
+    settings: &Global,
+    read: impl FnOnce(&tokio::runtime::Runtime, &Source) -> anyhow::Result<String>,
+) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let source = Source::open(settings, &runtime)?;
+    let text = read(&runtime, &source)?;
+    crate::write_stdout(&text)?;
+    source.tell(settings);
+    source.close(&runtime);
+    Ok(Outcome::Ok)
+}
+
 pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
-    stores::print(settings, |runtime, store| {
-        let (name, reference) = stores::target(&args.target)?;
-        let version = runtime.block_on(store.resolve(&name, &reference))?;
+    let (name, reference) = stores::target(&args.target)?;
+    print(settings, |runtime, source| {
+        let version = source.resolve(runtime, &name, &reference)?;
         let text = match &args.case {
-            Some(id) => match runtime.block_on(store.case(&name, version.number, id))? {
+            Some(id) => match source.case(runtime, &name, version.number, id)? {
                 Some(case) => serde_json::to_string_pretty(&case)? + "\n",
                 None => anyhow::bail!("`{name}` v{} has no case `{id}`", version.number),
             },
@@ -152,8 +169,8 @@ pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
 /// the versions it was in, who made it, when and why, and its fields that changed from the
 /// content before (JSON Pointer, old → new).
 pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> {
-    stores::print(settings, |runtime, store| {
-        let revisions = runtime.block_on(store.history(&args.name, &args.case))?;
+    print(settings, |runtime, source| {
+        let revisions = source.history(runtime, &args.name, &args.case)?;
         if revisions.is_empty() {
             anyhow::bail!("`{}` never had a case `{}`", args.name, args.case);
         }
@@ -166,8 +183,8 @@ pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> 
                 let _ = writeln!(out, "removed in v{to}\n");
                 previous = None;
             }
-            let made = runtime.block_on(store.resolve(&args.name, &casebook_store::Ref::Number(r.from_version)))?;
-            let case = runtime.block_on(store.case(&args.name, r.from_version, &args.case))?;
+            let made = source.resolve(runtime, &args.name, &casebook_store::Ref::Number(r.from_version))?;
+            let case = source.case(runtime, &args.name, r.from_version, &args.case)?;
             let body = serde_json::to_value(&case)?;
             let changes = previous.as_ref().map(|before| casebook_store::field_changes(before, &body));
             let until = r.to_version.map_or_else(|| "head".to_owned(), |t| format!("v{}", t - 1));
@@ -213,15 +230,15 @@ pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> 
 }
 
 pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
-    stores::print(settings, |runtime, store| {
+    print(settings, |runtime, source| {
         let (name_a, ref_a) = stores::target(&args.from)?;
         let (name_b, ref_b) = stores::target(&args.to)?;
         if name_a != name_b {
             anyhow::bail!("`diff` compares two versions of one dataset, not `{name_a}` with `{name_b}`");
         }
-        let a = runtime.block_on(store.resolve(&name_a, &ref_a))?;
-        let b = runtime.block_on(store.resolve(&name_b, &ref_b))?;
-        let diff = runtime.block_on(store.diff(&name_a, a.number, b.number))?;
+        let a = source.resolve(runtime, &name_a, &ref_a)?;
+        let b = source.resolve(runtime, &name_b, &ref_b)?;
+        let diff = source.diff(runtime, &name_a, a.number, b.number)?;
         let mut out = String::new();
         if settings.json {
             let _ = writeln!(out, "{}", json!({"from": a.number, "to": b.number, "diff": diff}));
@@ -253,11 +270,11 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
 }
 
 pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
-    let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)?;
     let (name, reference) = stores::target(&args.target)?;
-    let version = runtime.block_on(store.resolve(&name, &reference))?;
-    let header = runtime.block_on(store.header(&name))?;
+    let runtime = stores::runtime()?;
+    let source = Source::open(settings, &runtime)?;
+    let version = source.resolve(&runtime, &name, &reference)?;
+    let header = source.header(&runtime, &name)?;
     let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
     let select = crate::settings::selection(&args.select)?;
     if args.write.to == Format::Csv && args.map.is_none() {
@@ -278,10 +295,10 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let mut columns = Vec::new();
     if export.needs_columns() {
         let mut scan = CsvColumns::new(&export);
-        runtime.block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| {
+        source.cases(&runtime, &name, version.number, &select, 4096, &mut |cases| {
             scan.add(&cases);
             true
-        }))?;
+        })?;
         columns = scan.ordered(&header);
     }
     crate::output::remove_on_signals();
@@ -303,23 +320,24 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
             false
         }
     };
-    let total = if exporter.takes_bodies() {
-        // The stored body is the native JSON line: no need to read it into a case and back.
-        runtime.block_on(store.bodies(&name, version.number, &select, 4096, &mut |bodies| {
+    let total = if exporter.takes_bodies() || matches!(source, Source::Server(_)) {
+        // The stored body is the native JSON line: no need to read it into a case and back
+        // (the exporter reads it into a case when its format needs one).
+        source.bodies(&runtime, &name, version.number, &select, 4096, &mut |bodies| {
             report(exporter.bodies(&bodies).map_err(|err| match err {
                 ExportError::Io(err) => err,
                 other => std::io::Error::other(other),
             }))
-        }))?
+        })?
     } else {
-        runtime
-            .block_on(store.cases(&name, version.number, &select, 4096, &mut |cases| report(exporter.cases(&cases))))?
+        source.cases(&runtime, &name, version.number, &select, 4096, &mut |cases| report(exporter.cases(&cases)))?
     };
     if let Some(err) = io_error {
         return Err(anyhow::Error::new(err).context("cannot write the output"));
     }
     let exported = exporter.finish()?;
-    runtime.block_on(store.close());
+    source.tell(settings);
+    source.close(&runtime);
     for d in &exported.diagnostics {
         reporter.emit(d);
     }

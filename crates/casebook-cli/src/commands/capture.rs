@@ -86,6 +86,7 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
     };
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
     let outcome = runtime.block_on(casebook_store::add_captured(&store, request, cases));
     runtime.block_on(store.close());
     let outcome = match outcome {
@@ -96,6 +97,9 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         Err(err) => return Err(err.into()),
     };
     report(settings, &dataset, &captured, left_out, &outcome)?;
+    if let Some(CommitOutcome::Created(v)) = &outcome.commit {
+        stores::say_wrote(settings, &format!("{}@v{}", v.dataset, v.number), &place);
+    }
     Ok(Outcome::Ok)
 }
 

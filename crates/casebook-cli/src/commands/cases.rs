@@ -1,6 +1,7 @@
 //! `casebook cases`: the cases of a file or of a stored version that a filter selects, listed,
-//! counted, or counted per value of a path (`--group-by`). On a store the filter runs in SQL; on
-//! a file it runs on the reader's worker threads.
+//! counted, or counted per value of a path (`--group-by`). On a store (or the server
+//! `CASEBOOK_URL` names) the filter runs in SQL; on a file it runs on the reader's worker
+//! threads.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -8,13 +9,14 @@ use std::path::Path;
 use casebook_filter::{FieldPath, Groups};
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
 use casebook_model::Case;
-use casebook_store::{Select, Store};
+use casebook_store::Select;
 use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::CasesArgs;
 use crate::report::Reporter;
 use crate::settings::{self, Global};
+use crate::source::Source;
 use crate::stores;
 
 pub fn run(settings: &Global, args: CasesArgs) -> anyhow::Result<Outcome> {
@@ -138,29 +140,30 @@ fn from_store(
     sink: &mut Sink<'_>,
 ) -> anyhow::Result<(Option<u64>, Outcome)> {
     let runtime = stores::runtime()?;
-    let store = stores::open(settings, &runtime)
+    let source = Source::open(settings, &runtime)
         .map_err(|err| err.context(format!("`{}` is neither a file nor a dataset in a store", args.source)))?;
     let (name, reference) = stores::target(&args.source)?;
-    let version = runtime.block_on(store.resolve(&name, &reference))?;
+    let version = source.resolve(&runtime, &name, &reference)?;
     let mut failed = None;
     let (counting, raw) = (matches!(sink.mode, Mode::Count), matches!(sink.mode, Mode::List) && settings.json);
     match () {
-        () if counting => sink.selected = runtime.block_on(store.count(&name, version.number, select))?,
+        () if counting => sink.selected = source.count(&runtime, &name, version.number, select)?,
         () if raw => {
-            runtime.block_on(store.bodies(&name, version.number, select, 1024, &mut |bodies| {
+            source.bodies(&runtime, &name, version.number, select, 1024, &mut |bodies| {
                 bodies.iter().try_for_each(|b| sink.body(b)).map_err(|e| failed = Some(e)).is_ok()
-            }))?;
+            })?;
         }
         _ => {
-            runtime.block_on(store.cases(&name, version.number, select, 1024, &mut |cases| {
+            source.cases(&runtime, &name, version.number, select, 1024, &mut |cases| {
                 cases.iter().try_for_each(|c| sink.case(c)).map_err(|e| failed = Some(e)).is_ok()
-            }))?;
+            })?;
         }
     }
     if let Some(err) = failed {
         return Err(err.into());
     }
-    runtime.block_on(store.close());
+    source.tell(settings);
+    source.close(&runtime);
     Ok((Some(version.cases), Outcome::Ok))
 }
 

@@ -23,6 +23,9 @@ struct Report {
     warnings: u64,
     /// Cases whose id casebook derived from their content.
     derived_ids: u64,
+    /// Of those, the ones wholly identical to an earlier row, told apart by their place in the
+    /// file only (`-2`, `-3`, …): their ids change if rows before them are added or removed.
+    positional_ids: u64,
     /// Those cases by their 0-based row in the file, which is how letta names the results of
     /// a row without an id: join them with letta's result files through this list.
     derived: Vec<DerivedId>,
@@ -117,9 +120,10 @@ pub fn run(settings: &Global, args: InspectArgs) -> anyhow::Result<Outcome> {
         reporter: &mut reporter,
         progress: &progress,
     };
-    read(&input, &opts, &|_: &Batch| (), &mut inspector)?;
+    let summary = read(&input, &opts, &|_: &Batch| (), &mut inspector)?;
     progress.finish();
-    let r = inspector.report;
+    let mut r = inspector.report;
+    r.positional_ids = summary.positional_ids;
     let text = if settings.json { serde_json::to_string_pretty(&r)? + "\n" } else { human(&r) };
     crate::write_stdout(&text)?;
     Ok(if r.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
@@ -137,7 +141,11 @@ fn human(r: &Report) -> String {
         out,
         "cases     {}{}",
         r.cases,
-        if r.derived_ids > 0 { format!(" ({} with derived ids)", r.derived_ids) } else { String::new() }
+        match (r.derived_ids, r.positional_ids) {
+            (0, _) => String::new(),
+            (n, 0) => format!(" ({n} with derived ids)"),
+            (n, p) => format!(" ({n} with derived ids, {p} of them numbered by position)"),
+        }
     );
     if r.errors + r.warnings > 0 {
         let _ = writeln!(out, "problems  {} errors, {} warnings", r.errors, r.warnings);

@@ -300,6 +300,14 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         (None, _) => "up to date: no version made\n".to_owned(),
     };
     crate::write_stdout(&text)?;
+    let ids = casebook_formats::Summary {
+        derived_ids: report.derived_ids,
+        positional_ids: report.positional_ids,
+        ..casebook_formats::Summary::default()
+    };
+    if let (Some(note), false) = (ids.derived_ids_note(), settings.quiet) {
+        stderr!("note: {note}");
+    }
     if let (Some(base), false, n @ 1..) = (&base, settings.quiet, report.kept) {
         stderr!(
             "kept {} changed on the server since v{} that `{}` does not have: `casebook pull --name {name} --overwrite` brings {} into the file",
@@ -498,26 +506,10 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         place: format!("{name}@v{}", version.number),
         confirm_drafts: args.confirm_drafts,
     };
-    // Pages of the version, as native JSON lines (checked to be one line each).
+    // Pages of the version, as native JSON lines.
     let pages = |each: &mut dyn FnMut(Vec<String>) -> anyhow::Result<()>| -> anyhow::Result<()> {
-        let mut cursor: Option<String> = None;
-        loop {
-            let mut path =
-                remote.dataset_path(&name, &format!("/versions/v{}/cases?limit={}", version.number, args.page_size));
-            if let Some(c) = &cursor {
-                path.push_str(&format!("&cursor={c}"));
-            }
-            let page: CasePage = runtime.block_on(remote.get_json(&path))?;
-            let bodies: Vec<String> = page.cases.iter().map(|c| c.get().to_owned()).collect();
-            if bodies.iter().any(|b| memchr::memchr2(b'\n', b'\r', b.as_bytes()).is_some()) {
-                anyhow::bail!("the server sent a case that is not one line of JSON: nothing was written");
-            }
-            each(bodies)?;
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => return Ok(()),
-            }
-        }
+        remote
+            .each_page(&runtime, &name, version.number, None, args.page_size, &mut |bodies| each(bodies).map(|()| true))
     };
     let mut columns = Vec::new();
     if settings_out.needs_columns() {

@@ -102,6 +102,33 @@ pub fn copy(settings: &Global, args: CopyArgs) -> anyhow::Result<Outcome> {
         }
     }
     crate::write_stdout(&out)?;
+    for tag in &report.old_tags {
+        if !settings.quiet {
+            stderr!(
+                "warning: tag `{}` was copied under its old name, which a new tag may not have now: {}; \
+                 `casebook tag` can give its version a name the rules allow",
+                casebook_store::qualified(&tag.project, &tag.name),
+                tag.why
+            );
+        }
+    }
+    for dataset in &report.refused {
+        let project = match dataset.project.as_str() {
+            casebook_store::DEFAULT_PROJECT => String::new(),
+            project => format!(" --project {project}"),
+        };
+        stderr!(
+            "error: dataset `{}` was not copied: a new dataset may not have its name now ({}); it is still in `{}`: \
+             `casebook export '{}@latest' --store {}{project} --to casebook -o FILE` then \
+             `casebook import FILE --dataset NEW_NAME --store {}{project}` copies its head under an allowed name",
+            casebook_store::qualified(&dataset.project, &dataset.name),
+            dataset.why,
+            stores::shown(&from),
+            dataset.name,
+            stores::shown(&from),
+            stores::shown(&to)
+        );
+    }
     if !report.diverged.is_empty() {
         stderr!(
             "error: left alone, their versions in `{}` differ from the source's: {} \
@@ -109,6 +136,9 @@ pub fn copy(settings: &Global, args: CopyArgs) -> anyhow::Result<Outcome> {
             stores::shown(&to),
             report.diverged.join(", ")
         );
+        return Ok(Outcome::Invalid);
+    }
+    if !report.refused.is_empty() {
         return Ok(Outcome::Invalid);
     }
     Ok(Outcome::Ok)

@@ -93,6 +93,7 @@ pub fn put(settings: &Global, args: PutArgs) -> anyhow::Result<Outcome> {
 pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
     // As `review`: an id the head lacks is an error that names it, and nothing is written
     // (removing it would change nothing, and a typo should not pass for a removal).
     if let Err(err) = runtime.block_on(check_cases_exist(&store, &args.name, &args.ids)) {
@@ -112,7 +113,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     let (_tx, rx) = tokio::sync::mpsc::channel(1);
     let outcome = runtime.block_on(store.commit(request, rx));
     runtime.block_on(store.close());
-    report_commit(settings, outcome, None)
+    report_commit(settings, outcome, None, &place)
 }
 
 /// Cases a commit of `review` hands the store at a time.
@@ -132,6 +133,7 @@ pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
     };
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
     let changed = runtime.block_on(reviewed_cases(&store, &args, filter.as_ref(), &reference));
     let (base, cases) = match changed {
         Ok(found) => found,
@@ -191,7 +193,7 @@ pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
         tokio::join!(store.commit(request, rx), send).0
     });
     runtime.block_on(store.close());
-    report_commit(settings, outcome, None)
+    report_commit(settings, outcome, None, &place)
 }
 
 /// The version `review` builds on, and the cases it changes: those `args.ids` name and those
@@ -303,12 +305,14 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
     runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
+    let place = stores::described(&store);
     runtime.block_on(store.close());
     crate::write_stdout(&if settings.json {
         format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
     } else {
         format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12])
     })?;
+    stores::say_wrote(settings, &format!("tag {name}@{}", args.tag), &place);
     Ok(Outcome::Ok)
 }
 
@@ -348,6 +352,7 @@ fn commit_file(
     super::check_exists(file)?;
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
     let request = IngestRequest {
         input: super::input(file),
         options: opts.clone(),
@@ -374,9 +379,9 @@ fn commit_file(
         Err(IngestError::NoName) => anyhow::bail!("name the dataset with `--dataset NAME`"),
         Err(IngestError::Unstorable(err)) => {
             stderr!("error: a case cannot be stored: {err}");
-            return report_commit(settings, Err(StoreError::Cancelled), None);
+            return report_commit(settings, Err(StoreError::Cancelled), None, &place);
         }
-        Err(IngestError::Store(err)) => return report_commit(settings, Err(err), None),
+        Err(IngestError::Store(err)) => return report_commit(settings, Err(err), None, &place),
         // (Local imports build on the head or a given version, never merge.)
         Err(err @ (IngestError::Reader | IngestError::Conflicts { .. })) => return Err(err.into()),
     };
@@ -392,7 +397,7 @@ fn commit_file(
             {
                 stderr!("note: {note}");
             }
-            report_commit(settings, Ok(outcome), Some(&ids))
+            report_commit(settings, Ok(outcome), Some(&ids), &place)
         }
         None => {
             if !settings.quiet {
@@ -408,12 +413,13 @@ fn commit_file(
     }
 }
 
-/// Reports a commit; `ids` for a file's (`import`, `commit`, `put`), whose JSON says how many
-/// ids were made for rows without one.
+/// Reports a commit to the store `place` names (`stores::described`); `ids` for a file's
+/// (`import`, `commit`, `put`), whose JSON says how many ids were made for rows without one.
 fn report_commit(
     settings: &Global,
     outcome: Result<CommitOutcome, StoreError>,
     ids: Option<&Summary>,
+    place: &str,
 ) -> anyhow::Result<Outcome> {
     let outcome = match outcome {
         Ok(outcome) => outcome,
@@ -442,6 +448,9 @@ fn report_commit(
         (CommitOutcome::Unchanged(None), false) => "no change\n".to_owned(),
     };
     crate::write_stdout(&text)?;
+    if let CommitOutcome::Created(v) = &outcome {
+        stores::say_wrote(settings, &format!("{}@v{}", v.dataset, v.number), place);
+    }
     Ok(Outcome::Ok)
 }
 

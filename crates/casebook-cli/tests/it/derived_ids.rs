@@ -27,7 +27,11 @@ fn import_commit_and_put_say_how_many_ids_were_made() {
     let imported = ok(crate::cli::cb(&dir).args(["import", "--dataset", "gare"]).arg(&file));
     assert_eq!(
         imported.stderr,
-        "note: 4 cases had no id: ids derived from their content; 2 of them are identical to another row and numbered by position\n"
+        format!(
+            "note: 4 cases had no id: ids derived from their content; 2 of them are identical to another row and numbered by position\n\
+             wrote gare@v1 to store {}\n",
+            dir.join(".casebook").display()
+        )
     );
     assert!(imported.stdout.starts_with("created gare v1 "), "{imported:?}");
     // The same in JSON, where the numbers are fields of the report.
@@ -40,12 +44,19 @@ fn import_commit_and_put_say_how_many_ids_were_made() {
     // One row without an id, put: said in the singular; `--quiet` says nothing.
     let one = dir.file("one.jsonl", "{\"input\": \"Et la poste ?\"}\n");
     let put = ok(crate::cli::cb(&dir).args(["put", "gare"]).arg(&one));
-    assert_eq!(put.stderr, "note: 1 case had no id: its id is derived from its content\n");
+    let store = dir.join(".casebook").display().to_string();
+    assert_eq!(
+        put.stderr,
+        format!("note: 1 case had no id: its id is derived from its content\nwrote gare@v2 to store {store}\n")
+    );
     let quiet = ok(crate::cli::cb(&dir).args(["put", "gare", "-q"]).arg(&one));
     assert_eq!(quiet.stderr, "");
     // Every row with an id: nothing to say.
     let named = dir.file("named.jsonl", "{\"id\": \"k2\", \"input\": \"hi\"}\n");
-    assert_eq!(ok(crate::cli::cb(&dir).args(["put", "gare"]).arg(&named)).stderr, "");
+    assert_eq!(
+        ok(crate::cli::cb(&dir).args(["put", "gare"]).arg(&named)).stderr,
+        format!("wrote gare@v3 to store {store}\n")
+    );
 }
 
 const ASKED_AGAIN: [&str; 8] = [
@@ -128,9 +139,12 @@ fn an_edited_file_with_repeated_prompts_diffs_as_it_was_edited(b: &Backend) {
 
     let imported = ok(b.cb(&dir).args(["import", "--dataset", "support"]).arg(dir.join("v1.jsonl")));
     assert_eq!(
-        imported.stderr,
-        format!(
-            "note: {without_id} cases had no id: ids derived from their content; {repeated} of them are identical to another row and numbered by position\n"
+        imported.stderr.lines().next(),
+        Some(
+            format!(
+                "note: {without_id} cases had no id: ids derived from their content; {repeated} of them are identical to another row and numbered by position"
+            )
+            .as_str()
         )
     );
 

@@ -78,3 +78,35 @@ fn inspect_counts_the_errors_of_an_invalid_file() {
     assert_eq!(report["cases"], 1);
     assert_eq!(report["errors"], 1);
 }
+
+/// Rows without an id: `inspect` says how many ids it derived and how many of those are
+/// positional (rows wholly identical to an earlier one), as `import` does.
+#[test]
+fn inspect_says_how_many_ids_were_made_and_how_many_by_position() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "gare.jsonl",
+        "{\"input\": \"Où est la gare ?\", \"ground_truth\": \"à gauche\"}\n\
+         {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n\
+         {\"id\": \"k1\", \"input\": \"hi\"}\n\
+         {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n\
+         {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n",
+    );
+    let (r, report) = inspect_json(&file);
+    r.expect_status(0);
+    assert_eq!((&report["derived_ids"], &report["positional_ids"]), (&json!(4), &json!(2)), "{report}");
+    let human = run(casebook().arg("inspect").arg(&file));
+    assert!(
+        human.stdout.contains("cases     5 (4 with derived ids, 2 of them numbered by position)\n"),
+        "{}",
+        human.stdout
+    );
+    // Derived but none positional; none derived.
+    let one = dir.file("one.jsonl", "{\"input\": \"Et la poste ?\"}\n{\"input\": \"Et la gare ?\"}\n");
+    let (_, report) = inspect_json(&one);
+    assert_eq!((&report["derived_ids"], &report["positional_ids"]), (&json!(2), &json!(0)), "{report}");
+    assert!(run(casebook().arg("inspect").arg(&one)).stdout.contains("cases     2 (2 with derived ids)\n"));
+    let named = dir.file("named.jsonl", "{\"id\": \"k\", \"input\": \"hi\"}\n");
+    let (_, report) = inspect_json(&named);
+    assert_eq!((&report["derived_ids"], &report["positional_ids"]), (&json!(0), &json!(0)), "{report}");
+}

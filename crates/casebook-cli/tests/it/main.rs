@@ -33,3 +33,4 @@ mod threshold;
 mod unusual_input;
 mod validate_fields;
 mod validate_syntax;
+mod where_acted;

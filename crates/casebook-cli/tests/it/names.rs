@@ -11,7 +11,8 @@ on_both!(
     names_and_tags_that_would_mislead_are_refused,
     names_in_either_normal_form_are_one_dataset,
     a_number_or_a_short_prefix_is_not_a_version,
-    pull_by_id_passes_over_names_no_url_can_carry
+    pull_by_id_passes_over_names_no_url_can_carry,
+    a_store_copy_copies_what_the_name_rules_allow_and_names_the_rest,
 );
 
 fn ok(cmd: &mut assert_cmd::Command) -> String {
@@ -206,4 +207,85 @@ fn pull_by_id_passes_over_names_no_url_can_carry(b: &Backend) {
     let line = one_error(&out, 2);
     assert!(line.contains("dataset `support` has no version `1`; did you mean `v1`?"), "{line}");
     assert!(!dir.join("x.jsonl").exists());
+}
+
+/// An older store holding datasets named `a/b` and `..` and a tag named like a content id (each
+/// written straight into the database, as casebook wrote them before the name rules): `store
+/// copy` copies every other dataset whole, copies the tag under its old name with a warning,
+/// and names each dataset it could not copy with the reason and how to copy it by hand (exit
+/// 1); nothing is dropped without a word, and a second copy does the same.
+fn a_store_copy_copies_what_the_name_rules_allow_and_names_the_rest(b: &Backend) {
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let import = |name: &str, text: &str| {
+        let file = dir.file(&format!("{name}.jsonl"), text);
+        ok(b.cb(&dir).args(["import", "--dataset", name]).arg(&file));
+    };
+    import("support", CASES);
+    import("support", &CASES.replace("gare", "gare du Nord"));
+    import("slash", &CASES.replace("gare", "gare de Lyon"));
+    import("dots", "{\"input\": \"¿Dónde está la estación?\"}\n");
+    ok(b.cb(&dir).args(["tag", "support@v1", "prod"]));
+    raw_sql(
+        b,
+        &dir,
+        &[
+            "UPDATE datasets SET name = '..' WHERE name = 'dots'",
+            "UPDATE datasets SET name = 'a/b' WHERE name = 'slash'",
+            "UPDATE tags SET name = 'deadbeef' WHERE name = 'prod'",
+        ],
+    );
+    let from = match b {
+        Backend::Embedded => ".".to_owned(),
+        Backend::Postgres(url) => url.clone(),
+    };
+    let shown_from = match b {
+        // (As it was named: `.`, the folder holding the store.)
+        Backend::Embedded => "./.casebook".to_owned(),
+        Backend::Postgres(url) => casebook_store::redact(url),
+    };
+    let target = dir.join("copy");
+    let target = target.to_str().unwrap();
+    for round in 0..2 {
+        let out = run(crate::cli::cb(&dir).args(["store", "copy", &from, target]));
+        assert_eq!(out.status, Some(1), "round {round}: {out:?}");
+        let copied = if round == 0 { "copied 2 versions (2 cases)" } else { "copied 0 versions (0 cases)" };
+        assert!(out.stdout.starts_with(copied), "round {round}: {out:?}");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "warning: tag `support@deadbeef` was copied under its old name, which a new tag may not have now: \
+                 8 or more hexadecimal digits read as a content id (or the start of one); `casebook tag` can give its \
+                 version a name the rules allow"
+                    .to_owned(),
+                format!(
+                    "error: dataset `..` was not copied: a new dataset may not have its name now (`.` and `..` stand \
+                     for folders in paths and URLs); it is still in `{shown_from}`: `casebook export '..@latest' \
+                     --store {shown_from} --to casebook -o FILE` then `casebook import FILE --dataset NEW_NAME --store \
+                     {target}` copies its head under an allowed name"
+                ),
+                format!(
+                    "error: dataset `a/b` was not copied: a new dataset may not have its name now (it holds `/`, \
+                     which separates the parts of paths and URLs: use `-` or `_`); it is still in `{shown_from}`: \
+                     `casebook export 'a/b@latest' --store {shown_from} --to casebook -o FILE` then `casebook import \
+                     FILE --dataset NEW_NAME --store {target}` copies its head under an allowed name"
+                ),
+            ],
+            "round {round}"
+        );
+    }
+    // What was copied is whole: both versions of `support`, and its tag on v1.
+    let log = ok(crate::cli::cb(&dir).args(["log", "support", "--store", target]));
+    assert_eq!(log.lines().filter(|l| l.starts_with('v')).count(), 2, "{log}");
+    let tagged = ok(crate::cli::cb(&dir).args(["show", "support@deadbeef", "--store", target, "--format", "json"]));
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&tagged).unwrap()["number"], 1, "{tagged}");
+    let listed = ok(crate::cli::cb(&dir).args(["datasets", "--store", target, "--format", "json"]));
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    // The way out works: the head of `a/b` under an allowed name.
+    let file = dir.join("slash-head.jsonl");
+    ok(crate::cli::cb(&dir)
+        .args(["export", "a/b@latest", "--store", &from, "--to", "casebook", "-q", "-o"])
+        .arg(&file));
+    ok(crate::cli::cb(&dir).args(["import", "--dataset", "a-b", "--store", target]).arg(&file));
 }

@@ -1141,9 +1141,11 @@ fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend)
     assert_eq!(out.stderr, on_server);
 
     // What cannot work on a server says so, and acts on nothing.
-    for args in
-        [&["rm", "support", "z"][..], &["show", "support"], &["import", "../local.jsonl", "--dataset", "support"]]
-    {
+    for args in [
+        &["rm", "support", "z"][..],
+        &["review", "support", "z", "--state", "reviewed"],
+        &["import", "../local.jsonl", "--dataset", "support"],
+    ] {
         let out = run(user().args(args));
         let line = one_error(&out, 2);
         assert_eq!(
@@ -1163,4 +1165,44 @@ fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend)
     out.expect_status(0);
     assert!(local_log().contains("local: v1"), "{out:?}");
     assert!(!ok(owner(b, &srv).args(["log", "support"])).contains("local: v1"));
+}
+
+/// `pull --to` a format without `review` never turns a draft expectation (`review: draft`) into
+/// confirmed ground truth: refused with `E-unconfirmed-drafts` naming the case, exit 1, nothing
+/// written (no file, no record); native JSON keeps it a draft.
+#[test]
+fn a_pull_to_a_format_without_review_does_not_confirm_drafts() {
+    let b = Backend::Embedded;
+    let dir = Folder::new();
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    let file = dir.file(
+        "setup/qa.jsonl",
+        "{\"id\": \"ñ-1\", \"input\": \"¿2+2?\", \"expected\": {\"output\": \"4\"}, \"review\": \"draft\"}\n\
+         {\"id\": \"b\", \"input\": \"3+3?\", \"expected\": {\"output\": \"6\"}}\n",
+    );
+    push(&server, &dir, &token, "qa", &file);
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta"]));
+    out.expect_status(1);
+    assert!(
+        out.stderr.contains(
+            "error[E-unconfirmed-drafts]: 1 case with draft expectations (`review: draft`) would be written as \
+             confirmed, `letta` having no place for `review`: `ñ-1`\n--> qa@v1"
+        ),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("pass `--confirm-drafts`"), "{out:?}");
+    assert!(out.stderr.ends_with("nothing was written: qa@v1 cannot be written as `letta` (1 errors)\n"), "{out:?}");
+    assert!(!dir.join("qa.jsonl").exists() && !dir.join(".qa.jsonl.casebook-pull").exists());
+
+    // (`--confirm-drafts` lifts this refusal; letta still has no place for the `review` field
+    // itself, and `pull` has no `--lossy`: see the session's report.)
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta", "--confirm-drafts"]));
+    out.expect_status(1);
+    assert!(!out.stderr.contains("E-unconfirmed-drafts"), "{out:?}");
+    assert!(!dir.join("qa.jsonl").exists());
+
+    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "-o", "native.jsonl"]));
+    out.expect_status(0);
+    assert!(fs_err::read_to_string(dir.join("native.jsonl")).unwrap().contains("\"review\":\"draft\""));
 }

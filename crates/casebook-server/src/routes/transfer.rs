@@ -267,6 +267,8 @@ fn report(
             created,
             version: version.map(Version::from),
             kept: ingested.kept,
+            derived_ids: ingested.derived_ids,
+            positional_ids: ingested.positional_ids,
             warnings: ingested.warnings,
             diagnostics: diagnostics.iter().map(|d| serde_json::to_value(d).unwrap_or_default()).collect(),
         },

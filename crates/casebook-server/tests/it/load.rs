@@ -37,7 +37,7 @@ fn long_filter() -> String {
 
 /// Sends `request` as it is on a new connection and reads the answer until the server closes
 /// it or `wait` passes: the status (0 if none came) and the whole answer.
-async fn raw(server: &Server, request: &[u8], wait: Duration) -> (u16, String) {
+pub(crate) async fn raw(server: &Server, request: &[u8], wait: Duration) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let address = server.url.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();

@@ -243,6 +243,146 @@ async fn exports_write_a_version_in_any_format(backend: Backend) {
     server.stop().await;
 }
 
+/// Rows without an id get ids derived from their content; the import's report says how many,
+/// and how many of them are positional (rows wholly identical to an earlier one), as
+/// `casebook import` does; in the streamed report too.
+async fn an_import_says_how_many_ids_it_made_and_how_many_by_position(backend: Backend) {
+    let server = Server::start(backend).await;
+    let rows = "{\"input\": \"Où est la gare ?\", \"ground_truth\": \"à gauche\"}\n\
+                {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n\
+                {\"id\": \"k1\", \"input\": \"hi\"}\n\
+                {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n\
+                {\"input\": \"Où est la gare ?\", \"ground_truth\": \"左です\"}\n";
+    let (status, report) = import(&server, "gare", "filename=gare.jsonl", rows).await;
+    assert_eq!(status, 201, "{report}");
+    assert_eq!((report["derived_ids"].as_u64(), report["positional_ids"].as_u64()), (Some(4), Some(2)), "{report}");
+    // Every row with an id: none made.
+    let (status, report) =
+        import(&server, "named", "filename=named.jsonl", "{\"id\": \"k\", \"input\": \"hi\"}\n").await;
+    assert_eq!(status, 201, "{report}");
+    assert_eq!((report["derived_ids"].as_u64(), report["positional_ids"].as_u64()), (Some(0), Some(0)), "{report}");
+    let response = server
+        .client
+        .post(format!("{}{A}/gare2/import?filename=gare.jsonl", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .header("accept", "application/x-ndjson")
+        .body(rows)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (last["report"]["derived_ids"].as_u64(), last["report"]["positional_ids"].as_u64()),
+        (Some(4), Some(2)),
+        "{text}"
+    );
+    server.stop().await;
+}
+
+/// A version with a draft expectation (`review: draft`) exported to a format without `review`
+/// is refused (422, `E-unconfirmed-drafts` naming the case), lossy or not; `confirm_drafts=true`
+/// writes it as confirmed; a format that holds `review` keeps it a draft.
+async fn an_export_confirms_draft_expectations_only_when_asked(backend: Backend) {
+    let server = Server::start(backend).await;
+    let cases = "{\"id\": \"ñ-1\", \"input\": \"¿2+2?\", \"expected\": {\"output\": \"4\"}, \"review\": \"draft\"}\n\
+                 {\"id\": \"b\", \"input\": \"3+3?\", \"expected\": {\"output\": \"6\"}}\n\
+                 {\"id\": \"c\", \"input\": \"¿sin respuesta?\", \"review\": \"draft\"}\n";
+    let (status, report) = import(&server, "qa", "filename=qa.jsonl", cases).await;
+    assert_eq!(status, 201, "{report}");
+    let get = |query: &'static str| {
+        let server = &server;
+        async move {
+            let response = server
+                .client
+                .get(format!("{}{A}/qa/versions/latest/export?{query}", server.url))
+                .bearer_auth(&server.keys.a_read)
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    // Lossy: the one refusal is the drafts'.
+    for query in ["format=letta&lossy=true", "format=letta&lossy=true&confirm_drafts=false"] {
+        let (status, text) = get(query).await;
+        assert_eq!(status, 422, "{query}: {text}");
+        let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(body["error"]["code"], "invalid-input", "{body}");
+        assert_eq!(
+            body["error"]["message"],
+            "`qa` cannot be written as `letta`: 1 case with draft expectations (`review: draft`) would be written \
+             as confirmed, `letta` having no place for `review`: `ñ-1`",
+            "{query}"
+        );
+        let diagnostics = body["error"]["diagnostics"].as_array().unwrap();
+        assert_eq!(diagnostics.len(), 1, "{body}");
+        assert_eq!(
+            (&diagnostics[0]["code"], &diagnostics[0]["file"]),
+            (&"E-unconfirmed-drafts".into(), &"qa@v1".into())
+        );
+    }
+    // Not lossy: refused for the drafts too (beside what letta cannot hold).
+    let (status, text) = get("format=letta").await;
+    assert_eq!(status, 422, "{text}");
+    let body: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let codes: Vec<&str> =
+        body["error"]["diagnostics"].as_array().unwrap().iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"E-unconfirmed-drafts"), "{body}");
+    let (status, text) = get("format=letta&lossy=true&confirm_drafts=true").await;
+    assert_eq!(status, 200, "{text}");
+    let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows[0], serde_json::json!({"id": "ñ-1", "input": "¿2+2?", "ground_truth": "4"}));
+    assert_eq!(rows.len(), 3);
+    // Native JSON holds `review`: nothing to confirm.
+    let (status, text) = get("format=casebook").await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.lines().next().unwrap().contains("\"review\":\"draft\""), "{text}");
+    server.stop().await;
+}
+
+/// A client that sends a request's head and part of its body, then nothing more, is answered
+/// 408 with the API's JSON error once `body_idle` passes, on an upload (import) and on a JSON
+/// route (runs); nothing is stored.
+async fn a_body_that_stalls_halfway_is_answered_408_with_the_json_error(backend: Backend) {
+    let limits =
+        casebook_server::Limits { body_idle: Duration::from_millis(300), ..casebook_server::Limits::default() };
+    let server = Server::start_with(backend, limits).await;
+    let requests = [
+        (
+            format!("POST {A}/slow/import?filename=slow.jsonl HTTP/1.1"),
+            &server.keys.a_write,
+            "{\"input\": \"¿a?\", \"ground_truth\": \"b\"}\n{\"input\": ",
+            "the client sent nothing of the body for too long: nothing was imported",
+        ),
+        (
+            "POST /api/v1/projects/team-a/runs HTTP/1.1".to_owned(),
+            &server.keys.a_write,
+            "{\"id\": \"r-slow\", \"experiment\": ",
+            "the client sent nothing of the body for too long",
+        ),
+    ];
+    for (line, key, part, message) in requests {
+        let head = format!(
+            "{line}\r\nHost: casebook\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\n\
+             Content-Length: 4000\r\n\r\n{part}"
+        );
+        let started = std::time::Instant::now();
+        let (status, answer) = crate::load::raw(&server, head.as_bytes(), Duration::from_secs(5)).await;
+        assert_eq!(status, 408, "{line}: {answer}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        let (headers, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(headers.to_ascii_lowercase().contains("content-type: application/json"), "{headers}");
+        let body: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!((&body["error"]["code"], &body["error"]["message"]), (&"timeout".into(), &message.into()), "{body}");
+        assert!(body["error"]["request_id"].as_str().is_some_and(|id| !id.is_empty()), "{body}");
+    }
+    assert_eq!(versions(&server, "slow").await, 0);
+    let (_, runs) = server.get(&server.keys.a_read, "/api/v1/projects/team-a/runs").await;
+    assert!(!runs.to_string().contains("r-slow"), "{runs}");
+    server.stop().await;
+}
+
 /// A request in flight when the server is told to stop is answered before it stops.
 async fn shutdown_finishes_requests_in_flight(backend: Backend) {
     let server = Server::start(backend).await;
@@ -276,7 +416,10 @@ crate::on_both!(
     bodies_over_the_limit_or_too_slow_are_refused,
     imports_can_report_progress_as_json_lines,
     exports_write_a_version_in_any_format,
-    shutdown_finishes_requests_in_flight
+    shutdown_finishes_requests_in_flight,
+    an_export_confirms_draft_expectations_only_when_asked,
+    an_import_says_how_many_ids_it_made_and_how_many_by_position,
+    a_body_that_stalls_halfway_is_answered_408_with_the_json_error,
 );
 
 /// The folders a spool folder holds, by name.
