@@ -245,3 +245,97 @@ fn snapshot_file_problems_name_the_dataset_line_and_their_place_in_the_file() {
     assert_eq!(diags[2].message, "snapshot file `snapshots/missing.json` cannot be read: entity not found");
     assert!(diags[4].file.ends_with("bad.json") && diags[4].hint.as_deref().unwrap().contains(":5:"), "{:?}", diags[4]);
 }
+
+/// A native dataset with every part of a snapshot: patterns and results in other scripts, a
+/// frozen query, an error, each form of default, and a snapshot file.
+fn snapshot_dataset(dir: &Path) -> std::path::PathBuf {
+    write(
+        dir,
+        "ds/snapshots/incident-42.yaml",
+        "- when: {arguments: {service: checkout}}\n  result: [\"pool exhausted — 東京\"]\n",
+    );
+    let rows = [
+        json!({"id": "a", "input": "Warum ist checkout langsam?", "tools": [
+            {"name": "metrics_query", "description": "Metriken", "parameters": {"type": "object"}, "responses": [
+                {"when": {"matches": {"service": "^zürich-東京$", "/window/unit": "^m"}}, "result": {"p99": 2.1, "note": "Größe"}},
+                {"when": {"includes": {"metric": "db.pool.wait"}}, "result": "p99 2.1 s",
+                 "query": {"url": "http://m/q?m={metric}", "headers": {"Authorization": "${TOKEN}"}, "timeout_secs": 2.5, "frozen_at": "2026-11-27T18:00:00Z"}},
+                {"error": "rate limited"}
+            ], "default": "empty"},
+            {"name": "log_fetcher", "responses": "snapshots/incident-42.yaml", "default": {"error": "no such service"}},
+            {"name": "ping", "default": {"result": []}}
+        ], "labels": ["category:RCA", "difficulty:Hard"], "expected": {"outcomes": ["should query the pool metrics"]}}),
+        json!({"id": "b", "input": "again", "tools": [
+            {"name": "log_fetcher", "responses": "snapshots/incident-42.yaml"}
+        ], "labels": ["category:RCA", "difficulty:Easy"], "expected": {"outcomes": ["should read the logs"]}}),
+    ];
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    write(dir, "ds/data.jsonl", &text)
+}
+
+#[test]
+fn native_files_round_trip_snapshots_in_every_syntax() {
+    use casebook_formats::{Format, Syntax};
+
+    use crate::harness::{cases_of, convert_file, errors};
+    let dir = tempfile::tempdir().unwrap();
+    let path = snapshot_dataset(dir.path());
+    let (jsonl, diags) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    assert_eq!(errors(&diags), Vec::<String>::new());
+    let first = cases_of(&jsonl);
+    // The snapshot file is carried in the cases.
+    assert_eq!(
+        first[1]["tools"][0]["responses"],
+        json!({"file": "snapshots/incident-42.yaml", "content": [{"when": {"arguments": {"service": "checkout"}}, "result": ["pool exhausted — 東京"]}]})
+    );
+    assert_eq!(first[0]["tools"][0]["responses"][1]["query"]["timeout_secs"], json!(2.5));
+    for (syntax, extension) in [(Syntax::Json, "json"), (Syntax::Yaml, "yaml"), (Syntax::Jsonl, "jsonl")] {
+        let name = format!("ds/out.{extension}");
+        let again = write(dir.path(), &name, "");
+        let (out, diags) = convert_file(&path, None, Format::Casebook, syntax, None);
+        fs_err::write(&again, &out).unwrap();
+        let (back, diags_back) = convert_file(&again, None, Format::Casebook, Syntax::Jsonl, None);
+        assert_eq!(errors(&diags), Vec::<String>::new());
+        assert_eq!(errors(&diags_back), Vec::<String>::new(), "{syntax:?}");
+        assert_eq!(cases_of(&back), first, "{syntax:?}");
+    }
+}
+
+#[test]
+fn agent_health_carries_snapshots_and_other_formats_refuse_them() {
+    use casebook_formats::{Format, Syntax};
+
+    use crate::harness::{convert_file, errors, value_of};
+    let dir = tempfile::tempdir().unwrap();
+    let path = snapshot_dataset(dir.path());
+    let (out, diags) = convert_file(&path, None, Format::AgentHealth, Syntax::Json, None);
+    assert_eq!(errors(&diags), Vec::<String>::new());
+    let value = value_of(&out, Syntax::Json);
+    let tools = &value[0]["tools"];
+    assert_eq!(tools[0]["responses"][0]["result"], json!({"p99": 2.1, "note": "Größe"}));
+    assert_eq!(tools[0]["default"], json!("empty"));
+    // Agent Health has no files beside a test case: the snapshot file's responses go inline.
+    assert_eq!(
+        tools[1]["responses"],
+        json!([{"when": {"arguments": {"service": "checkout"}}, "result": ["pool exhausted — 東京"]}])
+    );
+    assert_eq!(tools[1]["default"], json!({"error": "no such service"}));
+    // And read back, as the same snapshot (inline now).
+    let ah = write(dir.path(), "ds/ah.json", std::str::from_utf8(&out).unwrap());
+    let (cases, diags) = read_file(&ah);
+    assert!(diags.iter().all(|d| !d.is_error()), "{diags:#?}");
+    let snapshot = Snapshot::compile(cases[1].task.tools.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        snapshot.serve("log_fetcher", &json!({"service": "checkout"})).content,
+        json!(["pool exhausted — 東京"])
+    );
+
+    // A format without tools refuses, naming the field.
+    let (_, diags) = convert_file(&path, None, Format::Letta, Syntax::Jsonl, None);
+    let refused = errors(&diags);
+    assert_eq!(refused.len(), 2, "{refused:#?}");
+    assert!(
+        refused.iter().all(|e| e.contains("E-unrepresentable") && e.ends_with("tools, expected.outcomes")),
+        "{refused:#?}"
+    );
+}
