@@ -7,7 +7,7 @@ use std::path::Path;
 use casebook_formats::{Batch, Consumer, Flow, Input, ReadOptions, Start, read};
 use casebook_model::snapshot::Served;
 use casebook_model::{Case, Diagnostic, Responses, Snapshot};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Every case and diagnostic of a file.
 fn read_file(path: &Path) -> (Vec<Case>, Vec<Diagnostic>) {
@@ -338,4 +338,94 @@ fn agent_health_carries_snapshots_and_other_formats_refuse_them() {
         refused.iter().all(|e| e.contains("E-unrepresentable") && e.ends_with("tools, expected.outcomes")),
         "{refused:#?}"
     );
+}
+
+/// The cases `casebook capture` makes of the example traces (`examples/traces`).
+fn captured(names: &[&str]) -> Vec<Case> {
+    let mut capture = casebook_formats::capture::Capture::new();
+    for name in names {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces").join(name);
+        let file = std::io::BufReader::new(fs_err::File::open(&path).unwrap());
+        capture.read(name, file).unwrap();
+    }
+    let captured = capture.finish();
+    assert!(!captured.has_errors(), "{:#?}", captured.diagnostics);
+    captured.cases
+}
+
+#[test]
+fn capture_records_what_each_executed_tool_answered_and_the_case_serves_it() {
+    // GenAI: `execute_tool` spans with `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result`.
+    let cases = captured(&["genai-agent.json"]);
+    let tools = cases[0].task.tools.as_deref().unwrap();
+    let responses = serde_json::to_value(&tools[0].responses).unwrap();
+    assert_eq!(responses, json!([{"when": {"arguments": {"location": "Paris"}}, "result": "rainy, 57°F"}]));
+    let snapshot = Snapshot::compile(tools).unwrap();
+    let answer = snapshot.serve("get_weather", &json!({"location": "Paris"}));
+    assert_eq!((answer.served, answer.content), (Served::Matched, json!("rainy, 57°F")));
+    assert_eq!(snapshot.serve("get_weather", &json!({"location": "Zürich"})).served, Served::Unmatched);
+
+    // OpenInference: `TOOL` spans' `tool.name`, `input.value` and `output.value`.
+    let cases = captured(&["openinference.json"]);
+    let with_answers: Vec<(&str, Value)> = cases
+        .iter()
+        .flat_map(|c| c.task.tools.iter().flatten())
+        .filter(|t| t.responses.is_some())
+        .map(|t| (t.name.as_str(), serde_json::to_value(&t.responses).unwrap()))
+        .collect();
+    assert_eq!(
+        with_answers,
+        [(
+            "lookup_plan",
+            json!([{"when": {"arguments": {"plan": "enterprise"}}, "result": "Enterprise: SSO, SCIM, dedicated support."}])
+        )]
+    );
+
+    // The same trace with a second declared tool never called, the call made again with the same
+    // arguments, and one with other arguments (in another script).
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces/genai-agent.json");
+    let text = fs_err::read_to_string(example).unwrap();
+    let text = text.replace(
+        r#"\"required\":[\"location\"]}}]"#,
+        r#"\"required\":[\"location\"]}},{\"type\":\"function\",\"name\":\"get_alerts\"}]"#,
+    );
+    let mut trace: Value = serde_json::from_str(&text).unwrap();
+    let spans = trace["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array_mut().unwrap();
+    let tool_span = spans.iter().find(|s| s["spanId"] == "2b3c4d5e6f708192").unwrap().clone();
+    for (id, arguments, result) in [
+        ("2b3c4d5e6f7081a1", r#"{"location": "Paris"}"#, "sunny"),
+        ("2b3c4d5e6f7081a2", r#"{"location":"Zürich"}"#, "sonnig, 12 °C — 東京 nicht"),
+    ] {
+        let mut span = tool_span.clone();
+        span["spanId"] = json!(id);
+        for attr in span["attributes"].as_array_mut().unwrap() {
+            match attr["key"].as_str() {
+                Some("gen_ai.tool.call.arguments") => attr["value"] = json!({"stringValue": arguments}),
+                Some("gen_ai.tool.call.result") => attr["value"] = json!({"stringValue": result}),
+                _ => {}
+            }
+        }
+        spans.push(span);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "trace.json", &trace.to_string());
+    let mut capture = casebook_formats::capture::Capture::new();
+    capture.read("trace.json", std::io::BufReader::new(fs_err::File::open(&path).unwrap())).unwrap();
+    let cases = capture.finish().cases;
+    let tools = cases[0].task.tools.as_deref().unwrap();
+    assert_eq!(tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["get_weather", "get_alerts"]);
+    assert_eq!(
+        serde_json::to_value(&tools[0].responses).unwrap(),
+        json!([
+            {"when": {"arguments": {"location": "Paris"}}, "result": "rainy, 57°F"},
+            {"when": {"arguments": {"location": "Zürich"}}, "result": "sonnig, 12 °C — 東京 nicht"}
+        ])
+    );
+    assert_eq!((&tools[1].responses, &tools[1].default), (&None, &None));
+    let snapshot = Snapshot::compile(tools).unwrap();
+    assert_eq!(
+        snapshot.serve("get_weather", &json!({"location": "Zürich"})).content,
+        json!("sonnig, 12 °C — 東京 nicht")
+    );
+    assert_eq!(snapshot.serve("get_alerts", &json!({})).served, Served::Unmatched);
 }
