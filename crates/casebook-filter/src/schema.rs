@@ -49,7 +49,15 @@ static CONTEXT_ITEM: Shape = Shape::Record(&Record {
 });
 static TOOL: Shape = Shape::Record(&Record {
     what: "a tool",
-    fields: &[("name", Shape::Str(None)), ("description", Shape::Str(None)), ("parameters", Shape::Any)],
+    // `responses` is a list inline or a snapshot file's `{file, content}`; `default` is `empty`
+    // or an object: free JSON to a filter (`len(tools[0].responses) > 2`).
+    fields: &[
+        ("name", Shape::Str(None)),
+        ("description", Shape::Str(None)),
+        ("parameters", Shape::Any),
+        ("responses", Shape::Any),
+        ("default", Shape::Any),
+    ],
     open: true,
 });
 static EXPECTED: Record = Record {

@@ -4,7 +4,7 @@
 //! metadata}]`, `labels: [{key, value}]`, `version`, `createdAt`). Legacy `expectedTrajectory`
 //! cases (without `expectedOutcomes`) are read too.
 
-use casebook_model::{Case, Code, ContextItem, Expectations, Map, Task, excerpt};
+use casebook_model::{Case, Code, ContextItem, Expectations, Map, Responses, Task, excerpt};
 use serde_json::{Value, json};
 
 use crate::layout::{self, Lost, Part};
@@ -287,7 +287,19 @@ pub fn write_case(case: &Case) -> (Map, Lost) {
         out.insert("context".into(), Value::Array(items));
     }
     if let Some(tools) = &case.task.tools {
-        out.insert("tools".into(), serde_json::to_value(tools).unwrap_or(Value::Null));
+        let tools = tools
+            .iter()
+            .map(|tool| {
+                let mut value = serde_json::to_value(tool).unwrap_or(Value::Null);
+                // Agent Health has no files beside a test case: a snapshot file's responses go
+                // inline (casebook reads both forms).
+                if let (Some(Responses::File { content, .. }), Value::Object(map)) = (&tool.responses, &mut value) {
+                    map.insert("responses".into(), content.clone());
+                }
+                value
+            })
+            .collect();
+        out.insert("tools".into(), Value::Array(tools));
     }
     if let Some(outcomes) = &case.expected.outcomes {
         out.insert("expectedOutcomes".into(), serde_json::to_value(outcomes).unwrap_or(Value::Null));

@@ -24,6 +24,7 @@ mod parts;
 pub mod pointer;
 pub mod promptfoo;
 mod read;
+mod snapshot;
 mod source;
 pub mod synthetic;
 mod tabular;

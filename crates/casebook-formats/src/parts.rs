@@ -148,7 +148,9 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
                         return None;
                     }
                     None => {
-                        let content = read_seed_file(cx, node, ptr, path);
+                        let content = read_beside(cx, node, ptr, path, &SEED_FILE, |cx, root| {
+                            seed_document(cx, root, &Ptr::ROOT);
+                        });
                         cx.seed_files.insert(path.to_string(), content.clone());
                         content?
                     }
@@ -157,36 +159,8 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
             }
         },
         NodeValue::Object(_) if node.get("file").is_some() => {
-            let entries = cx.object(node, ptr)?;
-            let mut f = Fields::new(cx, entries, ptr);
-            let file = f.take("file").and_then(|n| {
-                let file = cx.string(n, &ptr.key("file"))?;
-                if !stays_inside(&file) {
-                    cx.report(
-                        Code::SeedPathEscapes,
-                        n.offset,
-                        &ptr.key("file"),
-                        format!("seed path `{}` leaves the dataset's folder", casebook_model::excerpt(&file)),
-                    )
-                    .hint = Some("a seed file's path is relative to the dataset file and stays in its folder".into());
-                    return None;
-                }
-                Some(file)
-            });
-            let content = match f.take("content") {
-                Some(n) => {
-                    let errors = cx.diags.len();
-                    seed_document(cx, n, &ptr.key("content"));
-                    let value = cx.json(n, &ptr.key("content"));
-                    value.filter(|_| cx.diags.len() == errors)
-                }
-                None => {
-                    cx.missing(node, ptr, "content", Some("a carried seed file is `{file, content}`".into()));
-                    None
-                }
-            };
-            unknown_fields(cx, &f, ptr, &["file", "content"]);
-            Some(MemorySeeds::File { file: file?, content: content? })
+            let (file, content) = carried_file(cx, node, ptr, &SEED_FILE, seed_document)?;
+            Some(MemorySeeds::File { file, content })
         }
         _ => {
             cx.wrong_type(node, ptr, "a list of seeds or a path to a seed file");
@@ -195,28 +169,47 @@ pub fn memory_seeds(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Memor
     }
 }
 
-/// Reads and checks the seed file `path` names, returning its document as JSON. Problems inside
-/// the file are reported at their place in it.
-fn read_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) -> Option<Value> {
+/// What kind of file a dataset names beside it (seed file, snapshot file), for messages.
+pub(crate) struct FileKind {
+    pub what: &'static str,
+    pub missing: Code,
+    pub escapes: Code,
+}
+
+static SEED_FILE: FileKind =
+    FileKind { what: "seed file", missing: Code::SeedPathMissing, escapes: Code::SeedPathEscapes };
+
+/// Reads the file `path` names (relative to the dataset file), checks its document with
+/// `check`, and returns it as JSON. Problems inside the file are reported at their place in
+/// it, with a hint naming where the dataset names it.
+pub(crate) fn read_beside(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    path: &str,
+    kind: &FileKind,
+    check: impl FnOnce(&mut Cx<'_>, &Node),
+) -> Option<Value> {
     let base = cx.base_dir?;
+    let what = kind.what;
     let Some(resolved) = inside(base, path) else {
         let d = cx.report(
-            Code::SeedPathEscapes,
+            kind.escapes,
             node.offset,
             ptr,
-            format!("seed path `{}` leaves the dataset's folder", casebook_model::excerpt(path)),
+            format!("{what} path `{}` leaves the dataset's folder", casebook_model::excerpt(path)),
         );
-        d.hint = Some("keep seed files in the dataset's folder or below it".into());
+        d.hint = Some(format!("keep {what}s in the dataset's folder or below it"));
         return None;
     };
     let text = match fs_err::read_to_string(&resolved) {
         Ok(text) => text,
         Err(err) => {
             let d = cx.report(
-                Code::SeedPathMissing,
+                kind.missing,
                 node.offset,
                 ptr,
-                format!("seed file `{}` cannot be read: {}", casebook_model::excerpt(path), err.kind()),
+                format!("{what} `{}` cannot be read: {}", casebook_model::excerpt(path), err.kind()),
             );
             let looked = resolved.display().to_string();
             d.hint = Some(format!(
@@ -228,20 +221,73 @@ fn read_seed_file(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, path: &str) -> Op
     };
     let file = resolved.display().to_string();
     let src = Source::new(&file, &text, 1, 0);
-    let mut seed_cx = Cx::new(&src, None);
+    let mut inner = Cx::new(&src, None);
     let content = match crate::yaml::parse(&text) {
         Err(err) => {
-            seed_cx.report(Code::YamlSyntax, err.offset, &Ptr::ROOT, err.message);
+            inner.report(Code::YamlSyntax, err.offset, &Ptr::ROOT, err.message);
             None
         }
         Ok(root) => {
-            seed_document(&mut seed_cx, &root, &Ptr::ROOT);
-            seed_cx.json(&root, &Ptr::ROOT)
+            check(&mut inner, &root);
+            inner.json(&root, &Ptr::ROOT)
         }
     };
-    let ok = seed_cx.diags.is_empty();
-    cx.diags.extend(seed_cx.diags);
+    let ok = !inner.diags.iter().any(|d| d.is_error());
+    if !inner.diags.is_empty() {
+        // Say which case named the file: its problems are located in the file itself.
+        let (line, column, _) = cx.src.locate(node.offset);
+        let named = format!("the {what} is named at {}:{line}:{column} ({ptr})", cx.src.file);
+        for d in &mut inner.diags {
+            d.hint = Some(match d.hint.take() {
+                Some(hint) => format!("{hint}; {named}"),
+                None => named.clone(),
+            });
+        }
+    }
+    cx.diags.extend(inner.diags);
     content.filter(|_| ok)
+}
+
+/// The `{file, content}` form a casebook file writes for a file it carries: the path must stay
+/// in the dataset's folder, and `check` checks the document where it stands.
+pub(crate) fn carried_file(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    kind: &FileKind,
+    check: impl FnOnce(&mut Cx<'_>, &Node, &Ptr<'_>),
+) -> Option<(String, Value)> {
+    let entries = cx.object(node, ptr)?;
+    let mut f = Fields::new(cx, entries, ptr);
+    let what = kind.what;
+    let file = f.take("file").and_then(|n| {
+        let file = cx.string(n, &ptr.key("file"))?;
+        if !stays_inside(&file) {
+            cx.report(
+                kind.escapes,
+                n.offset,
+                &ptr.key("file"),
+                format!("{what} path `{}` leaves the dataset's folder", casebook_model::excerpt(&file)),
+            )
+            .hint = Some(format!("a {what}'s path is relative to the dataset file and stays in its folder"));
+            return None;
+        }
+        Some(file)
+    });
+    let content = match f.take("content") {
+        Some(n) => {
+            let errors = cx.diags.iter().filter(|d| d.is_error()).count();
+            check(cx, n, &ptr.key("content"));
+            let value = cx.json(n, &ptr.key("content"));
+            value.filter(|_| cx.diags.iter().filter(|d| d.is_error()).count() == errors)
+        }
+        None => {
+            cx.missing(node, ptr, "content", Some(format!("a carried {what} is `{{file, content}}`")));
+            None
+        }
+    };
+    unknown_fields(cx, &f, ptr, &["file", "content"]);
+    Some((file?, content?))
 }
 
 /// Checks a seed file's document: a list of seeds, or a mapping with the list under one of
@@ -357,10 +403,8 @@ pub fn tool(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Tool> {
     };
     let description = f.take("description").and_then(|n| cx.string(n, &ptr.key("description")));
     let parameters = f.take("parameters").and_then(|n| cx.json(n, &ptr.key("parameters")));
-    let responses =
-        f.take("responses").and_then(|n| snapshot_part(cx, n, &ptr.key("responses"), "a list of responses"));
-    let default =
-        f.take("default").and_then(|n| snapshot_part(cx, n, &ptr.key("default"), "`empty`, `{result}` or `{error}`"));
+    let responses = f.take("responses").and_then(|n| crate::snapshot::responses(cx, n, &ptr.key("responses")));
+    let default = f.take("default").and_then(|n| crate::snapshot::default(cx, n, &ptr.key("default")));
     let mut extra = Map::new();
     for entry in f.rest() {
         if let Some(v) = cx.json(&entry.value, &ptr.key(&entry.key)) {
@@ -368,23 +412,6 @@ pub fn tool(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Tool> {
         }
     }
     Some(Tool { name: name?, description, parameters, responses, default, extra })
-}
-
-/// A tool's recorded answers or default, read as the model defines them.
-fn snapshot_part<T: serde::de::DeserializeOwned>(
-    cx: &mut Cx<'_>,
-    node: &Node,
-    ptr: &Ptr<'_>,
-    expected: &str,
-) -> Option<T> {
-    let value = cx.json(node, ptr)?;
-    match serde_json::from_value(value) {
-        Ok(part) => Some(part),
-        Err(_) => {
-            cx.wrong_type(node, ptr, expected);
-            None
-        }
-    }
 }
 
 pub fn outcome(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Outcome> {

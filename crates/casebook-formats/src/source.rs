@@ -73,11 +73,19 @@ pub struct Cx<'a> {
     /// Seed files read so far, by the path cases name them with (`None`: it had problems,
     /// reported where it was first named), so that a file many cases share is read once.
     pub seed_files: std::collections::HashMap<String, Option<serde_json::Value>>,
+    /// Snapshot files read so far, kept as [`seed_files`](Self::seed_files) are.
+    pub snapshot_files: std::collections::HashMap<String, Option<serde_json::Value>>,
 }
 
 impl<'a> Cx<'a> {
     pub fn new(src: &'a Source<'a>, base_dir: Option<&'a Path>) -> Self {
-        Self { src, base_dir, diags: Vec::new(), seed_files: std::collections::HashMap::new() }
+        Self {
+            src,
+            base_dir,
+            diags: Vec::new(),
+            seed_files: std::collections::HashMap::new(),
+            snapshot_files: std::collections::HashMap::new(),
+        }
     }
 
     pub fn report(&mut self, code: Code, offset: usize, ptr: &Ptr<'_>, message: impl Into<String>) -> &mut Diagnostic {

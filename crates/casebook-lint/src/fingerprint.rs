@@ -10,7 +10,7 @@
 
 use std::hash::{BuildHasher, Hasher as _};
 
-use casebook_model::{Expectations, MemorySeeds, Outcome, Seed, Task};
+use casebook_model::{Expectations, Fallback, MemorySeeds, Outcome, Responses, Seed, Task, Tool};
 use serde_json::Value;
 
 use crate::leaks::{Answer, Leak, MAX_PER_CASE, push_token};
@@ -181,6 +181,81 @@ impl Walk<'_> {
         }
     }
 
+    /// A tool's recorded answers and default. Their results and errors are what the agent is
+    /// given when it calls the tool, so answers are looked for there (a leak it can fetch);
+    /// the conditions and queries are only fingerprinted.
+    fn snapshot(&mut self, i: usize, tool: &Tool) {
+        match &tool.responses {
+            None => self.tag(b'-'),
+            Some(Responses::Path(path)) => {
+                self.name("responses_path");
+                self.exact.bytes(b's', path.as_bytes());
+                self.normal.bytes(b's', path.as_bytes());
+            }
+            Some(Responses::Inline(list)) => {
+                self.name("responses");
+                self.count(list.len());
+                for (r, response) in list.iter().enumerate() {
+                    let value = serde_json::to_value(response).unwrap_or(Value::Null);
+                    self.response(&format!("/tools/{i}/responses/{r}"), &value);
+                }
+            }
+            Some(Responses::File { file: _, content }) => {
+                // The responses a file holds, whatever the file is called.
+                self.name("responses");
+                match content {
+                    Value::Array(list) => {
+                        self.count(list.len());
+                        for (r, response) in list.iter().enumerate() {
+                            self.response(&format!("/tools/{i}/responses/content/{r}"), response);
+                        }
+                    }
+                    other => self.value(other, false),
+                }
+            }
+        }
+        match &tool.default {
+            None => self.tag(b'-'),
+            Some(Fallback::Keyword(_)) => self.name("default_empty"),
+            Some(Fallback::Answer { result, error }) => {
+                self.name("default");
+                self.at(&format!("/tools/{i}/default"));
+                self.answered(result.as_ref(), error.as_deref());
+            }
+        }
+    }
+
+    /// One recorded response (as JSON) at `pointer`.
+    fn response(&mut self, pointer: &str, response: &Value) {
+        self.at(pointer);
+        let Value::Object(map) = response else { return self.value(response, false) };
+        let hidden: serde_json::Map<String, Value> = map
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "result" | "error"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let answers = std::mem::take(&mut self.answers);
+        self.map(&hidden, false);
+        self.answers = answers;
+        self.at(pointer);
+        self.answered(map.get("result"), map.get("error").and_then(Value::as_str));
+    }
+
+    /// A result and an error the agent is given, at the current pointer.
+    fn answered(&mut self, result: Option<&Value>, error: Option<&str>) {
+        match result {
+            Some(result) => {
+                let len = self.pointer.len();
+                push_token(&mut self.pointer, "result");
+                self.name("result");
+                self.value(result, false);
+                self.pointer.truncate(len);
+            }
+            None => self.tag(b'-'),
+        }
+        self.optional_text("error", error);
+    }
+
     fn seed(&mut self, seed: &Seed) {
         let Seed { source, content, target_agent, metadata, extra } = seed;
         self.optional_text("source", Some(source));
@@ -249,6 +324,7 @@ pub(crate) fn walk(task: &Task, answers: &[Answer]) -> TaskFacts {
             }
             w.at(&format!("/tools/{i}"));
             w.map(&tool.extra, false);
+            w.snapshot(i, tool);
         }
     }
     match memory_seeds {

@@ -5,7 +5,8 @@
 //! more, as `"ok"` inside a JSON answer says little), the expected outcomes, and the values of
 //! promptfoo asserts that hold the answer's text (`equals`, `contains` and the like). They are looked
 //! for, normalised and as whole tokens, in every string of the task half: the input, the
-//! turns, context items, tools, memory seeds and agent arguments.
+//! turns, context items, tools (with the results and errors their recorded answers and
+//! defaults give), memory seeds and agent arguments.
 //!
 //! In the conversation, an answer is looked for in the message it answers: a per-turn
 //! expectation in its own message, the expected output and acceptable answers in the last one.
@@ -212,6 +213,36 @@ mod tests {
             ]
         );
         assert!(found.iter().all(|(a, _)| a == "/expected/output"));
+    }
+
+    #[test]
+    fn recorded_tool_answers_are_looked_in_but_not_the_calls_they_answer() {
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": "Which pool ran out?",
+            "tools": [
+                {"name": "logs", "responses": [
+                    // The conditions are not shown to the agent: not a leak.
+                    {"when": {"arguments": {"pool": "checkout-db"}}, "result": {"lines": ["ERROR checkout-db exhausted"]}},
+                    {"when": {"matches": {"q": "checkout-db"}}, "error": "checkout-db: rate limited"}
+                ], "default": {"result": "see checkout-db"}},
+                {"name": "metrics", "responses": {"file": "snapshots/m.json", "content": [
+                    {"when": {"includes": {"service": "checkout-db"}}, "result": "Größe: checkout-db 東京"}
+                ]}, "default": {"error": "no checkout-db here"}}
+            ],
+            "expected": {"output": "checkout-db"}
+        }));
+        let at: Vec<&str> = found.iter().map(|(_, f)| f.as_str()).collect();
+        assert_eq!(
+            at,
+            [
+                "/tools/0/responses/0/result/lines/0",
+                "/tools/0/responses/1/error",
+                "/tools/0/default/result",
+                "/tools/1/responses/content/0/result",
+                "/tools/1/default/error"
+            ]
+        );
     }
 
     #[test]

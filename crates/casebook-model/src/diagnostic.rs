@@ -34,6 +34,10 @@ pub enum Code {
     ItemsPathMissing,
     /// A mas-lab manifest's `spec.path` leaves the manifest's folder.
     ItemsPathEscapes,
+    /// A tool's `responses` names a snapshot file that cannot be read.
+    SnapshotPathMissing,
+    /// A tool's `responses` names a snapshot file outside the dataset's folder.
+    SnapshotPathEscapes,
     RubricConflict,
     IntegerRange,
     EmptyDataset,
@@ -58,6 +62,8 @@ pub enum Code {
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
     MissingOutcomes,
+    /// A recorded response whose query was never run (`casebook freeze` records its answer).
+    UnfrozenQuery,
     /// A trace did not record the message content a case needs (`casebook capture`).
     NoContent,
     /// A span attribute that cannot be read the way its convention says (`casebook capture`).
@@ -114,6 +120,8 @@ impl Code {
             Code::SeedPathEscapes => "E-seed-path-escapes",
             Code::ItemsPathMissing => "E-items-path-missing",
             Code::ItemsPathEscapes => "E-items-path-escapes",
+            Code::SnapshotPathMissing => "E-snapshot-path-missing",
+            Code::SnapshotPathEscapes => "E-snapshot-path-escapes",
             Code::RubricConflict => "E-rubric-conflict",
             Code::IntegerRange => "E-integer-range",
             Code::EmptyDataset => "E-empty-dataset",
@@ -129,6 +137,7 @@ impl Code {
             Code::FileVar => "W-file-var",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
+            Code::UnfrozenQuery => "W-unfrozen-query",
             Code::NoContent => "W-no-content",
             Code::TraceAttribute => "W-trace-attribute",
             Code::DuplicateInput => "W-duplicate-input",

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 use sqlx::Row;
 
-use crate::seeds::{seed_content_id, seed_reference};
+use crate::seeds::{seed_content_id, seed_references};
 use crate::sqlite::SqliteStore;
 use crate::{SeedDocuments, StoreError};
 
@@ -111,7 +111,7 @@ impl SqliteStore {
             let (id, cid, body): (i64, Vec<u8>, String) = (row.get(0), row.get(1), row.get(2));
             // A body that refers to a seed document is checked with the document in place.
             let mut body = [body];
-            match seed_reference(&body[0]) {
+            match seed_references(&body[0]).map(|ids| ids.first().copied()) {
                 Ok(None) => {}
                 Ok(Some(seed)) => {
                     if let Err(err) = self.expand_bodies(&mut seeds, &mut body).await {

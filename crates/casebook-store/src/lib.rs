@@ -25,7 +25,7 @@ mod sqlite_seeds;
 use std::path::{Path, PathBuf};
 
 use casebook_filter::Filter;
-use casebook_model::{Case, DatasetHeader};
+use casebook_model::{Case, DatasetHeader, Responses};
 use serde::Serialize;
 
 pub use any::{AnyStore, Location};
@@ -293,10 +293,11 @@ pub struct Prepared {
     pub id: String,
     /// The content id, as bytes: of the whole case, whether or not `body` is compact.
     pub content_id: [u8; 32],
-    /// The body to store: the case's JSON, compact when it has a seed file (see [`seeds`]).
+    /// The body to store: the case's JSON, compact when it has a seed file or a tool's
+    /// snapshot file (see [`seeds`]).
     pub body: String,
-    /// The seed document a compact `body` refers to, which the store keeps once.
-    pub seed: Option<SeedDocument>,
+    /// The documents a compact `body` refers to, which the store keeps once each.
+    pub seeds: Vec<SeedDocument>,
     /// The case's distinct labels (the stores index them).
     pub labels: Vec<String>,
     /// The case's facets (`casebook_filter::facets_json`), which filters read.
@@ -311,18 +312,20 @@ pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     let body = serde_json::to_string(case).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     // The content id from the body's text: the same id as from the case, for a sixth of the cost.
     let content_id = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body)?;
-    // Only a case with a seed file has a document to keep apart: the others cost one `match`.
-    let (body, seed) = match &case.task.memory_seeds {
-        Some(casebook_model::MemorySeeds::File { .. }) => match seeds::compact(&body)? {
-            Some((compact, seed)) => (compact, Some(seed)),
-            None => (body, None),
+    // Only a case with a seed or snapshot file has documents to keep apart: the others cost a
+    // `match` and a look at their tools.
+    let snapshot_file = case.task.tools.iter().flatten().any(|t| matches!(t.responses, Some(Responses::File { .. })));
+    let (body, seeds) = match (&case.task.memory_seeds, snapshot_file) {
+        (Some(casebook_model::MemorySeeds::File { .. }), _) | (_, true) => match seeds::compact(&body)? {
+            Some((compact, seeds)) => (compact, seeds),
+            None => (body, Vec::new()),
         },
-        _ => (body, None),
+        _ => (body, Vec::new()),
     };
     let mut labels = case.labels.clone().unwrap_or_default();
     labels.sort_unstable();
     labels.dedup();
-    Ok(Prepared { id: case.id.clone(), content_id, body, seed, labels, facets: casebook_filter::facets_json(case) })
+    Ok(Prepared { id: case.id.clone(), content_id, body, seeds, labels, facets: casebook_filter::facets_json(case) })
 }
 
 /// A query (for either backend: `?1` and `$1` are both written `{dataset}`) that is true when a

@@ -183,7 +183,7 @@ mod tests {
             id: id.into(),
             content_id: [n; 32],
             body: String::new(),
-            seed: None,
+            seeds: Vec::new(),
             labels: Vec::new(),
             facets: String::new(),
         }

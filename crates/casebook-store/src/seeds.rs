@@ -1,6 +1,8 @@
 //! Seed documents kept once: what every backend calls to store a case that carries a seed file
-//! ([`MemorySeeds::File`](casebook_model::MemorySeeds::File)) without storing the file's
-//! document with each such case.
+//! ([`MemorySeeds::File`](casebook_model::MemorySeeds::File)) or a tool's snapshot file
+//! ([`Responses::File`](casebook_model::Responses::File)) without storing the file's document
+//! with each such case. A snapshot file's place is `tools[i].responses`; it is kept exactly as
+//! a seed file's, described below for `memory_seeds`.
 //!
 //! A case's body as stored (*compact*) holds `"memory_seeds": {"file": F, "content_id": ID}`
 //! where the case itself has `{"file": F, "content": DOCUMENT}`; `ID` is the document's content
@@ -39,20 +41,29 @@ pub struct SeedDocument {
 
 /// The key of the case's top-level object that holds the seeds.
 const SEEDS_KEY: &str = "memory_seeds";
+/// The key of the case's top-level object that holds its tools, and of a tool's snapshot.
+const TOOLS_KEY: &str = "tools";
+const RESPONSES_KEY: &str = "responses";
 /// What every body with a seed file holds, compact or not (keys quoted, as JSON text has them;
 /// quotes inside strings are escaped, so this is structure, not text). Looked for in every body
 /// read, hence a searcher built once.
 static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""memory_seeds":{"file":"#));
-/// Whether JSON text (one body or many) may refer to a seed document kept apart.
+/// What every body with a tool's snapshot file holds ([`Responses::File`], kept apart as seed
+/// files are).
+///
+/// [`Responses::File`]: casebook_model::Responses::File
+static SNAPSHOT_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""responses":{"file":"#));
+/// Whether JSON text (one body or many) may refer to a document kept apart.
 pub(crate) fn may_refer(text: &[u8]) -> bool {
-    MARKER.find(text).is_some()
+    MARKER.find(text).is_some() || SNAPSHOT_MARKER.find(text).is_some()
 }
 
 /// Documents kept by [`SeedDocuments`] before it forgets them all (it fetches them again).
 const CACHE_BYTES: usize = 64 << 20;
 
-/// `memory_seeds` of a full body, the content left as its text.
+/// A document's place in a full body, the content left as its text.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Whole<'a> {
@@ -61,7 +72,7 @@ struct Whole<'a> {
     content: &'a RawValue,
 }
 
-/// `memory_seeds` of a compact body.
+/// A document's place in a compact body.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Reference {
@@ -97,16 +108,11 @@ impl Members<'_> {
         serde_json::from_str(body).map_err(|e| StoreError::Corrupt(format!("a case body is not a JSON object: {e}")))
     }
 
-    fn seeds(&self) -> Option<&RawValue> {
-        self.0.iter().find(|(key, _)| key == SEEDS_KEY).map(|(_, value)| *value)
-    }
-
-    /// The object again, with `memory_seeds` written by `seeds`: the same text as the object
-    /// was parsed from when `seeds` writes what was there (`serde_json` writes compact JSON,
-    /// and keys as it read them).
-    fn write(&self, capacity: usize, seeds: impl FnOnce(&mut String)) -> Result<String, StoreError> {
+    /// The object again, each member whose `replaced` entry is given written as that text: the
+    /// same text as the object was parsed from where nothing is replaced (`serde_json` writes
+    /// compact JSON, and keys as it read them).
+    fn write(&self, capacity: usize, replaced: &[Option<String>]) -> Result<String, StoreError> {
         let mut out = String::with_capacity(capacity);
-        let mut seeds = Some(seeds);
         out.push('{');
         for (i, (key, value)) in self.0.iter().enumerate() {
             if i > 0 {
@@ -114,8 +120,8 @@ impl Members<'_> {
             }
             out.push_str(&serde_json::to_string(key).map_err(|e| StoreError::Corrupt(e.to_string()))?);
             out.push(':');
-            match (key == SEEDS_KEY).then(|| seeds.take()).flatten() {
-                Some(write) => write(&mut out),
+            match replaced.get(i).and_then(Option::as_deref) {
+                Some(text) => out.push_str(text),
                 None => out.push_str(value.get()),
             }
         }
@@ -124,25 +130,88 @@ impl Members<'_> {
     }
 }
 
-/// The compact body of a case whose full body (`serde_json::to_string(&case)`) is `body`, and
-/// the seed document it refers to; `None` when the case has no seed file (its body is stored
-/// as it is). Called by [`crate::prepare`] for cases with [`MemorySeeds::File`].
-///
-/// [`MemorySeeds::File`]: casebook_model::MemorySeeds::File
-pub fn compact(body: &str) -> Result<Option<(String, SeedDocument)>, StoreError> {
-    if MARKER.find(body.as_bytes()).is_none() {
+/// Rewrites the places of a case's body where a document kept apart may sit (`memory_seeds`,
+/// and each tool's `responses`): `each` gets the JSON text of one and returns what replaces
+/// it, or `None` to keep it. `None` when nothing was replaced.
+fn rewrite(
+    body: &str,
+    each: &mut dyn FnMut(&str) -> Result<Option<String>, StoreError>,
+) -> Result<Option<String>, StoreError> {
+    if !may_refer(body.as_bytes()) {
         return Ok(None);
     }
     let members = Members::parse(body)?;
-    let Some(Ok(whole)) = members.seeds().map(|raw| serde_json::from_str::<Whole<'_>>(raw.get())) else {
+    let mut replaced: Vec<Option<String>> = vec![None; members.0.len()];
+    for (i, (key, value)) in members.0.iter().enumerate() {
+        replaced[i] = match key.as_str() {
+            SEEDS_KEY if MARKER.find(body.as_bytes()).is_some() => each(value.get())?,
+            TOOLS_KEY if SNAPSHOT_MARKER.find(value.get().as_bytes()).is_some() => rewrite_tools(value.get(), each)?,
+            _ => None,
+        };
+    }
+    if replaced.iter().all(Option::is_none) {
         return Ok(None);
-    };
-    let document = whole.content.get();
-    let content_id = document_id(document)?;
-    let reference = Reference { file: whole.file, content_id: id_hex(&content_id) };
-    let reference = serde_json::to_string(&reference).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let compact = members.write(body.len() - document.len() + 64, |out| out.push_str(&reference))?;
-    Ok(Some((compact, SeedDocument { content_id, document: document.to_owned() })))
+    }
+    Ok(Some(members.write(body.len(), &replaced)?))
+}
+
+/// [`rewrite`] of the `responses` of each tool of a `tools` list.
+fn rewrite_tools(
+    tools: &str,
+    each: &mut dyn FnMut(&str) -> Result<Option<String>, StoreError>,
+) -> Result<Option<String>, StoreError> {
+    let list: Vec<&RawValue> =
+        serde_json::from_str(tools).map_err(|e| StoreError::Corrupt(format!("a case's tools are not a list: {e}")))?;
+    let mut out = String::with_capacity(tools.len());
+    let mut changed = false;
+    out.push('[');
+    for (i, tool) in list.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let text = tool.get();
+        let mut written = None;
+        if SNAPSHOT_MARKER.find(text.as_bytes()).is_some() {
+            let members = Members::parse(text)?;
+            let mut replaced: Vec<Option<String>> = vec![None; members.0.len()];
+            for (j, (key, value)) in members.0.iter().enumerate() {
+                if key == RESPONSES_KEY {
+                    replaced[j] = each(value.get())?;
+                }
+            }
+            if replaced.iter().any(Option::is_some) {
+                written = Some(members.write(text.len(), &replaced)?);
+            }
+        }
+        match written {
+            Some(w) => {
+                changed = true;
+                out.push_str(&w);
+            }
+            None => out.push_str(text),
+        }
+    }
+    out.push(']');
+    Ok(changed.then_some(out))
+}
+
+/// The compact body of a case whose full body (`serde_json::to_string(&case)`) is `body`, and
+/// the documents it refers to (its seed file's, its tools' snapshot files'); `None` when the
+/// case carries no such file (its body is stored as it is). Called by [`crate::prepare`].
+pub fn compact(body: &str) -> Result<Option<(String, Vec<SeedDocument>)>, StoreError> {
+    let mut documents = Vec::new();
+    let compact = rewrite(body, &mut |place| {
+        let Ok(whole) = serde_json::from_str::<Whole<'_>>(place) else { return Ok(None) };
+        let document = whole.content.get();
+        let content_id = document_id(document)?;
+        let reference = Reference { file: whole.file, content_id: id_hex(&content_id) };
+        let reference = serde_json::to_string(&reference).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        if !documents.iter().any(|d: &SeedDocument| d.content_id == content_id) {
+            documents.push(SeedDocument { content_id, document: document.to_owned() });
+        }
+        Ok(Some(reference))
+    })?;
+    Ok(compact.map(|compact| (compact, documents)))
 }
 
 /// The content id of a seed document. Cases that share a seed file come one after another, and
@@ -163,43 +232,54 @@ fn document_id(document: &str) -> Result<[u8; 32], StoreError> {
     Ok(id)
 }
 
-/// The content id of the seed document a stored body refers to, if it refers to one.
-pub fn seed_reference(body: &str) -> Result<Option<[u8; 32]>, StoreError> {
-    Ok(reference(body)?.map(|(_, reference)| reference.1))
+/// The content ids of the documents a stored body refers to, each once, in the body's order.
+pub fn seed_references(body: &str) -> Result<Vec<[u8; 32]>, StoreError> {
+    let mut ids = Vec::new();
+    rewrite(body, &mut |place| {
+        // A full body (stored before documents were kept apart) or a list inline: no reference.
+        if let Ok(reference) = serde_json::from_str::<Reference>(place) {
+            let id = reference_id(&reference)?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        Ok(None)
+    })?;
+    Ok(ids)
 }
 
-/// A compact body's members and its reference (the seed file's name and document id).
-#[allow(clippy::type_complexity)]
-fn reference(body: &str) -> Result<Option<(Members<'_>, (String, [u8; 32]))>, StoreError> {
-    if MARKER.find(body.as_bytes()).is_none() {
-        return Ok(None);
-    }
-    let members = Members::parse(body)?;
-    // A full body (stored before documents were kept apart) or seeds inline: no reference.
-    let Some(Ok(reference)) = members.seeds().map(|raw| serde_json::from_str::<Reference>(raw.get())) else {
-        return Ok(None);
-    };
-    let Some(id) = id_bytes(&reference.content_id) else {
-        return Err(StoreError::Corrupt(format!(
-            "a case body refers to the seed document `{}`, which is not a content id",
+fn reference_id(reference: &Reference) -> Result<[u8; 32], StoreError> {
+    id_bytes(&reference.content_id).ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "a case body refers to the document `{}`, which is not a content id",
             reference.content_id
-        )));
-    };
-    Ok(Some((members, (reference.file, id))))
+        ))
+    })
 }
 
-/// The full body of the stored body `body`, which refers to the seed document `document` (see
-/// [`seed_reference`]); a body without a reference comes back as it is.
+/// The full body of the stored body `body`, each reference replaced by the document `lookup`
+/// gives for its content id; a body without a reference comes back as it is.
+fn expand_with<'d>(body: String, lookup: impl Fn(&[u8; 32]) -> Option<&'d str>) -> Result<String, StoreError> {
+    let expanded = rewrite(&body, &mut |place| {
+        let Ok(reference) = serde_json::from_str::<Reference>(place) else { return Ok(None) };
+        let id = reference_id(&reference)?;
+        let Some(document) = lookup(&id) else {
+            return Err(StoreError::Corrupt(format!(
+                "a case body refers to the seed document {}, which is not in the store \
+                 (`casebook store check` lists what is damaged)",
+                &id_hex(&id)[..12]
+            )));
+        };
+        let file = serde_json::to_string(&reference.file).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(Some(format!("{{\"file\":{file},\"content\":{document}}}")))
+    })?;
+    Ok(expanded.unwrap_or(body))
+}
+
+/// The full body of the stored body `body`, which refers to the one document `document` (see
+/// [`seed_references`]); a body without a reference comes back as it is.
 pub fn expand(body: &str, document: &str) -> Result<String, StoreError> {
-    let Some((members, (file, _))) = reference(body)? else { return Ok(body.to_owned()) };
-    let file = serde_json::to_string(&file).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    members.write(body.len() + document.len(), |out| {
-        out.push_str("{\"file\":");
-        out.push_str(&file);
-        out.push_str(",\"content\":");
-        out.push_str(document);
-        out.push('}');
-    })
+    expand_with(body.to_owned(), |_| Some(document))
 }
 
 /// The content id of a seed document kept as `document` (to check it).
@@ -225,7 +305,7 @@ impl SeedDocuments {
     pub fn missing<S: AsRef<str>>(&self, bodies: &[S]) -> Result<Vec<[u8; 32]>, StoreError> {
         let mut out = Vec::new();
         for body in bodies {
-            if let Some(id) = seed_reference(body.as_ref())? {
+            for id in seed_references(body.as_ref())? {
                 if !self.documents.contains_key(&id) && !out.contains(&id) {
                     out.push(id);
                 }
@@ -248,21 +328,13 @@ impl SeedDocuments {
     /// The full body of a stored body; [`StoreError::Corrupt`] if it refers to a document that
     /// was not inserted (the store lost it).
     pub fn expand(&self, body: String) -> Result<String, StoreError> {
-        let Some(id) = seed_reference(&body)? else { return Ok(body) };
-        match self.documents.get(&id) {
-            Some(document) => expand(&body, document),
-            None => Err(StoreError::Corrupt(format!(
-                "a case body refers to the seed document {}, which is not in the store \
-                 (`casebook store check` lists what is damaged)",
-                &id_hex(&id)[..12]
-            ))),
-        }
+        expand_with(body, |id| self.documents.get(id).map(String::as_str))
     }
 
     /// [`expand`](Self::expand) each body in place.
     pub fn expand_all(&self, bodies: &mut [String]) -> Result<(), StoreError> {
         for body in bodies {
-            if seed_reference(body)?.is_some() {
+            if may_refer(body.as_bytes()) {
                 *body = self.expand(std::mem::take(body))?;
             }
         }
@@ -294,7 +366,9 @@ mod tests {
     fn compact_then_expand_gives_the_body_back_byte_for_byte() {
         let case = seeded(json!({"entries": [{"key": "k", "content": "Zürich → 東京 \u{1}"}], "n": 1e-7}));
         let body = serde_json::to_string(&case).unwrap();
-        let (compact, seed) = compact(&body).unwrap().expect("a seed file");
+        let (compact, mut seeds) = compact(&body).unwrap().expect("a seed file");
+        assert_eq!(seeds.len(), 1);
+        let seed = seeds.remove(0);
         assert!(!compact.contains("Zürich"), "{compact}");
         assert!(compact.contains(r#""input":{"memory_seeds":{"file":"decoy","content_id":"0"}}"#), "{compact}");
         assert_eq!(
@@ -302,7 +376,7 @@ mod tests {
             serde_json::to_string(&json!({"entries": [{"key": "k", "content": "Zürich → 東京 \u{1}"}], "n": 1e-7}))
                 .unwrap()
         );
-        assert_eq!(seed_reference(&compact).unwrap(), Some(seed.content_id));
+        assert_eq!(seed_references(&compact).unwrap(), [seed.content_id]);
         assert_eq!(
             seed.content_id,
             casebook_canon::id_bytes(
@@ -332,12 +406,12 @@ mod tests {
         for case in [inline, plain] {
             let body = serde_json::to_string(&case).unwrap();
             assert_eq!(compact(&body).unwrap(), None);
-            assert_eq!(seed_reference(&body).unwrap(), None);
+            assert!(seed_references(&body).unwrap().is_empty());
             assert_eq!(SeedDocuments::new().expand(body.clone()).unwrap(), body);
         }
         // A full body stored before documents were kept apart reads as it is.
         let body = serde_json::to_string(&seeded(json!([1]))).unwrap();
-        assert_eq!(seed_reference(&body).unwrap(), None);
+        assert!(seed_references(&body).unwrap().is_empty());
         assert_eq!(SeedDocuments::new().expand(body.clone()).unwrap(), body);
     }
 }

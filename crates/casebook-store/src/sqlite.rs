@@ -595,7 +595,8 @@ async fn load(
         // The length each body must have if it is stored already. (A body stored before seed
         // documents were kept apart holds its document whole: its length is not the compact
         // body's.)
-        let lengths: Vec<Option<i64>> = chunk.iter().map(|c| c.seed.is_none().then_some(c.body.len() as i64)).collect();
+        let lengths: Vec<Option<i64>> =
+            chunk.iter().map(|c| c.seeds.is_empty().then_some(c.body.len() as i64)).collect();
         crate::sqlite_seeds::keep_documents(tx, &mut chunk).await?;
         let (blobs, stored) = new.store(tx, &mut chunk, &lengths, *pos).await?;
 

@@ -19,16 +19,17 @@ pub(crate) const FILTER_SEEDS: &str = "(CASE WHEN json_type(b.body, '$.memory_se
 pub(crate) async fn keep_documents(tx: &mut Transaction<'_, Sqlite>, cases: &mut [Prepared]) -> Result<(), StoreError> {
     let mut kept: Vec<[u8; 32]> = Vec::new();
     for case in cases {
-        let Some(seed) = case.seed.take() else { continue };
-        if kept.contains(&seed.content_id) {
-            continue;
+        for seed in std::mem::take(&mut case.seeds) {
+            if kept.contains(&seed.content_id) {
+                continue;
+            }
+            kept.push(seed.content_id);
+            sqlx::query("INSERT OR IGNORE INTO seed_documents (cid, document) VALUES (?, ?)")
+                .bind(&seed.content_id[..])
+                .bind(seed.document)
+                .execute(&mut **tx)
+                .await?;
         }
-        kept.push(seed.content_id);
-        sqlx::query("INSERT OR IGNORE INTO seed_documents (cid, document) VALUES (?, ?)")
-            .bind(&seed.content_id[..])
-            .bind(seed.document)
-            .execute(&mut **tx)
-            .await?;
     }
     Ok(())
 }
@@ -72,12 +73,14 @@ pub(crate) async fn compact_stored(conn: &mut SqliteConnection) -> Result<(), St
         after = last.get(0);
         for row in rows {
             let (id, body): (i64, String) = (row.get(0), row.get(1));
-            let Some((body, seed)) = compact(&body)? else { continue };
-            sqlx::query("INSERT OR IGNORE INTO seed_documents (cid, document) VALUES (?, ?)")
-                .bind(&seed.content_id[..])
-                .bind(seed.document)
-                .execute(&mut *conn)
-                .await?;
+            let Some((body, seeds)) = compact(&body)? else { continue };
+            for seed in seeds {
+                sqlx::query("INSERT OR IGNORE INTO seed_documents (cid, document) VALUES (?, ?)")
+                    .bind(&seed.content_id[..])
+                    .bind(seed.document)
+                    .execute(&mut *conn)
+                    .await?;
+            }
             sqlx::query("UPDATE blobs SET body = ? WHERE id = ?").bind(body).bind(id).execute(&mut *conn).await?;
         }
     }

@@ -1,9 +1,10 @@
-//! `casebook inspect`: what a dataset holds: format, case count, fields used, labels, turns.
+//! `casebook inspect`: what a dataset holds: format, case count, fields used, labels, turns,
+//! tools' recorded answers.
 
 use std::collections::BTreeMap;
 
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
-use casebook_model::{Case, Role};
+use casebook_model::{Case, Responses, Role};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -36,6 +37,18 @@ struct Report {
     /// How many cases send each number of messages (input plus turns).
     messages: BTreeMap<usize, u64>,
     hitl_turns: u64,
+    /// Tools with recorded answers or a default (the world snapshot the run serves), their
+    /// recorded responses, and those whose query was never run (`casebook freeze` runs them).
+    #[serde(skip_serializing_if = "is_zero")]
+    recorded_tools: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    responses: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    unfrozen_queries: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -106,6 +119,29 @@ impl Inspector<'_> {
         let turns = case.task.turns.as_deref().unwrap_or_default();
         *r.messages.entry(1 + turns.len()).or_default() += 1;
         r.hitl_turns += turns.iter().filter(|t| t.role == Role::Hitl).count() as u64;
+        for tool in case.task.tools.iter().flatten().filter(|t| t.is_recorded()) {
+            r.recorded_tools += 1;
+            let unfrozen = |answered: bool, query: bool| !answered && query;
+            match &tool.responses {
+                Some(Responses::Inline(list)) => {
+                    r.responses += list.len() as u64;
+                    r.unfrozen_queries += list
+                        .iter()
+                        .filter(|x| unfrozen(x.result.is_some() || x.error.is_some(), x.query.is_some()))
+                        .count() as u64;
+                }
+                Some(Responses::File { content: serde_json::Value::Array(list), .. }) => {
+                    r.responses += list.len() as u64;
+                    r.unfrozen_queries += list
+                        .iter()
+                        .filter(|x| {
+                            unfrozen(x.get("result").is_some() || x.get("error").is_some(), x.get("query").is_some())
+                        })
+                        .count() as u64;
+                }
+                _ => {}
+            }
+        }
     }
 }
 
@@ -176,6 +212,21 @@ fn human(r: &Report) -> String {
         messages.join(", "),
         if r.hitl_turns > 0 { format!(" ({} of them hitl turns)", r.hitl_turns) } else { String::new() }
     );
+    if r.recorded_tools > 0 {
+        let _ = writeln!(
+            out,
+            "snapshot  {} tool{} with recorded answers, {} response{}{}",
+            r.recorded_tools,
+            if r.recorded_tools == 1 { "" } else { "s" },
+            r.responses,
+            if r.responses == 1 { "" } else { "s" },
+            if r.unfrozen_queries > 0 {
+                format!(" ({} queries not run yet: `casebook freeze` records them)", r.unfrozen_queries)
+            } else {
+                String::new()
+            }
+        );
+    }
     let _ = writeln!(out, "fields");
     for (field, count) in &r.fields {
         let _ = writeln!(out, "  {field:<22} {count}");

@@ -40,6 +40,8 @@ fn a_tool_calling_agent_becomes_one_case_with_draft_expectations() {
                 "content": "You are a weather assistant. Answer in one sentence."}],
             "tools": [{"name": "get_weather", "description": "Current weather of a city",
                 "parameters": {"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
+                // What the tool answered in production, served when the case is run.
+                "responses": [{"when": {"arguments": {"location": "Paris"}}, "result": "rainy, 57°F"}],
                 "type": "function"}],
             "expected": {"output": "It is rainy in Paris, 57°F.",
                 "tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}]},

@@ -110,3 +110,29 @@ fn inspect_says_how_many_ids_were_made_and_how_many_by_position() {
     let (_, report) = inspect_json(&named);
     assert_eq!((&report["derived_ids"], &report["positional_ids"]), (&json!(0), &json!(0)), "{report}");
 }
+
+#[test]
+fn inspect_counts_recorded_tool_answers_and_queries_not_run() {
+    let dir = Folder::new();
+    dir.file("snapshots/incident.json", r#"[{"result": "pool exhausted — 東京"}, {"when": {"includes": {"m": "cpu"}}, "query": {"url": "http://m/{m}"}}]"#);
+    let file = dir.file(
+        "incidents.jsonl",
+        r#"{"id": "a", "input": "why?", "tools": [{"name": "logs", "responses": "snapshots/incident.json"}, {"name": "ping"}, {"name": "metrics", "default": "empty"}]}
+{"id": "b", "input": "why?!", "tools": [{"name": "logs", "responses": [{"when": {"matches": {"q": "^zürich"}}, "result": 1}, {"when": {"includes": {"q": "x"}}, "query": {"command": ["fetch", "{q}"]}}]}]}
+"#,
+    );
+    let (r, report) = inspect_json(&file);
+    r.expect_status(0);
+    assert_eq!(
+        (&report["recorded_tools"], &report["responses"], &report["unfrozen_queries"], &report["warnings"]),
+        (&json!(3), &json!(4), &json!(2), &json!(2))
+    );
+    let human = run(casebook().arg("inspect").arg(&file));
+    assert!(
+        human.stdout.contains(
+            "snapshot  3 tools with recorded answers, 4 responses (2 queries not run yet: `casebook freeze` records them)\n"
+        ),
+        "{}",
+        human.stdout
+    );
+}

@@ -36,4 +36,11 @@ fn schema_describes_every_field_the_examples_use() {
         }
     }
     assert!(seen > 10, "the example has a fair number of fields");
+
+    // A tool's world snapshot: recorded responses (inline or a snapshot file) and a default.
+    let tool = schema["$defs"]["Tool"]["properties"].as_object().expect("Tool has properties");
+    assert!(tool.contains_key("responses") && tool.contains_key("default"), "{tool:?}");
+    let response = schema["$defs"]["Response"]["properties"].as_object().expect("Response has properties");
+    let keys: Vec<&str> = response.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["when", "result", "error", "query"]);
 }

@@ -655,6 +655,46 @@ fn the_same_holds_for_hand_picked_edges() {
     }
 }
 
+/// Filters reach into tools' recorded answers (issue 34) and select the same cases everywhere.
+#[test]
+fn filters_reach_into_recorded_answers() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut conn = runtime.block_on(open(&dir));
+    let case = |value: Value| -> Case { serde_json::from_value(value).unwrap() };
+    let responses = json!([
+        {"when": {"includes": {"metric": "cpu"}}, "result": {"max": 0.93}},
+        {"when": {"matches": {"service": "^zürich"}}, "result": ["Größe überschritten — 東京"]},
+        {"when": {"arguments": {"metric": "db.pool.wait"}}, "query": {"url": "http://m/q?m=db"}}
+    ]);
+    let cases = vec![
+        case(
+            json!({"id": "three", "input": "a", "tools": [{"name": "metrics", "responses": responses, "default": "empty"}]}),
+        ),
+        case(json!({"id": "one", "input": "b", "tools": [
+            {"name": "metrics", "responses": [{"when": {"includes": {"metric": "mem"}}, "error": "rate limited"}], "default": {"result": []}}
+        ]})),
+        case(json!({"id": "none", "input": "c", "tools": [{"name": "metrics"}]})),
+    ];
+    runtime.block_on(store(&mut conn, &cases));
+    let mut pg = runtime.block_on(pg_open());
+    runtime.block_on(pg_store(&mut pg, &cases));
+    let expectations: &[(&str, &[i64])] = &[
+        ("len(tools[0].responses) > 2", &[1]),
+        ("len(tools[0].responses) >= 1", &[1, 2]),
+        ("tools[0].responses[0].when.includes.metric == \"cpu\"", &[1]),
+        ("tools[0].responses[1].result[0] contains \"東京\"", &[1]),
+        ("tools[0].responses[0].error == \"rate limited\"", &[2]),
+        ("tools[0].default == \"empty\"", &[1]),
+        ("len(tools[0].default.result) == 0", &[2]),
+        ("tools[0].responses[2].query.url contains \"db\"", &[1]),
+        ("not exists(tools[0].responses)", &[3]),
+    ];
+    for (src, expected) in expectations {
+        selects_everywhere(&runtime, (&mut conn, &mut pg), &cases, src, expected);
+    }
+}
+
 /// Issue 12: `metadata.v == 1.5e308` selected the case in memory and not in SQLite (which reads
 /// `1.5e+308` one unit in the last place low), and `<` selected one case more.
 #[test]

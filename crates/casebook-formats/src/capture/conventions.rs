@@ -321,6 +321,15 @@ impl<'s> View<'s> {
         Some(Call { name: name.to_owned(), arguments })
     }
 
+    /// What the tool this span executed returned, as recorded (`gen_ai.tool.call.result`, or
+    /// OpenInference's `output.value`, parsed when its MIME type is JSON): what the agent got.
+    pub fn tool_result(&self) -> Option<Value> {
+        match self.attr("gen_ai.tool.call.result") {
+            Some(value) => Some(value.clone()),
+            None => self.value("output"),
+        }
+    }
+
     /// Retrieved documents: `(id, content, metadata)`.
     pub fn documents(&mut self) -> Vec<(Option<String>, Option<Value>, Map)> {
         let span = self.span;

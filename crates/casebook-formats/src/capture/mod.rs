@@ -12,6 +12,9 @@
 //!   whose input holds only the new message are joined to the earlier ones captured with them,
 //!   so each case replays the conversation up to its invocation;
 //! - tool definitions become `tools`, retrieved documents `context` items (`type: document`);
+//! - each tool execution with a recorded result (`gen_ai.tool.call.result`, OpenInference
+//!   `output.value`) becomes a recorded answer of its tool (`when: {arguments}` and `result`),
+//!   so the case serves the production answers when it is run;
 //! - what the agent did is recorded as **draft** expectations (`review: draft`): the final
 //!   answer as `expected.output`, the answers of earlier turns as `expected.per_turn`, the tools
 //!   it executed (else the calls its model asked for) as `expected.tool_calls`;
@@ -26,8 +29,9 @@ mod otlp;
 
 use std::collections::{HashMap, HashSet};
 
+use casebook_model::snapshot::{Response, When};
 use casebook_model::{
-    Case, Code, ContextItem, Diagnostic, Expectations, Map, Provenance, Review, Role, Task, Tool, Turn,
+    Case, Code, ContextItem, Diagnostic, Expectations, Map, Provenance, Responses, Review, Role, Task, Tool, Turn,
 };
 use serde_json::{Value, json};
 
@@ -269,6 +273,26 @@ fn invocation_case(
             let tool = tool_of(definition);
             if !tools.iter().any(|t| t.name == tool.name) {
                 tools.push(tool);
+            }
+        }
+    }
+
+    // What each executed tool answered becomes a recorded answer of that tool, so the case
+    // replays the production incident (the first answer to the same arguments is kept: later
+    // ones would never be served). A tool executed but not declared is added with its answers.
+    for view in views.iter().filter(|v| v.is_tool()) {
+        let (Some(call), Some(result)) = (view.executed_tool(), view.tool_result()) else { continue };
+        let when = call.arguments.map(|arguments| When { arguments: Some(arguments), ..When::default() });
+        let at = match tools.iter().position(|t| t.name == call.name) {
+            Some(at) => at,
+            None => {
+                tools.push(tool_of(Map::from_iter([("name".to_owned(), Value::String(call.name))])));
+                tools.len() - 1
+            }
+        };
+        if let Responses::Inline(list) = tools[at].responses.get_or_insert_with(|| Responses::Inline(Vec::new())) {
+            if !list.iter().any(|r| r.when == when) {
+                list.push(Response { when, result: Some(result), error: None, query: None });
             }
         }
     }

@@ -10,3 +10,4 @@ mod fuzz;
 mod harness;
 mod own_shapes;
 mod roundtrip;
+mod snapshots;

@@ -465,7 +465,7 @@ impl BodyColumns {
 async fn store_seeds(conn: &mut PgConnection, cases: &mut [Prepared]) -> Result<(), StoreError> {
     let mut seeds = std::collections::BTreeMap::new();
     for case in cases.iter_mut() {
-        if let Some(seed) = case.seed.take() {
+        for seed in std::mem::take(&mut case.seeds) {
             seeds.entry(seed.content_id.to_vec()).or_insert(seed.document);
         }
     }

@@ -1,7 +1,7 @@
 //! What every store must do, whatever keeps the data. Each function takes a fresh, empty store.
 
 use casebook_canon::{Kind, content_id, id_bytes};
-use casebook_model::{Case, Expectations, MemorySeeds, Task};
+use casebook_model::{Case, Expectations, MemorySeeds, Responses, Task, Tool};
 use casebook_store::{
     AnyStore, CaseBatches, CommitMode, CommitOutcome, CommitRequest, FieldChange, Ref, Select, Store, StoreError,
     VersionInfo,
@@ -36,6 +36,7 @@ macro_rules! suite {
             references_are_numbers_and_ids_before_tags);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
+            snapshot_files_are_kept_once,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
     };
     (@each $fresh:path; |$store:ident| $wrap:expr; $($name:ident),* $(,)?) => {$(
@@ -395,6 +396,77 @@ pub async fn seed_files_are_given_back_whole(store: impl Store) {
     assert_eq!(read, changed);
     assert_eq!(store.case("support", 1, "s0").await.unwrap().as_ref(), Some(&cases[0]));
     assert!(matches!(commit(&store, CommitMode::Replace, changed).await.unwrap(), CommitOutcome::Unchanged(_)));
+}
+
+/// A case whose two tools answer from the snapshot file `content` (one document, named twice)
+/// and a third from responses inline, as `casebook-formats` reads them.
+pub fn snapshotted(id: &str, content: serde_json::Value) -> Case {
+    let mut c = case(id, &format!("why is {id} slow?"));
+    let tool = |name: &str, responses: Responses| Tool {
+        name: name.into(),
+        description: None,
+        parameters: None,
+        responses: Some(responses),
+        default: None,
+        extra: Default::default(),
+    };
+    let file = || Responses::File { file: "snapshots/incident-42.json".into(), content: content.clone() };
+    let inline = serde_json::from_value(json!([{"result": {"file": "not a reference", "content": 1}}])).unwrap();
+    c.task.tools = Some(vec![tool("logs", file()), tool("metrics", Responses::Inline(inline)), tool("traces", file())]);
+    c
+}
+
+/// Cases whose tools share a snapshot file: the store keeps its document once however many
+/// cases and tools carry it, every read gives the cases back whole with their content ids, and
+/// a changed snapshot is a modification at its path.
+pub async fn snapshot_files_are_kept_once(store: AnyStore) {
+    let incident = json!([{"when": {"includes": {"service": "checkout"}}, "result": ["pool exhausted — 東京"]}]);
+    let mut cases: Vec<Case> = (0..30).map(|i| snapshotted(&format!("c{i}"), incident.clone())).collect();
+    // A seed file beside a snapshot file: two documents for one body.
+    let mut both = snapshotted("both", incident.clone());
+    both.task.memory_seeds =
+        Some(MemorySeeds::File { file: "seeds/bob.yaml".into(), content: seed_document("trains") });
+    cases.push(both);
+    cases.push(case("plain", "no tools"));
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    let mut bodies = Vec::new();
+    store
+        .bodies("support", 1, &Select::all(), 7, &mut |batch| {
+            bodies.extend(batch);
+            true
+        })
+        .await
+        .unwrap();
+    let whole: Vec<String> = cases.iter().map(|c| serde_json::to_string(c).unwrap()).collect();
+    assert_eq!(bodies, whole);
+    assert_eq!(store.case("support", 1, "both").await.unwrap().as_ref(), Some(&cases[30]));
+    for c in &cases {
+        let cid = content_id(Kind::Case, c).unwrap();
+        assert_eq!(store.history("support", &c.id).await.unwrap()[0].content_id, cid, "{}", c.id);
+    }
+    // The snapshot and the seed file, once each.
+    let report = store.check().await.unwrap();
+    assert_eq!((report.problems.clone(), report.bodies, report.seed_documents), (Vec::<String>::new(), 32, 2));
+
+    // The snapshot changes: every case that carries it changes, at the result that changed.
+    let changed_incident = json!([{"when": {"includes": {"service": "checkout"}}, "result": ["pool fine"]}]);
+    let changed: Vec<Case> = cases
+        .iter()
+        .take(30)
+        .map(|c| snapshotted(&c.id, changed_incident.clone()))
+        .chain(cases[30..].iter().cloned())
+        .collect();
+    let v2 = created(&store, CommitMode::Replace, changed.clone()).await;
+    assert_eq!((v2.added, v2.removed, v2.modified), (0, 0, 30));
+    let diff = store.diff("support", 1, 2).await.unwrap();
+    let change = |tool: usize| FieldChange {
+        pointer: format!("/tools/{tool}/responses/content/0/result/0"),
+        old: Some(json!("pool exhausted — 東京")),
+        new: Some(json!("pool fine")),
+    };
+    assert_eq!(diff.modified[0].changes, [change(0), change(2)]);
+    assert_eq!(store.case("support", 2, "c7").await.unwrap().as_ref(), Some(&changed[7]));
+    assert_eq!(store.check().await.unwrap().seed_documents, 3);
 }
 
 /// Cases with something for every kind of filter: plain and `key:value` labels, metadata of
