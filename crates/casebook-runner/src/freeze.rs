@@ -19,7 +19,7 @@ use reqwest::Url;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use crate::target::{excerpt, redact_url};
+use crate::target::{excerpt, is_secret_name};
 
 /// How long a query may take when it does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -60,13 +60,56 @@ impl Request {
     /// or the command's words.
     pub fn shown(&self) -> String {
         match self {
-            Request::Get { url, .. } => match Url::parse(url) {
-                Ok(parsed) => format!("GET {}", redact_url(&parsed)),
-                Err(_) => format!("GET {url}"),
-            },
+            Request::Get { url, .. } => format!("GET {}", masked(url)),
             Request::Command(words) => words.join(" "),
         }
     }
+}
+
+/// `url` as sent, but with its password and the values of secret-looking query parameters
+/// (`api_key`, `token`, …) replaced by `redacted`. Unlike the targets' `redact_url`, the rest
+/// keeps its encoding, so the message shows the URL the source was asked.
+fn masked(url: &str) -> String {
+    let Ok(mut parsed) = Url::parse(url) else { return url.to_owned() };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("redacted"));
+    }
+    let Some(query) = parsed.query().map(str::to_owned) else { return parsed.to_string() };
+    let pairs: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if is_secret_name(&percent_decode(key)) => format!("{key}=redacted"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    parsed.set_query(Some(&pairs.join("&")));
+    parsed.to_string()
+}
+
+/// A query parameter's name decoded (`+` and `%XX`), to tell whether it names a secret.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = |b: u8| char::from(b).to_digit(16);
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(high), Some(low)) => {
+                        // Two hexadecimal digits make a byte below 256.
+                        out.push(u8::try_from(high * 16 + low).unwrap_or(b'%'));
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// One distinct query to run, and every response that asks it.
@@ -219,7 +262,7 @@ pub async fn run(
             let work = match (&planned.request, &client) {
                 (Request::Get { url, headers }, Ok(client)) => match resolve_headers(headers, env) {
                     Ok(headers) => Work::Get { client: client.clone(), url: url.clone(), headers },
-                    Err(message) => Work::Done(Err(format!("{}: {message}", planned.request.shown()))),
+                    Err(message) => Work::Done(Err(format!("`{}`: {message}", planned.request.shown()))),
                 },
                 (Request::Get { .. }, Err(e)) => Work::Done(Err(format!("cannot make an HTTP client: {e}"))),
                 (Request::Command(words), _) => Work::Command(words.clone()),
@@ -496,6 +539,8 @@ mod tests {
     fn shown_urls_mask_secrets() {
         let request = Request::Get { url: "http://u:pw@h/q?api_key=abc&m=cpu".into(), headers: vec![] };
         assert_eq!(request.shown(), "GET http://u:redacted@h/q?api_key=redacted&m=cpu");
+        let encoded = Request::Get { url: "http://h/q?s=caf%C3%A9%20x&API%5FKEY=abc&t".into(), headers: vec![] };
+        assert_eq!(encoded.shown(), "GET http://h/q?s=caf%C3%A9%20x&API%5FKEY=redacted&t");
     }
 
     #[test]

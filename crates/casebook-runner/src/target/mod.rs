@@ -28,7 +28,7 @@ pub use schema::agent_protocol_schema;
 pub use spec::{Script, TargetKind, TargetSpec, TargetSpecError};
 // `freeze` shows query URLs and failed answers as the targets do.
 pub(crate) use http::excerpt;
-pub(crate) use spec::redact_url;
+pub(crate) use spec::is_secret_name;
 
 use crate::protocol::{AgentReply, AgentRequest};
 use crate::record::Failure;
