@@ -273,10 +273,9 @@ pub async fn run(
         }
         let Some(joined) = tasks.join_next().await else { break };
         on_done();
-        match joined {
-            Ok((i, answer)) => answers[i] = Some(answer),
-            // A task that panicked leaves its answer missing, reported below.
-            Err(_) => {}
+        // A task that panicked leaves its answer missing, reported below.
+        if let Ok((i, answer)) = joined {
+            answers[i] = Some(answer);
         }
     }
     answers
