@@ -5,6 +5,7 @@
 // The functions `on_both!` makes tests of are tests too.
 #![allow(clippy::unwrap_used)]
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,10 +19,24 @@ use crate::cli::{Backend, Folder, cb, run};
 
 on_both!(queries_are_run_once_and_their_answers_served);
 
+/// Requests a server is answering now, and the most it answered at once.
+#[derive(Default)]
+struct InFlight {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
 /// A metrics API: the path and query of every request it got, as they were sent.
 fn metrics_api() -> (String, Arc<Mutex<Vec<String>>>) {
+    let (url, seen, _) = metrics_api_counting();
+    (url, seen)
+}
+
+fn metrics_api_counting() -> (String, Arc<Mutex<Vec<String>>>, Arc<InFlight>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
+    let flight = Arc::new(InFlight::default());
+    let counting = flight.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -29,13 +44,19 @@ fn metrics_api() -> (String, Arc<Mutex<Vec<String>>>) {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
             let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
-                let log = log.clone();
-                async move { answer(&log, &uri, &headers).await }
+                let (log, counting) = (log.clone(), counting.clone());
+                async move {
+                    let now = counting.now.fetch_add(1, Ordering::SeqCst) + 1;
+                    counting.peak.fetch_max(now, Ordering::SeqCst);
+                    let answer = answer(&log, &uri, &headers).await;
+                    counting.now.fetch_sub(1, Ordering::SeqCst);
+                    answer
+                }
             });
             axum::serve(listener, app).await.unwrap();
         });
     });
-    (format!("http://{}", rx.recv().unwrap()), seen)
+    (format!("http://{}", rx.recv().unwrap()), seen, flight)
 }
 
 async fn answer(log: &Mutex<Vec<String>>, uri: &Uri, headers: &HeaderMap) -> Response {
@@ -49,6 +70,10 @@ async fn answer(log: &Mutex<Vec<String>>, uri: &Uri, headers: &HeaderMap) -> Res
             } else {
                 (StatusCode::UNAUTHORIZED, "no token").into_response()
             }
+        }
+        "/api/slow" => {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            "slow but there".into_response()
         }
         "/api/boom" => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
         "/api/hang" => {
@@ -272,4 +297,28 @@ fn freeze_on_a_server_or_an_old_version_is_refused() {
     let out = run(cb(&dir).args(["freeze", "qa"]).env("CASEBOOK_URL", "http://127.0.0.1:9"));
     assert_eq!(out.status, Some(2), "{out:?}");
     assert!(out.stderr.contains("`CASEBOOK_URL` is set, and `casebook freeze` does not work on a server"), "{out:?}");
+}
+
+#[test]
+fn queries_run_at_most_concurrency_at_once() {
+    let b = Backend::Embedded;
+    let (api, log, flight) = metrics_api_counting();
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let rows: String = (0..5)
+        .map(|i| {
+            let responses = json!([{"query": {"url": format!("{api}/api/slow?n={i}")}}]);
+            format!(
+                "{}\n",
+                json!({"id": format!("c{i}"), "input": "?", "tools": [{"name": "t", "responses": responses}]})
+            )
+        })
+        .collect();
+    let file = dir.file("slow.jsonl", rows);
+    ok(b.cb(&dir).arg("import").arg(&file).args(["--dataset", "slow"]));
+    let out = ok(b.cb(&dir).args(["freeze", "slow", "--concurrency", "2", "-m", "slow sources"]));
+    assert!(out.starts_with("froze 5 queries (5 responses) of slow v1\ncreated slow v2 ("), "{out}");
+    assert_eq!((log.lock().unwrap().len(), flight.peak.load(Ordering::SeqCst)), (5, 2));
+    let log_json: Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "slow", "--format", "json"]))).unwrap();
+    assert_eq!(log_json["versions"][1]["message"], "slow sources");
 }
