@@ -452,10 +452,15 @@ A query fails on a connection error, an HTTP status of 400 or more, a non-zero e
 Examples:
   casebook freeze incidents
   casebook freeze incidents --dry-run
-  casebook freeze incidents@v3 --keep-going --concurrency 4")]
+  casebook freeze incidents@v3 --keep-going --concurrency 4
+  casebook freeze incidents.jsonl -o frozen.jsonl")]
 pub struct FreezeArgs {
-    /// The dataset, `NAME` or `NAME@REF` (a version, which must be the head)
+    /// The dataset, `NAME` or `NAME@REF` (a version, which must be the head), or a dataset file
     pub target: String,
+    /// For a dataset file: where to write its cases with the answers, in the casebook format
+    /// (default: standard output)
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
     /// Run the queries that were run before too, recording their answers anew
     #[arg(long)]
     pub refresh: bool,

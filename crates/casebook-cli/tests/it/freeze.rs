@@ -244,7 +244,7 @@ fn failed_queries_are_listed_and_commit_nothing_unless_keep_going() {
              error: case `secret`, tool `metrics_query`, response 0: `GET {api}/api/text`: the header `Authorization` \
              needs the environment variable `FREEZE_TEST_UNSET`, which is not set\n\
              error: case `sh`, tool `logs`, response 0: `sh -c echo 'no such index' >&2; exit 3` exited with 3: no such index\n\
-             nothing was committed: 4 queries of 5 failed; fix them and freeze again, or commit the answers that came \
+             nothing was committed: 4 queries of 5 failed; fix them and freeze again, or keep the answers that came \
              with `--keep-going`\n"
         )
     );
@@ -321,4 +321,30 @@ fn queries_run_at_most_concurrency_at_once() {
     assert_eq!((log.lock().unwrap().len(), flight.peak.load(Ordering::SeqCst)), (5, 2));
     let log_json: Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "slow", "--format", "json"]))).unwrap();
     assert_eq!(log_json["versions"][1]["message"], "slow sources");
+}
+
+#[test]
+fn a_dataset_file_is_frozen_into_another_file() {
+    let (api, log) = metrics_api();
+    let dir = Folder::new();
+    let file = dir.file("incidents.jsonl", incidents(&api));
+    let out =
+        run(cb(&dir).args(["freeze", "incidents.jsonl", "-o", "frozen.jsonl"]).env("METRICS_TOKEN", "s3cret-tok"));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert_eq!(out.stdout, "froze 3 queries (4 responses) of `incidents.jsonl`\nwrote 3 cases to `frozen.jsonl`\n");
+    assert_eq!(seen(&log).len(), 2);
+    assert_eq!(fs_err::read_to_string(&file).unwrap(), incidents(&api), "the input is left as it was");
+    let frozen: Vec<Value> = fs_err::read_to_string(dir.join("frozen.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frozen.len(), 3);
+    assert_eq!(frozen[0]["tools"][1]["responses"][0]["result"], "checkout: pool exhausted");
+    assert_eq!(frozen[1]["tools"][0]["responses"][0]["query"]["frozen_at"], "2026-11-23T10:00:00Z");
+    assert_eq!(frozen[2], json!({"id": "plain", "input": "2+2?", "expected": {"output": "4"}}));
+    assert_eq!(
+        ok(cb(&dir).args(["freeze", "frozen.jsonl"])),
+        "nothing to freeze: `frozen.jsonl` has no query that has not been run\n"
+    );
 }
