@@ -11,7 +11,8 @@
 //! - `sandbox` (a type, or `[type, config file]`), `files` (name → path or content) and `setup`
 //!   (a script) prepare the environment the sample runs in: they are per-case agent settings,
 //!   `agent_args.sandbox`, `agent_args.files` and `agent_args.setup`, sent to the agent.
-//! - `id` (a string or an integer, written back as it was), `metadata`, `description`.
+//! - `id` (a string or an integer, written back as it was), `metadata` (an object, `null`, or a
+//!   string holding a JSON object, as Inspect reads it), `description`.
 //!
 //! Other keys are kept in `metadata` and written back at the top level. In CSV every cell is text,
 //! as Inspect reads it: `choices` is split on commas (on whitespace when there is no comma),
@@ -82,7 +83,7 @@ pub fn read_sample(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> 
         }
     }
     let choices = f.take("choices").and_then(|n| read_choices(cx, n, &ptr.key("choices"), &mut layout));
-    let mut metadata = f.take("metadata").and_then(|n| cx.map(n, &ptr.key("metadata")));
+    let mut metadata = f.take("metadata").and_then(|n| read_metadata(cx, n, &ptr.key("metadata"), &mut layout));
     let description = f.take("description").and_then(|n| cx.opt_string(n, &ptr.key("description")));
     let mut agent_args = Map::new();
     for key in AGENT_ARGS {
@@ -152,6 +153,45 @@ pub fn read_sample(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> 
         review: None,
         provenance: layout::provenance(NAME, derived, layout),
     })
+}
+
+/// `metadata`: an object; `null`, which Inspect takes as no metadata; or a string holding a JSON
+/// object, which Inspect parses (its own fixtures rely on it). The string is kept so that it
+/// goes back as it was while its values are unchanged.
+fn read_metadata(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, layout: &mut Map) -> Option<Map> {
+    match &node.value {
+        NodeValue::Null => {
+            layout.insert("metadata_null".into(), Value::Bool(true));
+            None
+        }
+        NodeValue::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => {
+                layout.insert("metadata_text".into(), Value::String(text.to_string()));
+                Some(map)
+            }
+            Ok(_) => {
+                cx.report(
+                    Code::WrongType,
+                    node.offset,
+                    ptr,
+                    "`metadata` is a string holding JSON that is not an object",
+                )
+                .hint = Some("Inspect reads a metadata string as a JSON object: write `{\"key\": \"value\"}`".into());
+                None
+            }
+            Err(e) => {
+                cx.report(
+                    Code::WrongType,
+                    node.offset,
+                    ptr,
+                    format!("`metadata` is a string that is not a JSON object: {e}"),
+                )
+                .hint = Some("give an object, or a string holding one as JSON (Inspect parses it)".into());
+                None
+            }
+        },
+        _ => cx.map(node, ptr),
+    }
 }
 
 /// `input`: a non-empty prompt, or a list of chat messages Inspect can read.
@@ -343,8 +383,17 @@ pub fn write_sample(case: &Case) -> (Map, Lost) {
         }
     }
     let (top, rest) = layout::unlift(case.metadata.as_ref(), layout);
-    if let Some(rest) = rest {
-        out.insert("metadata".into(), Value::Object(rest));
+    match rest {
+        Some(rest) => {
+            // Written as the JSON text it was read from, while it still says the same.
+            let text = layout::text(layout, "metadata_text")
+                .filter(|t| serde_json::from_str::<Value>(t).is_ok_and(|v| v == Value::Object(rest.clone())));
+            out.insert("metadata".into(), text.map_or(Value::Object(rest), |t| Value::String(t.to_owned())));
+        }
+        None if layout::flag(layout, "metadata_null") => {
+            out.insert("metadata".into(), Value::Null);
+        }
+        None => {}
     }
     layout::put_back(&mut out, top, KNOWN, &mut lost);
     lost.check("labels", &case.labels);

@@ -137,8 +137,59 @@ struct CompiledTool {
 #[derive(Debug, Clone)]
 struct CompiledResponse {
     response: Response,
+    matcher: CallMatcher,
+}
+
+/// A `when`, compiled: which arguments a call must have. What a recorded response answers, and
+/// what the trajectory graders look for in a run's calls: one definition of matching for both.
+#[derive(Debug, Clone, Default)]
+pub struct CallMatcher {
+    when: Option<When>,
     /// Patterns by the pointer they apply to.
     patterns: Vec<(String, Regex)>,
+}
+
+impl CallMatcher {
+    /// Compiles `when` (`None`: every call matches). Errors point inside the `when`
+    /// (`/matches/service`); a `when` without conditions is accepted here (a response refuses it).
+    pub fn compile(when: Option<When>) -> Result<CallMatcher, Vec<SnapshotError>> {
+        let mut errors = Vec::new();
+        let mut patterns = Vec::new();
+        for (key, pattern) in when.as_ref().and_then(|w| w.matches.as_ref()).into_iter().flatten() {
+            match Regex::new(pattern) {
+                Ok(regex) => patterns.push((pointer_of(key), regex)),
+                Err(e) => errors.push(SnapshotError {
+                    pointer: format!("/matches/{}", escape_pointer(key)),
+                    message: format!("`{pattern}` is not a valid pattern: {}", first_line(&e.to_string())),
+                }),
+            }
+        }
+        if errors.is_empty() { Ok(CallMatcher { when, patterns }) } else { Err(errors) }
+    }
+
+    /// The conditions as written.
+    pub fn when(&self) -> Option<&When> {
+        self.when.as_ref()
+    }
+
+    /// Whether a call with `arguments` meets every condition.
+    pub fn holds(&self, arguments: &Value) -> bool {
+        let Some(when) = &self.when else { return true };
+        if let Some(exact) = &when.arguments {
+            if !same_json(exact, arguments) {
+                return false;
+            }
+        }
+        if let Some(includes) = &when.includes {
+            let Value::Object(given) = arguments else { return false };
+            if !includes.iter().all(|(k, v)| given.get(k).is_some_and(|g| is_subset(v, g))) {
+                return false;
+            }
+        }
+        self.patterns
+            .iter()
+            .all(|(pointer, regex)| matches!(arguments.pointer(pointer), Some(Value::String(s)) if regex.is_match(s)))
+    }
 }
 
 /// How a call was answered.
@@ -209,19 +260,15 @@ impl Snapshot {
             for (r, response) in list.into_iter().enumerate() {
                 let at = format!("{base}/responses/{r}");
                 check_response(&response, &at, &mut errors);
-                let mut patterns = Vec::new();
-                if let Some(matches) = response.when.as_ref().and_then(|w| w.matches.as_ref()) {
-                    for (key, pattern) in matches {
-                        match Regex::new(pattern) {
-                            Ok(regex) => patterns.push((pointer_of(key), regex)),
-                            Err(e) => errors.push(SnapshotError {
-                                pointer: format!("{at}/when/matches/{}", escape_pointer(key)),
-                                message: format!("`{pattern}` is not a valid pattern: {}", first_line(&e.to_string())),
-                            }),
-                        }
-                    }
-                }
-                responses.push(CompiledResponse { response, patterns });
+                let matcher = CallMatcher::compile(response.when.clone()).unwrap_or_else(|inside| {
+                    errors.extend(
+                        inside
+                            .into_iter()
+                            .map(|e| SnapshotError { pointer: format!("{at}/when{}", e.pointer), message: e.message }),
+                    );
+                    CallMatcher::default()
+                });
+                responses.push(CompiledResponse { response, matcher });
             }
             if let Some(Fallback::Answer { result, error }) = &tool.default {
                 if result.is_some() == error.is_some() {
@@ -255,7 +302,7 @@ impl Snapshot {
             };
         };
         for (i, compiled) in tool.responses.iter().enumerate() {
-            if !compiled.holds(arguments) {
+            if !compiled.matcher.holds(arguments) {
                 continue;
             }
             let response = &compiled.response;
@@ -302,26 +349,6 @@ impl Snapshot {
                 is_error: true,
             },
         }
-    }
-}
-
-impl CompiledResponse {
-    fn holds(&self, arguments: &Value) -> bool {
-        let Some(when) = &self.response.when else { return true };
-        if let Some(exact) = &when.arguments {
-            if !same_json(exact, arguments) {
-                return false;
-            }
-        }
-        if let Some(includes) = &when.includes {
-            let Value::Object(given) = arguments else { return false };
-            if !includes.iter().all(|(k, v)| given.get(k).is_some_and(|g| is_subset(v, g))) {
-                return false;
-            }
-        }
-        self.patterns
-            .iter()
-            .all(|(pointer, regex)| matches!(arguments.pointer(pointer), Some(Value::String(s)) if regex.is_match(s)))
     }
 }
 
@@ -580,6 +607,26 @@ mod tests {
             )
         );
         assert_eq!(got[6].0, "/tools/0/default");
+    }
+
+    #[test]
+    fn a_call_matcher_matches_as_a_response_does_and_points_inside_its_when() {
+        let when: When = serde_json::from_value(json!({
+            "includes": {"service": "caisse-épicerie"}, "matches": {"requête": "^délai", "/filtre/hôte": "東京"}
+        }))
+        .unwrap();
+        let matcher = CallMatcher::compile(Some(when)).unwrap();
+        let call = json!({"service": "caisse-épicerie", "requête": "délai p99", "filtre": {"hôte": "db-東京-1"}});
+        assert!(matcher.holds(&call));
+        assert!(
+            !matcher.holds(&json!({"service": "caisse-épicerie", "requête": "erreurs", "filtre": {"hôte": "東京"}}))
+        );
+        assert!(CallMatcher::compile(None).unwrap().holds(&json!("not even an object")));
+        let bad: When = serde_json::from_value(json!({"matches": {"a/b": "(", "ok": "x"}})).unwrap();
+        let errors = CallMatcher::compile(Some(bad)).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].pointer, "/matches/a~1b");
+        assert!(errors[0].message.starts_with("`(` is not a valid pattern"), "{}", errors[0].message);
     }
 
     #[test]

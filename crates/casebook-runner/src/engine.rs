@@ -397,7 +397,9 @@ async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> 
     let mut per_turn = Vec::with_capacity(1 + task.turns.as_ref().map_or(0, Vec::len));
     let later = task.turns.as_deref().unwrap_or_default();
     // The world the agent investigates, when the case's tools have recorded answers.
-    let environment = Environment::of(task.tools.as_deref())?;
+    let environment = Environment::of(task.tools.as_deref())?.map(Arc::new);
+    // Its MCP server's route, closed when the run ends (this is dropped).
+    let _mcp = crate::mcp::serve_session(target.mcp(), environment.as_ref(), &mut request).await?;
     for turn in 0..=later.len() {
         if turn > 0 {
             let next = &later[turn - 1];
@@ -508,7 +510,7 @@ mod tests {
                 .unwrap()
             })
             .collect();
-        let spec = |seed| Some(NoiseSpec { from: NoiseSource::Cases, items: 2, similar_by: None, seed });
+        let spec = |seed| Some(NoiseSpec { from: NoiseSource::Cases, items: 2, similar_by: None, seed, tools: None });
         let hashes = |seed| {
             let noise = plan(&cases, &[None, spec(seed)]);
             keys.widened_hashes(&cases[0], &noise[0]).unwrap()

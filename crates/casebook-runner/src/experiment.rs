@@ -22,15 +22,23 @@
 //! timeout_secs: 60
 //! retries: 2
 //! noise: {from: cases, items: 3, similar_by: label.service, seed: 7}
+//! mcp: true                       # serve the cases' recorded tool answers over MCP (default)
 //! ```
 //!
 //! `noise` widens each case's context with unrelated items (see [`crate::noise`]): `from` is
 //! `cases` (the context items of the other selected cases; the default) or a file of context
 //! items (YAML or JSON list, or JSONL) relative to this one; `items` how many per case (at least
 //! 1); `similar_by` a field path (`label.service`, `metadata.team`) whose shared values put those
-//! cases' items first; `seed` a whole number (default 0). Given at the top it applies to every
+//! cases' items first; `seed` a whole number (default 0); `tools: {entries: N, defaults: R}`
+//! noise in the tools' recorded answers instead of (or besides) the context (`items` may then be
+//! left out). Given at the top it applies to every
 //! scenario; a scenario's own `noise` replaces it there, and `noise: false` (or `null`) turns it
 //! off. A scenario with noise beside one without gives a robustness figure in the summary.
+//!
+//! `mcp` (default `true`) serves the tools of each run whose case has recorded answers as an MCP
+//! server (see [`crate::mcp`]) to agents that can be told its address (`http` and `command`
+//! targets; a chat-completions model is answered by the tool loop instead); a scenario's own
+//! `mcp` replaces the top-level one.
 //!
 //! Without `graders`, each case is graded by the checks it carries (promptfoo asserts, see
 //! [`crate::grade::asserts`]); `judge` gives the chat-completions endpoint and model (the options
@@ -84,6 +92,8 @@ pub struct Experiment {
     pub unsupported_target: Option<ExperimentError>,
     /// The top-level `noise`: what every scenario without its own `noise` key has.
     pub noise: Option<NoiseSpec>,
+    /// The top-level `mcp` (default true): what every scenario without its own `mcp` key has.
+    pub mcp: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +103,10 @@ pub struct Scenario {
     pub target: Located<Value>,
     /// The noise this scenario's cases get (its own `noise`, else the experiment's).
     pub noise: Option<NoiseSpec>,
+    /// Whether the runs of cases with recorded tool answers serve them as an MCP server, when the
+    /// target can be told its address (`http` and `command` agents; its own `mcp`, else the
+    /// experiment's, default true).
+    pub mcp: bool,
 }
 
 /// A value and where it starts in the file.
@@ -149,6 +163,7 @@ const KEYS: &[&str] = &[
     "timeout_secs",
     "retries",
     "noise",
+    "mcp",
 ];
 
 /// Turns byte offsets of the file into places and located errors.
@@ -317,6 +332,7 @@ impl Experiment {
         let concurrency = keep(p, get("concurrency").map(|n| r.count(n, "concurrency", 1.0)).transpose());
         let retries = keep(p, get("retries").map(|n| r.count(n, "retries", 0.0)).transpose());
         let noise = keep(p, get("noise").map(|n| crate::noise::parse(&r, n)).transpose()).flatten().flatten();
+        let mcp = keep(p, get("mcp").map(|n| r.boolean(n, "mcp")).transpose()).flatten().unwrap_or(true);
         if !problems.is_empty() {
             // In the order of the file.
             problems.sort_by_key(|e| (e.at.line, e.at.column));
@@ -328,6 +344,7 @@ impl Experiment {
         let missing = || r.error(0, "the experiment could not be read");
         let mut scenarios = scenarios.ok_or_else(missing)?;
         inherit_noise(&mut scenarios, get("scenarios"), noise.as_ref());
+        inherit_mcp(&mut scenarios, get("scenarios"), mcp);
         Ok(Experiment {
             name: name.ok_or_else(missing)?,
             description: description.flatten(),
@@ -349,6 +366,7 @@ impl Experiment {
             retries: retries.flatten().map_or(2, |n| n as u32),
             unsupported_target: None,
             noise,
+            mcp,
         })
     }
 
@@ -375,6 +393,7 @@ impl Experiment {
                 name: "default".into(),
                 target: Located { value: Value::String(target.to_owned()), at: Place::default() },
                 noise: None,
+                mcp: true,
             }],
             n_runs: 1,
             graders: graders
@@ -389,6 +408,7 @@ impl Experiment {
             retries: 2,
             unsupported_target: None,
             noise: None,
+            mcp: true,
         }
     }
 }
@@ -428,6 +448,7 @@ pub(crate) fn default_scenario(r: &Reader<'_>, target: &Node) -> Result<Scenario
         name: "default".into(),
         target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
         noise: None,
+        mcp: true,
     })
 }
 
@@ -444,6 +465,19 @@ fn inherit_noise(scenarios: &mut [Scenario], node: Option<&Node>, noise: Option<
     }
 }
 
+/// Gives the experiment's `mcp` to the scenarios (items of `node`) that have no `mcp` key.
+fn inherit_mcp(scenarios: &mut [Scenario], node: Option<&Node>, mcp: bool) {
+    let items = match node.map(|n| &n.value) {
+        Some(NodeValue::Array(items)) => items.as_slice(),
+        _ => &[],
+    };
+    for (i, scenario) in scenarios.iter_mut().enumerate() {
+        if items.get(i).is_none_or(|item| item.get("mcp").is_none()) {
+            scenario.mcp = mcp;
+        }
+    }
+}
+
 /// A `scenarios:` list of `{name, target}`.
 pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, ExperimentError> {
     let NodeValue::Array(items) = &node.value else {
@@ -454,11 +488,12 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
         let NodeValue::Object(fields) = &item.value else {
             return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
         };
-        if let Some(extra) = fields.iter().find(|f| !["name", "target", "noise"].contains(&f.key.as_ref())) {
+        if let Some(extra) = fields.iter().find(|f| !["name", "target", "noise", "mcp"].contains(&f.key.as_ref())) {
             return Err(r.hinted(
                 extra.key_offset,
                 format!("unknown key `{}` in a scenario", extra.key),
-                "a scenario has a `name`, a `target` and, if it widens the cases' context, `noise`",
+                "a scenario has a `name`, a `target` and, if it widens the cases' context, `noise`; `mcp: false` \
+                 keeps its agents from being served the cases' tools over MCP",
             ));
         }
         let name = match item.get("name") {
@@ -472,7 +507,8 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
             return Err(r.error(item.offset, format!("scenario `{name}` has no `target`")));
         };
         let noise = item.get("noise").map(|n| crate::noise::parse(r, n)).transpose()?.flatten();
-        scenarios.push(Scenario { name, noise, ..default_scenario(r, target)? });
+        let mcp = item.get("mcp").map(|n| r.boolean(n, "mcp")).transpose()?.unwrap_or(true);
+        scenarios.push(Scenario { name, noise, mcp, ..default_scenario(r, target)? });
     }
     if scenarios.is_empty() {
         return Err(r.error(node.offset, "`scenarios` is empty"));
@@ -621,6 +657,31 @@ mod tests {
         // `target:` alone: its one scenario has the top-level noise.
         let e = parse("dataset: d.jsonl\ntarget: x\nnoise: {items: 2}\n").unwrap();
         assert_eq!(e.scenarios[0].noise.as_ref().map(|n| n.items), Some(2));
+    }
+
+    #[test]
+    fn mcp_is_on_unless_the_experiment_or_a_scenario_turns_it_off() {
+        let e = parse("dataset: d.jsonl\ntarget: x\n").unwrap();
+        assert!(e.mcp && e.scenarios[0].mcp);
+        let e = parse(
+            "dataset: d.jsonl\nmcp: false\nscenarios:\n  - {name: inherits, target: x}\n  - {name: own, target: x, mcp: true}\n",
+        )
+        .unwrap();
+        assert_eq!(e.scenarios.iter().map(|s| s.mcp).collect::<Vec<_>>(), [false, true]);
+        let e =
+            parse("dataset: d.jsonl\nscenarios:\n  - {name: off, target: x, mcp: false}\n  - {name: on, target: x}\n")
+                .unwrap();
+        assert_eq!(e.scenarios.iter().map(|s| s.mcp).collect::<Vec<_>>(), [false, true]);
+        let e = parse("dataset: d.jsonl\ntarget: x\nmcp: \"non\"\n").unwrap_err();
+        assert_eq!(
+            (e.at.line, e.at.column, e.message.as_str()),
+            (3, 6, "`mcp` must be `true` or `false`, not a string")
+        );
+        let e = parse("dataset: d.jsonl\nscenarios:\n  - {name: a, target: x, mcp: 1}\n").unwrap_err();
+        assert_eq!(
+            (e.at.line, e.at.column, e.message.as_str()),
+            (3, 31, "`mcp` must be `true` or `false`, not an integer")
+        );
     }
 
     #[test]

@@ -299,6 +299,7 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         retries: suite.retries.unwrap_or(2),
         unsupported_target: suite.unsupported_target,
         noise: None,
+        mcp: true,
     })
 }
 
@@ -704,6 +705,8 @@ const TAKEN: &[&str] = &[
     "rubric_vars",
     "trajectory",
     "turns",
+    "steps",
+    "tool_calls",
     "true",
     "false",
     "none",
@@ -859,8 +862,12 @@ mod tests {
 
     #[test]
     fn names_the_judge_already_uses_are_read_from_rubric_vars() {
-        let (template, placed) = convert_placeholders("{output} {rubric} {loop}");
-        assert_eq!(template, "{{ rubric_vars[\"output\"] }} {{ rubric_vars[\"rubric\"] }} {{ rubric_vars[\"loop\"] }}");
+        let (template, placed) = convert_placeholders("{output} {rubric} {loop} {steps}");
+        assert_eq!(
+            template,
+            "{{ rubric_vars[\"output\"] }} {{ rubric_vars[\"rubric\"] }} {{ rubric_vars[\"loop\"] }} \
+             {{ rubric_vars[\"steps\"] }}"
+        );
         assert_eq!(placed, Placed::default());
     }
 

@@ -10,6 +10,7 @@ pub mod freeze;
 pub mod grade;
 pub mod hash;
 pub mod letta_suite;
+pub mod mcp;
 pub mod noise;
 pub mod protocol;
 pub mod record;

@@ -21,15 +21,38 @@
 //! The widened task is what the run hash covers and what the agent is sent; nothing in a
 //! request marks an item as noise. A result records what was added ([`NoiseAdded`]).
 //! Picking costs one hash per candidate item and case: O(cases × pool) for `from: cases`.
+//!
+//! **Noise in the environment** (`tools: {entries: N, defaults: R}`, [`ToolNoiseSpec`]) changes
+//! the answers the case's tools have recorded, before the run, so the run's environment serves
+//! it like any recorded answer:
+//!
+//! - Each recorded result that is a JSON array (a list of log lines, of metrics, of hits) gets
+//!   `entries` unrelated entries at seeded places, drawn from the array results of the other
+//!   cases' tools, those of a tool of the same name first. Only arrays: a string's lines may be
+//!   one signal (a stack trace, a table) that splitting would break.
+//! - Each tool with a `default` answer has it replaced, with probability `defaults` (seeded per
+//!   case and tool), by a whole recorded result of another case's tool (same name first): the
+//!   calls the snapshot does not match get a plausible signal rather than an obvious blank. A
+//!   tool without a `default` keeps answering such calls with an error, so `unmatched` calls
+//!   stay countable with or without noise.
+//!
+//! Sources are the other cases' recorded `result`s, the task half only, never their
+//! expectations; one whose text holds an expectation string of the case being widened is
+//! skipped, as for context items. Candidates are drawn with a PRNG seeded by the seed, the case
+//! id, the tool and the response (all of a small pool, shuffled; a bounded number of draws from
+//! a large one), so the cost is per list, not per list × pool.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use casebook_filter::FieldPath;
 use casebook_formats::node::{Node, NodeValue};
 use casebook_formats::pointer::Ptr;
-use casebook_model::{Case, ContextItem, Task};
+use casebook_model::snapshot::{Fallback, Responses};
+use casebook_model::{Case, ContextItem, Task, Tool};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -44,6 +67,18 @@ pub struct NoiseSpec {
     /// Prefer items of cases with the same value at this path.
     pub similar_by: Option<SimilarBy>,
     pub seed: i64,
+    /// Noise in the answers of the case's tools.
+    pub tools: Option<ToolNoiseSpec>,
+}
+
+/// `noise: {tools: {entries: N, defaults: R}}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolNoiseSpec {
+    /// Entries added to each recorded result that is a JSON array.
+    pub entries: u32,
+    /// The probability (0..1) that a tool's `default` answer is replaced by another case's
+    /// recorded result.
+    pub defaults: f64,
 }
 
 /// Where noise items come from.
@@ -62,38 +97,81 @@ pub struct SimilarBy {
     pub path: FieldPath,
 }
 
-/// One item added to a case's context: where it landed and where it came from.
+/// One item added to a case's context, or to a tool's answers: where it landed and where it
+/// came from.
 ///
 /// As JSON: `{"at": 2, "from_case": "c-7", "item": 0}` or `{"at": 1, "from_file": "noise.yaml",
-/// "item": 4}` (`item` is the index in that case's context, or in the file).
+/// "item": 4}` (`item` is the index in that case's context, or in the file). In a tool's answers:
+/// `{"at": 3, "from_case": "c-7", "item": 1, "tool": {"name": "logs", "response": 0,
+/// "from_tool": "logs", "from_response": 2}}`: entry 1 of the result of response 2 of `c-7`'s
+/// `logs` went to place 3 of the result of response 0; without `response`, the tool's default
+/// answer was replaced by that whole result (`at` and `item` are 0).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct NoiseAdded {
-    /// 0-based place in the widened context.
+    /// 0-based place in the widened context (or list result).
     pub at: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_case: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_file: Option<String>,
     pub item: usize,
+    /// Set for noise in a tool's answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolNoise>,
+}
+
+/// Where noise in a tool's answers went and came from (see [`NoiseAdded`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ToolNoise {
+    /// The case's tool that got it.
+    pub name: String,
+    /// The response whose list result got an entry; absent: the default answer was replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<usize>,
+    /// The other case's tool and response it comes from.
+    pub from_tool: String,
+    pub from_response: usize,
 }
 
 /// The noise one case gets in one scenario.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Widening {
-    /// By place, lowest first.
+    /// The context items by place, lowest first; then the noise in tools' answers, by tool and
+    /// list, each list's entries by place, lowest first.
     pub added: Vec<NoiseAdded>,
-    /// The items, in the order of `added`.
+    /// The context items, in the order of `added`.
     items: Vec<ContextItem>,
+    /// The values put into tools' answers, in the order of the tool part of `added`.
+    answers: Vec<Value>,
 }
 
 impl Widening {
-    /// Puts the noise items into `task`'s context at their places.
+    /// Puts the noise items into `task`'s context at their places, and the noise in tools'
+    /// answers into its tools.
     pub fn apply(&self, task: &mut Task) {
-        let context = task.context.get_or_insert_with(Vec::new);
-        // Places are final and ascending: each insertion leaves the earlier ones where they are.
-        for (added, item) in self.added.iter().zip(&self.items) {
-            let at = added.at.min(context.len());
-            context.insert(at, item.clone());
+        let (context_part, tool_part): (Vec<&NoiseAdded>, Vec<&NoiseAdded>) =
+            self.added.iter().partition(|added| added.tool.is_none());
+        if !context_part.is_empty() {
+            let context = task.context.get_or_insert_with(Vec::new);
+            // Places are final and ascending: each insertion leaves the earlier ones where they are.
+            for (added, item) in context_part.iter().zip(&self.items) {
+                let at = added.at.min(context.len());
+                context.insert(at, item.clone());
+            }
+        }
+        let Some(tools) = task.tools.as_mut() else { return };
+        for (added, value) in tool_part.iter().zip(&self.answers) {
+            let Some(noise) = &added.tool else { continue };
+            let Some(tool) = tools.iter_mut().find(|t| t.name == noise.name) else { continue };
+            match noise.response {
+                Some(response) => {
+                    if let Some(Value::Array(list)) = result_mut(tool, response) {
+                        let at = added.at.min(list.len());
+                        list.insert(at, value.clone());
+                    }
+                }
+                None => tool.default = Some(Fallback::Answer { result: Some(value.clone()), error: None }),
+            }
         }
     }
 
@@ -132,6 +210,8 @@ struct Pool<'a> {
     /// Per case, its values at `similar_by` (as JSON text), when there is one.
     values: Vec<BTreeSet<String>>,
     cases: &'a [Case],
+    /// The recorded results of every case's tools, with `tools` noise.
+    tools: Option<ToolPool<'a>>,
 }
 
 struct Candidate<'a> {
@@ -192,6 +272,7 @@ impl<'a> Pool<'a> {
     fn new(cases: &'a [Case], spec: &'a NoiseSpec) -> Self {
         let mut candidates = Vec::new();
         match &spec.from {
+            _ if spec.items == 0 => {}
             NoiseSource::Cases => {
                 for (c, case) in cases.iter().enumerate() {
                     for (index, item) in case.task.context.iter().flatten().enumerate() {
@@ -213,7 +294,8 @@ impl<'a> Pool<'a> {
             }
             None => Vec::new(),
         };
-        Self { spec, candidates, values, cases }
+        let tools = spec.tools.as_ref().map(|_| ToolPool::new(cases));
+        Self { spec, candidates, values, cases, tools }
     }
 
     /// Whether candidate `candidate` comes from a case that shares a `similar_by` value with
@@ -261,24 +343,225 @@ impl<'a> Pool<'a> {
         // Places: each item goes into the context as it stands so far.
         let own = case.task.context.as_ref().map_or(0, Vec::len);
         let mut rng = SplitMix(key_of(&[b"places", &self.spec.seed.to_le_bytes(), case.id.as_bytes()]));
-        let mut slots: Vec<Option<usize>> = vec![None; own];
-        for (n, _) in picked.iter().enumerate() {
-            let at = rng.below(slots.len() + 1);
-            slots.insert(at, Some(n));
-        }
         let mut added = Vec::with_capacity(picked.len());
         let mut items = Vec::with_capacity(picked.len());
-        for (at, slot) in slots.iter().enumerate() {
-            let Some(n) = slot else { continue };
-            let cand = &self.candidates[picked[*n]];
+        for (at, n) in places(own, picked.len(), &mut rng) {
+            let cand = &self.candidates[picked[n]];
             let (from_case, from_file) = match (&self.spec.from, cand.owner) {
                 (NoiseSource::File { name, .. }, _) => (None, Some(name.clone())),
                 (NoiseSource::Cases, owner) => (owner.map(|o| self.cases[o].id.clone()), None),
             };
-            added.push(NoiseAdded { at, from_case, from_file, item: cand.index });
+            added.push(NoiseAdded { at, from_case, from_file, item: cand.index, tool: None });
             items.push(cand.item.clone());
         }
-        Widening { added, items }
+        let mut widening = Widening { added, items, answers: Vec::new() };
+        if let (Some(pool), Some(tools)) = (&self.tools, &self.spec.tools) {
+            pool.widen(self, c, case, tools, &needles, &mut widening);
+        }
+        widening
+    }
+}
+
+/// Where `count` new items go among `own` items: `(place, item)` by place, lowest first. Each
+/// item goes into the list as it stands so far, at a place drawn from `rng`.
+fn places(own: usize, count: usize, rng: &mut SplitMix) -> Vec<(usize, usize)> {
+    let mut slots: Vec<Option<usize>> = vec![None; own];
+    for n in 0..count {
+        let at = rng.below(slots.len() + 1);
+        slots.insert(at, Some(n));
+    }
+    slots.iter().enumerate().filter_map(|(at, slot)| slot.map(|n| (at, n))).collect()
+}
+
+/// The recorded results of `tool`'s responses, with the index of each response.
+fn results(tool: &Tool) -> Vec<(usize, &Value)> {
+    match &tool.responses {
+        Some(Responses::Inline(list)) => {
+            list.iter().enumerate().filter_map(|(r, response)| response.result.as_ref().map(|v| (r, v))).collect()
+        }
+        Some(Responses::File { content: Value::Array(list), .. }) => {
+            list.iter().enumerate().filter_map(|(r, response)| response.get("result").map(|v| (r, v))).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The recorded result of response `r` of `tool`, to change.
+fn result_mut(tool: &mut Tool, r: usize) -> Option<&mut Value> {
+    match &mut tool.responses {
+        Some(Responses::Inline(list)) => list.get_mut(r)?.result.as_mut(),
+        Some(Responses::File { content, .. }) => content.get_mut(r)?.get_mut("result"),
+        _ => None,
+    }
+}
+
+/// A recorded value of another case that noise may put into a tool's answers.
+struct Source<'a> {
+    owner: usize,
+    tool: &'a str,
+    response: usize,
+    /// Its index in its list result (0 for a whole result).
+    index: usize,
+    value: &'a Value,
+}
+
+/// What `tools` noise draws from: the entries of every case's array results, and every case's
+/// whole results, each also by tool name.
+struct ToolPool<'a> {
+    entries: Vec<Source<'a>>,
+    results: Vec<Source<'a>>,
+    entries_by_tool: HashMap<&'a str, Vec<usize>>,
+    results_by_tool: HashMap<&'a str, Vec<usize>>,
+}
+
+/// All of a pool at most this large (or 4 × the entries wanted) is shuffled and scanned; from a
+/// larger one, at most that many draws are made per phase and list.
+const SCANNED: usize = 64;
+
+impl<'a> ToolPool<'a> {
+    fn new(cases: &'a [Case]) -> Self {
+        let mut pool = ToolPool {
+            entries: Vec::new(),
+            results: Vec::new(),
+            entries_by_tool: HashMap::new(),
+            results_by_tool: HashMap::new(),
+        };
+        for (owner, case) in cases.iter().enumerate() {
+            for tool in case.task.tools.iter().flatten() {
+                let name = tool.name.as_str();
+                for (response, value) in results(tool) {
+                    pool.results_by_tool.entry(name).or_default().push(pool.results.len());
+                    pool.results.push(Source { owner, tool: name, response, index: 0, value });
+                    for (index, value) in value.as_array().into_iter().flatten().enumerate() {
+                        pool.entries_by_tool.entry(name).or_default().push(pool.entries.len());
+                        pool.entries.push(Source { owner, tool: name, response, index, value });
+                    }
+                }
+            }
+        }
+        pool
+    }
+
+    /// Adds case `c`'s noise in its tools' answers to `widening`.
+    fn widen(
+        &self,
+        within: &Pool<'_>,
+        c: usize,
+        case: &Case,
+        spec: &ToolNoiseSpec,
+        needles: &[String],
+        widening: &mut Widening,
+    ) {
+        let seed = within.spec.seed.to_le_bytes();
+        let id = case.id.as_bytes();
+        for tool in case.task.tools.iter().flatten() {
+            let name = tool.name.as_str();
+            for (response, value) in results(tool).into_iter().filter(|_| spec.entries > 0) {
+                let Value::Array(list) = value else { continue };
+                let mut rng = SplitMix(key_of(&[b"tool-entries", &seed, id, name.as_bytes(), &response.to_le_bytes()]));
+                let picked = self.draw(within, c, name, true, spec.entries as usize, needles, &mut rng);
+                for (at, n) in places(list.len(), picked.len(), &mut rng) {
+                    let source = &self.entries[picked[n]];
+                    widening.added.push(self.added(within, source, name, Some(response), at));
+                    widening.answers.push(source.value.clone());
+                }
+            }
+            if tool.default.is_some() && spec.defaults > 0.0 {
+                let mut rng = SplitMix(key_of(&[b"tool-default", &seed, id, name.as_bytes()]));
+                // 53 random bits as a number in 0..1.
+                let chance = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+                if chance < spec.defaults {
+                    if let Some(&picked) = self.draw(within, c, name, false, 1, needles, &mut rng).first() {
+                        let source = &self.results[picked];
+                        widening.added.push(self.added(within, source, name, None, 0));
+                        widening.answers.push(source.value.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    fn added(
+        &self,
+        within: &Pool<'_>,
+        source: &Source<'_>,
+        name: &str,
+        response: Option<usize>,
+        at: usize,
+    ) -> NoiseAdded {
+        NoiseAdded {
+            at,
+            from_case: Some(within.cases[source.owner].id.clone()),
+            from_file: None,
+            item: if response.is_some() { source.index } else { 0 },
+            tool: Some(ToolNoise {
+                name: name.to_owned(),
+                response,
+                from_tool: source.tool.to_owned(),
+                from_response: source.response,
+            }),
+        }
+    }
+
+    /// Up to `wanted` sources (indices into `entries`, or `results` when not `entries`) for
+    /// case `c`'s tool `name`: of tools of the same name in similar cases, then of the same
+    /// name, then of any tool; never of case `c`, never holding one of its `needles`.
+    #[allow(clippy::too_many_arguments)]
+    fn draw(
+        &self,
+        within: &Pool<'_>,
+        c: usize,
+        name: &str,
+        entries: bool,
+        wanted: usize,
+        needles: &[String],
+        rng: &mut SplitMix,
+    ) -> Vec<usize> {
+        let (sources, by_tool) =
+            if entries { (&self.entries, &self.entries_by_tool) } else { (&self.results, &self.results_by_tool) };
+        let same: &[usize] = by_tool.get(name).map_or(&[], Vec::as_slice);
+        let similar = |owner: usize| match (within.values.get(c), within.values.get(owner)) {
+            (Some(mine), Some(theirs)) => !mine.is_disjoint(theirs),
+            _ => false,
+        };
+        let mut picked: Vec<usize> = Vec::with_capacity(wanted);
+        let budget = SCANNED.max(wanted.saturating_mul(4));
+        // One pass over `len` candidates, the `k`th being `at(k)`.
+        let mut phase = |len: usize, at: &dyn Fn(usize) -> usize, only_similar: bool, picked: &mut Vec<usize>| {
+            let mut take = |i: usize| {
+                let source = &sources[i];
+                if picked.len() < wanted
+                    && source.owner != c
+                    && !picked.contains(&i)
+                    && (!only_similar || similar(source.owner))
+                {
+                    let text = serde_json::to_string(source.value).unwrap_or_default().to_lowercase();
+                    if !needles.iter().any(|n| text.contains(n.as_str())) {
+                        picked.push(i);
+                    }
+                }
+            };
+            if len <= budget {
+                // Fisher–Yates, then every candidate in that order.
+                let mut order: Vec<usize> = (0..len).collect();
+                for k in (1..len).rev() {
+                    order.swap(k, rng.below(k + 1));
+                }
+                order.into_iter().for_each(|k| take(at(k)));
+            } else {
+                (0..budget).for_each(|_| take(at(rng.below(len))));
+            }
+        };
+        if within.spec.similar_by.is_some() {
+            phase(same.len(), &|k| same[k], true, &mut picked);
+        }
+        if picked.len() < wanted {
+            phase(same.len(), &|k| same[k], false, &mut picked);
+        }
+        if picked.len() < wanted {
+            phase(sources.len(), &|k| k, false, &mut picked);
+        }
+        picked
     }
 }
 
@@ -344,7 +627,8 @@ pub fn pairs(scenarios: &[(&str, &Value, bool)]) -> Vec<(String, String)> {
         .collect()
 }
 
-const KEYS: &[&str] = &["from", "items", "similar_by", "seed"];
+const KEYS: &[&str] = &["from", "items", "similar_by", "seed", "tools"];
+const TOOL_KEYS: &[&str] = &["entries", "defaults"];
 const ITEM_KEYS: &[&str] = &["type", "source", "content", "metadata"];
 
 /// A `noise:` value: a mapping, or `null`/`false` for none. `file` is the experiment file (a
@@ -371,14 +655,19 @@ pub(crate) fn parse(r: &Reader<'_>, node: &Node) -> Result<Option<NoiseSpec>, Ex
             },
         ));
     }
-    let Some(items) = node.get("items") else {
-        return Err(r.hinted(
-            node.offset,
-            "`noise` says no number of `items`",
-            "add `items: N`, the items added to each case",
-        ));
+    let tools = node.get("tools").map(|tools| tool_noise(r, tools)).transpose()?;
+    let items = match node.get("items") {
+        Some(items) => r.count(items, "items", 1.0)? as u32,
+        None if tools.is_some() => 0,
+        None => {
+            return Err(r.hinted(
+                node.offset,
+                "`noise` says no number of `items`",
+                "add `items: N`, the items added to each case's context, or `tools: {entries: N}` for noise in \
+                 its tools' answers",
+            ));
+        }
     };
-    let items = r.count(items, "items", 1.0)? as u32;
     let seed = match node.get("seed") {
         None => 0,
         Some(seed) => match &seed.value {
@@ -429,7 +718,52 @@ pub(crate) fn parse(r: &Reader<'_>, node: &Node) -> Result<Option<NoiseSpec>, Ex
             Some(SimilarBy { text, path })
         }
     };
-    Ok(Some(NoiseSpec { from, items, similar_by, seed }))
+    if let (Some(tools), NoiseSource::File { .. }) = (entries.iter().find(|e| e.key == "tools"), &from) {
+        return Err(r.hinted(
+            tools.key_offset,
+            "`tools` needs `from: cases`",
+            "noise in tools' answers is drawn from the other cases' recorded answers; a noise file holds context items",
+        ));
+    }
+    Ok(Some(NoiseSpec { from, items, similar_by, seed, tools }))
+}
+
+/// `tools: {entries: N, defaults: R}`.
+fn tool_noise(r: &Reader<'_>, node: &Node) -> Result<ToolNoiseSpec, ExperimentError> {
+    let NodeValue::Object(entries) = &node.value else {
+        return Err(r.hinted(
+            node.offset,
+            format!("`tools` must be a mapping, not {}", node.value.kind()),
+            "`tools: {entries: 2, defaults: 0.5}`",
+        ));
+    };
+    if let Some(extra) = entries.iter().find(|e| !TOOL_KEYS.contains(&e.key.as_ref())) {
+        return Err(r.hinted(
+            extra.key_offset,
+            format!("unknown key `{}` in `noise.tools`", extra.key),
+            match casebook_model::did_you_mean(&extra.key, TOOL_KEYS) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => format!("the keys of `noise.tools`: {}", TOOL_KEYS.join(", ")),
+            },
+        ));
+    }
+    let count = node.get("entries").map(|n| r.count(n, "entries", 1.0)).transpose()?;
+    let defaults = match node.get("defaults") {
+        None => None,
+        Some(n) => match r.number(n, "defaults")? {
+            rate if (0.0..=1.0).contains(&rate) && rate > 0.0 => Some(rate),
+            rate => return Err(r.error(n.offset, format!("`defaults` must be more than 0 and at most 1, not {rate}"))),
+        },
+    };
+    if count.is_none() && defaults.is_none() {
+        return Err(r.hinted(
+            node.offset,
+            "`noise.tools` says neither `entries` nor `defaults`",
+            "`entries: N` adds N entries to each list-shaped recorded answer; `defaults: R` replaces a tool's \
+             default answer by another case's signal with probability R",
+        ));
+    }
+    Ok(ToolNoiseSpec { entries: count.map_or(0, |n| n as u32), defaults: defaults.unwrap_or(0.0) })
 }
 
 enum FileError {
@@ -526,7 +860,186 @@ mod tests {
             items,
             similar_by: similar_by.map(|t| SimilarBy { text: t.into(), path: FieldPath::parse(t).unwrap() }),
             seed,
+            tools: None,
         }
+    }
+
+    fn tool_spec(entries: u32, defaults: f64, seed: i64) -> NoiseSpec {
+        NoiseSpec { tools: Some(ToolNoiseSpec { entries, defaults }), ..spec(0, seed, None) }
+    }
+
+    /// Eight incident cases: `journaux` answers the case's service with a list of lines,
+    /// `métriques` with an object, and has a default; each expects its own answer.
+    fn incidents() -> Vec<Case> {
+        incidents_of(8)
+    }
+
+    fn incidents_of(n: usize) -> Vec<Case> {
+        (0..n)
+            .map(|i| {
+                case(json!({
+                    "id": format!("inc-{i}"),
+                    "input": format!("Pourquoi le service {i} est-il lent ?"),
+                    "tools": [
+                        {"name": "journaux", "responses": [
+                            {"when": {"includes": {"service": format!("svc-{i}")}},
+                             "result": [format!("ligne {i}.0 délai"), format!("ligne {i}.1 東京")]}
+                        ]},
+                        {"name": "métriques", "responses": [{"when": {"includes": {"m": "pool"}}, "result": {"pool": i}}],
+                         "default": {"result": []}}
+                    ],
+                    "expected": {"output": format!("cause secrète {i}"), "outcomes": [format!("should find cause {i}")]}
+                }))
+            })
+            .collect()
+    }
+
+    /// What the environment of `task` serves for `calls`.
+    fn served(task: &Task, calls: &[(&str, Value)]) -> Vec<(String, Value)> {
+        let environment = crate::environment::Environment::of(task.tools.as_deref()).unwrap().unwrap();
+        calls
+            .iter()
+            .map(|(name, arguments)| {
+                let answer = environment.serve(name, arguments);
+                (format!("{:?}", answer.served), answer.content)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tool_noise_is_served_and_the_same_seed_gives_the_same_answers() {
+        let cases = incidents();
+        let calls = [("journaux", json!({"service": "svc-3"})), ("métriques", json!({"m": "cpu"}))];
+        let answers = |seed: i64| {
+            let w = widening(&cases, tool_spec(2, 1.0, seed), 3);
+            (served(&w.widened(&cases[3].task), &calls), w.added.clone())
+        };
+        let (one, added) = answers(7);
+        assert_eq!(answers(7), (one.clone(), added.clone()), "the same seed, the same answers");
+        // The list answer keeps the case's own lines in order, with two entries of others.
+        let Value::Array(lines) = &one[0].1 else { panic!("{one:?}") };
+        assert_eq!(lines.len(), 4);
+        let own: Vec<&Value> = lines.iter().filter(|l| l.as_str().unwrap().starts_with("ligne 3.")).collect();
+        assert_eq!(own, [&json!("ligne 3.0 délai"), &json!("ligne 3.1 東京")]);
+        // The call no response matches gets another case's recorded result instead of `[]`.
+        assert_eq!(one[1].0, "Default");
+        assert!(one[1].1.get("pool").is_some_and(|p| p != &json!(3)), "{one:?}");
+        // Each entry is recorded at its place, with where it came from.
+        assert_eq!(added.len(), 3);
+        for a in &added {
+            let noise = a.tool.as_ref().unwrap();
+            let from = cases.iter().find(|c| Some(&c.id) == a.from_case.as_ref()).unwrap();
+            assert_ne!(from.id, "inc-3");
+            let source = from.task.tools.as_ref().unwrap().iter().find(|t| t.name == noise.from_tool).unwrap();
+            let recorded = results(source)[noise.from_response].1;
+            match noise.response {
+                Some(r) => {
+                    assert_eq!((noise.name.as_str(), r), ("journaux", 0));
+                    assert_eq!(lines[a.at], recorded[a.item], "{a:?}");
+                }
+                None => assert_eq!((noise.name.as_str(), &one[1].1), ("métriques", recorded)),
+            }
+        }
+        // Other seeds draw otherwise.
+        let others: BTreeSet<String> = (1..6).map(|seed| format!("{:?}", answers(seed * 1000).0)).collect();
+        assert!(others.len() > 1, "{others:?}");
+        // Without `defaults`, the default stays; without `entries`, the lists do.
+        let w = widening(&cases, tool_spec(2, 0.0, 7), 3);
+        assert_eq!(served(&w.widened(&cases[3].task), &calls)[1].1, json!([]));
+        let w = widening(&cases, tool_spec(0, 1.0, 7), 3);
+        assert_eq!(served(&w.widened(&cases[3].task), &calls)[0].1.as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn tool_noise_from_a_large_pool_is_drawn_reproducibly() {
+        // 300 cases: 600 candidate lines, more than are scanned whole.
+        let cases = incidents_of(300);
+        let added = |seed: i64, c: usize| widening(&cases, tool_spec(20, 0.0, seed), c).added.clone();
+        let one = added(1, 17);
+        assert_eq!(one.len(), 20);
+        assert_eq!(one, added(1, 17));
+        assert_ne!(one, added(2, 17));
+        assert_ne!(one, added(1, 18));
+        let sources: BTreeSet<(Option<String>, usize)> = one.iter().map(|a| (a.from_case.clone(), a.item)).collect();
+        assert_eq!(sources.len(), 20, "no entry twice");
+        assert!(one.iter().all(|a| a.from_case.as_deref() != Some("inc-17")));
+    }
+
+    #[test]
+    fn tool_noise_never_comes_from_the_case_nor_carries_an_expectation() {
+        let mut cases = incidents();
+        // Case 1's lines hold case 0's expected answer: none may reach case 0.
+        cases[1].task.tools.as_mut().unwrap()[0].responses = Some(
+            serde_json::from_value(json!([{"result": ["la CAUSE SECRÈTE 0 est là", "cause secrète 0"]}])).unwrap(),
+        );
+        for seed in 0..30 {
+            for c in 0..cases.len() {
+                let w = widening(&cases, tool_spec(3, 1.0, seed), c);
+                let task = w.widened(&cases[c].task);
+                let text = serde_json::to_string(&task).unwrap().to_lowercase();
+                // No case's expectations are anywhere in what its agent can be served.
+                assert!(!text.contains(&format!("cause secrète {c}")), "{seed} {c}: {text}");
+                assert!(!text.contains("should find"), "{text}");
+                for a in &w.added {
+                    assert_ne!(a.from_case.as_deref(), Some(cases[c].id.as_str()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tool_noise_is_part_of_the_run_hash() {
+        let cases = incidents();
+        let scenarios = [crate::engine::PlannedScenario {
+            name: "noisy".into(),
+            describe: json!("builtin:echo"),
+            target: "builtin:echo".parse::<crate::target::TargetSpec>().unwrap().connect().unwrap(),
+        }];
+        let keys = crate::engine::RunKeys::new(&scenarios, &[], 1).unwrap();
+        let hash = |spec: Option<NoiseSpec>| keys.widened_hashes(&cases[2], &plan(&cases, &[spec])[2]).unwrap();
+        let plain = keys.hashes(&cases[2]).unwrap();
+        assert_eq!(hash(None), plain);
+        let one = hash(Some(tool_spec(1, 0.0, 4)));
+        assert_ne!(one, plain);
+        assert_eq!(one, hash(Some(tool_spec(1, 0.0, 4))));
+        assert_ne!(one, hash(Some(tool_spec(2, 0.0, 4))));
+        assert_ne!(one, hash(Some(tool_spec(1, 0.0, 5))));
+        assert_ne!(one, hash(Some(tool_spec(1, 1.0, 4))));
+    }
+
+    #[test]
+    fn tool_noise_is_read_and_its_mistakes_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("exp.yaml");
+        fs_err::write(dir.path().join("noise.yaml"), "- {content: a}\n").unwrap();
+        let parse = |noise: &str| {
+            crate::experiment::Experiment::parse(&file, &format!("dataset: d.jsonl\ntarget: x\nnoise: {noise}\n"))
+        };
+        let e = parse("{tools: {entries: 2, defaults: 0.25}, seed: 9}").unwrap();
+        let noise = e.noise.unwrap();
+        assert_eq!((noise.items, noise.seed), (0, 9));
+        assert_eq!(noise.tools, Some(ToolNoiseSpec { entries: 2, defaults: 0.25 }));
+        let e = parse("{items: 1, tools: {defaults: 1}}").unwrap().noise.unwrap();
+        assert_eq!((e.items, e.tools), (1, Some(ToolNoiseSpec { entries: 0, defaults: 1.0 })));
+        let at = |noise: &str| {
+            let e = parse(noise).unwrap_err();
+            (e.at.column, e.message, e.hint)
+        };
+        let (column, message, hint) = at("{tools: {entrys: 2}}");
+        assert_eq!(
+            (column, message.as_str(), hint.as_deref()),
+            (17, "unknown key `entrys` in `noise.tools`", Some("did you mean `entries`?"))
+        );
+        let (column, message, _) = at("{tools: {defaults: 1.5}}");
+        assert_eq!((column, message.as_str()), (27, "`defaults` must be more than 0 and at most 1, not 1.5"));
+        let (column, message, _) = at("{tools: {entries: 0}}");
+        assert_eq!((column, message.as_str()), (26, "`entries` must be a whole number of at least 1"));
+        let (column, message, _) = at("{tools: {}}");
+        assert_eq!((column, message.as_str()), (16, "`noise.tools` says neither `entries` nor `defaults`"));
+        let (column, message, _) = at("{tools: 3}");
+        assert_eq!((column, message.as_str()), (16, "`tools` must be a mapping, not an integer"));
+        let (column, message, _) = at("{from: noise.yaml, tools: {entries: 1}}");
+        assert_eq!((column, message.as_str()), (27, "`tools` needs `from: cases`"));
     }
 
     /// Twelve cases, three context items each; services alternate between `db` and `web`.

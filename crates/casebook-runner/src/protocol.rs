@@ -52,6 +52,12 @@ pub struct AgentRequest {
     pub session_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_args: Option<Map>,
+    /// The address of this session's MCP server (streamable HTTP on `127.0.0.1`), which serves
+    /// `tools` with the case's recorded answers for as long as the run goes on. Only when the case
+    /// has recorded answers and the target takes MCP (`http` and `command` agents, unless the
+    /// scenario says `mcp: false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<String>,
 }
 
 impl AgentRequest {
@@ -67,6 +73,7 @@ impl AgentRequest {
             memory_seeds: seeds,
             session_id,
             agent_args: task.agent_args.clone(),
+            mcp: None,
         }
     }
 }

@@ -327,8 +327,8 @@ mod tests {
         assert_eq!(serde_json::to_string(&result).unwrap(), old);
         let noisy = RunResult {
             noise: vec![
-                NoiseAdded { at: 0, from_case: Some("c-7".into()), from_file: None, item: 2 },
-                NoiseAdded { at: 3, from_case: None, from_file: Some("noise.yaml".into()), item: 4 },
+                NoiseAdded { at: 0, from_case: Some("c-7".into()), from_file: None, item: 2, tool: None },
+                NoiseAdded { at: 3, from_case: None, from_file: Some("noise.yaml".into()), item: 4, tool: None },
             ],
             ..result
         };

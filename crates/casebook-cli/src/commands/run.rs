@@ -11,7 +11,7 @@ use std::hash::BuildHasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use casebook_filter::Filter;
@@ -21,6 +21,7 @@ use casebook_runner::engine::{self, Job, Mode, Plan, PlannedCase, PlannedScenari
 use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
 use casebook_runner::grade::asserts::{CaseAsserts, Tally};
+use casebook_runner::mcp::McpServer;
 use casebook_runner::noise::NoiseSpec;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
@@ -847,6 +848,8 @@ fn parts(
         Ok(())
     };
     let mut scenarios = Vec::new();
+    // One MCP listener for the experiment, started by the first run that serves its tools.
+    let mcp = Arc::new(McpServer::new());
     for scenario in &experiment.scenarios {
         let parsed: Result<TargetSpec, String> = match &scenario.target.value {
             serde_json::Value::String(text) => text.parse().map_err(|e| format!("{e}")),
@@ -860,10 +863,22 @@ fn parts(
             }
         };
         spec.resolve_env(env);
+        // The experiment's settings apply to each call unless the target sets its own.
+        spec.timeout.get_or_insert(Duration::from_secs_f64(experiment.timeout_secs));
+        spec.retries.get_or_insert(experiment.retries);
         let target = runtime
             .block_on(async { spec.connect() })
             .map_err(|e| anyhow::anyhow!("scenario `{}`: {e}", scenario.name))?;
-        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe: spec.describe(), target });
+        let mut describe = spec.describe();
+        // An agent kept from the cases' tools answers otherwise: its runs do not reuse the outputs
+        // of the served ones (nor they its).
+        if !scenario.mcp && target.takes_mcp() {
+            if let Some(fields) = describe.as_object_mut() {
+                fields.insert("mcp".to_owned(), serde_json::Value::Bool(false));
+            }
+        }
+        let target = if scenario.mcp { target.with_mcp(mcp.clone()) } else { target };
+        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe, target });
     }
     let mut graders = Vec::new();
     for grader in &experiment.graders {

@@ -300,6 +300,31 @@ fn agent_health_legacy_cases_validate_with_a_warning_each() {
     assert!(human.stderr.contains("0 errors, 3 warnings"), "{}", human.stderr);
 }
 
+/// Legacy Agent Health cases (an `expectedTrajectory` and no `expectedOutcomes`), in a file of
+/// our own: valid, with one warning per case.
+#[test]
+fn legacy_agent_health_cases_of_our_own_validate_with_a_warning_each() {
+    let dir = Folder::new();
+    let case = |id: &str, prompt: &str| {
+        json!({"id": id, "name": format!("Incident {id}"), "description": "legacy shape",
+               "category": "RCA", "difficulty": "Medium", "initialPrompt": prompt,
+               "context": [{"description": "logs", "value": "{\"level\":\"error\",\"msg\":\"pool exhausted\"}"}],
+               "expectedTrajectory": [{"step": 1, "description": "query pool metrics", "requiredTools": ["metrics_query"]}]})
+    };
+    let cases = json!([
+        case("tc-1", "Why is checkout slow?"),
+        case("tc-2", "¿Por qué falla el pago?"),
+        case("tc-3", "Why is checkout slow?"),
+    ]);
+    let file = dir.file("legacy.json", serde_json::to_string_pretty(&cases).unwrap());
+    let out = validate(&file);
+    out.expect_status(0);
+    let codes: Vec<Value> = out.diagnostics().iter().map(|d| d["code"].clone()).collect();
+    assert_eq!(codes, [json!("W-missing-outcomes"), json!("W-missing-outcomes"), json!("W-missing-outcomes")]);
+    let human = run(casebook().arg("validate").arg(&file));
+    assert!(human.stderr.contains("0 errors, 3 warnings"), "{}", human.stderr);
+}
+
 #[test]
 fn a_seed_file_many_items_share_is_read_once_and_its_problems_reported_once() {
     let dir = Folder::new();

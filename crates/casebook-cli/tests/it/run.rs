@@ -34,6 +34,9 @@ pub(crate) enum Behaviour {
     /// Answers like `Shout` when given at most one context item, else something wrong: an
     /// agent that noise throws off.
     Distracted,
+    /// Calls `logs` with `{"service": "db"}` on the MCP server the request names, if any, and
+    /// answers with what it got (`NO MCP` without one).
+    Investigate,
 }
 
 /// Starts `behaviour` on a free port of 127.0.0.1; returns its URL and what it recorded.
@@ -74,6 +77,26 @@ impl Agent {
             Behaviour::Crash => (StatusCode::INTERNAL_SERVER_ERROR, "boom").into_response(),
             Behaviour::Flaky if seen == 1 => {
                 (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response()
+            }
+            Behaviour::Investigate => {
+                let request: Value = serde_json::from_str(&body).unwrap_or_default();
+                let Some(mcp) = request["mcp"].as_str() else {
+                    return Json(json!({"output": "NO MCP"})).into_response();
+                };
+                let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": "logs", "arguments": {"service": "db"}}});
+                let answer: Value = reqwest::Client::new()
+                    .post(mcp)
+                    .header("accept", "application/json, text/event-stream")
+                    .header("mcp-protocol-version", "2025-06-18")
+                    .json(&call)
+                    .send()
+                    .await
+                    .expect("the MCP server answers")
+                    .json()
+                    .await
+                    .expect("a JSON-RPC answer");
+                Json(json!({"output": answer["result"]["content"][0]["text"]})).into_response()
             }
             _ => {
                 let request: Value = serde_json::from_str(&body).unwrap_or_default();
@@ -202,6 +225,47 @@ fn a_failing_agent_is_an_error_not_a_score() {
     let s = summary(&out.stdout);
     assert_eq!((s["totals"]["errors"].as_u64(), s["totals"]["failed"].as_u64()), (Some(6), Some(0)), "{s}");
     assert_eq!((s["errors"][0]["kind"].as_str(), s["errors"][0]["count"].as_u64()), (Some("http"), Some(6)), "{s}");
+}
+
+/// The experiment's `retries` and `timeout_secs` are what each call gets (a target's own
+/// settings win): one attempt per run with `retries: 0`, two with `retries: 1`, and a slow agent
+/// times out after the experiment's timeout.
+#[test]
+fn the_experiments_retries_and_timeout_apply_to_its_targets() {
+    let attempts = |retries: u32| {
+        let dir = Folder::new();
+        let (url, bodies) = serve(Behaviour::Crash);
+        let exp = experiment(&dir, &url, &format!("retries: {retries}\n"));
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+        assert_eq!(out.status, Some(1), "{out:?}");
+        bodies.lock().expect("the lock").len()
+    };
+    // Three cases, two runs each, every run fails at its first turn.
+    assert_eq!((attempts(0), attempts(1)), (6, 12));
+
+    let dir = Folder::new();
+    let (url, _) = serve(Behaviour::Slow);
+    dir.file("one.jsonl", "{\"id\": \"x\", \"input\": \"hi\", \"expected\": {\"output\": \"HI\"}}\n");
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: one.jsonl\ntarget: '{url}'\ntimeout_secs: 0.05\nretries: 0\ngraders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!((s["errors"][0]["kind"].as_str(), s["errors"][0]["count"].as_u64()), (Some("timeout"), Some(1)), "{s}");
+    // A target's own timeout wins over the experiment's.
+    let exp = dir.file(
+        "own.yaml",
+        format!(
+            "dataset: one.jsonl\ntarget: {{url: '{url}', timeout_secs: 5}}\ntimeout_secs: 0.05\nretries: 0\n\
+             graders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
 }
 
 #[test]
@@ -346,6 +410,45 @@ fn a_letta_suite_runs_with_a_casebook_target() {
     assert_eq!(
         (s["totals"]["results"].as_u64(), s["totals"]["failed"].as_u64(), s["totals"]["errors"].as_u64()),
         (Some(3), Some(3), Some(0)),
+        "{s}"
+    );
+}
+
+/// The same on a suite and dataset of our own: a Letta target is a located error that says to
+/// give one; with `--target`, each row runs its turns on one session and is graded per turn.
+#[test]
+fn a_letta_suite_of_our_own_runs_with_a_casebook_target() {
+    let dir = Folder::new();
+    dir.file(
+        "letta/dataset.jsonl",
+        "{\"input\": [\"Répète : olá\", \"Répète : 你好\"], \"ground_truth\": [\"olá\", \"你好\"]}\n\
+         {\"input\": [\"Capital of Peru?\", \"Capital of Chile?\"], \"ground_truth\": [\"Lima\", \"Santiago\"]}\n\
+         {\"input\": \"Say hello\", \"ground_truth\": \"bonjour\"}\n",
+    );
+    let suite = dir.file(
+        "letta/suite.yaml",
+        "name: own-per-turn\ndataset: dataset.jsonl\ntarget:\n  kind: letta_code\n  base_url: https://letta.invalid/\n\
+         graders:\n  correctness:\n    kind: tool\n    function: contains\n    extractor: last_assistant\n\
+         reward:\n  kind: metric\n  metric_key: correctness\n",
+    );
+    let out = run(cb(&dir).arg("run").arg(&suite).args(["--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let d: Value = serde_json::from_str(out.stderr.lines().next().unwrap_or_default()).expect("a JSON diagnostic");
+    assert_eq!((d["line"].as_u64(), d["column"].as_u64()), (Some(4), Some(9)), "{d}");
+    assert!(d["message"].as_str().unwrap_or_default().contains("letta_code"), "{d}");
+
+    // The echo agent repeats each question: the first row's answers are in its questions.
+    let out = run(cb(&dir).arg("run").arg(&suite).args(["--target", "builtin:echo", "--format", "json"]));
+    assert_eq!(out.status, Some(1), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!(
+        (
+            s["totals"]["results"].as_u64(),
+            s["totals"]["passed"].as_u64(),
+            s["totals"]["failed"].as_u64(),
+            s["totals"]["errors"].as_u64()
+        ),
+        (Some(3), Some(1), Some(2), Some(0)),
         "{s}"
     );
 }
@@ -630,6 +733,71 @@ fn noise_widens_the_context_is_recorded_and_carries_no_expectation() {
     assert_eq!(s["robustness"][0]["difference"], 0.0, "{s}");
 }
 
+/// Incident cases whose tools have recorded answers: `logs` lists lines for the case's service,
+/// `metrics` has a default.
+const INCIDENTS: &str = r#"{"id": "i1", "input": "why is checkout slow", "expected": {"output": "WHY IS CHECKOUT SLOW", "outcomes": ["OUTCOME-SECRET-1"]}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "checkout"}}, "result": ["i1 pool exhausted", "i1 retry"]}]}, {"name": "metrics", "responses": [{"when": {"includes": {"m": "pool"}}, "result": {"pool": "i1 100/100"}}], "default": {"result": []}}]}
+{"id": "i2", "input": "why does payment fail", "expected": {"output": "WHY DOES PAYMENT FAIL"}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "payment"}}, "result": ["i2 délai 東京", "i2 timeout"]}]}, {"name": "metrics", "responses": [{"result": {"cpu": "i2 93"}}], "default": "empty"}]}
+{"id": "i3", "input": "why is search down", "expected": {"output": "WHY IS SEARCH DOWN"}, "tools": [{"name": "logs", "responses": [{"result": ["i3 oom killed"]}]}, {"name": "metrics", "responses": [{"result": {"mem": "i3 99"}}], "default": {"result": []}}]}
+"#;
+
+#[test]
+fn tool_noise_is_recorded_in_the_run_hash_and_compared_in_robustness() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Shout);
+    dir.file("cases.jsonl", INCIDENTS);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nscenarios:\n  - {{name: clean, target: '{url}'}}\n  \
+             - {{name: noisy, target: '{url}', noise: {{tools: {{entries: 1, defaults: 1}}, seed: 5}}}}\n\
+             graders: [{{kind: exact_match}}]\n"
+        ),
+    );
+    let report = |name: &str| {
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &format!("jsonl={name}")]));
+        assert_eq!(out.status, Some(0), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(name)).expect("the JSONL report");
+        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+        (rows, summary(&out.stdout))
+    };
+    let (rows, s) = report("first.jsonl");
+    // Agents get tool definitions, never the recorded answers, noisy or not.
+    for body in bodies.lock().expect("the lock").iter() {
+        for hidden in ["responses", "pool exhausted", "délai", "oom killed", "OUTCOME-SECRET-1", "noise"] {
+            assert!(!body.contains(hidden), "`{hidden}` was sent to the agent: {body}");
+        }
+    }
+    for row in rows.iter().filter(|r| r["scenario"] == "noisy") {
+        let case = row["case_id"].as_str().unwrap();
+        let noise = row["noise"].as_array().expect("the result records its noise");
+        // One entry in the `logs` list, and the default of `metrics` replaced (i2's `empty` too).
+        let lists: Vec<&Value> = noise.iter().filter(|n| n["tool"]["response"] == 0).collect();
+        let defaults: Vec<&Value> = noise.iter().filter(|n| n["tool"].get("response").is_none()).collect();
+        assert_eq!((lists.len(), defaults.len()), (1, 1), "{case}: {noise:?}");
+        assert_eq!(
+            (lists[0]["tool"]["name"].as_str(), defaults[0]["tool"]["name"].as_str()),
+            (Some("logs"), Some("metrics"))
+        );
+        assert!(noise.iter().all(|n| n["from_case"] != case), "{case}: {noise:?}");
+    }
+    assert!(rows.iter().filter(|r| r["scenario"] == "clean").all(|r| r.get("noise").is_none()), "{rows:?}");
+    let hashes = |rows: &[Value], scenario: &str| {
+        rows.iter()
+            .filter(|r| r["scenario"] == scenario)
+            .map(|r| (r["case_id"].to_string(), r["hash"].to_string(), r["noise"].to_string()))
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert!(hashes(&rows, "clean").iter().all(|c| hashes(&rows, "noisy").iter().all(|n| n.1 != c.1)));
+    let (again, _) = report("second.jsonl");
+    assert_eq!(hashes(&rows, "noisy"), hashes(&again, "noisy"), "the same seed, the same noise and hashes");
+    let r = &s["robustness"][0];
+    assert_eq!(
+        (r["scenario"].as_str(), r["without_noise"].as_str(), r["pairs"].as_u64()),
+        (Some("noisy"), Some("clean"), Some(3)),
+        "{s}"
+    );
+}
+
 #[test]
 fn robustness_pairs_the_noisy_scenario_with_the_clean_one() {
     let dir = Folder::new();
@@ -719,4 +887,69 @@ fn a_stored_dataset_gets_the_same_noise_as_its_file() {
             assert!(!body.contains(secret), "`{secret}` was sent to the agent: {body}");
         }
     }
+}
+
+#[test]
+fn an_http_agent_is_served_its_case_tools_over_mcp_unless_the_scenario_says_no() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file(
+        "cases.jsonl",
+        r#"{"id": "pool", "input": "Pourquoi ça rame ?", "expected": {"output": "pool épuisé"}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "db"}}, "result": "pool épuisé"}]}]}
+"#,
+    );
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nscenarios:\n  - {{name: served, target: '{url}'}}\n  \
+             - {{name: plain, target: '{url}?v=2', mcp: false}}\ngraders: [{{kind: exact_match}}]\nthreshold: 0.5\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "jsonl=results.jsonl"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let text = fs_err::read_to_string(dir.join("results.jsonl")).expect("the JSONL report");
+    let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    let row = |scenario: &str| rows.iter().find(|r| r["scenario"] == scenario).expect("a result per scenario");
+    assert_eq!(row("served")["output"]["output"], "pool épuisé", "{text}");
+    assert_eq!(row("plain")["output"]["output"], "NO MCP", "{text}");
+    // The call the agent made over MCP is in the served run's trajectory, with how it was served.
+    let steps = row("served")["output"]["trajectory"].as_array().expect("a trajectory").clone();
+    let call = steps.iter().find(|s| s["type"] == "tool_call").expect("the served call");
+    assert_eq!(
+        call,
+        &json!({"type": "tool_call", "name": "logs", "arguments": {"service": "db"}, "result": "pool épuisé",
+                "served": {"how": "matched", "entry": 0}})
+    );
+    let sent = bodies.lock().expect("the lock").clone();
+    assert_eq!(sent.iter().filter(|b| b.contains("\"mcp\":\"http://127.0.0.1:")).count(), 1, "{sent:?}");
+}
+
+#[test]
+fn runs_kept_from_mcp_are_not_reused_for_runs_served_over_it() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file(
+        "cases.jsonl",
+        r#"{"id": "pool", "input": "q", "expected": {"output": "pool exhausted"}, "tools": [{"name": "logs", "responses": [{"result": "pool exhausted"}]}]}
+"#,
+    );
+    assert_eq!(run(cb(&dir).arg("init")).status, Some(0));
+    let output = |file: &str, extra: &str| {
+        let exp = dir.file(
+            file,
+            format!("dataset: cases.jsonl\ntarget: '{url}'\ngraders: [{{kind: exact_match}}]\nthreshold: 0\n{extra}"),
+        );
+        let report = format!("jsonl={file}.jsonl");
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report]));
+        assert!(matches!(out.status, Some(0 | 1)), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(&format!("{file}.jsonl"))).expect("the JSONL report");
+        serde_json::from_str::<Value>(text.lines().next().expect("a result")).expect("JSON")["output"]["output"].clone()
+    };
+    assert_eq!(output("plain.yaml", "mcp: false\n"), "NO MCP");
+    assert_eq!(output("served.yaml", ""), "pool exhausted");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2, "the served run called the agent again");
+    // Run again, each is its own stored output.
+    assert_eq!(output("plain.yaml", "mcp: false\n"), "NO MCP");
+    assert_eq!(output("served.yaml", ""), "pool exhausted");
+    assert_eq!(bodies.lock().expect("the lock").len(), 2);
 }

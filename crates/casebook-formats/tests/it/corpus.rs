@@ -129,6 +129,33 @@ fn agent_health_invalid_import_gets_one_error_per_missing_field() {
     assert_eq!(missing, expected);
 }
 
+/// The same behaviour on a file of our own (so a clone without the corpus checks it too): an
+/// Agent Health case without its required fields gets one error per field, at the case.
+#[test]
+fn agent_health_case_without_required_fields_gets_one_error_per_field_at_the_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = temp_file(
+        &dir,
+        "import.json",
+        r#"[
+  {"id": "ok-1", "name": "Fine", "category": "RCA", "difficulty": "Easy",
+   "initialPrompt": "Pourquoi la base est-elle lente ?", "context": [], "expectedOutcomes": ["names the pool"]},
+  {"name": "Sans champs",
+   "description": "lacks category, difficulty, prompt and outcomes"}
+]
+"#
+        .as_bytes(),
+    );
+    let (_, diags) = convert_file(&path, Some(Format::AgentHealth), Format::Casebook, Syntax::Jsonl, None);
+    let missing: Vec<(&str, u64, u64, String)> =
+        diags.iter().map(|d| (d.code.as_str(), d.line, d.column, d.message.clone())).collect();
+    let expected: Vec<(&str, u64, u64, String)> = ["category", "difficulty", "initialPrompt", "expectedOutcomes"]
+        .iter()
+        .map(|f| (Code::MissingField.as_str(), 4, 3, format!("missing required field `{f}`")))
+        .collect();
+    assert_eq!(missing, expected);
+}
+
 #[test]
 #[cfg_attr(
     not(corpus),

@@ -100,3 +100,48 @@ fn derived_ids_do_not_depend_on_row_order() {
     assert_eq!(forward.len(), 4, "near-duplicates are different cases: {forward:?}");
     assert_eq!(forward.iter().collect::<std::collections::BTreeSet<_>>().len(), 4, "{forward:?}");
 }
+
+/// Inspect's `samples-md.jsonl` shape: `metadata` as a string holding a JSON object, which
+/// Inspect parses (`json.loads`), and `metadata: null`, which it takes as none. Both read as
+/// Inspect reads them, filter as objects, and go back to Inspect as they were written.
+#[test]
+fn inspect_metadata_as_json_text_or_null_reads_as_inspect_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"id": "q1", "input": "Quelle est la capitale ?", "target": "Paris", "metadata": "{\"pays\": \"France\", \"niveau\": 2}"}
+{"id": "q2", "input": "And of Peru?", "target": "Lima", "metadata": null}
+{"id": "q3", "input": "Of Chile?", "target": "Santiago", "metadata": {"pays": "Chile"}}
+"#;
+    let file = temp_file(&dir, "samples-md.jsonl", text.as_bytes());
+    let (out, diags) = convert_file(&file, Some(Format::Inspect), Format::Casebook, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    let cases = cases_of(&out);
+    assert_eq!(cases[0]["metadata"], serde_json::json!({"pays": "France", "niveau": 2}));
+    assert!(cases[1].get("metadata").is_none(), "{}", cases[1]);
+    // Back to Inspect: every line as it was.
+    let native = temp_file(&dir, "native.jsonl", &out);
+    let (back, diags) = convert_file(&native, None, Format::Inspect, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    let rows: Vec<serde_json::Value> =
+        String::from_utf8(back).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let source: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows, source);
+}
+
+/// A metadata string that does not hold a JSON object is an error at the string, as Inspect
+/// refuses it.
+#[test]
+fn inspect_metadata_text_that_is_not_an_object_is_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = temp_file(
+        &dir,
+        "bad.jsonl",
+        "{\"input\": \"a\", \"target\": \"b\", \"metadata\": \"[1, 2]\"}\n{\"input\": \"c\", \"target\": \"d\", \"metadata\": \"{oops\"}\n"
+            .as_bytes(),
+    );
+    let (_, diags) = convert_file(&file, Some(Format::Inspect), Format::Casebook, Syntax::Jsonl, None);
+    let got: Vec<(u64, u64, &str)> = diags.iter().map(|d| (d.line, d.column, d.message.as_str())).collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], (1, 43, "`metadata` is a string holding JSON that is not an object"));
+    assert_eq!((got[1].0, got[1].1), (2, 43));
+    assert!(got[1].2.starts_with("`metadata` is a string that is not a JSON object: "), "{got:?}");
+}

@@ -7,6 +7,12 @@
 //!
 //! The case's `rubric` may use letta's `{name}` placeholders; they are filled from
 //! `rubric_vars` before the rubric reaches the template.
+//!
+//! The judge sees what the agent did: the built-in prompt lists the run's steps, each tool call
+//! with its arguments and the answer it got (and how the snapshot served it: `matched`,
+//! `default`, `unmatched`…), cut to a readable length so that large recorded answers (logs,
+//! noise) keep the prompt bounded. Templates get the same as `steps` (lines) and `tool_calls`
+//! (objects), and the whole trajectory as `trajectory`.
 
 use std::time::Duration;
 
@@ -16,6 +22,7 @@ use serde_json::{Value, json};
 
 use super::spec::{ApiKey, LlmJudgeOptions, score_threshold, seconds};
 use super::{clip, error_chain, json::fenced, read_verdict, text_of};
+use crate::protocol::{Serving, Speaker, Step};
 use crate::record::{Failure, Grade, RunOutput};
 
 const TEMPLATE: &str = "judge";
@@ -24,8 +31,15 @@ const TEMPLATE: &str = "judge";
 const FUEL: u64 = 2_000_000;
 
 /// The variables every case gives the template.
-const VARIABLES: [&str; 8] =
-    ["input", "output", "expected", "outcomes", "rubric", "rubric_vars", "trajectory", "turns"];
+const VARIABLES: [&str; 10] =
+    ["input", "output", "expected", "outcomes", "rubric", "rubric_vars", "trajectory", "turns", "steps", "tool_calls"];
+
+/// How much of a call's arguments, of an answer and of a message the judge is shown (in
+/// characters), and how many steps: enough to judge by, bounded whatever the run did.
+const ARGUMENTS_SHOWN: usize = 300;
+const ANSWER_SHOWN: usize = 1_000;
+const MESSAGE_SHOWN: usize = 1_000;
+const STEPS_SHOWN: usize = 100;
 
 const SYSTEM_PROMPT: &str = "You are a strict, fair evaluator of AI agents. Grade only what the user message asks. \
      Reply with a single JSON object and nothing else: \
@@ -55,10 +69,10 @@ Grade the answer an AI agent gave to the task below.
 {% endif %}{% if rubric_vars %}
 # Rubric variables
 {{ rubric_vars | tojson }}
-{% endif %}{% if trajectory %}
-# What the agent did (its trajectory)
-{{ trajectory | tojson }}
-{% endif %}
+{% endif %}{% if steps %}
+# What the agent did (its trajectory: messages, and each tool call with the answer it got)
+{% for step in steps %}{{ loop.index }}. {{ step }}
+{% endfor %}{% endif %}
 Score from 0 (wrong or harmful) to 1 (fully meets the task{% if rubric %} and the rubric{% endif %}). \
 Reply with only a JSON object: {\"score\": <0..1>, \"pass\": <true|false>, \"rationale\": \"<why>\"}.
 ";
@@ -225,6 +239,8 @@ fn context(case: &Case, run: &RunOutput) -> Result<Map, String> {
     context.insert("rubric".into(), rubric);
     context.insert("trajectory".into(), trajectory);
     context.insert("turns".into(), Value::Array(run.per_turn.clone()));
+    context.insert("steps".into(), steps(&run.trajectory).into_iter().map(Value::String).collect());
+    context.insert("tool_calls".into(), tool_calls(&run.trajectory));
     for (key, value) in &vars {
         if !VARIABLES.contains(&key.as_str()) {
             context.insert(key.clone(), value.clone());
@@ -232,6 +248,86 @@ fn context(case: &Case, run: &RunOutput) -> Result<Map, String> {
     }
     context.insert("rubric_vars".into(), Value::Object(vars));
     Ok(context)
+}
+
+/// A value as one line of text for the prompt: a string as itself, anything else as compact
+/// JSON; cut after `max` characters.
+fn shown(value: &Value, max: usize) -> String {
+    clip(&text_of(value), max)
+}
+
+/// How the snapshot served a call, as written in results (`matched`, `default`, `unmatched`, …).
+fn how(serving: &Serving) -> String {
+    serde_json::to_value(serving.how).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// Each step of `trajectory` as one line: `user: …`, `assistant: …`, or a call with its
+/// arguments and answer: ``call `logs` {"q":"x"} → [matched #0] ["timeout"]``. Past
+/// [`STEPS_SHOWN`] steps, the first and the last are kept and a line says how many are left out.
+fn steps(trajectory: &[Step]) -> Vec<String> {
+    let line = |step: &Step| match step {
+        Step::Message { role, content, operator } => {
+            let who = match role {
+                _ if *operator => "operator",
+                Speaker::User => "user",
+                Speaker::Hitl => "operator",
+                Speaker::System => "system",
+                Speaker::Assistant => "assistant",
+            };
+            format!("{who}: {}", shown(content, MESSAGE_SHOWN))
+        }
+        Step::ToolCall { name, arguments, result, served } => {
+            let arguments = clip(&arguments.to_string(), ARGUMENTS_SHOWN);
+            let answer = result.as_ref().map(|r| shown(r, ANSWER_SHOWN));
+            match (served, answer) {
+                (Some(serving), answer) => {
+                    let mut tag = how(serving);
+                    if let Some(entry) = serving.entry {
+                        tag.push_str(&format!(" #{entry}"));
+                    }
+                    if serving.error {
+                        tag.push_str(", error");
+                    }
+                    format!("call `{name}` {arguments} → [{tag}] {}", answer.unwrap_or_default())
+                }
+                (None, Some(answer)) => format!("call `{name}` {arguments} → {answer}"),
+                (None, None) => format!("call `{name}` {arguments} (no answer recorded)"),
+            }
+        }
+        Step::Other { detail } => {
+            let kind = detail.get("type").and_then(Value::as_str).unwrap_or("step");
+            format!("{kind}: {}", clip(&Value::Object(detail.clone()).to_string(), MESSAGE_SHOWN))
+        }
+    };
+    if trajectory.len() <= STEPS_SHOWN {
+        return trajectory.iter().map(line).collect();
+    }
+    let tail = STEPS_SHOWN / 5;
+    let head = STEPS_SHOWN - tail;
+    let mut lines: Vec<String> = trajectory[..head].iter().map(line).collect();
+    lines.push(format!("… {} steps left out …", trajectory.len() - head - tail));
+    lines.extend(trajectory[trajectory.len() - tail..].iter().map(line));
+    lines
+}
+
+/// The run's tool calls for templates: `{name, arguments, answer, served, entry, error}`, with
+/// the arguments and answer as text cut as in [`steps`]; `served` is `null` for a call the agent
+/// made with its own tools.
+fn tool_calls(trajectory: &[Step]) -> Value {
+    trajectory
+        .iter()
+        .filter_map(|step| match step {
+            Step::ToolCall { name, arguments, result, served } => Some(json!({
+                "name": name,
+                "arguments": clip(&arguments.to_string(), ARGUMENTS_SHOWN),
+                "answer": result.as_ref().map(|r| shown(r, ANSWER_SHOWN)),
+                "served": served.as_ref().map(how),
+                "entry": served.as_ref().and_then(|s| s.entry),
+                "error": served.as_ref().is_some_and(|s| s.error),
+            })),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Replaces each `{name}` whose name is a key of `vars` by that value's text; other braces stay.
@@ -280,7 +376,6 @@ mod tests {
     use casebook_model::{Expectations, Outcome, Task};
 
     use super::*;
-    use crate::protocol::Step;
 
     fn options() -> LlmJudgeOptions {
         LlmJudgeOptions {
@@ -357,11 +452,68 @@ mod tests {
             "- uses recursion",
             "Compare with def fib(n); at most 50 words. Keep {braces}.",
             "\"max_words\": 50",
-            "\"name\": \"python\"",
-            "\"code\": \"fib(10)\"",
+            "1. call `python` {\"code\":\"fib(10)\"} → 55",
         ] {
             assert!(prompt.contains(part), "missing {part:?} in:\n{prompt}");
         }
+    }
+
+    #[test]
+    fn steps_show_each_call_with_its_served_answer_cut_to_length() {
+        use casebook_model::snapshot::Served;
+        let call = |name: &str, arguments: Value, result: Value, how: Served, entry: Option<usize>, error: bool| {
+            Step::ToolCall {
+                name: name.into(),
+                arguments,
+                result: Some(result),
+                served: Some(Serving { how, entry, error }),
+            }
+        };
+        let trajectory = vec![
+            Step::Message { role: Speaker::User, content: json!("Pourquoi la caisse est lente ?"), operator: false },
+            call(
+                "métriques",
+                json!({"service": "caisse-épicerie"}),
+                json!({"pool": "100/100"}),
+                Served::Matched,
+                Some(0),
+                false,
+            ),
+            call("tas", json!({}), json!("there is no tool `tas`"), Served::UnknownTool, None, true),
+            call("journaux", json!({"q": "é".repeat(400)}), json!(["東京".repeat(800)]), Served::Default, None, false),
+            Step::Message { role: Speaker::Hitl, content: json!("continue"), operator: true },
+            Step::Message { role: Speaker::Assistant, content: json!("le pool est plein"), operator: false },
+        ];
+        let lines = steps(&trajectory);
+        assert_eq!(lines[0], "user: Pourquoi la caisse est lente ?");
+        assert_eq!(
+            lines[1],
+            "call `métriques` {\"service\":\"caisse-épicerie\"} → [matched #0] {\"pool\":\"100/100\"}"
+        );
+        assert_eq!(lines[2], "call `tas` {} → [unknown_tool, error] there is no tool `tas`");
+        // Long arguments and answers are cut on characters, each with `…`.
+        let (arguments, answer) = lines[3].split_once(" → [default] ").unwrap();
+        assert!(arguments.starts_with("call `journaux` {\"q\":\"éé") && arguments.ends_with("é…"), "{arguments}");
+        assert_eq!(arguments.chars().count(), "call `journaux` ".len() + ARGUMENTS_SHOWN + 1);
+        assert!(answer.starts_with("[\"東京東京") && answer.ends_with('…'), "{answer}");
+        assert_eq!(answer.chars().count(), ANSWER_SHOWN + 1);
+        assert_eq!(&lines[4..], ["operator: continue", "assistant: le pool est plein"]);
+        let calls = tool_calls(&trajectory);
+        assert_eq!(
+            calls[0],
+            json!({"name": "métriques", "arguments": "{\"service\":\"caisse-épicerie\"}",
+                                    "answer": "{\"pool\":\"100/100\"}", "served": "matched", "entry": 0, "error": false})
+        );
+        assert_eq!(calls[1]["served"], "unknown_tool");
+        // A long run keeps its first and last steps and says how many are left out.
+        let long: Vec<Step> =
+            (0..250).map(|i| Step::Message { role: Speaker::User, content: json!(i), operator: false }).collect();
+        let lines = steps(&long);
+        assert_eq!(lines.len(), STEPS_SHOWN + 1);
+        assert_eq!(
+            (lines[79].as_str(), lines[80].as_str(), lines[81].as_str()),
+            ("user: 79", "… 150 steps left out …", "user: 230")
+        );
     }
 
     #[test]

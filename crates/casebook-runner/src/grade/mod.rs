@@ -9,7 +9,9 @@
 //! - [`answer`]: `exact_match`, `contains`, `regex_match`, `numeric`, `one_of`, `similarity`,
 //!   and (with [`json`]) `json_match`: the output against `expected.output`;
 //! - [`trajectory`]: `tool_called`, `tool_call_count`, `max_tool_calls`, `tool_order`: the
-//!   run's tool calls against the options or `expected.tool_calls`;
+//!   run's tool calls against the options or `expected.tool_calls`; `tool_called_with`,
+//!   `call_order` (calls by their arguments, matched as the snapshot matches them) and
+//!   `max_outside_calls` (calls the snapshot did not answer);
 //! - [`per_turn`]: one answer grader applied to every turn against `expected.per_turn`
 //!   (answer graders do this by themselves on a case that only has `expected.per_turn`);
 //! - [`judge`]: `llm_judge`, a rubric prompt sent to a chat-completions endpoint;
@@ -30,9 +32,10 @@ use serde_json::Value;
 
 pub use judge::DEFAULT_JUDGE_TEMPLATE;
 pub use spec::{
-    ApiKey, CommandOptions, ContainsOptions, GraderOptions, GraderSpec, JsonMatchOptions, JsonMode, LlmJudgeOptions,
-    MaxToolCallsOptions, NumericOptions, PerTurnOptions, RegexMatchOptions, SimilarityOptions, TextMatchOptions,
-    ToolCallCountOptions, ToolCalledOptions, ToolOrderOptions,
+    ApiKey, Before, CallOrderOptions, CallSpec, CommandOptions, ContainsOptions, GraderOptions, GraderSpec,
+    JsonMatchOptions, JsonMode, LlmJudgeOptions, MaxOutsideCallsOptions, MaxToolCallsOptions, NumericOptions,
+    PerTurnOptions, RegexMatchOptions, SimilarityOptions, TextMatchOptions, ToolCallCountOptions, ToolCalledOptions,
+    ToolCalledWithOptions, ToolOrderOptions,
 };
 
 use crate::record::{Failure, Grade, RunOutput};

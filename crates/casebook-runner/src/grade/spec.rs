@@ -5,16 +5,18 @@
 //! every other key is an option of that kind. An option the kind does not have is an error that
 //! names it, so a typo never silently changes how a dataset is graded.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use casebook_model::Map;
+use casebook_model::snapshot::When;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use super::answer::{AnswerGrader, TextMatch};
 use super::command::CommandGrader;
 use super::judge::Judge;
-use super::trajectory::{CountBounds, TrajectoryGrader};
+use super::trajectory::{CallPattern, CountBounds, TrajectoryGrader, Until};
 use super::{Check, Grader};
 use crate::record::Failure;
 
@@ -55,6 +57,13 @@ pub enum GraderOptions {
     MaxToolCalls(MaxToolCallsOptions),
     /// Tools were called in this order (other calls may come between).
     ToolOrder(ToolOrderOptions),
+    /// A tool was called with arguments that match, optionally before the final answer or
+    /// before a call of another tool.
+    ToolCalledWith(Box<ToolCalledWithOptions>),
+    /// At most so many calls were asked outside the case's tool snapshot.
+    MaxOutsideCalls(MaxOutsideCallsOptions),
+    /// Calls matching these patterns were made in this order (other calls may come between).
+    CallOrder(CallOrderOptions),
     /// An answer grader applied to every turn against `expected.per_turn`.
     PerTurn(PerTurnOptions),
     /// A model grades the run from a rubric prompt.
@@ -182,6 +191,120 @@ pub struct ToolOrderOptions {
     pub names: Option<Vec<String>>,
 }
 
+/// A tool call to look for: the tool, and conditions on its arguments written as in a recorded
+/// response's `when` (see [`casebook_model::snapshot::When`]); all that are given must hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallSpec {
+    pub tool: String,
+    /// The arguments, exactly (as JSON values: key order and number spelling do not matter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// A subset of the arguments (objects compared as subsets too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub includes: Option<Map>,
+    /// Patterns (regular expressions, unanchored) that string arguments must match, by argument
+    /// name or by JSON pointer (`/filter/service`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<BTreeMap<String, String>>,
+}
+
+impl CallSpec {
+    /// The conditions as a snapshot `when` (`None` when there are none: any call of the tool).
+    pub fn when(&self) -> Option<When> {
+        let CallSpec { tool: _, arguments, includes, matches } = self.clone();
+        (arguments.is_some() || includes.is_some() || matches.is_some()).then_some(When {
+            arguments,
+            includes,
+            matches,
+        })
+    }
+}
+
+/// Options of `tool_called_with`: the call (`tool`, and `arguments`, `includes`, `matches` as in
+/// [`CallSpec`]) and where it must come.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCalledWithOptions {
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub includes: Option<Map>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matches: Option<BTreeMap<String, String>>,
+    /// `answer`: the call must come before the run's final answer (its last assistant message);
+    /// a call `{tool, …}`: before the first call that matches it (a run that never makes that
+    /// call passes on the first call alone; grade its absence with `tool_called`). Absent:
+    /// anywhere in the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Before>,
+}
+
+impl ToolCalledWithOptions {
+    /// The call looked for.
+    pub fn call(&self) -> CallSpec {
+        CallSpec {
+            tool: self.tool.clone(),
+            arguments: self.arguments.clone(),
+            includes: self.includes.clone(),
+            matches: self.matches.clone(),
+        }
+    }
+}
+
+/// What a call must come before: the final answer, or a call of another tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Before {
+    /// `answer`.
+    Answer,
+    /// `{tool, arguments?, includes?, matches?}`.
+    Call(CallSpec),
+}
+
+impl Serialize for Before {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Before::Answer => serializer.serialize_str("answer"),
+            Before::Call(call) => call.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Before {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(deserializer)? {
+            Value::String(word) if word == "answer" => Ok(Before::Answer),
+            Value::Object(call) => CallSpec::deserialize(Value::Object(call))
+                .map(Before::Call)
+                .map_err(|e| D::Error::custom(format!("`before`: {e}"))),
+            other => Err(D::Error::custom(format!(
+                "`before` is `answer` or a call `{{tool: NAME, includes: …}}`, not `{other}`"
+            ))),
+        }
+    }
+}
+
+/// Options of `max_outside_calls`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MaxOutsideCallsOptions {
+    /// Calls allowed that the snapshot does not answer (`unmatched`, or of a tool the case does
+    /// not have); default 0.
+    pub max: u64,
+}
+
+/// Options of `call_order`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CallOrderOptions {
+    /// The calls, in the order they must come. Absent: from `expected.tool_calls` (a list of
+    /// tool names or of `{name, arguments?, includes?, matches?}`, or an object with `order`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<CallSpec>>,
+}
+
 /// Options of `per_turn`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -293,6 +416,9 @@ impl GraderOptions {
             GraderOptions::ToolCallCount(_) => "tool_call_count",
             GraderOptions::MaxToolCalls(_) => "max_tool_calls",
             GraderOptions::ToolOrder(_) => "tool_order",
+            GraderOptions::ToolCalledWith(_) => "tool_called_with",
+            GraderOptions::MaxOutsideCalls(_) => "max_outside_calls",
+            GraderOptions::CallOrder(_) => "call_order",
             GraderOptions::PerTurn(_) => "per_turn",
             GraderOptions::LlmJudge(_) => "llm_judge",
             GraderOptions::Command(_) => "command",
@@ -373,6 +499,32 @@ impl GraderSpec {
                     return Err(config("`names` is empty".into()));
                 }
                 Check::Trajectory(TrajectoryGrader::Order(o.names.clone()))
+            }
+            GraderOptions::ToolCalledWith(o) => {
+                let call = Box::new(CallPattern::build(&o.call()).map_err(&config)?);
+                let before = match &o.before {
+                    None => None,
+                    Some(Before::Answer) => Some(Until::Answer),
+                    Some(Before::Call(other)) => Some(Until::Call(Box::new(
+                        CallPattern::build(other).map_err(|e| config(format!("`before`: {e}")))?,
+                    ))),
+                };
+                Check::Trajectory(TrajectoryGrader::CalledWith { call, before })
+            }
+            GraderOptions::MaxOutsideCalls(o) => Check::Trajectory(TrajectoryGrader::Outside(o.max)),
+            GraderOptions::CallOrder(o) => {
+                let steps = match &o.steps {
+                    None => None,
+                    Some(steps) if steps.is_empty() => return Err(config("`steps` is empty".into())),
+                    Some(steps) => Some(
+                        steps
+                            .iter()
+                            .enumerate()
+                            .map(|(i, step)| CallPattern::build(step).map_err(|e| config(format!("`steps[{i}]`: {e}"))))
+                            .collect::<Result<Vec<_>, _>>()?,
+                    ),
+                };
+                Check::Trajectory(TrajectoryGrader::CallOrder(steps))
             }
             GraderOptions::LlmJudge(o) => Check::Judge(Box::new(Judge::build(o).map_err(config)?)),
             GraderOptions::Command(o) => Check::Command(CommandGrader::build(o).map_err(config)?),

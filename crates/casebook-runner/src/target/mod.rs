@@ -30,6 +30,7 @@ pub use spec::{Script, TargetKind, TargetSpec, TargetSpecError};
 pub(crate) use http::excerpt;
 pub(crate) use spec::is_secret_name;
 
+use crate::mcp::McpServer;
 use crate::protocol::{AgentReply, AgentRequest};
 use crate::record::Failure;
 use command::CommandPool;
@@ -43,6 +44,9 @@ pub struct Target {
     backend: Arc<Backend>,
     policy: CallPolicy,
     name: Arc<str>,
+    /// Where the sessions of runs with an environment get their tools over MCP, if this target
+    /// takes it ([`Target::with_mcp`]).
+    mcp: Option<Arc<McpServer>>,
 }
 
 #[derive(Debug)]
@@ -83,7 +87,7 @@ impl TargetSpec {
             retries: self.retries.unwrap_or(defaults.retries),
             ..defaults
         };
-        Ok(Target { backend: Arc::new(backend), policy, name: self.display_name().into() })
+        Ok(Target { backend: Arc::new(backend), policy, name: self.display_name().into(), mcp: None })
     }
 
     fn client(&self) -> Result<reqwest::Client, Failure> {
@@ -121,6 +125,26 @@ impl Target {
     pub fn with_policy(mut self, policy: CallPolicy) -> Self {
         self.policy = policy;
         self
+    }
+
+    /// The same target, its runs' tools served by `server` over MCP when their case has recorded
+    /// answers. Only agents that can be told an address take it (`http` and `command`): a
+    /// chat-completions model is answered by the tool loop, and the built-in agents call no tools.
+    pub fn with_mcp(mut self, server: Arc<McpServer>) -> Self {
+        if self.takes_mcp() {
+            self.mcp = Some(server);
+        }
+        self
+    }
+
+    /// Whether [`Target::with_mcp`] gives this target an MCP server.
+    pub fn takes_mcp(&self) -> bool {
+        matches!(*self.backend, Backend::Http(_) | Backend::Command(_))
+    }
+
+    /// The MCP server this target's sessions are given, if any.
+    pub fn mcp(&self) -> Option<&McpServer> {
+        self.mcp.as_deref()
     }
 
     /// How many processes of a `command` target wait for a call (0 for other targets).

@@ -153,10 +153,53 @@ async fn judge_sees_rubric_vars_outcomes_and_trajectory_and_its_verdict_is_the_g
         "\"required_features\": \"recursion, base case\"",
         "should test the function before answering",
         // The trajectory: the tool call with its arguments and result.
-        "\"name\": \"run_python\"",
-        "print(fib(10))",
-        "\"result\": \"55\"",
+        "call `run_python` {\"code\":\"print(fib(10))\"} → 55",
         "fib(n - 1) + fib(n - 2)",
+    ] {
+        assert!(prompt.contains(part), "the prompt lacks {part:?}:\n{prompt}");
+    }
+}
+
+#[tokio::test]
+async fn the_judge_sees_each_served_call_with_its_answer_and_the_expected_outcomes() {
+    // An Agent Health case: tools with recorded answers, expected outcomes for the judge.
+    let case: Case = serde_json::from_value(json!({
+        "id": "incident-7",
+        "input": "Pourquoi le paiement échoue-t-il ?",
+        "tools": [
+            {"name": "metrics_query", "responses": [
+                {"when": {"includes": {"metric": "db.pool.active"}}, "result": {"active": 100, "max": 100, "hôte": "東京-1"}}
+            ], "default": {"result": []}},
+            {"name": "log_fetcher", "responses": [{"when": {"matches": {"service": "^pay"}}, "result": ["ERROR pool épuisé"]}]}
+        ],
+        "expected": {"outcomes": ["should query connection pool metrics", "should NOT make more than 5 tool calls"]},
+    }))
+    .unwrap();
+    let tools = case.task.tools.clone().unwrap();
+    let environment = casebook_runner::environment::Environment::of(Some(&tools)).unwrap().unwrap();
+    environment.serve("metrics_query", &json!({"metric": "db.pool.active", "service": "paiement"}));
+    environment.serve("metrics_query", &json!({"metric": "cpu"}));
+    environment.serve("log_fetcher", &json!({"service": "web"}));
+    let mut trajectory = vec![Step::Message { role: Speaker::User, content: case.task.input.clone(), operator: false }];
+    trajectory.extend(environment.drain());
+    let run = RunOutput {
+        output: json!("le pool de connexions est saturé"),
+        per_turn: vec![json!("le pool de connexions est saturé")],
+        trajectory,
+        millis: 10,
+    };
+    let (endpoint, seen) = judge(|| reply("{\"score\": 1, \"rationale\": \"queried the pool\"}")).await;
+    let grader = grader(json!({"kind": "llm_judge", "endpoint": endpoint, "model": "m", "timeout_secs": 5}));
+    assert!(grader.grade(&case, &run).await.unwrap().pass);
+    let body = &seen.bodies()[0];
+    let prompt = body["messages"][1]["content"].as_str().unwrap();
+    for part in [
+        "- should query connection pool metrics",
+        "- should NOT make more than 5 tool calls",
+        "call `metrics_query` {\"metric\":\"db.pool.active\",\"service\":\"paiement\"} → [matched #0] \
+         {\"active\":100,\"max\":100,\"hôte\":\"東京-1\"}",
+        "call `metrics_query` {\"metric\":\"cpu\"} → [default] []",
+        "call `log_fetcher` {\"service\":\"web\"} → [unmatched, error] no recorded answer for this call of `log_fetcher`",
     ] {
         assert!(prompt.contains(part), "the prompt lacks {part:?}:\n{prompt}");
     }

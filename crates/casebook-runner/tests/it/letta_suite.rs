@@ -224,6 +224,7 @@ fn a_command_line_target_stands_in_for_the_letta_agent() {
         name: "default".into(),
         target: Located { value: json!("http://127.0.0.1:1/turn"), at: Place::default() },
         noise: None,
+        mcp: true,
     }];
     assert_eq!(e.missing_target(), None);
 }
@@ -282,8 +283,13 @@ async fn fake_judge() -> (String, Arc<Mutex<Vec<Value>>>) {
 
 /// The user prompt the suite's judge sends for `case` and an answer.
 async fn prompt_for(suite: &str, case: Value) -> String {
+    prompt_of(parse(suite).unwrap(), case).await
+}
+
+/// The user prompt the judge of `suite` (a parsed suite) sends for `case` and an answer.
+async fn prompt_of(suite: Experiment, case: Value) -> String {
     let (endpoint, seen) = fake_judge().await;
-    let mut judge = parse(suite).unwrap().graders[0].value.clone();
+    let mut judge = suite.graders[0].value.clone();
     judge["endpoint"] = json!(endpoint);
     let mut spec: GraderSpec = serde_json::from_value(judge).unwrap();
     spec.resolve_env(|name| (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned()));
@@ -337,4 +343,36 @@ async fn a_samples_own_rubric_replaces_the_suites() {
         prompt_for("per-sample-rubric/suite.yaml", json!({"id": "fish", "input": "Draw a fish", "expected": {}})).await;
     assert!(prompt.starts_with("You are evaluating an ASCII art submission."), "the suite's rubric: {prompt}");
     assert!(prompt.contains("suite-level default rubric — used when"), "{prompt}");
+}
+
+/// The judge of a suite of our own (so a clone without the corpus checks the same): the rubric
+/// file is read beside the suite, its placeholders filled from the case and the answer (other
+/// braces stay as written), and a case's own rubric replaces it.
+#[tokio::test]
+async fn a_rubric_file_of_our_own_is_the_judges_prompt_and_a_cases_rubric_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    fs_err::write(
+        dir.path().join("rubric.txt"),
+        "Évaluez le dessin.\n\nConsigne :\n{input}\n\nRéponse :\n{submission}\n\nModèle :\n{reference}\n\n\
+         Gardez {{ces accolades}} telles quelles.",
+    )
+    .unwrap();
+    let file = dir.path().join("suite.yaml");
+    let text = "dataset: dataset.jsonl\ntarget:\n  kind: letta_code\ngraders:\n  quality:\n    kind: model_judge\n    \
+                prompt_path: rubric.txt\n    model: gpt-5-mini\n    provider: openai\n";
+    let suite = || Experiment::parse(&file, text).unwrap();
+    let prompt = prompt_of(
+        suite(),
+        json!({"id": "cat", "input": "Dessine un chat", "expected": {"rubric_vars": {"reference": "=^.^="}}}),
+    )
+    .await;
+    assert_eq!(
+        prompt,
+        "Évaluez le dessin.\n\nConsigne :\nDessine un chat\n\nRéponse :\n```\n /\\_/\\\n( o.o )\n```\n\nModèle :\n=^.^=\n\n\
+         Gardez {{ces accolades}} telles quelles."
+    );
+    let own = "Juge ceci.\nTâche : {input}\nRéponse : {submission}";
+    let prompt =
+        prompt_of(suite(), json!({"id": "fish", "input": "Dessine un poisson", "expected": {"rubric": own}})).await;
+    assert_eq!(prompt, "Juge ceci.\nTâche : Dessine un poisson\nRéponse : ```\n /\\_/\\\n( o.o )\n```");
 }

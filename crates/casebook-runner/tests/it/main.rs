@@ -1,3 +1,4 @@
 mod grade;
 mod letta_suite;
+mod mcp;
 mod target;
