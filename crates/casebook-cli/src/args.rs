@@ -109,6 +109,8 @@ pub enum Command {
     Capture(CaptureArgs),
     /// Set the review state or label confidence of cases: a new version, logged with author and time
     Review(ReviewArgs),
+    /// Run the queries of a dataset's tool snapshots once and commit their answers as a new version
+    Freeze(FreezeArgs),
     /// List the datasets of the store
     Datasets(DatasetsArgs),
     /// The versions of a dataset and what happened to it
@@ -432,6 +434,49 @@ pub fn parse_confidence(s: &str) -> Result<f64, String> {
         return Err(format!("`{s}` is outside 0..1: a confidence is from 0 to 1"));
     }
     Ok(x)
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "A tool's recorded response may hold a `query` instead of a result: an HTTP GET \
+(`url`, `headers`) or a command (`command`, run without a shell), with `{name}` filled from the call arguments \
+the response's `when` fixes (percent-encoded in a URL). `freeze` runs each query that has not been run (a \
+response with a `query` and neither `result` nor `error`) once, identical ones once in all, and commits a new \
+version in which each answer is the response's `result` (its JSON when it is JSON, else its text) and \
+`query.frozen_at` says when it was run. `${VAR}` in a header value is read from the environment, so secrets \
+stay out of the dataset.
+
+A query fails on a connection error, an HTTP status of 400 or more, a non-zero exit, its timeout \
+(`timeout_secs`, default 30) or an answer over 16 MiB; each failure is listed. Then nothing is committed \
+(exit 1), or with `--keep-going` the answers that came are, and the failed queries stay to run again.
+
+Examples:
+  casebook freeze incidents
+  casebook freeze incidents --dry-run
+  casebook freeze incidents@v3 --keep-going --concurrency 4
+  casebook freeze incidents.jsonl -o frozen.jsonl")]
+pub struct FreezeArgs {
+    /// The dataset, `NAME` or `NAME@REF` (a version, which must be the head), or a dataset file
+    pub target: String,
+    /// For a dataset file: where to write its cases with the answers, in the casebook format
+    /// (default: standard output)
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// Run the queries that were run before too, recording their answers anew
+    #[arg(long)]
+    pub refresh: bool,
+    /// Commit the answers that came when some queries failed (the failed ones stay unfrozen;
+    /// exit 1 still)
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Queries run at once
+    #[arg(long, default_value_t = 8, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// List the queries that would run, and run none
+    #[arg(long)]
+    pub dry_run: bool,
+    /// What this version is about (default: `freeze: N queries answered`)
+    #[arg(long, short)]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Args)]

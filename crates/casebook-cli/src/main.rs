@@ -68,6 +68,7 @@ fn main() -> ExitCode {
         args::Command::Capture(a) => commands::capture::run(&settings, a),
         args::Command::Rm(a) => commands::versions::rm(&settings, a),
         args::Command::Review(a) => commands::versions::review(&settings, a),
+        args::Command::Freeze(a) => commands::freeze::run(&settings, a),
         args::Command::Tag(a) => commands::versions::tag(&settings, a),
         args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
         args::Command::Store(args::StoreCommand::Check) => commands::store::check(&settings),

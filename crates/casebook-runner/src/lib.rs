@@ -6,6 +6,7 @@
 pub mod engine;
 pub mod environment;
 pub mod experiment;
+pub mod freeze;
 pub mod grade;
 pub mod hash;
 pub mod letta_suite;

@@ -4,6 +4,7 @@ pub mod browse;
 pub mod capture;
 pub mod cases;
 pub mod convert;
+pub mod freeze;
 pub mod generate;
 pub mod inspect;
 pub mod lint;

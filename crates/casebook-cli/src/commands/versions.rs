@@ -454,7 +454,7 @@ fn report_commit(
     Ok(Outcome::Ok)
 }
 
-fn created_line(v: &VersionInfo) -> String {
+pub(super) fn created_line(v: &VersionInfo) -> String {
     format!(
         "created {} v{} ({}): {}, +{} -{} ~{}",
         v.dataset,

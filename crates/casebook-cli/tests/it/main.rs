@@ -12,6 +12,7 @@ mod derived_ids;
 mod exit_codes;
 mod fidelity;
 mod filter;
+mod freeze;
 mod human;
 mod inspect;
 mod inspect_ai;

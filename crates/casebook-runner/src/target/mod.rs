@@ -26,6 +26,9 @@ pub use openai::OPERATOR_PREFIX;
 pub use policy::CallPolicy;
 pub use schema::agent_protocol_schema;
 pub use spec::{Script, TargetKind, TargetSpec, TargetSpecError};
+// `freeze` shows query URLs and failed answers as the targets do.
+pub(crate) use http::excerpt;
+pub(crate) use spec::is_secret_name;
 
 use crate::mcp::McpServer;
 use crate::protocol::{AgentReply, AgentRequest};

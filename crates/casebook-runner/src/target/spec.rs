@@ -377,7 +377,7 @@ fn parse_command(text: &str) -> Result<TargetKind, TargetSpecError> {
 const REDACTED: &str = "redacted";
 
 /// Whether a header or query parameter name suggests a secret value.
-fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     ["auth", "key", "token", "secret", "password", "cookie", "signature", "credential"]
         .iter()
