@@ -22,7 +22,13 @@
 //! timeout_secs: 60
 //! retries: 2
 //! noise: {from: cases, items: 3, similar_by: label.service, seed: 7}
+//! max_steps: 10                   # calls of the agent per turn while it calls tools
 //! ```
+//!
+//! `max_steps` bounds a turn's tool loop (see [`crate::environment::tool_loop`]): the agent is
+//! called at most that many times in one turn (default 10); one still calling tools then makes
+//! the run an error of kind `max-steps`. A scenario's own `max_steps` replaces it there. It is
+//! part of the run hash of cases with recorded tool answers when it is not the default.
 //!
 //! `noise` widens each case's context with unrelated items (see [`crate::noise`]): `from` is
 //! `cases` (the context items of the other selected cases; the default) or a file of context
@@ -84,6 +90,8 @@ pub struct Experiment {
     pub unsupported_target: Option<ExperimentError>,
     /// The top-level `noise`: what every scenario without its own `noise` key has.
     pub noise: Option<NoiseSpec>,
+    /// The top-level `max_steps`: what every scenario without its own has.
+    pub max_steps: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -93,6 +101,9 @@ pub struct Scenario {
     pub target: Located<Value>,
     /// The noise this scenario's cases get (its own `noise`, else the experiment's).
     pub noise: Option<NoiseSpec>,
+    /// The most calls of the agent per turn (its own `max_steps`, else the experiment's; `None`:
+    /// the default, [`crate::environment::DEFAULT_MAX_STEPS`]).
+    pub max_steps: Option<u32>,
 }
 
 /// A value and where it starts in the file.
@@ -149,6 +160,7 @@ const KEYS: &[&str] = &[
     "timeout_secs",
     "retries",
     "noise",
+    "max_steps",
 ];
 
 /// Turns byte offsets of the file into places and located errors.
@@ -317,6 +329,7 @@ impl Experiment {
         let concurrency = keep(p, get("concurrency").map(|n| r.count(n, "concurrency", 1.0)).transpose());
         let retries = keep(p, get("retries").map(|n| r.count(n, "retries", 0.0)).transpose());
         let noise = keep(p, get("noise").map(|n| crate::noise::parse(&r, n)).transpose()).flatten().flatten();
+        let max_steps = keep(p, get("max_steps").map(|n| r.count(n, "max_steps", 1.0)).transpose()).flatten();
         if !problems.is_empty() {
             // In the order of the file.
             problems.sort_by_key(|e| (e.at.line, e.at.column));
@@ -328,6 +341,10 @@ impl Experiment {
         let missing = || r.error(0, "the experiment could not be read");
         let mut scenarios = scenarios.ok_or_else(missing)?;
         inherit_noise(&mut scenarios, get("scenarios"), noise.as_ref());
+        let max_steps = max_steps.map(|n| n as u32);
+        for scenario in &mut scenarios {
+            scenario.max_steps = scenario.max_steps.or(max_steps);
+        }
         Ok(Experiment {
             name: name.ok_or_else(missing)?,
             description: description.flatten(),
@@ -349,6 +366,7 @@ impl Experiment {
             retries: retries.flatten().map_or(2, |n| n as u32),
             unsupported_target: None,
             noise,
+            max_steps,
         })
     }
 
@@ -375,6 +393,7 @@ impl Experiment {
                 name: "default".into(),
                 target: Located { value: Value::String(target.to_owned()), at: Place::default() },
                 noise: None,
+                max_steps: None,
             }],
             n_runs: 1,
             graders: graders
@@ -389,6 +408,7 @@ impl Experiment {
             retries: 2,
             unsupported_target: None,
             noise: None,
+            max_steps: None,
         }
     }
 }
@@ -428,6 +448,7 @@ pub(crate) fn default_scenario(r: &Reader<'_>, target: &Node) -> Result<Scenario
         name: "default".into(),
         target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
         noise: None,
+        max_steps: None,
     })
 }
 
@@ -454,11 +475,12 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
         let NodeValue::Object(fields) = &item.value else {
             return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
         };
-        if let Some(extra) = fields.iter().find(|f| !["name", "target", "noise"].contains(&f.key.as_ref())) {
+        if let Some(extra) = fields.iter().find(|f| !["name", "target", "noise", "max_steps"].contains(&f.key.as_ref()))
+        {
             return Err(r.hinted(
                 extra.key_offset,
                 format!("unknown key `{}` in a scenario", extra.key),
-                "a scenario has a `name`, a `target` and, if it widens the cases' context, `noise`",
+                "a scenario has a `name`, a `target` and, if it needs them, `noise` and `max_steps`",
             ));
         }
         let name = match item.get("name") {
@@ -472,7 +494,8 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
             return Err(r.error(item.offset, format!("scenario `{name}` has no `target`")));
         };
         let noise = item.get("noise").map(|n| crate::noise::parse(r, n)).transpose()?.flatten();
-        scenarios.push(Scenario { name, noise, ..default_scenario(r, target)? });
+        let max_steps = item.get("max_steps").map(|n| r.count(n, "max_steps", 1.0)).transpose()?.map(|n| n as u32);
+        scenarios.push(Scenario { name, noise, max_steps, ..default_scenario(r, target)? });
     }
     if scenarios.is_empty() {
         return Err(r.error(node.offset, "`scenarios` is empty"));
@@ -558,6 +581,27 @@ mod tests {
         assert_eq!(e.graders[0].value["weight"], 2);
         assert_eq!(e.memory_seeds[0].content, "c");
         assert_eq!((e.threshold, e.timeout_secs, e.limit), (0.5, 1.5, Some(5)));
+    }
+
+    #[test]
+    fn max_steps_is_read_at_the_top_and_per_scenario_and_checked() {
+        let e = parse(
+            "dataset: d.jsonl\nmax_steps: 4\nscenarios:\n  - {name: inherits, target: x}\n  \
+             - {name: own, target: x, max_steps: 2}\n",
+        )
+        .unwrap();
+        assert_eq!((e.max_steps, e.scenarios[0].max_steps, e.scenarios[1].max_steps), (Some(4), Some(4), Some(2)));
+        assert_eq!(parse("dataset: d.jsonl\ntarget: x\n").unwrap().scenarios[0].max_steps, None);
+        let e = parse("dataset: d.jsonl\ntarget: x\nmax_steps: 0\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str()),
+            (Place { line: 3, column: 12 }, "`max_steps` must be a whole number of at least 1")
+        );
+        let e = parse("dataset: d.jsonl\nscenarios:\n  - {name: a, target: x, max_steps: many}\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str()),
+            (Place { line: 3, column: 37 }, "`max_steps` must be a number, not a string")
+        );
     }
 
     #[test]

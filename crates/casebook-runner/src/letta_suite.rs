@@ -299,6 +299,7 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         retries: suite.retries.unwrap_or(2),
         unsupported_target: suite.unsupported_target,
         noise: None,
+        max_steps: None,
     })
 }
 

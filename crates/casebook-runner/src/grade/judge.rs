@@ -339,6 +339,7 @@ mod tests {
                 served: None,
             }],
             millis: 3,
+            ..RunOutput::default()
         }
     }
 

@@ -16,8 +16,17 @@ pub mod terminal;
 pub use jsonl::write_jsonl;
 pub use terminal::{human, human_comparison};
 
+use casebook_model::snapshot::Served;
+use serde_json::Value;
+
+use crate::protocol::Step;
 use crate::record::RunResult;
 use crate::summary::{Interval, Summary};
+
+/// Characters of a tool call's arguments or answer that reports keep.
+const CALL_CHARS: usize = 200;
+/// Tool calls of one result that reports keep.
+const CALLS_KEPT: usize = 50;
 
 /// What a renderer's `write` writes, as a string.
 fn to_string(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
@@ -45,7 +54,7 @@ fn ordered<'a>(summary: &Summary, results: &'a [RunResult]) -> Vec<&'a RunResult
 /// the failure that made it an error. With `only_failing`, the graders that passed are left out
 /// (unless none failed, as when only the weighted score fell short).
 fn explanation(result: &RunResult, only_failing: bool) -> Vec<String> {
-    if let Err(failure) = &result.output {
+    if let Err(failure) | Ok(crate::record::RunOutput { unfinished: Some(failure), .. }) = &result.output {
         return vec![format!("{}: {}", failure.kind, failure.message)];
     }
     let failed_graders: Vec<String> = result
@@ -168,6 +177,102 @@ fn output_text(result: &RunResult) -> Option<String> {
         serde_json::Value::Null => None,
         serde_json::Value::String(text) => Some(text.clone()),
         other => Some(other.to_string()),
+    }
+}
+
+/// The tool calls of a trajectory as reports keep them: at most [`CALLS_KEPT`], their arguments
+/// and answers cut to [`CALL_CHARS`] characters (as text when cut).
+pub fn served_calls(trajectory: &[Step]) -> Vec<Step> {
+    let cut = |value: &Value| {
+        let text = value.to_string();
+        if text.chars().nth(CALL_CHARS).is_some() { Value::String(truncate(&text, CALL_CHARS)) } else { value.clone() }
+    };
+    trajectory
+        .iter()
+        .filter_map(|step| match step {
+            Step::ToolCall { name, arguments, result, served } => Some(Step::ToolCall {
+                name: name.clone(),
+                arguments: cut(arguments),
+                result: result.as_ref().map(cut),
+                served: *served,
+            }),
+            _ => None,
+        })
+        .take(CALLS_KEPT)
+        .collect()
+}
+
+/// A result's tool calls, one line each: `log_fetcher {"service":"db"} → matched entry 0:
+/// ["timeout"]`; `served` says how casebook answered it (a call the agent reports making with
+/// its own tools has no `served`, and shows what it reports).
+fn call_lines(result: &RunResult) -> Vec<String> {
+    let Ok(output) = &result.output else { return Vec::new() };
+    output
+        .trajectory
+        .iter()
+        .filter_map(|step| match step {
+            Step::ToolCall { name, arguments, result, served } => {
+                let how = match served {
+                    Some(s) => {
+                        let how = match (s.how, s.entry) {
+                            (Served::Matched, Some(entry)) => format!("matched entry {entry}"),
+                            (Served::Matched, None) => "matched".to_owned(),
+                            (Served::Default, _) => "default".to_owned(),
+                            (Served::Unmatched, _) => "unmatched".to_owned(),
+                            (Served::UnknownTool, _) => "unknown tool".to_owned(),
+                            (Served::Unfrozen, Some(entry)) => format!("entry {entry} not frozen"),
+                            (Served::Unfrozen, None) => "not frozen".to_owned(),
+                        };
+                        if s.error { format!("{how}, error") } else { how }
+                    }
+                    None if result.is_some() => "the agent's own".to_owned(),
+                    None => "not answered".to_owned(),
+                };
+                let arguments = match arguments {
+                    Value::Null => String::new(),
+                    other => format!(" {}", inline_value(other)),
+                };
+                let answer = result.as_ref().map(|r| format!(": {}", inline_value(r))).unwrap_or_default();
+                Some(format!("{name}{arguments} → {how}{answer}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the summary says of served tool calls, in words: `17 tool calls served from the cases'
+/// snapshots; 2 outside them, in 1 result: a (s #0)`; `None` when none was served.
+fn tool_calls_text(summary: &Summary) -> Option<String> {
+    let calls = &summary.tool_calls;
+    if calls.is_empty() {
+        return None;
+    }
+    let mut text = format!(
+        "{} tool call{} served from the cases' snapshots",
+        calls.served,
+        if calls.served == 1 { "" } else { "s" }
+    );
+    if calls.unmatched > 0 {
+        let named: Vec<String> =
+            calls.unmatched_in.iter().map(|c| format!("{} ({} #{})", c.case_id, c.scenario, c.run)).collect();
+        let more = calls.results_with_unmatched.saturating_sub(named.len() as u64);
+        text.push_str(&format!(
+            "; {} outside them, in {} result{}: {}{}",
+            calls.unmatched,
+            calls.results_with_unmatched,
+            if calls.results_with_unmatched == 1 { "" } else { "s" },
+            named.join(", "),
+            if more > 0 { format!(" …and {more} more") } else { String::new() }
+        ));
+    }
+    Some(text)
+}
+
+/// A value on one line: a string as it is, anything else as JSON.
+fn inline_value(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.replace(['\n', '\r'], " "),
+        other => other.to_string(),
     }
 }
 

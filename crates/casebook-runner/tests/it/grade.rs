@@ -91,6 +91,7 @@ fn run() -> RunOutput {
             },
         ],
         millis: 1200,
+        ..RunOutput::default()
     }
 }
 
