@@ -1,3 +1,4 @@
 mod grade;
 mod letta_suite;
 mod target;
+mod tool_loop;
