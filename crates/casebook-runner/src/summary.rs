@@ -332,7 +332,7 @@ pub struct ServedCalls {
     pub unmatched: u64,
     /// Results with at least one unmatched call.
     pub results_with_unmatched: u64,
-    /// The first of those results (at most [`ERROR_EXAMPLES_PER_KIND`] × 3), in result order.
+    /// Some of those results (at most [`ERROR_EXAMPLES_PER_KIND`] × 3), sorted.
     pub unmatched_in: Vec<CaseRun>,
 }
 
@@ -560,7 +560,14 @@ impl SummaryBuilder {
                 .collect(),
             errors,
             robustness,
-            tool_calls: self.tool_calls,
+            tool_calls: ServedCalls {
+                unmatched_in: {
+                    let mut named = self.tool_calls.unmatched_in;
+                    named.sort();
+                    named
+                },
+                ..self.tool_calls
+            },
         }
     }
 }
