@@ -271,6 +271,7 @@ fn tool_calls_text(summary: &Summary) -> Option<String> {
 /// A value on one line: a string as it is, anything else as JSON.
 fn inline_value(value: &Value) -> String {
     match value {
+        Value::String(text) if text.is_empty() => "\"\"".to_owned(),
         Value::String(text) => text.replace(['\n', '\r'], " "),
         other => other.to_string(),
     }
