@@ -19,7 +19,7 @@ pub use terminal::{human, human_comparison};
 use casebook_model::snapshot::Served;
 use serde_json::Value;
 
-use crate::protocol::Step;
+use crate::protocol::{Serving, Step};
 use crate::record::RunResult;
 use crate::summary::{Interval, Summary};
 
@@ -212,22 +212,7 @@ fn call_lines(result: &RunResult) -> Vec<String> {
         .iter()
         .filter_map(|step| match step {
             Step::ToolCall { name, arguments, result, served } => {
-                let how = match served {
-                    Some(s) => {
-                        let how = match (s.how, s.entry) {
-                            (Served::Matched, Some(entry)) => format!("matched entry {entry}"),
-                            (Served::Matched, None) => "matched".to_owned(),
-                            (Served::Default, _) => "default".to_owned(),
-                            (Served::Unmatched, _) => "unmatched".to_owned(),
-                            (Served::UnknownTool, _) => "unknown tool".to_owned(),
-                            (Served::Unfrozen, Some(entry)) => format!("entry {entry} not frozen"),
-                            (Served::Unfrozen, None) => "not frozen".to_owned(),
-                        };
-                        if s.error { format!("{how}, error") } else { how }
-                    }
-                    None if result.is_some() => "the agent's own".to_owned(),
-                    None => "not answered".to_owned(),
-                };
+                let how = served_text(served.as_ref(), result.is_some());
                 let arguments = match arguments {
                     Value::Null => String::new(),
                     other => format!(" {}", inline_value(other)),
@@ -266,6 +251,28 @@ fn tool_calls_text(summary: &Summary) -> Option<String> {
         ));
     }
     Some(text)
+}
+
+/// How a tool call was answered, in words: `matched entry 0`, `default`, `unmatched, error`,
+/// `unknown tool, error`; for a call casebook did not serve, `the agent's own` when the agent
+/// reports a result, else `not answered`.
+pub fn served_text(served: Option<&Serving>, has_result: bool) -> String {
+    match served {
+        Some(s) => {
+            let how = match (s.how, s.entry) {
+                (Served::Matched, Some(entry)) => format!("matched entry {entry}"),
+                (Served::Matched, None) => "matched".to_owned(),
+                (Served::Default, _) => "default".to_owned(),
+                (Served::Unmatched, _) => "unmatched".to_owned(),
+                (Served::UnknownTool, _) => "unknown tool".to_owned(),
+                (Served::Unfrozen, Some(entry)) => format!("entry {entry} not frozen"),
+                (Served::Unfrozen, None) => "not frozen".to_owned(),
+            };
+            if s.error { format!("{how}, error") } else { how }
+        }
+        None if has_result => "the agent's own".to_owned(),
+        None => "not answered".to_owned(),
+    }
 }
 
 /// A value on one line: a string as it is, anything else as JSON.
