@@ -357,6 +357,68 @@ mod tests {
     }
 
     #[test]
+    fn reports_show_each_served_call_with_how_it_was_answered() {
+        use crate::protocol::Serving;
+        let call = |name: &str, arguments: Value, result: Value, served: Option<Serving>| Step::ToolCall {
+            name: name.into(),
+            arguments,
+            result: Some(result),
+            served,
+        };
+        let mut investigated = graded("inc-é", "s", 0, &[("contains", 1.0, true)]);
+        if let Ok(output) = &mut investigated.output {
+            output.trajectory = vec![
+                call(
+                    "log_fetcher",
+                    serde_json::json!({"service": "paiements"}),
+                    serde_json::json!(["pool épuisé"]),
+                    Some(Serving { how: Served::Matched, entry: Some(1), error: false }),
+                ),
+                call(
+                    "metrics_query",
+                    Value::Null,
+                    serde_json::json!(""),
+                    Some(Serving { how: Served::Default, entry: None, error: false }),
+                ),
+                call(
+                    "deploy",
+                    serde_json::json!({"to": "<prod>"}),
+                    serde_json::json!("there is no tool `deploy`"),
+                    Some(Serving { how: Served::UnknownTool, entry: None, error: true }),
+                ),
+                call("grep", serde_json::json!("x".repeat(300)), serde_json::json!(1), None),
+            ];
+            output.trajectory = served_calls(&output.trajectory);
+            output.served_calls = 3;
+            output.unmatched_calls = 1;
+        }
+        let results = vec![investigated, graded("plain", "s", 0, &[("contains", 1.0, true)])];
+        let summary = Summary::of(&results, 0.5, meta(&["s"], 1));
+        let expected = [
+            r#"log_fetcher {"service":"paiements"} → matched entry 1: ["pool épuisé"]"#.to_owned(),
+            r#"metrics_query → default: """#.to_owned(),
+            "deploy {\"to\":\"<prod>\"} → unknown tool, error: there is no tool `deploy`".to_owned(),
+            format!("grep {}… → the agent's own: 1", "\"".to_owned() + &"x".repeat(198)),
+        ];
+        assert_eq!(call_lines(&results[0]), expected);
+        assert!(call_lines(&results[1]).is_empty());
+        let total = "3 tool calls served from the cases' snapshots; 1 outside them, in 1 result: inc-é (s #0)";
+        assert_eq!(tool_calls_text(&summary).as_deref(), Some(total));
+        assert!(human(&summary).contains("3 tool calls served from the cases' snapshots; 1 outside them"));
+        let md = markdown::render(&summary, &results);
+        let shown = total.replace('#', "\\#");
+        assert!(md.contains(&format!("## Tool calls\n\n{shown}\n\n- **inc-é** (s #0), pass\n")), "{md}");
+        assert!(
+            md.contains("  - log\\_fetcher {\"service\":\"paiements\"} → matched entry 1: \\[\"pool épuisé\"\\]"),
+            "{md}"
+        );
+        assert!(!md.contains("**plain**"), "a result without calls is not listed: {md}");
+        let html = html::render(&summary, &results);
+        assert!(html.contains("<summary>4 tool calls, 1 outside the snapshot</summary>"), "{html}");
+        assert!(html.contains("deploy {&quot;to&quot;:&quot;&lt;prod&gt;&quot;} → unknown tool, error"), "{html}");
+    }
+
+    #[test]
     fn number_formats() {
         assert_eq!(percent(Some(0.8)), "80.0 %");
         assert_eq!(percent(None), "–");
