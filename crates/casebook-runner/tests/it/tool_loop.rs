@@ -224,7 +224,7 @@ async fn a_model_still_calling_tools_at_max_steps_is_stopped_and_the_run_is_an_e
 async fn calls_outside_the_snapshot_get_an_error_and_are_counted() {
     fn asks_elsewhere(body: &Value) -> Value {
         let messages = body["messages"].as_array().unwrap();
-        match messages.iter().filter(|m| m["role"] == "tool").last() {
+        match messages.iter().rfind(|m| m["role"] == "tool") {
             None => completion(json!({"role": "assistant", "content": null, "tool_calls": [
                 {"id": "a", "type": "function", "function": {"name": "log_fetcher", "arguments": "{\"service\": \"ledger\"}"}},
                 {"id": "b", "type": "function", "function": {"name": "deploy", "arguments": "not json"}}]})),
