@@ -298,6 +298,43 @@ fn no_expectation_reaches_the_agent_through_tool_answers() {
     );
 }
 
+#[test]
+fn max_steps_from_the_experiment_stops_an_agent_still_calling_tools() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file("cases.jsonl", INVESTIGATED);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nmax_steps: 1\nscenarios:\n  - {{name: short, target: '{url}'}}\n  \
+             - {{name: enough, target: '{url}', max_steps: 2}}\ngraders: [{{kind: tool_called, tool: log_fetcher}}]\n\
+             threshold: 0.5\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "markdown=report.md"]));
+    // `short` lets the agent ask but never answer: both its runs are errors; `enough` passes.
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!((&s["totals"]["passed"], &s["totals"]["errors"]), (&json!(2), &json!(2)), "{s}");
+    assert_eq!(s["errors"][0]["kind"], "max-steps", "{s}");
+    let i1 = s["errors"][0]["examples"].as_array().unwrap().iter().find(|e| e["case_id"] == "i1").cloned();
+    assert_eq!(
+        i1.map(|e| e["message"].clone()),
+        Some(json!(
+            "the agent was still calling tools after 1 step of turn 0 (`max_steps`); its last calls were not answered: \
+             `log_fetcher`, `metrics_query`"
+        )),
+        "{s}"
+    );
+    // i1 × (1 + 2) calls, i2 × (1 + 4).
+    assert_eq!(bodies.lock().expect("the lock").len(), 8);
+    let report = fs_err::read_to_string(dir.join("report.md")).expect("the report");
+    assert!(report.contains("| max-steps | 2 |"), "{report}");
+    // A command-line target keeps the experiment's max_steps.
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--target", &url]));
+    assert_eq!(summary(&out.stdout)["totals"]["errors"], 2, "{out:?}");
+}
+
 fn finished_runs_are_reused_and_regrade_calls_no_agent(b: &Backend) {
     let dir = Folder::new();
     let (url, bodies) = serve(Behaviour::Shout);
