@@ -2,8 +2,9 @@
 # The README's first command: builds casebook and runs it on the bundled examples — validates
 # every dataset, lints two, summarises and converts a mas-lab manifest, keeps versions of a
 # dataset in an embedded store (in a temporary folder), shows their log and diff, reviews a case
-# and lints the stored version, captures production traces as cases, filters cases, and runs the
-# example experiment against the built-in agents.
+# and lints the stored version, captures production traces as cases, filters cases, runs the
+# example experiment against the built-in agents, and lets two agents investigate incidents with
+# tools whose answers come from each case's recorded telemetry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +14,7 @@ casebook() { "$bin" "$@"; }
 
 echo "== validate every example dataset"
 casebook validate examples/agenthealth/rca.json examples/casebook/incidents.yaml examples/letta/support.jsonl \
-  examples/maslab/trip-planner.yaml examples/voltagent/geography.json
+  examples/maslab/trip-planner.yaml examples/voltagent/geography.json examples/investigation/incidents.yaml
 casebook validate --from csv --map id=qid,input=question,expected.output=answer examples/spreadsheet/questions.csv
 
 echo; echo "== hygiene: duplicates, leaked ground truth, label typos, weak labels (warnings, exit 0)"
@@ -47,3 +48,6 @@ casebook cases support --group-by label.category
 echo; echo "== running the dataset against built-in agents, graded; results kept in the store"
 casebook run examples/experiments/support.yaml --report markdown="$store/report.md" || true
 casebook results --list
+echo; echo "== agents investigate: tool calls answered from each case's world snapshot (python3 runs one of them)"
+casebook run examples/experiments/investigation.yaml --report markdown="$store/investigation.md" || true
+sed -n '/^## Tool calls/,$p' "$store/investigation.md" | head -12

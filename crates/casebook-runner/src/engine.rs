@@ -13,11 +13,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use casebook_model::{Case, Role, Seed};
+use casebook_model::{Case, Role, Seed, Task};
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 
-use crate::environment::Environment;
+use crate::environment::tool_loop::{TurnEnd, play_turn};
+use crate::environment::{DEFAULT_MAX_STEPS, Environment};
 use crate::grade::Grader;
 use crate::grade::asserts::CaseAsserts;
 use crate::hash::{CaseKey, run_hash_bytes, target_key};
@@ -32,6 +33,9 @@ pub struct PlannedScenario {
     /// The target's configuration without secrets: part of the run hash.
     pub describe: Value,
     pub target: Target,
+    /// The most calls of the agent in one turn (see [`crate::environment::tool_loop`]): part of
+    /// the run hash of cases with recorded tool answers when it is not the default.
+    pub max_steps: u32,
 }
 
 /// Everything a run of an experiment needs.
@@ -68,6 +72,9 @@ pub struct PlannedCase {
 /// experiment's seeds, the number of runs.
 pub struct RunKeys {
     targets: Vec<String>,
+    /// Each scenario's target with its `max_steps` when that is not the default: what the runs
+    /// of cases with recorded tool answers are hashed with (`max_steps` changes only those).
+    looping: Vec<String>,
     seeds: Vec<Seed>,
     n_runs: u32,
 }
@@ -75,14 +82,30 @@ pub struct RunKeys {
 impl RunKeys {
     pub fn new(scenarios: &[PlannedScenario], seeds: &[Seed], n_runs: u32) -> Result<Self, Failure> {
         let targets = scenarios.iter().map(|s| target_key(&s.describe)).collect::<Result<_, _>>()?;
-        Ok(Self { targets, seeds: seeds.to_vec(), n_runs })
+        let looping = scenarios
+            .iter()
+            .map(|s| match (&s.describe, s.max_steps) {
+                (Value::Object(described), steps) if steps != DEFAULT_MAX_STEPS => {
+                    let mut described = described.clone();
+                    described.insert("max_steps".to_owned(), Value::from(steps));
+                    target_key(&Value::Object(described))
+                }
+                (described, _) => target_key(described),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { targets, looping, seeds: seeds.to_vec(), n_runs })
+    }
+
+    /// The targets `task`'s runs are hashed with, scenario by scenario.
+    fn targets_of(&self, task: &Task) -> &[String] {
+        if task.tools.iter().flatten().any(casebook_model::Tool::is_recorded) { &self.looping } else { &self.targets }
     }
 
     /// The hashes of the runs of `case` (its seed files read), scenario by scenario, run by run.
     pub fn hashes(&self, case: &Case) -> Result<Vec<[u8; 32]>, Failure> {
         let key = CaseKey::new(&effective_seeds(&self.seeds, case)?, &case.task, &case.id)?;
         Ok(self
-            .targets
+            .targets_of(&case.task)
             .iter()
             .flat_map(|target| (0..self.n_runs).map(|run| run_hash_bytes(&key, target, run)))
             .collect())
@@ -94,7 +117,7 @@ impl RunKeys {
         let seeds = effective_seeds(&self.seeds, case)?;
         let plain = CaseKey::new(&seeds, &case.task, &case.id)?;
         let mut hashes = Vec::with_capacity(self.targets.len() * self.n_runs as usize);
-        for (s, target) in self.targets.iter().enumerate() {
+        for (s, target) in self.targets_of(&case.task).iter().enumerate() {
             let key = match noise.get(s).and_then(Option::as_ref) {
                 Some(widening) => &CaseKey::new(&seeds, &widening.widened(&case.task), &case.id)?,
                 None => &plain,
@@ -320,7 +343,7 @@ async fn run_job(
             Err(Failure::new("not-run", "no stored output to grade: run without `--regrade` first"))
         }
         (None, Mode::Run) => match effective_seeds(&plan.seeds, case) {
-            Ok(seeds) => converse(case, seeds, &job, &scenario.target).await,
+            Ok(seeds) => converse(case, seeds, &job, &scenario.target, scenario.max_steps).await,
             Err(failure) => Err(failure),
         },
     };
@@ -368,7 +391,8 @@ fn verdict(
     grades: &[GraderResult],
     threshold: Option<f64>,
 ) -> (Option<f64>, Option<bool>) {
-    if output.is_err() || grades.iter().any(|g| g.outcome.is_err()) {
+    // A run that did not finish (`max-steps`) is an error too, though its output is kept.
+    if output.as_ref().map_or(true, |o| o.unfinished.is_some()) || grades.iter().any(|g| g.outcome.is_err()) {
         return (None, None);
     }
     // Nothing graded it: neither a pass nor a fail.
@@ -387,8 +411,15 @@ fn verdict(
     (Some(score), Some(threshold.map_or(pass, |t| score >= t)))
 }
 
-/// One run: the input, then each later turn, on one session.
-async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> Result<RunOutput, Failure> {
+/// One run: the input, then each later turn, on one session; within a turn, the agent's tool
+/// calls answered from the case's environment, at most `max_steps` calls of the agent a turn.
+async fn converse(
+    case: &Case,
+    seeds: Vec<Seed>,
+    job: &Job,
+    target: &Target,
+    max_steps: u32,
+) -> Result<RunOutput, Failure> {
     let started = Instant::now();
     let task = &case.task;
     let session = task.session_id.clone().unwrap_or_else(|| format!("cb-{}", &job.hash[..16]));
@@ -400,6 +431,7 @@ async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> 
     let environment = Environment::of(task.tools.as_deref())?.map(Arc::new);
     // Its MCP server's route, closed when the run ends (this is dropped).
     let _mcp = crate::mcp::serve_session(target.mcp(), environment.as_ref(), &mut request).await?;
+    let mut unfinished = None;
     for turn in 0..=later.len() {
         if turn > 0 {
             let next = &later[turn - 1];
@@ -410,24 +442,32 @@ async fn converse(case: &Case, seeds: Vec<Seed>, job: &Job, target: &Target) -> 
             };
             let content = Value::String(next.content.clone());
             trajectory.push(Step::Message { role, content: content.clone(), operator: next.role == Role::Hitl });
-            request.messages.push(Message { role, content });
+            request.messages.push(Message::new(role, content));
             request.turn = turn;
         }
-        let reply = target.call(&request).await?;
-        if let Some(environment) = &environment {
-            trajectory.extend(environment.drain());
+        match play_turn(target, &mut request, environment.as_deref(), max_steps, &mut trajectory).await? {
+            TurnEnd::Answered(output) => {
+                trajectory.push(Step::Message { role: Speaker::Assistant, content: output.clone(), operator: false });
+                request.messages.push(Message::new(Speaker::Assistant, output.clone()));
+                per_turn.push(output);
+            }
+            // The later turns answer a conversation that never got its answer: not played.
+            TurnEnd::Unfinished(failure) => {
+                unfinished = Some(failure);
+                break;
+            }
         }
-        trajectory.extend(reply.trajectory);
-        trajectory.push(Step::Message { role: Speaker::Assistant, content: reply.output.clone(), operator: false });
-        request.messages.push(Message { role: Speaker::Assistant, content: reply.output.clone() });
-        per_turn.push(reply.output);
     }
-    Ok(RunOutput {
-        output: per_turn.last().cloned().unwrap_or(Value::Null),
+    let mut output = RunOutput {
+        output: if unfinished.is_some() { Value::Null } else { per_turn.last().cloned().unwrap_or(Value::Null) },
         per_turn,
         trajectory,
         millis: started.elapsed().as_millis() as u64,
-    })
+        unfinished,
+        ..RunOutput::default()
+    };
+    output.count_served_calls();
+    Ok(output)
 }
 
 /// `f` of each item, on as many threads as there are cores, in order.
@@ -450,7 +490,12 @@ mod tests {
 
     fn scenario(name: &str, target: &str) -> PlannedScenario {
         let spec: crate::target::TargetSpec = target.parse().unwrap();
-        PlannedScenario { name: name.into(), describe: spec.describe(), target: spec.connect().unwrap() }
+        PlannedScenario {
+            name: name.into(),
+            describe: spec.describe(),
+            target: spec.connect().unwrap(),
+            max_steps: DEFAULT_MAX_STEPS,
+        }
     }
 
     #[test]

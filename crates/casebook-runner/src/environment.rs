@@ -5,6 +5,11 @@
 //! What matches is defined once, in [`casebook_model::snapshot`]; this adds what a run needs on
 //! top: one environment per run, shared by the paths that serve it, and the calls in the order
 //! they were served, for the trajectory.
+//!
+//! [`tool_loop`] plays one turn of a run: the agent's tool calls answered from the environment
+//! until it answers or runs out of steps.
+
+pub(crate) mod tool_loop;
 
 use std::sync::Mutex;
 
@@ -14,6 +19,9 @@ use serde_json::Value;
 
 use crate::protocol::{Serving, Step};
 use crate::record::Failure;
+
+/// The most calls of an agent in one turn unless the experiment or scenario says (`max_steps`).
+pub const DEFAULT_MAX_STEPS: u32 = 10;
 
 /// One run's environment. Cheap to share behind an `Arc`; calls may come from several tasks.
 #[derive(Debug)]

@@ -23,7 +23,13 @@
 //! retries: 2
 //! noise: {from: cases, items: 3, similar_by: label.service, seed: 7}
 //! mcp: true                       # serve the cases' recorded tool answers over MCP (default)
+//! max_steps: 10                   # calls of the agent per turn while it calls tools
 //! ```
+//!
+//! `max_steps` bounds a turn's tool loop (see [`crate::environment::tool_loop`]): the agent is
+//! called at most that many times in one turn (default 10); one still calling tools then makes
+//! the run an error of kind `max-steps`. A scenario's own `max_steps` replaces it there. It is
+//! part of the run hash of cases with recorded tool answers when it is not the default.
 //!
 //! `noise` widens each case's context with unrelated items (see [`crate::noise`]): `from` is
 //! `cases` (the context items of the other selected cases; the default) or a file of context
@@ -94,6 +100,8 @@ pub struct Experiment {
     pub noise: Option<NoiseSpec>,
     /// The top-level `mcp` (default true): what every scenario without its own `mcp` key has.
     pub mcp: bool,
+    /// The top-level `max_steps`: what every scenario without its own has.
+    pub max_steps: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +115,9 @@ pub struct Scenario {
     /// target can be told its address (`http` and `command` agents; its own `mcp`, else the
     /// experiment's, default true).
     pub mcp: bool,
+    /// The most calls of the agent per turn (its own `max_steps`, else the experiment's; `None`:
+    /// the default, [`crate::environment::DEFAULT_MAX_STEPS`]).
+    pub max_steps: Option<u32>,
 }
 
 /// A value and where it starts in the file.
@@ -164,6 +175,7 @@ const KEYS: &[&str] = &[
     "retries",
     "noise",
     "mcp",
+    "max_steps",
 ];
 
 /// Turns byte offsets of the file into places and located errors.
@@ -333,6 +345,7 @@ impl Experiment {
         let retries = keep(p, get("retries").map(|n| r.count(n, "retries", 0.0)).transpose());
         let noise = keep(p, get("noise").map(|n| crate::noise::parse(&r, n)).transpose()).flatten().flatten();
         let mcp = keep(p, get("mcp").map(|n| r.boolean(n, "mcp")).transpose()).flatten().unwrap_or(true);
+        let max_steps = keep(p, get("max_steps").map(|n| r.count(n, "max_steps", 1.0)).transpose()).flatten();
         if !problems.is_empty() {
             // In the order of the file.
             problems.sort_by_key(|e| (e.at.line, e.at.column));
@@ -345,6 +358,10 @@ impl Experiment {
         let mut scenarios = scenarios.ok_or_else(missing)?;
         inherit_noise(&mut scenarios, get("scenarios"), noise.as_ref());
         inherit_mcp(&mut scenarios, get("scenarios"), mcp);
+        let max_steps = max_steps.map(|n| n as u32);
+        for scenario in &mut scenarios {
+            scenario.max_steps = scenario.max_steps.or(max_steps);
+        }
         Ok(Experiment {
             name: name.ok_or_else(missing)?,
             description: description.flatten(),
@@ -367,6 +384,7 @@ impl Experiment {
             unsupported_target: None,
             noise,
             mcp,
+            max_steps,
         })
     }
 
@@ -394,6 +412,7 @@ impl Experiment {
                 target: Located { value: Value::String(target.to_owned()), at: Place::default() },
                 noise: None,
                 mcp: true,
+                max_steps: None,
             }],
             n_runs: 1,
             graders: graders
@@ -409,6 +428,7 @@ impl Experiment {
             unsupported_target: None,
             noise: None,
             mcp: true,
+            max_steps: None,
         }
     }
 }
@@ -449,6 +469,7 @@ pub(crate) fn default_scenario(r: &Reader<'_>, target: &Node) -> Result<Scenario
         target: Located { value: r.value(target, "target")?, at: r.place(target.offset) },
         noise: None,
         mcp: true,
+        max_steps: None,
     })
 }
 
@@ -488,11 +509,13 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
         let NodeValue::Object(fields) = &item.value else {
             return Err(r.error(item.offset, "a scenario is a mapping `{name, target}`"));
         };
-        if let Some(extra) = fields.iter().find(|f| !["name", "target", "noise", "mcp"].contains(&f.key.as_ref())) {
+        if let Some(extra) =
+            fields.iter().find(|f| !["name", "target", "noise", "mcp", "max_steps"].contains(&f.key.as_ref()))
+        {
             return Err(r.hinted(
                 extra.key_offset,
                 format!("unknown key `{}` in a scenario", extra.key),
-                "a scenario has a `name`, a `target` and, if it widens the cases' context, `noise`; `mcp: false` \
+                "a scenario has a `name`, a `target` and, if it needs them, `noise` and `max_steps`; `mcp: false` \
                  keeps its agents from being served the cases' tools over MCP",
             ));
         }
@@ -508,7 +531,8 @@ pub(crate) fn scenarios(r: &Reader<'_>, node: &Node) -> Result<Vec<Scenario>, Ex
         };
         let noise = item.get("noise").map(|n| crate::noise::parse(r, n)).transpose()?.flatten();
         let mcp = item.get("mcp").map(|n| r.boolean(n, "mcp")).transpose()?.unwrap_or(true);
-        scenarios.push(Scenario { name, noise, mcp, ..default_scenario(r, target)? });
+        let max_steps = item.get("max_steps").map(|n| r.count(n, "max_steps", 1.0)).transpose()?.map(|n| n as u32);
+        scenarios.push(Scenario { name, noise, mcp, max_steps, ..default_scenario(r, target)? });
     }
     if scenarios.is_empty() {
         return Err(r.error(node.offset, "`scenarios` is empty"));
@@ -594,6 +618,27 @@ mod tests {
         assert_eq!(e.graders[0].value["weight"], 2);
         assert_eq!(e.memory_seeds[0].content, "c");
         assert_eq!((e.threshold, e.timeout_secs, e.limit), (0.5, 1.5, Some(5)));
+    }
+
+    #[test]
+    fn max_steps_is_read_at_the_top_and_per_scenario_and_checked() {
+        let e = parse(
+            "dataset: d.jsonl\nmax_steps: 4\nscenarios:\n  - {name: inherits, target: x}\n  \
+             - {name: own, target: x, max_steps: 2}\n",
+        )
+        .unwrap();
+        assert_eq!((e.max_steps, e.scenarios[0].max_steps, e.scenarios[1].max_steps), (Some(4), Some(4), Some(2)));
+        assert_eq!(parse("dataset: d.jsonl\ntarget: x\n").unwrap().scenarios[0].max_steps, None);
+        let e = parse("dataset: d.jsonl\ntarget: x\nmax_steps: 0\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str()),
+            (Place { line: 3, column: 12 }, "`max_steps` must be a whole number of at least 1")
+        );
+        let e = parse("dataset: d.jsonl\nscenarios:\n  - {name: a, target: x, max_steps: many}\n").unwrap_err();
+        assert_eq!(
+            (e.at, e.message.as_str()),
+            (Place { line: 3, column: 37 }, "`max_steps` must be a number, not a string")
+        );
     }
 
     #[test]

@@ -300,6 +300,7 @@ pub(crate) fn parse(r: &Reader<'_>, file: &Path, root: &Node) -> Result<Experime
         unsupported_target: suite.unsupported_target,
         noise: None,
         mcp: true,
+        max_steps: None,
     })
 }
 

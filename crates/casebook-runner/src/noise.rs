@@ -994,6 +994,7 @@ mod tests {
             name: "noisy".into(),
             describe: json!("builtin:echo"),
             target: "builtin:echo".parse::<crate::target::TargetSpec>().unwrap().connect().unwrap(),
+            max_steps: crate::environment::DEFAULT_MAX_STEPS,
         }];
         let keys = crate::engine::RunKeys::new(&scenarios, &[], 1).unwrap();
         let hash = |spec: Option<NoiseSpec>| keys.widened_hashes(&cases[2], &plan(&cases, &[spec])[2]).unwrap();

@@ -18,15 +18,78 @@ pub enum Speaker {
     /// An operator stepping in (a `hitl` turn).
     Hitl,
     System,
-    /// The agent's own earlier replies.
+    /// The agent's own earlier replies (and its requests for tool calls).
     Assistant,
+    /// The answer casebook served to one of the agent's tool calls.
+    Tool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
     pub role: Speaker,
-    /// A string, or any JSON value when the case's input is one.
+    /// A string, or any JSON value when the case's input is one; a tool message's content is the
+    /// tool's result (or the error text, with `is_error`).
     pub content: Value,
+    /// An `assistant` message that asked casebook to answer tool calls: the calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A `tool` message: the id of the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// A `tool` message: the tool that was called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A `tool` message whose content is an error the tool gave.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl Message {
+    /// A message of `role` saying `content`.
+    pub fn new(role: Speaker, content: Value) -> Self {
+        Message { role, content, tool_calls: Vec::new(), tool_call_id: None, name: None, is_error: false }
+    }
+
+    /// The agent's message that asked for `calls` (with what it said beside them, if anything).
+    pub fn asking(content: Value, calls: Vec<ToolCall>) -> Self {
+        Message { tool_calls: calls, ..Message::new(Speaker::Assistant, content) }
+    }
+
+    /// The answer to one call.
+    pub fn answer(result: &ToolResult) -> Self {
+        Message {
+            tool_call_id: Some(result.id.clone()),
+            name: Some(result.name.clone()),
+            is_error: result.is_error,
+            ..Message::new(Speaker::Tool, result.content.clone())
+        }
+    }
+}
+
+/// A call of one of the task's tools that an agent asks casebook to answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCall {
+    /// The agent's id of the call, echoed in its result; casebook numbers calls that have none
+    /// (`call-1`, `call-2`… in the run).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    pub name: String,
+    /// Usually an object; what the case's recorded answers are matched against.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// casebook's answer to a [`ToolCall`], from the case's world snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolResult {
+    /// The call's id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The recorded result, or the error text when `is_error`.
+    pub content: Value,
+    /// Whether the tool failed: the content is the error the agent gets.
+    pub is_error: bool,
 }
 
 /// One turn's request: the conversation so far (ending with the new user, operator or system
@@ -58,6 +121,10 @@ pub struct AgentRequest {
     /// scenario says `mcp: false`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp: Option<String>,
+    /// casebook's answers to the tool calls of the agent's last reply, in the order of the calls
+    /// (also the last `tool` messages of `messages`). Left out when the reply had none.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tool_results: Vec<ToolResult>,
 }
 
 impl AgentRequest {
@@ -67,13 +134,14 @@ impl AgentRequest {
             case_id: case_id.to_owned(),
             run,
             turn: 0,
-            messages: vec![Message { role: Speaker::User, content: task.input.clone() }],
+            messages: vec![Message::new(Speaker::User, task.input.clone())],
             context: task.context.clone().unwrap_or_default(),
             tools: task.tools.iter().flatten().map(ToolDefinition::of).collect(),
             memory_seeds: seeds,
             session_id,
             agent_args: task.agent_args.clone(),
             mcp: None,
+            tool_results: Vec::new(),
         }
     }
 }
@@ -103,14 +171,40 @@ impl ToolDefinition {
     }
 }
 
-/// An agent's reply to one turn.
+/// An agent's reply to one turn (or to the results of its tool calls): an `output`, or
+/// `tool_calls` for casebook to answer from the case's world snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(extend("anyOf" = [{"required": ["output"]}, {"required": ["tool_calls"]}]))]
 pub struct AgentReply {
-    /// The answer: usually a string.
+    /// The answer: usually a string. May be left out when the reply has `tool_calls`.
+    #[serde(default)]
     pub output: Value,
-    /// What the agent did to get there, if it says.
+    /// What the agent did to get there, if it says (not the calls casebook answered: those are
+    /// recorded already).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trajectory: Vec<Step>,
+    /// Calls of the task's tools for casebook to answer; the next request, on the same session
+    /// and turn, carries their `tool_results`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+}
+
+impl AgentReply {
+    /// An answer without steps or calls.
+    pub fn answer(output: Value) -> Self {
+        AgentReply { output, ..AgentReply::default() }
+    }
+
+    /// Reads a reply as an agent wrote it: JSON with an `output`, or `tool_calls`, or both.
+    pub fn parse(text: &[u8]) -> Result<AgentReply, String> {
+        let value: Value = serde_json::from_slice(text).map_err(|error| error.to_string())?;
+        let has_output = value.get("output").is_some();
+        let reply: AgentReply = serde_json::from_value(value).map_err(|error| error.to_string())?;
+        if !has_output && reply.tool_calls.is_empty() {
+            return Err("it has neither `output` nor `tool_calls`".to_owned());
+        }
+        Ok(reply)
+    }
 }
 
 /// How casebook answered a tool call from the case's snapshot.

@@ -23,9 +23,38 @@ pub struct RunOutput {
     pub trajectory: Vec<Step>,
     /// Wall time of the run, milliseconds.
     pub millis: u64,
+    /// Tool calls casebook answered from the case's world snapshot.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub served_calls: u32,
+    /// Of those, the calls asked outside the snapshot (no recorded answer and no default, or a
+    /// tool the case does not have).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unmatched_calls: u32,
+    /// Why the run stopped before the agent answered (`max-steps`: it was still calling tools
+    /// when the turn's steps ran out). Such a run is an error, not a pass; its trajectory shows
+    /// what the agent was doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<Failure>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl RunOutput {
+    /// Counts the calls of the trajectory that casebook served ([`RunOutput::served_calls`],
+    /// [`RunOutput::unmatched_calls`]).
+    pub fn count_served_calls(&mut self) {
+        let (mut served, mut outside) = (0, 0);
+        for step in &self.trajectory {
+            if let Step::ToolCall { served: Some(how), .. } = step {
+                served += 1;
+                outside += u32::from(how.how.is_outside());
+            }
+        }
+        (self.served_calls, self.unmatched_calls) = (served, outside);
+    }
+
     /// The tool calls of the trajectory, in order.
     pub fn tool_calls(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.trajectory.iter().filter_map(|step| match step {
@@ -111,18 +140,26 @@ impl RunResult {
     pub fn failure(&self) -> Option<&Failure> {
         match &self.output {
             Err(failure) => Some(failure),
+            Ok(RunOutput { unfinished: Some(failure), .. }) => Some(failure),
             Ok(_) => self.grades.iter().find_map(|g| g.outcome.as_ref().err()),
         }
     }
 }
 
 impl RunResult {
-    /// Takes the agent's output out of the result, leaving what reports need (its timing): the
-    /// output is kept once, by run hash, and a result stays small in memory and in the store.
+    /// Takes the agent's output out of the result, leaving what reports need (its timing, its
+    /// counts of served calls, why it did not finish): the output is kept once, by run hash, and
+    /// a result stays small in memory and in the store.
     pub fn take_output(&mut self) -> Option<RunOutput> {
         let Ok(output) = &mut self.output else { return None };
-        let millis = output.millis;
-        Some(std::mem::replace(output, RunOutput { millis, ..RunOutput::default() }))
+        let kept = RunOutput {
+            millis: output.millis,
+            served_calls: output.served_calls,
+            unmatched_calls: output.unmatched_calls,
+            unfinished: output.unfinished.clone(),
+            ..RunOutput::default()
+        };
+        Some(std::mem::replace(output, kept))
     }
 }
 

@@ -318,6 +318,40 @@ pub struct Summary {
     /// JSON) unless the experiment has both.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub robustness: Vec<Robustness>,
+    /// The tool calls casebook answered from the cases' world snapshots; left out of the JSON
+    /// when it answered none.
+    #[serde(default, skip_serializing_if = "ServedCalls::is_empty")]
+    pub tool_calls: ServedCalls,
+}
+
+/// How many tool calls a run's agents asked casebook to answer, and how many of them were
+/// outside the cases' snapshots (no recorded answer and no default, or an unknown tool).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServedCalls {
+    pub served: u64,
+    pub unmatched: u64,
+    /// Results with at least one unmatched call.
+    pub results_with_unmatched: u64,
+    /// Some of those results (at most [`ERROR_EXAMPLES_PER_KIND`] × 3), sorted.
+    pub unmatched_in: Vec<CaseRun>,
+}
+
+impl ServedCalls {
+    pub fn is_empty(&self) -> bool {
+        self.served == 0
+    }
+
+    fn add(&mut self, result: &RunResult) {
+        let Ok(output) = &result.output else { return };
+        self.served += u64::from(output.served_calls);
+        if output.unmatched_calls > 0 {
+            self.unmatched += u64::from(output.unmatched_calls);
+            self.results_with_unmatched += 1;
+            if self.unmatched_in.len() < ERROR_EXAMPLES_PER_KIND * 3 {
+                self.unmatched_in.push(CaseRun::of(result));
+            }
+        }
+    }
 }
 
 /// One case run whose verdict noise changed.
@@ -383,6 +417,7 @@ pub struct SummaryBuilder {
     errors: BTreeMap<String, ErrorKindSummary>,
     /// `(scenario with noise, scenario without)`.
     noise_pairs: Vec<(String, String)>,
+    tool_calls: ServedCalls,
     exclude_ungraded: bool,
 }
 
@@ -402,6 +437,7 @@ impl SummaryBuilder {
 
     pub fn add(&mut self, result: &RunResult) {
         let verdict = Verdict::of(result);
+        self.tool_calls.add(result);
         self.totals.add(result, verdict);
         match self.scenarios.get_mut(&result.scenario) {
             Some(counter) => counter.add(result, verdict),
@@ -524,6 +560,14 @@ impl SummaryBuilder {
                 .collect(),
             errors,
             robustness,
+            tool_calls: ServedCalls {
+                unmatched_in: {
+                    let mut named = self.tool_calls.unmatched_in;
+                    named.sort();
+                    named
+                },
+                ..self.tool_calls
+            },
         }
     }
 }

@@ -73,6 +73,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             // The experiment's noise applies to the target that stands in for its scenarios.
             for scenario in &mut experiment.scenarios {
                 scenario.noise.clone_from(&experiment.noise);
+                scenario.max_steps = experiment.max_steps;
             }
         }
         if let Some(dataset) = &args.dataset {
@@ -376,6 +377,8 @@ impl Done {
         let engine::Finished { job, mut result, from_store } = finished;
         let line = line.then(|| serde_json::to_string(&result).unwrap_or_default() + "\n");
         let output = result.take_output();
+        // And each result's served tool calls, their answers cut short.
+        let calls = output.as_ref().map(|o| report::served_calls(&o.trajectory));
         // Reports show what a failing case got: its final answer stays (cut to a few KB, so a
         // large run keeps little), its trajectory does not.
         let answer = output.as_ref().filter(|_| result.pass == Some(false)).map(|o| match &o.output {
@@ -396,6 +399,9 @@ impl Done {
         });
         if let (Ok(kept), Some(answer)) = (&mut result.output, answer) {
             kept.output = answer;
+        }
+        if let (Ok(kept), Some(calls)) = (&mut result.output, calls) {
+            kept.trajectory = calls;
         }
         Self { seq: job.seq, result, from_store, row, line }
     }
@@ -878,7 +884,12 @@ fn parts(
             }
         }
         let target = if scenario.mcp { target.with_mcp(mcp.clone()) } else { target };
-        scenarios.push(PlannedScenario { name: scenario.name.clone(), describe, target });
+        scenarios.push(PlannedScenario {
+            name: scenario.name.clone(),
+            describe,
+            target,
+            max_steps: scenario.max_steps.unwrap_or(casebook_runner::environment::DEFAULT_MAX_STEPS),
+        });
     }
     let mut graders = Vec::new();
     for grader in &experiment.graders {

@@ -36,6 +36,10 @@ pub(crate) enum Behaviour {
     Distracted,
     /// Calls `logs` with `{"service": "db"}` on the MCP server the request names, if any, and
     /// answers with what it got (`NO MCP` without one).
+    McpClient,
+    /// Asks casebook to answer a call of each of the request's tools (agent protocol), then
+    /// shouts the turn's message followed by what the tools said. At `/v1/chat/completions`, the
+    /// same as a chat-completions model.
     Investigate,
 }
 
@@ -49,13 +53,25 @@ pub(crate) fn serve(behaviour: Behaviour) -> (String, Arc<Mutex<Vec<String>>>) {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
             tx.send(listener.local_addr().expect("an address")).expect("the test is waiting");
-            let app = axum::Router::new().route(
-                "/agent",
-                axum::routing::post(move |body: String| {
-                    let agent = agent.clone();
-                    async move { agent.answer(body).await }
-                }),
-            );
+            let model = agent.clone();
+            let app = axum::Router::new()
+                .route(
+                    "/agent",
+                    axum::routing::post(move |body: String| {
+                        let agent = agent.clone();
+                        async move { agent.answer(body).await }
+                    }),
+                )
+                .route(
+                    "/v1/chat/completions",
+                    axum::routing::post(move |body: String| {
+                        let model = model.clone();
+                        async move {
+                            model.bodies.lock().expect("the lock").push(body.clone());
+                            Json(investigating_model(&serde_json::from_str(&body).unwrap_or_default()))
+                        }
+                    }),
+                );
             axum::serve(listener, app).await.expect("the fake agent serves");
         });
     });
@@ -79,6 +95,9 @@ impl Agent {
                 (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], "slow down").into_response()
             }
             Behaviour::Investigate => {
+                Json(investigating_agent(&serde_json::from_str(&body).unwrap_or_default())).into_response()
+            }
+            Behaviour::McpClient => {
                 let request: Value = serde_json::from_str(&body).unwrap_or_default();
                 let Some(mcp) = request["mcp"].as_str() else {
                     return Json(json!({"output": "NO MCP"})).into_response();
@@ -112,6 +131,66 @@ impl Agent {
         }
     }
 }
+
+/// The fake investigator's calls: one of each tool, with the turn's message as the `service`.
+fn investigation(request: &Value) -> (String, Vec<(String, Value)>) {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let start = messages.iter().rposition(|m| ["user", "hitl"].contains(&m["role"].as_str().unwrap_or_default()));
+    let said = start.map(|i| messages[i]["content"].as_str().unwrap_or_default().to_owned()).unwrap_or_default();
+    let tools = request["tools"].as_array().cloned().unwrap_or_default();
+    // A protocol tool is `{name}`, a chat-completions one `{function: {name}}`.
+    let name = |t: &Value| t["name"].as_str().or(t["function"]["name"].as_str()).unwrap_or_default().to_owned();
+    let calls = tools.iter().map(|t| (name(t), json!({"service": said}))).collect();
+    (said, calls)
+}
+
+/// [`Behaviour::Investigate`] in the agent protocol.
+fn investigating_agent(request: &Value) -> Value {
+    let (said, calls) = investigation(request);
+    match request.get("tool_results").and_then(Value::as_array) {
+        None if !calls.is_empty() => json!({
+            "tool_calls": calls.iter().map(|(name, arguments)| json!({"name": name, "arguments": arguments})).collect::<Vec<_>>()
+        }),
+        results => {
+            let told: Vec<String> = results.into_iter().flatten().map(|r| r["content"].to_string()).collect();
+            json!({"output": format!("{} {}", said.to_uppercase(), told.join(" ")).trim_end()})
+        }
+    }
+}
+
+/// [`Behaviour::Investigate`] as a chat-completions model: after the tools have answered (or
+/// when there are none) it shouts the turn's message followed by what they said.
+fn investigating_model(request: &Value) -> Value {
+    let (said, calls) = investigation(request);
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let answered = messages.last().is_some_and(|m| m["role"] == "tool");
+    let message = if calls.is_empty() || answered {
+        let start = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        let told: Vec<String> =
+            messages[start..].iter().filter(|m| m["role"] == "tool").map(|m| m["content"].to_string()).collect();
+        json!({"role": "assistant", "content": format!("{} {}", said.to_uppercase(), told.join(" ")).trim_end()})
+    } else {
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, arguments))| {
+                json!({"id": format!("c{i}"), "type": "function",
+                       "function": {"name": name, "arguments": arguments.to_string()}})
+            })
+            .collect();
+        json!({"role": "assistant", "content": null, "tool_calls": calls})
+    };
+    json!({"choices": [{"index": 0, "message": message}]})
+}
+
+/// Cases whose tools have recorded answers (fine ones: they hold no expectation), and
+/// expectations that hold strings found nowhere else.
+const INVESTIGATED: &str = r#"{"id": "i1", "input": "api est lent — pourquoi ?", "tools": [{"name": "log_fetcher", "responses": [{"when": {"matches": {"service": "^api"}}, "result": ["GC pause 2 s — 垃圾回收"]}], "default": {"error": "no logs for that service"}}, {"name": "metrics_query", "default": "empty"}], "expected": {"output": "TOOL-SECRET-1", "outcomes": ["TOOL-SECRET-2"], "rubric": "TOOL-SECRET-3", "tool_calls": [{"name": "log_fetcher", "arguments": {"service": "TOOL-SECRET-4"}}]}}
+{"id": "i2", "input": "db is down", "turns": [{"role": "hitl", "content": "api too"}], "tools": [{"name": "log_fetcher", "responses": [{"when": {"arguments": {"service": "db is down"}}, "result": "disk full on db-1"}]}], "expected": {"output": "TOOL-SECRET-5", "per_turn": ["TOOL-SECRET-6", "TOOL-SECRET-5"]}}
+"#;
+
+const TOOL_SECRETS: [&str; 6] =
+    ["TOOL-SECRET-1", "TOOL-SECRET-2", "TOOL-SECRET-3", "TOOL-SECRET-4", "TOOL-SECRET-5", "TOOL-SECRET-6"];
 
 /// Cases whose expectations hold strings found nowhere else.
 pub(crate) const DATASET: &str = r#"{"id": "a", "input": "hello there", "expected": {"output": "HELLO THERE", "outcomes": ["OUTCOME-SECRET-1"], "rubric": "RUBRIC-SECRET-2", "acceptable": ["ACCEPT-SECRET-3"], "rubric_vars": {"ref": "VARS-SECRET-4"}}, "labels": ["greeting"], "context": [{"type": "document", "content": "the manual"}], "tools": [{"name": "lookup"}], "memory_seeds": [{"source": "profile", "content": "likes tea"}]}
@@ -176,6 +255,107 @@ fn no_expectation_reaches_the_agent() {
         (Some(4), Some(2), Some(0)),
         "{s}"
     );
+}
+
+#[test]
+fn no_expectation_reaches_the_agent_through_tool_answers() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    let base = url.trim_end_matches("/agent");
+    dir.file("cases.jsonl", INVESTIGATED);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nscenarios:\n  - {{name: protocol, target: '{url}'}}\n  \
+             - {{name: model, target: 'openai+{base}/v1?model=m'}}\ngraders: [{{kind: exact_match}}]\nthreshold: 0\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "jsonl=results.jsonl"]));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let bodies = bodies.lock().expect("the lock").clone();
+    // Each scenario: i1 asks, then answers (2 calls); i2 asks and answers on each of its 2 turns (4).
+    assert_eq!(bodies.len(), 12, "{bodies:#?}");
+    for body in &bodies {
+        for secret in TOOL_SECRETS {
+            assert!(!body.contains(secret), "`{secret}` was sent to the agent: {body}");
+        }
+        assert!(!body.contains("\"expected\"") && !body.contains("\"responses\""), "{body}");
+    }
+    // The answers did arrive, in the protocol's `tool_results` and as the model's tool messages.
+    assert!(
+        bodies.iter().any(|b| b.contains("\"tool_results\"") && b.contains("GC pause 2 s — 垃圾回收")),
+        "{bodies:#?}"
+    );
+    assert!(bodies.iter().any(|b| b.contains("\"role\":\"tool\"") && b.contains("disk full on db-1")), "{bodies:#?}");
+    // A call outside the snapshot is an error the agent sees as a failing tool's.
+    assert!(bodies.iter().any(|b| b.contains("\"is_error\":true")), "{bodies:#?}");
+    assert!(bodies.iter().any(|b| b.contains("\"content\":\"error: ")), "{bodies:#?}");
+    // Each result counts its calls outside the snapshot; the summary adds them up.
+    let rows: Vec<Value> = fs_err::read_to_string(dir.join("results.jsonl"))
+        .expect("the JSONL report")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    for row in &rows {
+        let (served, unmatched) = (&row["output"]["served_calls"], &row["output"]["unmatched_calls"]);
+        match row["case_id"].as_str() {
+            Some("i1") => assert_eq!((served, unmatched), (&json!(2), &Value::Null), "{row}"),
+            // Turn 1 asks about "api too", which log_fetcher has no answer for.
+            _ => assert_eq!((served, unmatched), (&json!(2), &json!(1)), "{row}"),
+        }
+        let how: Vec<&Value> = row["output"]["trajectory"]
+            .as_array()
+            .expect("a trajectory")
+            .iter()
+            .filter(|s| s["type"] == "tool_call")
+            .map(|s| &s["served"]["how"])
+            .collect();
+        assert!(!how.is_empty() && how.iter().all(|h| h.is_string()), "{row}");
+    }
+    let s = summary(&out.stdout);
+    assert_eq!(
+        s["tool_calls"],
+        json!({"served": 8, "unmatched": 2, "results_with_unmatched": 2,
+               "unmatched_in": [{"case_id": "i2", "scenario": "model", "run": 0}, {"case_id": "i2", "scenario": "protocol", "run": 0}]}),
+        "{s}"
+    );
+}
+
+#[test]
+fn max_steps_from_the_experiment_stops_an_agent_still_calling_tools() {
+    let dir = Folder::new();
+    let (url, bodies) = serve(Behaviour::Investigate);
+    dir.file("cases.jsonl", INVESTIGATED);
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: cases.jsonl\nmax_steps: 1\nscenarios:\n  - {{name: short, target: '{url}'}}\n  \
+             - {{name: enough, target: '{url}', max_steps: 2}}\ngraders: [{{kind: tool_called, tool: log_fetcher}}]\n\
+             threshold: 0.5\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "markdown=report.md"]));
+    // `short` lets the agent ask but never answer: both its runs are errors; `enough` passes.
+    assert_eq!(out.status, Some(0), "{out:?}");
+    let s = summary(&out.stdout);
+    assert_eq!((&s["totals"]["passed"], &s["totals"]["errors"]), (&json!(2), &json!(2)), "{s}");
+    assert_eq!(s["errors"][0]["kind"], "max-steps", "{s}");
+    let i1 = s["errors"][0]["examples"].as_array().unwrap().iter().find(|e| e["case_id"] == "i1").cloned();
+    assert_eq!(
+        i1.map(|e| e["message"].clone()),
+        Some(json!(
+            "the agent was still calling tools after 1 step of turn 0 (`max_steps`); its last calls were not answered: \
+             `log_fetcher`, `metrics_query`"
+        )),
+        "{s}"
+    );
+    // i1 × (1 + 2) calls, i2 × (1 + 4).
+    assert_eq!(bodies.lock().expect("the lock").len(), 8);
+    let report = fs_err::read_to_string(dir.join("report.md")).expect("the report");
+    assert!(report.contains("| max-steps | 2 |"), "{report}");
+    // A command-line target keeps the experiment's max_steps.
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--target", &url]));
+    assert_eq!(summary(&out.stdout)["totals"]["errors"], 2, "{out:?}");
 }
 
 fn finished_runs_are_reused_and_regrade_calls_no_agent(b: &Backend) {
@@ -892,7 +1072,7 @@ fn a_stored_dataset_gets_the_same_noise_as_its_file() {
 #[test]
 fn an_http_agent_is_served_its_case_tools_over_mcp_unless_the_scenario_says_no() {
     let dir = Folder::new();
-    let (url, bodies) = serve(Behaviour::Investigate);
+    let (url, bodies) = serve(Behaviour::McpClient);
     dir.file(
         "cases.jsonl",
         r#"{"id": "pool", "input": "Pourquoi ça rame ?", "expected": {"output": "pool épuisé"}, "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "db"}}, "result": "pool épuisé"}]}]}
@@ -927,7 +1107,7 @@ fn an_http_agent_is_served_its_case_tools_over_mcp_unless_the_scenario_says_no()
 #[test]
 fn runs_kept_from_mcp_are_not_reused_for_runs_served_over_it() {
     let dir = Folder::new();
-    let (url, bodies) = serve(Behaviour::Investigate);
+    let (url, bodies) = serve(Behaviour::McpClient);
     dir.file(
         "cases.jsonl",
         r#"{"id": "pool", "input": "q", "expected": {"output": "pool exhausted"}, "tools": [{"name": "logs", "responses": [{"result": "pool exhausted"}]}]}

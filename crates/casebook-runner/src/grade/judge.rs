@@ -273,6 +273,7 @@ fn steps(trajectory: &[Step]) -> Vec<String> {
                 Speaker::Hitl => "operator",
                 Speaker::System => "system",
                 Speaker::Assistant => "assistant",
+                Speaker::Tool => "tool",
             };
             format!("{who}: {}", shown(content, MESSAGE_SHOWN))
         }
@@ -434,6 +435,7 @@ mod tests {
                 served: None,
             }],
             millis: 3,
+            ..RunOutput::default()
         }
     }
 

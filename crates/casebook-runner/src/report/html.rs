@@ -1,5 +1,5 @@
 //! One self-contained HTML page of a run: the verdict, the summary tables and every result
-//! (case, scenario, run, score, verdict, rationale). Inline CSS only: no script, no external
+//! (case, scenario, run, score, verdict, rationale, and the tool calls casebook answered). Inline CSS only: no script, no external
 //! asset, so the file can be attached to a CI job or mailed and opened anywhere.
 //!
 //! Everything that comes from a case, an agent or a grader is escaped.
@@ -8,8 +8,9 @@ use std::io::{self, Write};
 
 use super::escape::{attribute, text};
 use super::{
-    explanation, flips, has_review_or_confidence, ordered, output_text, pass_rate_definition, pass_rate_text, percent,
-    percent_interval, points, review_groups, score, score_interval, selection_text, threshold_verdict,
+    call_lines, explanation, flips, has_review_or_confidence, ordered, output_text, pass_rate_definition,
+    pass_rate_text, percent, percent_interval, points, review_groups, score, score_interval, selection_text,
+    threshold_verdict, tool_calls_text,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -190,7 +191,11 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out, "</table>")?;
     }
 
-    writeln!(out, "<h2>Results ({})</h2>\n<table>", results.len())?;
+    writeln!(out, "<h2>Results ({})</h2>", results.len())?;
+    if let Some(calls) = tool_calls_text(summary) {
+        writeln!(out, r#"<p class="meta">{}</p>"#, text(&calls))?;
+    }
+    writeln!(out, "<table>")?;
     writeln!(
         out,
         "<tr><th>case</th><th>scenario</th><th>run</th><th>score</th><th>verdict</th><th>rationale</th></tr>"
@@ -213,10 +218,27 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
                     Some(answer) =>
                         format!("<details><summary>the agent's answer</summary><pre>{}</pre></details>", text(&answer)),
                     None => String::new(),
-                },
+                }
+                + &calls_cell(result),
         )?;
     }
     writeln!(out, "</table>\n</body></html>")
+}
+
+/// A result's tool calls, folded away: each with its arguments and how it was answered.
+fn calls_cell(result: &RunResult) -> String {
+    let lines = call_lines(result);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let unmatched = result.output.as_ref().map_or(0, |o| o.unmatched_calls);
+    let outside = if unmatched > 0 { format!(", {unmatched} outside the snapshot") } else { String::new() };
+    let items: String = lines.iter().map(|line| format!("<li>{}</li>", text(line))).collect();
+    format!(
+        "<details><summary>{} tool call{}{outside}</summary><ol>{items}</ol></details>",
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" }
+    )
 }
 
 /// The cells of a tally, from results to the mean score's interval.

@@ -1,6 +1,7 @@
 //! A Markdown report of a run, for pull-request comments and CI job summaries: the verdict,
 //! tables of totals per scenario, graders, labels and errors by kind, then the failing cases
-//! with their rationales (the first [`FAILING_CASES_SHOWN`], then "…and N more").
+//! with their rationales (the first [`FAILING_CASES_SHOWN`], then "…and N more"), and the tool
+//! calls casebook answered, result by result, with how each was answered.
 //!
 //! Text from cases, agents and graders is escaped so it cannot break a table or turn into
 //! markup (CommonMark renders inline HTML).
@@ -8,8 +9,9 @@
 use std::io::{self, Write};
 
 use super::{
-    explanation, flips, has_review_or_confidence, ordered, output_text, pass_rate_definition, pass_rate_text, percent,
-    percent_interval, points, review_groups, score, score_interval, selection_text, threshold_verdict, truncate,
+    call_lines, explanation, flips, has_review_or_confidence, ordered, output_text, pass_rate_definition,
+    pass_rate_text, percent, percent_interval, points, review_groups, score, score_interval, selection_text,
+    threshold_verdict, tool_calls_text, truncate,
 };
 use crate::record::RunResult;
 use crate::summary::{Summary, Tally, Verdict};
@@ -235,6 +237,31 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         }
         if failing.len() > FAILING_CASES_SHOWN {
             writeln!(out, "\n…and {} more", failing.len() - FAILING_CASES_SHOWN)?;
+        }
+    }
+
+    if let Some(total) = tool_calls_text(summary) {
+        writeln!(out, "\n## Tool calls\n\n{}\n", inline(&total))?;
+        let calling: Vec<(&RunResult, Vec<String>)> = ordered(summary, results)
+            .into_iter()
+            .map(|r| (r, call_lines(r)))
+            .filter(|(_, lines)| !lines.is_empty())
+            .collect();
+        for (result, lines) in calling.iter().take(FAILING_CASES_SHOWN) {
+            writeln!(
+                out,
+                "- **{}** ({} #{}), {}",
+                inline(&result.case_id),
+                inline(&result.scenario),
+                result.run,
+                Verdict::of(result).as_str()
+            )?;
+            for line in lines {
+                writeln!(out, "  - {}", inline(line))?;
+            }
+        }
+        if calling.len() > FAILING_CASES_SHOWN {
+            writeln!(out, "\n…and {} more results with tool calls", calling.len() - FAILING_CASES_SHOWN)?;
         }
     }
     Ok(())

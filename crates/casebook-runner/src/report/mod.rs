@@ -16,8 +16,17 @@ pub mod terminal;
 pub use jsonl::write_jsonl;
 pub use terminal::{human, human_comparison};
 
+use casebook_model::snapshot::Served;
+use serde_json::Value;
+
+use crate::protocol::{Serving, Step};
 use crate::record::RunResult;
 use crate::summary::{Interval, Summary};
+
+/// Characters of a tool call's arguments or answer that reports keep.
+const CALL_CHARS: usize = 200;
+/// Tool calls of one result that reports keep.
+const CALLS_KEPT: usize = 50;
 
 /// What a renderer's `write` writes, as a string.
 fn to_string(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
@@ -45,7 +54,7 @@ fn ordered<'a>(summary: &Summary, results: &'a [RunResult]) -> Vec<&'a RunResult
 /// the failure that made it an error. With `only_failing`, the graders that passed are left out
 /// (unless none failed, as when only the weighted score fell short).
 fn explanation(result: &RunResult, only_failing: bool) -> Vec<String> {
-    if let Err(failure) = &result.output {
+    if let Err(failure) | Ok(crate::record::RunOutput { unfinished: Some(failure), .. }) = &result.output {
         return vec![format!("{}: {}", failure.kind, failure.message)];
     }
     let failed_graders: Vec<String> = result
@@ -171,6 +180,110 @@ fn output_text(result: &RunResult) -> Option<String> {
     }
 }
 
+/// The tool calls of a trajectory as reports keep them: at most [`CALLS_KEPT`], their arguments
+/// and answers cut to [`CALL_CHARS`] characters (as text when cut).
+pub fn served_calls(trajectory: &[Step]) -> Vec<Step> {
+    let cut = |value: &Value| {
+        let text = value.to_string();
+        if text.chars().nth(CALL_CHARS).is_some() { Value::String(truncate(&text, CALL_CHARS)) } else { value.clone() }
+    };
+    trajectory
+        .iter()
+        .filter_map(|step| match step {
+            Step::ToolCall { name, arguments, result, served } => Some(Step::ToolCall {
+                name: name.clone(),
+                arguments: cut(arguments),
+                result: result.as_ref().map(cut),
+                served: *served,
+            }),
+            _ => None,
+        })
+        .take(CALLS_KEPT)
+        .collect()
+}
+
+/// A result's tool calls, one line each: `log_fetcher {"service":"db"} → matched entry 0:
+/// ["timeout"]`; `served` says how casebook answered it (a call the agent reports making with
+/// its own tools has no `served`, and shows what it reports).
+fn call_lines(result: &RunResult) -> Vec<String> {
+    let Ok(output) = &result.output else { return Vec::new() };
+    output
+        .trajectory
+        .iter()
+        .filter_map(|step| match step {
+            Step::ToolCall { name, arguments, result, served } => {
+                let how = served_text(served.as_ref(), result.is_some());
+                let arguments = match arguments {
+                    Value::Null => String::new(),
+                    other => format!(" {}", inline_value(other)),
+                };
+                let answer = result.as_ref().map(|r| format!(": {}", inline_value(r))).unwrap_or_default();
+                Some(format!("{name}{arguments} → {how}{answer}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the summary says of served tool calls, in words: `17 tool calls served from the cases'
+/// snapshots; 2 outside them, in 1 result: a (s #0)`; `None` when none was served.
+fn tool_calls_text(summary: &Summary) -> Option<String> {
+    let calls = &summary.tool_calls;
+    if calls.is_empty() {
+        return None;
+    }
+    let mut text = format!(
+        "{} tool call{} served from the cases' snapshots",
+        calls.served,
+        if calls.served == 1 { "" } else { "s" }
+    );
+    if calls.unmatched > 0 {
+        let named: Vec<String> =
+            calls.unmatched_in.iter().map(|c| format!("{} ({} #{})", c.case_id, c.scenario, c.run)).collect();
+        let more = calls.results_with_unmatched.saturating_sub(named.len() as u64);
+        text.push_str(&format!(
+            "; {} outside them, in {} result{}: {}{}",
+            calls.unmatched,
+            calls.results_with_unmatched,
+            if calls.results_with_unmatched == 1 { "" } else { "s" },
+            named.join(", "),
+            if more > 0 { format!(" …and {more} more") } else { String::new() }
+        ));
+    }
+    Some(text)
+}
+
+/// How a tool call was answered, in words: `matched entry 0`, `default`, `unmatched, error`,
+/// `unknown tool, error`; for a call casebook did not serve, `the agent's own` when the agent
+/// reports a result, else `not answered`.
+pub fn served_text(served: Option<&Serving>, has_result: bool) -> String {
+    match served {
+        Some(s) => {
+            let how = match (s.how, s.entry) {
+                (Served::Matched, Some(entry)) => format!("matched entry {entry}"),
+                (Served::Matched, None) => "matched".to_owned(),
+                (Served::Default, _) => "default".to_owned(),
+                (Served::Unmatched, _) => "unmatched".to_owned(),
+                (Served::UnknownTool, _) => "unknown tool".to_owned(),
+                (Served::Unfrozen, Some(entry)) => format!("entry {entry} not frozen"),
+                (Served::Unfrozen, None) => "not frozen".to_owned(),
+            };
+            if s.error { format!("{how}, error") } else { how }
+        }
+        None if has_result => "the agent's own".to_owned(),
+        None => "not answered".to_owned(),
+    }
+}
+
+/// A value on one line: a string as it is, anything else as JSON.
+fn inline_value(value: &Value) -> String {
+    match value {
+        Value::String(text) if text.is_empty() => "\"\"".to_owned(),
+        Value::String(text) => text.replace(['\n', '\r'], " "),
+        other => other.to_string(),
+    }
+}
+
 /// What the threshold is compared with, in words: `pass rate 66.7 % of 6 results (4 passed,
 /// 1 failed, 1 error, 0 ungraded)`, or, with the ungraded excluded, `pass rate 80.0 % of 5
 /// results (4 passed, 1 failed, 0 errors; 3 ungraded left out)`. Every report says it so, so
@@ -241,6 +354,68 @@ mod tests {
         let order: Vec<(&str, &str, u32)> =
             ordered(&summary, &results).iter().map(|r| (r.scenario.as_str(), r.case_id.as_str(), r.run)).collect();
         assert_eq!(order, [("two", "b", 0), ("one", "a", 2), ("one", "b", 1)]);
+    }
+
+    #[test]
+    fn reports_show_each_served_call_with_how_it_was_answered() {
+        use crate::protocol::Serving;
+        let call = |name: &str, arguments: Value, result: Value, served: Option<Serving>| Step::ToolCall {
+            name: name.into(),
+            arguments,
+            result: Some(result),
+            served,
+        };
+        let mut investigated = graded("inc-é", "s", 0, &[("contains", 1.0, true)]);
+        if let Ok(output) = &mut investigated.output {
+            output.trajectory = vec![
+                call(
+                    "log_fetcher",
+                    serde_json::json!({"service": "paiements"}),
+                    serde_json::json!(["pool épuisé"]),
+                    Some(Serving { how: Served::Matched, entry: Some(1), error: false }),
+                ),
+                call(
+                    "metrics_query",
+                    Value::Null,
+                    serde_json::json!(""),
+                    Some(Serving { how: Served::Default, entry: None, error: false }),
+                ),
+                call(
+                    "deploy",
+                    serde_json::json!({"to": "<prod>"}),
+                    serde_json::json!("there is no tool `deploy`"),
+                    Some(Serving { how: Served::UnknownTool, entry: None, error: true }),
+                ),
+                call("grep", serde_json::json!("x".repeat(300)), serde_json::json!(1), None),
+            ];
+            output.trajectory = served_calls(&output.trajectory);
+            output.served_calls = 3;
+            output.unmatched_calls = 1;
+        }
+        let results = vec![investigated, graded("plain", "s", 0, &[("contains", 1.0, true)])];
+        let summary = Summary::of(&results, 0.5, meta(&["s"], 1));
+        let expected = [
+            r#"log_fetcher {"service":"paiements"} → matched entry 1: ["pool épuisé"]"#.to_owned(),
+            r#"metrics_query → default: """#.to_owned(),
+            "deploy {\"to\":\"<prod>\"} → unknown tool, error: there is no tool `deploy`".to_owned(),
+            format!("grep {}… → the agent's own: 1", "\"".to_owned() + &"x".repeat(198)),
+        ];
+        assert_eq!(call_lines(&results[0]), expected);
+        assert!(call_lines(&results[1]).is_empty());
+        let total = "3 tool calls served from the cases' snapshots; 1 outside them, in 1 result: inc-é (s #0)";
+        assert_eq!(tool_calls_text(&summary).as_deref(), Some(total));
+        assert!(human(&summary).contains("3 tool calls served from the cases' snapshots; 1 outside them"));
+        let md = markdown::render(&summary, &results);
+        let shown = total.replace('#', "\\#");
+        assert!(md.contains(&format!("## Tool calls\n\n{shown}\n\n- **inc-é** (s #0), pass\n")), "{md}");
+        assert!(
+            md.contains("  - log\\_fetcher {\"service\":\"paiements\"} → matched entry 1: \\[\"pool épuisé\"\\]"),
+            "{md}"
+        );
+        assert!(!md.contains("**plain**"), "a result without calls is not listed: {md}");
+        let html = html::render(&summary, &results);
+        assert!(html.contains("<summary>4 tool calls, 1 outside the snapshot</summary>"), "{html}");
+        assert!(html.contains("deploy {&quot;to&quot;:&quot;&lt;prod&gt;&quot;} → unknown tool, error"), "{html}");
     }
 
     #[test]

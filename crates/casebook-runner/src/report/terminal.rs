@@ -4,7 +4,7 @@
 
 use super::{
     flips, has_review_or_confidence, pass_rate_text, percent, percent_interval, points, review_groups, score,
-    score_interval, selection_text, threshold_verdict, truncate,
+    score_interval, selection_text, threshold_verdict, tool_calls_text, truncate,
 };
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
@@ -133,6 +133,11 @@ pub fn human(summary: &Summary) -> String {
                 t.errors
             ));
         }
+    }
+
+    if let Some(text) = tool_calls_text(summary) {
+        lines.push(String::new());
+        lines.push(text);
     }
 
     if !summary.errors.is_empty() {

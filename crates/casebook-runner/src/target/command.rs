@@ -69,7 +69,7 @@ impl CommandPool {
         match process.stdout.read_line(&mut answer).await {
             Ok(0) => Err(self.discard(process, "exited without replying", true).await),
             Err(error) => Err(self.discard(process, &format!("could not be read from ({error})"), false).await),
-            Ok(_) => match serde_json::from_str::<AgentReply>(&answer) {
+            Ok(_) => match AgentReply::parse(answer.as_bytes()) {
                 Ok(reply) => {
                     self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(process);
                     Ok(reply)
@@ -77,7 +77,7 @@ impl CommandPool {
                 Err(error) => {
                     let why = format!(
                         "wrote a line that is not an agent reply `{{\"output\": …, \"trajectory\": [optional steps]}}` \
-                         ({error}): {}",
+                         or `{{\"tool_calls\": […]}}` ({error}): {}",
                         excerpt(answer.as_bytes())
                     );
                     Err(self.discard(process, &why, false).await)

@@ -23,12 +23,12 @@ pub(crate) struct HttpAgent {
 impl HttpAgent {
     pub async fn call(&self, request: &AgentRequest) -> Result<AgentReply, AttemptError> {
         let body = post_json(&self.client, &self.url, &self.shown, request).await?;
-        serde_json::from_slice(&body).map_err(|error| {
+        AgentReply::parse(&body).map_err(|error| {
             AttemptError::fatal(
                 "protocol",
                 format!(
-                    "{} did not answer with an agent reply `{{\"output\": …, \"trajectory\": [optional steps]}}`: \
-                     {error}; it answered: {}",
+                    "{} did not answer with an agent reply `{{\"output\": …, \"trajectory\": [optional steps]}}` \
+                     or `{{\"tool_calls\": [{{\"id\", \"name\", \"arguments\"}}]}}`: {error}; it answered: {}",
                     self.shown,
                     excerpt(&body)
                 ),

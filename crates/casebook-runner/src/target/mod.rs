@@ -147,6 +147,18 @@ impl Target {
         self.mcp.as_deref()
     }
 
+    /// How the target is named in messages: its redacted URL, program or built-in.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the target is a chat-completions model, whose tool calls are recorded unanswered
+    /// when the case has no recorded answers (an agent protocol reply with tool calls asks
+    /// casebook to answer them).
+    pub fn is_chat_completions(&self) -> bool {
+        matches!(&*self.backend, Backend::OpenAi(_))
+    }
+
     /// How many processes of a `command` target wait for a call (0 for other targets).
     pub fn idle_processes(&self) -> usize {
         match &*self.backend {

@@ -3,13 +3,16 @@
 //!
 //! The runner sends the whole conversation every turn, so the history the endpoint sees is the
 //! request's `messages`; the task's context and memory seeds go first, as a system message.
+//! The model's tool calls come back as [`AgentReply::tool_calls`]; the tool loop
+//! ([`crate::environment::tool_loop`]) answers them, and the answers reach the model as `tool`
+//! messages after the assistant message that asked for them.
 
 use reqwest::{Client, Url};
 use serde_json::{Value, json};
 
 use super::http::{excerpt, post_json};
 use super::policy::AttemptError;
-use crate::protocol::{AgentReply, AgentRequest, Speaker, Step};
+use crate::protocol::{AgentReply, AgentRequest, Message, Speaker, ToolCall};
 
 /// What an operator's (`hitl`) message is prefixed with: chat completions have no such role.
 pub const OPERATOR_PREFIX: &str = "[operator] ";
@@ -48,14 +51,7 @@ pub(crate) fn chat_request(model: &str, request: &AgentRequest) -> Value {
         messages.push(json!({ "role": "system", "content": preamble }));
     }
     for message in &request.messages {
-        let text = as_text(&message.content);
-        let (role, content) = match message.role {
-            Speaker::User => ("user", text),
-            Speaker::Hitl => ("user", format!("{OPERATOR_PREFIX}{text}")),
-            Speaker::System => ("system", text),
-            Speaker::Assistant => ("assistant", text),
-        };
-        messages.push(json!({ "role": role, "content": content }));
+        messages.push(chat_message(message));
     }
     let mut body = json!({ "model": model, "messages": messages });
     if !request.tools.is_empty() {
@@ -75,6 +71,38 @@ pub(crate) fn chat_request(model: &str, request: &AgentRequest) -> Value {
         body["tools"] = Value::Array(tools);
     }
     body
+}
+
+/// One message of the conversation as chat completions have it.
+fn chat_message(message: &Message) -> Value {
+    let text = as_text(&message.content);
+    match message.role {
+        Speaker::User => json!({ "role": "user", "content": text }),
+        Speaker::Hitl => json!({ "role": "user", "content": format!("{OPERATOR_PREFIX}{text}") }),
+        Speaker::System => json!({ "role": "system", "content": text }),
+        Speaker::Assistant if message.tool_calls.is_empty() => json!({ "role": "assistant", "content": text }),
+        Speaker::Assistant => {
+            let calls: Vec<Value> = message
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    // Arguments travel as JSON text; ones the model wrote as broken JSON go back as written.
+                    let arguments = match &call.arguments {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
+                })
+                .collect();
+            let content = if text.is_empty() { Value::Null } else { Value::String(text) };
+            json!({ "role": "assistant", "content": content, "tool_calls": calls })
+        }
+        // Chat completions have no error flag on a tool's answer: the model reads it in the text.
+        Speaker::Tool if message.is_error => json!({
+            "role": "tool", "tool_call_id": message.tool_call_id, "content": format!("error: {text}")
+        }),
+        Speaker::Tool => json!({ "role": "tool", "tool_call_id": message.tool_call_id, "content": text }),
+    }
 }
 
 /// The system message that lists the task's context items and memory seeds, if it has any.
@@ -119,7 +147,7 @@ fn as_text(content: &Value) -> String {
     }
 }
 
-/// `choices[0].message`: its content is the output, its tool calls the trajectory.
+/// `choices[0].message`: its content is the output, its tool calls the calls to answer.
 fn reply_from(answer: &[u8]) -> Result<AgentReply, String> {
     let answer: Value = serde_json::from_slice(answer).map_err(|error| format!("not JSON: {error}"))?;
     let message = answer.pointer("/choices/0/message").ok_or("no `choices[0].message`")?;
@@ -128,7 +156,7 @@ fn reply_from(answer: &[u8]) -> Result<AgentReply, String> {
         Some(Value::String(text)) => Value::String(text.clone()),
         Some(_) => return Err("`content` is neither a string nor null".to_owned()),
     };
-    let mut trajectory = Vec::new();
+    let mut tool_calls = Vec::new();
     if let Some(calls) = message.get("tool_calls").filter(|calls| !calls.is_null()) {
         let calls = calls.as_array().ok_or("`tool_calls` is not a list")?;
         for call in calls {
@@ -139,16 +167,16 @@ fn reply_from(answer: &[u8]) -> Result<AgentReply, String> {
                 Some(other) => other.clone(),
                 None => Value::Null,
             };
-            trajectory.push(Step::ToolCall { name: name.to_owned(), arguments, result: None, served: None });
+            let id = call.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+            tool_calls.push(ToolCall { id, name: name.to_owned(), arguments });
         }
     }
-    Ok(AgentReply { output, trajectory })
+    Ok(AgentReply { output, tool_calls, ..AgentReply::default() })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Message;
     use casebook_model::{ContextItem, Seed, Task};
 
     #[test]
@@ -168,8 +196,8 @@ mod tests {
             extra: Default::default(),
         };
         let mut request = AgentRequest::first("c1", 0, &task, vec![seed], "s".into());
-        request.messages.push(Message { role: Speaker::Assistant, content: Value::Null });
-        request.messages.push(Message { role: Speaker::Hitl, content: json!("stop") });
+        request.messages.push(Message::new(Speaker::Assistant, Value::Null));
+        request.messages.push(Message::new(Speaker::Hitl, json!("stop")));
         let body = chat_request("m", &request);
         assert_eq!(
             body,
@@ -193,9 +221,43 @@ mod tests {
         )
         .unwrap();
         assert_eq!(reply.output, Value::Null);
+        assert_eq!(reply.tool_calls, vec![ToolCall { id: String::new(), name: "f".into(), arguments: json!("{oops") }]);
+    }
+
+    #[test]
+    fn tool_calls_and_their_answers_go_back_as_chat_messages() {
+        let mut request = AgentRequest::first("c1", 0, &Task::new(json!("why?")), Vec::new(), "s".into());
+        let calls = vec![
+            ToolCall { id: "call_1".into(), name: "logs".into(), arguments: json!({"svc": "db"}) },
+            ToolCall { id: "call_2".into(), name: "metrics".into(), arguments: json!("{oops") },
+        ];
+        request.messages.push(Message::asking(Value::Null, calls));
+        let answers = [
+            crate::protocol::ToolResult {
+                id: "call_1".into(),
+                name: "logs".into(),
+                content: json!(["timeout"]),
+                is_error: false,
+            },
+            crate::protocol::ToolResult {
+                id: "call_2".into(),
+                name: "metrics".into(),
+                content: json!("no such series"),
+                is_error: true,
+            },
+        ];
+        request.messages.extend(answers.iter().map(Message::answer));
+        let body = chat_request("m", &request);
         assert_eq!(
-            reply.trajectory,
-            vec![Step::ToolCall { name: "f".into(), arguments: json!("{oops"), result: None, served: None }]
+            body["messages"].as_array().unwrap()[1..],
+            [
+                json!({"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "logs", "arguments": "{\"svc\":\"db\"}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "metrics", "arguments": "{oops"}},
+                ]}),
+                json!({"role": "tool", "tool_call_id": "call_1", "content": "[\"timeout\"]"}),
+                json!({"role": "tool", "tool_call_id": "call_2", "content": "error: no such series"}),
+            ]
         );
     }
 }

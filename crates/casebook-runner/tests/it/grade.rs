@@ -91,6 +91,7 @@ fn run() -> RunOutput {
             },
         ],
         millis: 1200,
+        ..RunOutput::default()
     }
 }
 
@@ -187,6 +188,7 @@ async fn the_judge_sees_each_served_call_with_its_answer_and_the_expected_outcom
         per_turn: vec![json!("le pool de connexions est saturé")],
         trajectory,
         millis: 10,
+        ..RunOutput::default()
     };
     let (endpoint, seen) = judge(|| reply("{\"score\": 1, \"rationale\": \"queried the pool\"}")).await;
     let grader = grader(json!({"kind": "llm_judge", "endpoint": endpoint, "model": "m", "timeout_secs": 5}));

@@ -225,6 +225,7 @@ fn a_command_line_target_stands_in_for_the_letta_agent() {
         target: Located { value: json!("http://127.0.0.1:1/turn"), at: Place::default() },
         noise: None,
         mcp: true,
+        max_steps: None,
     }];
     assert_eq!(e.missing_target(), None);
 }
@@ -296,7 +297,13 @@ async fn prompt_of(suite: Experiment, case: Value) -> String {
     let grader = spec.build().unwrap();
     let case: Case = serde_json::from_value(case).unwrap();
     let answer = json!("```\n /\\_/\\\n( o.o )\n```");
-    let run = RunOutput { output: answer.clone(), per_turn: vec![answer], trajectory: Vec::new(), millis: 1 };
+    let run = RunOutput {
+        output: answer.clone(),
+        per_turn: vec![answer],
+        trajectory: Vec::new(),
+        millis: 1,
+        ..RunOutput::default()
+    };
     let grade = grader.grade(&case, &run).await.unwrap();
     assert_eq!(grade.score, 0.75);
     let bodies = seen.lock().unwrap().clone();

@@ -2,3 +2,4 @@ mod grade;
 mod letta_suite;
 mod mcp;
 mod target;
+mod tool_loop;

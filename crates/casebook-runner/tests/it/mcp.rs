@@ -129,7 +129,12 @@ fn scenario(url: &str, server: Option<Arc<McpServer>>) -> PlannedScenario {
         Some(server) => target.with_mcp(server),
         None => target,
     };
-    PlannedScenario { name: "mcp".into(), describe: spec.describe(), target }
+    PlannedScenario {
+        name: "mcp".into(),
+        describe: spec.describe(),
+        target,
+        max_steps: casebook_runner::environment::DEFAULT_MAX_STEPS,
+    }
 }
 
 /// An incident with logs and metrics on record, and an agent told to look at both, at a service

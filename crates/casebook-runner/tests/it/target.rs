@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use casebook_model::{Case, Seed};
-use casebook_runner::protocol::{AgentReply, AgentRequest, Message, Speaker, Step};
+use casebook_runner::protocol::{AgentReply, AgentRequest, Message, Speaker, Step, ToolCall};
 use casebook_runner::record::Failure;
 use casebook_runner::target::{CallPolicy, OPERATOR_PREFIX, Target, TargetSpec, agent_protocol_schema};
 use serde_json::{Value, json};
@@ -132,6 +132,7 @@ async fn http_agent_gets_the_task_and_never_the_expectations() {
                 result: None,
                 served: None
             }],
+            tool_calls: Vec::new(),
         }
     );
     let body = &seen.bodies()[0];
@@ -280,20 +281,15 @@ async fn openai_target_sends_history_and_tools_and_reads_tool_calls() {
     spec.resolve_env(|_| Some("sk-openai".into()));
     let mut request = request();
     request.turn = 1;
-    request.messages.push(Message { role: Speaker::Assistant, content: json!("which service?") });
-    request.messages.push(Message { role: Speaker::Hitl, content: json!("checkout, hurry") });
+    request.messages.push(Message::new(Speaker::Assistant, json!("which service?")));
+    request.messages.push(Message::new(Speaker::Hitl, json!("checkout, hurry")));
 
     let reply = spec.connect().unwrap().call(&request).await.unwrap();
 
     assert_eq!(reply.output, json!("checking the pool"));
     assert_eq!(
-        reply.trajectory,
-        vec![Step::ToolCall {
-            name: "query_metrics".into(),
-            arguments: json!({"name": "pool"}),
-            result: None,
-            served: None
-        }]
+        reply.tool_calls,
+        vec![ToolCall { id: "call_1".into(), name: "query_metrics".into(), arguments: json!({"name": "pool"}) }]
     );
     let body = &seen.bodies()[0];
     assert_eq!(body["model"], "small-model");
@@ -407,11 +403,11 @@ async fn a_missing_program_is_a_process_failure() {
 #[tokio::test]
 async fn builtin_echo_repeats_the_last_message() {
     let mut request = request();
-    request.messages.push(Message { role: Speaker::Hitl, content: json!({"approve": true}) });
+    request.messages.push(Message::new(Speaker::Hitl, json!({"approve": true})));
 
     let reply = connect("builtin:echo").call(&request).await.unwrap();
 
-    assert_eq!(reply, AgentReply { output: json!({"approve": true}), trajectory: Vec::new() });
+    assert_eq!(reply, AgentReply::answer(json!({"approve": true})));
 }
 
 #[tokio::test]

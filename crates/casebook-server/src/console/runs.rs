@@ -230,6 +230,8 @@ pub struct ResultItem {
     pub verdict: &'static str,
     pub score: String,
     pub millis: String,
+    /// The tool calls casebook served in the run: `3`, or `3 (1 unmatched)`; empty without any.
+    pub calls: String,
     pub note: String,
 }
 
@@ -286,6 +288,11 @@ fn item(project: &str, run: &str, ran: Option<&Ran>, place: usize, result: &Resu
             verdict: Verdict::of(r).as_str(),
             score: score(r.score),
             millis: r.output.as_ref().map(|o| o.millis.to_string()).unwrap_or_default(),
+            calls: match &r.output {
+                Ok(o) if o.unmatched_calls > 0 => format!("{} ({} unmatched)", o.served_calls, o.unmatched_calls),
+                Ok(o) if o.served_calls > 0 => o.served_calls.to_string(),
+                _ => String::new(),
+            },
             note: r
                 .failure()
                 .map(|f| format!("{}: {}", f.kind, preview(&Value::String(f.message.clone()), 80)))
@@ -301,6 +308,7 @@ fn item(project: &str, run: &str, ran: Option<&Ran>, place: usize, result: &Resu
             verdict: "unreadable",
             score: String::new(),
             millis: String::new(),
+            calls: String::new(),
             note: format!("this stored result is not a result the runner wrote: {err}"),
         },
     }
@@ -446,6 +454,8 @@ pub struct StepItem {
     pub title: String,
     pub body: String,
     pub result: String,
+    /// How casebook answered a tool call (`matched entry 0`, `default`, `unmatched, error`…).
+    pub served: String,
 }
 
 #[derive(Template)]
@@ -486,18 +496,21 @@ fn step(s: &Step) -> StepItem {
             },
             body: show(content),
             result: String::new(),
+            served: String::new(),
         },
-        Step::ToolCall { name, arguments, result, .. } => StepItem {
+        Step::ToolCall { name, arguments, result, served } => StepItem {
             kind: "tool",
             title: name.clone(),
             body: show(arguments),
             result: result.as_ref().map(show).unwrap_or_default(),
+            served: casebook_runner::report::served_text(served.as_ref(), result.is_some()),
         },
         Step::Other { detail } => StepItem {
             kind: "other",
             title: detail.get("type").and_then(Value::as_str).unwrap_or("step").to_owned(),
             body: serde_json::to_string_pretty(detail).unwrap_or_default(),
             result: String::new(),
+            served: String::new(),
         },
     }
 }

@@ -2,7 +2,8 @@
 //! results and summary, the agents' outputs kept apart by run hash), read in a real headless
 //! Chromium, and over plain HTTP on both backends.
 
-use casebook_runner::protocol::{Speaker, Step};
+use casebook_model::snapshot::Served;
+use casebook_runner::protocol::{Serving, Speaker, Step};
 use casebook_runner::record::{Failure, Grade, GraderResult, RunOutput, RunResult};
 use casebook_runner::summary::{RunMeta, Summary, compare};
 use casebook_store::{AnyStore, Ref, ResultRow, Store};
@@ -138,8 +139,24 @@ async fn seed(server: &Server) -> (Vec<RunResult>, Vec<RunResult>) {
                 result: Some(json!({"status": "refunded"})),
                 served: None,
             },
+            // Calls casebook answered from the case's snapshot: one matched, one outside it.
+            Step::ToolCall {
+                name: "refund_status".to_owned(),
+                arguments: json!({"order": 42}),
+                result: Some(json!("remboursé le 3 mai")),
+                served: Some(Serving { how: Served::Matched, entry: Some(1), error: false }),
+            },
+            Step::ToolCall {
+                name: "refund_status".to_owned(),
+                arguments: json!({"order": 7}),
+                result: Some(json!("no recorded answer for this call of `refund_status`")),
+                served: Some(Serving { how: Served::Unmatched, entry: None, error: true }),
+            },
         ],
         millis: 2345,
+        served_calls: 2,
+        unmatched_calls: 1,
+        ..RunOutput::default()
     });
     let b = vec![
         first,
@@ -188,6 +205,7 @@ async fn a_reader_lists_runs_reads_a_summary_and_a_result_with_its_trajectory() 
     assert!(browser.text_of("table.errors").await.contains("the judge answered no JSON"));
     let results = browser.text_of("table.results tbody").await;
     assert_eq!(results.lines().count(), 8, "{results}");
+    assert!(results.lines().next().unwrap().contains("2 (1 unmatched)"), "{results}");
     // The case links to the case in the version the run used.
     let href =
         browser.run("return document.querySelector('table.results tbody a[href*=\"/cases/\"]').href", json!([])).await;
@@ -200,6 +218,11 @@ async fn a_reader_lists_runs_reads_a_summary_and_a_result_with_its_trajectory() 
     let trajectory = browser.text_of("ol.trajectory").await;
     assert!(trajectory.contains("where is my refund") && trajectory.contains("lookup_order"), "{trajectory}");
     assert!(trajectory.contains("\"order\": 42") && trajectory.contains("refunded"), "{trajectory}");
+    // Each call says how it was answered: the agent's own tool, or the snapshot's entry, or none.
+    assert!(trajectory.contains("lookup_order (the agent's own)"), "{trajectory}");
+    assert!(trajectory.contains("refund_status (matched entry 1)") && trajectory.contains("remboursé le 3 mai"));
+    assert!(trajectory.contains("refund_status (unmatched, error)"), "{trajectory}");
+    assert!(text.contains("tool calls served 2 (1 unmatched)"), "{text}");
     let grades = browser.text_of("table.grades").await;
     assert!(grades.contains("exact_match") && grades.contains("judge gave 0.9"), "{grades}");
     // The error of a grader is shown as an error, not a failure.
