@@ -29,7 +29,22 @@ pub fn render(summary: &Summary, results: &[RunResult]) -> String {
 }
 
 /// Writes the Markdown report of a run to `out`.
-pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
+pub fn write(summary: &Summary, results: &[RunResult], out: impl Write) -> io::Result<()> {
+    let failing: Vec<&RunResult> =
+        ordered(summary, results).into_iter().filter(|r| Verdict::of(r) == Verdict::Fail).collect();
+    let shown = &failing[..failing.len().min(FAILING_CASES_SHOWN)];
+    write_listed(summary, failing.len(), shown, out)
+}
+
+/// Writes the Markdown report of a run to `out`, given only what it lists: how many results
+/// failed, and the first [`FAILING_CASES_SHOWN`] of them in report order (what a
+/// [`Listing`](super::listing::Listing) keeps).
+pub fn write_listed(
+    summary: &Summary,
+    failed: usize,
+    shown: &[impl std::borrow::Borrow<RunResult>],
+    mut out: impl Write,
+) -> io::Result<()> {
     let meta = &summary.meta;
     let k = meta.n_runs;
     writeln!(out, "# {}\n", inline(&meta.experiment))?;
@@ -195,11 +210,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out)?;
     }
 
-    let failing: Vec<&RunResult> =
-        ordered(summary, results).into_iter().filter(|r| Verdict::of(r) == Verdict::Fail).collect();
-    if !failing.is_empty() {
-        writeln!(out, "## Failing cases ({})\n", failing.len())?;
-        for result in failing.iter().take(FAILING_CASES_SHOWN) {
+    if failed > 0 {
+        writeln!(out, "## Failing cases ({failed})\n")?;
+        for result in shown.iter().take(FAILING_CASES_SHOWN).map(std::borrow::Borrow::borrow) {
             writeln!(
                 out,
                 "- **{}** ({} #{}), score {}",
@@ -233,8 +246,8 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
                 None => {}
             }
         }
-        if failing.len() > FAILING_CASES_SHOWN {
-            writeln!(out, "\n…and {} more", failing.len() - FAILING_CASES_SHOWN)?;
+        if failed > FAILING_CASES_SHOWN {
+            writeln!(out, "\n…and {} more", failed - FAILING_CASES_SHOWN)?;
         }
     }
     Ok(())
