@@ -252,8 +252,11 @@ pub async fn execute<T: Send + 'static>(
                     done.push(finish(run_job(&plan, case, job, stored, mode).await));
                 }
             }
-            drop(permit);
+            // The permit goes once the results are handed over: a finished job waiting for a
+            // slow consumer (the store) holds its result, so it must count against the limit,
+            // or finished results pile up in memory without bound.
             let _ = results.send(done).await;
+            drop(permit);
         });
     };
     'windows: while let Some(window) = work.recv().await {
@@ -274,8 +277,9 @@ pub async fn execute<T: Send + 'static>(
                     let stored = item.stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
                     let case = plan.case(item.job.case);
                     let done = finish(run_job(&plan, &case, item.job, stored, mode).await);
-                    drop(permit);
+                    // Held until the result is handed over (see `spawn_batch`).
                     let _ = results.send(vec![done]).await;
+                    drop(permit);
                 });
             }
             // Reap finished tasks as we go so the set does not grow with the experiment.

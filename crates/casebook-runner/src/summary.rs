@@ -403,12 +403,23 @@ impl Summary {
 }
 
 /// A [`Summary`] built one result at a time, so that a run of any size need not keep its
-/// results: what it holds is counts, scores, and one verdict per case and run (for pass@k).
+/// results: what it holds is counts and running sums, and the verdicts of the cases still open.
+///
+/// pass@k and robustness need a case's verdicts across its runs and scenarios: they are kept
+/// per case until the case is closed, then folded into counts. With
+/// [`SummaryBuilder::closing_cases`] a case is closed as soon as it has all its results (a run
+/// makes a case's jobs one after the other, so only the cases in flight are open); otherwise
+/// every case stays open until [`SummaryBuilder::finish`].
 #[derive(Debug, Default)]
 pub struct SummaryBuilder {
     totals: Counter,
     scenarios: BTreeMap<String, Counter>,
-    cases: BTreeMap<String, BTreeMap<String, BTreeMap<u32, Verdict>>>,
+    /// The open cases: case id → its verdicts.
+    open: HashMap<String, CaseVerdicts>,
+    /// `(results a case has, k)` when cases are closed as they complete.
+    closing: Option<(usize, u32)>,
+    /// pass@k counts of the closed cases, by scenario.
+    at_k: HashMap<String, AtK>,
     labels: BTreeMap<String, Counter>,
     review: [Counter; 4],
     confidence: [Counter; 4],
@@ -418,12 +429,44 @@ pub struct SummaryBuilder {
     /// `(scenario with noise, scenario without)`.
     noise_pairs: Vec<(String, String)>,
     tool_calls: ServedCalls,
+    /// The robustness of each noise pair over the closed cases.
+    robust: Vec<RobustCount>,
     exclude_ungraded: bool,
+}
+
+/// One case's verdicts: scenario → run → verdict (the first result of a run counts), and how
+/// many results it has had.
+#[derive(Debug, Default)]
+struct CaseVerdicts {
+    results: usize,
+    runs: BTreeMap<String, BTreeMap<u32, Verdict>>,
+}
+
+/// pass@k counts of one scenario's closed cases.
+#[derive(Debug, Default, Clone, Copy)]
+struct AtK {
+    counted: usize,
+    excluded: usize,
+    any: usize,
+    all: usize,
+}
+
+/// A [`Robustness`] being counted.
+#[derive(Debug, Default)]
+struct RobustCount {
+    pairs: usize,
+    passed_without: usize,
+    passed_with: usize,
+    pass_to_fail: Vec<Flip>,
+    fail_to_pass: Vec<Flip>,
+    errors: usize,
+    unpaired: usize,
 }
 
 impl SummaryBuilder {
     /// Asks for a [`Robustness`] of each `(scenario with noise, scenario without)`.
     pub fn with_noise_pairs(mut self, pairs: Vec<(String, String)>) -> Self {
+        self.robust = pairs.iter().map(|_| RobustCount::default()).collect();
         self.noise_pairs = pairs;
         self
     }
@@ -435,6 +478,15 @@ impl SummaryBuilder {
         self
     }
 
+    /// Closes each case once it has `scenarios × n_runs` results, so that memory holds only
+    /// the cases whose runs are still coming. `n_runs` is the k of pass@k: the `n_runs` of the
+    /// [`RunMeta`] given to [`SummaryBuilder::finish`]. A case id must not come back once its
+    /// case is closed (a dataset's ids are unique).
+    pub fn closing_cases(mut self, scenarios: usize, n_runs: u32) -> Self {
+        self.closing = Some((scenarios * n_runs as usize, n_runs));
+        self
+    }
+
     pub fn add(&mut self, result: &RunResult) {
         let verdict = Verdict::of(result);
         self.tool_calls.add(result);
@@ -443,15 +495,23 @@ impl SummaryBuilder {
             Some(counter) => counter.add(result, verdict),
             None => self.scenarios.entry(result.scenario.clone()).or_default().add(result, verdict),
         }
-        let runs = match self.cases.get_mut(&result.scenario) {
-            Some(cases) => cases,
-            None => self.cases.entry(result.scenario.clone()).or_default(),
+        let case = match self.open.get_mut(&result.case_id) {
+            Some(case) => case,
+            None => self.open.entry(result.case_id.clone()).or_default(),
         };
-        let runs = match runs.get_mut(&result.case_id) {
+        let runs = match case.runs.get_mut(&result.scenario) {
             Some(runs) => runs,
-            None => runs.entry(result.case_id.clone()).or_default(),
+            None => case.runs.entry(result.scenario.clone()).or_default(),
         };
         runs.entry(result.run).or_insert(verdict);
+        case.results += 1;
+        if let Some((per_case, k)) = self.closing {
+            if case.results >= per_case {
+                if let Some(case) = self.open.remove(&result.case_id) {
+                    self.close(&result.case_id, &case, k);
+                }
+            }
+        }
         let distinct: BTreeSet<&str> = result.labels.iter().map(String::as_str).collect();
         for label in distinct {
             match self.labels.get_mut(label) {
@@ -492,7 +552,28 @@ impl SummaryBuilder {
         }
     }
 
-    pub fn finish(self, threshold: f64, meta: RunMeta) -> Summary {
+    /// Folds case `id`'s verdicts into the pass@k and robustness counts.
+    fn close(&mut self, id: &str, case: &CaseVerdicts, k: u32) {
+        for (scenario, runs) in &case.runs {
+            let at_k = match self.at_k.get_mut(scenario) {
+                Some(at_k) => at_k,
+                None => self.at_k.entry(scenario.clone()).or_default(),
+            };
+            at_k.add(runs, k);
+        }
+        let empty = BTreeMap::new();
+        for ((noisy, clean), count) in self.noise_pairs.iter().zip(&mut self.robust) {
+            let without = case.runs.get(clean).unwrap_or(&empty);
+            let with = case.runs.get(noisy).unwrap_or(&empty);
+            count.add(id, without, with);
+        }
+    }
+
+    pub fn finish(mut self, threshold: f64, meta: RunMeta) -> Summary {
+        let k = self.closing.map_or(meta.n_runs, |(_, k)| k);
+        for (id, case) in std::mem::take(&mut self.open) {
+            self.close(&id, &case, k);
+        }
         let exclude = self.exclude_ungraded;
         let mut names: Vec<&str> = Vec::new();
         for name in &meta.scenarios {
@@ -510,7 +591,7 @@ impl SummaryBuilder {
             .map(|name| ScenarioSummary {
                 scenario: name.to_owned(),
                 tally: self.scenarios.get(name).unwrap_or(&Counter::default()).tally(exclude),
-                pass_at_k: pass_at_k(self.cases.get(name), meta.n_runs),
+                pass_at_k: self.at_k.get(name).copied().unwrap_or_default().pass_at_k(meta.n_runs),
             })
             .collect();
 
@@ -520,18 +601,11 @@ impl SummaryBuilder {
         let mut errors: Vec<ErrorKindSummary> = self.errors.into_values().collect();
         errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(&b.kind)));
 
-        let empty = BTreeMap::new();
         let robustness = self
             .noise_pairs
-            .iter()
-            .map(|(noisy, clean)| {
-                robustness(
-                    noisy,
-                    clean,
-                    self.cases.get(clean).unwrap_or(&empty),
-                    self.cases.get(noisy).unwrap_or(&empty),
-                )
-            })
+            .into_iter()
+            .zip(self.robust)
+            .map(|((noisy, clean), count)| count.robustness(noisy, clean))
             .collect();
         Summary {
             meta,
@@ -572,54 +646,82 @@ impl SummaryBuilder {
     }
 }
 
-/// The [`Robustness`] of `noisy` against `clean`, from each one's verdicts by case and run.
-fn robustness(
-    noisy: &str,
-    clean: &str,
-    without: &BTreeMap<String, BTreeMap<u32, Verdict>>,
-    with: &BTreeMap<String, BTreeMap<u32, Verdict>>,
-) -> Robustness {
-    let mut r = Robustness {
-        scenario: noisy.to_owned(),
-        without_noise: clean.to_owned(),
-        pairs: 0,
-        pass_rate_without: None,
-        pass_rate_with: None,
-        difference: None,
-        pass_to_fail: Vec::new(),
-        fail_to_pass: Vec::new(),
-        errors: 0,
-        unpaired: 0,
-    };
-    let (mut passed_without, mut passed_with) = (0, 0);
-    let mut keys: BTreeSet<(&str, u32)> = BTreeSet::new();
-    for side in [without, with] {
-        keys.extend(side.iter().flat_map(|(case, runs)| runs.keys().map(move |run| (case.as_str(), *run))));
-    }
-    let verdict = |side: &BTreeMap<String, BTreeMap<u32, Verdict>>, case: &str, run: u32| {
-        side.get(case).and_then(|runs| runs.get(&run)).copied()
-    };
-    for (case, run) in keys {
-        let flip = || Flip { case_id: case.to_owned(), run };
-        match (verdict(without, case, run), verdict(with, case, run)) {
-            (Some(Verdict::Error), _) | (_, Some(Verdict::Error)) => r.errors += 1,
-            (Some(a @ (Verdict::Pass | Verdict::Fail)), Some(b @ (Verdict::Pass | Verdict::Fail))) => {
-                r.pairs += 1;
-                passed_without += usize::from(a == Verdict::Pass);
-                passed_with += usize::from(b == Verdict::Pass);
-                match (a, b) {
-                    (Verdict::Pass, Verdict::Fail) => r.pass_to_fail.push(flip()),
-                    (Verdict::Fail, Verdict::Pass) => r.fail_to_pass.push(flip()),
-                    _ => {}
-                }
+impl AtK {
+    /// Counts a case by its verdicts in one scenario (run → verdict): in the denominator when
+    /// its runs `0..k` are all there and graded, left out otherwise.
+    fn add(&mut self, runs: &BTreeMap<u32, Verdict>, k: u32) {
+        let verdicts = (0..k).map(|run| runs.get(&run).copied());
+        let (mut complete, mut any, mut all) = (k > 0, false, true);
+        for verdict in verdicts {
+            match verdict {
+                Some(Verdict::Pass) => any = true,
+                Some(Verdict::Fail) => all = false,
+                _ => complete = false,
             }
-            _ => r.unpaired += 1,
+        }
+        if !complete {
+            self.excluded += 1;
+            return;
+        }
+        self.counted += 1;
+        self.any += usize::from(any);
+        self.all += usize::from(all);
+    }
+
+    fn pass_at_k(self, k: u32) -> PassAtK {
+        PassAtK {
+            k,
+            cases: self.counted,
+            excluded: self.excluded,
+            pass_at_k: ratio(self.any, self.counted),
+            pass_hat_k: ratio(self.all, self.counted),
         }
     }
-    r.pass_rate_without = ratio(passed_without, r.pairs);
-    r.pass_rate_with = ratio(passed_with, r.pairs);
-    r.difference = r.pass_rate_with.zip(r.pass_rate_without).map(|(w, wo)| w - wo);
-    r
+}
+
+impl RobustCount {
+    /// Counts case `case`'s runs without noise against its runs with it (run → verdict).
+    fn add(&mut self, case: &str, without: &BTreeMap<u32, Verdict>, with: &BTreeMap<u32, Verdict>) {
+        let runs: BTreeSet<u32> = without.keys().chain(with.keys()).copied().collect();
+        for run in runs {
+            let flip = || Flip { case_id: case.to_owned(), run };
+            match (without.get(&run).copied(), with.get(&run).copied()) {
+                (Some(Verdict::Error), _) | (_, Some(Verdict::Error)) => self.errors += 1,
+                (Some(a @ (Verdict::Pass | Verdict::Fail)), Some(b @ (Verdict::Pass | Verdict::Fail))) => {
+                    self.pairs += 1;
+                    self.passed_without += usize::from(a == Verdict::Pass);
+                    self.passed_with += usize::from(b == Verdict::Pass);
+                    match (a, b) {
+                        (Verdict::Pass, Verdict::Fail) => self.pass_to_fail.push(flip()),
+                        (Verdict::Fail, Verdict::Pass) => self.fail_to_pass.push(flip()),
+                        _ => {}
+                    }
+                }
+                _ => self.unpaired += 1,
+            }
+        }
+    }
+
+    /// The [`Robustness`] of `noisy` against `clean`; flips by case id and run, whatever order
+    /// the cases were closed in.
+    fn robustness(mut self, noisy: String, clean: String) -> Robustness {
+        self.pass_to_fail.sort();
+        self.fail_to_pass.sort();
+        let pass_rate_without = ratio(self.passed_without, self.pairs);
+        let pass_rate_with = ratio(self.passed_with, self.pairs);
+        Robustness {
+            scenario: noisy,
+            without_noise: clean,
+            pairs: self.pairs,
+            pass_rate_without,
+            pass_rate_with,
+            difference: pass_rate_with.zip(pass_rate_without).map(|(w, wo)| w - wo),
+            pass_to_fail: self.pass_to_fail,
+            fail_to_pass: self.fail_to_pass,
+            errors: self.errors,
+            unpaired: self.unpaired,
+        }
+    }
 }
 
 /// The Wilson score interval at 95 % of `successes` out of `n`; `None` when `n` is 0.
@@ -647,12 +749,70 @@ pub fn mean_interval(values: &[f64], low: f64, high: f64) -> (Option<f64>, Optio
     }
     let n = values.len();
     let mean = values.iter().sum::<f64>() / n as f64;
+    let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n.saturating_sub(1).max(1) as f64;
+    (Some(mean), t_interval(mean, variance, n, low, high))
+}
+
+/// Student's t interval at 95 % of a mean of `n` values of sample variance `variance`, clipped
+/// to `low..=high`; `None` for fewer than two values.
+fn t_interval(mean: f64, variance: f64, n: usize, low: f64, high: f64) -> Option<Interval> {
     if n < 2 {
-        return (Some(mean), None);
+        return None;
     }
-    let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
     let half = t_975(n - 1) * (variance / n as f64).sqrt();
-    (Some(mean), Some(Interval { low: (mean - half).max(low), high: (mean + half).min(high) }))
+    Some(Interval { low: (mean - half).max(low), high: (mean + half).min(high) })
+}
+
+/// Scores as running sums, for a mean and its interval without keeping the scores: the sum in
+/// the order they came (so the mean is the one a list of them gives), and Welford's sum of
+/// squared deviations for the variance.
+#[derive(Debug, Clone, Copy)]
+struct Scores {
+    n: usize,
+    /// Starts at −0.0, as `Iterator::sum` of floats does.
+    sum: f64,
+    /// The running mean and sum of squared deviations from it (Welford).
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Default for Scores {
+    fn default() -> Self {
+        Self { n: 0, sum: -0.0, mean: 0.0, m2: 0.0, min: f64::NAN, max: f64::NAN }
+    }
+}
+
+impl Scores {
+    fn push(&mut self, score: f64) {
+        self.n += 1;
+        self.sum += score;
+        let delta = score - self.mean;
+        self.mean += delta / self.n as f64;
+        self.m2 += delta * (score - self.mean);
+        // As `reduce(f64::min)` over the list: the first score, then each against it.
+        (self.min, self.max) = if self.n == 1 { (score, score) } else { (self.min.min(score), self.max.max(score)) };
+    }
+
+    fn mean(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum / self.n as f64)
+    }
+
+    /// The mean with its t interval clipped to `low..=high`, as [`mean_interval`] gives them.
+    fn mean_interval(&self, low: f64, high: f64) -> (Option<f64>, Option<Interval>) {
+        let Some(mean) = self.mean() else { return (None, None) };
+        let variance = self.m2 / self.n.saturating_sub(1).max(1) as f64;
+        (Some(mean), t_interval(mean, variance, self.n, low, high))
+    }
+
+    fn min(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.min)
+    }
+
+    fn max(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.max)
+    }
 }
 
 /// The 0.975 quantile of Student's t distribution with `df` degrees of freedom: exact values up
@@ -713,7 +873,7 @@ struct Counter {
     failed: usize,
     errors: usize,
     ungraded: usize,
-    scores: Vec<f64>,
+    scores: Scores,
 }
 
 impl Counter {
@@ -736,7 +896,7 @@ impl Counter {
     fn tally(&self, exclude_ungraded: bool) -> Tally {
         let graded = self.passed + self.failed;
         let of = self.results - if exclude_ungraded { self.ungraded } else { 0 };
-        let (mean_score, mean_score_interval) = mean_interval(&self.scores, 0.0, 1.0);
+        let (mean_score, mean_score_interval) = self.scores.mean_interval(0.0, 1.0);
         Tally {
             results: self.results,
             passed: self.passed,
@@ -757,12 +917,12 @@ struct GraderCounter {
     grader: String,
     passed: usize,
     errors: usize,
-    scores: Vec<f64>,
+    scores: Scores,
 }
 
 impl GraderCounter {
     fn new(grader: &str) -> Self {
-        Self { grader: grader.to_owned(), passed: 0, errors: 0, scores: Vec::new() }
+        Self { grader: grader.to_owned(), passed: 0, errors: 0, scores: Scores::default() }
     }
 
     fn add(&mut self, outcome: &Result<crate::record::Grade, Failure>) {
@@ -776,11 +936,11 @@ impl GraderCounter {
     }
 
     fn summary(self) -> GraderSummary {
-        let count = self.scores.len();
+        let count = self.scores.n;
         GraderSummary {
-            mean_score: mean_interval(&self.scores, 0.0, 1.0).0,
-            min_score: self.scores.iter().copied().reduce(f64::min),
-            max_score: self.scores.iter().copied().reduce(f64::max),
+            mean_score: self.scores.mean(),
+            min_score: self.scores.min(),
+            max_score: self.scores.max(),
             pass_rate: ratio(self.passed, count),
             grader: self.grader,
             count,
@@ -792,25 +952,6 @@ impl GraderCounter {
 
 fn ratio(part: usize, whole: usize) -> Option<f64> {
     (whole > 0).then(|| part as f64 / whole as f64)
-}
-
-/// pass@k and pass^k of one scenario's cases (case id → run → verdict).
-fn pass_at_k(cases: Option<&BTreeMap<String, BTreeMap<u32, Verdict>>>, k: u32) -> PassAtK {
-    let (mut counted, mut excluded, mut any, mut all) = (0, 0, 0, 0);
-    for runs in cases.into_iter().flat_map(BTreeMap::values) {
-        let verdicts: Vec<Verdict> = (0..k).filter_map(|run| runs.get(&run).copied()).collect();
-        let complete = k > 0
-            && verdicts.len() == k as usize
-            && verdicts.iter().all(|v| matches!(v, Verdict::Pass | Verdict::Fail));
-        if !complete {
-            excluded += 1;
-            continue;
-        }
-        counted += 1;
-        any += usize::from(verdicts.contains(&Verdict::Pass));
-        all += usize::from(verdicts.iter().all(|v| *v == Verdict::Pass));
-    }
-    PassAtK { k, cases: counted, excluded, pass_at_k: ratio(any, counted), pass_hat_k: ratio(all, counted) }
 }
 
 /// One result's place in a run: what [`compare`] matches on.
@@ -1394,5 +1535,324 @@ pub(crate) mod tests {
         let plain = Summary::of(&results, 0.5, meta(&["clean", "noisy"], 2));
         assert!(plain.robustness.is_empty());
         assert!(serde_json::to_value(&plain).unwrap().get("robustness").is_none());
+    }
+
+    /// The summary as it was computed before it was kept as running counts: from the list of
+    /// every result, every score kept, every verdict grouped by scenario and case at the end.
+    /// The oracle [`SummaryBuilder`] must agree with.
+    fn summary_from_the_list(
+        results: &[RunResult],
+        threshold: f64,
+        meta: RunMeta,
+        pairs: &[(String, String)],
+        exclude: bool,
+    ) -> Summary {
+        let tally = |members: &[&RunResult]| {
+            let verdicts: Vec<Verdict> = members.iter().map(|r| Verdict::of(r)).collect();
+            let count = |v: Verdict| verdicts.iter().filter(|x| **x == v).count();
+            let (passed, failed, errors, ungraded) =
+                (count(Verdict::Pass), count(Verdict::Fail), count(Verdict::Error), count(Verdict::Ungraded));
+            let scores: Vec<f64> = members
+                .iter()
+                .zip(&verdicts)
+                .filter(|(_, v)| matches!(v, Verdict::Pass | Verdict::Fail))
+                .filter_map(|(r, _)| r.score)
+                .collect();
+            let of = members.len() - if exclude { ungraded } else { 0 };
+            let graded = passed + failed;
+            let (mean_score, mean_score_interval) = mean_interval(&scores, 0.0, 1.0);
+            Tally {
+                results: members.len(),
+                passed,
+                failed,
+                errors,
+                ungraded,
+                pass_rate: if graded == 0 { None } else { ratio(passed, of) },
+                pass_rate_of: of,
+                pass_rate_interval: if graded == 0 { None } else { wilson_interval(passed, of) },
+                mean_score,
+                mean_score_interval,
+            }
+        };
+        let all: Vec<&RunResult> = results.iter().collect();
+        let totals = tally(&all);
+        let mut names: Vec<String> = Vec::new();
+        for name in meta.scenarios.iter().chain(&results.iter().map(|r| r.scenario.clone()).collect::<BTreeSet<_>>()) {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        // scenario → case → run → the first verdict.
+        let mut verdicts: BTreeMap<&str, BTreeMap<&str, BTreeMap<u32, Verdict>>> = BTreeMap::new();
+        for r in results {
+            verdicts
+                .entry(&r.scenario)
+                .or_default()
+                .entry(&r.case_id)
+                .or_default()
+                .entry(r.run)
+                .or_insert(Verdict::of(r));
+        }
+        let k = meta.n_runs;
+        let scenarios = names
+            .iter()
+            .map(|name| {
+                let members: Vec<&RunResult> = results.iter().filter(|r| &r.scenario == name).collect();
+                let (mut counted, mut excluded, mut any, mut every) = (0, 0, 0, 0);
+                for runs in verdicts.get(name.as_str()).into_iter().flat_map(BTreeMap::values) {
+                    let got: Vec<Verdict> = (0..k).filter_map(|run| runs.get(&run).copied()).collect();
+                    if k == 0
+                        || got.len() != k as usize
+                        || got.iter().any(|v| !matches!(v, Verdict::Pass | Verdict::Fail))
+                    {
+                        excluded += 1;
+                        continue;
+                    }
+                    counted += 1;
+                    any += usize::from(got.contains(&Verdict::Pass));
+                    every += usize::from(got.iter().all(|v| *v == Verdict::Pass));
+                }
+                ScenarioSummary {
+                    scenario: name.clone(),
+                    tally: tally(&members),
+                    pass_at_k: PassAtK {
+                        k,
+                        cases: counted,
+                        excluded,
+                        pass_at_k: ratio(any, counted),
+                        pass_hat_k: ratio(every, counted),
+                    },
+                }
+            })
+            .collect();
+        let mut graders: Vec<GraderSummary> = Vec::new();
+        for grade in results.iter().flat_map(|r| &r.grades) {
+            if !graders.iter().any(|g| g.grader == grade.grader) {
+                let outcomes: Vec<&Result<crate::record::Grade, Failure>> = results
+                    .iter()
+                    .flat_map(|r| &r.grades)
+                    .filter(|g| g.grader == grade.grader)
+                    .map(|g| &g.outcome)
+                    .collect();
+                let scores: Vec<f64> = outcomes.iter().filter_map(|o| o.as_ref().ok()).map(|g| g.score).collect();
+                let passed = outcomes.iter().filter(|o| o.as_ref().is_ok_and(|g| g.pass)).count();
+                graders.push(GraderSummary {
+                    grader: grade.grader.clone(),
+                    count: scores.len(),
+                    passed,
+                    errors: outcomes.len() - scores.len(),
+                    mean_score: mean_interval(&scores, 0.0, 1.0).0,
+                    min_score: scores.iter().copied().reduce(f64::min),
+                    max_score: scores.iter().copied().reduce(f64::max),
+                    pass_rate: ratio(passed, scores.len()),
+                });
+            }
+        }
+        let labels = results
+            .iter()
+            .flat_map(|r| r.labels.iter().cloned())
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .map(|label| {
+                let members: Vec<&RunResult> = results.iter().filter(|r| r.labels.contains(&label)).collect();
+                LabelSummary { tally: tally(&members), label }
+            })
+            .collect();
+        let review = REVIEW_STATES
+            .iter()
+            .enumerate()
+            .filter_map(|(i, state)| {
+                let members: Vec<&RunResult> = results.iter().filter(|r| review_group(r.review) == i).collect();
+                (!members.is_empty()).then(|| ReviewSummary { review: (*state).to_owned(), tally: tally(&members) })
+            })
+            .collect();
+        let confidence = CONFIDENCE_BANDS
+            .iter()
+            .enumerate()
+            .filter_map(|(i, band)| {
+                let members: Vec<&RunResult> = results.iter().filter(|r| confidence_band(r.confidence) == i).collect();
+                (!members.is_empty()).then(|| ConfidenceSummary { band: (*band).to_owned(), tally: tally(&members) })
+            })
+            .collect();
+        let mut errors: Vec<ErrorKindSummary> = Vec::new();
+        for r in results {
+            let Some(failure) = r.failure() else { continue };
+            if errors.iter().any(|e| e.kind == failure.kind) {
+                continue;
+            }
+            let of_kind: Vec<&RunResult> =
+                results.iter().filter(|x| x.failure().is_some_and(|f| f.kind == failure.kind)).collect();
+            errors.push(ErrorKindSummary {
+                kind: failure.kind.clone(),
+                count: of_kind.len(),
+                examples: of_kind
+                    .iter()
+                    .take(ERROR_EXAMPLES_PER_KIND)
+                    .map(|x| ErrorExample {
+                        case_id: x.case_id.clone(),
+                        scenario: x.scenario.clone(),
+                        run: x.run,
+                        message: x.failure().map(|f| f.message.clone()).unwrap_or_default(),
+                    })
+                    .collect(),
+            });
+        }
+        errors.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(&b.kind)));
+        let robustness = pairs
+            .iter()
+            .map(|(noisy, clean)| {
+                let side = |s: &str| verdicts.get(s).cloned().unwrap_or_default();
+                let (without, with) = (side(clean), side(noisy));
+                let keys: BTreeSet<(&str, u32)> = without
+                    .iter()
+                    .chain(&with)
+                    .flat_map(|(case, runs)| runs.keys().map(move |run| (*case, *run)))
+                    .collect();
+                let mut count = RobustCount::default();
+                for (case, run) in keys {
+                    let get = |side: &BTreeMap<&str, BTreeMap<u32, Verdict>>| {
+                        side.get(case)
+                            .and_then(|runs| runs.get(&run))
+                            .copied()
+                            .into_iter()
+                            .map(move |v| (run, v))
+                            .collect()
+                    };
+                    count.add(case, &get(&without), &get(&with));
+                }
+                count.robustness(noisy.clone(), clean.clone())
+            })
+            .collect();
+        Summary {
+            threshold_met: totals.pass_rate.is_some_and(|rate| rate >= threshold),
+            meta,
+            threshold,
+            exclude_ungraded: exclude,
+            totals,
+            scenarios,
+            graders,
+            labels,
+            review,
+            confidence,
+            errors,
+            robustness,
+            tool_calls: {
+                let mut calls = ServedCalls::default();
+                results.iter().for_each(|r| calls.add(r));
+                calls.unmatched_in.sort();
+                calls
+            },
+        }
+    }
+
+    /// `a` and `b` as JSON, equal but for the last bits of the intervals' bounds (the running
+    /// variance is Welford's, the list's was two passes).
+    fn assert_same_summary(a: &Summary, b: &Summary) {
+        fn walk(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+            use serde_json::Value;
+            match (a, b) {
+                (Value::Object(x), Value::Object(y)) => {
+                    assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>(), "at {at}");
+                    for (key, value) in x {
+                        walk(value, &y[key], &format!("{at}.{key}"));
+                    }
+                }
+                (Value::Array(x), Value::Array(y)) => {
+                    assert_eq!(x.len(), y.len(), "at {at}");
+                    x.iter().zip(y).enumerate().for_each(|(i, (x, y))| walk(x, y, &format!("{at}[{i}]")));
+                }
+                (Value::Number(x), Value::Number(y)) if at.contains("_interval.") => {
+                    let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+                    assert!((x - y).abs() <= 1e-12, "at {at}: {x} against {y}");
+                }
+                _ => assert_eq!(a, b, "at {at}"),
+            }
+        }
+        walk(&serde_json::to_value(a).unwrap(), &serde_json::to_value(b).unwrap(), "summary");
+    }
+
+    #[test]
+    fn running_counts_give_the_summary_the_list_of_results_gave() {
+        use casebook_model::Review;
+        // Three scenarios (one with noise), three runs, 60 cases: passes, failures, errors of
+        // two kinds, a failing grader, ungraded results, labels (repeated, non-ASCII), review
+        // states and confidences, scores of every kind; results come in a run's order, jobs
+        // finishing out of order within a window, as `execute` hands them over.
+        let scenarios = ["clean", "noisy", "other"];
+        let mut results = Vec::new();
+        for case in 0..60u32 {
+            let id = format!("cas-{case:02}-é");
+            for (s, scenario) in scenarios.iter().enumerate() {
+                for run in 0..3u32 {
+                    let x = case * 7 + s as u32 * 3 + run;
+                    let score = f64::from(x % 11) / 10.0;
+                    let mut result = match x % 13 {
+                        0 => erroring(&id, scenario, run, "timeout", "no reply after 30 s"),
+                        1 => erroring(&id, scenario, run, "http", &format!("502 on run {run}")),
+                        2 => ungraded_in(&id, scenario, run),
+                        3 => {
+                            let mut r =
+                                graded(&id, scenario, run, &[("contains", 1.0, true), ("llm_judge", 0.0, false)]);
+                            r.grades[1].outcome = Err(Failure::new("judge", "judge returned 500"));
+                            (r.score, r.pass) = (None, None);
+                            r
+                        }
+                        _ => graded(
+                            &id,
+                            scenario,
+                            run,
+                            &[("similarity", score, score >= 0.5), ("contains", 1.0, !x.is_multiple_of(4))],
+                        ),
+                    };
+                    result.labels = match case % 4 {
+                        0 => vec!["lang:fr".into(), "billing".into(), "billing".into()],
+                        1 => vec!["語言:日本".into()],
+                        2 => Vec::new(),
+                        _ => vec!["billing".into()],
+                    };
+                    result.review = [Some(Review::Reviewed), Some(Review::Draft), None][case as usize % 3];
+                    result.confidence = [Some(0.3), Some(0.79), Some(0.8), None][case as usize % 4];
+                    results.push(result);
+                }
+            }
+        }
+        // A case whose last run never came (a stopped run) stays open until the end.
+        results.retain(|r| !(r.case_id == "cas-59-é" && r.scenario == "other" && r.run == 2));
+        // Out of order within windows of 16, as concurrent jobs finish.
+        let mut arrived = Vec::new();
+        for window in results.chunks(16) {
+            let mut window = window.to_vec();
+            window.reverse();
+            window.rotate_left(5);
+            arrived.extend(window);
+        }
+        let pairs = vec![("noisy".to_owned(), "clean".to_owned())];
+        for exclude in [false, true] {
+            let mut builder = SummaryBuilder::default()
+                .with_noise_pairs(pairs.clone())
+                .exclude_ungraded(exclude)
+                .closing_cases(scenarios.len(), 3);
+            for result in &arrived {
+                builder.add(result);
+            }
+            // Only the cases in flight are open: never more than a window's.
+            assert!(builder.open.len() <= 16, "{} cases open", builder.open.len());
+            let running = builder.finish(0.4, meta(&scenarios, 3));
+            let listed = summary_from_the_list(&arrived, 0.4, meta(&scenarios, 3), &pairs, exclude);
+            assert_same_summary(&running, &listed);
+            // The means are the list's to the last bit; everything was counted.
+            assert_eq!(running.totals.mean_score, listed.totals.mean_score);
+            assert_eq!(running.totals.results, 539);
+            assert!(running.robustness[0].pairs > 0 && !running.robustness[0].pass_to_fail.is_empty());
+            assert!(running.scenarios[2].pass_at_k.excluded > 0 && running.scenarios[0].pass_at_k.cases > 0);
+            // Without closing cases as they complete (`Summary::of`), the same summary.
+            let mut open = SummaryBuilder::default().with_noise_pairs(pairs.clone()).exclude_ungraded(exclude);
+            arrived.iter().for_each(|r| open.add(r));
+            assert_same_summary(&open.finish(0.4, meta(&scenarios, 3)), &listed);
+        }
+    }
+
+    fn ungraded_in(case_id: &str, scenario: &str, run: u32) -> RunResult {
+        RunResult { grades: Vec::new(), score: None, pass: None, ..passing(case_id, scenario, run) }
     }
 }

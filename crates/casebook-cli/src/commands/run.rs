@@ -25,6 +25,7 @@ use casebook_runner::mcp::McpServer;
 use casebook_runner::noise::NoiseSpec;
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
+use casebook_runner::report::listing::Listing;
 use casebook_runner::summary::{LeftOut, RunMeta, Summary, SummaryBuilder};
 use casebook_runner::target::TargetSpec;
 use casebook_store::ResultRow;
@@ -200,15 +201,17 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         let (line, keep) = (jsonl.is_some(), store.is_some());
         Arc::new(move |finished| Done::of(finished, line, keep)) as Arc<dyn Fn(engine::Finished) -> Done + Send + Sync>
     };
-    // The summary is built as results come; results themselves are kept only for the reports
-    // that need them all (JUnit, Markdown, HTML).
+    // The summary is built as results come, a case's verdicts kept until it has all its runs;
+    // the reports that list results (JUnit, Markdown, HTML) get them through a listing, which
+    // keeps Markdown's failing cases and sorts the rest in temporary files beside the reports.
     let described: Vec<(&str, &serde_json::Value, bool)> =
         plan.scenarios.iter().zip(&noise).map(|(s, noise)| (s.name.as_str(), &s.describe, noise.is_some())).collect();
     let mut summary = SummaryBuilder::default()
         .with_noise_pairs(casebook_runner::noise::pairs(&described))
-        .exclude_ungraded(experiment.exclude_ungraded);
-    let keep = args.reports.iter().any(|(f, _)| *f != ReportFormat::Jsonl);
-    let mut results: Vec<(u64, RunResult)> = Vec::new();
+        .exclude_ungraded(experiment.exclude_ungraded)
+        .closing_cases(plan.scenarios.len(), experiment.n_runs);
+    let mut listing = listing(&args.reports, &meta.scenarios)?;
+    let mut listing_error = None;
     let mut done = 0usize;
     let mut reused = 0u64;
     let stopped = runtime.block_on(async {
@@ -271,10 +274,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                         }
                         summary.add(&result);
                         done += 1;
-                        if keep {
+                        if let (Some(listing), None) = (&mut listing, &listing_error) {
                             // Reports show why a case failed, not why one passed; the store has it all.
                             result.slim(160);
-                            results.push((seq, result));
+                            listing_error = listing.add(seq, result).err();
                         }
                     }
                     if let Some(bar) = &bar {
@@ -306,8 +309,6 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    results.sort_by_key(|(seq, _)| *seq);
-    let results: Vec<RunResult> = results.into_iter().map(|(_, r)| r).collect();
     let finished = crate::settings::now();
     let meta = RunMeta { finished: finished.clone(), ..meta };
     let summary = summary.finish(experiment.threshold, meta);
@@ -322,7 +323,12 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         drop(out);
         output.keep()?;
     }
-    write_reports(&args.reports, &summary, &results)?;
+    if let Some(err) = listing_error {
+        anyhow::bail!("cannot keep the results for the reports: {err}");
+    }
+    if let Some(listing) = &mut listing {
+        write_reports(&args.reports, &summary, listing)?;
+    }
     if settings.json {
         crate::write_stdout(&format!("{}\n", serde_json::to_string(&summary)?))?;
     } else {
@@ -524,13 +530,43 @@ fn render(format: ReportFormat, summary: &Summary, results: &[RunResult]) -> Str
     }
 }
 
-fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, results: &[RunResult]) -> anyhow::Result<()> {
-    for (format, path) in reports.iter().filter(|(f, _)| *f != ReportFormat::Jsonl) {
+/// What the reports of a run need of its results (see `casebook_runner::report::listing`):
+/// every result when a JUnit or HTML report lists them all, kept in temporary files in the
+/// first such report's folder; Markdown's failing cases otherwise. `None` without such reports.
+fn listing(reports: &[(ReportFormat, PathBuf)], scenarios: &[String]) -> anyhow::Result<Option<Listing>> {
+    for (_, path) in reports.iter().filter(|(f, _)| *f != ReportFormat::Jsonl) {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             fs_err::create_dir_all(dir)?;
         }
+    }
+    let every = reports.iter().find(|(f, _)| matches!(f, ReportFormat::Junit | ReportFormat::Html));
+    let dir = every.map(|(_, path)| path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")));
+    let any = reports.iter().any(|(f, _)| *f != ReportFormat::Jsonl);
+    Ok(any.then(|| Listing::new(scenarios, dir)))
+}
+
+/// Writes the reports of a run (but JSONL, written as results came) from its listing.
+fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, listing: &mut Listing) -> anyhow::Result<()> {
+    for (format, path) in reports.iter().filter(|(f, _)| *f != ReportFormat::Jsonl) {
         let (output, mut out) = crate::output::Output::create(Some(path))?;
-        out.write_all(render(*format, summary, results).as_bytes())?;
+        match format {
+            ReportFormat::Junit | ReportFormat::Html => {
+                let mut results = listing.results()?;
+                if *format == ReportFormat::Junit {
+                    report::junit::write_listed(summary, &|s| listing.millis(s), &mut results, &mut out)?;
+                } else {
+                    report::html::write_listed(summary, listing.count(), &mut results, &mut out)?;
+                }
+                if let Some(err) = results.error() {
+                    anyhow::bail!("cannot read back the results for `{}`: {err}", path.display());
+                }
+            }
+            ReportFormat::Markdown => {
+                let ((failed, shown), (with_calls, calling)) = (listing.failing(), listing.calling());
+                report::markdown::write_listed(summary, (failed, &shown), (with_calls, &calling), &mut out)?;
+            }
+            other => out.write_all(render(*other, summary, &[]).as_bytes())?,
+        }
         out.flush()?;
         drop(out);
         output.keep()?;

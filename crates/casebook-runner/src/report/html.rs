@@ -34,7 +34,18 @@ pub fn render(summary: &Summary, results: &[RunResult]) -> String {
 }
 
 /// Writes the HTML page of a run to `out`.
-pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
+pub fn write(summary: &Summary, results: &[RunResult], out: impl Write) -> io::Result<()> {
+    write_listed(summary, results.len(), ordered(summary, results), out)
+}
+
+/// Writes the HTML page of a run to `out`, its `count` results coming from `results` in report
+/// order (as a [`Listing`](super::listing::Listing) gives them back), so that none need be held.
+pub fn write_listed<R: std::borrow::Borrow<RunResult>>(
+    summary: &Summary,
+    count: usize,
+    results: impl IntoIterator<Item = R>,
+    mut out: impl Write,
+) -> io::Result<()> {
     let meta = &summary.meta;
     let k = meta.n_runs;
     writeln!(out, "<!DOCTYPE html>")?;
@@ -191,7 +202,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out, "</table>")?;
     }
 
-    writeln!(out, "<h2>Results ({})</h2>", results.len())?;
+    writeln!(out, "<h2>Results ({count})</h2>")?;
     if let Some(calls) = tool_calls_text(summary) {
         writeln!(out, r#"<p class="meta">{}</p>"#, text(&calls))?;
     }
@@ -200,7 +211,8 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         out,
         "<tr><th>case</th><th>scenario</th><th>run</th><th>score</th><th>verdict</th><th>rationale</th></tr>"
     )?;
-    for result in ordered(summary, results) {
+    for result in results {
+        let result = result.borrow();
         let verdict = Verdict::of(result);
         writeln!(
             out,

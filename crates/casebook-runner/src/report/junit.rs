@@ -7,6 +7,8 @@
 //! (`--no-grade`). Either way, CI fails the job exactly when a result counts against the pass
 //! rate.
 
+use std::borrow::Borrow;
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::escape::{attribute, text};
@@ -20,14 +22,30 @@ pub fn render(summary: &Summary, results: &[RunResult]) -> String {
 }
 
 /// Writes the JUnit XML document of a run to `out`.
-pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
-    let ordered = ordered(summary, results);
+pub fn write(summary: &Summary, results: &[RunResult], out: impl Write) -> io::Result<()> {
+    let mut millis: HashMap<&str, u64> = HashMap::new();
+    for result in results {
+        *millis.entry(&result.scenario).or_default() += self::millis(result);
+    }
+    write_listed(summary, &|scenario| millis.get(scenario).copied().unwrap_or(0), ordered(summary, results), out)
+}
+
+/// Writes the JUnit XML document of a run to `out`, its results coming from `results` in
+/// report order (as a [`Listing`](super::listing::Listing) gives them back), so that none need
+/// be held; `millis` gives each scenario's time, which its `<testsuite>` states first.
+pub fn write_listed<R: Borrow<RunResult>>(
+    summary: &Summary,
+    millis: &dyn Fn(&str) -> u64,
+    results: impl IntoIterator<Item = R>,
+    mut out: impl Write,
+) -> io::Result<()> {
+    let mut results = results.into_iter().peekable();
     let totals = &summary.totals;
     // An ungraded result is a failure or a skip, as the pass rate counts it.
     let failures_skipped =
         |t: &Tally| if ungraded_fail(summary) { (t.failed + t.ungraded, 0) } else { (t.failed, t.ungraded) };
     let (failures, skipped) = failures_skipped(totals);
-    let all_time: u64 = ordered.iter().map(|r| millis(r)).sum();
+    let all_time: u64 = summary.scenarios.iter().map(|s| millis(&s.scenario)).sum();
     writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         out,
@@ -40,7 +58,6 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         seconds(all_time),
     )?;
     for scenario in &summary.scenarios {
-        let members: Vec<&RunResult> = ordered.iter().copied().filter(|r| r.scenario == scenario.scenario).collect();
         let tally = &scenario.tally;
         let (failures, skipped) = failures_skipped(tally);
         writeln!(
@@ -51,7 +68,7 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
             failures,
             tally.errors,
             skipped,
-            seconds(members.iter().map(|r| millis(r)).sum()),
+            seconds(millis(&scenario.scenario)),
         )?;
         writeln!(out, "    <properties>")?;
         for (name, value) in [
@@ -62,8 +79,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
             writeln!(out, r#"      <property name="{name}" value="{}"/>"#, attribute(value))?;
         }
         writeln!(out, "    </properties>")?;
-        for result in members {
-            testcase(&mut out, summary, result)?;
+        // Report order lists a scenario's results together, in the summary's scenario order.
+        while let Some(result) = results.next_if(|r| r.borrow().scenario == scenario.scenario) {
+            testcase(&mut out, summary, result.borrow())?;
         }
         writeln!(out, "  </testsuite>")?;
     }

@@ -31,7 +31,28 @@ pub fn render(summary: &Summary, results: &[RunResult]) -> String {
 }
 
 /// Writes the Markdown report of a run to `out`.
-pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> io::Result<()> {
+pub fn write(summary: &Summary, results: &[RunResult], out: impl Write) -> io::Result<()> {
+    let ordered = ordered(summary, results);
+    let failing: Vec<&RunResult> = ordered.iter().copied().filter(|r| Verdict::of(r) == Verdict::Fail).collect();
+    let calling: Vec<&RunResult> = ordered.into_iter().filter(|r| super::has_tool_calls(r)).collect();
+    let first = |list: &[&'_ RunResult]| list.len().min(FAILING_CASES_SHOWN);
+    write_listed(
+        summary,
+        (failing.len(), &failing[..first(&failing)]),
+        (calling.len(), &calling[..first(&calling)]),
+        out,
+    )
+}
+
+/// Writes the Markdown report of a run to `out`, given only what it lists: how many results
+/// failed and the first [`FAILING_CASES_SHOWN`] of them in report order, and the same of the
+/// results with tool calls (what a [`Listing`](super::listing::Listing) keeps).
+pub fn write_listed<R: std::borrow::Borrow<RunResult>>(
+    summary: &Summary,
+    (failed, shown): (usize, &[R]),
+    (with_calls, calling): (usize, &[R]),
+    mut out: impl Write,
+) -> io::Result<()> {
     let meta = &summary.meta;
     let k = meta.n_runs;
     writeln!(out, "# {}\n", inline(&meta.experiment))?;
@@ -197,11 +218,9 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
         writeln!(out)?;
     }
 
-    let failing: Vec<&RunResult> =
-        ordered(summary, results).into_iter().filter(|r| Verdict::of(r) == Verdict::Fail).collect();
-    if !failing.is_empty() {
-        writeln!(out, "## Failing cases ({})\n", failing.len())?;
-        for result in failing.iter().take(FAILING_CASES_SHOWN) {
+    if failed > 0 {
+        writeln!(out, "## Failing cases ({failed})\n")?;
+        for result in shown.iter().take(FAILING_CASES_SHOWN).map(std::borrow::Borrow::borrow) {
             writeln!(
                 out,
                 "- **{}** ({} #{}), score {}",
@@ -235,19 +254,14 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
                 None => {}
             }
         }
-        if failing.len() > FAILING_CASES_SHOWN {
-            writeln!(out, "\n…and {} more", failing.len() - FAILING_CASES_SHOWN)?;
+        if failed > FAILING_CASES_SHOWN {
+            writeln!(out, "\n…and {} more", failed - FAILING_CASES_SHOWN)?;
         }
     }
 
     if let Some(total) = tool_calls_text(summary) {
         writeln!(out, "\n## Tool calls\n\n{}\n", inline(&total))?;
-        let calling: Vec<(&RunResult, Vec<String>)> = ordered(summary, results)
-            .into_iter()
-            .map(|r| (r, call_lines(r)))
-            .filter(|(_, lines)| !lines.is_empty())
-            .collect();
-        for (result, lines) in calling.iter().take(FAILING_CASES_SHOWN) {
+        for result in calling.iter().take(FAILING_CASES_SHOWN).map(std::borrow::Borrow::borrow) {
             writeln!(
                 out,
                 "- **{}** ({} #{}), {}",
@@ -256,12 +270,12 @@ pub fn write(summary: &Summary, results: &[RunResult], mut out: impl Write) -> i
                 result.run,
                 Verdict::of(result).as_str()
             )?;
-            for line in lines {
-                writeln!(out, "  - {}", inline(line))?;
+            for line in call_lines(result) {
+                writeln!(out, "  - {}", inline(&line))?;
             }
         }
-        if calling.len() > FAILING_CASES_SHOWN {
-            writeln!(out, "\n…and {} more results with tool calls", calling.len() - FAILING_CASES_SHOWN)?;
+        if with_calls > FAILING_CASES_SHOWN {
+            writeln!(out, "\n…and {} more results with tool calls", with_calls - FAILING_CASES_SHOWN)?;
         }
     }
     Ok(())

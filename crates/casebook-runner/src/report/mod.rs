@@ -2,7 +2,10 @@
 //! ([`junit`]), Markdown ([`markdown`]), one self-contained HTML page ([`html`]), JSON lines
 //! ([`write_jsonl`]) and the short plain-text summary a terminal shows ([`human`]).
 //!
-//! Renderers only format: every number comes from the summary, so all reports agree. This file
+//! Renderers only format: every number comes from the summary, so all reports agree. A run
+//! hands its results to a [`listing::Listing`] as they finish, which keeps what the per-result
+//! reports list (in temporary files, or only Markdown's failing cases) and gives it back in
+//! report order to their `write_listed`; `render` and `write` take a list. This file
 //! holds what they share: the order results are listed in, how a result is explained, and the
 //! number formats.
 
@@ -10,6 +13,7 @@ mod escape;
 pub mod html;
 pub mod jsonl;
 pub mod junit;
+pub mod listing;
 pub mod markdown;
 pub mod terminal;
 
@@ -205,6 +209,11 @@ pub fn served_calls(trajectory: &[Step]) -> Vec<Step> {
 /// A result's tool calls, one line each: `log_fetcher {"service":"db"} → matched entry 0:
 /// ["timeout"]`; `served` says how casebook answered it (a call the agent reports making with
 /// its own tools has no `served`, and shows what it reports).
+/// Whether a result has tool calls to list ([`call_lines`] is not empty).
+fn has_tool_calls(result: &RunResult) -> bool {
+    result.output.as_ref().is_ok_and(|o| o.trajectory.iter().any(|s| matches!(s, Step::ToolCall { .. })))
+}
+
 fn call_lines(result: &RunResult) -> Vec<String> {
     let Ok(output) = &result.output else { return Vec::new() };
     output
