@@ -22,8 +22,12 @@ fn main() {
     println!("cargo::rustc-env=CASEBOOK_CORPUS_DIR={}", folder.display());
     if folder.is_dir() {
         println!("cargo::rustc-cfg=corpus");
-        // A changed corpus reruns the tests' build; a missing one is not watched (cargo would
-        // rebuild on every run), so a corpus added later is found once `CASEBOOK_CORPUS` is set.
-        println!("cargo::rerun-if-changed={}", folder.display());
     }
+    // The corpus, or the nearest folder above it that exists (a path that does not exist would
+    // rebuild on every run): a corpus added, moved or changed reruns this, and so does a build
+    // of another checkout in the same target folder, whose watched path differs (cargo keys
+    // this run by package, not by where the checkout is, so without a watched path a run made
+    // for a clone without the corpus would be reused here).
+    let watched = folder.ancestors().find(|p| p.is_dir()).unwrap_or(&root);
+    println!("cargo::rerun-if-changed={}", watched.display());
 }
