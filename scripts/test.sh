@@ -18,7 +18,13 @@ fi
 mcp_python=target/py-mcp/bin/python
 if ! "$mcp_python" -c 'import mcp.client.streamable_http' 2>/dev/null; then
   echo "installing the Python MCP SDK into target/py-mcp for the MCP tests" >&2
-  python3 -m venv target/py-mcp
+  if ! python3 -m venv target/py-mcp >&2; then
+    # Debian ships venv's pip bootstrap apart.
+    sudo=()
+    [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq python3-venv >&2
+    python3 -m venv target/py-mcp
+  fi
   "$mcp_python" -m pip install --quiet 'mcp>=1.10' >&2
 fi
 export CASEBOOK_TEST_MCP_PYTHON="$PWD/$mcp_python"
