@@ -56,19 +56,7 @@ impl Source {
             Source::Server(remote) => {
                 let path = remote.dataset_path(name, &format!("/versions/{}", segment(&reference.to_string())));
                 let v: casebook_server::api::Version = runtime.block_on(remote.get_json(&path))?;
-                Ok(VersionInfo {
-                    dataset: name.to_owned(),
-                    number: v.number,
-                    id: v.id,
-                    parent: v.parent,
-                    author: v.author,
-                    time: v.time,
-                    message: v.message,
-                    added: v.added,
-                    removed: v.removed,
-                    modified: v.modified,
-                    cases: v.cases,
-                })
+                Ok(v.into_info(name))
             }
         }
     }

@@ -44,6 +44,26 @@ pub struct Version {
     pub cases: u64,
 }
 
+impl Version {
+    /// The version as the store describes it, `dataset` being the dataset it belongs to (which
+    /// the API's version does not repeat): what a client of the API reads it back into.
+    pub fn into_info(self, dataset: &str) -> VersionInfo {
+        VersionInfo {
+            dataset: dataset.to_owned(),
+            number: self.number,
+            id: self.id,
+            parent: self.parent,
+            author: self.author,
+            time: self.time,
+            message: self.message,
+            added: self.added,
+            removed: self.removed,
+            modified: self.modified,
+            cases: self.cases,
+        }
+    }
+}
+
 impl From<VersionInfo> for Version {
     fn from(v: VersionInfo) -> Self {
         Self {
