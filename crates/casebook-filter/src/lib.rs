@@ -13,7 +13,7 @@
 //! assert!(filter.matches(&case));
 //! assert!(filter.matches_json(&serde_json::to_value(&case)?));
 //!
-//! let sql = filter.to_sqlite(&SqlContext { body: "b.body", labels: None, facets: None, seeds: None });
+//! let sql = filter.to_sqlite(&SqlContext { body: "b.body", labels: None, facets: None, seeds: None, tools: None });
 //! assert!(!sql.sql.contains("math")); // values are bound, never spliced
 //! assert_eq!(sql.sql.matches('?').count(), sql.params.len());
 //!

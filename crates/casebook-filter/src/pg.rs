@@ -10,8 +10,8 @@
 //! "missing field" rules.
 //!
 //! `matches` is not translated: PostgreSQL's regular expressions are not Rust's. Nor are paths
-//! into `memory_seeds`: the store keeps a seed file's document apart from the body. A filter
-//! with either is evaluated in memory by the store ([`crate::Filter::to_postgres`] returns
+//! into `memory_seeds` or a tool's `responses`: the store keeps a seed or snapshot file's
+//! document apart from the body. A filter with either is evaluated in memory by the store ([`crate::Filter::to_postgres`] returns
 //! `None`).
 //!
 //! PostgreSQL's JSON functions refuse a document with `\u0000` in a string, so a query whose
@@ -100,14 +100,31 @@ fn required_label(expr: &Expr) -> Option<String> {
     }
 }
 
-/// Whether a filter is left to memory: it has `matches`, or reads `memory_seeds` (whose seed
-/// file's document the store keeps apart from the body).
+/// Whether a filter is left to memory: it has `matches`, or reads `memory_seeds` or a tool's
+/// `responses` (whose seed or snapshot file's document the store keeps apart from the body).
 fn in_memory(expr: &Expr) -> bool {
     match expr {
         Expr::Const(_) => false,
         Expr::Not(inner) => in_memory(inner),
         Expr::And(items) | Expr::Or(items) => items.iter().any(in_memory),
-        Expr::Atom(atom) => matches!(atom.test, Test::Matches(_)) || atom.subject.path().root == Root::MemorySeeds,
+        Expr::Atom(atom) => {
+            let path = atom.subject.path();
+            matches!(atom.test, Test::Matches(_)) || path.root == Root::MemorySeeds || reads_responses(atom)
+        }
+    }
+}
+
+/// Whether a test may read a tool's `responses`: a path through it, or a test of a whole tool
+/// or of the list (their length and existence do not depend on what the responses hold).
+fn reads_responses(atom: &Atom) -> bool {
+    let path = atom.subject.path();
+    if path.root != Root::Tools {
+        return false;
+    }
+    match path.segs.as_slice() {
+        [_, Seg::Key(key), ..] => key == "responses",
+        [] | [_] => !matches!(atom.subject, Subject::Len(_)) && !matches!(atom.test, Test::Exists),
+        _ => false,
     }
 }
 

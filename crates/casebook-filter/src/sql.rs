@@ -26,6 +26,13 @@ pub struct SqlContext<'a> {
     ///
     /// [`Case`]: casebook_model::Case
     pub seeds: Option<&'a str>,
+    /// The SQL expression of a JSON object whose `tools` is the case's as a [`Case`]
+    /// serialises it, if the stored body keeps a tool's snapshot file's document elsewhere (as
+    /// seed files'): paths into `tools` are read there, so that they see the recorded answers,
+    /// not the reference. `None` when the body holds them.
+    ///
+    /// [`Case`]: casebook_model::Case
+    pub tools: Option<&'a str>,
 }
 
 /// A table `case_labels(label TEXT, blob INTEGER, PRIMARY KEY (label, blob)) WITHOUT ROWID`
@@ -159,9 +166,10 @@ impl<'a> Sql<'a> {
 
     fn atom(&mut self, atom: &Atom) {
         let path = atom.subject.path();
-        self.source = match (self.ctx.facets, self.ctx.seeds) {
-            (Some(facets), _) if crate::facets::in_facets(&path.root) => facets,
-            (_, Some(seeds)) if path.root == Root::MemorySeeds => seeds,
+        self.source = match (self.ctx.facets, self.ctx.seeds, self.ctx.tools) {
+            (Some(facets), _, _) if crate::facets::in_facets(&path.root) => facets,
+            (_, Some(seeds), _) if path.root == Root::MemorySeeds => seeds,
+            (_, _, Some(tools)) if path.root == Root::Tools => tools,
             _ => self.ctx.body,
         };
         if let Root::Label(key) = &path.root {
@@ -557,9 +565,15 @@ mod tests {
     use super::*;
     use crate::Filter;
 
-    const PLAIN: SqlContext<'static> = SqlContext { body: "b.body", labels: None, facets: None, seeds: None };
-    const INDEXED: SqlContext<'static> =
-        SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "m.blob" }), facets: None, seeds: None };
+    const PLAIN: SqlContext<'static> =
+        SqlContext { body: "b.body", labels: None, facets: None, seeds: None, tools: None };
+    const INDEXED: SqlContext<'static> = SqlContext {
+        body: "b.body",
+        labels: Some(LabelIndex { blob_expr: "m.blob" }),
+        facets: None,
+        seeds: None,
+        tools: None,
+    };
 
     fn sql(src: &str, ctx: &SqlContext<'_>) -> SqlFragment {
         let fragment = Filter::parse(src).unwrap().to_sqlite(ctx);

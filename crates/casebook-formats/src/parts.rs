@@ -202,6 +202,11 @@ pub(crate) fn read_beside(
         d.hint = Some(format!("keep {what}s in the dataset's folder or below it"));
         return None;
     };
+    if let Some(content) = cx.files.and_then(|files| files.get(&resolved)) {
+        return Some(content);
+    }
+    #[cfg(test)]
+    tests::FILES_READ.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(resolved.clone());
     let text = match fs_err::read_to_string(&resolved) {
         Ok(text) => text,
         Err(err) => {
@@ -243,6 +248,9 @@ pub(crate) fn read_beside(
                 None => named.clone(),
             });
         }
+    }
+    if let (Some(files), Some(content), true) = (cx.files, &content, inner.diags.is_empty()) {
+        files.keep(&resolved, text.len(), content);
     }
     cx.diags.extend(inner.diags);
     content.filter(|_| ok)
@@ -506,4 +514,62 @@ pub fn sample_id_value(case: &casebook_model::Case, layout: Option<&Map>) -> Val
         }
     }
     Value::String(case.id.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+
+    use crate::{Batch, Consumer, Flow, Input, ReadOptions, Start};
+
+    /// Every file [`super::read_beside`] read from disk (tests running at once each look for
+    /// their own folder's).
+    pub(super) static FILES_READ: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+    /// The shape of the corpus's incident datasets: many JSONL rows naming one snapshot file
+    /// and one seed file beside them.
+    #[test]
+    fn rows_sharing_a_file_read_it_once_per_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let snapshot = dir.path().join("incident.yaml");
+        let seeds = dir.path().join("seeds.json");
+        fs_err::write(&snapshot, "- when: {includes: {service: db}}\n  result: [\"timeout after 30s\"]\n").unwrap();
+        fs_err::write(&seeds, r#"[{"source": "runbook", "content": "restart the pool"}]"#).unwrap();
+        // Enough rows for several chunks, so several workers name the files.
+        let rows: String = (0..6000)
+            .map(|i| {
+                format!(
+                    "{{\"id\":\"c{i}\",\"input\":\"why is checkout slow, take {i}?\",\"memory_seeds\":\"seeds.json\",\
+                     \"tools\":[{{\"name\":\"logs\",\"responses\":\"incident.yaml\"}}]}}\n"
+                )
+            })
+            .collect();
+        let data = dir.path().join("data.jsonl");
+        fs_err::write(&data, rows).unwrap();
+        struct Count(usize, usize);
+        impl Consumer<()> for Count {
+            fn start(&mut self, _: &Start) -> Flow {
+                Flow::Continue
+            }
+            fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
+                self.0 += batch.cases.len();
+                self.1 += batch.diagnostics.len();
+                for case in &batch.cases {
+                    let tools = case.task.tools.as_deref().unwrap();
+                    assert!(
+                        matches!(&tools[0].responses, Some(casebook_model::Responses::File { content, .. }) if content[0]["result"][0] == "timeout after 30s")
+                    );
+                }
+                Flow::Continue
+            }
+        }
+        let mut count = Count(0, 0);
+        let opts = ReadOptions { threads: 4, ..ReadOptions::default() };
+        crate::read(&Input::path(&data), &opts, &|_: &Batch| (), &mut count).unwrap();
+        assert_eq!((count.0, count.1), (6000, 0));
+        let read = FILES_READ.lock().unwrap();
+        let times = |path: &PathBuf| read.iter().filter(|p| *p == path).count();
+        assert_eq!((times(&snapshot), times(&seeds)), (1, 1), "{read:?}");
+    }
 }

@@ -17,7 +17,7 @@ use casebook_model::{Case, Code, DatasetHeader, Diagnostic, excerpt};
 use crate::format::{Format, Syntax, sniff_csv_header, sniff_document, sniff_jsonl_row, sniff_list_item, sniff_syntax};
 use crate::ids::IdTable;
 use crate::pointer::Ptr;
-use crate::source::{Cx, Source};
+use crate::source::{Cx, FileCache, Source};
 use crate::tabular::{self, ColumnMap};
 use crate::{csvtext, documents, inspect, json, letta, native, openai_evals, promptfoo, yaml};
 
@@ -224,7 +224,10 @@ pub fn read<W: Send>(
                 return Ok(state.finish());
             }
             let base_dir = input.path.as_deref().and_then(Path::parent);
-            let worker = |chunk: &Chunk| jsonl_chunk(chunk, &input.display, format, base_dir, header_line);
+            // Rows that name one seed or snapshot file share its document.
+            let files = FileCache::default();
+            let beside = Beside { base_dir, files: &files };
+            let worker = |chunk: &Chunk| jsonl_chunk(chunk, &input.display, format, beside, header_line);
             stream(&mut state, reader, head, base, 1, opts.threads, &split_lines, &worker)?;
         }
         Syntax::Csv => {
@@ -866,7 +869,14 @@ fn native_jsonl_header<W>(
     Some((line, header))
 }
 
-fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path>, skip_line: Option<u64>) -> Batch {
+/// Where the rows of a JSONL file find the files they name, and the files read so far.
+#[derive(Clone, Copy)]
+struct Beside<'a> {
+    base_dir: Option<&'a Path>,
+    files: &'a FileCache,
+}
+
+fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, beside: Beside<'_>, skip_line: Option<u64>) -> Batch {
     let mut batch = Batch::default();
     // One case a line, mostly: size the vectors once rather than doubling them (cases are big).
     let rows = memchr::memchr_iter(b'\n', &chunk.bytes).count() + 1;
@@ -886,7 +896,7 @@ fn jsonl_chunk(chunk: &Chunk, file: &str, format: Format, base_dir: Option<&Path
         if !row.iter().all(u8::is_ascii_whitespace) && skip_line != Some(line) {
             match utf8(row) {
                 Err(err) => batch.diagnostics.push(utf8_error(file, row, line, row_offset, err)),
-                Ok(text) => jsonl_row(&mut batch, file, text, line, row_offset, format, base_dir, is_last),
+                Ok(text) => jsonl_row(&mut batch, file, text, line, row_offset, format, beside, is_last),
             }
         }
         start = end + 1;
@@ -904,11 +914,12 @@ fn jsonl_row(
     line: u64,
     offset: u64,
     format: Format,
-    base_dir: Option<&Path>,
+    beside: Beside<'_>,
     last: bool,
 ) {
     let src = Source::new(file, text, line, offset);
-    let mut cx = Cx::new(&src, base_dir);
+    let mut cx = Cx::new(&src, beside.base_dir);
+    cx.files = Some(beside.files);
     match json::parse(text) {
         Err(err) => {
             let code = if err.too_deep { Code::TooDeep } else { Code::JsonSyntax };

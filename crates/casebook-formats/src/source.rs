@@ -75,6 +75,46 @@ pub struct Cx<'a> {
     pub seed_files: std::collections::HashMap<String, Option<serde_json::Value>>,
     /// Snapshot files read so far, kept as [`seed_files`](Self::seed_files) are.
     pub snapshot_files: std::collections::HashMap<String, Option<serde_json::Value>>,
+    /// The files beside the dataset that this whole read has read (shared by the rows of a
+    /// JSONL file, each of which has a `Cx` of its own), when the reader keeps them.
+    pub files: Option<&'a FileCache>,
+}
+
+/// Seed and snapshot files one read has read without any problem, by their resolved path, so
+/// that a file every row of a JSONL file names is read and parsed once, not once a row. Shared
+/// by the read's worker threads. Bounded: once the files kept reach [`FileCache::BUDGET`] bytes
+/// of text, the others are read each time they are named. A file with problems (or warnings) is
+/// never kept, so each row naming it reports them as before.
+#[derive(Debug, Default)]
+pub struct FileCache {
+    files: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, serde_json::Value>>,
+    /// Bytes of text of the files kept.
+    kept: std::sync::atomic::AtomicUsize,
+}
+
+impl FileCache {
+    /// The most text (bytes) of files kept at once.
+    pub const BUDGET: usize = 64 << 20;
+
+    /// The document of the file at `path`, if it was kept.
+    pub fn get(&self, path: &Path) -> Option<serde_json::Value> {
+        self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(path).cloned()
+    }
+
+    /// Keeps the document of a file of `len` bytes of text, if the budget allows.
+    pub fn keep(&self, path: &Path, len: usize, document: &serde_json::Value) {
+        use std::sync::atomic::Ordering;
+        let kept = self.kept.fetch_add(len, Ordering::Relaxed);
+        if kept.saturating_add(len) > Self::BUDGET {
+            self.kept.fetch_sub(len, Ordering::Relaxed);
+            return;
+        }
+        let mut files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if files.insert(path.to_owned(), document.clone()).is_some() {
+            // Another worker kept it first.
+            self.kept.fetch_sub(len, Ordering::Relaxed);
+        }
+    }
 }
 
 impl<'a> Cx<'a> {
@@ -85,6 +125,7 @@ impl<'a> Cx<'a> {
             diags: Vec::new(),
             seed_files: std::collections::HashMap::new(),
             snapshot_files: std::collections::HashMap::new(),
+            files: None,
         }
     }
 

@@ -433,11 +433,18 @@ async fn converse(
     let later = task.turns.as_deref().unwrap_or_default();
     // The world the agent investigates, when the case's tools have recorded answers.
     let environment = Environment::of(task.tools.as_deref())?.map(Arc::new);
-    // Its MCP server's route, closed when the run ends (this is dropped).
-    let _mcp = crate::mcp::serve_session(target.mcp(), environment.as_ref(), &mut request).await?;
+    // Its MCP server's route, closed when the run ends.
+    let mcp = crate::mcp::serve_session(target.mcp(), environment.as_ref(), &mut request).await?;
     let mut unfinished = None;
     for turn in 0..=later.len() {
         if turn > 0 {
+            // MCP calls that came after the agent's reply belong to the turn it replied to.
+            if let Some(route) = &mcp {
+                route.settle().await;
+            }
+            if let Some(environment) = &environment {
+                trajectory.extend(environment.drain());
+            }
             let next = &later[turn - 1];
             let role = match next.role {
                 Role::User => Speaker::User,
@@ -461,6 +468,14 @@ async fn converse(
                 break;
             }
         }
+    }
+    // The calls still arriving when the agent gave its last reply: served (they happened), so
+    // recorded at the end of its turn.
+    if let Some(route) = mcp {
+        route.close().await;
+    }
+    if let Some(environment) = &environment {
+        trajectory.extend(environment.drain());
     }
     let mut output = RunOutput {
         output: if unfinished.is_some() { Value::Null } else { per_turn.last().cloned().unwrap_or(Value::Null) },

@@ -50,9 +50,38 @@ impl fmt::Debug for McpServer {
     }
 }
 
-/// The sessions' MCP services, by token.
-type Routes = Mutex<HashMap<String, SessionService>>;
+/// The sessions' MCP services, by token, with their requests being served.
+type Routes = Mutex<HashMap<String, (SessionService, Arc<InFlight>)>>;
 type SessionService = StreamableHttpService<SessionTools, NeverSessionManager>;
+
+/// How long a closing route waits for the calls it was already serving (an agent still sending
+/// one when its run ends) before the run goes on without them.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The requests a route is serving.
+#[derive(Default)]
+struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    done: tokio::sync::Notify,
+}
+
+/// One request being served: counted while this lives.
+struct Busy(Arc<InFlight>);
+
+impl Busy {
+    fn start(in_flight: Arc<InFlight>) -> Self {
+        in_flight.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Busy(in_flight)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.0.done.notify_waiters();
+        }
+    }
+}
 
 struct Listener {
     address: SocketAddr,
@@ -73,6 +102,7 @@ pub struct Route {
     url: String,
     token: String,
     routes: Arc<Routes>,
+    in_flight: Arc<InFlight>,
 }
 
 impl fmt::Debug for Route {
@@ -85,6 +115,29 @@ impl Route {
     /// `http://127.0.0.1:PORT/s/TOKEN/mcp`.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Waits, at most [`CLOSE_WAIT`], for the requests the route is serving, so that a call the
+    /// agent was making when it replied is served and logged in the environment before the run
+    /// takes the calls of the turn from it.
+    pub async fn settle(&self) {
+        let in_flight = &self.in_flight;
+        let _ = tokio::time::timeout(CLOSE_WAIT, async {
+            loop {
+                let done = in_flight.done.notified();
+                if in_flight.count.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return;
+                }
+                done.await;
+            }
+        })
+        .await;
+    }
+
+    /// Closes the route (later requests get 404), then [settles](Self::settle) it.
+    pub async fn close(self) {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.token);
+        self.settle().await;
     }
 }
 
@@ -111,8 +164,18 @@ impl McpServer {
             .with_json_response(true)
             .with_sse_keep_alive(None);
         let service = StreamableHttpService::new(move || Ok(handler.clone()), Arc::default(), config);
-        listener.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(token.clone(), service);
-        Ok(Route { url: format!("http://{}/s/{token}/mcp", listener.address), token, routes: listener.routes.clone() })
+        let in_flight = Arc::new(InFlight::default());
+        listener
+            .routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(token.clone(), (service, in_flight.clone()));
+        Ok(Route {
+            url: format!("http://{}/s/{token}/mcp", listener.address),
+            token,
+            routes: listener.routes.clone(),
+            in_flight,
+        })
     }
 }
 
@@ -177,9 +240,12 @@ where
     B::Data: Send,
 {
     let token = request.uri().path().strip_prefix("/s/").and_then(|rest| rest.strip_suffix("/mcp"));
-    let service = token.and_then(|token| routes.lock().unwrap_or_else(PoisonError::into_inner).get(token).cloned());
+    let service = token.and_then(|token| {
+        let routes = routes.lock().unwrap_or_else(PoisonError::into_inner);
+        routes.get(token).map(|(service, in_flight)| (service.clone(), Busy::start(in_flight.clone())))
+    });
     match service {
-        Some(service) => service.handle(request).await,
+        Some((service, _serving)) => service.handle(request).await,
         None => {
             let body = "no MCP session at this address: its run is over, or it never was\n";
             let mut response = Response::new(Full::new(Bytes::from_static(body.as_bytes())).boxed());

@@ -1490,6 +1490,7 @@ fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, versi
         labels: Some(LabelIndex { blob_expr: "m.blob" }),
         facets: Some("f.facets"),
         seeds: Some(crate::sqlite_seeds::FILTER_SEEDS),
+        tools: Some(crate::sqlite_seeds::FILTER_TOOLS),
     };
     let fragment = select.filter.as_ref().map(|f| f.to_sqlite(&context));
     // The bodies and the facets only when something reads them (a filter on labels alone does

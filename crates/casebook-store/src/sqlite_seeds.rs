@@ -14,6 +14,18 @@ pub(crate) const FILTER_SEEDS: &str = "(CASE WHEN json_type(b.body, '$.memory_se
      ELSE json_object('memory_seeds', json_object('file', json_extract(b.body, '$.memory_seeds.file'), 'content', \
      json((SELECT s.document FROM seed_documents s WHERE s.cid = unhex(json_extract(b.body, '$.memory_seeds.content_id')))))) END)";
 
+/// For filters ([`casebook_filter::SqlContext::tools`]): the body itself when none of its tools'
+/// snapshot files is kept apart (no tools, or no `"responses":{"file":` in its text, which
+/// every reference holds), else an object whose `tools` are the body's, in order, each
+/// reference replaced by `{"file": …, "content": <the document>}`, as the case has it.
+pub(crate) const FILTER_TOOLS: &str = "(CASE WHEN json_type(b.body, '$.tools') IS NOT 'array' \
+     OR instr(b.body, '\"responses\":{\"file\":') = 0 THEN b.body \
+     ELSE json_object('tools', (SELECT json_group_array(CASE WHEN json_type(t.value, '$.responses.content_id') IS NULL \
+     THEN json(t.value) ELSE json_set(json(t.value), '$.responses', json_object('file', \
+     json_extract(t.value, '$.responses.file'), 'content', json((SELECT s.document FROM seed_documents s \
+     WHERE s.cid = unhex(json_extract(t.value, '$.responses.content_id')))))) END ORDER BY t.key) \
+     FROM json_each(b.body, '$.tools') t)) END)";
+
 /// Keeps the seed documents that `cases` refer to and the store does not have yet (each one
 /// once: the documents are taken out of the cases).
 pub(crate) async fn keep_documents(tx: &mut Transaction<'_, Sqlite>, cases: &mut [Prepared]) -> Result<(), StoreError> {

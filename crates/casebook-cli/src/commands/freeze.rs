@@ -1,23 +1,30 @@
 //! `casebook freeze NAME[@REF]`: runs the queries of a stored version's tool snapshots once
 //! (`casebook_runner::freeze`) and commits the answers as the next version, on the version read
 //! (a commit made meanwhile is a conflict, not an update lost). Only the cases holding queries
-//! are kept in memory. `casebook freeze FILE [-o OUT]` does the same to a dataset file and
-//! writes the result in the native format.
+//! are kept in memory. With `CASEBOOK_URL` set (and no store named), the version is read from
+//! the team server and the answered cases are sent back as `push` sends a pulled file: merged
+//! onto the head from the version read, so a change made on the server meanwhile is kept, or is
+//! a conflict if it touched a case frozen here. `casebook freeze FILE [-o OUT]` does the same to
+//! a dataset file and writes the result in the native format.
 
 use std::path::Path;
 
+use anyhow::Context;
 use casebook_formats::{Batch, Consumer, Encoder, Flow, Format, Input, ReadOptions, Start, Syntax, Writer};
 use casebook_model::{Case, DatasetHeader};
 use casebook_runner::freeze::{self, Plan, QueryError};
-use casebook_store::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError};
+use casebook_store::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, VersionInfo};
 use serde_json::{Value, json};
 
+use super::remote::{self, Onto, Sending};
 use crate::Outcome;
 use crate::args::FreezeArgs;
 use crate::output::Output;
 use crate::progress::Progress;
+use crate::remote::{Remote, RemoteError};
 use crate::report::Reporter;
 use crate::settings::Global;
+use crate::source::Source;
 use crate::stores;
 
 /// Cases read from the store, or handed to a commit, at a time.
@@ -30,6 +37,9 @@ pub fn run(settings: &Global, args: FreezeArgs) -> anyhow::Result<Outcome> {
         return freeze_file(settings, &args, file);
     }
     let (name, reference) = stores::target(&args.target)?;
+    if settings.on_server() {
+        return freeze_on_server(settings, &args, &name, &reference);
+    }
     let runtime = stores::runtime()?;
     let store = if args.dry_run { stores::open(settings, &runtime)? } else { stores::open_write(settings, &runtime)? };
     let result = runtime.block_on(freeze_version(settings, &store, &args, &name, &reference));
@@ -47,16 +57,7 @@ async fn freeze_version(
 ) -> anyhow::Result<Outcome> {
     let version = store.resolve(name, reference).await?;
     let head = store.resolve(name, &Ref::Latest).await?;
-    if version.number != head.number {
-        anyhow::bail!(
-            "`{}` is {name} v{}, but the head is v{}: `freeze` commits the next version on the head, so freeze \
-             `{name}` (or `{name}@v{}`)",
-            args.target,
-            version.number,
-            head.number,
-            head.number
-        );
-    }
+    on_head(args, &version, &head)?;
     let mut cases = Vec::new();
     store
         .cases(name, version.number, &Select::all(), BATCH, &mut |batch| {
@@ -78,13 +79,7 @@ async fn freeze_version(
         prepared.push(casebook_store::prepare(&cases[i])?);
     }
     drop(cases);
-    let unfrozen = if ran.left > 0 {
-        format!(", {} left unfrozen", crate::plural(ran.left as u64, "response"))
-    } else {
-        String::new()
-    };
-    let message =
-        args.message.clone().unwrap_or_else(|| format!("freeze: {} answered{unfrozen}", queries(ran.answered)));
+    let message = commit_message(args, &ran);
     let request = CommitRequest {
         dataset: name.to_owned(),
         header: None,
@@ -120,6 +115,126 @@ async fn freeze_version(
         }
         CommitOutcome::Unchanged(v) => {
             ran.report["version"] = json!(v);
+            "no change: the answers are the ones recorded".to_owned()
+        }
+    };
+    finish(settings, &ran, &shown, &line, &format!("casebook freeze {name}"), true)
+}
+
+/// Refuses to freeze a version other than the head: the answers are committed as the next one.
+fn on_head(args: &FreezeArgs, version: &VersionInfo, head: &VersionInfo) -> anyhow::Result<()> {
+    if version.number != head.number {
+        let name = &version.dataset;
+        anyhow::bail!(
+            "`{}` is {name} v{}, but the head is v{}: `freeze` commits the next version on the head, so freeze \
+             `{name}` (or `{name}@v{}`)",
+            args.target,
+            version.number,
+            head.number,
+            head.number
+        );
+    }
+    Ok(())
+}
+
+/// The version's message: `--message`, else what was answered.
+fn commit_message(args: &FreezeArgs, ran: &Answers) -> String {
+    let unfrozen = if ran.left > 0 {
+        format!(", {} left unfrozen", crate::plural(ran.left as u64, "response"))
+    } else {
+        String::new()
+    };
+    args.message.clone().unwrap_or_else(|| format!("freeze: {} answered{unfrozen}", queries(ran.answered)))
+}
+
+/// `casebook freeze NAME[@REF]` on the team server: the version read from it (the head), its
+/// queries run here, and the answered cases sent to its import as an upsert merged onto the
+/// head from the version read ([`remote::send_import`], as `push` sends a pulled file). Cases
+/// changed on the server meanwhile are kept; one changed there and frozen here is a conflict,
+/// and nothing is committed.
+fn freeze_on_server(settings: &Global, args: &FreezeArgs, name: &str, reference: &Ref) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let source = Source::Server(runtime.block_on(Remote::connect())?);
+    let Source::Server(server) = &source else { unreachable!("made as a server just above") };
+    source.tell(settings);
+    let version = source.resolve(&runtime, name, reference)?;
+    let head = source.resolve(&runtime, name, &Ref::Latest)?;
+    on_head(args, &version, &head)?;
+    let header = source.header(&runtime, name)?;
+    let mut cases = Vec::new();
+    source.cases(&runtime, name, version.number, &Select::all(), BATCH, &mut |batch| {
+        cases.extend(batch.into_iter().filter(|case| freeze::has_pending(case, args.refresh)));
+        true
+    })?;
+    let plan = freeze::plan(&cases, args.refresh);
+    let shown = format!("{name} v{} on {}", version.number, server.url);
+    let base = json!({"dataset": name, "from": version.number, "server": server.url});
+    let mut ran = match runtime.block_on(run_queries(settings, args, &plan, &shown, base, "committed"))? {
+        Ran::Done(outcome) => return Ok(outcome),
+        Ran::Answers(ran) => ran,
+    };
+    let changed = freeze::apply(&mut cases, &plan, &ran.answers, &settings.time);
+    let changed: std::collections::HashSet<usize> = changed.into_iter().collect();
+    let changed: Vec<Case> =
+        cases.into_iter().enumerate().filter(|(i, _)| changed.contains(i)).map(|(_, case)| case).collect();
+    // The answered cases as native JSON lines, with the dataset's header (an import's file
+    // carries the header the version gets).
+    let spool = tempfile::NamedTempFile::new().context("cannot make a temporary file for the freeze")?;
+    {
+        let out = std::io::BufWriter::new(spool.reopen().context("cannot make a temporary file for the freeze")?);
+        let encoder = Encoder::new(Format::Casebook, Syntax::Jsonl, &header, Vec::new(), None, false);
+        let mut writer = Writer::new(Box::new(out), &encoder, &header);
+        writer.begin()?;
+        for chunk in changed.chunks(BATCH) {
+            writer.write(&encoder.encode(chunk))?;
+        }
+        writer.finish(None)?;
+    }
+    drop(changed);
+    let message = commit_message(args, &ran);
+    let sending = Sending {
+        file: spool.path(),
+        format: Format::Casebook,
+        syntax: Syntax::Jsonl,
+        shown: "freeze.jsonl",
+        onto: Onto::Base(version.id.clone()),
+        upsert: true,
+        message: &message,
+    };
+    let report = match remote::send_import(settings, &runtime, server, name, &sending)? {
+        Ok(report) => report,
+        Err(RemoteError::Refused(409, e)) if e.code == "merge-conflict" => {
+            let n = e.conflicts.len();
+            let ids: Vec<String> =
+                e.conflicts.iter().take(20).map(|id| format!("`{}`", casebook_model::excerpt(id))).collect();
+            let more = if n > 20 { format!(" and {} more", n - 20) } else { String::new() };
+            anyhow::bail!(
+                "dataset `{name}` moved on while the queries ran: {} {}{more} changed on the server since v{} (its \
+                 head is v{}) and got answers here; nothing was committed: freeze `{name}` again",
+                if n == 1 { "case" } else { "cases" },
+                ids.join(", "),
+                version.number,
+                e.head.map_or("?".to_owned(), |h| h.to_string())
+            );
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let line = match (&report.version, report.created) {
+        (Some(v), true) => {
+            ran.report["created"] = json!(true);
+            ran.report["version"] = json!(v.clone().into_info(name));
+            let mut line = super::versions::created_line(&v.clone().into_info(name));
+            if report.kept > 0 {
+                line.push_str(&format!(
+                    "\nkept {} changed on the server since v{}",
+                    crate::plural(report.kept, "case"),
+                    version.number
+                ));
+            }
+            line
+        }
+        (v, _) => {
+            ran.report["version"] = json!(v.clone().map(|v| v.into_info(name)));
             "no change: the answers are the ones recorded".to_owned()
         }
     };

@@ -219,54 +219,17 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     let message = args.message.unwrap_or_else(|| format!("push {}", file.display()));
     let stem = file.file_stem().unwrap_or_default().to_string_lossy().into_owned();
     let shown = format!("{}.{}", file_stem(&stem), syntax.name());
-    let size = fs_err::metadata(&send)?.len();
-    let report: Result<casebook_server::api::ImportReport, _> = runtime.block_on(async {
-        let body = tokio::fs::File::open(&send).await?;
-        let bar = Progress::counting(settings, size, true, "sending");
-        let sent = bar.clone();
-        let stream = futures_util::stream::try_unfold(body, move |mut body| {
-            let sent = sent.clone();
-            async move {
-                use tokio::io::AsyncReadExt;
-                let mut chunk = vec![0u8; 1 << 20];
-                let n = body.read(&mut chunk).await?;
-                if n == 0 {
-                    return Ok::<_, std::io::Error>(None);
-                }
-                chunk.truncate(n);
-                sent.add(n as u64);
-                Ok(Some((chunk, body)))
-            }
-        });
-        let on = match (&base, head) {
-            (Some(base), _) => ("base", base.id.clone()),
-            (None, head) => ("parent", format!("v{}", head.unwrap_or(0))),
-        };
-        let request = remote
-            .request(reqwest::Method::POST, &remote.dataset_path(&name, "/import"))
-            .query(&[
-                ("format", format.name()),
-                ("syntax", syntax.name()),
-                ("filename", shown.as_str()),
-                (on.0, on.1.as_str()),
-                ("message", message.as_str()),
-            ])
-            .header("x-casebook-author", &settings.author)
-            .header(reqwest::header::CONTENT_LENGTH, size)
-            .body(reqwest::Body::wrap_stream(stream));
-        let response = remote.send(request).await;
-        bar.finish();
-        match response {
-            Ok(response) => {
-                Ok::<_, anyhow::Error>(Ok(response.json().await.context("the server's report is not JSON")?))
-            }
-            Err(crate::remote::RemoteError::Refused(409, e)) if e.code == "merge-conflict" => Ok(Err(e)),
-            Err(e) => Err(push_error(e, &name, head, base.as_ref(), &file)),
-        }
-    })?;
-    let report: casebook_server::api::ImportReport = match report {
+    let onto = match (&base, head) {
+        (Some(base), _) => Onto::Base(base.id.clone()),
+        (None, head) => Onto::Parent(head.unwrap_or(0)),
+    };
+    let sending = Sending { file: &send, format, syntax, shown: &shown, onto, upsert: false, message: &message };
+    let report = match send_import(settings, &runtime, &remote, &name, &sending)? {
         Ok(report) => report,
-        Err(conflict) => return merge_conflict(settings, &name, &file, base.as_ref(), conflict),
+        Err(crate::remote::RemoteError::Refused(409, e)) if e.code == "merge-conflict" => {
+            return merge_conflict(settings, &name, &file, base.as_ref(), e);
+        }
+        Err(e) => return Err(push_error(e, &name, head, base.as_ref(), &file)),
     };
     // With nothing kept from the head, a pulled file is the version made (or the head that had
     // its content): its next push builds on that. (A file never pulled gets no record: a push
@@ -318,6 +281,83 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         );
     }
     Ok(Outcome::Ok)
+}
+
+/// What a sent file builds on: the version it was made from (a content id), merged onto the
+/// head (what changed there since is kept, or is a conflict); or the version that must still be
+/// the head when it commits (`v0` for a new dataset).
+pub(crate) enum Onto {
+    Base(String),
+    Parent(u64),
+}
+
+/// A file to send to a dataset's import on the server.
+pub(crate) struct Sending<'a> {
+    pub file: &'a std::path::Path,
+    pub format: Format,
+    pub syntax: Syntax,
+    /// The name the server's diagnostics give the file.
+    pub shown: &'a str,
+    pub onto: Onto,
+    /// Whether the file's cases are added to the version or replace those with their ids
+    /// (`true`), or the file is the whole next version.
+    pub upsert: bool,
+    pub message: &'a str,
+}
+
+/// Sends a file to the import of dataset `name` (with a progress bar), as `push` does and
+/// `freeze` on a server: the server's report, or its refusal (a `merge-conflict` among them)
+/// for the caller to tell in its own words.
+pub(crate) fn send_import(
+    settings: &Global,
+    runtime: &tokio::runtime::Runtime,
+    remote: &Remote,
+    name: &str,
+    sending: &Sending<'_>,
+) -> anyhow::Result<Result<casebook_server::api::ImportReport, crate::remote::RemoteError>> {
+    let size = fs_err::metadata(sending.file)?.len();
+    runtime.block_on(async {
+        let body = tokio::fs::File::open(sending.file).await?;
+        let bar = Progress::counting(settings, size, true, "sending");
+        let sent = bar.clone();
+        let stream = futures_util::stream::try_unfold(body, move |mut body| {
+            let sent = sent.clone();
+            async move {
+                use tokio::io::AsyncReadExt;
+                let mut chunk = vec![0u8; 1 << 20];
+                let n = body.read(&mut chunk).await?;
+                if n == 0 {
+                    return Ok::<_, std::io::Error>(None);
+                }
+                chunk.truncate(n);
+                sent.add(n as u64);
+                Ok(Some((chunk, body)))
+            }
+        });
+        let on = match &sending.onto {
+            Onto::Base(id) => ("base", id.clone()),
+            Onto::Parent(head) => ("parent", format!("v{head}")),
+        };
+        let request = remote
+            .request(reqwest::Method::POST, &remote.dataset_path(name, "/import"))
+            .query(&[
+                ("format", sending.format.name()),
+                ("syntax", sending.syntax.name()),
+                ("filename", sending.shown),
+                (on.0, on.1.as_str()),
+                ("mode", if sending.upsert { "upsert" } else { "replace" }),
+                ("message", sending.message),
+            ])
+            .header("x-casebook-author", &settings.author)
+            .header(reqwest::header::CONTENT_LENGTH, size)
+            .body(reqwest::Body::wrap_stream(stream));
+        let response = remote.send(request).await;
+        bar.finish();
+        match response {
+            Ok(response) => Ok(Ok(response.json().await.context("the server's report is not JSON")?)),
+            Err(e) => Ok(Err(e)),
+        }
+    })
 }
 
 /// Cases changed both in the file and on the server since the version the file was pulled at:

@@ -278,7 +278,7 @@ fn failed_queries_are_listed_and_commit_nothing_unless_keep_going() {
 }
 
 #[test]
-fn freeze_on_a_server_or_an_old_version_is_refused() {
+fn freeze_of_an_old_version_is_refused_and_casebook_url_means_the_server() {
     let b = Backend::Embedded;
     let dir = Folder::new();
     ok(b.cb(&dir).arg("init"));
@@ -294,9 +294,105 @@ fn freeze_on_a_server_or_an_old_version_is_refused() {
         "error: `qa@v1` is qa v1, but the head is v2: `freeze` commits the next version on the head, so freeze `qa` \
          (or `qa@v2`)\n"
     );
-    let out = run(cb(&dir).args(["freeze", "qa"]).env("CASEBOOK_URL", "http://127.0.0.1:9"));
+    // With `CASEBOOK_URL`, the version is the server's (none listens there).
+    let out = run(cb(&dir).args(["freeze", "qa"]).env("CASEBOOK_URL", "http://127.0.0.1:9").env("CASEBOOK_TOKEN", "t"));
     assert_eq!(out.status, Some(2), "{out:?}");
-    assert!(out.stderr.contains("`CASEBOOK_URL` is set, and `casebook freeze` does not work on a server"), "{out:?}");
+    assert!(out.stderr.starts_with("error: cannot reach the server at http://127.0.0.1:9"), "{out:?}");
+}
+
+/// A metrics API that, when first asked, runs `meanwhile` (on a blocking thread) before it
+/// answers as [`answer`] does: what someone does on the team server while `freeze` waits for
+/// its queries.
+fn metrics_api_doing(meanwhile: impl FnOnce() + Send + 'static) -> String {
+    type Once = Box<dyn FnOnce() + Send>;
+    let meanwhile: Arc<Mutex<Option<Once>>> = Arc::new(Mutex::new(Some(Box::new(meanwhile))));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+                let (log, meanwhile) = (log.clone(), meanwhile.clone());
+                async move {
+                    let first = meanwhile.lock().unwrap().take();
+                    if let Some(first) = first {
+                        tokio::task::spawn_blocking(first).await.unwrap();
+                    }
+                    answer(&log, &uri, &headers).await
+                }
+            });
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}", rx.recv().unwrap())
+}
+
+/// `freeze NAME` with `CASEBOOK_URL` set: the version is read from a real `casebook serve`,
+/// the queries run against a local metrics API, and the answers go back as a push merged from
+/// the version read. A case changed on the server while the queries ran is kept; a change to a
+/// case that was frozen is a conflict naming it, and nothing is committed.
+#[test]
+fn freeze_on_a_server_merges_onto_what_the_server_got_meanwhile() {
+    use crate::remote::{PROJECT, Server, owner, push, versions};
+    let b = Backend::Embedded;
+    let dir = Arc::new(Folder::new());
+    let server = Arc::new(Server::start(&b, &dir, &[]));
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    // Someone else's push of dataset `name`'s file with `from` replaced by `to`.
+    let change = |name: &'static str, from: &'static str, to: &'static str| {
+        let (server, dir, token) = (server.clone(), dir.clone(), token.clone());
+        move || {
+            let text = fs_err::read_to_string(dir.join(&format!("{name}.jsonl"))).unwrap();
+            assert_eq!(text.matches(from).count(), 1, "{text}");
+            let file = dir.file(&format!("{name}-edited.jsonl"), text.replace(from, to));
+            let out = server.client(&dir, &token).args(["push", "--name", name, "--file"]).arg(&file).output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+        }
+    };
+
+    // The server's `plain` case changes while `incidents` is being frozen.
+    let api = metrics_api_doing(change("incidents", "2+2?", "3+3?"));
+    push(&server, &dir, &token, "incidents", &dir.file("incidents.jsonl", incidents(&api)));
+    let out = run(server.client(&dir, &token).args(["freeze", "incidents"]).env("METRICS_TOKEN", "s3cret-tok"));
+    assert_eq!(out.status, Some(0), "{out:?}");
+    assert!(
+        out.stdout.starts_with(&format!(
+            "froze 3 queries (4 responses) of incidents v1 on {}\ncreated incidents v3 (",
+            server.url
+        )) && out.stdout.contains("): 3 cases, +0 -0 ~2\n"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains(&format!("(on the server at {}, project `{PROJECT}`)", server.url)), "{out:?}");
+    // v2 is the other push; v3 has both its change and the answers.
+    let log = versions(&b, &dir, "incidents");
+    assert_eq!(log.len(), 3);
+    assert_eq!(log[2]["message"], "freeze: 3 queries answered");
+    let cases: Vec<Value> = ok(owner(&b, &dir).args(["export", "incidents@v3", "--to", "casebook", "-q"]))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|c: &Value| c.get("$dataset").is_none())
+        .collect();
+    let by_id = |id: &str| cases.iter().find(|c| c["id"] == id).unwrap().clone();
+    assert_eq!(by_id("plain")["input"], "3+3?");
+    assert_eq!(by_id("inc-1")["tools"][0]["responses"][1]["result"], "p99 wait 2.1 s");
+    assert_eq!(by_id("inc-1")["tools"][1]["responses"][0]["result"], "checkout: pool exhausted");
+    assert_eq!(by_id("inc-2")["tools"][0]["responses"][0]["result"]["series"][0]["max"], 100);
+
+    // A case frozen here and changed there meanwhile: a conflict, nothing committed.
+    let api = metrics_api_doing(change("clash", "Checkout errors again", "Checkout errors, third time"));
+    push(&server, &dir, &token, "clash", &dir.file("clash.jsonl", incidents(&api)));
+    let out = run(server.client(&dir, &token).args(["freeze", "clash"]).env("METRICS_TOKEN", "s3cret-tok"));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "error: dataset `clash` moved on while the queries ran: case `inc-2` changed on the server since v1 (its \
+             head is v2) and got answers here; nothing was committed: freeze `clash` again"
+        ),
+        "{out:?}"
+    );
+    assert_eq!(versions(&b, &dir, "clash").len(), 2);
 }
 
 #[test]

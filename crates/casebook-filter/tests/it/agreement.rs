@@ -418,7 +418,7 @@ fn ids(filter: &Filter, cases: &[Case], json: &[Value]) -> (BTreeSet<i64>, BTree
 async fn sql_ids(conn: &mut SqliteConnection, filter: &Filter, index: bool) -> BTreeSet<i64> {
     let labels = index.then_some(LabelIndex { blob_expr: "b.id" });
     let facets = index.then_some("b.facets");
-    let fragment = filter.to_sqlite(&SqlContext { body: "b.body", labels, facets, seeds: None });
+    let fragment = filter.to_sqlite(&SqlContext { body: "b.body", labels, facets, seeds: None, tools: None });
     let sql = format!("SELECT b.id FROM blobs b WHERE {}", fragment.sql);
     let mut query = sqlx::query(AssertSqlSafe(sql.clone()));
     for param in fragment.params {

@@ -11,7 +11,13 @@ async fn plan(src: &str) -> String {
     ] {
         sqlx::query(ddl).execute(&mut conn).await.unwrap();
     }
-    let ctx = SqlContext { body: "b.body", labels: Some(LabelIndex { blob_expr: "b.id" }), facets: None, seeds: None };
+    let ctx = SqlContext {
+        body: "b.body",
+        labels: Some(LabelIndex { blob_expr: "b.id" }),
+        facets: None,
+        seeds: None,
+        tools: None,
+    };
     let fragment = Filter::parse(src).unwrap().to_sqlite(&ctx);
     let sql = format!("EXPLAIN QUERY PLAN SELECT b.id FROM blobs b WHERE {}", fragment.sql);
     let mut query = sqlx::query(AssertSqlSafe(sql));

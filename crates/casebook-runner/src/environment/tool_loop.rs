@@ -39,6 +39,8 @@ pub(crate) async fn play_turn(
 ) -> Result<TurnEnd, Failure> {
     let max_steps = max_steps.max(1);
     let mut step = 0;
+    // The served calls of this turn that the agent's own reports may repeat: those from here on.
+    let mut unreported = trajectory.len();
     loop {
         step += 1;
         let reply = target.call(request).await?;
@@ -46,7 +48,7 @@ pub(crate) async fn play_turn(
         if let Some(environment) = environment {
             trajectory.extend(environment.drain());
         }
-        trajectory.extend(reply.trajectory);
+        merge_reported(trajectory, &mut unreported, reply.trajectory);
         request.tool_results.clear();
         if reply.tool_calls.is_empty() {
             return Ok(TurnEnd::Answered(reply.output));
@@ -123,6 +125,39 @@ pub(crate) async fn play_turn(
         request.messages.extend(results.iter().map(Message::answer));
         request.tool_results = results;
     }
+}
+
+/// Appends what an agent reports to `trajectory`, except the tool calls the environment already
+/// served and recorded: a reported call with the same tool and arguments as a served one at or
+/// after `unreported` (in order: each served call stands for one report, and reports match
+/// later served calls than the last one matched) is that call, kept once, as served.
+/// `unreported` moves past each served call matched.
+fn merge_reported(trajectory: &mut Vec<Step>, unreported: &mut usize, reported: Vec<Step>) {
+    let served_end = trajectory.len();
+    for step in reported {
+        if let Step::ToolCall { name, arguments, .. } = &step {
+            let found = trajectory[*unreported..served_end].iter().position(|served| match served {
+                Step::ToolCall { name: n, arguments: a, served: Some(_), .. } => {
+                    n == name && same_arguments(a, arguments)
+                }
+                _ => false,
+            });
+            if let Some(at) = found {
+                *unreported += at + 1;
+                continue;
+            }
+        }
+        trajectory.push(step);
+    }
+}
+
+/// Whether two calls' arguments are the same, one of them perhaps as its JSON text (as
+/// chat-completions agents report them).
+fn same_arguments(a: &Value, b: &Value) -> bool {
+    fn parsed(v: &Value) -> Option<Value> {
+        v.as_str().and_then(|text| serde_json::from_str(text).ok())
+    }
+    a == b || parsed(a).as_ref() == Some(b) || parsed(b).as_ref() == Some(a)
 }
 
 /// A call nobody answered, as a trajectory step.

@@ -58,9 +58,46 @@ async fn investigate(State(agent): State<McpAgent>, body: String) -> String {
         answers.push(json!({"text": text, "error": result.is_error == Some(true)}));
     }
     let _ = client.cancel().await;
+    if let Some(late) = request["agent_args"]["late"].as_array() {
+        late_call(url, late[0].as_str().unwrap(), &late[1]).await;
+    }
     let (prefix, _) = url.split_once("/s/").unwrap();
     let forged = list_tools_status(&format!("{prefix}/s/{}/mcp", "0".repeat(32))).await;
-    json!({"output": {"tools": tools, "answers": answers, "forged": forged}}).to_string()
+    let mut reply = json!({"output": {"tools": tools, "answers": answers, "forged": forged}});
+    // Agents that log their tool use report the calls they made, as they made them.
+    if request["agent_args"]["report"] == json!(true) {
+        let calls = request["agent_args"]["calls"].as_array().unwrap();
+        reply["trajectory"] =
+            calls.iter().map(|c| json!({"type": "tool_call", "name": c[0], "arguments": c[1]})).collect();
+    }
+    reply.to_string()
+}
+
+/// Starts a `tools/call` of `name` that the MCP server has taken (its head and part of its body
+/// are sent, and the server has had time to route it) and that ends after the agent has
+/// replied: the rest of the body follows 300 ms later.
+async fn late_call(url: &str, name: &str, arguments: &Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (host, path) = url.strip_prefix("http://").unwrap().split_once('/').unwrap();
+    let body =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+            .to_string();
+    let head = format!(
+        "POST /{path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..10]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stream.write_all(&body.as_bytes()[10..]).await.unwrap();
+        let mut answer = vec![0; 4096];
+        let n = stream.read(&mut answer).await.unwrap();
+        assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..n]));
+    });
 }
 
 /// The HTTP status a `tools/list` POST to `url` gets (0 when nothing listens).
@@ -439,4 +476,62 @@ async fn a_command_agent_on_the_python_mcp_sdk_gets_the_snapshot_answers() {
     assert_eq!((&answers[2]["error"], &answers[3]["error"]), (&json!(true), &json!(true)));
     let how: Vec<Served> = calls(&results[0]).into_iter().map(|(_, _, _, s)| s.how).collect();
     assert_eq!(how, [Served::Matched, Served::Matched, Served::Unmatched, Served::UnknownTool]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_an_mcp_agent_reports_having_made_are_the_served_ones() {
+    let (url, _) = agent(1).await;
+    let server = Arc::new(McpServer::new());
+    let mut case = incident();
+    case.task.agent_args.as_mut().unwrap().insert("report".into(), json!(true));
+
+    let results = run(&[case], scenario(&url, Some(server))).await;
+
+    let output = results[0].output.as_ref().unwrap();
+    // Each reported call is the served one, kept once with its answer and how it was served.
+    let steps: Vec<(&str, bool)> = output
+        .trajectory
+        .iter()
+        .filter_map(|s| match s {
+            Step::ToolCall { name, served, .. } => Some((name.as_str(), served.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, [("logs", true), ("metrics", true), ("logs", true), ("shell", true)]);
+    assert_eq!((output.served_calls, output.unmatched_calls), (4, 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_calls_still_arriving_after_a_reply_end_their_turn() {
+    let (url, _) = agent(1).await;
+    let server = Arc::new(McpServer::new());
+    // Two turns; each reply leaves a call on its way.
+    let case: Case = serde_json::from_value(json!({
+        "id": "late",
+        "input": "first look",
+        "turns": [{"role": "user", "content": "and now?"}],
+        "tools": [{"name": "logs", "responses": [{"when": {"includes": {"service": "db"}}, "result": "pool épuisé"}]}],
+        "agent_args": {"calls": [["logs", {"service": "db"}]], "late": ["logs", {"service": "web"}]}
+    }))
+    .unwrap();
+
+    let results = run(&[case], scenario(&url, Some(server))).await;
+
+    let output = results[0].output.as_ref().unwrap();
+    let steps: Vec<String> = output
+        .trajectory
+        .iter()
+        .map(|s| match s {
+            Step::Message { role, .. } => serde_json::to_value(role).unwrap().as_str().unwrap().to_owned(),
+            Step::ToolCall { arguments, served, .. } => {
+                format!("{} {:?}", arguments["service"].as_str().unwrap(), served.unwrap().how)
+            }
+            Step::Other { .. } => "other".into(),
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        ["user", "db Matched", "assistant", "web Unmatched", "user", "db Matched", "assistant", "web Unmatched"]
+    );
+    assert_eq!((output.served_calls, output.unmatched_calls), (4, 2));
 }

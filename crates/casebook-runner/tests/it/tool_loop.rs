@@ -392,3 +392,59 @@ fn max_steps_changes_the_run_hash_of_cases_with_recorded_answers_only() {
         casebook_runner::hash::run_hash(&json!({"kind": "echo"}), &[], &case.task, &case.id, 0).unwrap()
     );
 }
+
+/// A command agent (JSON lines, as `examples/agents/investigator.py`) that asks casebook for
+/// two calls, one step each, then answers with a trajectory of its own that reports both (the
+/// second with its arguments as JSON text, as chat-completions agents write them) and a call of
+/// a tool of its own.
+const REPORTING_AGENT: &str = r#"
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    told = [m for m in request["messages"] if m["role"] == "tool"]
+    if len(told) == 0:
+        reply = {"tool_calls": [{"name": "log_fetcher", "arguments": {"service": "paiements"}}]}
+    elif len(told) == 1:
+        reply = {"tool_calls": [{"name": "metrics_query", "arguments": {"service": "paiements", "metric": "error_rate"}}]}
+    else:
+        reply = {"output": "pool exhausted", "trajectory": [
+            {"type": "tool_call", "name": "log_fetcher", "arguments": {"service": "paiements"}, "result": "seen"},
+            {"type": "tool_call", "name": "grep_runbook", "arguments": {"q": "pool"}},
+            {"type": "tool_call", "name": "metrics_query", "arguments": "{\"metric\": \"error_rate\", \"service\": \"paiements\"}"},
+            {"type": "tool_call", "name": "log_fetcher", "arguments": {"service": "paiements"}},
+        ]}
+    print(json.dumps(reply), flush=True)
+"#;
+
+#[tokio::test]
+async fn calls_an_agent_reports_that_casebook_served_are_counted_once() {
+    let result = run(case(), json!({"program": "python3", "args": ["-c", REPORTING_AGENT]}), DEFAULT_MAX_STEPS).await;
+
+    let output = result.output.as_ref().unwrap();
+    assert_eq!(output.output, json!("pool exhausted"));
+    // The two served calls stand for the first and third reports; the call of the agent's own
+    // tool is kept, and so is the second report of `log_fetcher` (served once only).
+    assert_eq!(
+        kinds(&output.trajectory),
+        [
+            "message user",
+            "call log_fetcher",
+            "call metrics_query",
+            "call grep_runbook",
+            "call log_fetcher",
+            "message assistant"
+        ]
+    );
+    let how: Vec<_> = output.trajectory.iter().filter_map(served).map(|(n, s)| (n, s.map(|s| s.how))).collect();
+    assert_eq!(
+        how,
+        [
+            ("log_fetcher", Some(Served::Matched)),
+            ("metrics_query", Some(Served::Matched)),
+            ("grep_runbook", None),
+            ("log_fetcher", None)
+        ]
+    );
+    assert_eq!((output.served_calls, output.unmatched_calls), (2, 0));
+    assert_eq!(output.tool_calls().count(), 4);
+}

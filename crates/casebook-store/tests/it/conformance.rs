@@ -470,7 +470,8 @@ pub async fn snapshot_files_are_kept_once(store: AnyStore) {
 }
 
 /// Cases with something for every kind of filter: plain and `key:value` labels, metadata of
-/// every JSON type, turns, confidence, non-ASCII text, seed files and inline seeds.
+/// every JSON type, turns, confidence, non-ASCII text, seed files and inline seeds, and tools
+/// answering from snapshot files (kept apart by the store) and inline.
 fn varied_cases() -> Vec<Case> {
     let specs = [
         (
@@ -511,6 +512,11 @@ fn varied_cases() -> Vec<Case> {
                 c.task.memory_seeds = Some(serde_json::from_value(json!([{"source": "s", "content": "c"}])).unwrap());
                 c
             },
+            snapshotted(
+                "k1",
+                json!([{"when": {"includes": {"service": "checkout"}}, "result": ["pool exhausted — 東京"]}]),
+            ),
+            snapshotted("k2", json!([{"result": {"p99_ms": 1200}}, {"result": ["fine"], "content_id": 3}])),
         ])
         .collect()
 }
@@ -565,6 +571,19 @@ pub async fn filters_select_what_they_select_in_memory(store: impl Store) {
         r#"memory_seeds[0].source == "s""#,
         r#"not (memory_seeds.content.entries[0].content matches "night")"#,
         r#"memory_seeds.content.entries[0].content matches "night" and labels contains "math""#,
+        // Snapshot files: their recorded answers, never the store's reference.
+        r#"tools[0].responses.content[0].result[0] == "pool exhausted — 東京""#,
+        r#"tools[2].responses.content[0].when.includes.service == "checkout""#,
+        r#"tools[0].responses.content[0].result.p99_ms > 1000"#,
+        r#"tools[0].responses.content[1].content_id == 3"#,
+        r#"exists(tools[0].responses.content_id)"#,
+        r#"exists(tools[0].responses.content)"#,
+        r#"tools[0].responses.file == "snapshots/incident-42.json""#,
+        r#"len(tools[2].responses.content) == 2"#,
+        r#"tools[1].responses[0].result.file == "not a reference""#,
+        r#"not (tools[0].responses.content[0].result[0] == "pool exhausted — 東京")"#,
+        r#"tools[0].responses.content[0].result[0] == "pool exhausted — 東京" or labels contains "math""#,
+        r#"len(tools) == 3 and tools[0].name == "logs""#,
     ];
     for (version, expected_cases) in [(1, &cases), (2, &v2), (3, &v3)] {
         for text in expressions {
