@@ -1477,23 +1477,26 @@ fn with_vars_files<'s>(cx: &mut Cx<'_>, test: &Node<'s>, ptr: &Ptr<'_>) -> Resul
     let NodeValue::Object(entries) = &test.value else { return Ok(None) };
     let Some(at) = entries.iter().position(|e| e.key == "vars") else { return Ok(None) };
     let vars = &entries[at].value;
-    let references: Vec<&str> = match &vars.value {
-        NodeValue::String(s) => vec![s.as_ref()],
+    let vars_ptr = ptr.key("vars");
+    // Each reference with its node and place.
+    let references: Vec<(&str, &Node, Ptr<'_>)> = match &vars.value {
+        NodeValue::String(s) => vec![(s.as_ref(), vars, vars_ptr)],
         NodeValue::Array(items) if !items.is_empty() => {
-            match items.iter().map(|i| i.as_str()).collect::<Option<Vec<_>>>() {
-                Some(list) => list,
-                None => return Ok(None),
+            let mut list = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let Some(s) = item.as_str() else { return Ok(None) };
+                list.push((s, item, vars_ptr.index(i)));
             }
+            list
         }
         _ => return Ok(None),
     };
-    let vars_ptr = ptr.key("vars");
     let errors_before = cx.diags.iter().filter(|d| d.is_error()).count();
     let mut merged = Map::new();
-    for reference in references {
-        let Some(files) = named_files(cx, vars, &vars_ptr, reference, "variables") else { continue };
+    for (reference, node, at_ptr) in &references {
+        let Some(files) = named_files(cx, node, at_ptr, reference, "variables") else { continue };
         for file in files {
-            let read = in_named_file(cx, vars, &vars_ptr, &file, |inner| {
+            let read = in_named_file(cx, node, at_ptr, &file, |inner| {
                 let root = match crate::yaml::parse(inner.src.text) {
                     Ok(root) => root,
                     Err(e) => {
