@@ -17,6 +17,12 @@
 //!   with it leaves out of each test what it gives ([`strip_defaults`]).
 //! - A variable promptfoo reads from a file when it runs (`file://…`) is kept as that
 //!   reference, with a warning where it is (`W-file-var`): casebook does not read the file.
+//! - Tests and variables in other files are read as promptfoo reads them, relative to the file
+//!   that names them, patterns included ([`TestsList`], [`standalone_tests`]): their content is
+//!   the cases', so a changed file changes the dataset. Written back, variables that still are
+//!   what their files hold are the reference again; tests read from another file are written
+//!   inline, which is told as a loss (casebook writes one file). References casebook does not
+//!   follow are kept unread, with a warning, and written back in their place.
 //!
 //! In CSV (promptfoo's `testCaseFromCsvRow`), every column is a variable except the special
 //! ones: `__expected`, `__expected1`… hold asserts written as text (`contains: Paris`,
