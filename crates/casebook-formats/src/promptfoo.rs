@@ -1124,14 +1124,30 @@ pub struct TestsList {
 impl TestsList {
     /// The cases of one item of `tests` (`ptr` is its place).
     pub fn item(&mut self, cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: Option<&Node>) -> Vec<Case> {
-        let mut cases = match &node.value {
-            NodeValue::String(reference) => match tests_files(cx, node, ptr, reference, defaults, false) {
+        // `{path, config}`: a standalone tests file (a script's `config` aside).
+        let path = match &node.value {
+            NodeValue::Object(_) => {
+                node.get("path").filter(|_| node.get("vars").is_none() && node.get(ASSERT).is_none())
+            }
+            _ => None,
+        };
+        let mut cases = match (&node.value, path.map(|p| &p.value)) {
+            (NodeValue::String(reference), _) => match tests_files(cx, node, ptr, reference, defaults, false) {
                 Some(cases) => cases,
                 None => {
                     self.pending.push(json!(reference));
                     Vec::new()
                 }
             },
+            (_, Some(NodeValue::String(reference))) => {
+                match path.and_then(|p| tests_files(cx, p, &ptr.key("path"), reference, defaults, true)) {
+                    Some(cases) => cases,
+                    None => {
+                        self.pending.extend(cx.json(node, ptr));
+                        Vec::new()
+                    }
+                }
+            }
             _ => match defaults {
                 Some(defaults) => read_test_with(cx, node, ptr, defaults),
                 None => read_test(cx, node, ptr),

@@ -184,6 +184,16 @@ fn problems_inside_a_referenced_file_are_located_in_it() {
     assert_eq!((d.line, d.column, d.code.as_str(), d.pointer.as_str()), (4, 7, "E-missing-field", "/1/assert/0"));
     assert!(d.hint.as_deref().unwrap().contains("config.yaml:3:5 (/tests/1)"), "{d:?}");
     assert_eq!(cases_of(&out).as_array().map(Vec::len), Some(2), "the well-formed tests are read");
+
+    // A variables file that is not a mapping: located in it, and its test is not read.
+    temp_file(&dir, "tests/vars.yaml", b"q: [unclosed\n");
+    let config = temp_file(&dir, "config.yaml", b"tests:\n  - vars: {q: here}\n  - vars: tests/vars.yaml\n");
+    let ((out, diags), _) = convert_with(&config, None, Format::Casebook, Syntax::Jsonl, None, None);
+    let said = errors(&diags);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(diags[0].file.ends_with("tests/vars.yaml") && diags[0].code.as_str() == "E-yaml-syntax", "{said:?}");
+    assert!(diags[0].hint.as_deref().unwrap().contains("config.yaml:3:11 (/tests/1/vars)"), "{:?}", diags[0].hint);
+    assert_eq!(cases_of(&out).as_array().map(Vec::len), Some(1));
 }
 
 #[test]
@@ -205,6 +215,11 @@ fn a_configuration_whose_tests_are_one_file_reads_it_standalone() {
     // for every JSON Lines test.
     assert_eq!(rows("tests: file://tests.csv\n"), [json!("greeting"), json!("Row #2")]);
     assert_eq!(rows("tests: tests.jsonl\n"), [json!("Row #1"), json!("Row #2")]);
+    // `{path}` in a list of tests is such a file too.
+    assert_eq!(
+        rows("tests:\n  - path: tests.csv\n  - vars: {q: c}\n"),
+        [json!("greeting"), json!("Row #2"), Value::Null]
+    );
 }
 
 #[test]
