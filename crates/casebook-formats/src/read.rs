@@ -1127,12 +1127,8 @@ fn document<W>(
     state.needs_cases = false; // the document reader reports empty lists itself
     state.pending.append(&mut cx.diags);
     // Document diagnostics come in source order, before the cases they concern; those of an
-    // items file after those of its manifest, and those of files a promptfoo configuration
-    // names after its own, in the order the files were read.
-    state.pending.sort_by_key(|d| match d.file == *file {
-        true => (false, d.line, d.column),
-        false => (true, 0, 0),
-    });
+    // items file after those of its manifest.
+    state.pending.sort_by_key(|d| (d.line, d.column));
     state.pending.append(&mut items_diags);
     if state.start(Start { format, syntax, header }) == Flow::Stop {
         return Ok(());
