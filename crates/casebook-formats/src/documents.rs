@@ -31,6 +31,9 @@ pub fn read(
     let items: Option<(&[Node], &'static [&'static str], usize)>;
     // A promptfoo configuration's `defaultTest`, applied to each test.
     let mut defaults = None;
+    // A promptfoo configuration's tests in the file its `tests` names (`None`: not followed),
+    // and where it names it.
+    let mut standalone: Option<(Option<Vec<Case>>, usize)> = None;
     match format {
         Format::Casebook => match &root.value {
             NodeValue::Array(list) => items = Some((list, &[], root.offset)),
@@ -153,14 +156,8 @@ pub fn read(
                 let p = root_ptr.key("tests");
                 items = match tests {
                     Some(n) if matches!(n.value, NodeValue::String(_)) => {
-                        let d = cx.report(
-                            Code::InvalidValue,
-                            n.offset,
-                            &p,
-                            "the configuration's `tests` are in another file",
-                        );
-                        d.hint =
-                            Some("read that file: casebook reads promptfoo test files (YAML, JSON, JSONL, CSV)".into());
+                        // `tests: file://tests.csv`: the tests are those of the file.
+                        standalone = Some((promptfoo::standalone_tests(cx, n, &p, defaults), n.offset));
                         None
                     }
                     Some(n) => cx.array(n, &p).map(|i| (i, &["tests"][..], n.offset)),
@@ -187,24 +184,33 @@ pub fn read(
     if format != Format::Casebook {
         header.provenance = layout::provenance(format.name(), false, doc_layout);
     }
+    if let Some((read, offset)) = standalone {
+        let cases: Vec<Located> = read.into_iter().flatten().map(|case| (case, offset)).collect();
+        if cases.is_empty() {
+            let message = "the file the configuration's `tests` names gives no tests";
+            cx.report(Code::EmptyDataset, offset, &root_ptr.key("tests"), message).hint =
+                Some("name a YAML, JSON, JSONL or CSV file of tests beside the configuration".into());
+        }
+        return (header, cases);
+    }
     let Some((list, list_ptr, list_offset)) = items else {
         return (header, Vec::new());
     };
     let read_one = item_reader(format);
-    let mut cases = Vec::with_capacity(list.len());
+    let mut cases: Vec<Located> = Vec::with_capacity(list.len());
+    let mut tests = promptfoo::TestsList::default();
     for (i, item) in list.iter().enumerate() {
         with_ptr(list_ptr, |p| {
             let item_ptr = p.index(i);
-            let case = match defaults {
-                Some(defaults) => promptfoo::read_test_with(cx, item, &item_ptr, defaults),
-                None => read_one(cx, item, &item_ptr),
-            };
-            if let Some(case) = case {
-                let offset = item.get("id").map_or(item.offset, |n| n.offset);
+            let offset = item.get("id").map_or(item.offset, |n| n.offset);
+            if format == Format::Promptfoo {
+                cases.extend(tests.item(cx, item, &item_ptr, defaults).into_iter().map(|case| (case, offset)));
+            } else if let Some(case) = read_one(cx, item, &item_ptr) {
                 cases.push((case, offset));
             }
         });
     }
+    with_ptr(list_ptr, |p| tests.finish(cx, cases.last_mut().map(|(case, _)| case), list_offset, p));
     if list.is_empty() && streamed.unwrap_or(0) == 0 {
         let (code, message, hint) = match format {
             Format::AgentHealth => (

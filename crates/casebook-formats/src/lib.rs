@@ -11,6 +11,7 @@ mod csvtext;
 mod documents;
 mod export;
 mod format;
+mod glob;
 mod ids;
 mod inspect;
 pub mod json;

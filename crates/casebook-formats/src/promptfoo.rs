@@ -17,6 +17,12 @@
 //!   with it leaves out of each test what it gives ([`strip_defaults`]).
 //! - A variable promptfoo reads from a file when it runs (`file://…`) is kept as that
 //!   reference, with a warning where it is (`W-file-var`): casebook does not read the file.
+//! - Tests and variables in other files are read as promptfoo reads them, relative to the file
+//!   that names them, patterns included ([`TestsList`], [`standalone_tests`]): their content is
+//!   the cases', so a changed file changes the dataset. Written back, variables that still are
+//!   what their files hold are the reference again; tests read from another file are written
+//!   inline, which is told as a loss (casebook writes one file). References casebook does not
+//!   follow are kept unread, with a warning, and written back in their place.
 //!
 //! In CSV (promptfoo's `testCaseFromCsvRow`), every column is a variable except the special
 //! ones: `__expected`, `__expected1`… hold asserts written as text (`contains: Paris`,
@@ -43,12 +49,24 @@ const KNOWN: &[&str] = &["id", "description", "vars", "assert", "threshold", "me
 /// Where a case keeps its asserts and their pass threshold, in `expected`.
 pub const ASSERT: &str = "assert";
 pub const THRESHOLD: &str = "threshold";
+/// The function that makes a test's score of its asserts' (`file://score.py:fn`), which a
+/// configuration's `defaultTest` may give every test that names none.
+const SCORING: &str = "assertScoringFunction";
 /// The variable a text input goes in when the case does not say.
 const DEFAULT_VAR: &str = "input";
 
 /// Maps one test onto a case. `None` when it has errors (they are in `cx`).
 pub fn read_test(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
-    read_test_from(cx, node, ptr, &[])
+    match with_vars_files(cx, node, ptr).ok()? {
+        None => read_test_from(cx, node, ptr, &[]),
+        Some((node, notes)) => {
+            let mut case = read_test_from(cx, &node, ptr, &[])?;
+            for (key, value) in notes {
+                note(&mut case, &key, value);
+            }
+            Some(case)
+        }
+    }
 }
 
 /// [`read_test`] of a test whose variables `inherited` come from its configuration's
@@ -229,11 +247,18 @@ pub fn defaults<'n, 's>(cx: &mut Cx<'_>, root: &'n Node<'s>) -> Option<&'n Node<
 
 /// The configuration's `defaultTest` as promptfoo applies it to each test: `vars`, `options`
 /// and `metadata` under the test's own (`{...defaults, ...test}`: the defaults' keys first, in
-/// their order, then the test's others), its asserts before the test's, and its `threshold`
-/// and `provider` where the test has none. What came from it is noted in the case's layout
+/// their order, then the test's others), its asserts before the test's, and its `threshold`,
+/// `provider` and `assertScoringFunction` where the test has none (promptfoo's
+/// `assertScoringFunction: test.assertScoringFunction ?? defaultTest.assertScoringFunction`). What came from it is noted in the case's layout
 /// (`defaults`), so that a configuration written with the same `defaultTest` leaves it out of
 /// each test again ([`strip_defaults`]).
 pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: &Node) -> Option<Case> {
+    // Variables from files are read first; the defaults' go under them.
+    let (read, vars_notes) = match with_vars_files(cx, node, ptr).ok()? {
+        Some((read, notes)) => (Some(read), notes),
+        None => (None, Map::new()),
+    };
+    let node = read.as_ref().unwrap_or(node);
     let (NodeValue::Object(entries), NodeValue::Object(default_entries)) = (&node.value, &defaults.value) else {
         return read_test(cx, node, ptr);
     };
@@ -265,7 +290,9 @@ pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: &No
     // What the test does not have at all comes whole from the defaults.
     for default in default_entries {
         let key = default.key.as_ref();
-        if !matches!(key, "vars" | "options" | "metadata" | ASSERT | THRESHOLD | "provider") || own(key).is_some() {
+        if !matches!(key, "vars" | "options" | "metadata" | ASSERT | THRESHOLD | "provider" | SCORING)
+            || own(key).is_some()
+        {
             continue;
         }
         let taken = match &default.value.value {
@@ -284,9 +311,10 @@ pub fn read_test_with(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: &No
     };
     let mut case = read_test_from(cx, &merged, ptr, &inherited)?;
     if !notes.is_empty() {
-        if let Some(provenance) = case.provenance.as_mut() {
-            provenance.layout.insert("defaults".into(), Value::Object(notes));
-        }
+        note(&mut case, "defaults", Value::Object(notes));
+    }
+    for (key, value) in vars_notes {
+        note(&mut case, &key, value);
     }
     Some(case)
 }
@@ -341,9 +369,16 @@ pub fn strip_defaults(test: &mut Map, case: &Case, defaults: &Map) {
             }
         }
     }
-    for key in [THRESHOLD, "provider"] {
+    for key in [THRESHOLD, "provider", SCORING] {
         if notes.contains_key(key) && test.get(key).is_some() && test.get(key) == defaults.get(key) {
             test.remove(key);
+        }
+    }
+    // Variables read from files, some from the defaults: the files' reference once those are
+    // taken out again (see [`write_test`]).
+    if notes.contains_key("vars") {
+        if let Some(Ok(reference)) = vars_reference(layout::layout_for(case, NAME), test.get("vars")) {
+            test.insert("vars".into(), reference);
         }
     }
 }
@@ -426,6 +461,23 @@ pub fn write_test(case: &Case) -> (Map, Lost) {
             lost.push("input (promptfoo's variables are named: it is read back as `vars.input`)");
             out.insert("vars".into(), json!({ DEFAULT_VAR: other }));
         }
+    }
+    // Variables read from files are written as the reference to them while they are what the
+    // files hold (with variables from `defaultTest`, [`strip_defaults`] decides).
+    let from_defaults = layout.and_then(|l| l.get("defaults")).is_some_and(|d| d.get("vars").is_some());
+    match vars_reference(layout, out.get("vars")) {
+        Some(Ok(reference)) if !from_defaults => {
+            out.insert("vars".into(), reference);
+        }
+        Some(Err(reference)) if !from_defaults => lost.push(format!(
+            "input (its variables were read from the files {reference} and have changed: they are written inline)"
+        )),
+        _ => {}
+    }
+    if let Some(reference) = layout.and_then(|l| l.get(FROM)) {
+        lost.push(format!(
+            "the test file {reference} it was read from (casebook writes one file: the test is written inline)"
+        ));
     }
     for (key, value) in &case.expected.extra {
         match (key.as_str(), value) {
@@ -821,6 +873,17 @@ fn node_at(value: &Value, offset: usize) -> Node<'static> {
 
 /// A promptfoo CSV record as a case, and the offset of the record.
 pub fn csv_record(cx: &mut Cx<'_>, columns: &[String], fields: &[Field], record_start: usize) -> Option<(Case, usize)> {
+    csv_record_with(cx, columns, fields, record_start, None)
+}
+
+/// [`csv_record`] of a CSV file a configuration names, with its `defaultTest`.
+fn csv_record_with(
+    cx: &mut Cx<'_>,
+    columns: &[String],
+    fields: &[Field],
+    record_start: usize,
+    defaults: Option<&Node>,
+) -> Option<(Case, usize)> {
     if !tabular::check_width(cx, fields, columns, record_start) {
         return None;
     }
@@ -864,7 +927,10 @@ pub fn csv_record(cx: &mut Cx<'_>, columns: &[String], fields: &[Field], record_
         })
         .collect();
     let node = Node { offset: record_start, value: NodeValue::Object(entries) };
-    let mut case = read_test(cx, &node, &Ptr::ROOT)?;
+    let mut case = match defaults {
+        Some(defaults) => read_test_with(cx, &node, &Ptr::ROOT, defaults)?,
+        None => read_test(cx, &node, &Ptr::ROOT)?,
+    };
     // The special cells as they were, for the CSV writer.
     let raw: Map = cells
         .iter()
@@ -1024,5 +1090,499 @@ fn special_cells(test: &Map, cells: &mut Vec<(String, String)>) {
     }
     if let Some(Value::String(p)) = test.get("providerOutput") {
         cells.push(("__providerOutput".into(), p.clone()));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files a configuration names
+
+/// How many files one path pattern may name.
+const MAX_FILES: usize = 10_000;
+/// Where a case notes the test file (the reference as the configuration writes it) it was read
+/// from, in its layout.
+const FROM: &str = "from";
+/// Where a case notes the files its `vars` were read from (the reference as the test writes
+/// it), and a hash of the variables they held.
+const VARS_FROM: &str = "vars_from";
+const VARS_READ: &str = "vars_read";
+/// Where a case notes the references casebook kept, unread, just before it (or after it, for
+/// those at the end of the list) in the configuration's `tests`.
+const REFS_BEFORE: &str = "refs_before";
+const REFS_AFTER: &str = "refs_after";
+
+/// The items of a configuration's `tests` list, read in order. An item is a test or a string
+/// naming files of tests (`file://tests/*.yaml`, `tests.csv`), which promptfoo's
+/// `loadTestsFromGlob` reads: relative to the configuration, globs included (files in sorted
+/// order), YAML, JSON, JSONL and CSV. A reference casebook does not follow (a script, a remote
+/// source, no file matching) is kept, with a warning, in the layout of the next case read, so
+/// that the configuration is written back with it in place.
+#[derive(Default)]
+pub struct TestsList {
+    pending: Vec<Value>,
+}
+
+impl TestsList {
+    /// The cases of one item of `tests` (`ptr` is its place).
+    pub fn item(&mut self, cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: Option<&Node>) -> Vec<Case> {
+        // `{path, config}`: a standalone tests file (a script's `config` aside).
+        let path = match &node.value {
+            NodeValue::Object(_) => {
+                node.get("path").filter(|_| node.get("vars").is_none() && node.get(ASSERT).is_none())
+            }
+            _ => None,
+        };
+        let mut cases = match (&node.value, path.map(|p| &p.value)) {
+            (NodeValue::String(reference), _) => match tests_files(cx, node, ptr, reference, defaults, false) {
+                Some(cases) => cases,
+                None => {
+                    self.pending.push(json!(reference));
+                    Vec::new()
+                }
+            },
+            (_, Some(NodeValue::String(reference))) => {
+                match path.and_then(|p| tests_files(cx, p, &ptr.key("path"), reference, defaults, true)) {
+                    Some(cases) => cases,
+                    None => {
+                        self.pending.extend(cx.json(node, ptr));
+                        Vec::new()
+                    }
+                }
+            }
+            _ => match defaults {
+                Some(defaults) => read_test_with(cx, node, ptr, defaults),
+                None => read_test(cx, node, ptr),
+            }
+            .into_iter()
+            .collect(),
+        };
+        if let (Some(first), false) = (cases.first_mut(), self.pending.is_empty()) {
+            note(first, REFS_BEFORE, Value::Array(std::mem::take(&mut self.pending)));
+        }
+        cases
+    }
+
+    /// Ends the list: references after its last case are kept with that case, when there is
+    /// one to keep them (else they are told to be left out of what is written).
+    pub fn finish(self, cx: &mut Cx<'_>, last: Option<&mut Case>, at: usize, ptr: &Ptr<'_>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        match last {
+            Some(case) => note(case, REFS_AFTER, Value::Array(self.pending)),
+            None => {
+                cx.report(
+                    Code::Dropped,
+                    at,
+                    ptr,
+                    "the test files casebook kept unread at the end of `tests` are left out of what is written",
+                )
+                .hint = Some("put a test after them, or write them into the configuration".into());
+            }
+        }
+    }
+}
+
+/// Adds a note to a case's layout.
+fn note(case: &mut Case, key: &str, value: Value) {
+    if let Some(provenance) = case.provenance.as_mut() {
+        provenance.layout.insert(key.into(), value);
+    }
+}
+
+/// The tests of a configuration whose `tests` is one string (`tests: file://tests.csv`), read
+/// as promptfoo's `readTests` reads it: a YAML file (or pattern) as a list of tests, a CSV,
+/// JSON or JSONL file as a standalone tests file (whose tests are described `Row #N` when they
+/// are not). `None` when casebook does not follow it (a warning says why).
+pub fn standalone_tests(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, defaults: Option<&Node>) -> Option<Vec<Case>> {
+    let NodeValue::String(reference) = &node.value else { return None };
+    let yaml = reference.ends_with("yaml") || reference.ends_with("yml");
+    tests_files(cx, node, ptr, reference, defaults, !yaml)
+}
+
+/// What kind of tests file a path names, by its extension.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TestsFile {
+    Yaml,
+    Json,
+    Jsonl,
+    Csv,
+}
+
+impl TestsFile {
+    fn of(path: &std::path::Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?;
+        Some(match ext {
+            "yaml" | "yml" => Self::Yaml,
+            "json" => Self::Json,
+            "jsonl" => Self::Jsonl,
+            "csv" => Self::Csv,
+            _ => return None,
+        })
+    }
+}
+
+/// Reports a reference casebook keeps unread, at the reference.
+fn kept_reference(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, message: String, hint: String) {
+    cx.report(Code::FileVar, node.offset, ptr, message).hint = Some(hint);
+}
+
+/// Whether promptfoo runs or fetches what `reference` names rather than reading a file of tests
+/// or variables: a script (`tests.py`, `gen.js:make`), a remote or special source.
+fn is_script_or_remote(reference: &str) -> bool {
+    let path = reference.strip_prefix("file://").unwrap_or(reference);
+    let function = path.rfind(':').is_some_and(|i| i > 1);
+    reference.contains("://") && !reference.starts_with("file://")
+        || reference.starts_with("https:")
+        || function
+        || is_script_file(path)
+        || path.ends_with(".py")
+        || path.ends_with(".xlsx")
+        || path.ends_with(".xls")
+}
+
+/// The files a reference names, relative to the file that names it, sorted; reported and `None`
+/// when there are none to read.
+fn named_files(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    reference: &str,
+    what: &str,
+) -> Option<Vec<std::path::PathBuf>> {
+    let shown = casebook_model::excerpt(reference);
+    if is_script_or_remote(reference) {
+        let message = format!(
+            "promptfoo gets the {what} `{shown}` by running a script or fetching them; casebook keeps the reference unread"
+        );
+        kept_reference(
+            cx,
+            node,
+            ptr,
+            message,
+            "to read them with casebook, write them into a YAML, JSON, JSONL or CSV file".into(),
+        );
+        return None;
+    }
+    let Some(base) = cx.base_dir else {
+        let message =
+            format!("the {what} `{shown}` cannot be found from standard input; casebook keeps the reference unread");
+        kept_reference(
+            cx,
+            node,
+            ptr,
+            message,
+            "give the configuration's path, so that the files it names are found beside it".into(),
+        );
+        return None;
+    };
+    let path = reference.strip_prefix("file://").unwrap_or(reference);
+    let files = if crate::glob::is_pattern(path) {
+        crate::glob::files(base, path, MAX_FILES)
+    } else {
+        let file = base.join(path);
+        if file.is_file() { vec![file] } else { Vec::new() }
+    };
+    if files.is_empty() {
+        let message =
+            format!("no file matches `{shown}`: promptfoo reads no {what} from it; casebook keeps the reference");
+        let looked = base.join(path).display().to_string();
+        let hint =
+            format!("looked for {}; paths are relative to the file that names them", casebook_model::excerpt(&looked));
+        kept_reference(cx, node, ptr, message, hint);
+        return None;
+    }
+    Some(files)
+}
+
+/// Reads a file named at `node`, and hands its text to `read` with a context located in it;
+/// the problems found there are reported in the file, with a hint naming where it is named.
+/// `None` (reported) when it cannot be read.
+fn in_named_file<T>(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    file: &std::path::Path,
+    read: impl FnOnce(&mut Cx<'_>) -> T,
+) -> Option<T> {
+    let display = file.display().to_string();
+    let text = match fs_err::read(file).map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => {
+            let message = format!("`{}` is not UTF-8 text", casebook_model::excerpt(&display));
+            cx.report(Code::InvalidUtf8, node.offset, ptr, message).hint = Some("save it as UTF-8".into());
+            return None;
+        }
+        Err(err) => {
+            let message = format!("`{}` cannot be read: {}", casebook_model::excerpt(&display), err.kind());
+            cx.report(Code::InvalidValue, node.offset, ptr, message);
+            return None;
+        }
+    };
+    let src = crate::source::Source::new(&display, &text, 1, 0);
+    let mut inner = Cx::new(&src, file.parent());
+    let result = read(&mut inner);
+    if !inner.diags.is_empty() {
+        let (line, column, _) = cx.src.locate(node.offset);
+        let named = format!("the file is named at {}:{line}:{column} ({ptr})", cx.src.file);
+        for d in &mut inner.diags {
+            d.hint = Some(match d.hint.take() {
+                Some(hint) => format!("{hint}; {named}"),
+                None => named.clone(),
+            });
+        }
+    }
+    cx.diags.extend(inner.diags);
+    Some(result)
+}
+
+/// The tests in the files `reference` names (`standalone`: read as promptfoo reads a
+/// standalone tests file, whose tests are described `Row #N` when they are not). `None` when
+/// the reference is kept unread.
+fn tests_files(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    ptr: &Ptr<'_>,
+    reference: &str,
+    defaults: Option<&Node>,
+    standalone: bool,
+) -> Option<Vec<Case>> {
+    let files = named_files(cx, node, ptr, reference, "tests")?;
+    if let Some(other) = files.iter().find(|f| TestsFile::of(f).is_none()) {
+        let message = format!(
+            "promptfoo cannot read tests from `{}` (it reads YAML, JSON, JSONL and CSV test files); casebook keeps the reference unread",
+            casebook_model::excerpt(&other.display().to_string())
+        );
+        kept_reference(cx, node, ptr, message, "name only test files with the pattern".into());
+        return None;
+    }
+    let mut cases = Vec::new();
+    for file in &files {
+        let kind = TestsFile::of(file)?;
+        let read = in_named_file(cx, node, ptr, file, |inner| tests_in_file(inner, kind, defaults, standalone));
+        cases.extend(read.into_iter().flatten());
+    }
+    for case in &mut cases {
+        note(case, FROM, json!(reference));
+    }
+    Some(cases)
+}
+
+/// The tests of one file of tests, read in `cx` (whose source is the file).
+fn tests_in_file(cx: &mut Cx<'_>, kind: TestsFile, defaults: Option<&Node>, standalone: bool) -> Vec<Case> {
+    let text = cx.src.text;
+    let mut cases = Vec::new();
+    let one = |cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>| -> Option<Case> {
+        if let NodeValue::String(path) = &node.value {
+            let message = format!(
+                "promptfoo reads the test in `{}` here; casebook does not follow a test file named inside a test file",
+                casebook_model::excerpt(path)
+            );
+            cx.report(Code::Dropped, node.offset, ptr, message).hint =
+                Some("name that file in the configuration's `tests` instead".into());
+            return None;
+        }
+        match defaults {
+            Some(defaults) => read_test_with(cx, node, ptr, defaults),
+            None => read_test(cx, node, ptr),
+        }
+    };
+    match kind {
+        TestsFile::Yaml | TestsFile::Json => {
+            let parsed = if kind == TestsFile::Json {
+                crate::json::parse(text).map_err(|e| (e.offset, e.message, Code::JsonSyntax))
+            } else {
+                crate::yaml::parse(text).map_err(|e| (e.offset, e.message, Code::YamlSyntax))
+            };
+            match parsed {
+                Err((offset, message, code)) => {
+                    cx.report(code, offset, &Ptr::ROOT, message);
+                }
+                Ok(root) => match &root.value {
+                    NodeValue::Null => {}
+                    NodeValue::Array(items) => {
+                        for (i, item) in items.iter().enumerate() {
+                            cases.extend(one(cx, item, &Ptr::ROOT.index(i)));
+                        }
+                    }
+                    NodeValue::Object(_) => cases.extend(one(cx, &root, &Ptr::ROOT)),
+                    _ => cx.wrong_type(&root, &Ptr::ROOT, "a list of tests or one test"),
+                },
+            }
+            if standalone && kind == TestsFile::Json {
+                describe_rows(&mut cases, false);
+            }
+        }
+        TestsFile::Jsonl => {
+            let mut offset = 0;
+            for (i, line) in text.split_inclusive('\n').enumerate() {
+                let start = offset;
+                offset += line.len();
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match crate::json::parse(line) {
+                    Err(e) => {
+                        cx.report(Code::JsonSyntax, start + e.offset, &Ptr::ROOT, e.message).hint =
+                            Some(format!("line {} of a JSON Lines file is one test", i + 1))
+                    }
+                    Ok(node) => {
+                        let node = shifted(&node, start);
+                        cases.extend(one(cx, &node, &Ptr::ROOT));
+                    }
+                }
+            }
+            if standalone {
+                describe_rows(&mut cases, true);
+            }
+        }
+        TestsFile::Csv => {
+            let mut records = crate::csvtext::records(text);
+            let columns: Vec<String> = match records.next() {
+                Some(Ok((_, fields))) => {
+                    fields.iter().map(|f| f.value(text).trim_start_matches('\u{feff}').trim().to_owned()).collect()
+                }
+                Some(Err(e)) => {
+                    cx.report(Code::CsvSyntax, e.offset, &Ptr::ROOT, e.message.clone());
+                    return cases;
+                }
+                None => return cases,
+            };
+            for record in records {
+                match record {
+                    Err(e) => {
+                        cx.report(Code::CsvSyntax, e.offset, &Ptr::ROOT, e.message.clone());
+                        break;
+                    }
+                    Ok((start, fields)) => {
+                        cases.extend(csv_record_with(cx, &columns, &fields, start, defaults).map(|(c, _)| c))
+                    }
+                }
+            }
+            // A CSV file is always read as a standalone tests file.
+            describe_rows(&mut cases, false);
+        }
+    }
+    cases
+}
+
+/// promptfoo's descriptions of a standalone file's tests: `Row #N` where there is none (or for
+/// every test, `always`, as for JSON Lines).
+fn describe_rows(cases: &mut [Case], always: bool) {
+    for (i, case) in cases.iter_mut().enumerate() {
+        if always || case.description.as_deref().is_none_or(str::is_empty) {
+            case.description = Some(format!("Row #{}", i + 1));
+        }
+    }
+}
+
+/// A node with every offset moved by `by` (a line's nodes, in its file).
+fn shifted<'s>(node: &Node<'s>, by: usize) -> Node<'s> {
+    let value = match &node.value {
+        NodeValue::Array(items) => NodeValue::Array(items.iter().map(|i| shifted(i, by)).collect()),
+        NodeValue::Object(entries) => NodeValue::Object(
+            entries
+                .iter()
+                .map(|e| Entry { key: e.key.clone(), key_offset: e.key_offset + by, value: shifted(&e.value, by) })
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    Node { offset: node.offset + by, value }
+}
+
+/// A test whose `vars` name files of variables (`vars: vars/*.yaml`, or a list of such), with
+/// the variables promptfoo's `readTestFiles` reads from them in their place: each file's
+/// mapping in turn, a later file's variable replacing an earlier one's. `Ok(None)` when its
+/// `vars` name no files; `Err` when a file had errors (reported). The notes for the case's
+/// layout (`vars_from`, the reference, and `vars_read`, a hash of what was read) come with it.
+fn with_vars_files<'s>(cx: &mut Cx<'_>, test: &Node<'s>, ptr: &Ptr<'_>) -> Result<Option<(Node<'s>, Map)>, ()> {
+    let NodeValue::Object(entries) = &test.value else { return Ok(None) };
+    let Some(at) = entries.iter().position(|e| e.key == "vars") else { return Ok(None) };
+    let vars = &entries[at].value;
+    let vars_ptr = ptr.key("vars");
+    // Each reference with its node and place.
+    let references: Vec<(&str, &Node, Ptr<'_>)> = match &vars.value {
+        NodeValue::String(s) => vec![(s.as_ref(), vars, vars_ptr)],
+        NodeValue::Array(items) if !items.is_empty() => {
+            let mut list = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let Some(s) = item.as_str() else { return Ok(None) };
+                list.push((s, item, vars_ptr.index(i)));
+            }
+            list
+        }
+        _ => return Ok(None),
+    };
+    let errors_before = cx.diags.iter().filter(|d| d.is_error()).count();
+    let mut merged = Map::new();
+    for (reference, node, at_ptr) in &references {
+        let Some(files) = named_files(cx, node, at_ptr, reference, "variables") else { continue };
+        for file in files {
+            let read = in_named_file(cx, node, at_ptr, &file, |inner| {
+                let root = match crate::yaml::parse(inner.src.text) {
+                    Ok(root) => root,
+                    Err(e) => {
+                        inner.report(Code::YamlSyntax, e.offset, &Ptr::ROOT, e.message);
+                        return None;
+                    }
+                };
+                match root.value {
+                    NodeValue::Null => Some(Map::new()),
+                    _ => inner.map(&root, &Ptr::ROOT),
+                }
+            });
+            for (name, value) in read.flatten().into_iter().flatten() {
+                merged.insert(name, value);
+            }
+        }
+    }
+    if cx.diags.iter().filter(|d| d.is_error()).count() > errors_before {
+        return Err(());
+    }
+    let mut notes = Map::new();
+    notes.insert(VARS_FROM.into(), cx.json(vars, &vars_ptr).unwrap_or(Value::Null));
+    notes.insert(VARS_READ.into(), json!(vars_hash(&merged)));
+    let mut entries = entries.clone();
+    entries[at].value = node_at(&Value::Object(merged), vars.offset);
+    Ok(Some((Node { offset: test.offset, value: NodeValue::Object(entries) }, notes)))
+}
+
+/// A short hash of a test's variables, to tell whether they are still those read from files
+/// (their canonical JSON: the order of their keys does not count).
+fn vars_hash(vars: &Map) -> String {
+    let text = casebook_canon::canonical_json(vars).unwrap_or_default();
+    blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
+}
+
+/// The `vars` reference a written test keeps: its files' when its variables (`vars`, those the
+/// test writes itself) are still what was read from them. `Err` when they changed.
+fn vars_reference(layout: Option<&Map>, vars: Option<&Value>) -> Option<Result<Value, String>> {
+    let reference = layout?.get(VARS_FROM)?;
+    let read = layout?.get(VARS_READ).and_then(Value::as_str);
+    let own = match vars {
+        Some(Value::Object(vars)) => vars.clone(),
+        None => Map::new(),
+        Some(_) => return Some(Err(reference.to_string())),
+    };
+    Some(if read == Some(vars_hash(&own).as_str()) { Ok(reference.clone()) } else { Err(reference.to_string()) })
+}
+
+/// The references casebook kept unread before (`before`) or after a case, to write beside its
+/// test.
+pub fn kept_references(case: &Case, before: bool) -> Vec<Value> {
+    let key = if before { REFS_BEFORE } else { REFS_AFTER };
+    match layout::layout_for(case, NAME).and_then(|l| l.get(key)) {
+        Some(Value::Array(list)) => list.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// Notes the references kept beside a case as lost, for a file that is a list of tests alone
+/// (JSON Lines, CSV), which has no place for them.
+pub fn no_place_for_references(case: &Case, lost: &mut Lost) {
+    for reference in kept_references(case, true).into_iter().chain(kept_references(case, false)) {
+        lost.push(format!(
+            "the test file reference {reference} kept beside this test (a list of tests has no place for it)"
+        ));
     }
 }

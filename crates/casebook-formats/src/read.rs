@@ -1320,8 +1320,10 @@ fn streamed_document<'t, W>(
     let mut cx = Cx::new(src, base_dir);
     let mut batch = Batch::default();
     let mut stopped = false;
-    // A promptfoo configuration's `defaultTest`, when it comes before the tests.
+    // A promptfoo configuration's `defaultTest`, when it comes before the tests, and its tests
+    // (which may name files of tests).
     let mut defaults: Option<crate::node::Node<'t>> = None;
+    let mut tests = promptfoo::TestsList::default();
     // Starts reading the list at `path` as `format`: the header so far (its problems are
     // reported once, from the whole document) goes to the consumer.
     let begin = |state: &mut State<'_, W>, format: Format, root: &crate::node::Node<'t>| {
@@ -1368,12 +1370,13 @@ fn streamed_document<'t, W>(
             let index = *count;
             *count += 1;
             documents::with_ptr(path, |p| {
-                let case = match (&defaults, *format) {
-                    (Some(d), Format::Promptfoo) => promptfoo::read_test_with(&mut cx, &node, &p.index(index), d),
-                    _ => documents::item_reader(*format)(&mut cx, &node, &p.index(index)),
-                };
-                if let Some(case) = case {
-                    let at = node.get("id").map_or(node.offset, |n| n.offset);
+                let at = node.get("id").map_or(node.offset, |n| n.offset);
+                if *format == Format::Promptfoo {
+                    for case in tests.item(&mut cx, &node, &p.index(index), defaults.as_ref()) {
+                        batch.locs.push(loc(src, at));
+                        batch.cases.push(case);
+                    }
+                } else if let Some(case) = documents::item_reader(*format)(&mut cx, &node, &p.index(index)) {
                     batch.locs.push(loc(src, at));
                     batch.cases.push(case);
                 }
@@ -1398,6 +1401,11 @@ fn streamed_document<'t, W>(
     };
     if stopped {
         return Ok(Streaming::Done);
+    }
+    if format == Format::Promptfoo {
+        // References at the end of the list stay with the last case still at hand.
+        let at = src.text.len().saturating_sub(1);
+        tests.finish(&mut cx, batch.cases.last_mut(), at, &Ptr::ROOT.key("tests"));
     }
     match result {
         Ok(root) => {

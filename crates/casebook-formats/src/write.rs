@@ -298,7 +298,9 @@ impl Encoder {
                     let (row, lost) = if self.format == Format::Inspect {
                         inspect::write_sample(case)
                     } else {
-                        promptfoo::write_test(case)
+                        let (row, mut lost) = promptfoo::write_test(case);
+                        promptfoo::no_place_for_references(case, &mut lost);
+                        (row, lost)
                     };
                     if self.keep(case, &lost) {
                         let _ = serde_json::to_writer(&mut out.bytes, &row);
@@ -316,7 +318,8 @@ impl Encoder {
                     lost
                 }
                 (Format::Promptfoo, Syntax::Csv) => {
-                    let (row, lost) = promptfoo::csv_cells(case, &self.columns);
+                    let (row, mut lost) = promptfoo::csv_cells(case, &self.columns);
+                    promptfoo::no_place_for_references(case, &mut lost);
                     if self.keep(case, &lost) {
                         self.csv_row(&mut out.bytes, |col| row.get(col).cloned());
                         out.written += 1;
@@ -388,7 +391,19 @@ impl Encoder {
                     };
                     if missing.is_empty() && self.keep(case, &lost) {
                         text.clear();
+                        // References to test files a promptfoo configuration had beside this
+                        // test, which casebook kept unread.
+                        let kept = |before| match self.format {
+                            Format::Promptfoo => promptfoo::kept_references(case, before),
+                            _ => Vec::new(),
+                        };
+                        for reference in kept(true) {
+                            self.document_item(&mut text, &reference);
+                        }
                         self.document_item(&mut text, &Value::Object(item));
+                        for reference in kept(false) {
+                            self.document_item(&mut text, &reference);
+                        }
                         out.bytes.extend_from_slice(text.as_bytes());
                         out.written += 1;
                     }

@@ -8,6 +8,7 @@
 //! 64-bit fingerprints and the ids of first occurrences, never the cases' bodies. Label typos
 //! need every label counted, so they come at [`Linter::finish`].
 
+mod claims;
 mod fingerprint;
 mod labels;
 mod leaks;
@@ -16,6 +17,8 @@ mod text;
 use std::collections::HashMap;
 
 use casebook_model::{Case, Code, Diagnostic, Review, excerpt};
+
+use crate::claims::Claims;
 
 pub use labels::{MAX_GROUP, MAX_LABELS};
 pub use leaks::Leak;
@@ -52,6 +55,8 @@ pub struct Facts {
     question_normal: u64,
     /// The expectations' fingerprint; `None` when the case has none.
     expected: Option<u64>,
+    /// What they say of the answer, to tell whether two cases' can both hold.
+    claims: Claims,
     leaks: Vec<Leak>,
 }
 
@@ -65,6 +70,7 @@ impl Facts {
             question: task.question,
             question_normal: task.question_normal,
             expected: fingerprint::expected(&case.expected),
+            claims: Claims::of(&case.expected),
             leaks: task.leaks,
         }
     }
@@ -131,6 +137,7 @@ struct First {
     id: u32,
     line: u64,
     expected: Option<u64>,
+    claims: Claims,
 }
 
 /// The first case with a label, and the label's place in its list.
@@ -295,7 +302,12 @@ impl<'a> Linter<'a> {
             Some(&first) => (first, false),
             None => {
                 let index = self.firsts.len() as u32;
-                self.firsts.push(First { id: self.ids.push(id), line: place.line, expected: facts.expected });
+                self.firsts.push(First {
+                    id: self.ids.push(id),
+                    line: place.line,
+                    expected: facts.expected,
+                    claims: facts.claims.clone(),
+                });
                 self.exact.insert(facts.task, index);
                 match self.normal.get(&facts.task_normal) {
                     Some(&first) => (first, true),
@@ -309,7 +321,9 @@ impl<'a> Linter<'a> {
         let first = &self.firsts[first as usize];
         let named = self.name_first(first);
         let how = if normalised { " (ignoring letter case and spacing)" } else { "" };
-        let conflict = matches!((first.expected, facts.expected), (Some(a), Some(b)) if a != b);
+        // Expectations that differ but can both hold check two things of one answer.
+        let conflict = first.claims.conflict(&facts.claims);
+        let differ = first.expected != facts.expected;
         let (code, message, hint) = match (conflict, normalised) {
             (true, _) => (
                 Code::ConflictingExpectations,
@@ -326,6 +340,11 @@ impl<'a> Linter<'a> {
                 format!("case `{id}` asks the agent the same as {named}{how}"),
                 "remove one of them: a duplicate counts twice in every pass rate",
             ),
+        };
+        let hint = if !conflict && differ {
+            "the two check different things of the same answer: put their expectations in one case, or make the tasks differ"
+        } else {
+            hint
         };
         out.push(self.diagnostic(code, place, id, "/input".into(), message, hint));
     }

@@ -170,8 +170,9 @@ fn other_formats_are_still_told_apart() {
 #[test]
 fn problems_are_located() {
     let dir = Folder::new();
-    // An assert without `type` (line 5, where its mapping starts), `vars` that are not a mapping
-    // (line 7), a threshold that is text (line 11).
+    // An assert without `type` (line 5, where its mapping starts), a threshold that is text
+    // (line 11); `vars` that are a list name files of variables to promptfoo, and none is
+    // there (a warning at each, line 7).
     let file = dir.file(
         "bad.yaml",
         "- vars:\n    q: one\n  assert:\n    - type: contains\n    - value: two\n- description: no vars\n  vars: [a, b]\n- vars:\n    q: three\n  assert:\n    - {type: equals, value: x, threshold: high}\n",
@@ -182,7 +183,8 @@ fn problems_are_located() {
         checked.locations(),
         [
             at("E-missing-field", 5, 7, "/0/assert/1"),
-            at("E-wrong-type", 7, 9, "/1/vars"),
+            at("W-file-var", 7, 10, "/1/vars/0"),
+            at("W-file-var", 7, 13, "/1/vars/1"),
             at("E-wrong-type", 11, 43, "/2/assert/0/threshold"),
         ]
     );
@@ -446,4 +448,49 @@ fn a_run_with_nothing_to_check_is_refused() {
         out.stderr
     );
     assert!(bodies.lock().unwrap().is_empty(), "no agent was called");
+}
+
+/// A configuration whose tests and variables are in other files (our own files, in the shape of
+/// promptfoo's "Import tests from separate files" guide and of a third-party payments suite
+/// with `vars: ../vars/vars_*.yaml`): the files' tests are the dataset's, a changed file is a
+/// new version, references that name nothing are kept with a warning where they are, and the
+/// two compatible checks of one question are not a conflict.
+#[test]
+fn tests_in_other_files_are_part_of_the_dataset_and_its_versions() {
+    let dir = Folder::new();
+    dir.file(
+        "suite/tests/pagamentos.yaml",
+        "- vars: ../vars/vars_*.yaml\n  assert:\n    - {type: icontains, value: pix}\n\
+         - vars: ../vars/vars_*.yaml\n  assert:\n    - {type: icontains-all, value: [pix, boleto, cartão]}\n",
+    );
+    dir.file("suite/vars/vars_1.yaml", "question: Quais formas de pagamento?\n");
+    dir.file("suite/vars/vars_2.yaml", "lang: pt-BR\n");
+    let config = dir.file(
+        "suite/promptfooconfig.yaml",
+        "prompts: [file://prompt.txt]\ntests:\n  - file://tests/*.yaml\n  - file://extra/*.yaml\n  - vars: {question: Aceita Pix?}\n",
+    );
+    // The pattern that matches nothing is kept, with a warning at it.
+    let checked = validate(&config);
+    checked.expect_status(0);
+    assert_eq!(checked.locations(), [at("W-file-var", 4, 5, "/tests/1")]);
+    let (_, cases) = to_native(&config);
+    assert_eq!(cases.len(), 3);
+    assert_eq!(cases[0]["input"], json!({"question": "Quais formas de pagamento?", "lang": "pt-BR"}));
+    // `icontains: pix` and `icontains-all: [pix, …]` on one question: the same question twice.
+    let linted = run(cb(&dir).args(["lint", "--format", "json"]).arg(&config));
+    let codes: Vec<String> = linted.diagnostics().iter().map(|d| d["code"].as_str().unwrap().to_owned()).collect();
+    assert!(codes.contains(&"W-duplicate-input".to_owned()), "{linted:?}");
+    assert!(!codes.contains(&"W-conflicting-expectations".to_owned()), "{linted:?}");
+
+    // A referenced variables file that changes is a new version of the dataset.
+    run(cb(&dir).arg("init")).expect_status(0);
+    run(cb(&dir).args(["import", "suite/promptfooconfig.yaml", "--dataset", "pagamentos"])).expect_status(0);
+    dir.file("suite/vars/vars_2.yaml", "lang: pt-PT\n");
+    let committed = run(cb(&dir).args(["commit", "pagamentos", "suite/promptfooconfig.yaml"]));
+    committed.expect_status(0);
+    let diff = run(cb(&dir).args(["diff", "pagamentos@v1", "pagamentos@v2"]));
+    diff.expect_status(0);
+    // The cases' ids come from what they ask, which changed: two cases replaced.
+    assert_eq!(diff.stdout.lines().filter(|l| l.starts_with("+ t-")).count(), 2, "{diff:?}");
+    assert_eq!(diff.stdout.lines().filter(|l| l.starts_with("- t-")).count(), 2, "{diff:?}");
 }

@@ -9,5 +9,6 @@ mod export;
 mod fuzz;
 mod harness;
 mod own_shapes;
+mod promptfoo_files;
 mod roundtrip;
 mod snapshots;

@@ -135,3 +135,36 @@ fn inputs_of_another_dataset_are_found_exactly_or_normalised() {
     );
     assert_eq!(found[0].message, "the input of case `e1` is also in `train.jsonl` (case `t1`)");
 }
+
+/// Two promptfoo tests on one question (the shape of a third-party payments suite: `icontains:
+/// pix` beside `icontains-all: [pix, boleto, cartão]`) check two things one answer can both
+/// meet: the same question twice, not a conflict. Asserts no answer can meet together are.
+#[test]
+fn only_expectations_no_answer_can_meet_together_conflict() {
+    let asks = |id: &str, asserts: Value| json!({"id": id, "input": {"question": "Quais formas de pagamento?"}, "expected": {"assert": asserts}});
+    let (found, _) = lint(
+        &[
+            asks("pix", json!([{"type": "icontains", "value": "pix"}])),
+            asks("all", json!([{"type": "icontains-all", "value": ["pix", "boleto", "cartão"]}])),
+            asks("no-pix", json!([{"type": "not-icontains", "value": "PIX"}])),
+            json!({"id": "paris", "input": "Capital of France?", "expected": {"output": "Paris"}}),
+            json!({"id": "lyon", "input": "Capital of France?", "expected": {"assert": [{"type": "equals", "value": "Lyon"}]}}),
+        ],
+        None,
+        Options::default(),
+    );
+    assert_eq!(
+        codes(&found),
+        [
+            w("W-duplicate-input", "all", 2, "/input"),
+            w("W-conflicting-expectations", "no-pix", 3, "/input"),
+            w("W-conflicting-expectations", "lyon", 5, "/input"),
+        ]
+    );
+    assert_eq!(
+        found[0].hint.as_deref(),
+        Some(
+            "the two check different things of the same answer: put their expectations in one case, or make the tasks differ"
+        )
+    );
+}
