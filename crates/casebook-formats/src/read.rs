@@ -109,7 +109,8 @@ pub struct Batch {
 impl Batch {
     fn hash_ids(&mut self) {
         self.keys = self.cases.iter().map(|c| id_key(&c.id)).collect();
-        self.rests = self.cases.iter().map(|c| id_made(c).then(|| crate::layout::rest_key(c))).collect();
+        let mut buf = Vec::new();
+        self.rests = self.cases.iter().map(|c| id_made(c).then(|| crate::layout::rest_key(c, &mut buf))).collect();
     }
 }
 
@@ -432,7 +433,12 @@ impl<'c, W> State<'c, W> {
             let made = id_made(case);
             let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
             if made {
-                let rest = batch.rests.get(i).copied().flatten().unwrap_or_else(|| crate::layout::rest_key(case));
+                let rest = batch
+                    .rests
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .unwrap_or_else(|| crate::layout::rest_key(case, &mut Vec::new()));
                 if let Some((id, id_key)) = self.made_id(case, key, rest, line) {
                     case.id = id;
                     key = id_key;
