@@ -542,7 +542,12 @@ pub(crate) async fn export_version(
                     return;
                 }
             };
-            match exporter.bodies(&page.bodies) {
+            // A draft the format would write as confirmed is left out of the page and told only
+            // at the end: the body is cut here instead, never a valid file without those cases.
+            match exporter.bodies(&page.bodies).map(|mut d| {
+                d.extend(exporter.refused_drafts());
+                d
+            }) {
                 Ok(diagnostics) if !diagnostics.iter().any(Diagnostic::is_error) => {}
                 Ok(diagnostics) => {
                     let message =
@@ -562,6 +567,11 @@ pub(crate) async fn export_version(
             next = page.next;
         }
         match exporter.finish() {
+            Ok(exported) if exported.diagnostics.iter().any(Diagnostic::is_error) => {
+                let message = exported.diagnostics.iter().find(|d| d.is_error()).map(|d| d.message.clone());
+                tracing::error!(message = %message.clone().unwrap_or_default(), "the export stopped at its end");
+                let _ = sender.send(Err(std::io::Error::other(message.unwrap_or_default()))).await;
+            }
             Ok(_) => {
                 let _ = send(chunks.take()).await;
             }
