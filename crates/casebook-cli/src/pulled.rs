@@ -1,15 +1,24 @@
-//! What `pull` (and a `push` that left the file equal to the head) knows a file to be: a small
-//! record beside it, `.NAME.casebook-pull` next to `NAME` (`support.jsonl` →
-//! `.support.jsonl.casebook-pull`), holding the server, project, dataset and version it holds
-//! and the hash of the file as written. `push` of the file sends that version as the base the
-//! server merges onto its head (cases changed there since are kept, cases changed on both sides
-//! are a conflict); `pull` knows an unedited file without reading it.
+//! What `pull` (and `push`) knows a file to be: a small record beside it, `.NAME.casebook-pull`
+//! next to `NAME` (`support.jsonl` → `.support.jsonl.casebook-pull`), holding the server,
+//! project, dataset and version it holds and the hash of the file as written. `push` of the file
+//! sends that version as the base the server merges onto its head (cases changed there since
+//! are kept, cases changed on both sides are a conflict); `pull` knows an unedited file without
+//! reading it.
+//!
+//! A push that kept cases changed on the server leaves a file that is the version it made
+//! except for those cases, which the file still holds as it had them: the record names that
+//! version and, in `except`, those cases with the content ids the file holds (`null`: the file
+//! lacks the case). The next push sends them along (`base_except`), so that the server takes
+//! them for what the file started from: the push's own earlier merge is not a change made on
+//! the server, and a case the file changes again conflicts only with what the server has that
+//! the file never had.
 //!
 //! Beside the file, not in a store folder: pulling and pushing need no local store, and the
 //! record goes wherever the folder goes (moved, copied, another checkout). The file's values
 //! are never touched, whatever its format. A file renamed or copied elsewhere has no record,
 //! and is pushed as a whole replacement of the head, as a file never pulled is.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +39,10 @@ pub struct Pulled {
     pub id: String,
     /// BLAKE3 of the file's bytes when the record was made (hex).
     pub file_hash: String,
+    /// Cases the file holds otherwise than the version, by id: the content id it holds (hex),
+    /// `None` for a case the file lacks.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub except: BTreeMap<String, Option<String>>,
 }
 
 impl Pulled {
@@ -43,6 +56,25 @@ impl Pulled {
     pub fn load(file: &Path) -> Option<Self> {
         let text = fs_err::read_to_string(Self::path_for(file)).ok()?;
         serde_json::from_str(&text).ok()
+    }
+
+    /// A record of `version` of `dataset` on `remote`, for a file that holds it except for the
+    /// cases in `except`; its hash is taken when it is saved.
+    pub fn of(
+        remote: &crate::remote::Remote,
+        dataset: &str,
+        version: &casebook_server::api::Version,
+        except: BTreeMap<String, Option<String>>,
+    ) -> Self {
+        Self {
+            server: remote.url.clone(),
+            project: remote.project.clone(),
+            dataset: dataset.to_owned(),
+            version: version.number,
+            id: version.id.clone(),
+            file_hash: String::new(),
+            except,
+        }
     }
 
     /// Whether the record is of this dataset on this server.

@@ -424,7 +424,7 @@ impl Encoder {
             let mut fields: Vec<_> = lost
                 .0
                 .into_iter()
-                .filter(|field| !(draft && is_review(field)))
+                .filter(|field| !((draft || self.confirms(case)) && is_review(field)))
                 .map(|field| if rejected && is_review(&field) { REJECTED_LEFT_OUT.into() } else { field })
                 .collect();
             let told = !(draft && self.lossy);
@@ -437,7 +437,14 @@ impl Encoder {
     }
 
     fn keep(&self, case: &Case, lost: &Lost) -> bool {
-        (self.lossy || lost.0.is_empty()) && !self.unconfirms(case, lost) && !self.rejected_left_out(case, lost)
+        let held = lost.0.iter().all(|field| self.confirms(case) && is_review(field));
+        (self.lossy || held) && !self.unconfirms(case, lost) && !self.rejected_left_out(case, lost)
+    }
+
+    /// Whether `case`'s draft expectations are written as confirmed ([`Self::confirming_drafts`]):
+    /// its `review` left out is then what was asked, not a field lost.
+    fn confirms(&self, case: &Case) -> bool {
+        self.confirm_drafts && case.review == Some(Review::Draft)
     }
 
     /// Whether `case` is left out of a lossy conversion because its expectations were rejected

@@ -252,6 +252,11 @@ pub struct ImportReport {
     /// were kept as the head has them.
     #[serde(default)]
     pub kept: u64,
+    /// Those cases, by id, with the content id the file holds for each (`null`: the file lacks
+    /// it): the file is the version made except for these. Its next push sends them as
+    /// `base_except`, with that version as `base`.
+    #[serde(default)]
+    pub kept_cases: std::collections::BTreeMap<String, Option<String>>,
     /// Cases of the file without an id, whose id casebook derived from their content.
     #[serde(default)]
     pub derived_ids: u64,

@@ -238,6 +238,9 @@ impl Store for AnyStore {
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
         each!(self, s => s.diff(dataset, from, to).await)
     }
+    async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
+        each!(self, s => s.changed(dataset, from, to).await)
+    }
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
         each!(self, s => s.tag(dataset, version, tag, author, time).await)
     }

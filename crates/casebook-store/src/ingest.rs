@@ -8,7 +8,7 @@ use casebook_formats::{Batch, Consumer, Flow, Input, ReadError, ReadOptions, Sta
 use casebook_model::{DatasetHeader, Diagnostic};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::merge::{Changes, Merged};
+use crate::merge::{Changes, Exceptions, Merged};
 use crate::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Prepared, Ref, Store, StoreError, prepare};
 
 /// Which version a commit builds on.
@@ -25,7 +25,8 @@ pub enum Parent {
     /// this reference names (the input was made from it): the three-way rule of
     /// [`crate::Changes`]. Cases changed on both sides make [`IngestError::Conflicts`], and
     /// nothing is written. (With [`CommitMode::Upsert`], cases the input lacks are untouched.)
-    Merge(Ref),
+    /// The [`Exceptions`] are cases the input was made with other content than that version's.
+    Merge(Ref, Exceptions),
 }
 
 /// What to read and how to commit it.
@@ -71,8 +72,8 @@ pub struct Ingested {
     pub derived_ids: u64,
     pub positional_ids: u64,
     /// With [`Parent::Merge`], the cases changed only on the head since the base that were
-    /// kept as the head has them.
-    pub kept: u64,
+    /// kept as the head has them, where the input has other content ([`Merged::kept`]).
+    pub kept: Exceptions,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -195,7 +196,7 @@ pub async fn ingest(
         dataset: name,
         derived_ids,
         positional_ids,
-        kept: 0,
+        kept: Exceptions::new(),
     };
     if finished.errors > 0 {
         return Ok(ingested);
@@ -270,10 +271,10 @@ async fn prepare_commit(
     let name = dataset.or_else(|| header.name.clone()).ok_or(IngestError::NoName)?;
     let mut changes = None;
     let parent = match parent {
-        Parent::Merge(base) => {
+        Parent::Merge(base, except) => {
             let base = store.resolve(&name, &base).await?.number;
             let head = store.resolve(&name, &Ref::Latest).await?.number;
-            changes = Some(Changes::between(store, &name, base, head).await?);
+            changes = Some(Changes::between(store, &name, base, head, &except).await?);
             Some(head)
         }
         Parent::Any => None,

@@ -9,12 +9,24 @@
 //!
 //! A removal is a change like any other: a case removed since the base and unchanged in the
 //! file stays removed; one removed from the file and unchanged since the base is removed.
-//! "Changed" compares content ids, and only the cases [`Store::diff`] lists between B and H can
-//! have changed on the head's side, so the other cases cost nothing.
+//! "Changed" compares content ids, and only the cases [`Store::changed`] lists between B and H
+//! can have changed on the head's side, so the other cases cost nothing.
+//!
+//! The incoming side may say that it was made with other content than B's for some cases
+//! ([`Exceptions`]): a file pushed onto a head that kept changes made on the server holds its
+//! own older content for those cases, and its next push names the version made as its base
+//! with the content the file still holds for them. For such a case that content X is the base
+//! of the rule: the file unchanged from X takes the head's case, a file changed from X is
+//! taken where the head's case is still X, and is a conflict where the head's case is neither X
+//! nor the file's (a change made on the server that the file never had).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::{AnyStore, Prepared, Store, StoreError, prepare};
+
+/// Cases whose content on the incoming side was, when it was made, not the base version's: by
+/// id, the content id it held (`None`: it did not have the case).
+pub type Exceptions = BTreeMap<String, Option<[u8; 32]>>;
 
 /// What the rule says for one case id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,12 +41,14 @@ pub enum Choice {
     Conflict,
 }
 
-/// A case that changed on the head's side since the base.
+/// A case the rule must look at: changed on the head's side since the base, or one of the
+/// incoming side's [`Exceptions`].
 #[derive(Debug, Clone)]
 struct Changed {
-    /// Its content id at the base; `None` when it was added since.
+    /// The content id the incoming side started from: the base's (`None` when the case was
+    /// added since), or the exception's.
     base: Option<[u8; 32]>,
-    /// The head's case; `None` when it was removed since the base.
+    /// The head's case; `None` when the head does not hold it.
     head: Option<Prepared>,
 }
 
@@ -49,16 +63,29 @@ pub struct Changes {
 
 impl Changes {
     /// The cases changed from version `base` to version `head` of `dataset` (their content at
-    /// both; nothing when they are the same version). Both are versions (v1 or later).
-    pub async fn between(store: &AnyStore, dataset: &str, base: u64, head: u64) -> Result<Self, StoreError> {
+    /// both; nothing when they are the same version), and the `except`ions of the incoming
+    /// side. Both are versions (v1 or later).
+    pub async fn between(
+        store: &AnyStore,
+        dataset: &str,
+        base: u64,
+        head: u64,
+        except: &Exceptions,
+    ) -> Result<Self, StoreError> {
         let mut changed = HashMap::new();
         if base != head {
-            let diff = store.diff(dataset, base, head).await?;
-            let ids = diff.added.into_iter().chain(diff.removed).chain(diff.modified.into_iter().map(|m| m.id));
-            for id in ids {
-                let at_base = store.case(dataset, base, &id).await?.map(|c| prepare(&c)).transpose()?;
-                let at_head = store.case(dataset, head, &id).await?.map(|c| prepare(&c)).transpose()?;
-                changed.insert(id, Changed { base: at_base.map(|p| p.content_id), head: at_head });
+            for case in store.changed(dataset, base, head).await? {
+                let head = case.after.as_ref().map(prepare).transpose()?;
+                changed.insert(case.id, Changed { base: case.before, head });
+            }
+        }
+        for (id, content) in except {
+            match changed.get_mut(id) {
+                Some(case) => case.base = *content,
+                None => {
+                    let head = store.case(dataset, head, id).await?.as_ref().map(prepare).transpose()?;
+                    changed.insert(id.clone(), Changed { base: *content, head });
+                }
             }
         }
         Ok(Self { base, head, changed })
@@ -76,7 +103,8 @@ impl Changes {
         let head = changed.head.as_ref().map(|p| &p.content_id);
         if incoming == changed.base.as_ref() {
             Choice::Head(changed.head.clone().map(Box::new))
-        } else if incoming == head {
+        } else if incoming == head || head == changed.base.as_ref() {
+            // (The head as the incoming side started: only an exception can be so.)
             Choice::Incoming
         } else {
             Choice::Conflict
@@ -86,7 +114,7 @@ impl Changes {
     /// Merges a whole dataset's cases, in batches as they are read, into the cases of the
     /// next version on the head; see [`WholeMerge`].
     pub fn whole(&self) -> WholeMerge<'_> {
-        WholeMerge { changes: self, seen: HashSet::new(), conflicts: Vec::new(), kept: 0 }
+        WholeMerge { changes: self, seen: HashSet::new(), conflicts: Vec::new(), kept: Exceptions::new() }
     }
 }
 
@@ -99,7 +127,7 @@ pub struct WholeMerge<'a> {
     /// Changed ids the incoming side has.
     seen: HashSet<String>,
     conflicts: Vec<String>,
-    kept: u64,
+    kept: Exceptions,
 }
 
 impl WholeMerge<'_> {
@@ -113,7 +141,9 @@ impl WholeMerge<'_> {
             match self.changes.choose(&case.id, Some(&case.content_id)) {
                 Choice::Incoming => out.push(case),
                 Choice::Head(head) => {
-                    self.kept += 1;
+                    if head.as_ref().map(|h| h.content_id) != Some(case.content_id) {
+                        self.kept.insert(case.id, Some(case.content_id));
+                    }
                     out.extend(head.map(|h| *h));
                 }
                 Choice::Conflict => self.conflicts.push(case.id),
@@ -134,8 +164,8 @@ impl WholeMerge<'_> {
     }
 
     /// The cases the head has that the incoming side lacks and keeps (added since the base),
-    /// then the result: the ids in conflict, in the order found, and how many cases were
-    /// taken from the head.
+    /// then the result: the ids in conflict, in the order found, and the cases taken from the
+    /// head.
     pub fn finish(mut self) -> (Vec<Prepared>, Merged) {
         let mut rest: Vec<(&String, &Changed)> =
             self.changes.changed.iter().filter(|(id, _)| !self.seen.contains(*id)).collect();
@@ -146,8 +176,10 @@ impl WholeMerge<'_> {
             match self.changes.choose(id, None) {
                 Choice::Incoming => {}
                 Choice::Head(head) => {
-                    self.kept += 1;
-                    out.extend(head.map(|h| *h));
+                    if let Some(head) = head {
+                        self.kept.insert(id.clone(), None);
+                        out.push(*head);
+                    }
                 }
                 Choice::Conflict => self.conflicts.push(id.clone()),
             }
@@ -161,8 +193,10 @@ impl WholeMerge<'_> {
 pub struct Merged {
     /// Ids changed on both sides to different content: nothing may be written.
     pub conflicts: Vec<String>,
-    /// Cases changed only on the head's side since the base, kept as the head has them.
-    pub kept: u64,
+    /// Cases changed only on the head's side since the base, kept as the head has them where
+    /// the incoming side has other content, by id, with the incoming side's content: the
+    /// [`Exceptions`] of the incoming side to the version made.
+    pub kept: Exceptions,
 }
 
 /// Ids as a message lists them: in backticks, the first 20, and how many more.
@@ -232,6 +266,44 @@ mod tests {
         let want = [("a", 2), ("c", 7), ("e", 1), ("g", 8), ("f", 4)];
         assert_eq!(ids, want.map(|(id, n)| (id.to_owned(), n)));
         // d: changed on the head, absent from the file (removed there): a conflict.
-        assert_eq!(merged, Merged { conflicts: vec!["d".into()], kept: 3 });
+        // a and b as the file has them (as at the base), f absent from it.
+        let kept = Exceptions::from([("a".into(), Some([1; 32])), ("b".into(), Some([1; 32])), ("f".into(), None)]);
+        assert_eq!(merged, Merged { conflicts: vec!["d".into()], kept });
+    }
+
+    /// The file pushed onto v4 kept the server's 1 and 3 and still holds its own older 1 (7)
+    /// and no 3; the server changed 2 to 4 since, and reverted 5 to what the file holds (6).
+    /// Pushed again with v4 as its base, those exceptions are what it started from.
+    #[test]
+    fn an_exception_is_what_the_incoming_side_started_from() {
+        let mut changed = HashMap::new();
+        changed.insert("1".into(), Changed { base: Some([7; 32]), head: Some(prepared("1", 3)) });
+        changed.insert("2".into(), Changed { base: Some([7; 32]), head: Some(prepared("2", 4)) });
+        changed.insert("3".into(), Changed { base: None, head: Some(prepared("3", 5)) });
+        changed.insert("5".into(), Changed { base: Some([6; 32]), head: Some(prepared("5", 6)) });
+        let changes = Changes { base: 4, head: 5, changed };
+        // Still as the file started: the head's.
+        assert_eq!(changes.choose("1", Some(&[7; 32])), Choice::Head(Some(Box::new(prepared("1", 3)))));
+        assert_eq!(changes.choose("2", Some(&[7; 32])), Choice::Head(Some(Box::new(prepared("2", 4)))));
+        assert_eq!(changes.choose("3", None), Choice::Head(Some(Box::new(prepared("3", 5)))));
+        // Edited in the file from what it started from, where the head has something else: a
+        // conflict (the file never had the server's change), unless it is the head's content.
+        assert_eq!(changes.choose("1", Some(&[8; 32])), Choice::Conflict);
+        assert_eq!(changes.choose("3", Some(&[8; 32])), Choice::Conflict);
+        assert_eq!(changes.choose("2", Some(&[4; 32])), Choice::Incoming);
+        // Where the head has what the file started from: the file's edit.
+        assert_eq!(changes.choose("5", Some(&[8; 32])), Choice::Incoming);
+        // Another case: the file's.
+        assert_eq!(changes.choose("9", Some(&[8; 32])), Choice::Incoming);
+
+        // A whole file that edited only 2's neighbour 9: the exceptions are kept again.
+        let mut merge = changes.whole();
+        let out = merge.batch(vec![prepared("1", 7), prepared("2", 7), prepared("5", 6), prepared("9", 8)]);
+        let (rest, merged) = merge.finish();
+        let ids: Vec<(String, u8)> = out.iter().chain(&rest).map(|p| (p.id.clone(), p.content_id[0])).collect();
+        assert_eq!(ids, [("1", 3), ("2", 4), ("5", 6), ("9", 8), ("3", 5)].map(|(id, n)| (id.to_owned(), n)));
+        // (5 is the head's and the file's: nothing to except.)
+        let kept = Exceptions::from([("1".into(), Some([7; 32])), ("2".into(), Some([7; 32])), ("3".into(), None)]);
+        assert_eq!(merged, Merged { conflicts: Vec::new(), kept });
     }
 }

@@ -198,6 +198,7 @@ fn freeze_on_server(settings: &Global, args: &FreezeArgs, name: &str, reference:
         syntax: Syntax::Jsonl,
         shown: "freeze.jsonl",
         onto: Onto::Base(version.id.clone()),
+        except: None,
         upsert: true,
         message: &message,
     };

@@ -223,7 +223,20 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         (Some(base), _) => Onto::Base(base.id.clone()),
         (None, head) => Onto::Parent(head.unwrap_or(0)),
     };
-    let sending = Sending { file: &send, format, syntax, shown: &shown, onto, upsert: false, message: &message };
+    let except = match base.as_ref().filter(|b| !b.except.is_empty()) {
+        Some(base) => Some(serde_json::to_string(&base.except)?),
+        None => None,
+    };
+    let sending = Sending {
+        file: &send,
+        format,
+        syntax,
+        shown: &shown,
+        onto,
+        except: except.as_deref(),
+        upsert: false,
+        message: &message,
+    };
     let report = match send_import(settings, &runtime, &remote, &name, &sending)? {
         Ok(report) => report,
         Err(crate::remote::RemoteError::Refused(409, e)) if e.code == "merge-conflict" => {
@@ -231,19 +244,18 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
         }
         Err(e) => return Err(push_error(e, &name, head, base.as_ref(), &file)),
     };
-    // With nothing kept from the head, a pulled file is the version made (or the head that had
-    // its content): its next push builds on that. (A file never pulled gets no record: a push
-    // writes nothing beside the file it sends.)
-    if let (Some(v), 0, Some(_)) = (&report.version, report.kept, &recorded) {
-        Pulled {
-            server: remote.url.clone(),
-            project: remote.project.clone(),
-            dataset: name.clone(),
-            version: v.number,
-            id: v.id.clone(),
-            file_hash: String::new(),
+    // A pulled file is now the version made (or the head that had its content), except for the
+    // cases kept from the head, which it holds as it had them: its next push builds on that
+    // version with those exceptions. (A file never pulled gets no record: a push writes nothing
+    // beside the file it sends.) An older server does not list the cases it kept.
+    let mut stale = false;
+    if let (Some(v), Some(_)) = (&report.version, &recorded) {
+        let listed = report.kept_cases.len() as u64 == report.kept;
+        if listed && serde_json::to_string(&report.kept_cases)?.len() <= MOST_EXCEPTIONS {
+            Pulled::of(&remote, &name, v, report.kept_cases.clone()).save_or_warn(&file, settings.quiet);
+        } else {
+            stale = true;
         }
-        .save_or_warn(&file, settings.quiet);
     }
     let text = match (&report.version, report.created) {
         _ if settings.json => format!("{}\n", serde_json::to_string(&report)?),
@@ -279,6 +291,13 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
             file.display(),
             if n == 1 { "it" } else { "them" }
         );
+        if stale {
+            stderr!(
+                "note: the cases kept are not recorded beside `{}` (too many, or the server does not list them): its next push merges from v{} again, where the cases pushed now count as changed on both sides; pull before editing them again",
+                file.display(),
+                base.version
+            );
+        }
     }
     Ok(Outcome::Ok)
 }
@@ -299,6 +318,9 @@ pub(crate) struct Sending<'a> {
     /// The name the server's diagnostics give the file.
     pub shown: &'a str,
     pub onto: Onto,
+    /// With `Onto::Base`: the cases the file holds otherwise than that version (id → the
+    /// content id it holds, or null when it lacks the case), as JSON ([`Pulled::except`]).
+    pub except: Option<&'a str>,
     /// Whether the file's cases are added to the version or replace those with their ids
     /// (`true`), or the file is the whole next version.
     pub upsert: bool,
@@ -338,16 +360,20 @@ pub(crate) fn send_import(
             Onto::Base(id) => ("base", id.clone()),
             Onto::Parent(head) => ("parent", format!("v{head}")),
         };
+        let mut query = vec![
+            ("format", sending.format.name()),
+            ("syntax", sending.syntax.name()),
+            ("filename", sending.shown),
+            (on.0, on.1.as_str()),
+            ("mode", if sending.upsert { "upsert" } else { "replace" }),
+            ("message", sending.message),
+        ];
+        if let Some(except) = sending.except {
+            query.push(("base_except", except));
+        }
         let request = remote
             .request(reqwest::Method::POST, &remote.dataset_path(name, "/import"))
-            .query(&[
-                ("format", sending.format.name()),
-                ("syntax", sending.syntax.name()),
-                ("filename", sending.shown),
-                (on.0, on.1.as_str()),
-                ("mode", if sending.upsert { "upsert" } else { "replace" }),
-                ("message", sending.message),
-            ])
+            .query(&query)
             .header("x-casebook-author", &settings.author)
             .header(reqwest::header::CONTENT_LENGTH, size)
             .body(reqwest::Body::wrap_stream(stream));
@@ -359,6 +385,11 @@ pub(crate) fn send_import(
         }
     })
 }
+
+/// The most text (JSON) of cases a record keeps as held otherwise by the file than its version
+/// ([`Pulled::except`]): the next push sends them in its URL, percent-encoded (at most three
+/// times as long), and a server reads request heads of a few hundred KiB.
+const MOST_EXCEPTIONS: usize = 64 * 1024;
 
 /// Cases changed both in the file and on the server since the version the file was pulled at:
 /// nothing was pushed (exit 1), and the ids are told.
@@ -382,8 +413,14 @@ fn merge_conflict(
         let shown: Vec<String> =
             conflict.conflicts.iter().take(20).map(|id| format!("`{}`", casebook_model::excerpt(id))).collect();
         let more = if n > 20 { format!(" and {} more", n - 20) } else { String::new() };
+        // A file that holds some cases older than its version (kept from the server by its
+        // last push) started from that older content for them.
+        let since = match base {
+            Some(b) if !b.except.is_empty() => "the file last had the server's content for them".to_owned(),
+            _ => format!("v{since}, the version the file was pulled at"),
+        };
         stderr!(
-            "nothing was pushed: `{}` and {name}@v{head} both changed {} {}{more} since v{since}, the version the file was pulled at",
+            "nothing was pushed: `{}` and {name}@v{head} both changed {} {}{more} since {since}",
             file.display(),
             if n == 1 { "case" } else { "cases" },
             shown.join(", ")
@@ -601,14 +638,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
             format!("{what} `{}`: {place}, {} ({format})\n", path.display(), crate::plural(exported.cases, "case"))
         }
     };
-    let record = Pulled {
-        server: remote.url.clone(),
-        project: remote.project.clone(),
-        dataset: name.clone(),
-        version: version.number,
-        id: version.id.clone(),
-        file_hash: String::new(),
-    };
+    let record = Pulled::of(&remote, &name, &version, Default::default());
     let text = if !output.exists() {
         file.keep()?;
         record.save_or_warn(&output, settings.quiet);
@@ -674,7 +704,9 @@ fn holds_version(
     map: Option<&casebook_formats::ColumnMap>,
 ) -> anyhow::Result<bool> {
     let recorded = Pulled::load(path).filter(|r| r.is_of(&record.server, &record.project, &record.dataset));
-    if recorded.is_some_and(|r| r.id == record.id && crate::pulled::file_hash(path).ok() == Some(r.file_hash)) {
+    // A file recorded with exceptions holds other cases than its version.
+    let unedited = |r: Pulled| r.except.is_empty() && crate::pulled::file_hash(path).ok() == Some(r.file_hash);
+    if recorded.is_some_and(|r| r.id == record.id && unedited(r)) {
         return Ok(true);
     }
     if written.same_as(path)? {

@@ -17,6 +17,7 @@ on_both!(
     a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile,
     a_pulled_letta_file_is_merged_too,
     a_pull_after_a_push_or_a_reformat_is_up_to_date,
+    a_file_pushed_again_builds_on_the_version_its_last_push_made,
 );
 
 /// The cases of a version as the store gives them (native JSON), by id.
@@ -108,14 +109,15 @@ fn a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile(b: &Backend) {
     assert_eq!(v5[1]["expected"]["output"], "en route (colis 4411)");
     assert_eq!(v5[2]["expected"]["output"], "30日以内");
 
-    // Case 1 edited in the file as well: changed on both sides since v2.
+    // Case 1 edited in the file as well: changed on both sides since v2 (the file still holds
+    // v2's case 1, which v5 is recorded to lack).
     edit(&file, "Wie lange dauert eine Erstattung?", "Wie lange dauert die Erstattung?");
     let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
     out.expect_status(1);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
-        "nothing was pushed: `support.jsonl` and support@v5 both changed case `1` since v2, the version the file was pulled at\n\
+        "nothing was pushed: `support.jsonl` and support@v5 both changed case `1` since the file last had the server's content for them\n\
          hint: `casebook pull --name support --save-as-new` writes v5 beside the file; merge it by hand, then `casebook push --force` replaces the head with the file\n"
     );
     assert_eq!(versions(b, &dir, "support").len(), 5);
@@ -125,7 +127,7 @@ fn a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile(b: &Backend) {
         run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support", "--format", "json"]));
     out.expect_status(1);
     let said: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(said, serde_json::json!({"pushed": false, "conflicts": ["1"], "base": 2, "head": 5}));
+    assert_eq!(said, serde_json::json!({"pushed": false, "conflicts": ["1"], "base": 5, "head": 5}));
 
     // `--force`: the file is the new head, whatever the server had.
     let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support", "--force"]));
@@ -172,13 +174,21 @@ fn a_pulled_letta_file_is_merged_too(b: &Backend) {
     assert!(letta.contains("\"queue\": \"returns\"") || letta.contains("\"queue\":\"returns\""), "{letta}");
     assert!(letta.contains("five business days"), "{letta}");
 
-    // The server's case 1 changed again; Bob's file still has his own: a conflict.
+    // The server's case 1 changed after Bob's push; his file still has what he pushed: the
+    // server's is kept (his own push is not a change of his to merge again).
     let change = dir.file("change.jsonl", pulled.lines().next().unwrap().replace("5 business days", "5 days"));
     ok(owner(b, &dir).args(["put", "support", "--from", "letta"]).arg(&change));
     let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("up to date: support v4 on "), "{out:?}");
+    assert!(out.stderr.starts_with("kept 2 cases changed on the server since v3 "), "{out:?}");
+    // Bob edits case 1 again, never having seen the server's change: a conflict.
+    edit(&file, "five business days", "five working days");
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
     out.expect_status(1);
     assert!(
-        out.stderr.starts_with("nothing was pushed: `support.jsonl` and support@v4 both changed case `1` since v1"),
+        out.stderr
+            .starts_with("nothing was pushed: `support.jsonl` and support@v4 both changed case `1` since the file"),
         "{out:?}"
     );
     assert_eq!(versions(b, &dir, "support").len(), 4);
@@ -267,5 +277,158 @@ fn a_base_that_names_no_version_is_refused_and_nothing_is_written() {
         import(&format!("base={zeros}")),
         (404, "`base`: dataset `support` has no version with content id `000000000000`".into())
     );
+    // `base_except`: with `base` only, a JSON object of content ids (or nulls) by case id.
+    assert_eq!(
+        import("base_except=%7B%7D"),
+        (400, "`base_except` needs `base`: it names the cases the file holds otherwise".into())
+    );
+    let (status, message) = import(&format!("base={zeros}&base_except=%5B1%5D"));
+    assert_eq!(status, 400);
+    assert!(message.starts_with("`base_except`: invalid type: sequence, expected a map"), "{message}");
+    assert_eq!(
+        import(&format!("base={zeros}&base_except=%7B%221%22%3A%22%2Babc%22%7D")),
+        (400, "`base_except`: case `1`: `+abc` is not a content id (64 hexadecimal digits)".into())
+    );
     assert_eq!(versions(&b, &dir, "support").len(), 1);
+}
+
+/// Upserts `cases` (native JSON lines) through the API, as a console edit or another client
+/// would: a new version on the head.
+fn api_upsert(server: &Server, token: &str, name: &str, cases: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (status, report) = runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(format!(
+                "{}/api/v1/projects/{PROJECT}/datasets/{name}/import?mode=upsert&filename=edit.jsonl",
+                server.url
+            ))
+            .bearer_auth(token)
+            .body(cases.to_owned())
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json::<Value>().await.unwrap())
+    });
+    assert_eq!(status, 201, "{report}");
+}
+
+/// The record beside a pulled file.
+fn record(file: &Path) -> Value {
+    let name = file.file_name().unwrap().to_string_lossy();
+    serde_json::from_str(&fs_err::read_to_string(file.with_file_name(format!(".{name}.casebook-pull"))).unwrap())
+        .unwrap()
+}
+
+/// Pulled at v2; case 1 edited through the API (v3); the file pushed with case 2 edited (v4
+/// keeps v3's case 1, which the file still holds as at v2); case 2 edited again and pushed: v5,
+/// no conflict (the push that made v4 is not a change made on the server), case 1 still as in
+/// v3. The server changing case 1 again meanwhile is kept too; the server changing case 2 while
+/// the file does is still a conflict. A pull then brings the file to the head.
+fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let token = Server::key(b, &dir, PROJECT, "write");
+    push(&server, &dir, &token, "support", &dir.file("setup/support.jsonl", CASES));
+    let second = dir.file("setup/second.jsonl", CASES.replace("en route", "en route (colis 4411)"));
+    push(&server, &dir, &token, "support", &second);
+    let bob = dir.join("bob");
+    fs_err::create_dir_all(&bob).unwrap();
+    let client = || {
+        let mut cmd = server.client(&dir, &token);
+        cmd.current_dir(&bob);
+        cmd
+    };
+    ok(client().args(["pull", "--name", "support"]));
+    let file = bob.join("support.jsonl");
+
+    // v3: case 1 edited through the API.
+    let one = "{\"id\": \"1\", \"input\": \"Wie lange dauert eine Erstattung genau?\", \"expected\": {\"output\": \"5 Werktage\"}}\n";
+    api_upsert(&server, &token, "support", one);
+
+    // v4: Bob's case 2 edit, with v3's case 1 kept.
+    edit(&file, "en route (colis 4411)", "en route (colis 4411, Lyon)");
+    let out = run(client().args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed support v4 ("), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "kept 1 case changed on the server since v2 that `support.jsonl` does not have: `casebook pull --name support --overwrite` brings it into the file\n"
+    );
+    let v4 = exported(b, &dir, "support");
+    assert_eq!(v4[0]["input"], "Wie lange dauert eine Erstattung genau?");
+    // The record: v4, except case 1, which the file holds as v2 had it.
+    let said = record(&file);
+    let v2_case_1 = &versions_cases(b, &dir, 2)["1"];
+    assert_eq!(said["version"], 4, "{said}");
+    assert_eq!(said["except"], serde_json::json!({"1": v2_case_1}), "{said}");
+
+    // Case 2 edited again: v5, no conflict, case 1 still v3's.
+    edit(&file, "en route (colis 4411, Lyon)", "en route (colis 4411, Lyon, demain)");
+    let out = run(client().args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed support v5 ("), "{out:?}");
+    assert!(out.stdout.ends_with(": 4 cases, +0 -0 ~1\n"), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "kept 1 case changed on the server since v4 that `support.jsonl` does not have: `casebook pull --name support --overwrite` brings it into the file\n"
+    );
+    let v5 = exported(b, &dir, "support");
+    assert_eq!(v5[0]["input"], "Wie lange dauert eine Erstattung genau?");
+    assert_eq!(v5[1]["expected"]["output"], "en route (colis 4411, Lyon, demain)");
+    assert_eq!(inputs(&v5)[2..], inputs(&v4)[2..]);
+    assert_eq!(record(&file)["version"], 5);
+
+    // The file does not hold v5 (its case 1 is older): a pull does not call it up to date.
+    let out = run(client().args(["pull", "--name", "support"]));
+    out.expect_status(2);
+    assert!(out.stderr.contains("exists and differs from support@v5"), "{out:?}");
+
+    // The server changes case 1 again (v6) and Bob case 3: v7 keeps the server's case 1.
+    api_upsert(&server, &token, "support", &one.replace("genau?", "genau, bitte?"));
+    edit(&file, "30日", "30日以内");
+    let out = run(client().args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed support v7 ("), "{out:?}");
+    let v7 = exported(b, &dir, "support");
+    assert_eq!(v7[0]["input"], "Wie lange dauert eine Erstattung genau, bitte?");
+    assert_eq!(v7[2]["expected"]["output"], "30日以内");
+
+    // A real conflict: the server changes case 2 (v8) while Bob edits it too.
+    api_upsert(
+        &server,
+        &token,
+        "support",
+        "{\"id\": \"2\", \"input\": \"Où est ma commande ?\", \"expected\": {\"output\": \"livrée hier\"}}\n",
+    );
+    edit(&file, "en route (colis 4411, Lyon, demain)", "en route (colis 4411, Lyon, lundi)");
+    let out = run(client().args(["push", "--name", "support"]));
+    out.expect_status(1);
+    assert!(
+        out.stderr.starts_with(
+            "nothing was pushed: `support.jsonl` and support@v8 both changed case `2` since the file last had the server's content for them\n"
+        ),
+        "{out:?}"
+    );
+    assert_eq!(versions(b, &dir, "support").len(), 8);
+
+    // A pull over the file: the head, and a record without exceptions.
+    ok(client().args(["pull", "--name", "support", "--overwrite"]));
+    let said = record(&file);
+    assert_eq!((said["version"].as_u64(), said.get("except")), (Some(8), None), "{said}");
+    let out = run(client().args(["push", "--name", "support"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("up to date: support v8 on "), "{out:?}");
+}
+
+/// Case id → content id (hex) of each case of `support` at `version`, from the store.
+fn versions_cases(b: &Backend, dir: &Folder, version: u64) -> serde_json::Map<String, Value> {
+    ok(owner(b, dir).args(["export", &format!("support@v{version}"), "--to", "casebook", "-q"]))
+        .lines()
+        .filter(|l| !l.starts_with("{\"$dataset\""))
+        .map(|l| {
+            let case: Value = serde_json::from_str(l).unwrap();
+            let cid = casebook_canon::content_id_of_json(casebook_canon::Kind::Case, l).unwrap();
+            (case["id"].as_str().unwrap().to_owned(), Value::from(cid))
+        })
+        .collect()
 }

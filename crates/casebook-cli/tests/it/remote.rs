@@ -1195,12 +1195,11 @@ fn a_pull_to_a_format_without_review_does_not_confirm_drafts() {
     assert!(out.stderr.ends_with("nothing was written: qa@v1 cannot be written as `letta` (1 errors)\n"), "{out:?}");
     assert!(!dir.join("qa.jsonl").exists() && !dir.join(".qa.jsonl.casebook-pull").exists());
 
-    // (`--confirm-drafts` lifts this refusal; letta still has no place for the `review` field
-    // itself, and `pull` has no `--lossy`: see the session's report.)
+    // `--confirm-drafts`: written as confirmed (the `review` it leaves out is what was asked).
     let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta", "--confirm-drafts"]));
-    out.expect_status(1);
-    assert!(!out.stderr.contains("E-unconfirmed-drafts"), "{out:?}");
-    assert!(!dir.join("qa.jsonl").exists());
+    out.expect_status(0);
+    let written = fs_err::read_to_string(dir.join("qa.jsonl")).unwrap();
+    assert!(written.contains("\"ground_truth\":\"4\"") || written.contains("\"ground_truth\": \"4\""), "{written}");
 
     let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "-o", "native.jsonl"]));
     out.expect_status(0);

@@ -15,7 +15,7 @@ use askama::Template;
 use axum::http::StatusCode;
 use casebook_formats::{Batch, Consumer, Flow, Format, Input, ReadOptions, Start, Syntax};
 use casebook_model::{Case, DatasetHeader, Diagnostic};
-use casebook_store::{Changes, Choice, CommitMode, CommitOutcome, CommitRequest, Ref, Store, StoreError};
+use casebook_store::{Changes, Choice, CommitMode, CommitOutcome, CommitRequest, Exceptions, Ref, Store, StoreError};
 use serde::{Deserialize, Serialize};
 
 use super::browse::DatasetPath;
@@ -362,7 +362,7 @@ async fn commit_edit(viewer: &Viewer, project: &str, mut page: EditPage, form: &
             Err(StoreError::Conflict { head, .. }) => head,
             Err(err) => return Err(err.into()),
         };
-        let changes = Changes::between(&viewer.store, &dataset, base, head).await?;
+        let changes = Changes::between(&viewer.store, &dataset, base, head, &Exceptions::new()).await?;
         match changes.choose(&case.id, Some(&prepared.content_id)) {
             // Their commits touched other cases only (or made this one what the edit makes it).
             Choice::Incoming => on = head,

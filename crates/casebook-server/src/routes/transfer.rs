@@ -16,7 +16,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use casebook_formats::{ExportSettings, Exporter, Format, Input, ReadOptions, SeedFiles, Syntax};
 use casebook_model::Diagnostic;
-use casebook_store::{CommitMode, CommitOutcome, IngestError, IngestEvent, IngestRequest, Parent, Ref, Store};
+use casebook_store::{
+    CommitMode, CommitOutcome, Exceptions, IngestError, IngestEvent, IngestRequest, Parent, Ref, Store,
+};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
@@ -48,6 +50,13 @@ pub struct ImportQuery {
     /// in the file; cases changed on both sides to different content are a `merge-conflict`
     /// (409, their ids in `conflicts`) and nothing is written. Not with `parent`.
     pub base: Option<String>,
+    /// With `base`: the cases the file holds with other content than `base`'s, as a JSON object
+    /// from case id to the content id the file holds (`null`: the file lacks the case), which
+    /// the merge takes for what the file started from. What an answer's `kept_cases` said: a
+    /// file pushed with cases kept from the head is that version except for those cases, and its
+    /// next push names that version as `base` with `base_except` = `kept_cases`, so that the
+    /// push's own earlier merge does not count as a change on the server's side.
+    pub base_except: Option<String>,
     /// `replace` (default: the file is the whole next version) or `upsert` (its cases are added
     /// or replace those with their ids).
     pub mode: Option<String>,
@@ -143,13 +152,19 @@ pub async fn import(
         "upsert" => CommitMode::Upsert,
         other => return Err(ApiError::bad_request(format!("`mode`: `{other}` is not `replace` or `upsert`"))),
     };
+    if query.base_except.is_some() && query.base.is_none() {
+        return Err(ApiError::bad_request("`base_except` needs `base`: it names the cases the file holds otherwise"));
+    }
     let parent = match (query.parent.as_deref(), query.base.as_deref()) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request(
                 "`parent` and `base` cannot both be given: `base` merges onto the head, `parent` replaces it",
             ));
         }
-        (None, Some(base)) => Parent::Merge(Ref::Number(base_version(&writer.store, &path.dataset, base).await?)),
+        (None, Some(base)) => {
+            let except = exceptions(query.base_except.as_deref())?;
+            Parent::Merge(Ref::Number(base_version(&writer.store, &path.dataset, base).await?), except)
+        }
         (parent, None) => match parent {
             None => Parent::Head,
             Some("v0" | "0") => Parent::Given(Ref::Number(0)),
@@ -217,6 +232,37 @@ async fn base_version(store: &casebook_store::AnyStore, dataset: &str, id: &str)
     }
 }
 
+/// The `base_except` parameter: a JSON object from case id to a content id or `null`.
+fn exceptions(text: Option<&str>) -> ApiResult<Exceptions> {
+    let Some(text) = text else { return Ok(Exceptions::new()) };
+    let refused = |why: String| ApiError::bad_request(format!("`base_except`: {why}"));
+    let listed: std::collections::BTreeMap<String, Option<String>> = serde_json::from_str(text).map_err(|e| {
+        refused(format!("{e}; give a JSON object from case id to the content id the file holds (or `null`)"))
+    })?;
+    listed
+        .into_iter()
+        .map(|(id, content)| {
+            let content = match content {
+                None => None,
+                Some(hex) => Some(
+                    hex.bytes()
+                        .all(|b| b.is_ascii_hexdigit())
+                        .then(|| casebook_canon::id_bytes(&hex.to_ascii_lowercase()))
+                        .flatten()
+                        .ok_or_else(|| {
+                            refused(format!(
+                                "case `{}`: `{}` is not a content id (64 hexadecimal digits)",
+                                casebook_model::excerpt(&id),
+                                casebook_model::excerpt(&hex)
+                            ))
+                        })?,
+                ),
+            };
+            Ok((id, content))
+        })
+        .collect()
+}
+
 /// Who writes: the client's `x-casebook-author`, with the key that vouches for it.
 pub(super) fn author(headers: &HeaderMap, writer: &Writer) -> String {
     headers
@@ -266,7 +312,12 @@ fn report(
         ImportReport {
             created,
             version: version.map(Version::from),
-            kept: ingested.kept,
+            kept: ingested.kept.len() as u64,
+            kept_cases: ingested
+                .kept
+                .into_iter()
+                .map(|(id, content)| (id, content.as_ref().map(casebook_canon::id_hex)))
+                .collect(),
             derived_ids: ingested.derived_ids,
             positional_ids: ingested.positional_ids,
             warnings: ingested.warnings,
@@ -491,7 +542,12 @@ pub(crate) async fn export_version(
                     return;
                 }
             };
-            match exporter.bodies(&page.bodies) {
+            // A draft the format would write as confirmed is left out of the page and told only
+            // at the end: the body is cut here instead, never a valid file without those cases.
+            match exporter.bodies(&page.bodies).map(|mut d| {
+                d.extend(exporter.refused_drafts());
+                d
+            }) {
                 Ok(diagnostics) if !diagnostics.iter().any(Diagnostic::is_error) => {}
                 Ok(diagnostics) => {
                     let message =
@@ -511,6 +567,11 @@ pub(crate) async fn export_version(
             next = page.next;
         }
         match exporter.finish() {
+            Ok(exported) if exported.diagnostics.iter().any(Diagnostic::is_error) => {
+                let message = exported.diagnostics.iter().find(|d| d.is_error()).map(|d| d.message.clone());
+                tracing::error!(message = %message.clone().unwrap_or_default(), "the export stopped at its end");
+                let _ = sender.send(Err(std::io::Error::other(message.unwrap_or_default()))).await;
+            }
             Ok(_) => {
                 let _ = send(chunks.take()).await;
             }

@@ -341,6 +341,57 @@ async fn an_export_confirms_draft_expectations_only_when_asked(backend: Backend)
     server.stop().await;
 }
 
+/// An export longer than one page (2,000 cases) with drafts on its second page only: with
+/// `confirm_drafts=true` every case is written whole, the drafts with their expectations as
+/// confirmed; without it the export never ends as a shorter valid file (the drafts left out).
+/// (Native JSON lines in, shaped as the import test's rows.)
+async fn drafts_past_the_first_page_of_an_export_are_written_whole_or_refused(backend: Backend) {
+    let server = Server::start(backend).await;
+    let mut cases = String::new();
+    for i in 0..2100 {
+        let review = if i >= 2050 && i % 10 == 0 { ", \"review\": \"draft\"" } else { "" };
+        cases.push_str(&format!(
+            "{{\"id\": \"c{i:04}\", \"input\": \"¿{i}+1?\", \"expected\": {{\"output\": \"{}\"}}, \"labels\": [\"n\"]{review}}}\n",
+            i + 1
+        ));
+    }
+    let (status, report) = import(&server, "long", "filename=long.jsonl", &cases).await;
+    assert_eq!(status, 201, "{report}");
+    let get = |query: &'static str| {
+        let server = &server;
+        async move {
+            let response = server
+                .client
+                .get(format!("{}{A}/long/versions/latest/export?{query}", server.url))
+                .bearer_auth(&server.keys.a_read)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.text().await.map_err(|e| e.to_string()))
+        }
+    };
+    let (status, text) = get("format=letta&confirm_drafts=true").await;
+    assert_eq!(status, 200);
+    let rows: Vec<serde_json::Value> = text.unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 2100);
+    for (i, row) in rows.iter().enumerate() {
+        let want = serde_json::json!({"id": format!("c{i:04}"), "input": format!("¿{i}+1?"), "ground_truth": format!("{}", i + 1), "tags": ["n"]});
+        assert_eq!(row, &want, "row {i}");
+    }
+    // Without `confirm_drafts`: refused, or cut short; never the other 2,095 cases alone.
+    let (status, text) = get("format=letta").await;
+    match text {
+        Ok(text) if status == 200 => panic!("a shorter valid file of {} lines", text.lines().count()),
+        Ok(text) => {
+            assert_eq!(status, 422, "{text}");
+            assert!(text.contains("E-unconfirmed-drafts"), "{text}");
+        }
+        Err(_) => assert_eq!(status, 200),
+    }
+    server.stop().await;
+}
+
 /// A client that sends a request's head and part of its body, then nothing more, is answered
 /// 408 with the API's JSON error once `body_idle` passes, on an upload (import) and on a JSON
 /// route (runs); nothing is stored.
@@ -418,6 +469,7 @@ crate::on_both!(
     exports_write_a_version_in_any_format,
     shutdown_finishes_requests_in_flight,
     an_export_confirms_draft_expectations_only_when_asked,
+    drafts_past_the_first_page_of_an_export_are_written_whole_or_refused,
     an_import_says_how_many_ids_it_made_and_how_many_by_position,
     a_body_that_stalls_halfway_is_answered_408_with_the_json_error,
 );

@@ -992,6 +992,47 @@ impl crate::Store for PostgresStore {
         Ok(diff)
     }
 
+    async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
+        if lo == 0 {
+            return Err(StoreError::NoVersion {
+                dataset: dataset.to_owned(),
+                reference: "v0".into(),
+                hint: String::new(),
+            });
+        }
+        // The rows `diff` reads; a body only where the row is in version `to`.
+        let rows = sqlx::query(
+            "SELECT case_id, from_v, to_v, b.cid,
+                    CASE WHEN m.from_v <= $4 AND (m.to_v IS NULL OR m.to_v > $4) THEN b.body END
+             FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = $1 AND m.from_v > 1 AND m.from_v > $2 AND m.from_v <= $3
+             UNION ALL
+             SELECT case_id, from_v, to_v, b.cid,
+                    CASE WHEN m.from_v <= $4 AND (m.to_v IS NULL OR m.to_v > $4) THEN b.body END
+             FROM members m JOIN blobs b ON b.id = m.blob
+             WHERE m.dataset = $1 AND m.to_v > $2 AND m.to_v <= $3 AND NOT (m.from_v > $2 AND m.from_v <= $3)
+             ORDER BY 1, 2",
+        )
+        .bind(id)
+        .bind(lo)
+        .bind(hi)
+        .bind(to as i64)
+        .fetch_all(&mut *self.conn().await?)
+        .await?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                let cid = crate::stored_cid(r.get::<&[u8], _>(3))?;
+                Ok((case_id(r.get(0))?, r.get(1), r.get(2), cid, r.get(4)))
+            })
+            .collect::<Result<Vec<crate::ChangeRow>, StoreError>>()?;
+        let mut changed = crate::ChangedRows::new(rows, from, to);
+        self.expand_bodies(&mut SeedDocuments::new(), &mut changed.bodies).await?;
+        changed.cases()
+    }
+
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
         let tag = crate::names::tag_name(tag)?;
         let id = self.dataset_id(dataset).await?;

@@ -17,6 +17,7 @@ macro_rules! suite {
             put_and_rm_touch_only_their_cases,
             new_cases_go_between_their_neighbours,
             diff_names_changed_fields,
+            changed_gives_each_case_at_both_versions,
             history_lists_distinct_contents,
             references_resolve,
             a_moved_head_is_a_conflict_and_writes_nothing,
@@ -37,6 +38,7 @@ macro_rules! suite {
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             snapshot_files_are_kept_once,
+            a_merge_takes_exceptions_for_what_the_input_started_from,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
     };
     (@each $fresh:path; |$store:ident| $wrap:expr; $($name:ident),* $(,)?) => {$(
@@ -229,6 +231,54 @@ pub async fn diff_names_changed_fields(store: impl Store) {
     assert_eq!((changes[1].old.clone(), changes[1].new.clone()), (None, Some(json!(["math"]))));
 }
 
+/// What a three-way merge reads: each case that differs between two versions, with its
+/// content id at the first and its case, whole (seed documents in place), at the second; not
+/// the cases that only moved, nor one changed and changed back.
+pub async fn changed_gives_each_case_at_both_versions(store: impl Store) {
+    /// Id, content id at the first version, case at the second.
+    type Seen<'a> = (&'a str, Option<[u8; 32]>, Option<&'a Case>);
+    let cid = |c: &Case| id_bytes(&content_id(Kind::Case, c).unwrap()).unwrap();
+    let d1 = seeded("d", "./seeds/bob.yaml", seed_document("night trains"));
+    let d2 = seeded("d", "./seeds/bob.yaml", seed_document("day trains"));
+    let v1 = [case("a", "1"), case("b", "2"), case("c", "3"), d1.clone(), case("e", "5")];
+    created(&store, CommitMode::Replace, v1.to_vec()).await;
+    // a changed, b removed, c moved, d's seed document changed, f added.
+    let v2 = [case("c", "3"), case("a", "1b"), d2.clone(), case("e", "5"), case("f", "6")];
+    created(&store, CommitMode::Replace, v2.to_vec()).await;
+    // a changed back, e changed.
+    let v3 = [case("c", "3"), case("a", "1"), d2.clone(), case("e", "5b"), case("f", "6")];
+    created(&store, CommitMode::Replace, v3.to_vec()).await;
+
+    let changed = store.changed("support", 1, 3).await.unwrap();
+    let got: Vec<Seen<'_>> = changed.iter().map(|c| (c.id.as_str(), c.before, c.after.as_ref())).collect();
+    let want: Vec<Seen<'_>> = vec![
+        ("b", Some(cid(&v1[1])), None),
+        ("d", Some(cid(&d1)), Some(&d2)),
+        ("e", Some(cid(&v1[4])), Some(&v3[3])),
+        ("f", None, Some(&v3[4])),
+    ];
+    assert_eq!(got, want);
+    // Either way round.
+    let back = store.changed("support", 3, 1).await.unwrap();
+    let got: Vec<Seen<'_>> = back.iter().map(|c| (c.id.as_str(), c.before, c.after.as_ref())).collect();
+    let want: Vec<Seen<'_>> = vec![
+        ("b", None, Some(&v1[1])),
+        ("d", Some(cid(&d2)), Some(&d1)),
+        ("e", Some(cid(&v3[3])), Some(&v1[4])),
+        ("f", Some(cid(&v3[4])), None),
+    ];
+    assert_eq!(got, want);
+    // The same as the diff says, and nothing between a version and itself.
+    let diff = store.diff("support", 1, 2).await.unwrap();
+    let mut listed: Vec<String> =
+        diff.added.into_iter().chain(diff.removed).chain(diff.modified.into_iter().map(|m| m.id)).collect();
+    listed.sort();
+    let ids: Vec<String> = store.changed("support", 1, 2).await.unwrap().into_iter().map(|c| c.id).collect();
+    assert_eq!(ids, listed);
+    assert!(store.changed("support", 2, 2).await.unwrap().is_empty());
+    assert!(matches!(store.changed("support", 0, 2).await, Err(StoreError::NoVersion { .. })));
+}
+
 pub async fn history_lists_distinct_contents(store: impl Store) {
     created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2")]).await;
     created(&store, CommitMode::Upsert, vec![case("b", "2b")]).await;
@@ -419,6 +469,37 @@ pub fn snapshotted(id: &str, content: serde_json::Value) -> Case {
 /// Cases whose tools share a snapshot file: the store keeps its document once however many
 /// cases and tools carry it, every read gives the cases back whole with their content ids, and
 /// a changed snapshot is a modification at its path.
+/// A file pushed onto v2 kept the server's change to a and b's removal, and still holds its
+/// own a (as at v1) and b: pushed again on v2 with those exceptions, they are what it started
+/// from, so they stay as the head has them (no conflict with its own earlier push), and an edit
+/// of a in the file is a conflict with the server's change it never had. c, pushed in v2 with
+/// the file's content, is the file's to change while the head keeps it.
+pub async fn a_merge_takes_exceptions_for_what_the_input_started_from(store: AnyStore) {
+    use casebook_store::{Changes, Choice, Exceptions};
+    let cid = |c: &Case| id_bytes(&content_id(Kind::Case, c).unwrap()).unwrap();
+    created(&store, CommitMode::Replace, vec![case("a", "1"), case("b", "2"), case("c", "3")]).await;
+    created(&store, CommitMode::Replace, vec![case("a", "1 on the server"), case("c", "3b")]).await;
+    let except =
+        Exceptions::from([("a".to_owned(), Some(cid(&case("a", "1")))), ("b".to_owned(), Some(cid(&case("b", "2"))))]);
+    let changes = Changes::between(&store, "support", 2, 2, &except).await.unwrap();
+    let head_a = casebook_store::prepare(&case("a", "1 on the server")).unwrap();
+    assert_eq!(changes.choose("a", Some(&cid(&case("a", "1")))), Choice::Head(Some(Box::new(head_a))));
+    assert_eq!(changes.choose("b", Some(&cid(&case("b", "2")))), Choice::Head(None));
+    assert_eq!(changes.choose("a", Some(&cid(&case("a", "1 in the file")))), Choice::Conflict);
+    assert_eq!(changes.choose("a", Some(&cid(&case("a", "1 on the server")))), Choice::Incoming);
+    assert_eq!(changes.choose("c", Some(&cid(&case("c", "3c")))), Choice::Incoming);
+
+    // The head changed a again after v2: still the head's where the file kept its old a.
+    created(&store, CommitMode::Upsert, vec![case("a", "1 again"), case("c", "3d")]).await;
+    let changes = Changes::between(&store, "support", 2, 3, &except).await.unwrap();
+    assert_eq!(changes.choose("a", Some(&cid(&case("a", "1 in the file")))), Choice::Conflict);
+    let head_a = casebook_store::prepare(&case("a", "1 again")).unwrap();
+    assert_eq!(changes.choose("a", Some(&cid(&case("a", "1")))), Choice::Head(Some(Box::new(head_a))));
+    assert_eq!(changes.choose("b", Some(&cid(&case("b", "2")))), Choice::Head(None));
+    // c changed on both sides since v2.
+    assert_eq!(changes.choose("c", Some(&cid(&case("c", "3c")))), Choice::Conflict);
+}
+
 pub async fn snapshot_files_are_kept_once(store: AnyStore) {
     let incident = json!([{"when": {"includes": {"service": "checkout"}}, "result": ["pool exhausted — 東京"]}]);
     let mut cases: Vec<Case> = (0..30).map(|i| snapshotted(&format!("c{i}"), incident.clone())).collect();
