@@ -47,12 +47,13 @@ async fn run(case: Value, target: Value, max_steps: u32) -> RunResult {
     let keys = RunKeys::new(std::slice::from_ref(&scenario), &[], 1).unwrap();
     let plan = Arc::new(Plan {
         cases: vec![PlannedCase {
-            json: serde_json::to_string(&case).unwrap(),
+            json: serde_json::to_string(&case).unwrap().into(),
             content_id: [0; 32],
             hashes: keys.hashes(&case).unwrap(),
             row: None,
             noise: Vec::new(),
         }],
+        texts: engine::CaseTexts::default(),
         scenarios: vec![scenario],
         n_runs: 1,
         graders: Vec::new(),
