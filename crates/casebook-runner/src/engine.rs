@@ -42,6 +42,8 @@ pub struct PlannedScenario {
 pub struct Plan {
     /// The selected cases, in dataset order.
     pub cases: Vec<PlannedCase>,
+    /// Where the cases' JSON is kept when it is not held in [`PlannedCase::json`].
+    pub texts: CaseTexts,
     pub scenarios: Vec<PlannedScenario>,
     pub n_runs: u32,
     pub graders: Vec<Grader>,
@@ -55,9 +57,9 @@ pub struct Plan {
 
 /// A case to run. (Ids are kept as bytes: an experiment holds one of each for every case.)
 pub struct PlannedCase {
-    /// The case as its native JSON, its seed files already read (a third of the memory of a
-    /// parsed case; a job parses its case when it runs).
-    pub json: String,
+    /// The case as its native JSON, its seed files already read (a job parses its case when it
+    /// runs): in memory, or in the plan's [`CaseTexts`].
+    pub json: CaseJson,
     pub content_id: [u8; 32],
     /// The hashes of its runs ([`RunKeys::hashes`]).
     pub hashes: Vec<[u8; 32]>,
@@ -66,6 +68,98 @@ pub struct PlannedCase {
     /// Its noise in each scenario, in the plan's scenario order; empty when no scenario has
     /// noise (see [`RunKeys::widened_hashes`]).
     pub noise: Vec<Option<Arc<Widening>>>,
+}
+
+/// Where a planned case's native JSON is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseJson {
+    /// In memory.
+    Held(String),
+    /// `len` bytes at `at` in the plan's [`CaseTexts`] file.
+    Kept { at: u64, len: u32 },
+}
+
+impl From<String> for CaseJson {
+    fn from(json: String) -> Self {
+        CaseJson::Held(json)
+    }
+}
+
+/// The selected cases' JSON, kept in a file while an experiment runs and read back when a job
+/// runs its case, so that memory holds 12 bytes a case instead of the case (about 1 KB each,
+/// with a million cases a gigabyte). The default keeps nothing: every case is
+/// [`CaseJson::Held`].
+#[derive(Debug, Default)]
+pub struct CaseTexts {
+    file: Option<std::fs::File>,
+}
+
+impl CaseTexts {
+    /// The JSON of a case (read back from the file when it is kept there).
+    pub fn text<'a>(&self, json: &'a CaseJson) -> std::io::Result<std::borrow::Cow<'a, str>> {
+        let (at, len) = match json {
+            CaseJson::Held(text) => return Ok(std::borrow::Cow::Borrowed(text)),
+            CaseJson::Kept { at, len } => (*at, *len),
+        };
+        let Some(file) = &self.file else {
+            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no file of case texts"));
+        };
+        let mut bytes = vec![0; len as usize];
+        read_exact_at(file, &mut bytes, at)?;
+        String::from_utf8(bytes)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &std::fs::File, bytes: &mut [u8], at: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, bytes, at)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &std::fs::File, mut bytes: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, bytes, at)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                bytes = &mut bytes[n..];
+                at += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes cases' JSON to a file (an unnamed temporary file: the caller's) as a dataset is read;
+/// [`CaseTextsWriter::finish`] makes the [`CaseTexts`] that reads them back.
+pub struct CaseTextsWriter {
+    file: std::io::BufWriter<std::fs::File>,
+    at: u64,
+}
+
+impl CaseTextsWriter {
+    /// Writes from the start of `file`, which should be empty.
+    pub fn new(file: std::fs::File) -> Self {
+        Self { file: std::io::BufWriter::with_capacity(256 * 1024, file), at: 0 }
+    }
+
+    /// Writes `json` and says where it is.
+    pub fn keep(&mut self, json: &str) -> std::io::Result<CaseJson> {
+        use std::io::Write;
+        let len = u32::try_from(json.len())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a case of more than 4 GiB"))?;
+        self.file.write_all(json.as_bytes())?;
+        let at = self.at;
+        self.at += u64::from(len);
+        Ok(CaseJson::Kept { at, len })
+    }
+
+    /// Everything written, ready to be read back.
+    pub fn finish(self) -> std::io::Result<CaseTexts> {
+        let file = self.file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+        Ok(CaseTexts { file: Some(file) })
+    }
 }
 
 /// What a case's run hashes are made from besides the case: each scenario's target, the
@@ -160,8 +254,10 @@ pub enum Mode {
 impl Plan {
     /// Case `i`, parsed.
     pub fn case(&self, i: usize) -> Result<Case, Failure> {
-        serde_json::from_str(&self.cases[i].json)
-            .map_err(|e| Failure::new("config", format!("case {i} cannot be read: {e}")))
+        let text = self.texts.text(&self.cases[i].json).map_err(|e| {
+            Failure::new("config", format!("case {i} cannot be read back from its temporary file: {e}"))
+        })?;
+        serde_json::from_str(&text).map_err(|e| Failure::new("config", format!("case {i} cannot be read: {e}")))
     }
 
     /// How many runs the experiment makes.
@@ -530,13 +626,14 @@ mod tests {
             cases: cases
                 .iter()
                 .map(|c| PlannedCase {
-                    json: serde_json::to_string(c).unwrap(),
+                    json: serde_json::to_string(c).unwrap().into(),
                     content_id: [0; 32],
                     hashes: keys.hashes(c).unwrap(),
                     row: None,
                     noise: Vec::new(),
                 })
                 .collect(),
+            texts: CaseTexts::default(),
             scenarios,
             n_runs: 3,
             graders: Vec::new(),
@@ -559,6 +656,54 @@ mod tests {
         assert_eq!(all[10].hash, crate::hash::run_hash(&target, &[], &y.task, &y.id, 1).unwrap());
         assert_eq!(plan.jobs(5..8), all[5..8].to_vec());
         assert!(plan.jobs(12..20).is_empty());
+    }
+
+    #[test]
+    fn cases_kept_in_a_file_are_read_back_as_they_were_written() {
+        let cases: Vec<Case> = ["première", "second"]
+            .iter()
+            .enumerate()
+            .map(|(i, input)| {
+                serde_json::from_value(serde_json::json!({"id": format!("c{i}"), "input": input})).unwrap()
+            })
+            .collect();
+        let mut writer = CaseTextsWriter::new(tempfile::tempfile().unwrap());
+        let kept: Vec<CaseJson> =
+            cases.iter().map(|case| writer.keep(&serde_json::to_string(case).unwrap()).unwrap()).collect();
+        // Nothing of the cases is held in memory: a place in the file each.
+        assert!(kept.iter().all(|json| matches!(json, CaseJson::Kept { .. })), "{kept:?}");
+        let texts = writer.finish().unwrap();
+        let scenarios = vec![scenario("a", "builtin:echo")];
+        let keys = RunKeys::new(&scenarios, &[], 1).unwrap();
+        let plan = Plan {
+            cases: kept
+                .into_iter()
+                .zip(&cases)
+                .map(|(json, case)| PlannedCase {
+                    json,
+                    content_id: [0; 32],
+                    hashes: keys.hashes(case).unwrap(),
+                    row: None,
+                    noise: Vec::new(),
+                })
+                .collect(),
+            texts,
+            scenarios,
+            n_runs: 1,
+            graders: Vec::new(),
+            case_asserts: None,
+            seeds: Vec::new(),
+            concurrency: 1,
+        };
+        assert_eq!(plan.case(1).unwrap(), cases[1]);
+        assert_eq!(plan.case(0).unwrap(), cases[0]);
+        // A place beyond the file's end is a failure of that case, not a panic.
+        let texts = CaseTexts::default();
+        let error = texts.text(&CaseJson::Kept { at: 0, len: 10 }).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
+        let Plan { texts, .. } = plan;
+        let error = texts.text(&CaseJson::Kept { at: 1 << 20, len: 10 }).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
     }
 
     #[test]

@@ -17,7 +17,9 @@ use anyhow::Context;
 use casebook_filter::Filter;
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
 use casebook_model::Case;
-use casebook_runner::engine::{self, Job, Mode, Plan, PlannedCase, PlannedScenario, RunKeys};
+use casebook_runner::engine::{
+    self, CaseTexts, CaseTextsWriter, Job, Mode, Plan, PlannedCase, PlannedScenario, RunKeys,
+};
 use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
 use casebook_runner::grade::asserts::{CaseAsserts, Tally};
@@ -127,18 +129,19 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     };
     if by_asserts {
-        check_asserts(settings, &args, &dataset.cases, case_asserts.has_judge(), experiment.exclude_ungraded)?;
+        check_asserts(settings, &args, &dataset, case_asserts.has_judge(), experiment.exclude_ungraded)?;
     } else if !args.no_grade && !settings.quiet {
-        warn_of_unused_asserts(&args, &dataset.cases);
+        warn_of_unused_asserts(&args, &dataset);
     }
     // Noise is picked once every selected case is known: the pool is the other cases.
     let noise: Vec<Option<NoiseSpec>> = experiment.scenarios.iter().map(|s| s.noise.clone()).collect();
     if noise.iter().any(Option::is_some) {
-        widen(&mut dataset.cases, &noise, &keys)?;
+        widen(&mut dataset, &noise, &keys)?;
     }
     let selected = dataset.selection;
     let plan = Arc::new(Plan {
         cases: dataset.cases,
+        texts: dataset.texts,
         scenarios,
         n_runs: experiment.n_runs,
         graders,
@@ -672,6 +675,8 @@ fn bump(left_out: &mut LeftOut, left: Left, n: u64) {
 /// name and version id.
 struct Dataset {
     cases: Vec<PlannedCase>,
+    /// The cases' JSON, in a temporary file (a million cases would take a gigabyte of memory).
+    texts: CaseTexts,
     name: String,
     version_id: String,
     /// How many cases the version had and why those not run were left out.
@@ -691,8 +696,10 @@ fn load_dataset(
     keys: &RunKeys,
 ) -> anyhow::Result<Option<Dataset>> {
     let file = base.join(&experiment.dataset);
+    let spill = tempfile::tempfile().context("cannot make a temporary file for the selected cases")?;
+    let mut texts = CaseTextsWriter::new(spill);
     let (cases, name, version_id, selection) = if file.is_file() {
-        let Some(cases) = read_cases(settings, &file, base, select, keys)? else { return Ok(None) };
+        let Some(cases) = read_cases(settings, &file, base, select, keys, &mut texts)? else { return Ok(None) };
         let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
         let id = version_id_of(&name, &cases.all)?;
         let selection = select.counted(cases.all.len() as u64, cases.selected.len() as u64, cases.left_out);
@@ -706,9 +713,33 @@ fn load_dataset(
         };
         let (name, reference) = stores::target(&experiment.dataset)?;
         let version = runtime.block_on(store.resolve(&name, &reference))?;
-        let mut bodies = Vec::new();
+        // Each batch of bodies is planned as it comes, its JSON written to `texts`.
+        let (mut cases, mut failed) = (Vec::new(), None::<anyhow::Error>);
         let pushed = select.pushed();
-        runtime.block_on(store.bodies(&name, version.number, &pushed, &mut |batch| bodies.extend(batch)))?;
+        let mut row = 0u64;
+        runtime.block_on(store.bodies(&name, version.number, &pushed, &mut |batch| {
+            if failed.is_some() {
+                return;
+            }
+            let indexed: Vec<(u64, String)> = (row..).zip(batch).collect();
+            row += indexed.len() as u64;
+            let planned = engine::parallel_map(&indexed, |(row, body)| plan_stored(body, *row, keys));
+            for (planned, (_, body)) in planned.into_iter().zip(&indexed) {
+                match planned.and_then(|mut case| {
+                    case.json = texts.keep(body).context("cannot write the selected cases to a temporary file")?;
+                    Ok(case)
+                }) {
+                    Ok(case) => cases.push(case),
+                    Err(err) => {
+                        failed = Some(err);
+                        return;
+                    }
+                }
+            }
+        }))?;
+        if let Some(err) = failed {
+            return Err(err);
+        }
         // What each stage leaves out: the store counts the cases that pass the stages so far.
         let mut left_out = LeftOut::default();
         let (mut before, mut so_far) = (version.cases, None::<Filter>);
@@ -722,40 +753,53 @@ fn load_dataset(
             bump(&mut left_out, left, before.saturating_sub(kept));
             (before, so_far) = (kept, Some(next));
         }
-        left_out.limit = before.saturating_sub(bodies.len() as u64);
-        let selection = select.counted(version.cases, bodies.len() as u64, left_out);
+        left_out.limit = before.saturating_sub(cases.len() as u64);
+        let selection = select.counted(version.cases, cases.len() as u64, left_out);
         // A version's order gives each case its row, unless a stage left some of them out.
-        let rows = left_out.filter + left_out.rejected + left_out.min_confidence == 0;
-        let indexed: Vec<(u64, &String)> = (0..).zip(&bodies).collect();
-        let cases = engine::parallel_map(&indexed, |(row, body)| {
-            let mut case: Case = serde_json::from_str(body)?;
-            // A seed file cannot be found from a stored dataset: say so now.
-            casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
-            Ok(PlannedCase {
-                content_id: casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, body)?,
-                hashes: keys.hashes(&case).map_err(anyhow::Error::msg)?,
-                json: (*body).clone(),
-                row: rows.then_some(*row),
-                noise: Vec::new(),
-            })
-        })
-        .into_iter()
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        if left_out.filter + left_out.rejected + left_out.min_confidence > 0 {
+            cases.iter_mut().for_each(|case| case.row = None);
+        }
         // Named as a user would name it again: `support@v4`.
         (cases, format!("{name}@v{}", version.number), version.id, selection)
     };
-    Ok(Some(Dataset { cases, name, version_id, selection }))
+    let texts = texts.finish().context("cannot write the selected cases to a temporary file")?;
+    Ok(Some(Dataset { cases, texts, name, version_id, selection }))
+}
+
+/// A case of a stored version (its JSON `body`, its 0-based `row`), planned; its JSON is left
+/// for the caller to keep.
+fn plan_stored(body: &str, row: u64, keys: &RunKeys) -> anyhow::Result<PlannedCase> {
+    let mut case: Case = serde_json::from_str(body)?;
+    // A seed file cannot be found from a stored dataset: say so now.
+    casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
+    Ok(PlannedCase {
+        content_id: casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, body)?,
+        hashes: keys.hashes(&case).map_err(anyhow::Error::msg)?,
+        json: String::new().into(),
+        row: Some(row),
+        noise: Vec::new(),
+    })
+}
+
+/// Each selected case of `dataset`, parsed (read back from its file); `None` for one that
+/// cannot be read back.
+fn parsed_cases(dataset: &Dataset) -> Vec<anyhow::Result<Case>> {
+    engine::parallel_map(&dataset.cases, |case| {
+        let text = dataset.texts.text(&case.json).context("cannot read a selected case back")?;
+        Ok(serde_json::from_str::<Case>(&text)?)
+    })
 }
 
 /// Gives each case its noise in each scenario (`noise`, in scenario order), and the run hashes
 /// of its widened tasks.
-fn widen(cases: &mut [PlannedCase], noise: &[Option<NoiseSpec>], keys: &RunKeys) -> anyhow::Result<()> {
-    let parsed = engine::parallel_map(cases, |case| serde_json::from_str::<Case>(&case.json))
+fn widen(dataset: &mut Dataset, noise: &[Option<NoiseSpec>], keys: &RunKeys) -> anyhow::Result<()> {
+    // Noise draws from the other cases: every selected case is parsed at once here.
+    let parsed = parsed_cases(dataset)
         .into_iter()
-        .collect::<Result<Vec<Case>, _>>()
+        .collect::<anyhow::Result<Vec<Case>>>()
         .context("a selected case cannot be read back")?;
     let widenings = casebook_runner::noise::plan(&parsed, noise);
-    for ((planned, case), widening) in cases.iter_mut().zip(&parsed).zip(widenings) {
+    for ((planned, case), widening) in dataset.cases.iter_mut().zip(&parsed).zip(widenings) {
         planned.hashes = keys.widened_hashes(case, &widening).map_err(anyhow::Error::msg)?;
         planned.noise = widening;
     }
@@ -776,13 +820,14 @@ fn ungraded_note(exclude: bool) -> &'static str {
 fn check_asserts(
     settings: &Global,
     args: &RunArgs,
-    cases: &[PlannedCase],
+    dataset: &Dataset,
     judge: bool,
     exclude: bool,
 ) -> anyhow::Result<()> {
-    let tallies = engine::parallel_map(cases, |case| {
+    let tallies = engine::parallel_map(&dataset.cases, |case| {
         let mut tally = Tally::default();
-        if let Ok(case) = serde_json::from_str::<Case>(&case.json) {
+        let text = dataset.texts.text(&case.json).ok();
+        if let Some(case) = text.and_then(|text| serde_json::from_str::<Case>(&text).ok()) {
             tally.add(&case, judge);
         }
         tally
@@ -836,12 +881,14 @@ fn check_asserts(
 
 /// Says how many cases carry asserts of their own (promptfoo's), which a run with graders does
 /// not check: a user who wrote them would otherwise take the graders' verdict for theirs.
-fn warn_of_unused_asserts(args: &RunArgs, cases: &[PlannedCase]) {
-    let with_asserts: usize = engine::parallel_map(cases, |case| {
-        // Most cases carry none: only those whose JSON names `assert` are read.
-        case.json.contains("\"assert\"")
-            && serde_json::from_str::<Case>(&case.json)
-                .is_ok_and(|case| casebook_runner::grade::asserts::asserts_of(&case).is_some())
+fn warn_of_unused_asserts(args: &RunArgs, dataset: &Dataset) {
+    let with_asserts: usize = engine::parallel_map(&dataset.cases, |case| {
+        // Most cases carry none: only those whose JSON names `assert` are parsed.
+        dataset.texts.text(&case.json).is_ok_and(|text| {
+            text.contains("\"assert\"")
+                && serde_json::from_str::<Case>(&text)
+                    .is_ok_and(|case| casebook_runner::grade::asserts::asserts_of(&case).is_some())
+        })
     })
     .into_iter()
     .filter(|&has| has)
@@ -987,10 +1034,13 @@ fn read_cases(
     experiment_dir: &Path,
     select: &Selection,
     keys: &RunKeys,
+    texts: &mut CaseTextsWriter,
 ) -> anyhow::Result<Option<FileCases>> {
     type Prepared = Result<Body, String>;
     struct Collect<'a> {
         cases: FileCases,
+        /// Where the selected cases' JSON goes.
+        texts: &'a mut CaseTextsWriter,
         select: &'a Selection,
         keys: &'a RunKeys,
         base: Option<&'a Path>,
@@ -1001,7 +1051,12 @@ fn read_cases(
         failed: Option<String>,
     }
     impl Collect<'_> {
-        fn keep(&mut self, case: &mut Case, prepared: Prepared) -> Result<(), String> {
+        /// Writes a selected case's JSON to the temporary file.
+        fn keep(&mut self, json: &str) -> Result<engine::CaseJson, String> {
+            self.texts.keep(json).map_err(|e| format!("cannot write the selected cases to a temporary file: {e}"))
+        }
+
+        fn take(&mut self, case: &mut Case, prepared: Prepared) -> Result<(), String> {
             let prepared = prepared?;
             let wanted = match self.select.left_out(case) {
                 Some(left) => {
@@ -1028,8 +1083,9 @@ fn read_cases(
                     let p = Body::of(case, None)?;
                     let hashes = self.keys.hashes(case).map_err(|e| e.to_string())?;
                     let row = case.provenance.as_ref().and_then(|p| p.row);
+                    let json = self.keep(&p.body)?;
                     self.cases.selected.push(PlannedCase {
-                        json: p.body,
+                        json,
                         content_id: p.content_id,
                         hashes,
                         row,
@@ -1040,7 +1096,7 @@ fn read_cases(
                         Some(hashes) => hashes,
                         None => self.keys.hashes(case).map_err(|e| e.to_string())?,
                     };
-                    let (json, content_id) = (prepared.body, prepared.content_id);
+                    let (json, content_id) = (self.keep(&prepared.body)?, prepared.content_id);
                     let row = case.provenance.as_ref().and_then(|p| p.row);
                     self.cases.selected.push(PlannedCase { json, content_id, hashes, row, noise: Vec::new() });
                 }
@@ -1059,7 +1115,7 @@ fn read_cases(
                 self.reporter.emit(d);
             }
             for (case, prepared) in batch.cases.iter_mut().zip(prepared.drain(..)) {
-                if let Err(err) = self.keep(case, prepared) {
+                if let Err(err) = self.take(case, prepared) {
                     self.failed = Some(err);
                     return Flow::Stop;
                 }
@@ -1078,6 +1134,7 @@ fn read_cases(
     };
     let mut collect = Collect {
         cases: FileCases { all: Vec::new(), selected: Vec::new(), left_out: LeftOut::default() },
+        texts,
         select,
         keys,
         base: file.parent(),

@@ -130,13 +130,14 @@ async fn run(cases: &[Case], scenario: PlannedScenario) -> Vec<RunResult> {
         cases: cases
             .iter()
             .map(|case| PlannedCase {
-                json: serde_json::to_string(case).unwrap(),
+                json: serde_json::to_string(case).unwrap().into(),
                 content_id: [0; 32],
                 hashes: keys.hashes(case).unwrap(),
                 row: None,
                 noise: Vec::new(),
             })
             .collect(),
+        texts: Default::default(),
         scenarios,
         n_runs: 1,
         graders: Vec::new(),

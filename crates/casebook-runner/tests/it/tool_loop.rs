@@ -47,12 +47,13 @@ async fn run(case: Value, target: Value, max_steps: u32) -> RunResult {
     let keys = RunKeys::new(std::slice::from_ref(&scenario), &[], 1).unwrap();
     let plan = Arc::new(Plan {
         cases: vec![PlannedCase {
-            json: serde_json::to_string(&case).unwrap(),
+            json: serde_json::to_string(&case).unwrap().into(),
             content_id: [0; 32],
             hashes: keys.hashes(&case).unwrap(),
             row: None,
             noise: Vec::new(),
         }],
+        texts: engine::CaseTexts::default(),
         scenarios: vec![scenario],
         n_runs: 1,
         graders: Vec::new(),
@@ -447,4 +448,62 @@ async fn calls_an_agent_reports_that_casebook_served_are_counted_once() {
     );
     assert_eq!((output.served_calls, output.unmatched_calls), (2, 0));
     assert_eq!(output.tool_calls().count(), 4);
+}
+
+/// What casebook adds to a tool call served through the protocol (issue 34's budget: under
+/// 1 ms p99 over loopback): from the moment the agent has made its reply asking for a call to
+/// the moment its next request, carrying the answer, arrives: reading the reply, serving the
+/// call, recording it, building and sending the next request. 400 runs of 5 calls each,
+/// one at a time, through the engine; as figures:
+/// `cargo nextest run --release -p casebook-runner --run-ignored only -E 'test(/protocol_served_call_latency/)' --no-capture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: prints figures"]
+async fn protocol_served_call_latency() {
+    use std::time::{Duration, Instant};
+    const RUNS: usize = 400;
+    const CALLS: usize = 5;
+    /// When each request came and when its reply was made.
+    type Times = Arc<Mutex<Vec<(Instant, Instant)>>>;
+    let times: Times = Arc::default();
+    let kept = times.clone();
+    let app = Router::new().route(
+        "/agent",
+        post(move |axum::Json(body): axum::Json<Value>| {
+            let kept = kept.clone();
+            async move {
+                let came = Instant::now();
+                let told = body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count();
+                let reply = if told < CALLS {
+                    json!({"tool_calls": [{"name": "log_fetcher", "arguments": {"service": "paiements", "step": told}}]})
+                } else {
+                    json!({"output": "pool"})
+                };
+                let text = reply.to_string();
+                kept.lock().unwrap().push((came, Instant::now()));
+                text
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let mut added: Vec<Duration> = Vec::with_capacity(RUNS * CALLS);
+    for i in 0..RUNS + 20 {
+        let result = run(case(), json!(format!("http://{address}/agent")), DEFAULT_MAX_STEPS).await;
+        assert_eq!(result.output.as_ref().unwrap().served_calls, CALLS as u32);
+        let times = std::mem::take(&mut *times.lock().unwrap());
+        assert_eq!(times.len(), CALLS + 1);
+        if i >= 20 {
+            added.extend(times.windows(2).map(|pair| pair[1].0 - pair[0].1));
+        }
+    }
+    added.sort();
+    let at = |q: f64| added[((added.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6;
+    println!(
+        "protocol tool call, casebook's part over loopback: p50 {:.0} µs, p99 {:.0} µs over {} calls",
+        at(0.5),
+        at(0.99),
+        added.len()
+    );
 }
