@@ -36,9 +36,8 @@ const KNOWN: &[&str] = &["id", "input", "target", "choices", "metadata", "sandbo
 const AGENT_ARGS: &[&str] = &["sandbox", "files", "setup"];
 /// The roles of Inspect's chat messages.
 const ROLES: &[&str] = &["system", "user", "assistant", "tool"];
-/// Where the choices are among a case's context items.
-pub const CHOICES_SOURCE: &str = "choices";
-const CHOICES_KIND: &str = "custom";
+/// Where the choices are among a case's context items ([`casebook_model::choices`]).
+pub use casebook_model::choices::{CHOICES_KIND, CHOICES_SOURCE};
 
 /// Maps one sample (a JSON object, or a CSV record made into one) onto a case. `None` when it
 /// has errors (they are in `cx`).
