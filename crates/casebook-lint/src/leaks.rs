@@ -16,10 +16,11 @@
 //! Multiple choice: the options a task offers are its choices (the `choices` context item), or
 //! the lines of one of its texts that list them (`A. Paris`, `B) Berlin`, `(C) Rome`, at least
 //! an `A` and a `B` line, as OpenAI evals multiple-choice prompts list them). An answer that is
-//! the label of an offered option (`A`, `(A)`, `A.`) is not looked for at all: the agent is
-//! meant to see the label, and a lone letter matches the word "a". An answer that is the text of
-//! an offered option is not looked for among the options (the choices item, the option lines),
-//! but still in the rest: the right choice's text in the question itself is a leak.
+//! the label of an offered option (`A`, `(A)`, `A.`) is not looked for as such (the agent is
+//! meant to see the label, and a lone letter matches the word "a"): the text of the option it
+//! names is looked for instead. An answer that is the text of an offered option (or stands for
+//! one) is not looked for among the options (the choices item, the option lines), but still in
+//! the rest: the right choice's text in the question itself is a leak.
 
 use casebook_model::{Expectations, Task, choices};
 use serde_json::Value;
@@ -95,38 +96,38 @@ fn push_answer(answers: &mut Vec<Answer>, turn: Answers, at: String, written: St
     }
 }
 
-/// The options a task offers (see the module docs): their labels, and their texts normalised.
+/// The options a task offers (see the module docs): label and text of each, and the texts
+/// normalised.
 #[derive(Debug, Default)]
-struct Offered {
-    labels: Vec<String>,
-    texts: Vec<String>,
+struct Offered<'t> {
+    options: Vec<(String, &'t str)>,
+    normal: Vec<String>,
 }
 
-impl Offered {
-    fn of(task: &Task) -> Offered {
+impl<'t> Offered<'t> {
+    fn of(task: &'t Task) -> Offered<'t> {
         let mut offered = Offered::default();
         if let Some(choices) = choices::of(task) {
-            offered.labels.extend((0..choices.len()).map(choices::letter));
-            offered.texts.extend(choices.iter().map(|c| normalize(c)));
+            offered.options.extend(choices.iter().enumerate().map(|(i, c)| (choices::letter(i), *c)));
         }
         let mut texts = Vec::new();
         strings_of(&task.input, &mut String::new(), &mut texts);
         let turns = task.turns.iter().flatten().map(|t| t.content.as_str());
         for text in texts.into_iter().map(|(_, text)| text).chain(turns) {
             for line in option_lines(text) {
-                offered.labels.push(line.label.to_owned());
-                offered.texts.push(normalize(line.text));
+                offered.options.push((line.label.to_owned(), line.text));
             }
         }
+        offered.normal = offered.options.iter().map(|(_, text)| normalize(text)).collect();
         offered
     }
 
-    /// Whether an answer is the label of an offered option: `A`, `(A)`, `A.`, `A)`.
-    fn is_label(&self, written: &str) -> bool {
+    /// The text of the offered option an answer is the label of (`A`, `(A)`, `A.`, `A)`).
+    fn text_of_label(&self, written: &str) -> Option<&'t str> {
         let label = written.trim();
         let label = label.strip_prefix('(').and_then(|l| l.strip_suffix(')')).unwrap_or(label);
         let label = label.strip_suffix(['.', ')', ':']).unwrap_or(label).trim();
-        self.labels.iter().any(|l| l == label)
+        self.options.iter().find(|(l, _)| l == label).map(|(_, text)| *text)
     }
 }
 
@@ -208,11 +209,26 @@ pub(crate) fn answers(expected: &Expectations, task: &Task) -> Vec<Answer> {
         return answers;
     }
     let offered = Offered::of(task);
-    if !offered.labels.is_empty() {
-        answers.retain(|a| !offered.is_label(&a.written));
-        for answer in &mut answers {
-            answer.option = offered.texts.contains(&answer.normal);
+    if offered.options.is_empty() {
+        return answers;
+    }
+    // A label stands for its option's text, which is looked for outside the options.
+    let mut named = Vec::new();
+    answers.retain(|a| match offered.text_of_label(&a.written) {
+        Some(text) => {
+            named.push((a.turn, a.at.clone(), format!("{} ({text})", a.written.trim()), normalize(text)));
+            false
         }
+        None => true,
+    });
+    for (turn, at, written, normal) in named {
+        if has_word(&normal) && !answers.iter().any(|a| a.normal == normal && a.turn == turn) {
+            let token = Token::new(&normal);
+            answers.push(Answer { turn, at, written, normal, token, option: true });
+        }
+    }
+    for answer in &mut answers {
+        answer.option |= offered.normal.contains(&answer.normal);
     }
     answers
 }
@@ -459,6 +475,13 @@ mod tests {
         for ideal in ["C", "(C)", "C.", "A"] {
             assert!(leaks_of(case(ideal)).is_empty(), "{ideal}");
         }
+        // The option the label names, said in the question itself, is a leak.
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": [{"role": "user", "content": "7 is prime. Which of these is prime?\nA. 4\nB. 6\nC. 7\nAnswer:"}],
+            "expected": {"output": "C"}
+        }));
+        assert_eq!(found, [("/expected/output".to_owned(), "/input/0/content".to_owned())]);
         // Without options, a letter is looked for as ever (here the word "a").
         let found = leaks_of(json!({"id": "a", "input": "Is a cat a mammal?", "expected": {"output": "A"}}));
         assert_eq!(found, [("/expected/output".to_owned(), "/input".to_owned())]);

@@ -191,4 +191,66 @@ mod tests {
         assert_eq!(named("ANSWER: 1", 28, false), Some(vec![26]));
         assert_eq!(named("ANSWER: 3", 28, false), None, "only 28 options");
     }
+
+    fn case(expected: serde_json::Value, choices: Option<&[&str]>) -> Case {
+        let mut case = serde_json::json!({"id": "q", "input": "Capital of France?", "expected": expected});
+        if let Some(choices) = choices {
+            case["context"] = serde_json::json!([{"type": "custom", "source": "choices", "content": choices}]);
+        }
+        serde_json::from_value(case).unwrap()
+    }
+
+    fn pass(case: &Case, output: &str) -> bool {
+        grade(KIND, case, &Value::String(output.into())).unwrap().pass
+    }
+
+    const CITIES: &[&str] = &["Paris", "Berlin", "Rome"];
+
+    #[test]
+    fn the_right_letter_passes_and_a_wrong_one_fails_even_when_it_contains_the_letter() {
+        let case = case(serde_json::json!({"output": "A"}), Some(CITIES));
+        assert!(pass(&case, "ANSWER: A"));
+        assert!(pass(&case, "Paris is the capital.\nANSWER: A"));
+        for wrong in ["ANSWER: B", "A", "A) Paris", "Paris", "The answer is A, Paris.", "ANSWER: A, B", "ANSWER: a"] {
+            assert!(!pass(&case, wrong), "{wrong:?}");
+        }
+        let grade = grade(KIND, &case, &Value::String("ANSWER: B".into())).unwrap();
+        assert_eq!(grade.rationale, "the answer names B (Berlin); expected A (Paris)");
+        let grade = super::grade(KIND, &case, &Value::String("Paris".into())).unwrap();
+        assert_eq!(grade.rationale, "the output names no choice in the form `ANSWER: A`; expected A (Paris)");
+    }
+
+    #[test]
+    fn the_right_choices_come_from_letters_lists_or_a_choice_text() {
+        // Inspect's list target (kept as `expected.acceptable`): every letter must be named.
+        let both = case(serde_json::json!({"acceptable": ["A", "C"]}), Some(CITIES));
+        assert!(pass(&both, "ANSWER: A, C"));
+        assert!(pass(&both, "ANSWER: C and A"));
+        assert!(!pass(&both, "ANSWER: A"), "one of two");
+        assert!(!pass(&both, "ANSWER: A, B, C"), "one too many");
+        // Letters run together, as Inspect reads a target string.
+        assert!(pass(&case(serde_json::json!({"output": "AC"}), Some(CITIES)), "ANSWER: AC"));
+        // The text of a choice names its letter; a lower-case letter is its capital.
+        assert!(pass(&case(serde_json::json!({"output": "Rome"}), Some(CITIES)), "ANSWER: C"));
+        assert!(pass(&case(serde_json::json!({"output": "b"}), Some(CITIES)), "ANSWER: B"));
+    }
+
+    #[test]
+    fn a_case_the_grader_cannot_grade_is_a_config_error() {
+        let no_choices = case(serde_json::json!({"output": "A"}), None);
+        let err = grade(KIND, &no_choices, &Value::String("ANSWER: A".into())).unwrap_err();
+        assert_eq!(err.kind, "config");
+        assert!(err.message.starts_with("case `q`: grader `choice`: the case offers no choices"), "{}", err.message);
+        let unknown = case(serde_json::json!({"output": "Madrid"}), Some(CITIES));
+        let err = grade(KIND, &unknown, &Value::String("ANSWER: A".into())).unwrap_err();
+        assert_eq!(
+            err.message,
+            "case `q`: grader `choice`: `expected.output` `Madrid` names none of the 3 choices: give the letter of \
+             the right choice (A, B, C), a list of letters, or the text of a choice"
+        );
+        let out_of_range = case(serde_json::json!({"output": "D"}), Some(CITIES));
+        assert!(grade(KIND, &out_of_range, &Value::String("ANSWER: D".into())).is_err());
+        let nothing = case(serde_json::json!({}), Some(CITIES));
+        assert!(grade(KIND, &nothing, &Value::String("ANSWER: A".into())).is_err());
+    }
 }

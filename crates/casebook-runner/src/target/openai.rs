@@ -247,6 +247,41 @@ mod tests {
         );
     }
 
+    /// Inspect's sample shape (`choices` as a context item): the protocol sends them lettered,
+    /// and chat completions get them under the question, with the answer form asked for.
+    #[test]
+    fn choices_go_lettered_under_the_question() {
+        let mut task = Task::new(json!("Capital of France?"));
+        let choices = ContextItem {
+            kind: Some("custom".into()),
+            source: Some("choices".into()),
+            content: json!(["Paris", "Berlin"]),
+            metadata: None,
+        };
+        let log = ContextItem { kind: Some("log".into()), source: None, content: json!("x"), metadata: None };
+        task.context = Some(vec![choices, log]);
+        let request = AgentRequest::first("c1", 0, &task, Vec::new(), "s".into());
+        assert_eq!(request.context[0].content, json!(["A) Paris", "B) Berlin"]));
+        assert_eq!(request.context[1].content, json!("x"));
+        let body = chat_request("m", &request);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "Context you are given:\n- [log] x"},
+                {"role": "user", "content": "Answer the following multiple choice question with a last line of the form \
+                    'ANSWER: X', where X is the letter of your choice (A,B).\n\nCapital of France?\n\nA) Paris\nB) Berlin"},
+            ])
+        );
+        // A question in chat messages: the choices stay context, lettered.
+        task.input = json!([{"role": "user", "content": "Capital of France?"}]);
+        task.context.as_mut().unwrap().truncate(1);
+        let body = chat_request("m", &AgentRequest::first("c1", 0, &task, Vec::new(), "s".into()));
+        assert_eq!(
+            body["messages"][0]["content"],
+            "Context you are given:\n- [custom from choices] [\"A) Paris\",\"B) Berlin\"]"
+        );
+    }
+
     #[test]
     fn replies_without_a_message_are_protocol_errors() {
         assert_eq!(reply_from(b"{\"choices\": []}").unwrap_err(), "no `choices[0].message`");
