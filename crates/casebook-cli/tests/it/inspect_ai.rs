@@ -410,3 +410,27 @@ fn a_choice_grader_on_a_case_without_choices_is_an_error() {
     let outcome = rows[0]["grades"][0].to_string();
     assert!(outcome.contains("config") && outcome.contains("the case offers no choices"), "{outcome}");
 }
+
+/// `import` of Inspect samples without ids (its `samples.jsonl` fixtures' shape) reports them as
+/// positional, and the stored cases keep Inspect's numbers.
+#[test]
+fn import_reports_inspect_numbers_as_positional_ids() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    let file = dir.file(
+        "mc.jsonl",
+        "{\"input\": \"Red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n\
+         {\"id\": \"own\", \"input\": \"Blue planet?\", \"choices\": [\"Earth\", \"Mars\"], \"target\": \"A\"}\n\
+         {\"input\": \"Red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n",
+    );
+    let imported = run(cb(&dir).args(["import", "--dataset", "mc", "--format", "json"]).arg(&file));
+    imported.expect_status(0);
+    let report: Value = serde_json::from_str(&imported.stdout).unwrap();
+    assert_eq!((&report["derived_ids"], &report["positional_ids"]), (&json!(2), &json!(2)), "{report}");
+    let quiet = run(cb(&dir).args(["put", "mc"]).arg(&file));
+    assert!(quiet.stderr.starts_with("note: 2 cases had no id: each is named by its place in the file\n"), "{quiet:?}");
+    let exported = run(cb(&dir).args(["export", "mc@latest", "--to", "casebook"]));
+    exported.expect_status(0);
+    let ids: Vec<Value> = jsonl(&exported.stdout).iter().map(|c| c["id"].clone()).filter(|id| !id.is_null()).collect();
+    assert_eq!(ids, [json!("1"), json!("own"), json!("3")], "{}", exported.stdout);
+}
