@@ -7,7 +7,9 @@
 //!   scorers — `match`, `includes`, `exact`, `pattern` — accept an output that matches any one).
 //! - `choices`: the answers of a multiple-choice question. The model is shown them, so they are
 //!   part of the task: a context item `{type: custom, source: choices, content: [..]}`, which the
-//!   runner sends with the input (never metadata, which agents do not see).
+//!   runner sends with the input, lettered `A) …` (never metadata, which agents do not see).
+//! - A sample without an `id` is named by its 1-based place in the file, as Inspect's eval names
+//!   it (its logs use those ids); the reader's id check does it (`read.rs`), in file order.
 //! - `sandbox` (a type, or `[type, config file]`), `files` (name → path or content) and `setup`
 //!   (a script) prepare the environment the sample runs in: they are per-case agent settings,
 //!   `agent_args.sandbox`, `agent_args.files` and `agent_args.setup`, sent to the agent.
@@ -36,9 +38,8 @@ const KNOWN: &[&str] = &["id", "input", "target", "choices", "metadata", "sandbo
 const AGENT_ARGS: &[&str] = &["sandbox", "files", "setup"];
 /// The roles of Inspect's chat messages.
 const ROLES: &[&str] = &["system", "user", "assistant", "tool"];
-/// Where the choices are among a case's context items.
-pub const CHOICES_SOURCE: &str = "choices";
-const CHOICES_KIND: &str = "custom";
+/// Where the choices are among a case's context items ([`casebook_model::choices`]).
+pub use casebook_model::choices::{CHOICES_KIND, CHOICES_SOURCE};
 
 /// Maps one sample (a JSON object, or a CSV record made into one) onto a case. `None` when it
 /// has errors (they are in `cx`).

@@ -2,7 +2,8 @@
 //! (a string) or chat messages (`[{role, content}, …]`, kept as they are: system and few-shot
 //! messages are part of what the agent is sent); `messages` is read as another spelling of it.
 //! `ideal` is the answer: one value, or a list of answers any of which is right
-//! (`expected.acceptable`). Samples have no ids (evals names them by their place in the file):
+//! (`expected.acceptable`). A number is kept, with a `W-number-ideal` warning: evals' `Match`
+//! compares text and refuses it. Samples have no ids (evals names them by their place in the file):
 //! an `id` key is read when there is one, and other keys (a match eval's `choices`, say) are kept
 //! in `metadata` and written back at the top level.
 
@@ -10,7 +11,7 @@ use casebook_model::{Case, Code, Expectations, Map, Task};
 use serde_json::{Value, json};
 
 use crate::layout::{self, Lost, Part};
-use crate::node::Node;
+use crate::node::{Node, NodeValue};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields};
 
@@ -45,7 +46,11 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         }
     };
     let mut expected = Expectations::default();
-    if let Some(ideal) = f.take("ideal").and_then(|n| cx.json(n, &ptr.key("ideal"))) {
+    let ideal = f.take("ideal");
+    if let Some(node) = ideal {
+        warn_of_numbers(cx, node, &ptr.key("ideal"));
+    }
+    if let Some(ideal) = ideal.and_then(|n| cx.json(n, &ptr.key("ideal"))) {
         match ideal {
             Value::Array(answers) => expected.acceptable = Some(answers),
             answer => expected.output = Some(answer),
@@ -73,6 +78,24 @@ pub fn read_row(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         review: None,
         provenance: layout::provenance(NAME, derived, layout),
     })
+}
+
+/// Warns of an `ideal` that is a number, or a list holding numbers: evals' `Match` compares
+/// text and refuses them. casebook keeps the value as it is.
+fn warn_of_numbers(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) {
+    let warn = |cx: &mut Cx<'_>, n: &Node, p: &Ptr<'_>| {
+        let NodeValue::Number(text) = &n.value else { return };
+        let d = cx.report(Code::NumberIdeal, n.offset, p, format!("`ideal` {text} is a number"));
+        d.hint = Some(format!("evals' `Match` compares text and refuses a number: write it as \"{text}\""));
+    };
+    match &node.value {
+        NodeValue::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                warn(cx, item, &ptr.index(i));
+            }
+        }
+        _ => warn(cx, node, ptr),
+    }
 }
 
 pub fn write_row(case: &Case) -> (Map, Lost) {

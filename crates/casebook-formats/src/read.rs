@@ -142,8 +142,9 @@ pub struct Summary {
     pub stopped: bool,
     /// Cases whose rows had no id, named from their content.
     pub derived_ids: u64,
-    /// Of those, the ones wholly identical to an earlier row, told apart by their place only
-    /// (`-2`, `-3`, …).
+    /// Of those, the ones named by their place: rows wholly identical to an earlier one, told
+    /// apart by their place only (`-2`, `-3`, …), and Inspect samples without an id (`1`, `2`, …,
+    /// as Inspect numbers them).
     pub positional_ids: u64,
 }
 
@@ -152,6 +153,13 @@ impl Summary {
     /// ids derived from their content; 6 of them are identical to another row and numbered by
     /// position` (`None` when every row had one).
     pub fn derived_ids_note(&self) -> Option<String> {
+        // Every one numbered by position: Inspect's ids (1, 2, … by place in the file).
+        if self.derived_ids > 0 && self.positional_ids == self.derived_ids {
+            return Some(match self.derived_ids {
+                1 => "1 case had no id: it is named by its place in the file".to_owned(),
+                n => format!("{n} cases had no id: each is named by its place in the file"),
+            });
+        }
         let mut note = match self.derived_ids {
             0 => return None,
             1 => "1 case had no id: its id is derived from its content".to_owned(),
@@ -380,6 +388,9 @@ struct State<'c, W> {
     summary: Summary,
     stopped: bool,
     needs_cases: bool,
+    /// Rows without an id are named by their 1-based place, as Inspect names them (its eval
+    /// numbers samples without an id 1..n in dataset order, and its logs use those ids).
+    positional: bool,
 }
 
 impl<'c, W> State<'c, W> {
@@ -396,12 +407,14 @@ impl<'c, W> State<'c, W> {
             summary: Summary::default(),
             stopped: false,
             needs_cases: true,
+            positional: false,
         }
     }
 
     fn start(&mut self, start: Start) -> Flow {
         // Agent Health and casebook datasets may be empty (a warning); the others need cases.
         self.needs_cases = !matches!(start.format, Format::AgentHealth | Format::Casebook);
+        self.positional = start.format == Format::Inspect;
         let flow = self.consumer.start(&start);
         if flow == Flow::Stop {
             self.stopped = true;
@@ -432,7 +445,16 @@ impl<'c, W> State<'c, W> {
             let line = u32::try_from(loc.line).unwrap_or(u32::MAX);
             let made = id_made(case);
             let mut key = batch.keys.get(i).copied().unwrap_or_else(|| id_key(&case.id));
-            if made {
+            if made && self.positional {
+                // Its place among the samples, counted from 1 (a sample with its own id counts
+                // too, as in Inspect). An explicit id may already be that number: Inspect
+                // refuses such a dataset, and so does the duplicate check below.
+                self.summary.derived_ids += 1;
+                self.summary.positional_ids += 1;
+                case.id = self.rows.to_string();
+                key = id_key(&case.id);
+            }
+            if made && !self.positional {
                 let rest = batch
                     .rests
                     .get(i)
@@ -444,19 +466,36 @@ impl<'c, W> State<'c, W> {
                     key = id_key;
                 }
             } else if let Some(first_line) = self.ids.get(key) {
+                let (message, hint) = if made {
+                    (
+                        format!(
+                            "this sample has no id, and Inspect names it by its place, `{}`: the id of the sample \
+                             on line {first_line}",
+                            case.id
+                        ),
+                        "Inspect refuses the duplicate too: give this sample an id of its own",
+                    )
+                } else {
+                    (
+                        format!("duplicate id `{}` (first used on line {first_line})", excerpt(&case.id)),
+                        "ids must be unique within a dataset",
+                    )
+                };
                 let mut d = Diagnostic {
                     severity: Code::DuplicateId.severity(),
                     code: Code::DuplicateId,
-                    message: format!("duplicate id `{}` (first used on line {first_line})", excerpt(&case.id)),
+                    message,
                     file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
                     line: loc.line,
                     column: loc.column,
                     pointer: String::new(),
-                    hint: Some("ids must be unique within a dataset".into()),
+                    hint: Some(hint.into()),
                     case: None,
                     line_offset: Some(loc.line_offset),
                 };
-                d.pointer = "/id".into();
+                if !made {
+                    d.pointer = "/id".into();
+                }
                 batch.diagnostics.push(d);
                 keep[i] = false;
                 continue;

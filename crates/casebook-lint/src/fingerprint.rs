@@ -67,6 +67,8 @@ struct Walk<'a> {
     /// The message being walked, and the conversation's last (see [`Answer::sees`]).
     message: Option<usize>,
     last: usize,
+    /// Whether the value walked is the task's choices (where an option's text is no leak).
+    in_choices: bool,
     leaks: Vec<Leak>,
 }
 
@@ -100,13 +102,29 @@ impl Walk<'_> {
         self.scratch.clear();
         normalize_into(text, &mut self.scratch);
         self.normal.bytes(b's', self.scratch.as_bytes());
-        self.search();
+        // Answers that are an option's text are looked for outside the lines listing options.
+        let outside = if self.answers.iter().any(|a| a.option) {
+            crate::leaks::without_options(text).map(|rest| {
+                let mut normal = String::new();
+                normalize_into(&rest, &mut normal);
+                normal
+            })
+        } else {
+            None
+        };
+        self.search(outside.as_deref());
     }
 
-    /// Looks for the answers in `scratch`, found at `pointer`.
-    fn search(&mut self) {
+    /// Looks for the answers in `scratch` (those that are an option's text in `outside`, when the
+    /// text lists options), found at `pointer`.
+    fn search(&mut self, outside: Option<&str>) {
         for answer in self.answers {
-            if self.leaks.len() <= MAX_PER_CASE && answer.sees(self.message, self.last) && answer.is_in(&self.scratch) {
+            let within = match (answer.option, outside) {
+                (true, _) if self.in_choices => continue,
+                (true, Some(outside)) => outside,
+                _ => self.scratch.as_str(),
+            };
+            if self.leaks.len() <= MAX_PER_CASE && answer.sees(self.message, self.last) && answer.is_in(within) {
                 self.leaks.push(answer.leak(&self.pointer));
             }
         }
@@ -162,7 +180,7 @@ impl Walk<'_> {
             if keys && self.normalise {
                 self.scratch.clear();
                 normalize_into(key, &mut self.scratch);
-                self.search();
+                self.search(None);
             }
             self.value(value, keys);
             self.pointer.truncate(len);
@@ -281,6 +299,7 @@ pub(crate) fn walk(task: &Task, answers: &[Answer]) -> TaskFacts {
         normalise: true,
         message: Some(0),
         last: turns.as_ref().map_or(0, Vec::len),
+        in_choices: false,
         leaks: Vec::new(),
     };
     w.name("input");
@@ -304,7 +323,9 @@ pub(crate) fn walk(task: &Task, answers: &[Answer]) -> TaskFacts {
             w.optional_text("type", item.kind.as_deref());
             w.optional_text("source", item.source.as_deref());
             w.at(&format!("/context/{i}/content"));
+            w.in_choices = casebook_model::choices::is_choices(item);
             w.value(&item.content, false);
+            w.in_choices = false;
             w.at(&format!("/context/{i}"));
             w.optional_map("metadata", item.metadata.as_ref());
         }
@@ -383,6 +404,7 @@ pub(crate) fn expected(expected: &Expectations) -> Option<u64> {
         normalise: false,
         message: None,
         last: 0,
+        in_choices: false,
         leaks: Vec::new(),
     };
     let values = |w: &mut Walk<'_>, name: &str, value: Option<&Value>| {

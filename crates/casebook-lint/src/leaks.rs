@@ -12,8 +12,17 @@
 //! expectation in its own message, the expected output and acceptable answers in the last one.
 //! An answer said in an earlier message is what a memory test is made of ("my order is 4411",
 //! then "which order did I mention?"), not a leak. Outcomes are looked for in every message.
+//!
+//! Multiple choice: the options a task offers are its choices (the `choices` context item), or
+//! the lines of one of its texts that list them (`A. Paris`, `B) Berlin`, `(C) Rome`, at least
+//! an `A` and a `B` line, as OpenAI evals multiple-choice prompts list them). An answer that is
+//! the label of an offered option (`A`, `(A)`, `A.`) is not looked for as such (the agent is
+//! meant to see the label, and a lone letter matches the word "a"): the text of the option it
+//! names is looked for instead. An answer that is the text of an offered option (or stands for
+//! one) is not looked for among the options (the choices item, the option lines), but still in
+//! the rest: the right choice's text in the question itself is a leak.
 
-use casebook_model::Expectations;
+use casebook_model::{Expectations, Task, choices};
 use serde_json::Value;
 
 use crate::text::{Token, has_word, normalize};
@@ -40,6 +49,8 @@ pub(crate) struct Answer {
     written: String,
     normal: String,
     token: Token,
+    /// The text of one of the options the task offers: not looked for among them.
+    pub(crate) option: bool,
 }
 
 impl Answer {
@@ -81,8 +92,96 @@ fn push_answer(answers: &mut Vec<Answer>, turn: Answers, at: String, written: St
     let normal = normalize(&written);
     if has_word(&normal) && !answers.iter().any(|a| a.normal == normal && a.turn == turn) {
         let token = Token::new(&normal);
-        answers.push(Answer { turn, at, written, normal, token });
+        answers.push(Answer { turn, at, written, normal, token, option: false });
     }
+}
+
+/// The options a task offers (see the module docs): label and text of each, and the texts
+/// normalised.
+#[derive(Debug, Default)]
+struct Offered<'t> {
+    options: Vec<(String, &'t str)>,
+    normal: Vec<String>,
+}
+
+impl<'t> Offered<'t> {
+    fn of(task: &'t Task) -> Offered<'t> {
+        let mut offered = Offered::default();
+        if let Some(choices) = choices::of(task) {
+            offered.options.extend(choices.iter().enumerate().map(|(i, c)| (choices::letter(i), *c)));
+        }
+        let mut texts = Vec::new();
+        strings_of(&task.input, &mut String::new(), &mut texts);
+        let turns = task.turns.iter().flatten().map(|t| t.content.as_str());
+        for text in texts.into_iter().map(|(_, text)| text).chain(turns) {
+            for line in option_lines(text) {
+                offered.options.push((line.label.to_owned(), line.text));
+            }
+        }
+        offered.normal = offered.options.iter().map(|(_, text)| normalize(text)).collect();
+        offered
+    }
+
+    /// The text of the offered option an answer is the label of (`A`, `(A)`, `A.`, `A)`).
+    fn text_of_label(&self, written: &str) -> Option<&'t str> {
+        let label = written.trim();
+        let label = label.strip_prefix('(').and_then(|l| l.strip_suffix(')')).unwrap_or(label);
+        let label = label.strip_suffix(['.', ')', ':']).unwrap_or(label).trim();
+        self.options.iter().find(|(l, _)| l == label).map(|(_, text)| *text)
+    }
+}
+
+/// One line of a text that lists an option: its label and its text.
+pub(crate) struct OptionLine<'t> {
+    pub label: &'t str,
+    pub text: &'t str,
+    /// The line's byte range in the text.
+    pub range: std::ops::Range<usize>,
+}
+
+/// The lines of `text` that list options (`A. …`, `B) …`, `(C) …`, `D: …`), when they are a list:
+/// at least an `A` line and a `B` line.
+pub(crate) fn option_lines(text: &str) -> Vec<OptionLine<'_>> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let range = start..start + line.len();
+        start = range.end;
+        let body = line.trim();
+        let (label, rest) = match body.strip_prefix('(') {
+            Some(rest) => match rest.as_bytes() {
+                [c, b')', ..] if c.is_ascii_uppercase() => (&rest[..1], &rest[2..]),
+                _ => continue,
+            },
+            None => match body.as_bytes() {
+                [c, b'.' | b')' | b':', ..] if c.is_ascii_uppercase() => (&body[..1], &body[2..]),
+                _ => continue,
+            },
+        };
+        if rest.starts_with(char::is_whitespace) && !rest.trim().is_empty() {
+            lines.push(OptionLine { label, text: rest.trim(), range });
+        }
+    }
+    let has = |l: &str| lines.iter().any(|line| line.label == l);
+    if has("A") && has("B") { lines } else { Vec::new() }
+}
+
+/// `text` without the lines that list options, each replaced by a line break (so the words
+/// around them stay apart); `None` when it lists none.
+pub(crate) fn without_options(text: &str) -> Option<String> {
+    let lines = option_lines(text);
+    if lines.is_empty() {
+        return None;
+    }
+    let mut rest = String::with_capacity(text.len());
+    let mut at = 0;
+    for line in lines {
+        rest.push_str(&text[at..line.range.start]);
+        rest.push('\n');
+        at = line.range.end;
+    }
+    rest.push_str(&text[at..]);
+    Some(rest)
 }
 
 /// The answers of a value: itself when it is a string or a number, else its long enough strings.
@@ -103,7 +202,38 @@ fn answers_of(value: &Value, turn: Answers, at: String, answers: &mut Vec<Answer
     }
 }
 
-pub(crate) fn answers(expected: &Expectations) -> Vec<Answer> {
+/// The answers of `expected` to look for in `task` (see the module docs).
+pub(crate) fn answers(expected: &Expectations, task: &Task) -> Vec<Answer> {
+    let mut answers = found_answers(expected);
+    if answers.is_empty() {
+        return answers;
+    }
+    let offered = Offered::of(task);
+    if offered.options.is_empty() {
+        return answers;
+    }
+    // A label stands for its option's text, which is looked for outside the options.
+    let mut named = Vec::new();
+    answers.retain(|a| match offered.text_of_label(&a.written) {
+        Some(text) => {
+            named.push((a.turn, a.at.clone(), format!("{} ({text})", a.written.trim()), normalize(text)));
+            false
+        }
+        None => true,
+    });
+    for (turn, at, written, normal) in named {
+        if has_word(&normal) && !answers.iter().any(|a| a.normal == normal && a.turn == turn) {
+            let token = Token::new(&normal);
+            answers.push(Answer { turn, at, written, normal, token, option: true });
+        }
+    }
+    for answer in &mut answers {
+        answer.option |= offered.normal.contains(&answer.normal);
+    }
+    answers
+}
+
+fn found_answers(expected: &Expectations) -> Vec<Answer> {
     let mut answers = Vec::new();
     if let Some(output) = &expected.output {
         answers_of(output, Answers::Last, "/expected/output".into(), &mut answers);
@@ -175,7 +305,7 @@ fn strings_of<'v>(value: &'v Value, pointer: &mut String, out: &mut Vec<(String,
 /// says there are more).
 #[cfg(test)]
 fn find(task: &casebook_model::Task, expected: &Expectations) -> Vec<Leak> {
-    crate::fingerprint::walk(task, &answers(expected)).leaks
+    crate::fingerprint::walk(task, &answers(expected, task)).leaks
 }
 
 #[cfg(test)]
@@ -324,5 +454,69 @@ mod tests {
         let context: Vec<Value> = (0..50).map(|_| json!({"content": "the answer is 42"})).collect();
         let found = leaks_of(json!({"id": "a", "input": "q", "context": context, "expected": {"output": "42"}}));
         assert_eq!(found.len(), MAX_PER_CASE + 1);
+    }
+
+    /// OpenAI evals' multiple-choice shape (`input`: a system message and a user message listing
+    /// the options `A. …`, `ideal`: a letter), as in its MMLU-style registry samples.
+    #[test]
+    fn an_option_label_as_the_answer_is_no_leak() {
+        let question = "Which of these is a prime number?\nA. 4\nB. 6\nC. 7\nD. 9\nAnswer:";
+        let case = |ideal: &str| {
+            json!({
+                "id": "a",
+                "input": [
+                    {"role": "system", "content": "The following are multiple choice questions (with answers) about a subject."},
+                    {"role": "user", "content": question}
+                ],
+                "expected": {"output": ideal}
+            })
+        };
+        // "A" would otherwise be found as the word "a" of the system message.
+        for ideal in ["C", "(C)", "C.", "A"] {
+            assert!(leaks_of(case(ideal)).is_empty(), "{ideal}");
+        }
+        // The option the label names, said in the question itself, is a leak.
+        let found = leaks_of(json!({
+            "id": "a",
+            "input": [{"role": "user", "content": "7 is prime. Which of these is prime?\nA. 4\nB. 6\nC. 7\nAnswer:"}],
+            "expected": {"output": "C"}
+        }));
+        assert_eq!(found, [("/expected/output".to_owned(), "/input/0/content".to_owned())]);
+        // Without options, a letter is looked for as ever (here the word "a").
+        let found = leaks_of(json!({"id": "a", "input": "Is a cat a mammal?", "expected": {"output": "A"}}));
+        assert_eq!(found, [("/expected/output".to_owned(), "/input".to_owned())]);
+    }
+
+    #[test]
+    fn an_option_text_is_a_leak_only_outside_the_options() {
+        // Inspect's shape: the choices are a context item.
+        let inspect = |input: &str| {
+            leaks_of(json!({
+                "id": "a",
+                "input": input,
+                "context": [{"type": "custom", "source": "choices", "content": ["Paris", "Berlin"]}],
+                "expected": {"output": "Paris"}
+            }))
+        };
+        assert_eq!(inspect("Capital of France?"), []);
+        assert_eq!(
+            inspect("Paris is the capital of which country?"),
+            [("/expected/output".to_owned(), "/input".to_owned())]
+        );
+        // OpenAI evals' shape: the options are lines of the prompt.
+        let evals = |content: &str| {
+            leaks_of(json!({
+                "id": "a",
+                "input": [{"role": "user", "content": content}],
+                "expected": {"output": "Paris"}
+            }))
+        };
+        assert_eq!(evals("Capital of France?\nA) Berlin\nB) Paris\nAnswer:"), []);
+        assert_eq!(
+            evals("Capital of France (Paris)?\n(A) Berlin\n(B) Paris"),
+            [("/expected/output".to_owned(), "/input/0/content".to_owned())]
+        );
+        // A single line that looks like an option is no list of options.
+        assert_eq!(evals("A: Paris"), [("/expected/output".to_owned(), "/input/0/content".to_owned())]);
     }
 }

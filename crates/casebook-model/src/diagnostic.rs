@@ -62,6 +62,9 @@ pub enum Code {
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
     MissingOutcomes,
+    /// An OpenAI evals `ideal` (or one of its answers) that is a number, which evals' `Match`
+    /// refuses: it compares the sampled text with answers in text.
+    NumberIdeal,
     /// A recorded response whose query was never run (`casebook freeze` records its answer).
     UnfrozenQuery,
     /// A trace did not record the message content a case needs (`casebook capture`).
@@ -137,6 +140,7 @@ impl Code {
             Code::FileVar => "W-file-var",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
+            Code::NumberIdeal => "W-number-ideal",
             Code::UnfrozenQuery => "W-unfrozen-query",
             Code::NoContent => "W-no-content",
             Code::TraceAttribute => "W-trace-attribute",

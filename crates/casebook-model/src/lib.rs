@@ -2,6 +2,7 @@
 //! and the diagnostic every user-facing problem becomes. Pure data and serde; no I/O.
 
 mod case;
+pub mod choices;
 mod dataset;
 mod diagnostic;
 pub mod snapshot;

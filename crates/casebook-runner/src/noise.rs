@@ -5,8 +5,8 @@
 //! seed: S}` ([`NoiseSpec`], read here for [`crate::experiment`]). [`plan`] picks, for every case,
 //! `N` items and the places they go among the case's own context items ([`Widening`]):
 //!
-//! - The pool is the `task.context` of the *other* selected cases (never their expectations), or
-//!   the items of a noise file. An item of the case itself is never taken.
+//! - The pool is the `task.context` of the *other* selected cases (never their expectations, nor
+//!   their choices), or the items of a noise file. An item of the case itself is never taken.
 //! - A candidate whose text holds any expectation string of the case being widened (its expected
 //!   output, per-turn values, acceptable answers, outcome texts, rubric and rubric variables;
 //!   compared without case) is skipped: noise never carries the answer in.
@@ -276,6 +276,10 @@ impl<'a> Pool<'a> {
             NoiseSource::Cases => {
                 for (c, case) in cases.iter().enumerate() {
                     for (index, item) in case.task.context.iter().flatten().enumerate() {
+                        // Another question's choices would be a second list of options.
+                        if casebook_model::choices::is_choices(item) {
+                            continue;
+                        }
                         let key = key_of(&[b"case", case.id.as_bytes(), &(index as u64).to_le_bytes()]);
                         candidates.push(Candidate { owner: Some(c), index, item, key, text: lower_json(item) });
                     }

@@ -102,6 +102,9 @@ pub struct AgentRequest {
     /// 0-based turn number.
     pub turn: usize,
     pub messages: Vec<Message>,
+    /// The task's context items. A multiple-choice question's choices (the item
+    /// `{type: custom, source: choices}`) come lettered as Inspect shows them: `["A) Paris",
+    /// "B) Berlin"]`; the `choice` grader reads the answer as `ANSWER: A`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub context: Vec<ContextItem>,
     /// The task's tools as definitions: their recorded answers are served call by call, never
@@ -135,7 +138,7 @@ impl AgentRequest {
             run,
             turn: 0,
             messages: vec![Message::new(Speaker::User, task.input.clone())],
-            context: task.context.clone().unwrap_or_default(),
+            context: task.context.iter().flatten().map(sent).collect(),
             tools: task.tools.iter().flatten().map(ToolDefinition::of).collect(),
             memory_seeds: seeds,
             session_id,
@@ -144,6 +147,16 @@ impl AgentRequest {
             tool_results: Vec::new(),
         }
     }
+}
+
+/// A context item as the agent is sent it: choices lettered (`A) Paris`), the others as they are.
+fn sent(item: &ContextItem) -> ContextItem {
+    if !casebook_model::choices::is_choices(item) {
+        return item.clone();
+    }
+    let options = item.content.as_array().into_iter().flatten().filter_map(Value::as_str);
+    let content = options.enumerate().map(|(i, c)| Value::String(casebook_model::choices::lettered(i, c))).collect();
+    ContextItem { content: Value::Array(content), ..item.clone() }
 }
 
 /// A tool as the agent is told about it: the case's tool without its recorded answers.

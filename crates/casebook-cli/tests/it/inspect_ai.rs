@@ -1,10 +1,11 @@
 //! Inspect AI samples (JSON array, JSONL, CSV): detection, the native shape, the round trip,
-//! located errors, what the format cannot hold, and the choices reaching the agent while the
-//! target does not.
+//! located errors, what the format cannot hold, the choices reaching the agent lettered while
+//! the target does not, and multiple choice graded as Inspect grades it.
 // Helpers of the tests (fixtures, a fake judge) panic like the tests do.
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -87,7 +88,7 @@ fn samples_are_detected_and_read_into_the_case_model() {
     assert_eq!(cases[2]["expected"], json!({"output": "B"}));
     assert_eq!(cases[3]["expected"]["output"], "こんにちは");
     assert_eq!(cases[3]["metadata"], json!({"difficulty": "easy"}));
-    assert!(cases[3]["id"].as_str().unwrap().starts_with("t-"), "no id in the file: derived");
+    assert_eq!(cases[3]["id"], "4", "no id in the file: its place, as Inspect names it");
     assert_eq!(
         cases[4]["agent_args"],
         json!({"sandbox": ["docker", "compose.yaml"], "files": {"challenge.txt": "challenge/challenge.txt"},
@@ -233,7 +234,7 @@ fn a_run_sends_the_choices_and_not_the_target() {
     let request: Value = serde_json::from_str(&bodies[0]).unwrap();
     assert_eq!(
         request["context"],
-        json!([{"type": "custom", "source": "choices", "content": ["CHOICE-APPLE", "CHOICE-PEAR", "CHOICE-BRICK"]}])
+        json!([{"type": "custom", "source": "choices", "content": ["A) CHOICE-APPLE", "B) CHOICE-PEAR", "C) CHOICE-BRICK"]}])
     );
     assert!(!bodies[0].contains("TARGET-SECRET"), "{}", bodies[0]);
 }
@@ -245,4 +246,191 @@ fn csv_records_of_blank_cells_are_left_out() {
     let (_, cases) = to_native(&dir.file("blank.csv", "input,target\nq1,a1\n, \nq2,a2\n"));
     let inputs: Vec<&Value> = cases.iter().map(|c| &c["input"]).collect();
     assert_eq!(inputs, [&json!("q1"), &json!("q2")]);
+}
+
+/// A fake agent that answers a multiple-choice question with the letter of its last choice
+/// (`…\nANSWER: C`), at `/agent` (casebook's protocol: the choices context item, each option
+/// lettered) and at `/v1/chat/completions` (the options as lettered lines of the question).
+/// Without lettered options it answers `UNLETTERED`. Returns its base URL and every body.
+fn serve_last_choice() -> (String, Arc<Mutex<Vec<String>>>) {
+    fn last_letter<'a>(options: impl Iterator<Item = &'a str>) -> Option<String> {
+        let mut last = None;
+        for option in options {
+            let mut chars = option.chars();
+            match (chars.next(), chars.next(), chars.next()) {
+                (Some(letter @ 'A'..='Z'), Some(')'), Some(' ')) => last = Some(letter.to_string()),
+                _ => return None,
+            }
+        }
+        last
+    }
+    fn answer(letter: Option<String>) -> String {
+        letter.map_or_else(|| "UNLETTERED".to_owned(), |l| format!("The last one, I think.\nANSWER: {l}"))
+    }
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (agent_bodies, model_bodies) = (bodies.clone(), bodies.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app = axum::Router::new()
+                .route(
+                    "/agent",
+                    axum::routing::post(move |body: String| {
+                        agent_bodies.lock().unwrap().push(body.clone());
+                        let request: Value = serde_json::from_str(&body).unwrap();
+                        let items = request["context"].as_array().cloned().unwrap_or_default();
+                        let choices = items.iter().find(|item| item["source"] == "choices").cloned();
+                        let options = choices.map(|c| c["content"].clone()).unwrap_or_default();
+                        let letter = last_letter(options.as_array().into_iter().flatten().filter_map(Value::as_str));
+                        async move { axum::Json(json!({"output": answer(letter)})) }
+                    }),
+                )
+                .route(
+                    "/v1/chat/completions",
+                    axum::routing::post(move |body: String| {
+                        model_bodies.lock().unwrap().push(body.clone());
+                        let request: Value = serde_json::from_str(&body).unwrap();
+                        let question =
+                            request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+                        let text = question["content"].as_str().unwrap_or_default().to_owned();
+                        // The option lines are the last lines of the question.
+                        let lines: Vec<&str> = text.lines().rev().take_while(|l| l.contains(") ")).collect();
+                        let letter = last_letter(lines.into_iter().rev());
+                        async move {
+                            axum::Json(
+                                json!({"choices": [{"message": {"role": "assistant", "content": answer(letter)}}]}),
+                            )
+                        }
+                    }),
+                );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}", rx.recv().unwrap()), bodies)
+}
+
+/// Inspect samples with `choices` (the shape of its `samples.jsonl` fixtures), run with no grader
+/// named: each is graded by `choice`, on both the agent protocol and chat completions, as
+/// Inspect's `choice()` scorer grades the `ANSWER: X` its `multiple_choice` solver asks for. The
+/// samples without an id are named 1, 3 and 4, their places, as in Inspect's logs.
+#[test]
+fn multiple_choice_runs_are_graded_by_choice_on_every_target() {
+    let dir = Folder::new();
+    let (base, bodies) = serve_last_choice();
+    dir.file(
+        "mc.jsonl",
+        concat!(
+            "{\"input\": \"Which planet is known as the red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n",
+            "{\"id\": \"cap\", \"input\": \"Capital of France?\", \"choices\": [\"Paris\", \"Berlin\", \"Rome\"], \"target\": \"A\"}\n",
+            "{\"input\": \"Which are prime?\", \"choices\": [\"4\", \"3\", \"5\"], \"target\": [\"B\", \"C\"]}\n",
+            "{\"input\": \"Largest ocean?\", \"choices\": [\"Atlantic\", \"Pacific\"], \"target\": \"Pacific\"}\n",
+        ),
+    );
+    let exp = dir.file(
+        "exp.yaml",
+        format!(
+            "dataset: mc.jsonl\nscenarios:\n  - {{name: protocol, target: '{base}/agent'}}\n  \
+             - {{name: model, target: 'openai+{base}/v1?model=m'}}\nthreshold: 0\n"
+        ),
+    );
+    let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", "jsonl=results.jsonl"]));
+    out.expect_status(0);
+    let bodies = bodies.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 8, "{bodies:#?}");
+    assert!(bodies.iter().all(|b| !b.contains("UNLETTERED") && !b.contains("target")), "{bodies:#?}");
+    // What chat completions were sent: Inspect's layout, the question then its lettered options.
+    let model: Value = serde_json::from_str(
+        bodies.iter().find(|b| b.contains("Capital of France?") && b.contains("\"model\"")).unwrap(),
+    )
+    .unwrap();
+    let prompt = model["messages"][0]["content"].as_str().unwrap();
+    assert!(prompt.ends_with("\n\nCapital of France?\n\nA) Paris\nB) Berlin\nC) Rome"), "{prompt}");
+    assert!(prompt.contains("'ANSWER: X'") && prompt.contains("(A,B,C)"), "{prompt}");
+    let rows: Vec<Value> = jsonl(&fs_err::read_to_string(dir.join("results.jsonl")).unwrap());
+    let mut got: Vec<(String, String, bool, String)> = rows
+        .iter()
+        .map(|r| {
+            let grade = &r["grades"][0];
+            assert_eq!(grade["grader"], "choice", "{r}");
+            (
+                r["scenario"].as_str().unwrap().to_owned(),
+                r["case_id"].as_str().unwrap().to_owned(),
+                r["pass"].as_bool().unwrap(),
+                grade["rationale"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = |scenario: &str| {
+        [
+            (scenario, "1", true, "the answer names B (Mars)"),
+            (scenario, "3", false, "the answer names C (5); expected B (3), C (5)"),
+            (scenario, "4", true, "the answer names B (Pacific)"),
+            (scenario, "cap", false, "the answer names C (Rome); expected A (Paris)"),
+        ]
+        .map(|(s, id, pass, why)| (s.to_owned(), id.to_owned(), pass, why.to_owned()))
+    };
+    let expected: Vec<_> = want("model").into_iter().chain(want("protocol")).collect();
+    assert_eq!(got, expected);
+
+    // `--grader` still overrides the default: the letter is not the expected text.
+    let out = run(cb(&dir).args(["run", "--dataset", "mc.jsonl", "--target", &format!("{base}/agent")]).args([
+        "--grader",
+        "exact_match",
+        "--format",
+        "json",
+        "--report",
+        "jsonl=exact.jsonl",
+    ]));
+    out.expect_status(1);
+    let rows: Vec<Value> = jsonl(&fs_err::read_to_string(dir.join("exact.jsonl")).unwrap());
+    // None passes (the list target has no `expected.output` for `exact_match`: an error).
+    assert!(rows.iter().all(|r| r["grades"][0]["grader"] == "exact_match" && r["pass"] != true), "{rows:#?}");
+}
+
+/// A case without choices under `choice` is an error of that case, never a pass or a 0.
+#[test]
+fn a_choice_grader_on_a_case_without_choices_is_an_error() {
+    let dir = Folder::new();
+    let (base, _) = serve_last_choice();
+    dir.file("open.jsonl", "{\"id\": \"o1\", \"input\": \"Capital of France?\", \"target\": \"Paris\"}\n");
+    let out = run(cb(&dir).args(["run", "--dataset", "open.jsonl", "--target", &format!("{base}/agent")]).args([
+        "--grader",
+        "choice",
+        "--report",
+        "jsonl=open.results.jsonl",
+    ]));
+    out.expect_status(1);
+    let rows: Vec<Value> = jsonl(&fs_err::read_to_string(dir.join("open.results.jsonl")).unwrap());
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0]["pass"].is_null() && rows[0]["score"].is_null(), "{}", rows[0]);
+    let outcome = rows[0]["grades"][0].to_string();
+    assert!(outcome.contains("config") && outcome.contains("the case offers no choices"), "{outcome}");
+}
+
+/// `import` of Inspect samples without ids (its `samples.jsonl` fixtures' shape) reports them as
+/// positional, and the stored cases keep Inspect's numbers.
+#[test]
+fn import_reports_inspect_numbers_as_positional_ids() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    let file = dir.file(
+        "mc.jsonl",
+        "{\"input\": \"Red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n\
+         {\"id\": \"own\", \"input\": \"Blue planet?\", \"choices\": [\"Earth\", \"Mars\"], \"target\": \"A\"}\n\
+         {\"input\": \"Red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n",
+    );
+    let imported = run(cb(&dir).args(["import", "--dataset", "mc", "--format", "json"]).arg(&file));
+    imported.expect_status(0);
+    let report: Value = serde_json::from_str(&imported.stdout).unwrap();
+    assert_eq!((&report["derived_ids"], &report["positional_ids"]), (&json!(2), &json!(2)), "{report}");
+    let quiet = run(cb(&dir).args(["put", "mc"]).arg(&file));
+    assert!(quiet.stderr.starts_with("note: 2 cases had no id: each is named by its place in the file\n"), "{quiet:?}");
+    let exported = run(cb(&dir).args(["export", "mc@latest", "--to", "casebook"]));
+    exported.expect_status(0);
+    let ids: Vec<Value> = jsonl(&exported.stdout).iter().map(|c| c["id"].clone()).filter(|id| !id.is_null()).collect();
+    assert_eq!(ids, [json!("1"), json!("own"), json!("3")], "{}", exported.stdout);
 }

@@ -294,3 +294,44 @@ fn real_conversations_are_not_leaks_when_an_answer_comes_up_in_another_message()
     let linted = lint(&dir, &["talk.jsonl"]);
     assert_eq!(found(&linted), [w("W-leaked-ground-truth", 1, 8, "/turns/0/content", "t")]);
 }
+
+/// OpenAI evals' multiple-choice samples (the shape its registry's MMLU-style `samples.jsonl`
+/// have: a system message, a user message listing `A. …` options and ending `Answer:`, `ideal`
+/// a letter): the letter labels an option the agent is meant to see, so the set lints clean
+/// under `--deny warnings`; the right option's text said in the question is still a leak.
+#[test]
+fn evals_multiple_choice_sets_lint_clean_and_real_leaks_stay() {
+    let dir = Folder::new();
+    let row = |question: &str, options: [&str; 4], ideal: &str| {
+        let listed: Vec<String> = ["A", "B", "C", "D"].iter().zip(options).map(|(l, o)| format!("{l}. {o}")).collect();
+        serde_json::json!({"input": [
+            {"role": "system", "content": "The following are multiple choice questions (with answers) about a subject."},
+            {"role": "user", "content": format!("{question}\n{}\nAnswer:", listed.join("\n"))}
+        ], "ideal": ideal})
+        .to_string()
+    };
+    let clean = [
+        row("Which of these is a prime number?", ["4", "6", "7", "9"], "C"),
+        row("Find a generator of the group Z_7.", ["1", "2", "3", "4"], "C"),
+        row("What is the capital of Peru?", ["Quito", "Lima", "La Paz", "Bogotá"], "B"),
+    ];
+    dir.file("mmlu.jsonl", format!("{}\n", clean.join("\n")));
+    let linted = lint(&dir, &["--deny", "warnings", "mmlu.jsonl"]);
+    linted.expect_status(0);
+    assert!(linted.diagnostics().is_empty(), "{linted:?}");
+
+    let leaky = row("Lima is the capital of which country?", ["Peru", "Chile", "Lima", "Bolivia"], "C");
+    dir.file("leaky.jsonl", format!("{}\n{leaky}\n", clean[0]));
+    let linted = lint(&dir, &["leaky.jsonl"]);
+    linted.expect_status(0);
+    let diagnostics = linted.diagnostics();
+    let got: Vec<(&str, u64, &str)> = diagnostics
+        .iter()
+        .map(|d| (d["code"].as_str().unwrap(), d["line"].as_u64().unwrap(), d["pointer"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, [("W-leaked-ground-truth", 2, "/input/1/content")]);
+    assert_eq!(
+        message(&diagnostics[0]),
+        "the expectation at /expected/output (`C (Lima)`) is in what the agent sees, at /input/1/content"
+    );
+}

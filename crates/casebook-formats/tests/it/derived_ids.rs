@@ -426,3 +426,61 @@ fn renamed_cases_convert_the_same_with_any_thread_count() {
         .collect();
     assert_eq!(written, ids);
 }
+
+/// Inspect's own shape (`input`, `target`, `choices`, as in its `samples.jsonl` fixtures):
+/// Inspect's eval numbers samples without an id by their place, from 1, a sample with its own id
+/// keeping it (and its place counting), and its logs name them so; casebook reads them with the
+/// same ids, counts them as positional, and does not write them back.
+#[test]
+fn inspect_samples_without_ids_are_numbered_as_inspect_numbers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = [
+        json!({"input": "Capital of France?", "target": "A", "choices": ["Paris", "Berlin"]}),
+        json!({"id": "q-de", "input": "Capital of Germany?", "target": "B", "choices": ["Paris", "Berlin"]}),
+        json!({"input": "Capital of France?", "target": "A", "choices": ["Paris", "Berlin"]}),
+        json!({"input": "Capital of Spain?", "target": "Madrid"}),
+    ];
+    let path = dir.path().join("samples.jsonl");
+    fs_err::write(&path, jsonl(&rows)).unwrap();
+    let read = read_file(&path, 2);
+    assert_eq!(read.ids, ["1", "q-de", "3", "4"], "{:?}", read.diagnostics);
+    assert_eq!((read.summary.derived_ids, read.summary.positional_ids), (3, 3));
+    assert_eq!(read.summary.derived_ids_note().unwrap(), "3 cases had no id: each is named by its place in the file");
+    // Back to Inspect: the numbered samples still have no id.
+    let (native, diags) = convert_file(&path, None, Format::Casebook, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    let native_path = dir.path().join("native.jsonl");
+    fs_err::write(&native_path, native).unwrap();
+    let (back, diags) = convert_file(&native_path, None, Format::Inspect, Syntax::Jsonl, None);
+    assert!(errors(&diags).is_empty(), "{diags:?}");
+    let back: Vec<Value> = String::from_utf8(back).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(back, rows);
+
+    // CSV (`csv_dataset`'s shape): a blank record is no sample, for Inspect as for casebook.
+    let csv = dir.path().join("samples.csv");
+    fs_err::write(
+        &csv,
+        "input,target,id\nCapital of France?,Paris,\n,,\nCapital of Peru?,Lima,7\nOf Chile?,Santiago,\n",
+    )
+    .unwrap();
+    let read = read_file(&csv, 1);
+    assert_eq!(read.ids, ["1", "7", "3"], "{:?}", read.diagnostics);
+}
+
+/// A sample without an id whose place is another sample's id: Inspect refuses the dataset
+/// (`ensure_unique_ids`); casebook says which place and which line.
+#[test]
+fn an_inspect_place_taken_by_an_explicit_id_is_a_located_duplicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("clash.jsonl");
+    fs_err::write(&path, jsonl(&[json!({"id": 2, "input": "a", "target": "x"}), json!({"input": "b", "target": "y"})]))
+        .unwrap();
+    let read = read_file(&path, 1);
+    assert_eq!(read.ids, ["2"]);
+    let d = &read.diagnostics[0];
+    assert_eq!((d.code.as_str(), d.line, d.column), ("E-duplicate-id", 2, 1), "{d:?}");
+    assert_eq!(
+        d.message,
+        "this sample has no id, and Inspect names it by its place, `2`: the id of the sample on line 1"
+    );
+}

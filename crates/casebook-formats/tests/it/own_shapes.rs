@@ -145,3 +145,24 @@ fn inspect_metadata_text_that_is_not_an_object_is_located() {
     assert_eq!((got[1].0, got[1].1), (2, 43));
     assert!(got[1].2.starts_with("`metadata` is a string that is not a JSON object: "), "{got:?}");
 }
+
+/// OpenAI evals' match samples (`{"input": [chat messages], "ideal": …}`, as in its registry's
+/// `samples.jsonl`) with a number as `ideal`: evals' `Match` compares text and refuses it;
+/// casebook keeps the value and warns where it is.
+#[test]
+fn an_evals_ideal_that_is_a_number_is_kept_with_a_located_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"input": [{"role": "user", "content": "2 + 2 = ?"}], "ideal": 4}
+{"input": [{"role": "user", "content": "Half of 9?"}], "ideal": ["4.5", 4.5]}
+{"input": [{"role": "user", "content": "3 + 3 = ?"}], "ideal": "6"}
+"#;
+    let file = temp_file(&dir, "samples.jsonl", text.as_bytes());
+    let (out, diags) = convert_file(&file, Some(Format::OpenaiEvals), Format::Casebook, Syntax::Jsonl, None);
+    let got: Vec<(&str, u64, u64, &str)> =
+        diags.iter().map(|d| (d.code.as_str(), d.line, d.column, d.pointer.as_str())).collect();
+    assert_eq!(got, [("W-number-ideal", 1, 64, "/ideal"), ("W-number-ideal", 2, 73, "/ideal/1")]);
+    assert_eq!(diags[0].message, "`ideal` 4 is a number");
+    let cases = cases_of(&out);
+    assert_eq!(cases[0]["expected"]["output"], 4);
+    assert_eq!(cases[1]["expected"]["acceptable"], serde_json::json!(["4.5", 4.5]));
+}

@@ -25,6 +25,9 @@
 //! and `llm-rubric` without a judge, cannot be checked here.
 //! They stay in the case, are left out of its grading and counted ([`Tally`]) so that a run
 //! says so; a case with nothing else to check is ungraded, never a pass.
+//!
+//! A case without asserts that offers choices (a multiple-choice question, as Inspect's samples
+//! with `choices`) is graded by `choice`, the grader Inspect's `multiple_choice` solver goes with.
 
 use std::collections::BTreeMap;
 
@@ -113,6 +116,10 @@ impl Tally {
     /// Counts `case`'s asserts; `judge` says whether `llm-rubric` asserts can be checked.
     pub fn add(&mut self, case: &Case, judge: bool) {
         let Some(asserts) = asserts_of(case) else {
+            if casebook_model::choices::of(&case.task).is_some() {
+                self.graded_cases += 1;
+                return;
+            }
             self.bare_cases += 1;
             return;
         };
@@ -255,9 +262,19 @@ impl CaseAsserts {
         self.judge.is_some()
     }
 
-    /// Grades one run of `case` by its asserts (none when it has none).
+    /// Grades one run of `case` by its asserts (none when it has none), or, when it has none and
+    /// offers choices, by `choice`.
     pub async fn grade(&self, case: &Case, run: &RunOutput) -> CaseGrades {
-        let Some(asserts) = asserts_of(case) else { return CaseGrades::default() };
+        let Some(asserts) = asserts_of(case) else {
+            if casebook_model::choices::of(&case.task).is_none() {
+                return CaseGrades::default();
+            }
+            let outcome = super::choice::grade(super::choice::KIND, case, &run.output);
+            return CaseGrades {
+                grades: vec![GraderResult { grader: super::choice::KIND.into(), weight: 1.0, outcome }],
+                threshold: None,
+            };
+        };
         let threshold = case.expected.extra.get(THRESHOLD).and_then(Value::as_f64);
         let mut grades: Vec<GraderResult> = Vec::with_capacity(asserts.len());
         for assert in asserts.iter().map(|a| read(a, self.judge.is_some(), transforms_output(case))) {

@@ -12,6 +12,8 @@
 //!   run's tool calls against the options or `expected.tool_calls`; `tool_called_with`,
 //!   `call_order` (calls by their arguments, matched as the snapshot matches them) and
 //!   `max_outside_calls` (calls the snapshot did not answer);
+//! - [`choice`]: `choice`, the answer to a multiple-choice question against the right choices,
+//!   read as Inspect reads it;
 //! - [`per_turn`]: one answer grader applied to every turn against `expected.per_turn`
 //!   (answer graders do this by themselves on a case that only has `expected.per_turn`);
 //! - [`judge`]: `llm_judge`, a rubric prompt sent to a chat-completions endpoint;
@@ -20,6 +22,7 @@
 
 mod answer;
 pub mod asserts;
+mod choice;
 mod command;
 mod json;
 mod judge;
@@ -32,10 +35,10 @@ use serde_json::Value;
 
 pub use judge::DEFAULT_JUDGE_TEMPLATE;
 pub use spec::{
-    ApiKey, Before, CallOrderOptions, CallSpec, CommandOptions, ContainsOptions, GraderOptions, GraderSpec,
-    JsonMatchOptions, JsonMode, LlmJudgeOptions, MaxOutsideCallsOptions, MaxToolCallsOptions, NumericOptions,
-    PerTurnOptions, RegexMatchOptions, SimilarityOptions, TextMatchOptions, ToolCallCountOptions, ToolCalledOptions,
-    ToolCalledWithOptions, ToolOrderOptions,
+    ApiKey, Before, CallOrderOptions, CallSpec, ChoiceOptions, CommandOptions, ContainsOptions, GraderOptions,
+    GraderSpec, JsonMatchOptions, JsonMode, LlmJudgeOptions, MaxOutsideCallsOptions, MaxToolCallsOptions,
+    NumericOptions, PerTurnOptions, RegexMatchOptions, SimilarityOptions, TextMatchOptions, ToolCallCountOptions,
+    ToolCalledOptions, ToolCalledWithOptions, ToolOrderOptions,
 };
 
 use crate::record::{Failure, Grade, RunOutput};
@@ -55,6 +58,7 @@ enum Check {
     Answer(answer::AnswerGrader),
     Trajectory(trajectory::TrajectoryGrader),
     PerTurn(answer::AnswerGrader),
+    Choice,
     Judge(Box<judge::Judge>),
     Command(command::CommandGrader),
 }
@@ -102,6 +106,7 @@ impl Grader {
             }),
             Check::Trajectory(grader) => grader.grade(name, case, run),
             Check::PerTurn(grader) => per_turn::grade(grader, name, case, run),
+            Check::Choice => choice::grade(name, case, &run.output),
             Check::Judge(judge) => judge.grade(case, run).await,
             Check::Command(command) => command.grade(case, run).await,
         }

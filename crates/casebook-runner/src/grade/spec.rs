@@ -49,6 +49,9 @@ pub enum GraderOptions {
     OneOf(TextMatchOptions),
     /// 1 − normalised edit distance between output and expected text.
     Similarity(SimilarityOptions),
+    /// The answer names the right one(s) of the case's choices, as Inspect's `choice()` scorer
+    /// reads it (`ANSWER: B`).
+    Choice(ChoiceOptions),
     /// A tool was called.
     ToolCalled(ToolCalledOptions),
     /// The number of calls (of one tool, or all) is within bounds.
@@ -149,6 +152,11 @@ impl Default for SimilarityOptions {
         Self { threshold: 0.8, ignore_case: false }
     }
 }
+
+/// Options of `choice`: none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChoiceOptions {}
 
 /// Options of `tool_called`. The tool is `tool`, not `name`: `name` names the grader.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -412,6 +420,7 @@ impl GraderOptions {
             GraderOptions::JsonMatch(_) => "json_match",
             GraderOptions::OneOf(_) => "one_of",
             GraderOptions::Similarity(_) => "similarity",
+            GraderOptions::Choice(_) => super::choice::KIND,
             GraderOptions::ToolCalled(_) => "tool_called",
             GraderOptions::ToolCallCount(_) => "tool_call_count",
             GraderOptions::MaxToolCalls(_) => "max_tool_calls",
@@ -526,6 +535,7 @@ impl GraderSpec {
                 };
                 Check::Trajectory(TrajectoryGrader::CallOrder(steps))
             }
+            GraderOptions::Choice(_) => Check::Choice,
             GraderOptions::LlmJudge(o) => Check::Judge(Box::new(Judge::build(o).map_err(config)?)),
             GraderOptions::Command(o) => Check::Command(CommandGrader::build(o).map_err(config)?),
             answer => match answer_grader(answer).map_err(&config)? {

@@ -3,6 +3,9 @@
 //!
 //! The runner sends the whole conversation every turn, so the history the endpoint sees is the
 //! request's `messages`; the task's context and memory seeds go first, as a system message.
+//! A multiple-choice question's choices are not context there: as Inspect's `multiple_choice`
+//! solver does, the first user message becomes the question with its lettered choices after it,
+//! under a line that asks for the answer as `ANSWER: X` (what the `choice` grader reads).
 //! The model's tool calls come back as [`AgentReply::tool_calls`]; the tool loop
 //! ([`crate::environment::tool_loop`]) answers them, and the answers reach the model as `tool`
 //! messages after the assistant message that asked for them.
@@ -50,8 +53,15 @@ pub(crate) fn chat_request(model: &str, request: &AgentRequest) -> Value {
     if let Some(preamble) = preamble(request) {
         messages.push(json!({ "role": "system", "content": preamble }));
     }
-    for message in &request.messages {
-        messages.push(chat_message(message));
+    let question = choices_of(request);
+    for (i, message) in request.messages.iter().enumerate() {
+        let mut message = chat_message(message);
+        if let (0, Some(choices)) = (i, &question) {
+            if let Some(Value::String(text)) = message.get_mut("content") {
+                *text = multiple_choice_prompt(text, choices);
+            }
+        }
+        messages.push(message);
     }
     let mut body = json!({ "model": model, "messages": messages });
     if !request.tools.is_empty() {
@@ -105,15 +115,41 @@ fn chat_message(message: &Message) -> Value {
     }
 }
 
-/// The system message that lists the task's context items and memory seeds, if it has any.
+/// The lettered choices of the request (`A) Paris`), when its first message is the question
+/// they answer: a user message in text.
+fn choices_of(request: &AgentRequest) -> Option<Vec<&str>> {
+    let first = request.messages.first()?;
+    if first.role != Speaker::User || !first.content.is_string() {
+        return None;
+    }
+    let item = request.context.iter().find(|item| casebook_model::choices::is_choices(item))?;
+    Some(item.content.as_array()?.iter().filter_map(Value::as_str).collect())
+}
+
+/// A question with its lettered choices, laid out as Inspect's multiple-choice template lays it
+/// out: what to answer, the question, the choices.
+pub(crate) fn multiple_choice_prompt(question: &str, lettered: &[&str]) -> String {
+    format!(
+        "Answer the following multiple choice question with a last line of the form 'ANSWER: X', \
+         where X is the letter of your choice ({}).\n\n{question}\n\n{}",
+        casebook_model::choices::letters(lettered.len()),
+        lettered.join("\n")
+    )
+}
+
+/// The system message that lists the task's context items and memory seeds, if it has any
+/// (choices go with the question instead, when there is one: [`choices_of`]).
 fn preamble(request: &AgentRequest) -> Option<String> {
-    if request.context.is_empty() && request.memory_seeds.is_empty() {
+    let with_question = choices_of(request).is_some();
+    let context: Vec<_> =
+        request.context.iter().filter(|item| !(with_question && casebook_model::choices::is_choices(item))).collect();
+    if context.is_empty() && request.memory_seeds.is_empty() {
         return None;
     }
     let mut text = String::new();
-    if !request.context.is_empty() {
+    if !context.is_empty() {
         text.push_str("Context you are given:\n");
-        for item in &request.context {
+        for item in context {
             let label = match (&item.kind, &item.source) {
                 (Some(kind), Some(source)) => format!("{kind} from {source}"),
                 (Some(kind), None) => kind.clone(),
@@ -208,6 +244,41 @@ mod tests {
                 {"role": "assistant", "content": ""},
                 {"role": "user", "content": "[operator] stop"},
             ]})
+        );
+    }
+
+    /// Inspect's sample shape (`choices` as a context item): the protocol sends them lettered,
+    /// and chat completions get them under the question, with the answer form asked for.
+    #[test]
+    fn choices_go_lettered_under_the_question() {
+        let mut task = Task::new(json!("Capital of France?"));
+        let choices = ContextItem {
+            kind: Some("custom".into()),
+            source: Some("choices".into()),
+            content: json!(["Paris", "Berlin"]),
+            metadata: None,
+        };
+        let log = ContextItem { kind: Some("log".into()), source: None, content: json!("x"), metadata: None };
+        task.context = Some(vec![choices, log]);
+        let request = AgentRequest::first("c1", 0, &task, Vec::new(), "s".into());
+        assert_eq!(request.context[0].content, json!(["A) Paris", "B) Berlin"]));
+        assert_eq!(request.context[1].content, json!("x"));
+        let body = chat_request("m", &request);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "Context you are given:\n- [log] x"},
+                {"role": "user", "content": "Answer the following multiple choice question with a last line of the form \
+                    'ANSWER: X', where X is the letter of your choice (A,B).\n\nCapital of France?\n\nA) Paris\nB) Berlin"},
+            ])
+        );
+        // A question in chat messages: the choices stay context, lettered.
+        task.input = json!([{"role": "user", "content": "Capital of France?"}]);
+        task.context.as_mut().unwrap().truncate(1);
+        let body = chat_request("m", &AgentRequest::first("c1", 0, &task, Vec::new(), "s".into()));
+        assert_eq!(
+            body["messages"][0]["content"],
+            "Context you are given:\n- [custom from choices] [\"A) Paris\",\"B) Berlin\"]"
         );
     }
 
