@@ -356,7 +356,7 @@ pub fn csv_row(row: &mut Map, layout: Option<&Map>, lost: &mut Lost) {
         }
     }
     for column in unreadable {
-        row.remove(&column);
+        row.shift_remove(&column);
     }
 }
 

@@ -352,11 +352,11 @@ pub fn strip_defaults(test: &mut Map, case: &Case, defaults: &Map) {
         let Some(Value::Object(own)) = test.get_mut(key) else { continue };
         for name in taken.as_array().into_iter().flatten().filter_map(Value::as_str) {
             if own.get(name).is_some() && own.get(name) == default.get(name) {
-                own.remove(name);
+                own.shift_remove(name);
             }
         }
         if own.is_empty() && absent(key) {
-            test.remove(key);
+            test.shift_remove(key);
         }
     }
     if let (Some(Value::Array(default)), Some(n)) = (defaults.get(ASSERT), notes.get(ASSERT).and_then(Value::as_u64)) {
@@ -364,14 +364,14 @@ pub fn strip_defaults(test: &mut Map, case: &Case, defaults: &Map) {
             if default.len() as u64 == n && own.starts_with(default) {
                 own.drain(..default.len());
                 if own.is_empty() && absent(ASSERT) {
-                    test.remove(ASSERT);
+                    test.shift_remove(ASSERT);
                 }
             }
         }
     }
     for key in [THRESHOLD, "provider", SCORING] {
         if notes.contains_key(key) && test.get(key).is_some() && test.get(key) == defaults.get(key) {
-            test.remove(key);
+            test.shift_remove(key);
         }
     }
     // Variables read from files, some from the defaults: the files' reference once those are
@@ -978,7 +978,7 @@ fn assertion_text(assert: &Map) -> Option<String> {
         None => format!("{t}{threshold_text}"),
     });
     let mut want = assert.clone();
-    want.remove("metric");
+    want.shift_remove("metric");
     candidates.into_iter().find(|text| text.trim() == text && assertion_from_string(text) == want)
 }
 
@@ -988,7 +988,7 @@ fn assertion_text(assert: &Map) -> Option<String> {
 /// (an empty variable), and its asserts in the order of the columns.
 pub fn csv_cells(case: &Case, columns: &[String]) -> (Map, Lost) {
     let (mut test, mut lost) = write_test(case);
-    if test.remove("id").is_some() {
+    if test.shift_remove("id").is_some() {
         lost.push("id (a promptfoo CSV file has no place for it)");
     }
     let mut cells: Vec<(String, String)> = Vec::new();

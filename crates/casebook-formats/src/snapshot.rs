@@ -5,7 +5,7 @@
 //! snapshot file a tool names is read with the dataset, as seed files are, and kept in the case
 //! as [`Responses::File`].
 
-use casebook_model::snapshot::{FallbackKeyword, Query, Response, When};
+use casebook_model::snapshot::{FallbackKeyword, Query, Response, Strings, When};
 use casebook_model::{Code, Fallback, Map, Responses, Snapshot, Tool};
 
 use crate::node::{Node, NodeValue};
@@ -157,20 +157,19 @@ fn query(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Query> {
 }
 
 /// An object whose values are strings (`matches`, `headers`).
-fn strings_by_key(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<std::collections::BTreeMap<String, String>> {
+/// Keys stay in the order written (a key given twice is an error, reported here).
+fn strings_by_key(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Strings> {
     let entries = cx.object(node, ptr)?;
     cx.check_duplicate_keys(entries, ptr);
-    let mut out = std::collections::BTreeMap::new();
+    let mut out = Vec::with_capacity(entries.len());
     let mut ok = true;
     for entry in entries {
         match cx.string(&entry.value, &ptr.key(&entry.key)) {
-            Some(s) => {
-                out.entry(entry.key.to_string()).or_insert(s);
-            }
+            Some(s) => out.push((entry.key.to_string(), s)),
             None => ok = false,
         }
     }
-    ok.then_some(out)
+    ok.then(|| Strings::from_pairs(out))
 }
 
 /// `None` for `null`, which the model reads as an absent optional field.

@@ -93,7 +93,13 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
     }
     let (top, mut extra) = layout::unlift(case.metadata.as_ref(), layout);
     if let Some(acceptable) = &case.expected.acceptable {
-        extra.get_or_insert_with(Map::new).insert(ACCEPTABLE.into(), Value::Array(acceptable.clone()));
+        // First in `extra`, where VoltAgent's documentation writes it: where the source had it
+        // is not kept (the case would differ by the order of its keys, which its content id
+        // does not see).
+        let mut first = Map::new();
+        first.insert(ACCEPTABLE.into(), Value::Array(acceptable.clone()));
+        first.extend(extra.take().into_iter().flatten().filter(|(k, _)| k != ACCEPTABLE));
+        extra = Some(first);
     }
     if let Some(labels) = &case.labels {
         // VoltAgent keeps item tags in `extra` by convention.

@@ -614,8 +614,8 @@ impl Encoder {
             }
             // Everything in one file: the items go into the manifest.
             if let Some(Value::Object(spec)) = kept.get_mut("spec") {
-                spec.remove("path");
-                spec.remove("format");
+                spec.shift_remove("path");
+                spec.shift_remove("format");
             }
         }
         let doc: Option<Value> = match self.format {
@@ -839,8 +839,8 @@ fn maslab_document(
         return Value::Object(d);
     }
     let mut kept = kept;
-    d.insert("apiVersion".into(), kept.remove("apiVersion").unwrap_or(json!("lab/v1")));
-    d.insert("kind".into(), kept.remove("kind").unwrap_or(json!("Dataset")));
+    d.insert("apiVersion".into(), kept.shift_remove("apiVersion").unwrap_or(json!("lab/v1")));
+    d.insert("kind".into(), kept.shift_remove("kind").unwrap_or(json!("Dataset")));
     let mut meta = Map::new();
     if write_name {
         if let Some(n) = &header.name {
@@ -856,9 +856,9 @@ fn maslab_document(
     if let Some(v) = &header.labels {
         meta.insert("tags".into(), json!(v));
     }
-    kept.remove("metadata");
+    kept.shift_remove("metadata");
     d.insert("metadata".into(), Value::Object(meta));
-    let mut spec = match kept.remove("spec") {
+    let mut spec = match kept.shift_remove("spec") {
         Some(Value::Object(spec)) => spec,
         _ => Map::new(),
     };

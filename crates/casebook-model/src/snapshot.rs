@@ -66,7 +66,96 @@ pub struct When {
     /// Patterns (regular expressions, unanchored) that string arguments must match, by argument
     /// name, or by JSON pointer (`/filter/service`) for a nested one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matches: Option<std::collections::BTreeMap<String, String>>,
+    #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
+    pub matches: Option<Strings>,
+}
+
+/// An object of strings by key (`matches`, `headers`), its keys in the order written, so a case
+/// is written back as it was read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Strings(Vec<(String, String)>);
+
+impl Strings {
+    /// The pairs in order; a key given twice keeps its last value, in its first place. Linear
+    /// in the number of pairs (a reader hands over what a user wrote).
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Self {
+        let mut first: std::collections::HashMap<String, usize> = std::collections::HashMap::with_capacity(pairs.len());
+        let mut out: Vec<(String, String)> = Vec::with_capacity(pairs.len());
+        for (k, v) in pairs {
+            match first.get(&k) {
+                Some(&i) => out[i].1 = v,
+                None => {
+                    first.insert(k.clone(), out.len());
+                    out.push((k, v));
+                }
+            }
+        }
+        Strings(out)
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Keys and values in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    /// How many keys.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no keys.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a Strings {
+    type Item = (&'a String, &'a String);
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'a, (String, String)>, fn(&'a (String, String)) -> (&'a String, &'a String)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Strings {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(items: I) -> Self {
+        Strings::from_pairs(items.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+}
+
+impl Serialize for Strings {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Strings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Strings;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of strings")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Strings, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some(pair) = map.next_entry::<String, String>()? {
+                    pairs.push(pair);
+                }
+                Ok(Strings::from_pairs(pairs))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
 }
 
 /// What a call that no response answers gets.
@@ -102,7 +191,8 @@ pub struct Query {
     /// Header values for the GET; `${VAR}` is read from the environment of `casebook freeze`,
     /// so secrets stay out of the dataset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    #[schemars(with = "Option<std::collections::BTreeMap<String, String>>")]
+    pub headers: Option<Strings>,
     /// A program and its arguments (not run through a shell); its standard output is the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,

@@ -217,7 +217,10 @@ fn request_of(query: &Query, response: &Response) -> Option<Request> {
     let values = template_values(response.when.as_ref());
     match (&query.url, &query.command) {
         (Some(url), None) => {
-            let headers = query.headers.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+            // Sorted, so queries that differ only in the order their headers are written merge.
+            let mut headers: Vec<(String, String)> =
+                query.headers.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+            headers.sort_unstable();
             Some(Request::Get { url: fill_template(url, &values, percent_encode), headers })
         }
         (None, Some(words)) if !words.is_empty() => {

@@ -338,8 +338,8 @@ impl<'s> View<'s> {
             for doc in list.as_array().into_iter().flatten() {
                 let Value::Object(doc) = doc else { continue };
                 let mut rest = doc.clone();
-                let id = rest.remove("id").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
-                let content = rest.remove("content").or_else(|| rest.remove("text"));
+                let id = rest.shift_remove("id").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+                let content = rest.shift_remove("content").or_else(|| rest.shift_remove("text"));
                 out.push((id, content, rest));
             }
         }
@@ -478,8 +478,8 @@ fn part_text(part: &Value) -> Option<String> {
 /// (`{type: function, function: {…}}`).
 fn tool_definition(value: Value) -> Option<Map> {
     let Value::Object(mut m) = value else { return None };
-    if let Some(Value::Object(function)) = m.remove("function") {
-        m.remove("type");
+    if let Some(Value::Object(function)) = m.shift_remove("function") {
+        m.shift_remove("type");
         m.extend(function);
     }
     m.get("name").and_then(Value::as_str).is_some().then_some(m)

@@ -461,15 +461,15 @@ fn value_message(value: Value) -> Message {
 }
 
 fn tool_of(mut definition: Map) -> Tool {
-    let name = match definition.remove("name") {
+    let name = match definition.shift_remove("name") {
         Some(Value::String(name)) => name,
         _ => String::new(),
     };
-    let description = match definition.remove("description") {
+    let description = match definition.shift_remove("description") {
         Some(Value::String(d)) => Some(d),
         _ => None,
     };
-    let parameters = definition.remove("parameters").filter(|p| !p.is_null());
+    let parameters = definition.shift_remove("parameters").filter(|p| !p.is_null());
     Tool { name, description, parameters, responses: None, default: None, extra: definition }
 }
 

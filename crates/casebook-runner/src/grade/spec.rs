@@ -5,7 +5,6 @@
 //! every other key is an option of that kind. An option the kind does not have is an error that
 //! names it, so a typo never silently changes how a dataset is graded.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use casebook_model::Map;
@@ -214,7 +213,7 @@ pub struct CallSpec {
     /// Patterns (regular expressions, unanchored) that string arguments must match, by argument
     /// name or by JSON pointer (`/filter/service`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matches: Option<BTreeMap<String, String>>,
+    pub matches: Option<casebook_model::snapshot::Strings>,
 }
 
 impl CallSpec {
@@ -240,7 +239,7 @@ pub struct ToolCalledWithOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub includes: Option<Map>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matches: Option<BTreeMap<String, String>>,
+    pub matches: Option<casebook_model::snapshot::Strings>,
     /// `answer`: the call must come before the run's final answer (its last assistant message);
     /// a call `{tool, …}`: before the first call that matches it (a run that never makes that
     /// call passes on the first call alone; grade its absence with `tool_called`). Absent:
