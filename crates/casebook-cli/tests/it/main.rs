@@ -19,6 +19,7 @@ mod inspect_ai;
 mod lint;
 mod memory;
 mod names;
+mod newcomer;
 mod openai_evals;
 mod pipes;
 mod promptfoo;

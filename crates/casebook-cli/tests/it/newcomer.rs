@@ -1,0 +1,48 @@
+//! Small things a newcomer following the README met (issue 40, "Small ones a newcomer hit"):
+//! the exact message and exit status each now gets. The dataset files are native JSONL, one
+//! case a line, in the shape of the README's `data.jsonl`.
+
+use crate::cli::{Folder, cb, run};
+
+const DATA: &str = "{\"id\":\"1\",\"input\":\"hi\",\"expected\":{\"output\":\"hello\"}}\n";
+
+#[test]
+fn cases_of_a_missing_file_says_the_file_is_missing() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    dir.file("data.jsonl", DATA);
+    run(cb(&dir).args(["import", "data.jsonl", "--dataset", "support"])).expect_status(0);
+    let out = run(cb(&dir).args(["cases", "nosuch.jsonl"]));
+    out.expect_status(2);
+    assert_eq!(
+        out.stderr.trim_end(),
+        "error: no file `nosuch.jsonl` (and no dataset of that name): check the path, or name a stored \
+version as `NAME@REF`"
+    );
+    // A bare name is still a dataset name, with its did-you-mean.
+    let out = run(cb(&dir).args(["cases", "suport"]));
+    out.expect_status(2);
+    assert_eq!(out.stderr.trim_end(), "error: no dataset named `suport`; did you mean `support`?");
+}
+
+#[test]
+fn rm_of_a_misspelt_dataset_suggests_the_name() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    dir.file("data.jsonl", DATA);
+    run(cb(&dir).args(["import", "data.jsonl", "--dataset", "support"])).expect_status(0);
+    let out = run(cb(&dir).args(["rm", "suport", "1"]));
+    out.expect_status(2);
+    assert_eq!(out.stderr.trim_end(), "error: no dataset named `suport`; did you mean `support`?");
+}
+
+#[test]
+fn message_options_have_help_text() {
+    let dir = Folder::new();
+    for command in ["commit", "put", "rm"] {
+        let out = run(cb(&dir).args([command, "--help"]));
+        out.expect_status(0);
+        let line = out.stdout.lines().find(|l| l.contains("--message <MESSAGE>")).expect("a --message line");
+        assert!(line.ends_with("What this version is about (shown by `casebook log`)"), "{command}: {line}");
+    }
+}
