@@ -46,3 +46,29 @@ fn message_options_have_help_text() {
         assert!(line.ends_with("What this version is about (shown by `casebook log`)"), "{command}: {line}");
     }
 }
+
+#[test]
+fn init_in_a_subfolder_says_it_hides_the_parents_store_and_q_quiets_it() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    dir.file("sub/keep", "");
+    let out = run(cb(&dir).current_dir(dir.join("sub")).args(["init", "-q"]));
+    out.expect_status(0);
+    // `-q` leaves out the summary, not the warning.
+    assert_eq!(out.stdout, "");
+    let parent = dir.join("").display().to_string();
+    let parent = parent.trim_end_matches('/');
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!(
+            "note: this store is nested in the one at {parent}: commands run in this folder and below now use \
+the new one; `--store {parent}` reaches the parent's"
+        )
+    );
+    assert!(dir.join("sub/.casebook").is_dir(), "the nested store is made");
+    // Made again, it is already there: no note.
+    let out = run(cb(&dir).current_dir(dir.join("sub")).arg("init"));
+    out.expect_status(0);
+    assert_eq!(out.stderr, "");
+    assert!(out.stdout.starts_with("store already there in "), "{out:?}");
+}
