@@ -72,3 +72,15 @@ the new one; `--store {parent}` reaches the parent's"
     assert_eq!(out.stderr, "");
     assert!(out.stdout.starts_with("store already there in "), "{out:?}");
 }
+
+#[test]
+fn validate_of_a_folder_says_how_to_name_its_files() {
+    let dir = Folder::new();
+    dir.file("examples/data.jsonl", DATA);
+    let out = run(cb(&dir).args(["validate", "examples/"]));
+    out.expect_status(2);
+    assert_eq!(
+        out.stderr.trim_end(),
+        "error: `examples/` is a folder: name its dataset files, e.g. `casebook validate examples/*.jsonl`"
+    );
+}
