@@ -304,6 +304,7 @@ pub struct CommitArgs {
     pub name: String,
     /// Dataset file: its cases are the whole next version
     pub file: PathBuf,
+    /// What this version is about (shown by `casebook log`)
     #[arg(long, short)]
     pub message: Option<String>,
     /// The version this builds on (default: the head when the command starts)
@@ -319,6 +320,7 @@ pub struct PutArgs {
     pub name: String,
     /// Dataset file with the cases to add or replace
     pub file: PathBuf,
+    /// What this version is about (shown by `casebook log`)
     #[arg(long, short)]
     pub message: Option<String>,
     #[command(flatten)]
@@ -377,6 +379,7 @@ pub struct RmArgs {
     /// Ids of the cases to remove
     #[arg(required = true)]
     pub ids: Vec<String>,
+    /// What this version is about (shown by `casebook log`)
     #[arg(long, short)]
     pub message: Option<String>,
 }

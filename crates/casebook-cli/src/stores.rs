@@ -142,6 +142,13 @@ pub fn new_location(settings: &Global) -> anyhow::Result<Location> {
     }
 }
 
+/// The folder above the one holding the store file `file` whose `.casebook/` holds a store, if
+/// any: the store a new one at `file` would hide.
+pub fn enclosing_store(file: &std::path::Path) -> Option<std::path::PathBuf> {
+    let folder = file.parent()?.parent()?;
+    folder.ancestors().skip(1).find(|f| f.join(STORE_DIR).join(STORE_FILE).is_file()).map(std::path::Path::to_path_buf)
+}
+
 /// `NAME@REF` (REF defaults to `latest`).
 pub fn target(text: &str) -> anyhow::Result<(String, Ref)> {
     let (name, reference) = match text.rsplit_once('@') {

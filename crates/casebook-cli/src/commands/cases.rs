@@ -133,6 +133,15 @@ fn summary_line(case: &Case) -> String {
     format!("{:<12} {labels:<24} {short}{more}", case.id)
 }
 
+/// Whether `source`, which names no existing file, was meant as one: it has a folder or a file
+/// extension and no `@REF`, so "no dataset named `nosuch.jsonl`" would mislead.
+fn looks_like_file(source: &str) -> bool {
+    !source.contains('@')
+        && (source.contains(std::path::MAIN_SEPARATOR)
+            || source.contains('/')
+            || Path::new(source).extension().is_some())
+}
+
 fn from_store(
     settings: &Global,
     args: &CasesArgs,
@@ -143,7 +152,16 @@ fn from_store(
     let source = Source::open(settings, &runtime)
         .map_err(|err| err.context(format!("`{}` is neither a file nor a dataset in a store", args.source)))?;
     let (name, reference) = stores::target(&args.source)?;
-    let version = source.resolve(&runtime, &name, &reference)?;
+    let version = source.resolve(&runtime, &name, &reference).map_err(|err| {
+        if looks_like_file(&args.source) {
+            anyhow::anyhow!(
+                "no file `{}` (and no dataset of that name): check the path, or name a stored version as `NAME@REF`",
+                args.source
+            )
+        } else {
+            err
+        }
+    })?;
     let mut failed = None;
     let (counting, raw) = (matches!(sink.mode, Mode::Count), matches!(sink.mode, Mode::List) && settings.json);
     match () {

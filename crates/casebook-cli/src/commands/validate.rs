@@ -68,6 +68,13 @@ impl Consumer<Vec<bool>> for Printer<'_> {
 pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
     for file in &args.files {
         super::check_exists(file)?;
+        if file.is_dir() {
+            anyhow::bail!(
+                "`{}` is a folder: name its dataset files, e.g. `casebook validate {}/*.jsonl`",
+                file.display(),
+                file.display().to_string().trim_end_matches('/')
+            );
+        }
     }
     let mut reporter = Reporter::new(settings, false);
     let opts = super::read_options(&args.read);

@@ -39,11 +39,23 @@ pub fn init(settings: &Global, args: InitArgs) -> anyhow::Result<Outcome> {
         .with_context(|| format!("cannot create a store in `{shown}`"))?;
     runtime.block_on(store.close());
     let what = if existed { "store already there" } else { "created an empty store" };
-    crate::write_stdout(&if settings.json {
-        format!("{}\n", json!({"store": shown, "created": !existed}))
-    } else {
-        format!("{what} in {shown}\n")
-    })?;
+    if settings.json {
+        crate::write_stdout(&format!("{}\n", json!({"store": shown, "created": !existed})))?;
+    } else if !settings.quiet {
+        crate::write_stdout(&format!("{what} in {shown}\n"))?;
+    }
+    // As `git init` inside a repository: the nested store is made, and the user told that it
+    // now hides the parent's from here down.
+    if let (false, None, Location::File(file)) = (existed, &settings.store, &location) {
+        if let Some(parent) = stores::enclosing_store(file) {
+            eprintln!(
+                "note: this store is nested in the one at {}: commands run in this folder and below now use the \
+new one; `--store {}` reaches the parent's",
+                parent.display(),
+                parent.display()
+            );
+        }
+    }
     Ok(Outcome::Ok)
 }
 

@@ -20,6 +20,7 @@ mod key_order;
 mod lint;
 mod memory;
 mod names;
+mod newcomer;
 mod openai_evals;
 mod pipes;
 mod promptfoo;
