@@ -242,12 +242,13 @@ fn dry_runs_write_any_format() {
         [json!({"id": "trace-a3ce929d0e0e47364bf92f3577b34da6-53995c3f42cd8ad8", "input": "What time is it in Tokyo?",
             "ideal": "It is 21:04 in Tokyo.", "service": "clock-api", "model": "gpt-4o", "status": "ok"})]
     );
-    // Without `--lossy`, what the format cannot hold is refused, by name.
+    // Without `--lossy`, what the format cannot hold is refused, by name (`review` is not among
+    // it: `--confirm-drafts` asked for it to go).
     let out = run(cb(&dir)
         .args(["capture", "--dry-run", "--to", "openai-evals", "--confirm-drafts"])
         .arg(example("genai-flattened.json")));
     out.expect_status(1);
-    assert!(out.stderr.contains("cannot hold: context, tools, expected.tool_calls, review"), "{out:?}");
+    assert!(out.stderr.contains("cannot hold: context, tools, expected.tool_calls\n"), "{out:?}");
 }
 
 /// What an agent answered in production is a draft nobody confirmed: a format without `review`
