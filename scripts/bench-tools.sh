@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 
 CASES=${CASES:-10000}
 CALLS=${CALLS:-5}
-TARGET=${CARGO_TARGET_DIR:-target}
+TARGET=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 DATA=$TARGET/bench-data
 WORK=$DATA/tools
 mkdir -p "$DATA"
