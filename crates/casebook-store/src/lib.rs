@@ -425,6 +425,16 @@ pub(crate) fn stored_cid(bytes: &[u8]) -> Result<[u8; 32], StoreError> {
         .map_err(|_| StoreError::Damaged(format!("a stored content id has {} bytes, not 32", bytes.len())))
 }
 
+/// The versions between which `diff` and `changed` compare, lower first, as the backends bind
+/// them; `v0` (before the first version) names none.
+pub(crate) fn span(dataset: &str, from: u64, to: u64) -> Result<(i64, i64), StoreError> {
+    let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
+    if lo == 0 {
+        return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: "v0".into(), hint: String::new() });
+    }
+    Ok((lo, hi))
+}
+
 /// A case's revisions from its membership rows `(from, to, content id)` in version order: rows
 /// that only moved keep their content, and are merged into one revision.
 pub(crate) fn revisions(rows: impl IntoIterator<Item = (i64, Option<i64>, String)>) -> Vec<Revision> {

@@ -848,14 +848,7 @@ impl crate::Store for SqliteStore {
 
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
-        if lo == 0 {
-            return Err(StoreError::NoVersion {
-                dataset: dataset.to_owned(),
-                reference: "v0".into(),
-                hint: String::new(),
-            });
-        }
+        let (lo, hi) = crate::span(dataset, from, to)?;
         // Only rows that begin or end between the two versions can differ.
         let rows = sqlx::query(
             // Two index ranges: rows that begin after `lo`, and rows that end after it. (`lo` is
@@ -911,14 +904,7 @@ impl crate::Store for SqliteStore {
 
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
-        if lo == 0 {
-            return Err(StoreError::NoVersion {
-                dataset: dataset.to_owned(),
-                reference: "v0".into(),
-                hint: String::new(),
-            });
-        }
+        let (lo, hi) = crate::span(dataset, from, to)?;
         // The rows `diff` reads; a body only where the row is in version `to` (SQLite reads a
         // column's overflow pages only when it is asked for).
         let rows = sqlx::query(

@@ -933,14 +933,7 @@ impl crate::Store for PostgresStore {
 
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
-        if lo == 0 {
-            return Err(StoreError::NoVersion {
-                dataset: dataset.to_owned(),
-                reference: "v0".into(),
-                hint: String::new(),
-            });
-        }
+        let (lo, hi) = crate::span(dataset, from, to)?;
         let rows = sqlx::query(
             "SELECT case_id, from_v, to_v, m.blob, b.body FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = $1 AND m.from_v > 1 AND m.from_v > $2 AND m.from_v <= $3
@@ -994,14 +987,7 @@ impl crate::Store for PostgresStore {
 
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
-        if lo == 0 {
-            return Err(StoreError::NoVersion {
-                dataset: dataset.to_owned(),
-                reference: "v0".into(),
-                hint: String::new(),
-            });
-        }
+        let (lo, hi) = crate::span(dataset, from, to)?;
         // The rows `diff` reads; a body only where the row is in version `to`.
         let rows = sqlx::query(
             "SELECT case_id, from_v, to_v, b.cid,
