@@ -293,14 +293,8 @@ async fn an_export_confirms_draft_expectations_only_when_asked(backend: Backend)
     let get = |query: &'static str| {
         let server = &server;
         async move {
-            let response = server
-                .client
-                .get(format!("{}{A}/qa/versions/latest/export?{query}", server.url))
-                .bearer_auth(&server.keys.a_read)
-                .send()
-                .await
-                .unwrap();
-            (response.status().as_u16(), response.text().await.unwrap())
+            let (status, text) = export(server, "qa", query).await;
+            (status, text.unwrap())
         }
     };
     // Lossy: the one refusal is the drafts'.
@@ -357,20 +351,7 @@ async fn drafts_past_the_first_page_of_an_export_are_written_whole_or_refused(ba
     }
     let (status, report) = import(&server, "long", "filename=long.jsonl", &cases).await;
     assert_eq!(status, 201, "{report}");
-    let get = |query: &'static str| {
-        let server = &server;
-        async move {
-            let response = server
-                .client
-                .get(format!("{}{A}/long/versions/latest/export?{query}", server.url))
-                .bearer_auth(&server.keys.a_read)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (status, response.text().await.map_err(|e| e.to_string()))
-        }
-    };
+    let get = |query: &'static str| export(&server, "long", query);
     let (status, text) = get("format=letta&confirm_drafts=true").await;
     assert_eq!(status, 200);
     let rows: Vec<serde_json::Value> = text.unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -390,6 +371,20 @@ async fn drafts_past_the_first_page_of_an_export_are_written_whole_or_refused(ba
         Err(_) => assert_eq!(status, 200),
     }
     server.stop().await;
+}
+
+/// The export of `dataset`'s latest version with `query`, read with project a's read key: the
+/// status and the body, or why the body could not be read whole (a body cut short).
+async fn export(server: &Server, dataset: &str, query: &str) -> (u16, Result<String, String>) {
+    let response = server
+        .client
+        .get(format!("{}{A}/{dataset}/versions/latest/export?{query}", server.url))
+        .bearer_auth(&server.keys.a_read)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.map_err(|e| e.to_string()))
 }
 
 /// A client that sends a request's head and part of its body, then nothing more, is answered
