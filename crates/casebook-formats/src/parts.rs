@@ -202,6 +202,8 @@ pub(crate) fn read_beside(
         d.hint = Some(format!("keep {what}s in the dataset's folder or below it"));
         return None;
     };
+    let gate = cx.files.map(|files| files.gate(&resolved));
+    let _reading = gate.as_ref().map(|gate| gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     if let Some(content) = cx.files.and_then(|files| files.get(&resolved)) {
         return Some(content);
     }

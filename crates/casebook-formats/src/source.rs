@@ -88,6 +88,9 @@ pub struct Cx<'a> {
 #[derive(Debug, Default)]
 pub struct FileCache {
     files: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, serde_json::Value>>,
+    /// One lock per file being read, so that workers naming the same file at once wait for the
+    /// first one's read instead of each reading it.
+    reading: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, std::sync::Arc<std::sync::Mutex<()>>>>,
     /// Bytes of text of the files kept.
     kept: std::sync::atomic::AtomicUsize,
 }
@@ -95,6 +98,13 @@ pub struct FileCache {
 impl FileCache {
     /// The most text (bytes) of files kept at once.
     pub const BUDGET: usize = 64 << 20;
+
+    /// The lock a worker holds while it looks for the file at `path` and reads it: a second
+    /// worker naming the file meanwhile then finds it kept.
+    pub fn gate(&self, path: &Path) -> std::sync::Arc<std::sync::Mutex<()>> {
+        let mut reading = self.reading.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        reading.entry(path.to_owned()).or_default().clone()
+    }
 
     /// The document of the file at `path`, if it was kept.
     pub fn get(&self, path: &Path) -> Option<serde_json::Value> {
