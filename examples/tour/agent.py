@@ -68,7 +68,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format, *args):  # noqa: A002 (the name is http.server's)
-        print(f"agent: {format % args}", file=sys.stderr)
+        pass  # quiet: in the tour it shares the terminal with casebook
 
 
 def main():
