@@ -25,6 +25,7 @@ mod openai_evals;
 mod pipes;
 mod promptfoo;
 mod push_merge;
+mod readme_tour;
 mod remote;
 mod remote_runs;
 mod review;
