@@ -238,9 +238,11 @@ impl Serving {
     }
 }
 
-/// One step of a trajectory.
+/// One step of a trajectory. A step whose `type` is neither `message` nor `tool_call` is kept
+/// whole, its `type` included (`reasoning`, `handoff`…).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(remote = "Self", tag = "type", rename_all = "snake_case")]
+#[schemars(transform = other_step_any_type)]
 pub enum Step {
     /// A message in the conversation (the runner records the user and operator turns it sent,
     /// `hitl` ones as `operator`).
@@ -262,9 +264,46 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         served: Option<Serving>,
     },
-    /// Anything else the agent reports (reasoning, a handoff between agents…).
+    /// Anything else the agent reports (reasoning, a handoff between agents…): the whole step,
+    /// its `type` included (`other` when casebook records an event of its own without one).
     Other {
         #[serde(flatten)]
         detail: Map,
     },
+}
+
+impl Serialize for Step {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            // The detail carries the agent's own `type`; writing the tag too would give the
+            // object two `type` keys.
+            Step::Other { detail } if detail.contains_key("type") => detail.serialize(serializer),
+            _ => Step::serialize(self, serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Step {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let detail = Map::deserialize(deserializer)?;
+        match detail.get("type") {
+            Some(Value::String(kind)) if kind == "message" || kind == "tool_call" => {
+                Step::deserialize(Value::Object(detail)).map_err(D::Error::custom)
+            }
+            Some(Value::String(_)) => Ok(Step::Other { detail }),
+            _ => Err(D::Error::custom("a trajectory step needs a `type` string (`message`, `tool_call` or any other)")),
+        }
+    }
+}
+
+/// The schema of [`Step`]: the third form takes any `type` but the two others'.
+fn other_step_any_type(schema: &mut schemars::Schema) {
+    let Some(Value::Array(forms)) = schema.get_mut("oneOf") else { return };
+    for form in forms {
+        let Some(kind) = form.pointer_mut("/properties/type") else { continue };
+        if kind.get("const") == Some(&Value::from("other")) {
+            *kind = serde_json::json!({"type": "string", "not": {"enum": ["message", "tool_call"]}});
+        }
+    }
 }

@@ -100,6 +100,32 @@ fn fast(retries: u32) -> CallPolicy {
     }
 }
 
+/// The reply of the protocol document's own example: a step of a type casebook does not know
+/// (`reasoning`) is kept whole, and written back as the agent sent it.
+#[tokio::test]
+async fn a_step_of_any_other_type_is_kept_whole_and_written_back_as_sent() {
+    let reasoning = json!({"type": "reasoning", "text": "in use equals the pool size: exhausted"});
+    let (url, _seen) = agent(|_| {
+        axum::Json(json!({"output": "raise the pool", "trajectory": [
+            {"type": "tool_call", "name": "query_metrics", "arguments": {"name": "db_pool_in_use"}, "result": 50},
+            {"type": "reasoning", "text": "in use equals the pool size: exhausted"}]}))
+    })
+    .await;
+    let spec: TargetSpec = serde_json::from_value(json!({"url": url})).unwrap();
+    let reply = spec.connect().unwrap().call(&request()).await.unwrap();
+    assert_eq!(reply.trajectory[1], Step::Other { detail: reasoning.as_object().unwrap().clone() });
+    assert_eq!(serde_json::to_value(&reply.trajectory[1]).unwrap(), reasoning);
+    // casebook's own events, which carry no `type`, are written as `other` and read back the same.
+    let event = Step::Other { detail: json!({"event": "max_steps"}).as_object().unwrap().clone() };
+    let written = serde_json::to_value(&event).unwrap();
+    assert_eq!(written, json!({"type": "other", "event": "max_steps"}));
+    let read: Step = serde_json::from_value(written.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&read).unwrap(), written);
+    // A step without a type, or a known type with missing fields, is still an error.
+    assert!(serde_json::from_value::<Step>(json!({"text": "no type"})).is_err());
+    assert!(serde_json::from_value::<Step>(json!({"type": "tool_call"})).is_err());
+}
+
 fn has_key(value: &Value, key: &str) -> bool {
     match value {
         Value::Object(map) => map.iter().any(|(name, value)| name == key || has_key(value, key)),
