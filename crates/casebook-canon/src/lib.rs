@@ -158,26 +158,47 @@ pub fn derived_case_id<T: Serialize>(task: &T) -> Result<String, CanonError> {
     // Through JSON text and `canonical_json_text`, the same id as `content_id` at a fraction of
     // the cost: a third of a realistic file's rows have no id, and this was a fifth of reading it.
     let text = serde_json::to_string(task).map_err(|err| CanonError(err.to_string()))?;
-    let id = content_id_of_json(Kind::Task, &text)?;
-    Ok(format!("t-{}", &id[..16]))
+    Ok(task_id(&content_id_bytes_of_json(Kind::Task, &text)?))
+}
+
+/// `t-` and the first 16 hex digits of a task's content id.
+fn task_id(content_id: &[u8; 32]) -> String {
+    let mut id = String::with_capacity(18);
+    id.push_str("t-");
+    push_hex(&mut id, &content_id[..8]);
+    id
+}
+
+/// Appends `bytes` as lowercase hex digits.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
 }
 
 /// [`derived_case_id`] of the task `{"input": input}`, the whole task of most rows without an id
-/// (letta's, for one), written straight into the hash: its canonical form is the input as
+/// (letta's, for one), hashed in one call with its domain: its canonical form is the input as
 /// `serde_json` writes a string (it escapes exactly what RFC 8785 escapes, the same way) inside
-/// `{"input":…}`.
+/// `{"input":…}`, and an input without `"`, `\` or control characters as it is.
 pub fn derived_case_id_of_input(input: &str) -> String {
-    let mut canonical = Vec::with_capacity(input.len() + 16);
-    canonical.extend_from_slice(b"{\"input\":");
-    // Writing a `&str` into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut canonical, input);
-    canonical.push(b'}');
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(Kind::Task.domain().as_bytes());
-    hasher.update(&[0]);
-    hasher.update(&canonical);
-    let hex = hasher.finalize().to_hex();
-    format!("t-{}", &hex[..16])
+    let domain = Kind::Task.domain().as_bytes();
+    let mut text = Vec::with_capacity(domain.len() + input.len() + 16);
+    text.extend_from_slice(domain);
+    text.push(0);
+    text.extend_from_slice(b"{\"input\":");
+    if scan::string_special(input.as_bytes(), 0) == input.len() {
+        // Nothing to escape, the common case: copied as it is.
+        text.push(b'"');
+        text.extend_from_slice(input.as_bytes());
+        text.push(b'"');
+    } else {
+        // Writing a `&str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut text, input);
+    }
+    text.push(b'}');
+    task_id(blake3::hash(&text).as_bytes())
 }
 
 /// What tells apart cases whose rows have no id and share a task: the content id
@@ -204,8 +225,15 @@ impl Variant {
     /// task's [`derived_case_id`]: `t-…-` and the first 8 hex digits of the variant's content
     /// id, then `-2`, `-3`, … for the second, third, … of wholly identical rows.
     pub fn id(&self, base: &str, copy: u64) -> String {
-        let hex: String = self.0[..4].iter().map(|b| format!("{b:02x}")).collect();
-        if copy <= 1 { format!("{base}-{hex}") } else { format!("{base}-{hex}-{copy}") }
+        let mut id = String::with_capacity(base.len() + 32);
+        id.push_str(base);
+        id.push('-');
+        push_hex(&mut id, &self.0[..4]);
+        if copy > 1 {
+            id.push('-');
+            id.push_str(&copy.to_string());
+        }
+        id
     }
 
     /// The first 8 bytes of the variant's content id, a number to tell identical rows by.

@@ -90,6 +90,23 @@ thread_local! {
 /// The largest scratch buffer kept between strings.
 const SCRATCH_KEPT: usize = 1 << 16;
 
+/// The value of each byte as a hex digit, or 0xFF.
+const HEX: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
+
 struct Parser<'a, 'b> {
     bytes: &'a [u8],
     text: &'a str,
@@ -313,10 +330,49 @@ impl<'a> Parser<'a, '_> {
     }
 
     /// Decodes the rest of a string whose body so far is in `out`, from the backslash at `pos`
-    /// to the closing quote.
+    /// to the closing quote. Text in scripts other than Latin is often written all in `\u`
+    /// escapes, one after the other: those are decoded in a loop of their own, with a table for
+    /// the hex digits, and the scan for the next special byte is skipped between two escapes.
     fn unescape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
-        self.escape(out)?;
         loop {
+            // At a backslash.
+            match self.bytes.get(self.pos + 1) {
+                Some(b'u') => {
+                    self.pos += 2;
+                    let c = self.unicode_escape()?;
+                    out.push(c);
+                }
+                Some(&b) => {
+                    let c = match b {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        _ => {
+                            self.pos += 1;
+                            return Err(self.error("invalid escape sequence"));
+                        }
+                    };
+                    out.push(c);
+                    self.pos += 2;
+                }
+                None => {
+                    self.pos += 1;
+                    return Err(self.error("unexpected end of input inside a string"));
+                }
+            }
+            match self.peek() {
+                Some(b'\\') => continue,
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => {}
+            }
             let run = self.pos;
             self.pos = casebook_canon::scan::string_special(self.bytes, self.pos);
             out.push_str(&self.text[run..self.pos]);
@@ -326,7 +382,7 @@ impl<'a> Parser<'a, '_> {
                     self.pos += 1;
                     return Ok(());
                 }
-                Some(b'\\') => self.escape(out)?,
+                Some(b'\\') => {}
                 Some(b) => return Err(self.control_error(b)),
             }
         }
@@ -340,54 +396,36 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
-    fn escape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
-        self.pos += 1; // backslash
-        let c = match self.peek() {
-            Some(b'"') => '"',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                self.pos += 1;
-                let first = self.hex4()?;
-                let c = if (0xD800..0xDC00).contains(&first) {
-                    if !self.bytes[self.pos..].starts_with(b"\\u") {
-                        return Err(self.error("unpaired surrogate in `\\u` escape"));
-                    }
-                    self.pos += 2;
-                    let second = self.hex4()?;
-                    if !(0xDC00..0xE000).contains(&second) {
-                        return Err(self.error("unpaired surrogate in `\\u` escape"));
-                    }
-                    0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-                } else {
-                    first
-                };
-                let c = char::from_u32(c).ok_or_else(|| self.error("unpaired surrogate in `\\u` escape"))?;
-                out.push(c);
-                return Ok(());
+    /// The character of a `\u` escape whose four digits start at `pos` (with the second half of
+    /// a surrogate pair when it is one).
+    fn unicode_escape(&mut self) -> Result<char, SyntaxError> {
+        let first = self.hex4()?;
+        let c = if (0xD800..0xDC00).contains(&first) {
+            if !self.bytes[self.pos..].starts_with(b"\\u") {
+                return Err(self.error("unpaired surrogate in `\\u` escape"));
             }
-            None => return Err(self.error("unexpected end of input inside a string")),
-            Some(_) => return Err(self.error("invalid escape sequence")),
+            self.pos += 2;
+            let second = self.hex4()?;
+            if !(0xDC00..0xE000).contains(&second) {
+                return Err(self.error("unpaired surrogate in `\\u` escape"));
+            }
+            0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+        } else {
+            first
         };
-        out.push(c);
-        self.pos += 1;
-        Ok(())
+        char::from_u32(c).ok_or_else(|| self.error("unpaired surrogate in `\\u` escape"))
     }
 
     fn hex4(&mut self) -> Result<u32, SyntaxError> {
-        let digits = self.bytes.get(self.pos..self.pos + 4).ok_or_else(|| self.error("truncated `\\u` escape"))?;
-        let mut value = 0;
-        for &d in digits {
-            let v = (d as char).to_digit(16).ok_or_else(|| self.error("invalid `\\u` escape"))?;
-            value = value * 16 + v;
+        let Some(&[a, b, c, d]) = self.bytes.get(self.pos..self.pos + 4) else {
+            return Err(self.error("truncated `\\u` escape"));
+        };
+        let digits = [HEX[usize::from(a)], HEX[usize::from(b)], HEX[usize::from(c)], HEX[usize::from(d)]];
+        if (digits[0] | digits[1] | digits[2] | digits[3]) & 0x80 != 0 {
+            return Err(self.error("invalid `\\u` escape"));
         }
         self.pos += 4;
-        Ok(value)
+        Ok(digits.iter().fold(0, |value, &digit| value << 4 | u32::from(digit)))
     }
 
     fn number(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
@@ -471,5 +509,65 @@ mod tests {
         let node = parse(r#""\ud83d\ude00""#).unwrap();
         assert_eq!(node.value, NodeValue::String("😀".into()));
         assert!(parse(r#""\ud83d""#).is_err());
+    }
+
+    #[test]
+    fn escapes_decode_as_serde_json_decodes_them() {
+        for text in [
+            r#""\u0627\u0644\u0639\u0645\u064a\u0644 \ud83d\ude42 \u0644""#,
+            r#""\"quoted\" C:\\Users\\data \/ \b\f\n\r\t end""#,
+            r#""\u00e9\u00E9\u4e2d\uFFFF\u0000\u001f""#,
+            r#""plain then \n then plain""#,
+            r#""\\\\\\""#,
+            r#""a\u0041""#,
+        ] {
+            let expected: String = serde_json::from_str(text).unwrap();
+            assert_eq!(parse(text).unwrap().value, NodeValue::String(expected.into()), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any string, each character written as itself or as a `\u` escape (a surrogate pair
+        /// beyond U+FFFF), with the escapes JSON requires: it reads back as it was.
+        #[test]
+        fn any_mix_of_escapes_reads_back(chars in proptest::collection::vec((proptest::char::any(), 0u8..3), 0..40)) {
+            let mut text = String::from("\"");
+            for (c, how) in &chars {
+                match (c, how) {
+                    ('"', _) => text.push_str("\\\""),
+                    ('\\', _) => text.push_str("\\\\"),
+                    (c, 0) if u32::from(*c) >= 0x20 => text.push(*c),
+                    (c, _) => {
+                        let mut units = [0u16; 2];
+                        for unit in c.encode_utf16(&mut units) {
+                            text.push_str(&format!("\\u{unit:04x}"));
+                        }
+                    }
+                }
+            }
+            text.push('"');
+            let expected: String = chars.iter().map(|(c, _)| c).collect();
+            proptest::prop_assert_eq!(parse(&text).unwrap().value, NodeValue::String(expected.into()));
+        }
+    }
+
+    #[test]
+    fn escape_errors_are_located() {
+        for (text, offset, message) in [
+            (r#""ab\x""#, 4, "invalid escape sequence"),
+            (r#""\u12"#, 3, "truncated `\\u` escape"),
+            (r#""\u12g4""#, 3, "invalid `\\u` escape"),
+            (r#""\ud83d x""#, 7, "unpaired surrogate in `\\u` escape"),
+            (r#""\ud83d\u0041""#, 13, "unpaired surrogate in `\\u` escape"),
+            (r#""\ud83d\u00""#, 9, "truncated `\\u` escape"),
+            (r#""\ude00""#, 7, "unpaired surrogate in `\\u` escape"),
+            ("\"ab\\", 4, "unexpected end of input inside a string"),
+            ("\"\\u0041", 7, "unexpected end of input inside a string"),
+            ("\"\\n\\u0041\nx\"", 9, "unterminated string: a line break inside a string must be written `\\n`"),
+            ("\"\\t\u{1}\"", 3, "control character U+0001 must be escaped inside a string"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert_eq!((err.offset, err.message.as_str()), (offset, message), "{text}");
+        }
     }
 }

@@ -224,17 +224,17 @@ pub fn derived_variant(case: &Case) -> casebook_canon::Variant {
 /// of a repeated task need, for their ids). Two rows equal but for the order of their keys get
 /// different numbers; they then take different variant-derived ids all the same, so ids stay
 /// unique. `buf` is scratch space, reused from one case to the next by the caller: the text is
-/// written whole and hashed in one call (written straight into a hasher, each of `serde_json`'s
-/// many small writes paid the hasher's cost per call, a quarter of `validate`'s time).
+/// written whole and hashed in one call. The hash is an in-memory one
+/// ([`crate::ids::Hash64::Rest`]), never stored.
 pub fn rest_key(case: &Case, buf: &mut Vec<u8>) -> u64 {
+    use std::hash::Hasher;
     buf.clear();
     // Writing into a vector cannot fail, and a value that does not serialize (no case read from
     // a file holds one) still gets a number.
     let _ = serde_json::to_writer(&mut *buf, &Rest::of(case));
-    let hash = blake3::hash(buf);
-    let mut head = [0u8; 8];
-    head.copy_from_slice(&hash.as_bytes()[..8]);
-    u64::from_be_bytes(head)
+    let mut hasher = crate::ids::Hash64::Rest.hasher();
+    hasher.write(buf);
+    hasher.finish()
 }
 
 pub fn provenance(format: &str, id_derived: bool, layout: Map) -> Option<Provenance> {
