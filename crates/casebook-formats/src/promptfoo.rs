@@ -21,7 +21,8 @@
 //!   that names them, patterns included ([`TestsList`], [`standalone_tests`]): their content is
 //!   the cases', so a changed file changes the dataset. Written back, variables that still are
 //!   what their files hold are the reference again; tests read from another file are written
-//!   inline, which is told as a loss (casebook writes one file). References casebook does not
+//!   inline (casebook writes one file; promptfoo reads the same tests), which the writer tells
+//!   ([`read_from`]) but does not refuse. References casebook does not
 //!   follow are kept unread, with a warning, and written back in their place.
 //!
 //! In CSV (promptfoo's `testCaseFromCsvRow`), every column is a variable except the special
@@ -473,11 +474,6 @@ pub fn write_test(case: &Case) -> (Map, Lost) {
             "input (its variables were read from the files {reference} and have changed: they are written inline)"
         )),
         _ => {}
-    }
-    if let Some(reference) = layout.and_then(|l| l.get(FROM)) {
-        lost.push(format!(
-            "the test file {reference} it was read from (casebook writes one file: the test is written inline)"
-        ));
     }
     for (key, value) in &case.expected.extra {
         match (key.as_str(), value) {
@@ -1565,6 +1561,16 @@ fn vars_reference(layout: Option<&Map>, vars: Option<&Value>) -> Option<Result<V
         Some(_) => return Some(Err(reference.to_string())),
     };
     Some(if read == Some(vars_hash(&own).as_str()) { Ok(reference.clone()) } else { Err(reference.to_string()) })
+}
+
+/// The reference (as the configuration wrote it) to the file of tests a case was read from,
+/// which a written configuration does not keep: the test is written inline, which gives
+/// promptfoo the same test (the writer tells it, [`crate::Encoded::inlined`]).
+pub fn read_from(case: &Case) -> Option<String> {
+    match layout::layout_for(case, NAME)?.get(FROM)? {
+        Value::String(reference) => Some(reference.clone()),
+        other => Some(other.to_string()),
+    }
 }
 
 /// The references casebook kept unread before (`before`) or after a case, to write beside its

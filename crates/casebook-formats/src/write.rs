@@ -63,6 +63,10 @@ pub struct Encoded {
     pub written: usize,
     /// Seed files to write beside the output ([`SeedFiles::Write`]): path and document.
     pub seed_files: Vec<(String, Value)>,
+    /// Cases (by index in the batch) written inline that their source read from another file,
+    /// with the reference that named it (promptfoo tests read from `file://tests/*.yaml`): the
+    /// output means the same to the tool, so this is told, not refused.
+    pub inlined: Vec<(usize, String)>,
 }
 
 /// Something a format requires that a case does not have: the field, and how to give it.
@@ -277,6 +281,7 @@ impl Encoder {
         let mut out = Encoded::default();
         let mut text = String::new();
         for (i, case) in cases.iter().enumerate() {
+            let written_before = out.written;
             let lost = match (self.format, self.syntax) {
                 (Format::Casebook, Syntax::Jsonl) => {
                     if serde_json::to_writer(&mut out.bytes, case).is_ok() {
@@ -413,6 +418,9 @@ impl Encoder {
                     lost
                 }
             };
+            if out.written > written_before && self.format == Format::Promptfoo {
+                out.inlined.extend(promptfoo::read_from(case).map(|reference| (i, reference)));
+            }
             // A draft refused is told once for all of them ([`Drafts`]); what else the format
             // cannot hold is told as usual unless the conversion is lossy (nothing was dropped
             // from a case not written).

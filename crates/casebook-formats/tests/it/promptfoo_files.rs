@@ -107,12 +107,27 @@ fn tests_and_variables_in_other_files_are_read_as_promptfoo_reads_them() {
 fn writing_back_keeps_variable_files_and_says_test_files_are_inlined() {
     let dir = tempfile::tempdir().unwrap();
     let config = suite(&dir);
-    // Tests read from other files cannot be written back as references (casebook writes one
-    // file): refused, each said, unless lossy.
-    let (_, diags, written) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, false);
-    assert_eq!(written, 1, "only the inline test is written: {diags:?}");
-    let (out, _, written) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, true);
-    assert_eq!(written, 7);
+    // Tests read from other files are written inline (casebook writes one file): promptfoo
+    // reads the same tests, so nothing is refused; each reference is told once, at its first
+    // test written.
+    let (out, diags, written) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, false);
+    assert_eq!(written, 7, "{diags:?}");
+    let told: Vec<(u64, &str, &str)> = diags.iter().map(|d| (d.line, d.code.as_str(), d.message.as_str())).collect();
+    assert_eq!(
+        told,
+        [
+            (
+                7,
+                "W-inlined",
+                "the tests read from `file://tests/tests2.yaml` are written inline: `promptfoo` reads the same tests from the one file written"
+            ),
+            (
+                8,
+                "W-inlined",
+                "the tests read from `file://more/*` are written inline: `promptfoo` reads the same tests from the one file written"
+            ),
+        ]
+    );
     let back = value_of(&out, Syntax::Yaml);
     let tests = back["tests"].as_array().unwrap();
     // Written inline, the defaults left out again; the variables of the last test still as
