@@ -1301,7 +1301,7 @@ fn in_named_file<T>(
     read: impl FnOnce(&mut Cx<'_>) -> T,
 ) -> Option<T> {
     let display = file.display().to_string();
-    let text = match fs_err::read(file).map(String::from_utf8) {
+    let text = match crate::source::read_file_beside(cx.files, file).map(String::from_utf8) {
         Ok(Ok(text)) => text,
         Ok(Err(_)) => {
             let message = format!("`{}` is not UTF-8 text", casebook_model::excerpt(&display));
@@ -1309,13 +1309,14 @@ fn in_named_file<T>(
             return None;
         }
         Err(err) => {
-            let message = format!("`{}` cannot be read: {}", casebook_model::excerpt(&display), err.kind());
-            cx.report(Code::InvalidValue, node.offset, ptr, message);
+            let (message, hint) = err.explain(&casebook_model::excerpt(&display));
+            cx.report(Code::InvalidValue, node.offset, ptr, message).hint = Some(hint);
             return None;
         }
     };
     let src = crate::source::Source::new(&display, &text, 1, 0);
     let mut inner = Cx::new(&src, file.parent());
+    inner.files = cx.files;
     let result = read(&mut inner);
     if !inner.diags.is_empty() {
         let (line, column, _) = cx.src.locate(node.offset);
