@@ -1513,6 +1513,20 @@ fn with_vars_files<'s>(cx: &mut Cx<'_>, test: &Node<'s>, ptr: &Ptr<'_>) -> Resul
     let errors_before = cx.diags.iter().filter(|d| d.is_error()).count();
     let mut merged = Map::new();
     for (reference, node, at_ptr) in &references {
+        if reference.starts_with("file://") {
+            // promptfoo's `readTestFiles` resolves the reference as written, prefix included
+            // (`path.resolve(base, "file://x.yaml")` is `base/file:/x.yaml`): it finds no file
+            // and the test runs without these variables.
+            let message = format!(
+                "promptfoo reads `vars` files by their path as written, and `{}` names no file \
+                 (the `file://` prefix is not taken off here): the test runs without these variables; \
+                 casebook keeps the reference",
+                casebook_model::excerpt(reference)
+            );
+            let hint = "write the path without `file://` (`vars: vars/x.yaml`), as promptfoo reads `vars` files".into();
+            kept_reference(cx, node, at_ptr, message, hint);
+            continue;
+        }
         let Some(files) = named_files(cx, node, at_ptr, reference, "variables") else { continue };
         for file in files {
             let read = in_named_file(cx, node, at_ptr, &file, |inner| {

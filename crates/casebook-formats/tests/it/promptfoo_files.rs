@@ -257,3 +257,43 @@ fn a_default_scoring_function_goes_to_tests_without_their_own() {
         json!([{"vars": {"q": "a"}}, {"vars": {"q": "b"}, "assertScoringFunction": "file://score.js"}])
     );
 }
+
+/// `vars` naming files, as promptfoo's `readTestFiles` reads them: the path as written, relative
+/// to the file the test is in (the configuration, or the tests file that holds it), patterns
+/// matched in sorted order, later files' variables over earlier ones'; a `file://` prefix is
+/// not taken off there, so `vars: file://x.yaml` names no file and promptfoo runs the test with
+/// no variables: the case has none, and the reference is kept with a warning at it.
+#[test]
+fn vars_files_are_read_as_read_test_files_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["vars", "tests", "tests/vars"] {
+        fs_err::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    temp_file(&dir, "vars/x.yaml", b"q: from the configuration's folder\n");
+    temp_file(&dir, "tests/vars/x.yaml", b"q: from the tests file's folder\n");
+    temp_file(&dir, "tests/t.yaml", b"- vars: vars/x.yaml\n");
+    let config = temp_file(
+        &dir,
+        "promptfooconfig.yaml",
+        b"tests:\n  - vars: vars/x.yaml\n  - file://tests/t.yaml\n  - vars: file://vars/x.yaml\n",
+    );
+    let ((out, diags), _) = convert_with(&config, None, Format::Casebook, Syntax::Jsonl, None, None);
+    let at: Vec<(u64, u64, &str, &str)> =
+        diags.iter().map(|d| (d.line, d.column, d.code.as_str(), d.pointer.as_str())).collect();
+    assert_eq!(at, [(4, 11, "W-file-var", "/tests/2/vars")], "{diags:?}");
+    assert!(diags[0].message.contains("`file://vars/x.yaml` names no file"), "{diags:?}");
+    let cases = cases_of(&out);
+    let inputs: Vec<&Value> = cases.as_array().unwrap().iter().map(|c| &c["input"]).collect();
+    assert_eq!(
+        inputs,
+        [
+            // One variable of text: the input is that text.
+            &json!("from the configuration's folder"),
+            &json!("from the tests file's folder"),
+            &json!({}),
+        ]
+    );
+    // Written back, the reference is where it was.
+    let (out, _, _) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, false);
+    assert_eq!(value_of(&out, Syntax::Yaml)["tests"][2], json!({"vars": "file://vars/x.yaml"}));
+}
