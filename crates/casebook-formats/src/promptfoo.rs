@@ -1104,6 +1104,10 @@ const VARS_READ: &str = "vars_read";
 /// Where a case notes the references casebook kept, unread, just before it (or after it, for
 /// those at the end of the list) in the configuration's `tests`.
 const REFS_BEFORE: &str = "refs_before";
+/// Where a configuration's layout keeps every reference casebook kept unread in its `tests`, in
+/// order: those whose neighbouring case is not written (filtered out, removed) are written at
+/// the end of `tests` ([`unwritten_references`]).
+pub const KEPT_REFS: &str = "kept_refs";
 const REFS_AFTER: &str = "refs_after";
 
 /// The items of a configuration's `tests` list, read in order. An item is a test or a string
@@ -1115,6 +1119,9 @@ const REFS_AFTER: &str = "refs_after";
 #[derive(Default)]
 pub struct TestsList {
     pending: Vec<Value>,
+    /// Every reference kept, in order: the dataset keeps them too ([`KEPT_REFS`]), so that
+    /// one whose neighbouring case is filtered out or removed is still written.
+    all: Vec<Value>,
 }
 
 impl TestsList {
@@ -1132,6 +1139,7 @@ impl TestsList {
                 Some(cases) => cases,
                 None => {
                     self.pending.push(json!(reference));
+                    self.all.push(json!(reference));
                     Vec::new()
                 }
             },
@@ -1139,7 +1147,9 @@ impl TestsList {
                 match path.and_then(|p| tests_files(cx, p, &ptr.key("path"), reference, defaults, true)) {
                     Some(cases) => cases,
                     None => {
-                        self.pending.extend(cx.json(node, ptr));
+                        let kept = cx.json(node, ptr);
+                        self.all.extend(kept.clone());
+                        self.pending.extend(kept);
                         Vec::new()
                     }
                 }
@@ -1158,13 +1168,24 @@ impl TestsList {
     }
 
     /// Ends the list: references after its last case are kept with that case, when there is
-    /// one to keep them (else they are told to be left out of what is written).
-    pub fn finish(self, cx: &mut Cx<'_>, last: Option<&mut Case>, at: usize, ptr: &Ptr<'_>) {
+    /// one to keep them (else they are told to be left out of what is written). Returns every
+    /// reference kept, for the dataset's layout ([`KEPT_REFS`]).
+    /// `dataset_keeps`: the caller keeps them in the dataset's layout (a whole document read at
+    /// once; a long one read as it goes has written its header already).
+    pub fn finish(
+        self,
+        cx: &mut Cx<'_>,
+        last: Option<&mut Case>,
+        at: usize,
+        ptr: &Ptr<'_>,
+        dataset_keeps: bool,
+    ) -> Vec<Value> {
         if self.pending.is_empty() {
-            return;
+            return self.all;
         }
         match last {
             Some(case) => note(case, REFS_AFTER, Value::Array(self.pending)),
+            None if dataset_keeps => {}
             None => {
                 cx.report(
                     Code::Dropped,
@@ -1175,6 +1196,7 @@ impl TestsList {
                 .hint = Some("put a test after them, or write them into the configuration".into());
             }
         }
+        self.all
     }
 }
 
@@ -1596,6 +1618,23 @@ pub fn kept_references(case: &Case, before: bool) -> Vec<Value> {
         Some(Value::Array(list)) => list.clone(),
         _ => Vec::new(),
     }
+}
+
+/// The references of a configuration's layout ([`KEPT_REFS`]) that no written case carried
+/// beside it (`written`, in the order they were written), in their order.
+pub fn unwritten_references(layout: Option<&Map>, written: &[Value]) -> Vec<Value> {
+    let Some(Value::Array(all)) = layout.and_then(|l| l.get(KEPT_REFS)) else { return Vec::new() };
+    let mut written: Vec<&Value> = written.iter().collect();
+    all.iter()
+        .filter(|reference| match written.iter().position(|w| w == reference) {
+            Some(i) => {
+                written.remove(i);
+                false
+            }
+            None => true,
+        })
+        .cloned()
+        .collect()
 }
 
 /// Notes the references kept beside a case as lost, for a file that is a list of tests alone

@@ -1455,7 +1455,8 @@ fn streamed_document<'t, W>(
     if format == Format::Promptfoo {
         // References at the end of the list stay with the last case still at hand.
         let at = src.text.len().saturating_sub(1);
-        tests.finish(&mut cx, batch.cases.last_mut(), at, &Ptr::ROOT.key("tests"));
+        // The header went out first: the references stay with the cases only.
+        tests.finish(&mut cx, batch.cases.last_mut(), at, &Ptr::ROOT.key("tests"), false);
     }
     match result {
         Ok(root) => {

@@ -534,3 +534,40 @@ fn tests_from_other_files_convert_to_promptfoo_inline_with_a_note() {
     let codes: Vec<&str> = said.iter().map(|d| d["code"].as_str().unwrap()).collect();
     assert_eq!(codes, ["W-inlined"], "{json:?}");
 }
+
+/// A reference casebook keeps unread (`W-file-var`: a pattern matching no file) rides beside
+/// its neighbouring test, and is kept by the dataset too: exported with `--where` selecting
+/// none of its neighbours, the configuration still names it (at the end of `tests`). The
+/// configuration is of our own, in the shape of promptfoo's "Import tests from separate files"
+/// guide.
+#[test]
+fn a_kept_reference_survives_its_neighbours_being_filtered_out() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    let config = dir.file(
+        "suite/promptfooconfig.yaml",
+        "prompts: [file://prompt.txt]\ntests:\n  - vars: {q: one}\n  - file://missing/*.yaml\n  - vars: {q: two}\n  - vars: {q: three}\n",
+    );
+    run(cb(&dir).args(["import", "--dataset", "suite"]).arg(&config)).expect_status(0);
+    let out = run(cb(&dir).args([
+        "export",
+        "suite",
+        "--where",
+        "input == \"three\"",
+        "--to",
+        "promptfoo",
+        "--syntax",
+        "yaml",
+        "-q",
+    ]));
+    out.expect_status(0);
+    let back = value(&out.stdout, "yaml");
+    assert_eq!(back["tests"], json!([{"vars": {"q": "three"}}, "file://missing/*.yaml"]), "{}", out.stdout);
+    // Unfiltered, it is where it was, once.
+    let all = run(cb(&dir).args(["export", "suite", "--to", "promptfoo", "--syntax", "yaml", "-q"]));
+    all.expect_status(0);
+    assert_eq!(
+        value(&all.stdout, "yaml")["tests"],
+        json!([{"vars": {"q": "one"}}, "file://missing/*.yaml", {"vars": {"q": "two"}}, {"vars": {"q": "three"}}])
+    );
+}
