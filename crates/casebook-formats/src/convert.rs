@@ -57,6 +57,8 @@ struct Converter<'a, 'w> {
     /// Draft cases refused, and where the first one is.
     drafts: Drafts,
     first_draft: Option<(String, crate::read::Loc)>,
+    /// The references to other files whose content was written inline, told once each.
+    inlined: std::collections::HashSet<String>,
 }
 
 impl Consumer<Encoded> for Converter<'_, '_> {
@@ -127,6 +129,28 @@ impl Consumer<Encoded> for Converter<'_, '_> {
                 pointer: String::new(),
                 hint: (!lossy)
                     .then(|| "convert to a format that holds these fields, or pass `--lossy` to drop them".into()),
+                case: None,
+                line_offset: Some(loc.line_offset),
+            });
+        }
+        for (i, reference) in &encoded.inlined {
+            if !self.inlined.insert(reference.clone()) {
+                continue;
+            }
+            let loc = batch.locs[*i];
+            let shown = casebook_model::excerpt(reference);
+            batch.diagnostics.push(Diagnostic {
+                severity: Code::Inlined.severity(),
+                code: Code::Inlined,
+                message: format!(
+                    "the tests read from `{shown}` are written inline: `{}` reads the same tests from the one file written",
+                    self.target.format
+                ),
+                file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
+                line: loc.line,
+                column: loc.column,
+                pointer: String::new(),
+                hint: Some(format!("to keep them apart, name `{shown}` in the written configuration's `tests` again")),
                 case: None,
                 line_offset: Some(loc.line_offset),
             });
@@ -208,6 +232,7 @@ pub fn convert<'w>(
         final_header: None,
         drafts: Drafts::default(),
         first_draft: None,
+        inlined: Default::default(),
     };
     read(input, opts, &work, &mut converter)?;
     if let Some(err) = converter.io_error.take() {

@@ -210,7 +210,11 @@ pub fn read(
             }
         });
     }
-    with_ptr(list_ptr, |p| tests.finish(cx, cases.last_mut().map(|(case, _)| case), list_offset, p));
+    let mut kept = Vec::new();
+    with_ptr(list_ptr, |p| kept = tests.finish(cx, cases.last_mut().map(|(case, _)| case), list_offset, p, true));
+    if let (false, Some(provenance)) = (kept.is_empty(), header.provenance.as_mut()) {
+        provenance.layout.insert(promptfoo::KEPT_REFS.into(), Value::Array(kept));
+    }
     if list.is_empty() && streamed.unwrap_or(0) == 0 {
         let (code, message, hint) = match format {
             Format::AgentHealth => (

@@ -209,9 +209,19 @@ pub(crate) fn read_beside(
     }
     #[cfg(test)]
     tests::FILES_READ.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(resolved.clone());
-    let text = match fs_err::read_to_string(&resolved) {
+    let read = crate::source::read_file_beside(cx.files, &resolved).and_then(|bytes| {
+        String::from_utf8(bytes).map_err(|_| {
+            crate::source::BesideError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8"))
+        })
+    });
+    let text = match read {
         Ok(text) => text,
-        Err(err) => {
+        Err(too_much @ (crate::source::BesideError::TooLarge(_) | crate::source::BesideError::OverTotal)) => {
+            let (message, hint) = too_much.explain(&casebook_model::excerpt(path));
+            cx.report(Code::InvalidValue, node.offset, ptr, format!("{what} {message}")).hint = Some(hint);
+            return None;
+        }
+        Err(crate::source::BesideError::Io(err)) => {
             let d = cx.report(
                 kind.missing,
                 node.offset,

@@ -21,7 +21,8 @@
 //!   that names them, patterns included ([`TestsList`], [`standalone_tests`]): their content is
 //!   the cases', so a changed file changes the dataset. Written back, variables that still are
 //!   what their files hold are the reference again; tests read from another file are written
-//!   inline, which is told as a loss (casebook writes one file). References casebook does not
+//!   inline (casebook writes one file; promptfoo reads the same tests), which the writer tells
+//!   ([`read_from`]) but does not refuse. References casebook does not
 //!   follow are kept unread, with a warning, and written back in their place.
 //!
 //! In CSV (promptfoo's `testCaseFromCsvRow`), every column is a variable except the special
@@ -473,11 +474,6 @@ pub fn write_test(case: &Case) -> (Map, Lost) {
             "input (its variables were read from the files {reference} and have changed: they are written inline)"
         )),
         _ => {}
-    }
-    if let Some(reference) = layout.and_then(|l| l.get(FROM)) {
-        lost.push(format!(
-            "the test file {reference} it was read from (casebook writes one file: the test is written inline)"
-        ));
     }
     for (key, value) in &case.expected.extra {
         match (key.as_str(), value) {
@@ -1108,6 +1104,10 @@ const VARS_READ: &str = "vars_read";
 /// Where a case notes the references casebook kept, unread, just before it (or after it, for
 /// those at the end of the list) in the configuration's `tests`.
 const REFS_BEFORE: &str = "refs_before";
+/// Where a configuration's layout keeps every reference casebook kept unread in its `tests`, in
+/// order: those whose neighbouring case is not written (filtered out, removed) are written at
+/// the end of `tests` ([`unwritten_references`]).
+pub const KEPT_REFS: &str = "kept_refs";
 const REFS_AFTER: &str = "refs_after";
 
 /// The items of a configuration's `tests` list, read in order. An item is a test or a string
@@ -1119,6 +1119,9 @@ const REFS_AFTER: &str = "refs_after";
 #[derive(Default)]
 pub struct TestsList {
     pending: Vec<Value>,
+    /// Every reference kept, in order: the dataset keeps them too ([`KEPT_REFS`]), so that
+    /// one whose neighbouring case is filtered out or removed is still written.
+    all: Vec<Value>,
 }
 
 impl TestsList {
@@ -1136,6 +1139,7 @@ impl TestsList {
                 Some(cases) => cases,
                 None => {
                     self.pending.push(json!(reference));
+                    self.all.push(json!(reference));
                     Vec::new()
                 }
             },
@@ -1143,7 +1147,9 @@ impl TestsList {
                 match path.and_then(|p| tests_files(cx, p, &ptr.key("path"), reference, defaults, true)) {
                     Some(cases) => cases,
                     None => {
-                        self.pending.extend(cx.json(node, ptr));
+                        let kept = cx.json(node, ptr);
+                        self.all.extend(kept.clone());
+                        self.pending.extend(kept);
                         Vec::new()
                     }
                 }
@@ -1162,13 +1168,24 @@ impl TestsList {
     }
 
     /// Ends the list: references after its last case are kept with that case, when there is
-    /// one to keep them (else they are told to be left out of what is written).
-    pub fn finish(self, cx: &mut Cx<'_>, last: Option<&mut Case>, at: usize, ptr: &Ptr<'_>) {
+    /// one to keep them (else they are told to be left out of what is written). Returns every
+    /// reference kept, for the dataset's layout ([`KEPT_REFS`]).
+    /// `dataset_keeps`: the caller keeps them in the dataset's layout (a whole document read at
+    /// once; a long one read as it goes has written its header already).
+    pub fn finish(
+        self,
+        cx: &mut Cx<'_>,
+        last: Option<&mut Case>,
+        at: usize,
+        ptr: &Ptr<'_>,
+        dataset_keeps: bool,
+    ) -> Vec<Value> {
         if self.pending.is_empty() {
-            return;
+            return self.all;
         }
         match last {
             Some(case) => note(case, REFS_AFTER, Value::Array(self.pending)),
+            None if dataset_keeps => {}
             None => {
                 cx.report(
                     Code::Dropped,
@@ -1179,6 +1196,7 @@ impl TestsList {
                 .hint = Some("put a test after them, or write them into the configuration".into());
             }
         }
+        self.all
     }
 }
 
@@ -1305,7 +1323,7 @@ fn in_named_file<T>(
     read: impl FnOnce(&mut Cx<'_>) -> T,
 ) -> Option<T> {
     let display = file.display().to_string();
-    let text = match fs_err::read(file).map(String::from_utf8) {
+    let text = match crate::source::read_file_beside(cx.files, file).map(String::from_utf8) {
         Ok(Ok(text)) => text,
         Ok(Err(_)) => {
             let message = format!("`{}` is not UTF-8 text", casebook_model::excerpt(&display));
@@ -1313,13 +1331,14 @@ fn in_named_file<T>(
             return None;
         }
         Err(err) => {
-            let message = format!("`{}` cannot be read: {}", casebook_model::excerpt(&display), err.kind());
-            cx.report(Code::InvalidValue, node.offset, ptr, message);
+            let (message, hint) = err.explain(&casebook_model::excerpt(&display));
+            cx.report(Code::InvalidValue, node.offset, ptr, message).hint = Some(hint);
             return None;
         }
     };
     let src = crate::source::Source::new(&display, &text, 1, 0);
     let mut inner = Cx::new(&src, file.parent());
+    inner.files = cx.files;
     let result = read(&mut inner);
     if !inner.diags.is_empty() {
         let (line, column, _) = cx.src.locate(node.offset);
@@ -1516,6 +1535,20 @@ fn with_vars_files<'s>(cx: &mut Cx<'_>, test: &Node<'s>, ptr: &Ptr<'_>) -> Resul
     let errors_before = cx.diags.iter().filter(|d| d.is_error()).count();
     let mut merged = Map::new();
     for (reference, node, at_ptr) in &references {
+        if reference.starts_with("file://") {
+            // promptfoo's `readTestFiles` resolves the reference as written, prefix included
+            // (`path.resolve(base, "file://x.yaml")` is `base/file:/x.yaml`): it finds no file
+            // and the test runs without these variables.
+            let message = format!(
+                "promptfoo reads `vars` files by their path as written, and `{}` names no file \
+                 (the `file://` prefix is not taken off here): the test runs without these variables; \
+                 casebook keeps the reference",
+                casebook_model::excerpt(reference)
+            );
+            let hint = "write the path without `file://` (`vars: vars/x.yaml`), as promptfoo reads `vars` files".into();
+            kept_reference(cx, node, at_ptr, message, hint);
+            continue;
+        }
         let Some(files) = named_files(cx, node, at_ptr, reference, "variables") else { continue };
         for file in files {
             let read = in_named_file(cx, node, at_ptr, &file, |inner| {
@@ -1567,6 +1600,16 @@ fn vars_reference(layout: Option<&Map>, vars: Option<&Value>) -> Option<Result<V
     Some(if read == Some(vars_hash(&own).as_str()) { Ok(reference.clone()) } else { Err(reference.to_string()) })
 }
 
+/// The reference (as the configuration wrote it) to the file of tests a case was read from,
+/// which a written configuration does not keep: the test is written inline, which gives
+/// promptfoo the same test (the writer tells it, [`crate::Encoded::inlined`]).
+pub fn read_from(case: &Case) -> Option<String> {
+    match layout::layout_for(case, NAME)?.get(FROM)? {
+        Value::String(reference) => Some(reference.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
 /// The references casebook kept unread before (`before`) or after a case, to write beside its
 /// test.
 pub fn kept_references(case: &Case, before: bool) -> Vec<Value> {
@@ -1575,6 +1618,23 @@ pub fn kept_references(case: &Case, before: bool) -> Vec<Value> {
         Some(Value::Array(list)) => list.clone(),
         _ => Vec::new(),
     }
+}
+
+/// The references of a configuration's layout ([`KEPT_REFS`]) that no written case carried
+/// beside it (`written`, in the order they were written), in their order.
+pub fn unwritten_references(layout: Option<&Map>, written: &[Value]) -> Vec<Value> {
+    let Some(Value::Array(all)) = layout.and_then(|l| l.get(KEPT_REFS)) else { return Vec::new() };
+    let mut written: Vec<&Value> = written.iter().collect();
+    all.iter()
+        .filter(|reference| match written.iter().position(|w| w == reference) {
+            Some(i) => {
+                written.remove(i);
+                false
+            }
+            None => true,
+        })
+        .cloned()
+        .collect()
 }
 
 /// Notes the references kept beside a case as lost, for a file that is a list of tests alone

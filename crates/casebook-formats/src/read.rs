@@ -1105,8 +1105,11 @@ fn document<W>(
     };
     let src = Source::new(file, text, 1, base as u64);
     let base_dir = input.path.as_deref().and_then(Path::parent);
+    // The files the document names beside it, counted for the whole read.
+    let files = FileCache::default();
     let mut cx = Cx::new(&src, base_dir);
-    let parsed = match streamed_document(state, input, opts, syntax, &src, base_dir)? {
+    cx.files = Some(&files);
+    let parsed = match streamed_document(state, input, opts, syntax, &src, base_dir, &files)? {
         Streaming::Done => return Ok(()),
         Streaming::Parsed(result) => result,
     };
@@ -1343,6 +1346,7 @@ fn streamed_document<'t, W>(
     syntax: Syntax,
     src: &Source<'t>,
     base_dir: Option<&Path>,
+    files: &FileCache,
 ) -> Result<Streaming<'t>, ReadError> {
     let long = src.text.len() >= opts.stream_from.unwrap_or(STREAM_FROM);
     let paths: Vec<&'static [&'static str]> = STREAMED
@@ -1363,6 +1367,7 @@ fn streamed_document<'t, W>(
     // A root list whose format its first item tells: the document so far, until that item.
     let mut deferred: Option<crate::node::Node<'t>> = None;
     let mut cx = Cx::new(src, base_dir);
+    cx.files = Some(files);
     let mut batch = Batch::default();
     let mut stopped = false;
     // A promptfoo configuration's `defaultTest`, when it comes before the tests, and its tests
@@ -1450,7 +1455,8 @@ fn streamed_document<'t, W>(
     if format == Format::Promptfoo {
         // References at the end of the list stay with the last case still at hand.
         let at = src.text.len().saturating_sub(1);
-        tests.finish(&mut cx, batch.cases.last_mut(), at, &Ptr::ROOT.key("tests"));
+        // The header went out first: the references stay with the cases only.
+        tests.finish(&mut cx, batch.cases.last_mut(), at, &Ptr::ROOT.key("tests"), false);
     }
     match result {
         Ok(root) => {

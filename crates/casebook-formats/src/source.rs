@@ -93,6 +93,79 @@ pub struct FileCache {
     reading: std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, std::sync::Arc<std::sync::Mutex<()>>>>,
     /// Bytes of text of the files kept.
     kept: std::sync::atomic::AtomicUsize,
+    /// Bytes of files beside the dataset this read has read from disk ([`read_file_beside`]).
+    read: std::sync::atomic::AtomicU64,
+}
+
+/// The most bytes casebook reads of one file a dataset names beside it (seed, snapshot and
+/// promptfoo test and variable files): a larger one is refused, not read.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+/// The most bytes of such files one read of a dataset reads in all.
+pub const MAX_FILES_BYTES: u64 = 1 << 30;
+
+/// Why a file beside the dataset was not read ([`read_file_beside`]).
+#[derive(Debug)]
+pub enum BesideError {
+    Io(std::io::Error),
+    /// The file holds more than [`MAX_FILE_BYTES`] (its size, or what was read of it).
+    TooLarge(u64),
+    /// Reading it would take the read's files past [`MAX_FILES_BYTES`].
+    OverTotal,
+}
+
+impl BesideError {
+    /// The message and hint for the place that names the file shown as `shown`.
+    pub fn explain(&self, shown: &str) -> (String, String) {
+        let mib = |bytes: u64| bytes >> 20;
+        match self {
+            Self::Io(err) => {
+                (format!("`{shown}` cannot be read: {}", err.kind()), "check the path and its permissions".into())
+            }
+            Self::TooLarge(size) => (
+                format!("`{shown}` is too large to read ({} MiB or more)", mib(*size).max(1)),
+                format!(
+                    "casebook reads at most {} MiB of a file a dataset names; split it into smaller files",
+                    mib(MAX_FILE_BYTES)
+                ),
+            ),
+            Self::OverTotal => (
+                format!("`{shown}` is not read: the files this dataset names hold more than casebook reads at once"),
+                format!(
+                    "casebook reads at most {} MiB of the files one dataset names; name fewer or smaller files, or split the dataset",
+                    mib(MAX_FILES_BYTES)
+                ),
+            ),
+        }
+    }
+}
+
+/// Reads a file a dataset names beside it, bounded: one larger than [`MAX_FILE_BYTES`] is
+/// refused before it is read (and a file that grows while read, past it), and `files` (the
+/// read's) counts the bytes read against [`MAX_FILES_BYTES`] for the whole read.
+pub fn read_file_beside(files: Option<&FileCache>, path: &Path) -> Result<Vec<u8>, BesideError> {
+    use std::io::Read as _;
+    use std::sync::atomic::Ordering;
+    let file = fs_err::File::open(path).map_err(BesideError::Io)?;
+    let size = file.metadata().map_err(BesideError::Io)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(BesideError::TooLarge(size));
+    }
+    let spend = |bytes: u64| match files {
+        Some(files) if files.read.fetch_add(bytes, Ordering::Relaxed).saturating_add(bytes) > MAX_FILES_BYTES => {
+            Err(BesideError::OverTotal)
+        }
+        _ => Ok(()),
+    };
+    spend(size)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(BesideError::Io)?;
+    let len = bytes.len() as u64;
+    if len > MAX_FILE_BYTES {
+        return Err(BesideError::TooLarge(len));
+    }
+    // A file that grew since its size was taken (a file without a size: a pipe).
+    spend(len.saturating_sub(size))?;
+    Ok(bytes)
 }
 
 impl FileCache {

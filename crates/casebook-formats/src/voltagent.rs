@@ -13,6 +13,9 @@ use crate::source::{Cx, Fields};
 pub const NAME: &str = "voltagent";
 const KNOWN: &[&str] = &["id", "name", "input", "expected", "extra"];
 const ACCEPTABLE: &str = "acceptableAnswers";
+/// Where an item's layout notes the place of `acceptableAnswers` among `extra`'s keys, when it
+/// was not the first.
+const ACCEPTABLE_AT: &str = "acceptable_at";
 
 pub fn read_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     let entries = cx.object(node, ptr)?;
@@ -36,7 +39,12 @@ pub fn read_item(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
         ..Expectations::default()
     };
     let mut extra = f.take("extra").and_then(|n| cx.map(n, &ptr.key("extra")));
+    // Its place among `extra`'s keys, for the writer (first, where it goes by default, is not noted).
+    let place = extra.as_ref().and_then(|e| e.keys().position(|k| k == ACCEPTABLE)).filter(|&i| i > 0);
     if let Some(answers) = extra.as_mut().and_then(|e| e.shift_remove(ACCEPTABLE)) {
+        if let Some(place) = place {
+            layout.insert(ACCEPTABLE_AT.into(), json!(place));
+        }
         match answers {
             Value::Array(items) => expected.acceptable = Some(items),
             _ => {
@@ -93,13 +101,13 @@ pub fn write_item(case: &Case) -> (Map, Lost) {
     }
     let (top, mut extra) = layout::unlift(case.metadata.as_ref(), layout);
     if let Some(acceptable) = &case.expected.acceptable {
-        // First in `extra`, where VoltAgent's documentation writes it: where the source had it
-        // is not kept (the case would differ by the order of its keys, which its content id
-        // does not see).
-        let mut first = Map::new();
-        first.insert(ACCEPTABLE.into(), Value::Array(acceptable.clone()));
-        first.extend(extra.take().into_iter().flatten().filter(|(k, _)| k != ACCEPTABLE));
-        extra = Some(first);
+        // Where the item had it among `extra`'s keys; first (where VoltAgent's documentation
+        // writes it) for an item that had it first or came from another format.
+        let mut map: Map = extra.take().into_iter().flatten().filter(|(k, _)| k != ACCEPTABLE).collect();
+        let place = layout.and_then(|l| l.get(ACCEPTABLE_AT)).and_then(Value::as_u64);
+        let place = place.and_then(|p| usize::try_from(p).ok()).unwrap_or(0).min(map.len());
+        map.shift_insert(place, ACCEPTABLE.into(), Value::Array(acceptable.clone()));
+        extra = Some(map);
     }
     if let Some(labels) = &case.labels {
         // VoltAgent keeps item tags in `extra` by convention.

@@ -63,6 +63,13 @@ pub struct Encoded {
     pub written: usize,
     /// Seed files to write beside the output ([`SeedFiles::Write`]): path and document.
     pub seed_files: Vec<(String, Value)>,
+    /// Cases (by index in the batch) written inline that their source read from another file,
+    /// with the reference that named it (promptfoo tests read from `file://tests/*.yaml`): the
+    /// output means the same to the tool, so this is told, not refused.
+    pub inlined: Vec<(usize, String)>,
+    /// References to files of tests a promptfoo configuration kept unread, written beside the
+    /// cases of this batch ([`promptfoo::unwritten_references`] tells the others).
+    pub refs: Vec<Value>,
 }
 
 /// Something a format requires that a case does not have: the field, and how to give it.
@@ -172,6 +179,8 @@ pub struct Encoder {
     /// The `defaultTest` of a promptfoo configuration written around the tests, which each
     /// test then leaves out ([`promptfoo::strip_defaults`]).
     defaults: Option<Map>,
+    /// The output is a promptfoo configuration around its list of tests.
+    configuration: bool,
 }
 
 impl Encoder {
@@ -198,6 +207,7 @@ impl Encoder {
             relinked: Mutex::new(HashMap::new()),
             apart: None,
             defaults: None,
+            configuration: false,
         };
         encoder.skeleton(header, false);
         encoder
@@ -277,6 +287,7 @@ impl Encoder {
         let mut out = Encoded::default();
         let mut text = String::new();
         for (i, case) in cases.iter().enumerate() {
+            let written_before = out.written;
             let lost = match (self.format, self.syntax) {
                 (Format::Casebook, Syntax::Jsonl) => {
                     if serde_json::to_writer(&mut out.bytes, case).is_ok() {
@@ -399,10 +410,12 @@ impl Encoder {
                         };
                         for reference in kept(true) {
                             self.document_item(&mut text, &reference);
+                            out.refs.push(reference);
                         }
                         self.document_item(&mut text, &Value::Object(item));
                         for reference in kept(false) {
                             self.document_item(&mut text, &reference);
+                            out.refs.push(reference);
                         }
                         out.bytes.extend_from_slice(text.as_bytes());
                         out.written += 1;
@@ -413,6 +426,9 @@ impl Encoder {
                     lost
                 }
             };
+            if out.written > written_before && self.format == Format::Promptfoo {
+                out.inlined.extend(promptfoo::read_from(case).map(|reference| (i, reference)));
+            }
             // A draft refused is told once for all of them ([`Drafts`]); what else the format
             // cannot hold is told as usual unless the conversion is lossy (nothing was dropped
             // from a case not written).
@@ -559,20 +575,7 @@ impl Encoder {
 
     /// One list item of a document, with what separates it from the previous one.
     fn document_item(&self, out: &mut String, item: &Value) {
-        match self.apart.as_ref().map_or(self.syntax, |(_, _, syntax)| *syntax) {
-            Syntax::Yaml => yaml_out::sequence(out, std::slice::from_ref(item), self.indent),
-            _ => {
-                out.push_str(",\n");
-                let pretty = serde_json::to_string_pretty(item).unwrap_or_default();
-                for (i, line) in pretty.lines().enumerate() {
-                    if i > 0 {
-                        out.push('\n');
-                    }
-                    out.extend(std::iter::repeat_n(' ', self.indent));
-                    out.push_str(line);
-                }
-            }
-        }
+        list_item(out, item, self.apart.as_ref().map_or(self.syntax, |(_, _, syntax)| *syntax), self.indent);
     }
 
     /// Builds the text around the list of cases from the dataset header.
@@ -662,6 +665,7 @@ impl Encoder {
             Format::Promptfoo => match doc_layout.and_then(|l| l.get("document")) {
                 Some(Value::Object(document)) if matches!(self.syntax, Syntax::Yaml | Syntax::Json) => {
                     self.defaults = document.get("defaultTest").and_then(Value::as_object).cloned();
+                    self.configuration = true;
                     let mut d = Map::new();
                     if let Some(v) = &header.description {
                         d.insert("description".into(), json!(v));
@@ -732,6 +736,25 @@ impl Encoder {
             self.indent = key_indent + 2;
             self.prologue = text[..at].to_owned() + "[";
             self.epilogue = format!("\n{}]", " ".repeat(key_indent)) + &text[(at + quoted.len()).min(text.len())..];
+        }
+    }
+}
+
+/// One item of the list of cases in a document of `syntax`, indented by `indent`, with what
+/// separates it from the previous one.
+fn list_item(out: &mut String, item: &Value, syntax: Syntax, indent: usize) {
+    match syntax {
+        Syntax::Yaml => yaml_out::sequence(out, std::slice::from_ref(item), indent),
+        _ => {
+            out.push_str(",\n");
+            let pretty = serde_json::to_string_pretty(item).unwrap_or_default();
+            for (i, line) in pretty.lines().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.extend(std::iter::repeat_n(' ', indent));
+                out.push_str(line);
+            }
         }
     }
 }
@@ -895,6 +918,10 @@ pub struct Writer<'w> {
     /// Agent Health files that held one object stay one object.
     single: Option<Vec<u8>>,
     written: u64,
+    /// A promptfoo configuration's list of tests: its indentation, and the references kept
+    /// unread that were written beside cases (the others go at its end, [`Writer::finish`]).
+    tests_list: Option<usize>,
+    refs_written: Vec<Value>,
 }
 
 impl<'w> Writer<'w> {
@@ -917,6 +944,8 @@ impl<'w> Writer<'w> {
             epilogue: encoder.epilogue.clone(),
             single: (single_object && encoder.format == Format::AgentHealth).then(Vec::new),
             written: 0,
+            tests_list: (encoder.format == Format::Promptfoo && encoder.configuration).then_some(encoder.indent),
+            refs_written: Vec::new(),
         }
     }
 
@@ -975,6 +1004,7 @@ impl<'w> Writer<'w> {
                 }
             }
         }
+        self.refs_written.extend(encoded.refs.iter().cloned());
         let mut bytes = &encoded.bytes[..];
         if encoded.written > 0 && self.written == 0 && bytes.first() == Some(&b',') {
             bytes = &bytes[1..];
@@ -997,6 +1027,19 @@ impl<'w> Writer<'w> {
     /// Returns `false` when that could not be written: the header went before the cases.
     pub fn finish(mut self, header: Option<&DatasetHeader>) -> io::Result<bool> {
         let mut kept = true;
+        if let Some(indent) = self.tests_list {
+            // References kept unread whose neighbouring cases were not written (filtered out,
+            // removed): at the end of `tests`, so that the configuration still names them.
+            let layout = self.header.provenance.as_ref().map(|p| &p.layout);
+            let unwritten = promptfoo::unwritten_references(layout, &self.refs_written);
+            if !unwritten.is_empty() {
+                let mut text = String::new();
+                for reference in &unwritten {
+                    list_item(&mut text, reference, self.syntax, indent);
+                }
+                self.write(&Encoded { bytes: text.into_bytes(), written: unwritten.len(), ..Encoded::default() })?;
+            }
+        }
         let native_jsonl = self.format == Format::Casebook && self.syntax == Syntax::Jsonl;
         if native_jsonl && self.written == 0 && self.prologue.is_empty() {
             // An empty file would read as nothing in particular: say what it is.

@@ -58,6 +58,9 @@ pub enum Code {
     /// A promptfoo variable whose value promptfoo reads from a file (`file://…`) when it runs
     /// the test, which casebook keeps as the reference.
     FileVar,
+    /// What the source read from another file is written inline (promptfoo tests read from
+    /// `file://tests/*.yaml`): the output means the same to the tool, in one file.
+    Inlined,
     EmptyDatasetAccepted,
     /// An Agent Health test case without `expectedOutcomes` (its legacy shape), which Agent
     /// Health's importer refuses.
@@ -138,6 +141,7 @@ impl Code {
             Code::SuspiciousField => "W-unknown-field",
             Code::Unexpanded => "W-unexpanded-vars",
             Code::FileVar => "W-file-var",
+            Code::Inlined => "W-inlined",
             Code::EmptyDatasetAccepted => "W-empty-dataset",
             Code::MissingOutcomes => "W-missing-outcomes",
             Code::NumberIdeal => "W-number-ideal",

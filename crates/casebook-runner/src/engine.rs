@@ -524,6 +524,7 @@ async fn converse(
     let task = &case.task;
     let session = task.session_id.clone().unwrap_or_else(|| format!("cb-{}", &job.hash[..16]));
     let mut request = AgentRequest::first(&case.id, job.run, task, seeds, session);
+    request.several_answers = crate::grade::several_right(case);
     let mut trajectory = vec![Step::Message { role: Speaker::User, content: task.input.clone(), operator: false }];
     let mut per_turn = Vec::with_capacity(1 + task.turns.as_ref().map_or(0, Vec::len));
     let later = task.turns.as_deref().unwrap_or_default();

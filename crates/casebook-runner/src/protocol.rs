@@ -128,6 +128,14 @@ pub struct AgentRequest {
     /// (also the last `tool` messages of `messages`). Left out when the reply had none.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub tool_results: Vec<ToolResult>,
+    /// Whether the task's multiple-choice question has more than one right choice (Inspect's
+    /// `multiple_correct`), so that a chat prompt asks for all of them (`ANSWER: $LETTERS`), as
+    /// Inspect's template does. The one bit of the expectations a request carries; the runner
+    /// sets it ([`crate::grade::several_right`]). Not sent to `http` and `command` agents, which
+    /// get the lettered choices and word their own prompt.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub several_answers: bool,
 }
 
 impl AgentRequest {
@@ -145,6 +153,7 @@ impl AgentRequest {
             agent_args: task.agent_args.clone(),
             mcp: None,
             tool_results: Vec::new(),
+            several_answers: false,
         }
     }
 }

@@ -27,6 +27,10 @@ struct Report {
     /// Of those, the ones wholly identical to an earlier row, told apart by their place in the
     /// file only (`-2`, `-3`, …): their ids change if rows before them are added or removed.
     positional_ids: u64,
+    /// Of those, Inspect samples without an id, named `1`, `2`, … by their place among the
+    /// samples: Inspect's own ids for them (its eval numbers them so, and its logs use them).
+    #[serde(skip_serializing_if = "is_zero")]
+    inspect_numbered: u64,
     /// Those cases by their 0-based row in the file, which is how letta names the results of
     /// a row without an id: join them with letta's result files through this list.
     derived: Vec<DerivedId>,
@@ -62,6 +66,8 @@ const DERIVED_SHOWN: usize = 10;
 
 struct Inspector<'a> {
     report: Report,
+    /// The file is Inspect's: samples without an id are numbered as Inspect numbers them.
+    inspect: bool,
     reporter: &'a mut Reporter,
     progress: &'a Progress,
 }
@@ -69,6 +75,7 @@ struct Inspector<'a> {
 impl Consumer<()> for Inspector<'_> {
     fn start(&mut self, start: &Start) -> Flow {
         self.report.format = start.format.to_string();
+        self.inspect = start.format == casebook_formats::Format::Inspect;
         self.report.syntax = start.syntax.name().into();
         self.report.name = start.header.name.clone();
         Flow::Continue
@@ -93,10 +100,14 @@ impl Consumer<()> for Inspector<'_> {
 
 impl Inspector<'_> {
     fn count(&mut self, case: &Case) {
+        let inspect = self.inspect;
         let r = &mut self.report;
         r.cases += 1;
         if let Some(p) = case.provenance.as_ref().filter(|p| p.id_derived) {
             r.derived_ids += 1;
+            if inspect {
+                r.inspect_numbered += 1;
+            }
             r.derived.push(DerivedId { row: p.row, id: case.id.clone() });
         }
         if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(case) {
@@ -153,6 +164,7 @@ pub fn run(settings: &Global, args: InspectArgs) -> anyhow::Result<Outcome> {
     let progress = Progress::for_file(settings, input.path.as_deref());
     let mut inspector = Inspector {
         report: Report { file: input.display.clone(), ..Report::default() },
+        inspect: false,
         reporter: &mut reporter,
         progress: &progress,
     };
@@ -179,6 +191,8 @@ fn human(r: &Report) -> String {
         r.cases,
         match (r.derived_ids, r.positional_ids) {
             (0, _) => String::new(),
+            (n, _) if r.inspect_numbered == n =>
+                format!(" ({n} without an id, numbered 1..n by place as Inspect numbers them)"),
             (n, 0) => format!(" ({n} with derived ids)"),
             (n, p) => format!(" ({n} with derived ids, {p} of them numbered by position)"),
         }
@@ -187,7 +201,11 @@ fn human(r: &Report) -> String {
         let _ = writeln!(out, "problems  {} errors, {} warnings", r.errors, r.warnings);
     }
     if !r.derived.is_empty() {
-        let _ = writeln!(out, "derived ids (row in the file → id)");
+        let _ = if r.inspect_numbered == r.derived_ids {
+            writeln!(out, "ids by place, as Inspect's logs name them (row in the file → id)")
+        } else {
+            writeln!(out, "derived ids (row in the file → id)")
+        };
         for d in r.derived.iter().take(DERIVED_SHOWN) {
             let row = d.row.map_or_else(|| "?".to_owned(), |r| r.to_string());
             let _ = writeln!(out, "  {row:>8} → {}", d.id);

@@ -136,3 +136,36 @@ fn inspect_counts_recorded_tool_answers_and_queries_not_run() {
         human.stdout
     );
 }
+
+/// Inspect samples without ids (the shape of Inspect's `samples.jsonl` fixtures, one with an id
+/// of its own between them): Inspect numbers them 1..n by their place among the samples and
+/// its logs use those ids, and `inspect` says so rather than calling them derived.
+#[test]
+fn inspect_says_inspect_samples_without_ids_are_numbered_as_inspect_numbers_them() {
+    let dir = Folder::new();
+    let file = dir.file(
+        "mc.jsonl",
+        "{\"input\": \"Red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n\
+         {\"id\": \"own\", \"input\": \"Blue planet?\", \"choices\": [\"Earth\", \"Mars\"], \"target\": \"A\"}\n\
+         {\"input\": \"Red planet?\", \"choices\": [\"Venus\", \"Mars\"], \"target\": \"B\"}\n",
+    );
+    let (r, report) = inspect_json(&file);
+    r.expect_status(0);
+    assert_eq!(report["format"], "inspect", "{report}");
+    assert_eq!(report["inspect_numbered"], json!(2), "{report}");
+    assert_eq!(report["derived"], json!([{"row": 0, "id": "1"}, {"row": 2, "id": "3"}]), "{report}");
+    let human = run(casebook().arg("inspect").arg(&file));
+    assert!(
+        human.stdout.contains(
+            "cases     3 (2 without an id, numbered 1..n by place as Inspect numbers them)\n\
+             ids by place, as Inspect's logs name them (row in the file → id)\n"
+        ),
+        "{}",
+        human.stdout
+    );
+    assert!(!human.stdout.contains("derived"), "{}", human.stdout);
+    // Another format's rows without ids are not told as Inspect's.
+    let letta = dir.file("letta.jsonl", "{\"input\": \"Et la gare ?\"}\n");
+    let (_, report) = inspect_json(&letta);
+    assert!(report.get("inspect_numbered").is_none(), "{report}");
+}

@@ -391,6 +391,89 @@ fn multiple_choice_runs_are_graded_by_choice_on_every_target() {
     assert!(rows.iter().all(|r| r["grades"][0]["grader"] == "exact_match" && r["pass"] != true), "{rows:#?}");
 }
 
+/// A fake chat-completions model that answers with every letter it is asked for: `ANSWER: B, C`
+/// when the prompt asks for `$LETTERS` (Inspect's `multiple_correct` template), else `ANSWER: B`.
+/// Returns its base URL and every prompt it was sent.
+fn serve_letters_model() -> (String, Arc<Mutex<Vec<String>>>) {
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let seen = prompts.clone();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let app =
+                axum::Router::new().route(
+                    "/v1/chat/completions",
+                    axum::routing::post(move |body: String| {
+                        let request: Value = serde_json::from_str(&body).unwrap();
+                        let prompt = request["messages"][0]["content"].as_str().unwrap_or_default().to_owned();
+                        let answer = if prompt.contains("'ANSWER: $LETTERS'") { "ANSWER: B, C" } else { "ANSWER: B" };
+                        seen.lock().unwrap().push(prompt);
+                        async move {
+                            axum::Json(json!({"choices": [{"message": {"role": "assistant", "content": answer}}]}))
+                        }
+                    }),
+                );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{}", rx.recv().unwrap()), prompts)
+}
+
+/// A sample with several right choices (a list target, Inspect's `multiple_correct`; the shape
+/// of Inspect's `samples.jsonl` fixtures) is asked for all of them, as Inspect's
+/// `MULTIPLE_ANSWER_TEMPLATE` asks (`ANSWER: $LETTERS`), and a model that names both passes; a
+/// sample with one right choice is still asked for one letter.
+#[test]
+fn several_right_choices_are_asked_for_as_letters() {
+    let dir = Folder::new();
+    let (base, prompts) = serve_letters_model();
+    dir.file(
+        "mc.jsonl",
+        concat!(
+            "{\"id\": \"primes\", \"input\": \"Which are prime?\", \"choices\": [\"4\", \"3\", \"5\"], \"target\": [\"B\", \"C\"]}\n",
+            "{\"id\": \"red\", \"input\": \"Which planet is red?\", \"choices\": [\"Venus\", \"Mars\", \"Earth\"], \"target\": \"B\"}\n",
+        ),
+    );
+    let out = run(cb(&dir)
+        .args(["run", "--dataset", "mc.jsonl", "--target", &format!("openai+{base}/v1?model=m")])
+        .args(["--report", "jsonl=results.jsonl"]));
+    out.expect_status(0);
+    let prompts = prompts.lock().unwrap().clone();
+    let primes = prompts.iter().find(|p| p.contains("Which are prime?")).unwrap();
+    assert!(
+        primes.starts_with(
+            "Answer the following multiple choice question, where more than one choice may be right, with a last \
+             line of the form 'ANSWER: $LETTERS', where LETTERS is the letters of all the choices you pick, \
+             separated by commas (A,B,C).\n\nWhich are prime?\n\nA) 4\nB) 3\nC) 5"
+        ),
+        "{primes}"
+    );
+    let red = prompts.iter().find(|p| p.contains("Which planet is red?")).unwrap();
+    assert!(
+        red.starts_with("Answer the following multiple choice question with a last line of the form 'ANSWER: X'"),
+        "{red}"
+    );
+    let rows: Vec<Value> = jsonl(&fs_err::read_to_string(dir.join("results.jsonl")).unwrap());
+    let mut got: Vec<(String, bool, String)> = rows
+        .iter()
+        .map(|r| {
+            let rationale = r["grades"][0]["rationale"].as_str().unwrap().to_owned();
+            (r["case_id"].as_str().unwrap().to_owned(), r["pass"].as_bool().unwrap(), rationale)
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("primes".to_owned(), true, "the answer names B (3), C (5)".to_owned()),
+            ("red".to_owned(), true, "the answer names B (Mars)".to_owned()),
+        ]
+    );
+}
+
 /// A case without choices under `choice` is an error of that case, never a pass or a 0.
 #[test]
 fn a_choice_grader_on_a_case_without_choices_is_an_error() {

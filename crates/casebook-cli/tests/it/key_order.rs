@@ -223,15 +223,15 @@ spec:
   "metadata": {@K},
   "data": [
     {"name": "one", "input": {@A}, "expected": {@E}, "extra": {@G/H}},
-    {"name": "two", "input": "Capital of France?", "expected": "Paris", "extra": {"acceptableAnswers": ["Paris", "Paris, France"], "scoreThreshold": 0.8, "domain": "geo"}}
+    {"name": "two", "input": "Capital of France?", "expected": "Paris", "extra": {"scoreThreshold": 0.8, "acceptableAnswers": ["Paris", "Paris, France"], "domain": "geo"}}
   ]
 }
 "#,
         to: "voltagent",
         syntax: "json",
-        // `acceptableAnswers` is the expectations' `acceptable`, written back first in `extra`
-        // as VoltAgent's documentation writes it.
-        orders: &[&["acceptableAnswers", "scoreThreshold", "domain"]],
+        // `acceptableAnswers` is the expectations' `acceptable`, written back in its place in
+        // `extra` (here not first, where VoltAgent's documentation writes it).
+        orders: &[&["scoreThreshold", "acceptableAnswers", "domain"]],
     },
     // Inspect JSONL (`examples/inspect/samples.jsonl`): metadata and files.
     Source {

@@ -494,3 +494,80 @@ fn tests_in_other_files_are_part_of_the_dataset_and_its_versions() {
     assert_eq!(diff.stdout.lines().filter(|l| l.starts_with("+ t-")).count(), 2, "{diff:?}");
     assert_eq!(diff.stdout.lines().filter(|l| l.starts_with("- t-")).count(), 2, "{diff:?}");
 }
+
+/// A configuration whose tests are a pattern of files (`tests: file://tests/*.yaml`, the shape
+/// of promptfoo's "Import tests from separate files" guide) converted to promptfoo: the tests
+/// are written inline, which promptfoo reads as the same tests, so the conversion succeeds
+/// without `--lossy` and says which references were written inline (on stderr as a warning,
+/// in `--format json` as a diagnostic).
+#[test]
+fn tests_from_other_files_convert_to_promptfoo_inline_with_a_note() {
+    let dir = Folder::new();
+    dir.file("suite/tests/a.yaml", "- vars: {question: Tem boleto?}\n  assert:\n    - {type: icontains, value: sim}\n");
+    dir.file("suite/tests/b.yaml", "- description: troco\n  vars: {question: E o troco?}\n");
+    let config = dir.file("suite/promptfooconfig.yaml", "prompts: [file://prompt.txt]\ntests: file://tests/*.yaml\n");
+    let out = dir.join("suite/inline.yaml");
+    let converted = run(casebook().arg("convert").arg(&config).args(["--to", "promptfoo", "-o"]).arg(&out));
+    converted.expect_status(0);
+    assert!(converted.stderr.contains("W-inlined"), "{converted:?}");
+    assert!(
+        converted.stderr.contains(
+            "the tests read from `file://tests/*.yaml` are written inline: `promptfoo` reads the same tests from the one file written"
+        ),
+        "{converted:?}"
+    );
+    // Read back: the same cases, now inline in the one file.
+    let (_, before) = to_native(&config);
+    let (_, after) = to_native(&out);
+    let shown = |cases: &[Value]| -> Vec<(Value, Value, Value)> {
+        cases.iter().map(|c| (c["input"].clone(), c["description"].clone(), c["expected"].clone())).collect()
+    };
+    assert_eq!(shown(&before), shown(&after));
+    assert_eq!(shown(&after).len(), 2);
+    let text = fs_err::read_to_string(&out).unwrap();
+    assert!(!text.contains("file://tests"), "{text}");
+    // As JSON: one diagnostic, located at the first test of the pattern.
+    let json =
+        run(casebook().arg("convert").arg(&config).args(["--to", "promptfoo", "--format", "json", "-o"]).arg(&out));
+    json.expect_status(0);
+    let said = json.stderr_diagnostics();
+    let codes: Vec<&str> = said.iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["W-inlined"], "{json:?}");
+}
+
+/// A reference casebook keeps unread (`W-file-var`: a pattern matching no file) rides beside
+/// its neighbouring test, and is kept by the dataset too: exported with `--where` selecting
+/// none of its neighbours, the configuration still names it (at the end of `tests`). The
+/// configuration is of our own, in the shape of promptfoo's "Import tests from separate files"
+/// guide.
+#[test]
+fn a_kept_reference_survives_its_neighbours_being_filtered_out() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    let config = dir.file(
+        "suite/promptfooconfig.yaml",
+        "prompts: [file://prompt.txt]\ntests:\n  - vars: {q: one}\n  - file://missing/*.yaml\n  - vars: {q: two}\n  - vars: {q: three}\n",
+    );
+    run(cb(&dir).args(["import", "--dataset", "suite"]).arg(&config)).expect_status(0);
+    let out = run(cb(&dir).args([
+        "export",
+        "suite",
+        "--where",
+        "input == \"three\"",
+        "--to",
+        "promptfoo",
+        "--syntax",
+        "yaml",
+        "-q",
+    ]));
+    out.expect_status(0);
+    let back = value(&out.stdout, "yaml");
+    assert_eq!(back["tests"], json!([{"vars": {"q": "three"}}, "file://missing/*.yaml"]), "{}", out.stdout);
+    // Unfiltered, it is where it was, once.
+    let all = run(cb(&dir).args(["export", "suite", "--to", "promptfoo", "--syntax", "yaml", "-q"]));
+    all.expect_status(0);
+    assert_eq!(
+        value(&all.stdout, "yaml")["tests"],
+        json!([{"vars": {"q": "one"}}, "file://missing/*.yaml", {"vars": {"q": "two"}}, {"vars": {"q": "three"}}])
+    );
+}

@@ -2,6 +2,7 @@
 //! generated cases in every format.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod beside_limits;
 mod corpus;
 mod derived_ids;
 mod examples;

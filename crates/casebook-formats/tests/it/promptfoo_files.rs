@@ -107,12 +107,27 @@ fn tests_and_variables_in_other_files_are_read_as_promptfoo_reads_them() {
 fn writing_back_keeps_variable_files_and_says_test_files_are_inlined() {
     let dir = tempfile::tempdir().unwrap();
     let config = suite(&dir);
-    // Tests read from other files cannot be written back as references (casebook writes one
-    // file): refused, each said, unless lossy.
-    let (_, diags, written) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, false);
-    assert_eq!(written, 1, "only the inline test is written: {diags:?}");
-    let (out, _, written) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, true);
-    assert_eq!(written, 7);
+    // Tests read from other files are written inline (casebook writes one file): promptfoo
+    // reads the same tests, so nothing is refused; each reference is told once, at its first
+    // test written.
+    let (out, diags, written) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, false);
+    assert_eq!(written, 7, "{diags:?}");
+    let told: Vec<(u64, &str, &str)> = diags.iter().map(|d| (d.line, d.code.as_str(), d.message.as_str())).collect();
+    assert_eq!(
+        told,
+        [
+            (
+                7,
+                "W-inlined",
+                "the tests read from `file://tests/tests2.yaml` are written inline: `promptfoo` reads the same tests from the one file written"
+            ),
+            (
+                8,
+                "W-inlined",
+                "the tests read from `file://more/*` are written inline: `promptfoo` reads the same tests from the one file written"
+            ),
+        ]
+    );
     let back = value_of(&out, Syntax::Yaml);
     let tests = back["tests"].as_array().unwrap();
     // Written inline, the defaults left out again; the variables of the last test still as
@@ -241,4 +256,44 @@ fn a_default_scoring_function_goes_to_tests_without_their_own() {
         back["tests"],
         json!([{"vars": {"q": "a"}}, {"vars": {"q": "b"}, "assertScoringFunction": "file://score.js"}])
     );
+}
+
+/// `vars` naming files, as promptfoo's `readTestFiles` reads them: the path as written, relative
+/// to the file the test is in (the configuration, or the tests file that holds it), patterns
+/// matched in sorted order, later files' variables over earlier ones'; a `file://` prefix is
+/// not taken off there, so `vars: file://x.yaml` names no file and promptfoo runs the test with
+/// no variables: the case has none, and the reference is kept with a warning at it.
+#[test]
+fn vars_files_are_read_as_read_test_files_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["vars", "tests", "tests/vars"] {
+        fs_err::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    temp_file(&dir, "vars/x.yaml", b"q: from the configuration's folder\n");
+    temp_file(&dir, "tests/vars/x.yaml", b"q: from the tests file's folder\n");
+    temp_file(&dir, "tests/t.yaml", b"- vars: vars/x.yaml\n");
+    let config = temp_file(
+        &dir,
+        "promptfooconfig.yaml",
+        b"tests:\n  - vars: vars/x.yaml\n  - file://tests/t.yaml\n  - vars: file://vars/x.yaml\n",
+    );
+    let ((out, diags), _) = convert_with(&config, None, Format::Casebook, Syntax::Jsonl, None, None);
+    let at: Vec<(u64, u64, &str, &str)> =
+        diags.iter().map(|d| (d.line, d.column, d.code.as_str(), d.pointer.as_str())).collect();
+    assert_eq!(at, [(4, 11, "W-file-var", "/tests/2/vars")], "{diags:?}");
+    assert!(diags[0].message.contains("`file://vars/x.yaml` names no file"), "{diags:?}");
+    let cases = cases_of(&out);
+    let inputs: Vec<&Value> = cases.as_array().unwrap().iter().map(|c| &c["input"]).collect();
+    assert_eq!(
+        inputs,
+        [
+            // One variable of text: the input is that text.
+            &json!("from the configuration's folder"),
+            &json!("from the tests file's folder"),
+            &json!({}),
+        ]
+    );
+    // Written back, the reference is where it was.
+    let (out, _, _) = convert_lossy(&config, Format::Promptfoo, Syntax::Yaml, false);
+    assert_eq!(value_of(&out, Syntax::Yaml)["tests"][2], json!({"vars": "file://vars/x.yaml"}));
 }

@@ -48,11 +48,7 @@ pub(super) fn grade(grader: &str, case: &Case, output: &Value) -> Result<Grade, 
     if options.is_empty() {
         return Err(config("the case's list of choices is empty".into()));
     }
-    let expected = match (&case.expected.output, &case.expected.acceptable) {
-        (Some(output), _) => output.clone(),
-        (None, Some(list)) => Value::Array(list.clone()),
-        (None, None) => return Err(missing(&case.id, grader, "expected.output")),
-    };
+    let expected = right_named(case).ok_or_else(|| missing(&case.id, grader, "expected.output"))?;
     let right = right_options(&expected, &options).map_err(config)?;
     let named = named_options(&text_of(output), options.len(), right.len() > 1);
     let shown = |set: &BTreeSet<usize>| {
@@ -69,6 +65,23 @@ pub(super) fn grade(grader: &str, case: &Case, output: &Value) -> Result<Grade, 
         Some(named) if named == right => verdict(true, format!("the answer names {}", shown(&right))),
         Some(named) => verdict(false, format!("the answer names {}; expected {}", shown(&named), shown(&right))),
     })
+}
+
+/// Whether `case` is a multiple-choice question with more than one right choice (Inspect's
+/// `multiple_correct`), as this grader reads its right choices; `false` when it has no choices
+/// or its expectations name none.
+pub fn several_right(case: &Case) -> bool {
+    let Some(options) = choices::of(&case.task).filter(|o| !o.is_empty()) else { return false };
+    right_named(case).is_some_and(|expected| right_options(&expected, &options).is_ok_and(|right| right.len() > 1))
+}
+
+/// What names the right choices: `expected.output`, else the list `expected.acceptable`.
+fn right_named(case: &Case) -> Option<Value> {
+    match (&case.expected.output, &case.expected.acceptable) {
+        (Some(output), _) => Some(output.clone()),
+        (None, Some(list)) => Some(Value::Array(list.clone())),
+        (None, None) => None,
+    }
 }
 
 fn letters(set: &BTreeSet<usize>) -> String {

@@ -23,6 +23,7 @@
 mod answer;
 pub mod asserts;
 mod choice;
+pub use choice::several_right;
 mod command;
 mod json;
 mod judge;

@@ -5,7 +5,8 @@
 //! request's `messages`; the task's context and memory seeds go first, as a system message.
 //! A multiple-choice question's choices are not context there: as Inspect's `multiple_choice`
 //! solver does, the first user message becomes the question with its lettered choices after it,
-//! under a line that asks for the answer as `ANSWER: X` (what the `choice` grader reads).
+//! under a line that asks for the answer as `ANSWER: X` (what the `choice` grader reads), or as
+//! `ANSWER: $LETTERS` when more than one choice is right ([`AgentRequest::several_answers`]).
 //! The model's tool calls come back as [`AgentReply::tool_calls`]; the tool loop
 //! ([`crate::environment::tool_loop`]) answers them, and the answers reach the model as `tool`
 //! messages after the assistant message that asked for them.
@@ -58,7 +59,7 @@ pub(crate) fn chat_request(model: &str, request: &AgentRequest) -> Value {
         let mut message = chat_message(message);
         if let (0, Some(choices)) = (i, &question) {
             if let Some(Value::String(text)) = message.get_mut("content") {
-                *text = multiple_choice_prompt(text, choices);
+                *text = multiple_choice_prompt(text, choices, request.several_answers);
             }
         }
         messages.push(message);
@@ -126,15 +127,24 @@ fn choices_of(request: &AgentRequest) -> Option<Vec<&str>> {
     Some(item.content.as_array()?.iter().filter_map(Value::as_str).collect())
 }
 
-/// A question with its lettered choices, laid out as Inspect's multiple-choice template lays it
-/// out: what to answer, the question, the choices.
-pub(crate) fn multiple_choice_prompt(question: &str, lettered: &[&str]) -> String {
-    format!(
-        "Answer the following multiple choice question with a last line of the form 'ANSWER: X', \
-         where X is the letter of your choice ({}).\n\n{question}\n\n{}",
-        casebook_model::choices::letters(lettered.len()),
-        lettered.join("\n")
-    )
+/// A question with its lettered choices, laid out as Inspect's multiple-choice templates lay it
+/// out: what to answer, the question, the choices. `several`: more than one choice is right
+/// (Inspect's `multiple_correct`), and the answer is asked for as all their letters.
+pub(crate) fn multiple_choice_prompt(question: &str, lettered: &[&str], several: bool) -> String {
+    let letters = casebook_model::choices::letters(lettered.len());
+    let ask = if several {
+        format!(
+            "Answer the following multiple choice question, where more than one choice may be right, with a \
+             last line of the form 'ANSWER: $LETTERS', where LETTERS is the letters of all the choices you \
+             pick, separated by commas ({letters})."
+        )
+    } else {
+        format!(
+            "Answer the following multiple choice question with a last line of the form 'ANSWER: X', \
+             where X is the letter of your choice ({letters})."
+        )
+    };
+    format!("{ask}\n\n{question}\n\n{}", lettered.join("\n"))
 }
 
 /// The system message that lists the task's context items and memory seeds, if it has any
