@@ -183,7 +183,7 @@ impl Plan {
         };
         let cases = self.cases.window(first..(end - 1) / per_case + 1).map_err(read_back)?;
         // With noise: each case's widening in each scenario, and the hashes of its widened tasks.
-        let widened: Vec<(Vec<Option<Arc<Widening>>>, Vec<[u8; 32]>)> = match &self.noise {
+        let widened: Vec<Widened> = match &self.noise {
             None => Vec::new(),
             Some(noise) => {
                 let keys = RunKeys::new(&self.scenarios, &self.seeds, self.n_runs)?;
@@ -222,6 +222,9 @@ impl Plan {
             .collect())
     }
 }
+
+/// A case's widening in each scenario, and the hashes of its runs with it.
+type Widened = (Vec<Option<Arc<Widening>>>, Vec<[u8; 32]>);
 
 /// A job, with the agent's output an earlier run kept for its run hash (as stored JSON).
 pub struct Work {

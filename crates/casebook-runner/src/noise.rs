@@ -475,7 +475,7 @@ struct Candidate {
 }
 
 impl Candidate {
-    fn from_case(&self, c: usize) -> bool {
+    fn is_of_case(&self, c: usize) -> bool {
         self.owner.as_ref().is_some_and(|owner| owner.c == c)
     }
 }
@@ -542,7 +542,7 @@ impl Pool {
             .candidates
             .iter()
             .enumerate()
-            .filter(|(_, cand)| !cand.from_case(c))
+            .filter(|(_, cand)| !cand.is_of_case(c))
             .map(|(i, cand)| {
                 let near = cand.owner.as_ref().is_some_and(|owner| similar(&mine, owner));
                 (u8::from(!near), mix(case_key ^ cand.key), i)
