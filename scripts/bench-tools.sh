@@ -81,10 +81,8 @@ YAML
 mkdir -p "$WORK"
 echo "| agent | served calls | wall | rate | peak RSS | casebook CPU a call |"
 echo "|---|---|---|---|---|---|"
-run_mode model "$CASES"
-run_mode protocol "$CASES"
-run_mode mcp "$CASES"
-run_mode model $((CASES / 5))
+for mode in ${MODES:-model protocol mcp}; do run_mode $mode "$CASES"; done
+[[ -n ${NO_FIFTH:-} ]] || run_mode model $((CASES / 5))
 [[ -n ${NO_PROBES:-} ]] && exit 0 # NO_PROBES=1: skip the latency probes (a release test build)
 echo
 echo "One served call over loopback (release):"

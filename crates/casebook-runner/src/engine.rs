@@ -22,7 +22,8 @@ use crate::environment::{DEFAULT_MAX_STEPS, Environment};
 use crate::grade::Grader;
 use crate::grade::asserts::CaseAsserts;
 use crate::hash::{CaseKey, run_hash_bytes, target_key};
-use crate::noise::Widening;
+use crate::noise::{Noise, Widening};
+use crate::planned::{PlannedCase, PlannedCases};
 use crate::protocol::{AgentRequest, Message, Speaker, Step};
 use crate::record::{Failure, GraderResult, RunOutput, RunResult};
 use crate::target::Target;
@@ -40,10 +41,8 @@ pub struct PlannedScenario {
 
 /// Everything a run of an experiment needs.
 pub struct Plan {
-    /// The selected cases, in dataset order.
-    pub cases: Vec<PlannedCase>,
-    /// Where the cases' JSON is kept when it is not held in [`PlannedCase::json`].
-    pub texts: CaseTexts,
+    /// The selected cases, in dataset order, in temporary files.
+    pub cases: PlannedCases,
     pub scenarios: Vec<PlannedScenario>,
     pub n_runs: u32,
     pub graders: Vec<Grader>,
@@ -53,113 +52,9 @@ pub struct Plan {
     /// The experiment's seeds, before each case's own.
     pub seeds: Vec<Seed>,
     pub concurrency: usize,
-}
-
-/// A case to run. (Ids are kept as bytes: an experiment holds one of each for every case.)
-pub struct PlannedCase {
-    /// The case as its native JSON, its seed files already read (a job parses its case when it
-    /// runs): in memory, or in the plan's [`CaseTexts`].
-    pub json: CaseJson,
-    pub content_id: [u8; 32],
-    /// The hashes of its runs ([`RunKeys::hashes`]).
-    pub hashes: Vec<[u8; 32]>,
-    /// Its 0-based row in the dataset (see `Provenance::row`).
-    pub row: Option<u64>,
-    /// Its noise in each scenario, in the plan's scenario order; empty when no scenario has
-    /// noise (see [`RunKeys::widened_hashes`]).
-    pub noise: Vec<Option<Arc<Widening>>>,
-}
-
-/// Where a planned case's native JSON is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseJson {
-    /// In memory.
-    Held(String),
-    /// `len` bytes at `at` in the plan's [`CaseTexts`] file.
-    Kept { at: u64, len: u32 },
-}
-
-impl From<String> for CaseJson {
-    fn from(json: String) -> Self {
-        CaseJson::Held(json)
-    }
-}
-
-/// The selected cases' JSON, kept in a file while an experiment runs and read back when a job
-/// runs its case, so that memory holds 12 bytes a case instead of the case (about 1 KB each,
-/// with a million cases a gigabyte). The default keeps nothing: every case is
-/// [`CaseJson::Held`].
-#[derive(Debug, Default)]
-pub struct CaseTexts {
-    file: Option<std::fs::File>,
-}
-
-impl CaseTexts {
-    /// The JSON of a case (read back from the file when it is kept there).
-    pub fn text<'a>(&self, json: &'a CaseJson) -> std::io::Result<std::borrow::Cow<'a, str>> {
-        let (at, len) = match json {
-            CaseJson::Held(text) => return Ok(std::borrow::Cow::Borrowed(text)),
-            CaseJson::Kept { at, len } => (*at, *len),
-        };
-        let Some(file) = &self.file else {
-            return Err(std::io::Error::new(std::io::ErrorKind::NotFound, "no file of case texts"));
-        };
-        let mut bytes = vec![0; len as usize];
-        read_exact_at(file, &mut bytes, at)?;
-        String::from_utf8(bytes)
-            .map(std::borrow::Cow::Owned)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-    }
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &std::fs::File, bytes: &mut [u8], at: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, bytes, at)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &std::fs::File, mut bytes: &mut [u8], mut at: u64) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(file, bytes, at)? {
-            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-            n => {
-                bytes = &mut bytes[n..];
-                at += n as u64;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Writes cases' JSON to a file (an unnamed temporary file: the caller's) as a dataset is read;
-/// [`CaseTextsWriter::finish`] makes the [`CaseTexts`] that reads them back.
-pub struct CaseTextsWriter {
-    file: std::io::BufWriter<std::fs::File>,
-    at: u64,
-}
-
-impl CaseTextsWriter {
-    /// Writes from the start of `file`, which should be empty.
-    pub fn new(file: std::fs::File) -> Self {
-        Self { file: std::io::BufWriter::with_capacity(256 * 1024, file), at: 0 }
-    }
-
-    /// Writes `json` and says where it is.
-    pub fn keep(&mut self, json: &str) -> std::io::Result<CaseJson> {
-        use std::io::Write;
-        let len = u32::try_from(json.len())
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a case of more than 4 GiB"))?;
-        self.file.write_all(json.as_bytes())?;
-        let at = self.at;
-        self.at += u64::from(len);
-        Ok(CaseJson::Kept { at, len })
-    }
-
-    /// Everything written, ready to be read back.
-    pub fn finish(self) -> std::io::Result<CaseTexts> {
-        let file = self.file.into_inner().map_err(std::io::IntoInnerError::into_error)?;
-        Ok(CaseTexts { file: Some(file) })
-    }
+    /// What each scenario's noise draws from, when a scenario has noise: each case's widening
+    /// is made when its window of jobs is.
+    pub noise: Option<Noise>,
 }
 
 /// What a case's run hashes are made from besides the case: each scenario's target, the
@@ -188,6 +83,11 @@ impl RunKeys {
             })
             .collect::<Result<_, _>>()?;
         Ok(Self { targets, looping, seeds: seeds.to_vec(), n_runs })
+    }
+
+    /// How many hashes a case has: one per scenario and run.
+    pub fn per_case(&self) -> usize {
+        self.targets.len() * self.n_runs as usize
     }
 
     /// The targets `task`'s runs are hashed with, scenario by scenario.
@@ -232,14 +132,19 @@ fn effective_seeds(experiment: &[Seed], case: &Case) -> Result<Vec<Seed>, Failur
 }
 
 /// One run to make.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    /// Its case's place among the selected cases.
     pub case: usize,
     pub scenario: usize,
     pub run: u32,
     pub hash: String,
     /// Its place in the experiment's results.
     pub seq: u64,
+    /// Its case, as the plan keeps it.
+    pub planned: Arc<PlannedCase>,
+    /// The noise its case gets in its scenario.
+    pub noise: Option<Arc<Widening>>,
 }
 
 /// Whether agents are called.
@@ -252,12 +157,9 @@ pub enum Mode {
 }
 
 impl Plan {
-    /// Case `i`, parsed.
-    pub fn case(&self, i: usize) -> Result<Case, Failure> {
-        let text = self.texts.text(&self.cases[i].json).map_err(|e| {
-            Failure::new("config", format!("case {i} cannot be read back from its temporary file: {e}"))
-        })?;
-        serde_json::from_str(&text).map_err(|e| Failure::new("config", format!("case {i} cannot be read: {e}")))
+    /// The case `job` runs, parsed.
+    pub fn case(&self, job: &Job) -> Result<Case, Failure> {
+        self.cases.case(&job.planned)
     }
 
     /// How many runs the experiment makes.
@@ -265,24 +167,64 @@ impl Plan {
         self.cases.len() * self.scenarios.len() * self.n_runs as usize
     }
 
-    /// The jobs whose places in the results are `seqs` (in result order: case, scenario, run).
-    pub fn jobs(&self, seqs: std::ops::Range<usize>) -> Vec<Job> {
+    /// The jobs whose places in the results are `seqs` (in result order: case, scenario, run),
+    /// read from the plan's files; with noise, each of their cases is read and widened here
+    /// (a case whose jobs two windows share is widened in each, the same way).
+    pub fn jobs(&self, seqs: std::ops::Range<usize>) -> Result<Vec<Job>, Failure> {
         let runs = self.n_runs.max(1) as usize;
         let per_case = (self.scenarios.len() * runs).max(1);
-        seqs.filter_map(|seq| {
-            let (case, within) = (seq / per_case, seq % per_case);
-            let hash = self.cases.get(case)?.hashes.get(within)?;
-            Some(Job {
-                case,
-                scenario: within / runs,
-                run: (within % runs) as u32,
-                hash: casebook_canon::id_hex(hash),
-                seq: seq as u64,
+        let end = seqs.end.min(self.total());
+        if seqs.start >= end {
+            return Ok(Vec::new());
+        }
+        let first = seqs.start / per_case;
+        let read_back = |e: std::io::Error| {
+            Failure::new("config", format!("the selected cases cannot be read back from their temporary file: {e}"))
+        };
+        let cases = self.cases.window(first..(end - 1) / per_case + 1).map_err(read_back)?;
+        // With noise: each case's widening in each scenario, and the hashes of its widened tasks.
+        let widened: Vec<Widened> = match &self.noise {
+            None => Vec::new(),
+            Some(noise) => {
+                let keys = RunKeys::new(&self.scenarios, &self.seeds, self.n_runs)?;
+                let texts = self.cases.texts(&cases).map_err(read_back)?;
+                let indexed: Vec<(usize, String)> = (first..).zip(texts).collect();
+                parallel_map(&indexed, |(c, text)| {
+                    let case: Case = serde_json::from_str(text)
+                        .map_err(|e| Failure::new("config", format!("a selected case cannot be read: {e}")))?;
+                    let widenings = noise.widen(*c, &case);
+                    let hashes = keys.widened_hashes(&case, &widenings)?;
+                    Ok((widenings, hashes))
+                })
+                .into_iter()
+                .collect::<Result<_, Failure>>()?
+            }
+        };
+        Ok((seqs.start..end)
+            .filter_map(|seq| {
+                let (case, within) = (seq / per_case, seq % per_case);
+                let planned = cases.get(case - first)?;
+                let scenario = within / runs;
+                let (hash, noise) = match widened.get(case - first) {
+                    Some((widenings, hashes)) => (hashes.get(within)?, widenings.get(scenario).cloned().flatten()),
+                    None => (planned.hashes.get(within)?, None),
+                };
+                Some(Job {
+                    case,
+                    scenario,
+                    run: (within % runs) as u32,
+                    hash: casebook_canon::id_hex(hash),
+                    seq: seq as u64,
+                    planned: planned.clone(),
+                    noise,
+                })
             })
-        })
-        .collect()
+            .collect())
     }
 }
+
+/// A case's widening in each scenario, and the hashes of its runs with it.
+type Widened = (Vec<Option<Arc<Widening>>>, Vec<[u8; 32]>);
 
 /// A job, with the agent's output an earlier run kept for its run hash (as stored JSON).
 pub struct Work {
@@ -342,7 +284,7 @@ pub async fn execute<T: Send + 'static>(
             for Work { job, stored } in batch {
                 let stored = stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
                 if parsed.as_ref().is_none_or(|(i, _)| *i != job.case) {
-                    parsed = Some((job.case, plan.case(job.case)));
+                    parsed = Some((job.case, plan.case(&job)));
                 }
                 if let Some((_, case)) = &parsed {
                     done.push(finish(run_job(&plan, case, job, stored, mode).await));
@@ -371,7 +313,7 @@ pub async fn execute<T: Send + 'static>(
                 let (plan, finish, results) = (plan.clone(), finish.clone(), results.clone());
                 tasks.spawn(async move {
                     let stored = item.stored.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok());
-                    let case = plan.case(item.job.case);
+                    let case = plan.case(&item.job);
                     let done = finish(run_job(&plan, &case, item.job, stored, mode).await);
                     // Held until the result is handed over (see `spawn_batch`).
                     let _ = results.send(vec![done]).await;
@@ -408,8 +350,8 @@ async fn run_job(
         Err(failure) => {
             let result = RunResult {
                 case_id: format!("#{}", job.case),
-                row: plan.cases[job.case].row,
-                case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
+                row: job.planned.row,
+                case_content_id: casebook_canon::id_hex(&job.planned.content_id),
                 labels: Vec::new(),
                 review: None,
                 confidence: None,
@@ -426,9 +368,9 @@ async fn run_job(
         }
     };
     // The case as this scenario runs it: widened by its noise, if any.
-    let widening = plan.cases[job.case].noise.get(job.scenario).and_then(Option::as_ref);
+    let widening = job.noise.clone();
     let widened;
-    let case = match widening {
+    let case = match &widening {
         Some(widening) => {
             let mut copy = case.clone();
             widening.apply(&mut copy.task);
@@ -466,8 +408,8 @@ async fn run_job(
     let (score, pass) = verdict(&output, &grades, threshold);
     let result = RunResult {
         case_id: case.id.clone(),
-        row: plan.cases[job.case].row,
-        case_content_id: casebook_canon::id_hex(&plan.cases[job.case].content_id),
+        row: job.planned.row,
+        case_content_id: casebook_canon::id_hex(&job.planned.content_id),
         labels: case.labels.clone().unwrap_or_default(),
         review: case.review,
         confidence: case.confidence,
@@ -614,36 +556,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn jobs_go_case_by_case_then_scenario_then_run_with_their_own_hashes() {
-        // (Scenarios with the same target share their runs' hashes, and so their outputs.)
-        let scenarios = vec![scenario("a", "builtin:echo"), scenario("b", "http://127.0.0.1:9/agent")];
-        let keys = RunKeys::new(&scenarios, &[], 3).unwrap();
-        let cases: Vec<Case> = ["x", "y"]
-            .iter()
-            .map(|id| serde_json::from_value(serde_json::json!({"id": id, "input": format!("q{id}")})).unwrap())
-            .collect();
-        let plan = Plan {
-            cases: cases
-                .iter()
-                .map(|c| PlannedCase {
-                    json: serde_json::to_string(c).unwrap().into(),
-                    content_id: [0; 32],
-                    hashes: keys.hashes(c).unwrap(),
-                    row: None,
-                    noise: Vec::new(),
-                })
-                .collect(),
-            texts: CaseTexts::default(),
+    fn plan_of(cases: &[Case], scenarios: Vec<PlannedScenario>, n_runs: u32, noise: Option<Noise>) -> Plan {
+        let keys = RunKeys::new(&scenarios, &[], n_runs).unwrap();
+        Plan {
+            cases: PlannedCases::of(cases, &keys).unwrap(),
             scenarios,
-            n_runs: 3,
+            n_runs,
             graders: Vec::new(),
             case_asserts: None,
             seeds: Vec::new(),
             concurrency: 1,
-        };
+            noise,
+        }
+    }
+
+    #[test]
+    fn jobs_go_case_by_case_then_scenario_then_run_with_their_own_hashes() {
+        // (Scenarios with the same target share their runs' hashes, and so their outputs.)
+        let scenarios = vec![scenario("a", "builtin:echo"), scenario("b", "http://127.0.0.1:9/agent")];
+        let cases: Vec<Case> = ["x", "y"]
+            .iter()
+            .map(|id| serde_json::from_value(serde_json::json!({"id": id, "input": format!("q{id}")})).unwrap())
+            .collect();
+        let plan = plan_of(&cases, scenarios, 3, None);
         assert_eq!(plan.total(), 12);
-        let all = plan.jobs(0..12);
+        let all = plan.jobs(0..12).unwrap();
         let places: Vec<(usize, usize, u32)> = all.iter().map(|j| (j.case, j.scenario, j.run)).collect();
         let expected: Vec<(usize, usize, u32)> =
             (0..2).flat_map(|c| (0..2).flat_map(move |s| (0..3).map(move |r| (c, s, r)))).collect();
@@ -655,56 +592,52 @@ mod tests {
         let target = plan.scenarios[1].describe.clone();
         let y = &cases[1];
         assert_eq!(all[10].hash, crate::hash::run_hash(&target, &[], &y.task, &y.id, 1).unwrap());
-        assert_eq!(plan.jobs(5..8), all[5..8].to_vec());
-        assert!(plan.jobs(12..20).is_empty());
+        assert_eq!(plan.jobs(5..8).unwrap(), all[5..8].to_vec());
+        assert!(plan.jobs(12..20).unwrap().is_empty());
+        assert_eq!(plan.jobs(11..20).unwrap(), all[11..].to_vec());
+        // Each job reads its own case back.
+        assert_eq!(plan.case(&all[10]).unwrap(), cases[1]);
+        assert_eq!(plan.case(&all[0]).unwrap(), cases[0]);
+        let content_id = casebook_canon::content_id_bytes_of_json(
+            casebook_canon::Kind::Case,
+            &serde_json::to_string(&cases[1]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(all[10].planned.content_id, content_id);
     }
 
     #[test]
-    fn cases_kept_in_a_file_are_read_back_as_they_were_written() {
-        let cases: Vec<Case> = ["première", "second"]
-            .iter()
-            .enumerate()
-            .map(|(i, input)| {
-                serde_json::from_value(serde_json::json!({"id": format!("c{i}"), "input": input})).unwrap()
+    fn noisy_jobs_of_a_window_carry_the_noise_their_hashes_cover() {
+        use crate::noise::{NoisePools, NoiseSource, NoiseSpec};
+        let scenarios = vec![scenario("clean", "builtin:echo"), scenario("noisy", "builtin:echo")];
+        let cases: Vec<Case> = (0..5)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({
+                    "id": format!("c{i}"), "input": "q", "context": [{"content": format!("item {i}")}]
+                }))
+                .unwrap()
             })
             .collect();
-        let mut writer = CaseTextsWriter::new(tempfile::tempfile().unwrap());
-        let kept: Vec<CaseJson> =
-            cases.iter().map(|case| writer.keep(&serde_json::to_string(case).unwrap()).unwrap()).collect();
-        // Nothing of the cases is held in memory: a place in the file each.
-        assert!(kept.iter().all(|json| matches!(json, CaseJson::Kept { .. })), "{kept:?}");
-        let texts = writer.finish().unwrap();
-        let scenarios = vec![scenario("a", "builtin:echo")];
-        let keys = RunKeys::new(&scenarios, &[], 1).unwrap();
-        let plan = Plan {
-            cases: kept
-                .into_iter()
-                .zip(&cases)
-                .map(|(json, case)| PlannedCase {
-                    json,
-                    content_id: [0; 32],
-                    hashes: keys.hashes(case).unwrap(),
-                    row: None,
-                    noise: Vec::new(),
-                })
-                .collect(),
-            texts,
-            scenarios,
-            n_runs: 1,
-            graders: Vec::new(),
-            case_asserts: None,
-            seeds: Vec::new(),
-            concurrency: 1,
-        };
-        assert_eq!(plan.case(1).unwrap(), cases[1]);
-        assert_eq!(plan.case(0).unwrap(), cases[0]);
-        // A place beyond the file's end is a failure of that case, not a panic.
-        let texts = CaseTexts::default();
-        let error = texts.text(&CaseJson::Kept { at: 0, len: 10 }).unwrap_err();
-        assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
-        let Plan { texts, .. } = plan;
-        let error = texts.text(&CaseJson::Kept { at: 1 << 20, len: 10 }).unwrap_err();
-        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
+        let spec = NoiseSpec { from: NoiseSource::Cases, items: 2, similar_by: None, seed: 3, tools: None };
+        let specs = [None, Some(spec)];
+        let mut pools = NoisePools::new(&specs).unwrap();
+        cases.iter().enumerate().for_each(|(c, case)| pools.add(c, case));
+        let plan = plan_of(&cases, scenarios, 1, Some(pools.finish()));
+        let expected = crate::noise::plan(&cases, &specs);
+        let keys = RunKeys::new(&plan.scenarios, &[], 1).unwrap();
+        // Windows that cut a case's jobs in two give each half the same noise and hashes.
+        let jobs: Vec<Job> = [0..3, 3..7, 7..10].into_iter().flat_map(|w| plan.jobs(w).unwrap()).collect();
+        assert_eq!(jobs.len(), 10);
+        for job in &jobs {
+            let widening = &expected[job.case][job.scenario];
+            assert_eq!(&job.noise, widening, "{job:?}");
+            assert_eq!(job.noise.is_some(), job.scenario == 1);
+            let hashes = keys.widened_hashes(&cases[job.case], &expected[job.case]).unwrap();
+            assert_eq!(job.hash, casebook_canon::id_hex(&hashes[job.scenario]));
+        }
+        // The clean scenario keeps the hash the plan was written with.
+        assert_eq!(jobs[0].hash, casebook_canon::id_hex(&jobs[0].planned.hashes[0]));
+        assert_ne!(jobs[1].hash, casebook_canon::id_hex(&jobs[1].planned.hashes[1]));
     }
 
     #[test]

@@ -185,44 +185,299 @@ impl Widening {
 
 /// The noise of every case (outer, in `cases` order) in every scenario (inner, in `specs`
 /// order): `None` where a scenario has no noise. Scenarios with the same spec share a widening.
+/// ([`NoisePools`] over `cases`, then [`Noise::widen`] of each.)
 pub fn plan(cases: &[Case], specs: &[Option<NoiseSpec>]) -> Vec<Vec<Option<Arc<Widening>>>> {
-    let mut out: Vec<Vec<Option<Arc<Widening>>>> = vec![vec![None; specs.len()]; cases.len()];
-    for (s, spec) in specs.iter().enumerate() {
-        let Some(spec) = spec else { continue };
-        if let Some(first) = specs[..s].iter().position(|other| other.as_ref() == Some(spec)) {
-            for row in &mut out {
-                row[s] = row[first].clone();
-            }
-            continue;
+    let Some(mut pools) = NoisePools::new(specs) else { return vec![vec![None; specs.len()]; cases.len()] };
+    for (c, case) in cases.iter().enumerate() {
+        pools.add(c, case);
+    }
+    let noise = pools.finish();
+    cases.iter().enumerate().map(|(c, case)| noise.widen(c, case)).collect()
+}
+
+/// Context items sampled from the cases for one spec, at most.
+pub const SAMPLED_ITEMS: usize = 2048;
+/// Entries of tools' list results sampled for one spec, at most.
+pub const SAMPLED_ENTRIES: usize = 2048;
+/// Tools' whole results sampled for one spec, at most.
+pub const SAMPLED_RESULTS: usize = 512;
+/// Bytes (of JSON, roughly) each of those samples holds at most.
+pub const SAMPLED_BYTES: usize = 4 << 20;
+
+/// What the noise of an experiment's scenarios draws from, sampled as the selected cases stream
+/// by ([`NoisePools::add`], in order); [`NoisePools::finish`] makes the [`Noise`] that widens
+/// each case.
+///
+/// Each pool keeps a bounded sample of the other cases' context items and recorded tool results:
+/// those whose key (a BLAKE3 hash of the seed and the item's name: its case id and place) is
+/// lowest, as many as fit in [`SAMPLED_ITEMS`] (or [`SAMPLED_ENTRIES`], [`SAMPLED_RESULTS`]) and
+/// [`SAMPLED_BYTES`], cut at the first that does not fit. So the sample depends on the seed and
+/// the cases, not on the order they come in nor the threads that read them; when the cases hold
+/// fewer, it is all of them, and the noise is what drawing from every case gives.
+pub struct NoisePools {
+    /// Per scenario, its pool's place in `pools`.
+    of_scenario: Vec<Option<usize>>,
+    pools: Vec<PoolBuilder>,
+}
+
+/// What one spec's noise draws from.
+pub struct Noise {
+    of_scenario: Vec<Option<usize>>,
+    pools: Vec<Pool>,
+}
+
+impl NoisePools {
+    /// Pools for the scenarios' `specs` (scenarios with the same spec share one); `None` when
+    /// no scenario has noise.
+    pub fn new(specs: &[Option<NoiseSpec>]) -> Option<Self> {
+        let mut pools: Vec<PoolBuilder> = Vec::new();
+        let mut of_scenario = Vec::with_capacity(specs.len());
+        for spec in specs {
+            of_scenario.push(spec.as_ref().map(|spec| match pools.iter().position(|p| p.spec == *spec) {
+                Some(at) => at,
+                None => {
+                    pools.push(PoolBuilder::new(spec.clone()));
+                    pools.len() - 1
+                }
+            }));
         }
-        let pool = Pool::new(cases, spec);
-        for (c, case) in cases.iter().enumerate() {
-            out[c][s] = Some(Arc::new(pool.widening(c, case)));
+        (!pools.is_empty()).then_some(Self { of_scenario, pools })
+    }
+
+    /// Offers selected case `c` (0-based, in order) to every pool.
+    pub fn add(&mut self, c: usize, case: &Case) {
+        for pool in &mut self.pools {
+            pool.add(c, case);
         }
     }
-    out
+
+    pub fn finish(self) -> Noise {
+        Noise { of_scenario: self.of_scenario, pools: self.pools.into_iter().map(PoolBuilder::finish).collect() }
+    }
+}
+
+impl Noise {
+    /// The noise selected case `c` gets in each scenario (`None` where a scenario has none;
+    /// scenarios with the same spec share it).
+    pub fn widen(&self, c: usize, case: &Case) -> Vec<Option<Arc<Widening>>> {
+        let widened: Vec<Arc<Widening>> = self.pools.iter().map(|pool| Arc::new(pool.widening(c, case))).collect();
+        self.of_scenario.iter().map(|at| at.map(|at| widened[at].clone())).collect()
+    }
+}
+
+/// A case whose items are in a sample: its place among the selected cases, its id, its values
+/// at `similar_by` (as JSON text).
+struct Owner {
+    c: usize,
+    id: String,
+    values: BTreeSet<String>,
+}
+
+/// A sample's order: the key, then the item's place (case, tool, response, index), which
+/// also orders the final sample.
+type Rank = (u64, [usize; 4]);
+
+/// The items of lowest rank that fit in a count and a size (see [`NoisePools`]): a max-heap
+/// cut as it goes, and in the end only what ranks below everything cut (which makes the sample
+/// the same whatever order the items came in).
+struct Sample<T> {
+    heap: std::collections::BinaryHeap<Held<T>>,
+    bytes: usize,
+    most: usize,
+    budget: usize,
+    /// The lowest rank cut so far.
+    cut: Option<Rank>,
+}
+
+struct Held<T> {
+    rank: Rank,
+    bytes: usize,
+    value: T,
+}
+
+impl<T> PartialEq for Held<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.rank == other.rank
+    }
+}
+impl<T> Eq for Held<T> {}
+impl<T> PartialOrd for Held<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Held<T> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank.cmp(&other.rank)
+    }
+}
+
+impl<T> Sample<T> {
+    fn new(most: usize) -> Self {
+        Self { heap: Default::default(), bytes: 0, most, budget: SAMPLED_BYTES, cut: None }
+    }
+
+    /// Whether an item of `rank` could still be kept.
+    fn wants(&self, rank: &Rank) -> bool {
+        self.cut.is_none_or(|cut| *rank < cut)
+    }
+
+    fn offer(&mut self, rank: Rank, bytes: usize, value: impl FnOnce() -> T) {
+        if !self.wants(&rank) || self.most == 0 {
+            return;
+        }
+        self.heap.push(Held { rank, bytes, value: value() });
+        self.bytes += bytes;
+        while self.heap.len() > self.most || self.bytes > self.budget {
+            let Some(top) = self.heap.pop() else { break };
+            self.bytes -= top.bytes;
+            self.cut = Some(self.cut.map_or(top.rank, |cut| cut.min(top.rank)));
+        }
+    }
+
+    /// What was kept, in the items' order.
+    fn finish(self) -> Vec<T> {
+        let cut = self.cut;
+        let mut kept: Vec<Held<T>> =
+            self.heap.into_vec().into_iter().filter(|held| cut.is_none_or(|cut| held.rank < cut)).collect();
+        kept.sort_unstable_by_key(|held| held.rank.1);
+        kept.into_iter().map(|held| held.value).collect()
+    }
+}
+
+/// One spec's samples while the cases stream by.
+struct PoolBuilder {
+    spec: NoiseSpec,
+    candidates: Sample<Candidate>,
+    entries: Sample<Source>,
+    results: Sample<Source>,
+}
+
+impl PoolBuilder {
+    fn new(spec: NoiseSpec) -> Self {
+        let tools = spec.tools.is_some();
+        let items = if spec.items > 0 && spec.from == NoiseSource::Cases { SAMPLED_ITEMS } else { 0 };
+        Self {
+            spec,
+            candidates: Sample::new(items),
+            entries: Sample::new(if tools { SAMPLED_ENTRIES } else { 0 }),
+            results: Sample::new(if tools { SAMPLED_RESULTS } else { 0 }),
+        }
+    }
+
+    fn add(&mut self, c: usize, case: &Case) {
+        let seed = self.spec.seed.to_le_bytes();
+        let id = case.id.as_bytes();
+        // Made once the case has an item in a sample.
+        let mut owner: Option<Arc<Owner>> = None;
+        let mut owner_of = |case: &Case| {
+            owner
+                .get_or_insert_with(|| {
+                    let values = match &self.spec.similar_by {
+                        Some(similar) => similar.path.values(case).iter().map(Value::to_string).collect(),
+                        None => BTreeSet::new(),
+                    };
+                    Arc::new(Owner { c, id: case.id.clone(), values })
+                })
+                .clone()
+        };
+        if self.candidates.most > 0 {
+            for (index, item) in case.task.context.iter().flatten().enumerate() {
+                // Another question's choices would be a second list of options.
+                if casebook_model::choices::is_choices(item) {
+                    continue;
+                }
+                let place = (index as u64).to_le_bytes();
+                let rank = (key_of(&[b"sample", &seed, b"case", id, &place]), [c, index, 0, 0]);
+                if !self.candidates.wants(&rank) {
+                    continue;
+                }
+                let text = lower_json(item);
+                let key = key_of(&[b"case", id, &place]);
+                let from = owner_of(case);
+                self.candidates.offer(rank, 2 * text.len() + 64, || Candidate {
+                    owner: Some(from),
+                    index,
+                    item: item.clone(),
+                    key,
+                    text,
+                });
+            }
+        }
+        if self.results.most == 0 {
+            return;
+        }
+        for (t, tool) in case.task.tools.iter().flatten().enumerate() {
+            let name = tool.name.as_bytes();
+            for (response, value) in results(tool) {
+                let r = (response as u64).to_le_bytes();
+                let rank = (key_of(&[b"tool-sample", &seed, id, name, &r]), [c, t, response, 0]);
+                if self.results.wants(&rank) {
+                    let bytes = serde_json::to_string(value).map_or(0, |text| text.len()) + tool.name.len() + 64;
+                    let owner = owner_of(case);
+                    self.results.offer(rank, bytes, || Source {
+                        owner,
+                        tool: tool.name.clone(),
+                        response,
+                        index: 0,
+                        value: value.clone(),
+                    });
+                }
+                for (index, entry) in value.as_array().into_iter().flatten().enumerate() {
+                    let place = (index as u64).to_le_bytes();
+                    let rank = (key_of(&[b"entry-sample", &seed, id, name, &r, &place]), [c, t, response, index]);
+                    if self.entries.wants(&rank) {
+                        let bytes = serde_json::to_string(entry).map_or(0, |text| text.len()) + tool.name.len() + 64;
+                        let owner = owner_of(case);
+                        self.entries.offer(rank, bytes, || Source {
+                            owner,
+                            tool: tool.name.clone(),
+                            response,
+                            index,
+                            value: entry.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Pool {
+        let mut candidates = self.candidates.finish();
+        if let (NoiseSource::File { items, .. }, true) = (&self.spec.from, self.spec.items > 0) {
+            for (index, item) in items.iter().enumerate() {
+                let key = key_of(&[b"file", &(index as u64).to_le_bytes()]);
+                candidates.push(Candidate { owner: None, index, item: item.clone(), key, text: lower_json(item) });
+            }
+        }
+        let tools = self.spec.tools.as_ref().map(|_| ToolPool::new(self.entries.finish(), self.results.finish()));
+        Pool { spec: self.spec, candidates, tools }
+    }
 }
 
 /// The candidates of one spec.
-struct Pool<'a> {
-    spec: &'a NoiseSpec,
-    candidates: Vec<Candidate<'a>>,
-    /// Per case, its values at `similar_by` (as JSON text), when there is one.
-    values: Vec<BTreeSet<String>>,
-    cases: &'a [Case],
-    /// The recorded results of every case's tools, with `tools` noise.
-    tools: Option<ToolPool<'a>>,
+struct Pool {
+    spec: NoiseSpec,
+    candidates: Vec<Candidate>,
+    /// The recorded results of the sampled cases' tools, with `tools` noise.
+    tools: Option<ToolPool>,
 }
 
-struct Candidate<'a> {
+struct Candidate {
     /// The case it comes from (`None`: the noise file).
-    owner: Option<usize>,
+    owner: Option<Arc<Owner>>,
     index: usize,
-    item: &'a ContextItem,
+    item: ContextItem,
     /// Its name as a number: what, with the case's key, gives its score.
     key: u64,
     /// Its JSON text, lower-cased, to look for expectation strings in.
     text: String,
+}
+
+impl Candidate {
+    fn is_of_case(&self, c: usize) -> bool {
+        self.owner.as_ref().is_some_and(|owner| owner.c == c)
+    }
 }
 
 const DOMAIN: &str = "casebook noise v1";
@@ -268,60 +523,30 @@ fn lower_json(item: &ContextItem) -> String {
     serde_json::to_string(item).unwrap_or_default().to_lowercase()
 }
 
-impl<'a> Pool<'a> {
-    fn new(cases: &'a [Case], spec: &'a NoiseSpec) -> Self {
-        let mut candidates = Vec::new();
-        match &spec.from {
-            _ if spec.items == 0 => {}
-            NoiseSource::Cases => {
-                for (c, case) in cases.iter().enumerate() {
-                    for (index, item) in case.task.context.iter().flatten().enumerate() {
-                        // Another question's choices would be a second list of options.
-                        if casebook_model::choices::is_choices(item) {
-                            continue;
-                        }
-                        let key = key_of(&[b"case", case.id.as_bytes(), &(index as u64).to_le_bytes()]);
-                        candidates.push(Candidate { owner: Some(c), index, item, key, text: lower_json(item) });
-                    }
-                }
-            }
-            NoiseSource::File { items, .. } => {
-                for (index, item) in items.iter().enumerate() {
-                    let key = key_of(&[b"file", &(index as u64).to_le_bytes()]);
-                    candidates.push(Candidate { owner: None, index, item, key, text: lower_json(item) });
-                }
-            }
-        }
-        let values = match &spec.similar_by {
-            Some(similar) => {
-                cases.iter().map(|case| similar.path.values(case).iter().map(Value::to_string).collect()).collect()
-            }
-            None => Vec::new(),
-        };
-        let tools = spec.tools.as_ref().map(|_| ToolPool::new(cases));
-        Self { spec, candidates, values, cases, tools }
-    }
+/// Whether `owner` shares a `similar_by` value with `mine`.
+fn similar(mine: &BTreeSet<String>, owner: &Owner) -> bool {
+    !mine.is_disjoint(&owner.values)
+}
 
-    /// Whether candidate `candidate` comes from a case that shares a `similar_by` value with
-    /// case `c`.
-    fn similar(&self, c: usize, candidate: &Candidate<'_>) -> bool {
-        match (candidate.owner, self.values.get(c)) {
-            (Some(owner), Some(mine)) => self.values.get(owner).is_some_and(|theirs| !mine.is_disjoint(theirs)),
-            _ => false,
-        }
-    }
-
+impl Pool {
     fn widening(&self, c: usize, case: &Case) -> Widening {
         let wanted = self.spec.items as usize;
         let case_key = key_of(&[b"case-key", &self.spec.seed.to_le_bytes(), case.id.as_bytes()]);
         let needles = needles(case);
+        let mine: BTreeSet<String> = match &self.spec.similar_by {
+            Some(similar) => similar.path.values(case).iter().map(Value::to_string).collect(),
+            None => BTreeSet::new(),
+        };
         // (tier, score, candidate): similar cases' items first, then by score.
         let mut order: Vec<(u8, u64, usize)> = self
             .candidates
             .iter()
             .enumerate()
-            .filter(|(_, cand)| cand.owner != Some(c))
-            .map(|(i, cand)| (u8::from(!self.similar(c, cand)), mix(case_key ^ cand.key), i))
+            .filter(|(_, cand)| !cand.is_of_case(c))
+            .map(|(i, cand)| {
+                let near = cand.owner.as_ref().is_some_and(|owner| similar(&mine, owner));
+                (u8::from(!near), mix(case_key ^ cand.key), i)
+            })
             .collect();
         // Only the best few are needed unless many of them carry the answer: sort a prefix first.
         let mut picked: Vec<usize> = Vec::with_capacity(wanted);
@@ -351,16 +576,16 @@ impl<'a> Pool<'a> {
         let mut items = Vec::with_capacity(picked.len());
         for (at, n) in places(own, picked.len(), &mut rng) {
             let cand = &self.candidates[picked[n]];
-            let (from_case, from_file) = match (&self.spec.from, cand.owner) {
+            let (from_case, from_file) = match (&self.spec.from, &cand.owner) {
                 (NoiseSource::File { name, .. }, _) => (None, Some(name.clone())),
-                (NoiseSource::Cases, owner) => (owner.map(|o| self.cases[o].id.clone()), None),
+                (NoiseSource::Cases, owner) => (owner.as_ref().map(|o| o.id.clone()), None),
             };
             added.push(NoiseAdded { at, from_case, from_file, item: cand.index, tool: None });
             items.push(cand.item.clone());
         }
         let mut widening = Widening { added, items, answers: Vec::new() };
         if let (Some(pool), Some(tools)) = (&self.tools, &self.spec.tools) {
-            pool.widen(self, c, case, tools, &needles, &mut widening);
+            pool.widen(self, c, case, tools, (&needles, &mine), &mut widening);
         }
         widening
     }
@@ -400,73 +625,65 @@ fn result_mut(tool: &mut Tool, r: usize) -> Option<&mut Value> {
 }
 
 /// A recorded value of another case that noise may put into a tool's answers.
-struct Source<'a> {
-    owner: usize,
-    tool: &'a str,
+struct Source {
+    owner: Arc<Owner>,
+    tool: String,
     response: usize,
     /// Its index in its list result (0 for a whole result).
     index: usize,
-    value: &'a Value,
+    value: Value,
 }
 
-/// What `tools` noise draws from: the entries of every case's array results, and every case's
-/// whole results, each also by tool name.
-struct ToolPool<'a> {
-    entries: Vec<Source<'a>>,
-    results: Vec<Source<'a>>,
-    entries_by_tool: HashMap<&'a str, Vec<usize>>,
-    results_by_tool: HashMap<&'a str, Vec<usize>>,
+/// What `tools` noise draws from: the sampled entries of the cases' array results, and their
+/// sampled whole results, each also by tool name.
+struct ToolPool {
+    entries: Vec<Source>,
+    results: Vec<Source>,
+    entries_by_tool: HashMap<String, Vec<usize>>,
+    results_by_tool: HashMap<String, Vec<usize>>,
 }
 
 /// All of a pool at most this large (or 4 × the entries wanted) is shuffled and scanned; from a
 /// larger one, at most that many draws are made per phase and list.
 const SCANNED: usize = 64;
 
-impl<'a> ToolPool<'a> {
-    fn new(cases: &'a [Case]) -> Self {
-        let mut pool = ToolPool {
-            entries: Vec::new(),
-            results: Vec::new(),
-            entries_by_tool: HashMap::new(),
-            results_by_tool: HashMap::new(),
-        };
-        for (owner, case) in cases.iter().enumerate() {
-            for tool in case.task.tools.iter().flatten() {
-                let name = tool.name.as_str();
-                for (response, value) in results(tool) {
-                    pool.results_by_tool.entry(name).or_default().push(pool.results.len());
-                    pool.results.push(Source { owner, tool: name, response, index: 0, value });
-                    for (index, value) in value.as_array().into_iter().flatten().enumerate() {
-                        pool.entries_by_tool.entry(name).or_default().push(pool.entries.len());
-                        pool.entries.push(Source { owner, tool: name, response, index, value });
-                    }
-                }
+impl ToolPool {
+    fn new(entries: Vec<Source>, results: Vec<Source>) -> Self {
+        let by_tool = |sources: &[Source]| {
+            let mut by: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, source) in sources.iter().enumerate() {
+                by.entry(source.tool.clone()).or_default().push(i);
             }
-        }
-        pool
+            by
+        };
+        let (entries_by_tool, results_by_tool) = (by_tool(&entries), by_tool(&results));
+        ToolPool { entries, results, entries_by_tool, results_by_tool }
     }
 
-    /// Adds case `c`'s noise in its tools' answers to `widening`.
+    /// Adds case `c`'s noise in its tools' answers to `widening` (`near`: the case's needles and
+    /// its values at `similar_by`).
     fn widen(
         &self,
-        within: &Pool<'_>,
+        within: &Pool,
         c: usize,
         case: &Case,
         spec: &ToolNoiseSpec,
-        needles: &[String],
+        near: (&[String], &BTreeSet<String>),
         widening: &mut Widening,
     ) {
         let seed = within.spec.seed.to_le_bytes();
         let id = case.id.as_bytes();
+        let similar_by = within.spec.similar_by.is_some();
         for tool in case.task.tools.iter().flatten() {
             let name = tool.name.as_str();
             for (response, value) in results(tool).into_iter().filter(|_| spec.entries > 0) {
                 let Value::Array(list) = value else { continue };
                 let mut rng = SplitMix(key_of(&[b"tool-entries", &seed, id, name.as_bytes(), &response.to_le_bytes()]));
-                let picked = self.draw(within, c, name, true, spec.entries as usize, needles, &mut rng);
+                let draw = Draw { c, name, entries: true, wanted: spec.entries as usize, near, similar_by };
+                let picked = self.draw(&draw, &mut rng);
                 for (at, n) in places(list.len(), picked.len(), &mut rng) {
                     let source = &self.entries[picked[n]];
-                    widening.added.push(self.added(within, source, name, Some(response), at));
+                    widening.added.push(added(source, name, Some(response), at));
                     widening.answers.push(source.value.clone());
                 }
             }
@@ -475,9 +692,10 @@ impl<'a> ToolPool<'a> {
                 // 53 random bits as a number in 0..1.
                 let chance = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
                 if chance < spec.defaults {
-                    if let Some(&picked) = self.draw(within, c, name, false, 1, needles, &mut rng).first() {
+                    let draw = Draw { c, name, entries: false, wanted: 1, near, similar_by };
+                    if let Some(&picked) = self.draw(&draw, &mut rng).first() {
                         let source = &self.results[picked];
-                        widening.added.push(self.added(within, source, name, None, 0));
+                        widening.added.push(added(source, name, None, 0));
                         widening.answers.push(source.value.clone());
                     }
                 }
@@ -485,49 +703,14 @@ impl<'a> ToolPool<'a> {
         }
     }
 
-    fn added(
-        &self,
-        within: &Pool<'_>,
-        source: &Source<'_>,
-        name: &str,
-        response: Option<usize>,
-        at: usize,
-    ) -> NoiseAdded {
-        NoiseAdded {
-            at,
-            from_case: Some(within.cases[source.owner].id.clone()),
-            from_file: None,
-            item: if response.is_some() { source.index } else { 0 },
-            tool: Some(ToolNoise {
-                name: name.to_owned(),
-                response,
-                from_tool: source.tool.to_owned(),
-                from_response: source.response,
-            }),
-        }
-    }
-
     /// Up to `wanted` sources (indices into `entries`, or `results` when not `entries`) for
     /// case `c`'s tool `name`: of tools of the same name in similar cases, then of the same
-    /// name, then of any tool; never of case `c`, never holding one of its `needles`.
-    #[allow(clippy::too_many_arguments)]
-    fn draw(
-        &self,
-        within: &Pool<'_>,
-        c: usize,
-        name: &str,
-        entries: bool,
-        wanted: usize,
-        needles: &[String],
-        rng: &mut SplitMix,
-    ) -> Vec<usize> {
+    /// name, then of any tool; never of case `c`, never holding one of its needles.
+    fn draw(&self, draw: &Draw<'_>, rng: &mut SplitMix) -> Vec<usize> {
+        let Draw { c, name, entries, wanted, near: (needles, mine), similar_by } = *draw;
         let (sources, by_tool) =
             if entries { (&self.entries, &self.entries_by_tool) } else { (&self.results, &self.results_by_tool) };
         let same: &[usize] = by_tool.get(name).map_or(&[], Vec::as_slice);
-        let similar = |owner: usize| match (within.values.get(c), within.values.get(owner)) {
-            (Some(mine), Some(theirs)) => !mine.is_disjoint(theirs),
-            _ => false,
-        };
         let mut picked: Vec<usize> = Vec::with_capacity(wanted);
         let budget = SCANNED.max(wanted.saturating_mul(4));
         // One pass over `len` candidates, the `k`th being `at(k)`.
@@ -535,11 +718,11 @@ impl<'a> ToolPool<'a> {
             let mut take = |i: usize| {
                 let source = &sources[i];
                 if picked.len() < wanted
-                    && source.owner != c
+                    && source.owner.c != c
                     && !picked.contains(&i)
-                    && (!only_similar || similar(source.owner))
+                    && (!only_similar || similar(mine, &source.owner))
                 {
-                    let text = serde_json::to_string(source.value).unwrap_or_default().to_lowercase();
+                    let text = serde_json::to_string(&source.value).unwrap_or_default().to_lowercase();
                     if !needles.iter().any(|n| text.contains(n.as_str())) {
                         picked.push(i);
                     }
@@ -556,7 +739,7 @@ impl<'a> ToolPool<'a> {
                 (0..budget).for_each(|_| take(at(rng.below(len))));
             }
         };
-        if within.spec.similar_by.is_some() {
+        if similar_by {
             phase(same.len(), &|k| same[k], true, &mut picked);
         }
         if picked.len() < wanted {
@@ -566,6 +749,33 @@ impl<'a> ToolPool<'a> {
             phase(sources.len(), &|k| k, false, &mut picked);
         }
         picked
+    }
+}
+
+/// What [`ToolPool::draw`] draws for.
+#[derive(Clone, Copy)]
+struct Draw<'a> {
+    c: usize,
+    name: &'a str,
+    entries: bool,
+    wanted: usize,
+    near: (&'a [String], &'a BTreeSet<String>),
+    similar_by: bool,
+}
+
+/// The record of `source` put into the answers of tool `name`.
+fn added(source: &Source, name: &str, response: Option<usize>, at: usize) -> NoiseAdded {
+    NoiseAdded {
+        at,
+        from_case: Some(source.owner.id.clone()),
+        from_file: None,
+        item: if response.is_some() { source.index } else { 0 },
+        tool: Some(ToolNoise {
+            name: name.to_owned(),
+            response,
+            from_tool: source.tool.clone(),
+            from_response: source.response,
+        }),
     }
 }
 

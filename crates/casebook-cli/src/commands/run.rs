@@ -17,14 +17,13 @@ use anyhow::Context;
 use casebook_filter::Filter;
 use casebook_formats::{Batch, Consumer, Flow, Start, read};
 use casebook_model::Case;
-use casebook_runner::engine::{
-    self, CaseTexts, CaseTextsWriter, Job, Mode, Plan, PlannedCase, PlannedScenario, RunKeys,
-};
+use casebook_runner::engine::{self, Job, Mode, Plan, PlannedScenario, RunKeys};
 use casebook_runner::experiment::{Experiment, ExperimentError, Located};
 use casebook_runner::grade::GraderSpec;
 use casebook_runner::grade::asserts::{CaseAsserts, Tally};
 use casebook_runner::mcp::McpServer;
-use casebook_runner::noise::NoiseSpec;
+use casebook_runner::noise::{Noise, NoisePools, NoiseSpec};
+use casebook_runner::planned::{PlanWriter, PlannedCases};
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
 use casebook_runner::report::listing::Listing;
@@ -40,6 +39,10 @@ use crate::report::Reporter;
 use crate::runs::RunStore;
 use crate::settings::Global;
 use crate::stores;
+
+mod version_id;
+
+use version_id::FirstVersion;
 
 /// Results kept in the store at a time while running.
 const SAVE_EVERY: usize = 4096;
@@ -124,7 +127,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         },
     };
     let keys = RunKeys::new(&scenarios, &experiment.memory_seeds, experiment.n_runs).map_err(anyhow::Error::msg)?;
-    let Some(mut dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select, &keys)?
+    // Noise draws from the other selected cases: a bounded sample of them, taken as they are read.
+    let noise: Vec<Option<NoiseSpec>> = experiment.scenarios.iter().map(|s| s.noise.clone()).collect();
+    let pools = NoisePools::new(&noise);
+    let Some(dataset) = load_dataset(settings, &runtime, store.as_ref(), &experiment, &base, &select, &keys, pools)?
     else {
         return Ok(Outcome::Invalid);
     };
@@ -133,15 +139,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     } else if !args.no_grade && !settings.quiet {
         warn_of_unused_asserts(&args, &dataset);
     }
-    // Noise is picked once every selected case is known: the pool is the other cases.
-    let noise: Vec<Option<NoiseSpec>> = experiment.scenarios.iter().map(|s| s.noise.clone()).collect();
-    if noise.iter().any(Option::is_some) {
-        widen(&mut dataset, &noise, &keys)?;
-    }
     let selected = dataset.selection;
     let plan = Arc::new(Plan {
         cases: dataset.cases,
-        texts: dataset.texts,
+        noise: dataset.noise,
         scenarios,
         n_runs: experiment.n_runs,
         graders,
@@ -217,22 +218,36 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let mut listing_error = None;
     let mut done = 0usize;
     let mut reused = 0u64;
-    let stopped = runtime.block_on(async {
-        // The stored outputs of the jobs are read a window at a time, the next while this one
-        // runs, so that memory holds a window's or two, not the experiment's.
+    let (stopped, read) = runtime.block_on(async {
+        // The jobs (their cases read from the plan's files, widened by their noise) and their
+        // stored outputs are read a window at a time, the next while this one runs, so that
+        // memory holds a window's or two, not the experiment's.
         let (work_tx, work_rx) = tokio::sync::mpsc::channel(1);
         let reader = {
-            let (plan, store, stop) = (plan.clone(), store.clone(), stop_rx.clone());
+            let (plan, store, stop, stop_tx) = (plan.clone(), store.clone(), stop_rx.clone(), stop_tx.clone());
             tokio::spawn(async move {
                 for start in (0..total).step_by(WINDOW) {
                     if *stop.borrow() {
                         break;
                     }
-                    let window = plan.jobs(start..total.min(start + WINDOW));
+                    let planned = plan.clone();
+                    let window = tokio::task::spawn_blocking(move || planned.jobs(start..total.min(start + WINDOW)))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|jobs| jobs.map_err(|failure| failure.message));
+                    let window = match window {
+                        Ok(window) => window,
+                        Err(message) => {
+                            // Nothing more can run: stopped as Ctrl-C stops, what finished is kept.
+                            let _ = stop_tx.send(true);
+                            return Err(anyhow::anyhow!("{message}"));
+                        }
+                    };
                     if work_tx.send(lookup(store.as_deref(), window).await).await.is_err() {
                         break;
                     }
                 }
+                Ok(())
             })
         };
         let work = tokio::spawn(engine::execute(plan.clone(), work_rx, mode, stop_rx.clone(), finish, tx));
@@ -298,7 +313,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                 }
             }
         }
-        let _ = reader.await;
+        let read = reader.await.map_err(anyhow::Error::from).and_then(|read| read);
         let _ = work.await;
         if !pending.is_empty() {
             let _ = save_tx.send(pending).await;
@@ -307,8 +322,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         if let Some(saver) = saver {
             let _ = saver.await;
         }
-        stopped
+        (stopped, read)
     });
+    // A plan that cannot be read back stops the run where it is; it is not finished.
+    let stopped = stopped || read.is_err();
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -321,6 +338,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         }
         runtime.block_on(store.close());
     }
+    read.context("the run stopped")?;
     if let Some((output, mut out)) = jsonl {
         out.flush()?;
         drop(out);
@@ -671,12 +689,12 @@ fn bump(left_out: &mut LeftOut, left: Left, n: u64) {
     }
 }
 
-/// The selected cases of a dataset, as native JSON with their content ids, and the dataset's
-/// name and version id.
+/// The selected cases of a dataset, as native JSON with their content ids and run hashes (in
+/// temporary files: a million cases would take a gigabyte of memory), what their noise draws
+/// from, and the dataset's name and version id.
 struct Dataset {
-    cases: Vec<PlannedCase>,
-    /// The cases' JSON, in a temporary file (a million cases would take a gigabyte of memory).
-    texts: CaseTexts,
+    cases: PlannedCases,
+    noise: Option<Noise>,
     name: String,
     version_id: String,
     /// How many cases the version had and why those not run were left out.
@@ -684,8 +702,9 @@ struct Dataset {
 }
 
 /// Reads the experiment's dataset: a file beside the experiment, or a version in the store or
-/// on the server (resolved once, then read by number). `None` when the file has errors (they
-/// are reported).
+/// on the server (resolved once, then read by number), each selected case into the plan's files
+/// and offered to the noise `pools`. `None` when the file has errors (they are reported).
+#[allow(clippy::too_many_arguments)]
 fn load_dataset(
     settings: &Global,
     runtime: &tokio::runtime::Runtime,
@@ -694,16 +713,19 @@ fn load_dataset(
     base: &Path,
     select: &Selection,
     keys: &RunKeys,
+    mut pools: Option<NoisePools>,
 ) -> anyhow::Result<Option<Dataset>> {
     let file = base.join(&experiment.dataset);
-    let spill = tempfile::tempfile().context("cannot make a temporary file for the selected cases")?;
-    let mut texts = CaseTextsWriter::new(spill);
-    let (cases, name, version_id, selection) = if file.is_file() {
-        let Some(cases) = read_cases(settings, &file, base, select, keys, &mut texts)? else { return Ok(None) };
-        let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
-        let id = version_id_of(&name, &cases.all)?;
-        let selection = select.counted(cases.all.len() as u64, cases.selected.len() as u64, cases.left_out);
-        (cases.selected, name, id, selection)
+    let mut plan = PlanWriter::new(keys.per_case()).context("cannot make a temporary file for the selected cases")?;
+    let (name, version_id, selection, rows) = if file.is_file() {
+        let Some(cases) = read_cases(settings, &file, base, select, keys, &mut plan, pools.as_mut())? else {
+            return Ok(None);
+        };
+        let name = file_dataset_name(&file);
+        let all = cases.all.count();
+        let id = cases.all.finish()?;
+        let selection = select.counted(all, plan.len() as u64, cases.left_out);
+        (name, id, selection, true)
     } else {
         let Some(store) = store else {
             anyhow::bail!(
@@ -713,8 +735,8 @@ fn load_dataset(
         };
         let (name, reference) = stores::target(&experiment.dataset)?;
         let version = runtime.block_on(store.resolve(&name, &reference))?;
-        // Each batch of bodies is planned as it comes, its JSON written to `texts`.
-        let (mut cases, mut failed) = (Vec::new(), None::<anyhow::Error>);
+        // Each batch of bodies is planned as it comes, into the plan's files.
+        let mut failed = None::<anyhow::Error>;
         let pushed = select.pushed();
         let mut row = 0u64;
         runtime.block_on(store.bodies(&name, version.number, &pushed, &mut |batch| {
@@ -723,23 +745,25 @@ fn load_dataset(
             }
             let indexed: Vec<(u64, String)> = (row..).zip(batch).collect();
             row += indexed.len() as u64;
-            let planned = engine::parallel_map(&indexed, |(row, body)| plan_stored(body, *row, keys));
-            for (planned, (_, body)) in planned.into_iter().zip(&indexed) {
-                match planned.and_then(|mut case| {
-                    case.json = texts.keep(body).context("cannot write the selected cases to a temporary file")?;
-                    Ok(case)
-                }) {
-                    Ok(case) => cases.push(case),
-                    Err(err) => {
-                        failed = Some(err);
-                        return;
+            let planned = engine::parallel_map(&indexed, |(_, body)| plan_stored(body, keys));
+            for (planned, (row, body)) in planned.into_iter().zip(&indexed) {
+                let kept = planned.and_then(|stored| {
+                    if let Some(pools) = &mut pools {
+                        pools.add(plan.len(), &stored.case);
                     }
+                    plan.keep(body, &stored.content_id, Some(*row), &stored.hashes)
+                        .context("cannot write the selected cases to a temporary file")
+                });
+                if let Err(err) = kept {
+                    failed = Some(err);
+                    return;
                 }
             }
         }))?;
         if let Some(err) = failed {
             return Err(err);
         }
+        let selected = plan.len() as u64;
         // What each stage leaves out: the store counts the cases that pass the stages so far.
         let mut left_out = LeftOut::default();
         let (mut before, mut so_far) = (version.cases, None::<Filter>);
@@ -753,57 +777,58 @@ fn load_dataset(
             bump(&mut left_out, left, before.saturating_sub(kept));
             (before, so_far) = (kept, Some(next));
         }
-        left_out.limit = before.saturating_sub(cases.len() as u64);
-        let selection = select.counted(version.cases, cases.len() as u64, left_out);
+        left_out.limit = before.saturating_sub(selected);
+        let selection = select.counted(version.cases, selected, left_out);
         // A version's order gives each case its row, unless a stage left some of them out.
-        if left_out.filter + left_out.rejected + left_out.min_confidence > 0 {
-            cases.iter_mut().for_each(|case| case.row = None);
-        }
+        let rows = left_out.filter + left_out.rejected + left_out.min_confidence == 0;
         // Named as a user would name it again: `support@v4`.
-        (cases, format!("{name}@v{}", version.number), version.id, selection)
+        (format!("{name}@v{}", version.number), version.id, selection, rows)
     };
-    let texts = texts.finish().context("cannot write the selected cases to a temporary file")?;
-    Ok(Some(Dataset { cases, texts, name, version_id, selection }))
+    let mut cases = plan.finish().context("cannot write the selected cases to a temporary file")?;
+    if !rows {
+        cases.forget_rows();
+    }
+    Ok(Some(Dataset { cases, noise: pools.map(NoisePools::finish), name, version_id, selection }))
 }
 
-/// A case of a stored version (its JSON `body`, its 0-based `row`), planned; its JSON is left
-/// for the caller to keep.
-fn plan_stored(body: &str, row: u64, keys: &RunKeys) -> anyhow::Result<PlannedCase> {
+/// The name a dataset file's cases have as a dataset: the file's name without its extension.
+fn file_dataset_name(file: &Path) -> String {
+    file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
+
+/// A case of a stored version, planned: parsed (for its noise), its content id and run hashes.
+struct Stored {
+    case: Case,
+    content_id: [u8; 32],
+    hashes: Vec<[u8; 32]>,
+}
+
+/// A case of a stored version (its JSON `body`), planned; its JSON is left for the caller to
+/// keep.
+fn plan_stored(body: &str, keys: &RunKeys) -> anyhow::Result<Stored> {
     let mut case: Case = serde_json::from_str(body)?;
     // A seed file cannot be found from a stored dataset: say so now.
     casebook_runner::seeds::inline_case_seeds(&mut case, None).map_err(anyhow::Error::msg)?;
-    Ok(PlannedCase {
+    Ok(Stored {
         content_id: casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, body)?,
         hashes: keys.hashes(&case).map_err(anyhow::Error::msg)?,
-        json: String::new().into(),
-        row: Some(row),
-        noise: Vec::new(),
+        case,
     })
 }
 
-/// Each selected case of `dataset`, parsed (read back from its file); `None` for one that
-/// cannot be read back.
-fn parsed_cases(dataset: &Dataset) -> Vec<anyhow::Result<Case>> {
-    engine::parallel_map(&dataset.cases, |case| {
-        let text = dataset.texts.text(&case.json).context("cannot read a selected case back")?;
-        Ok(serde_json::from_str::<Case>(&text)?)
-    })
-}
+/// Cases read back from the plan at a time by the checks that look at every selected case.
+const CHECKED: usize = 4096;
 
-/// Gives each case its noise in each scenario (`noise`, in scenario order), and the run hashes
-/// of its widened tasks.
-fn widen(dataset: &mut Dataset, noise: &[Option<NoiseSpec>], keys: &RunKeys) -> anyhow::Result<()> {
-    // Noise draws from the other cases: every selected case is parsed at once here.
-    let parsed = parsed_cases(dataset)
-        .into_iter()
-        .collect::<anyhow::Result<Vec<Case>>>()
-        .context("a selected case cannot be read back")?;
-    let widenings = casebook_runner::noise::plan(&parsed, noise);
-    for ((planned, case), widening) in dataset.cases.iter_mut().zip(&parsed).zip(widenings) {
-        planned.hashes = keys.widened_hashes(case, &widening).map_err(anyhow::Error::msg)?;
-        planned.noise = widening;
+/// `f` of each selected case's JSON (`None` for one that cannot be read back), on every core,
+/// a window at a time, handed to `take` in order.
+fn each_case<R: Send>(cases: &PlannedCases, f: impl Fn(Option<&str>) -> R + Sync, mut take: impl FnMut(R)) {
+    for start in (0..cases.len()).step_by(CHECKED) {
+        let texts = cases.window(start..start + CHECKED).and_then(|window| cases.texts(&window));
+        match texts {
+            Ok(texts) => engine::parallel_map(&texts, |text| f(Some(text))).into_iter().for_each(&mut take),
+            Err(_) => (start..cases.len().min(start + CHECKED)).for_each(|_| take(f(None))),
+        }
     }
-    Ok(())
 }
 
 /// Refuses a run without graders whose cases carry no assert casebook can check (it would grade
@@ -824,23 +849,22 @@ fn check_asserts(
     judge: bool,
     exclude: bool,
 ) -> anyhow::Result<()> {
-    let tallies = engine::parallel_map(&dataset.cases, |case| {
+    let mut tally = Tally::default();
+    let one_case = |text: Option<&str>| {
         let mut tally = Tally::default();
-        let text = dataset.texts.text(&case.json).ok();
-        if let Some(case) = text.and_then(|text| serde_json::from_str::<Case>(&text).ok()) {
+        if let Some(case) = text.and_then(|text| serde_json::from_str::<Case>(text).ok()) {
             tally.add(&case, judge);
         }
         tally
-    });
-    let mut tally = Tally::default();
-    for one in tallies {
+    };
+    each_case(&dataset.cases, one_case, |one| {
         tally.graded_cases += one.graded_cases;
         tally.ungraded_cases += one.ungraded_cases;
         tally.bare_cases += one.bare_cases;
         for (why, n) in one.unchecked {
             *tally.unchecked.entry(why).or_default() += n;
         }
-    }
+    });
     if tally.graded_cases == 0 {
         let source = if args.experiment.is_some() { "`graders:` in the experiment file" } else { "`--grader KIND`" };
         let asserts = if tally.ungraded_cases > 0 {
@@ -882,17 +906,16 @@ fn check_asserts(
 /// Says how many cases carry asserts of their own (promptfoo's), which a run with graders does
 /// not check: a user who wrote them would otherwise take the graders' verdict for theirs.
 fn warn_of_unused_asserts(args: &RunArgs, dataset: &Dataset) {
-    let with_asserts: usize = engine::parallel_map(&dataset.cases, |case| {
+    let mut with_asserts = 0usize;
+    let has_asserts = |text: Option<&str>| {
         // Most cases carry none: only those whose JSON names `assert` are parsed.
-        dataset.texts.text(&case.json).is_ok_and(|text| {
+        text.is_some_and(|text| {
             text.contains("\"assert\"")
-                && serde_json::from_str::<Case>(&text)
+                && serde_json::from_str::<Case>(text)
                     .is_ok_and(|case| casebook_runner::grade::asserts::asserts_of(&case).is_some())
         })
-    })
-    .into_iter()
-    .filter(|&has| has)
-    .count();
+    };
+    each_case(&dataset.cases, has_asserts, |has| with_asserts += usize::from(has));
     if with_asserts > 0 {
         let source = if args.experiment.is_some() { "the experiment's `graders:`" } else { "`--grader`" };
         let (cases, carry) = if with_asserts == 1 { ("case carries", "its") } else { ("cases carry", "their") };
@@ -1017,30 +1040,32 @@ fn parts(
     Ok((scenarios, graders, case_asserts))
 }
 
-/// A dataset file's cases: every case's id and content id (for the version id), and the
-/// selected ones as native JSON with their content ids, seed files read.
+/// What reading a dataset file found besides the selected cases (which went to the plan's
+/// files): every case's id and content id, for the version id, and why cases were left out.
 struct FileCases {
-    /// Every case's id and content id (32 bytes, not 64 hex digits: a million cases each).
-    all: Vec<(String, [u8; 32])>,
-    selected: Vec<PlannedCase>,
+    all: FirstVersion,
     /// The cases not selected, by reason.
     left_out: LeftOut,
 }
 
-/// Reads a dataset file, keeping each selected case as compact JSON; reports its problems.
+/// Reads a dataset file, keeping each selected case (as compact JSON, seed files read, with
+/// its content id and run hashes) in `plan` and offering it to the noise `pools`; reports its
+/// problems.
 fn read_cases(
     settings: &Global,
     file: &Path,
     experiment_dir: &Path,
     select: &Selection,
     keys: &RunKeys,
-    texts: &mut CaseTextsWriter,
+    plan: &mut PlanWriter,
+    pools: Option<&mut NoisePools>,
 ) -> anyhow::Result<Option<FileCases>> {
     type Prepared = Result<Body, String>;
     struct Collect<'a> {
         cases: FileCases,
-        /// Where the selected cases' JSON goes.
-        texts: &'a mut CaseTextsWriter,
+        /// Where the selected cases go.
+        plan: &'a mut PlanWriter,
+        pools: Option<&'a mut NoisePools>,
         select: &'a Selection,
         keys: &'a RunKeys,
         base: Option<&'a Path>,
@@ -1051,9 +1076,15 @@ fn read_cases(
         failed: Option<String>,
     }
     impl Collect<'_> {
-        /// Writes a selected case's JSON to the temporary file.
-        fn keep(&mut self, json: &str) -> Result<engine::CaseJson, String> {
-            self.texts.keep(json).map_err(|e| format!("cannot write the selected cases to a temporary file: {e}"))
+        /// Keeps a selected case in the plan's files, and offers it to the noise pools.
+        fn keep(&mut self, case: &Case, json: &str, content_id: &[u8; 32], hashes: &[[u8; 32]]) -> Result<(), String> {
+            if let Some(pools) = &mut self.pools {
+                pools.add(self.plan.len(), case);
+            }
+            let row = case.provenance.as_ref().and_then(|p| p.row);
+            self.plan
+                .keep(json, content_id, row, hashes)
+                .map_err(|e| format!("cannot write the selected cases to a temporary file: {e}"))
         }
 
         fn take(&mut self, case: &mut Case, prepared: Prepared) -> Result<(), String> {
@@ -1063,7 +1094,7 @@ fn read_cases(
                     bump(&mut self.cases.left_out, left, 1);
                     false
                 }
-                None if self.select.limit.is_some_and(|limit| self.cases.selected.len() as u64 >= limit) => {
+                None if self.select.limit.is_some_and(|limit| self.plan.len() as u64 >= limit) => {
                     self.cases.left_out.limit += 1;
                     false
                 }
@@ -1082,26 +1113,19 @@ fn read_cases(
                     }
                     let p = Body::of(case, None)?;
                     let hashes = self.keys.hashes(case).map_err(|e| e.to_string())?;
-                    let row = case.provenance.as_ref().and_then(|p| p.row);
-                    let json = self.keep(&p.body)?;
-                    self.cases.selected.push(PlannedCase {
-                        json,
-                        content_id: p.content_id,
-                        hashes,
-                        row,
-                        noise: Vec::new(),
-                    });
+                    self.keep(case, &p.body, &p.content_id, &hashes)?;
                 } else {
-                    let hashes = match prepared.hashes {
+                    let hashes = match &prepared.hashes {
                         Some(hashes) => hashes,
-                        None => self.keys.hashes(case).map_err(|e| e.to_string())?,
+                        None => &self.keys.hashes(case).map_err(|e| e.to_string())?,
                     };
-                    let (json, content_id) = (self.keep(&prepared.body)?, prepared.content_id);
-                    let row = case.provenance.as_ref().and_then(|p| p.row);
-                    self.cases.selected.push(PlannedCase { json, content_id, hashes, row, noise: Vec::new() });
+                    self.keep(case, &prepared.body, &prepared.content_id, hashes)?;
                 }
             }
-            self.cases.all.push((prepared.id, prepared.content_id));
+            self.cases
+                .all
+                .add(&prepared.id, &prepared.content_id)
+                .map_err(|e| format!("cannot write the cases' ids to a temporary file: {e}"))?;
             Ok(())
         }
     }
@@ -1133,8 +1157,9 @@ fn read_cases(
         batch.cases.iter().map(|case| Body::of(case, hashed(case).then_some(keys))).collect()
     };
     let mut collect = Collect {
-        cases: FileCases { all: Vec::new(), selected: Vec::new(), left_out: LeftOut::default() },
-        texts,
+        cases: FileCases { all: FirstVersion::new(&file_dataset_name(file)), left_out: LeftOut::default() },
+        plan,
+        pools,
         select,
         keys,
         base: file.parent(),
@@ -1176,13 +1201,6 @@ impl Body {
         let hashes = keys.map(|keys| keys.hashes(case)).transpose().map_err(|e| e.to_string())?;
         Ok(Self { id: case.id.clone(), body, content_id, hashes })
     }
-}
-
-/// The content id a file's cases would have as the first version of a dataset named `name`.
-fn version_id_of(name: &str, cases: &[(String, [u8; 32])]) -> anyhow::Result<String> {
-    let mut listed: Vec<&(String, [u8; 32])> = cases.iter().collect();
-    listed.sort_unstable();
-    Ok(casebook_canon::first_version_id(name, listed.into_iter().map(|(id, cid)| (id.as_str(), cid)))?)
 }
 
 /// `r-20261123T100000-1a2b`: sortable by time, told apart by a few bits of the process.

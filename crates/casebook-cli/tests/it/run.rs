@@ -1069,6 +1069,57 @@ fn a_stored_dataset_gets_the_same_noise_as_its_file() {
     }
 }
 
+/// A file too large for the run to hold its ids (they are sorted through a temporary file) and
+/// whose selected cases hold more context items than noise keeps as its sample: the run names
+/// the version id its import gets, and draws the same noise from the file as from the store.
+#[test]
+fn a_large_file_has_its_imported_version_id_and_the_same_sampled_noise_as_its_import() {
+    let dir = Folder::new();
+    // Native JSONL (the shape of the noisy dataset above), ids in descending order.
+    let mut text = String::new();
+    for i in (0..20_000).rev() {
+        text.push_str(&format!(
+            "{{\"id\": \"case-{i:05}\", \"input\": \"q{i}\", \"context\": [{{\"content\": \"log {i}.0\"}}, \
+             {{\"content\": \"log {i}.1\"}}, {{\"content\": \"log {i}.2\"}}], \"expected\": {{\"output\": \"a{i}\"}}}}\n"
+        ));
+    }
+    dir.file("large.jsonl", &text);
+    let experiment = |dataset: &str| {
+        format!(
+            "dataset: {dataset}\nlimit: 1000\nnoise: {{from: cases, items: 2, seed: 8}}\n\
+             scenarios:\n  - {{name: noisy, target: 'builtin:echo'}}\ngraders: [{{kind: contains}}]\nthreshold: 0\n"
+        )
+    };
+    let report = |exp: &std::path::Path, name: &str| {
+        let out = run(cb(&dir).arg("run").arg(exp).args(["--format", "json", "--report", &format!("jsonl={name}")]));
+        assert_eq!(out.status, Some(0), "{out:?}");
+        let text = fs_err::read_to_string(dir.join(name)).expect("the JSONL report");
+        let rows: std::collections::BTreeSet<(String, String, String)> = text
+            .lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).expect("a JSON line");
+                (r["case_id"].to_string(), r["hash"].to_string(), r["noise"].to_string())
+            })
+            .collect();
+        (summary(&out.stdout)["meta"]["dataset_version_id"].clone(), rows)
+    };
+    run(cb(&dir).arg("init")).expect_status(0);
+    let (file_version, from_file) = report(&dir.file("file.yaml", experiment("large.jsonl")), "file.jsonl");
+    let imported = run(cb(&dir).args(["import", "large.jsonl", "--format", "json"]));
+    let version: Value = serde_json::from_str(imported.stdout.trim()).expect("the import's JSON");
+    assert_eq!(file_version, version["version"]["id"], "{imported:?}");
+    let (_, from_store) = report(&dir.file("stored.yaml", experiment("large@v1")), "stored.jsonl");
+    assert_eq!(from_file.len(), 1000);
+    // 3,000 items to draw from, more than the sample keeps: every case still gets its two.
+    for (case, _, noise) in &from_file {
+        let noise: Vec<Value> = serde_json::from_str(noise).expect("the noise");
+        assert_eq!(noise.len(), 2, "{case}");
+        let own: Value = serde_json::from_str(case).expect("the case id");
+        assert!(noise.iter().all(|n| n["from_case"] != own), "{case}: {noise:?}");
+    }
+    assert_eq!(from_file, from_store);
+}
+
 #[test]
 fn an_http_agent_is_served_its_case_tools_over_mcp_unless_the_scenario_says_no() {
     let dir = Folder::new();

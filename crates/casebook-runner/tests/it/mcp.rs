@@ -11,9 +11,10 @@ use axum::extract::State;
 use axum::routing::post;
 use casebook_model::Case;
 use casebook_model::snapshot::Served;
-use casebook_runner::engine::{Finished, Mode, Plan, PlannedCase, PlannedScenario, RunKeys, Work, execute};
+use casebook_runner::engine::{Finished, Mode, Plan, PlannedScenario, RunKeys, Work, execute};
 use casebook_runner::environment::Environment;
 use casebook_runner::mcp::McpServer;
+use casebook_runner::planned::PlannedCases;
 use casebook_runner::protocol::{Serving, Step, ToolDefinition};
 use casebook_runner::record::RunResult;
 use casebook_runner::target::TargetSpec;
@@ -127,26 +128,20 @@ async fn run(cases: &[Case], scenario: PlannedScenario) -> Vec<RunResult> {
     let scenarios = vec![scenario];
     let keys = RunKeys::new(&scenarios, &[], 1).unwrap();
     let plan = Arc::new(Plan {
-        cases: cases
-            .iter()
-            .map(|case| PlannedCase {
-                json: serde_json::to_string(case).unwrap().into(),
-                content_id: [0; 32],
-                hashes: keys.hashes(case).unwrap(),
-                row: None,
-                noise: Vec::new(),
-            })
-            .collect(),
-        texts: Default::default(),
+        cases: PlannedCases::of(cases, &keys).unwrap(),
         scenarios,
         n_runs: 1,
         graders: Vec::new(),
         case_asserts: None,
         seeds: Vec::new(),
         concurrency: cases.len(),
+        noise: None,
     });
     let (work_tx, work_rx) = mpsc::channel(1);
-    work_tx.send(plan.jobs(0..plan.total()).into_iter().map(|job| Work { job, stored: None }).collect()).await.unwrap();
+    work_tx
+        .send(plan.jobs(0..plan.total()).unwrap().into_iter().map(|job| Work { job, stored: None }).collect())
+        .await
+        .unwrap();
     drop(work_tx);
     let (_stop_tx, stop_rx) = watch::channel(false);
     let (results_tx, mut results_rx) = mpsc::channel(16);

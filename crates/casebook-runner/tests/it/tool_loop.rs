@@ -10,8 +10,9 @@ use axum::Router;
 use axum::routing::post;
 use casebook_model::Case;
 use casebook_model::snapshot::Served;
-use casebook_runner::engine::{self, Mode, Plan, PlannedCase, PlannedScenario, RunKeys, Work};
+use casebook_runner::engine::{self, Mode, Plan, PlannedScenario, RunKeys, Work};
 use casebook_runner::environment::DEFAULT_MAX_STEPS;
+use casebook_runner::planned::PlannedCases;
 use casebook_runner::protocol::{Serving, Step};
 use casebook_runner::record::RunResult;
 use casebook_runner::target::TargetSpec;
@@ -46,25 +47,19 @@ async fn run(case: Value, target: Value, max_steps: u32) -> RunResult {
         PlannedScenario { name: "s".into(), describe: spec.describe(), target: spec.connect().unwrap(), max_steps };
     let keys = RunKeys::new(std::slice::from_ref(&scenario), &[], 1).unwrap();
     let plan = Arc::new(Plan {
-        cases: vec![PlannedCase {
-            json: serde_json::to_string(&case).unwrap().into(),
-            content_id: [0; 32],
-            hashes: keys.hashes(&case).unwrap(),
-            row: None,
-            noise: Vec::new(),
-        }],
-        texts: engine::CaseTexts::default(),
+        cases: PlannedCases::of(std::slice::from_ref(&case), &keys).unwrap(),
         scenarios: vec![scenario],
         n_runs: 1,
         graders: Vec::new(),
         case_asserts: None,
         seeds: Vec::new(),
         concurrency: 1,
+        noise: None,
     });
     let (work_tx, work_rx) = tokio::sync::mpsc::channel(1);
     let (_stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (tx, mut rx) = tokio::sync::mpsc::channel(4);
-    work_tx.send(plan.jobs(0..1).into_iter().map(|job| Work { job, stored: None }).collect()).await.unwrap();
+    work_tx.send(plan.jobs(0..1).unwrap().into_iter().map(|job| Work { job, stored: None }).collect()).await.unwrap();
     drop(work_tx);
     let finish = Arc::new(|finished: engine::Finished| finished.result);
     engine::execute(plan, work_rx, Mode::Run, stop_rx, finish, tx).await;
