@@ -36,4 +36,5 @@ mod threshold;
 mod unusual_input;
 mod validate_fields;
 mod validate_syntax;
+mod waits;
 mod where_acted;
