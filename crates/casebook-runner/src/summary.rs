@@ -1011,12 +1011,28 @@ pub struct Comparison {
     pub ungraded: usize,
     /// Every pair.
     pub differences: Vec<PairedDifference>,
+    /// When each run has one scenario and they are named differently (a `run --target` beside an
+    /// experiment's named scenario), A's and B's: B's results are paired as if they had A's
+    /// scenario, and the lists name A's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_scenarios: Option<(String, String)>,
 }
 
 /// Pairs the results of two runs by (case id, scenario, run); when a side holds the same case run
-/// twice, its first result is used.
+/// twice, its first result is used. Two runs of one scenario each, named differently, pair by
+/// (case id, run) ([`Comparison::paired_scenarios`]).
 pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
+    let scenarios =
+        |results: &[RunResult]| -> BTreeSet<String> { results.iter().map(|r| r.scenario.clone()).collect() };
+    let (in_a, in_b) = (scenarios(a), scenarios(b));
+    let paired_scenarios = match (in_a.first(), in_b.first()) {
+        (Some(x), Some(y)) if in_a.len() == 1 && in_b.len() == 1 && x != y => Some((x.clone(), y.clone())),
+        _ => None,
+    };
     let (a, mut b) = (by_case_run(a), by_case_run(b));
+    if let Some((name, _)) = &paired_scenarios {
+        b = b.into_iter().map(|(key, result)| (CaseRun { scenario: name.clone(), ..key }, result)).collect();
+    }
     let mut comparison = Comparison {
         pairs: 0,
         mean_difference: None,
@@ -1028,6 +1044,7 @@ pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
         errors: Vec::new(),
         ungraded: 0,
         differences: Vec::new(),
+        paired_scenarios,
     };
     for (key, left) in a {
         let Some(right) = b.remove(&key) else {
