@@ -51,8 +51,8 @@ fn runs_of_one_scenario_each_pair_and_unpairable_runs_say_why() {
         unpaired.stderr,
         format!(
             "note: nothing paired: results pair by case id, scenario and run number, and run {a} ran scenario \
-             `echo` on dataset cases.jsonl (version {}); run {c} ran scenarios `left`, `right` on dataset \
-             cases.jsonl (version {}). Compare runs of the same dataset, with a scenario of the same name (or \
+             `echo` on dataset cases (version {}); run {c} ran scenarios `left`, `right` on dataset \
+             cases (version {}). Compare runs of the same dataset, with a scenario of the same name (or \
              one scenario each)\n",
             version(&a),
             version(&c)
