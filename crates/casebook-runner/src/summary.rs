@@ -1496,6 +1496,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn compare_pairs_runs_of_one_scenario_each_whatever_their_names() {
+        let a = vec![passing("c1", "echo", 0), passing("c2", "echo", 0)];
+        let b = vec![failing("c1", "echo-again", 0), passing("c2", "echo-again", 0)];
+        let comparison = compare(&a, &b);
+        assert_eq!(comparison.pairs, 2);
+        assert_eq!(comparison.paired_scenarios, Some(("echo".to_owned(), "echo-again".to_owned())));
+        let flipped: Vec<&str> = comparison.pass_to_fail.iter().map(|d| d.key.case_id.as_str()).collect();
+        assert_eq!(flipped, ["c1"]);
+        // Two scenarios on one side: no guess, nothing pairs.
+        let c = vec![passing("c1", "left", 0), passing("c1", "right", 0)];
+        let comparison = compare(&a, &c);
+        assert_eq!((comparison.pairs, comparison.paired_scenarios), (0, None));
+        assert_eq!((comparison.only_in_a.len(), comparison.only_in_b.len()), (2, 2));
+        // The same names: paired as before, nothing noted.
+        assert_eq!(compare(&a, &a).paired_scenarios, None);
+    }
+
+    #[test]
     fn compare_interval_is_the_paired_t_interval() {
         let a: Vec<RunResult> = [0.2, 0.4, 0.6]
             .iter()
