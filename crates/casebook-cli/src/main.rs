@@ -28,6 +28,9 @@ pub enum Outcome {
     Ok,
     /// The input is invalid (or an evaluation missed its threshold).
     Invalid,
+    /// The user interrupted it (Ctrl-C), and it said what it left (exit 130, as a shell
+    /// reports a process killed by SIGINT).
+    Interrupted,
 }
 
 /// How long mimalloc keeps memory freed before it gives it back to the system, for a command
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Invalid) => ExitCode::from(1),
+        Ok(Outcome::Interrupted) => ExitCode::from(130),
         // The reader of our output went away (`casebook ... | head`): nothing left to say
         // (see `pipes`).
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

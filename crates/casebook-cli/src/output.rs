@@ -61,11 +61,22 @@ impl Drop for Tracked {
 }
 
 /// On Ctrl-C or SIGTERM, removes this process's temporary files and exits (130 or 143), so an
-/// interrupted `convert` or `export` leaves nothing behind. For commands that have no other
-/// use for these signals.
+/// interrupted `convert` or `export` leaves nothing behind, and says so. For commands that have
+/// no other use for these signals.
 pub fn remove_on_signals() {
+    on_interrupt("interrupted; nothing was written");
+}
+
+/// What an interrupted command says (see [`on_interrupt`]).
+static INTERRUPTED: Mutex<&str> = Mutex::new("interrupted");
+
+/// On Ctrl-C or SIGTERM, removes this process's temporary files, says `message` on stderr
+/// (what the interruption left as it was, a user who pressed Ctrl-C wants to know) and exits
+/// (130 or 143). The first call starts listening; later ones change the message only.
+pub fn on_interrupt(message: &'static str) {
     use tokio::signal::unix::{SignalKind, signal};
     static STARTED: std::sync::Once = std::sync::Once::new();
+    *INTERRUPTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = message;
     STARTED.call_once(|| {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_io().build() else { return };
         // The handlers are in place when this returns, before any temporary file exists.
@@ -81,6 +92,10 @@ pub fn remove_on_signals() {
                     _ = term.recv() => 143,
                 };
                 remove_temporary_files();
+                let message = *INTERRUPTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                // Below a progress bar's line, if one is drawn.
+                let start = if std::io::IsTerminal::is_terminal(&std::io::stderr()) { "\n" } else { "" };
+                stderr!("{start}{message}");
                 std::process::exit(code);
             });
         });

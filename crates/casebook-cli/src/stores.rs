@@ -75,6 +75,9 @@ pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow:
             );
         }
     });
+    if !quiet {
+        casebook_store::on_wait(say_waiting);
+    }
     match runtime.block_on(AnyStore::open(&location)) {
         Ok(store) => Ok(store),
         // These name the database already.
@@ -82,6 +85,31 @@ pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow:
         Err(err @ StoreError::NotAStore(..)) if matches!(location, Location::Postgres(_)) => Err(err.into()),
         Err(err) => Err(anyhow::Error::new(err).context(format!("cannot open the store `{}`", shown(&location)))),
     }
+}
+
+/// Says on stderr, once for the command, that it waits for another process's lock, and whose
+/// (see [`casebook_store::on_wait`]): a command silent for many seconds looks hung.
+fn say_waiting(wait: &casebook_store::Wait) {
+    use casebook_store::Holder;
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let who = match &wait.holder {
+        Some(Holder { casebook: true, pid: Some(pid), .. }) => format!("another casebook command (pid {pid})"),
+        Some(Holder { casebook: true, pid: None, .. }) => "another casebook command".to_owned(),
+        Some(Holder { pid: Some(pid), program: Some(program), .. }) => {
+            format!("another program (`{program}`, pid {pid})")
+        }
+        Some(Holder { pid: None, program: Some(program), .. }) => format!("another program (`{program}`)"),
+        Some(Holder { pid: Some(pid), .. }) => format!("another process (pid {pid})"),
+        _ => "another command".to_owned(),
+    };
+    let what = match &wait.lock {
+        None => format!("writing to the store {}", wait.store),
+        Some(lock) => format!("holding the lock on {lock} in the store {}", wait.store),
+    };
+    stderr!("waiting for {who} {what}; this command goes on as soon as that one is done…");
 }
 
 /// Opens the store the settings name for a command that writes to it.

@@ -1011,12 +1011,28 @@ pub struct Comparison {
     pub ungraded: usize,
     /// Every pair.
     pub differences: Vec<PairedDifference>,
+    /// When each run has one scenario and they are named differently (a `run --target` beside an
+    /// experiment's named scenario), A's and B's: B's results are paired as if they had A's
+    /// scenario, and the lists name A's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired_scenarios: Option<(String, String)>,
 }
 
 /// Pairs the results of two runs by (case id, scenario, run); when a side holds the same case run
-/// twice, its first result is used.
+/// twice, its first result is used. Two runs of one scenario each, named differently, pair by
+/// (case id, run) ([`Comparison::paired_scenarios`]).
 pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
+    let scenarios =
+        |results: &[RunResult]| -> BTreeSet<String> { results.iter().map(|r| r.scenario.clone()).collect() };
+    let (in_a, in_b) = (scenarios(a), scenarios(b));
+    let paired_scenarios = match (in_a.first(), in_b.first()) {
+        (Some(x), Some(y)) if in_a.len() == 1 && in_b.len() == 1 && x != y => Some((x.clone(), y.clone())),
+        _ => None,
+    };
     let (a, mut b) = (by_case_run(a), by_case_run(b));
+    if let Some((name, _)) = &paired_scenarios {
+        b = b.into_iter().map(|(key, result)| (CaseRun { scenario: name.clone(), ..key }, result)).collect();
+    }
     let mut comparison = Comparison {
         pairs: 0,
         mean_difference: None,
@@ -1028,6 +1044,7 @@ pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
         errors: Vec::new(),
         ungraded: 0,
         differences: Vec::new(),
+        paired_scenarios,
     };
     for (key, left) in a {
         let Some(right) = b.remove(&key) else {
@@ -1476,6 +1493,24 @@ pub(crate) mod tests {
         assert!(close(comparison.mean_difference.unwrap(), 0.1, 1e-12));
         let interval = comparison.mean_difference_interval.unwrap();
         assert!(interval.low >= -1.0 && interval.high <= 1.0 && interval.low < 0.1 && interval.high > 0.1);
+    }
+
+    #[test]
+    fn compare_pairs_runs_of_one_scenario_each_whatever_their_names() {
+        let a = vec![passing("c1", "echo", 0), passing("c2", "echo", 0)];
+        let b = vec![failing("c1", "echo-again", 0), passing("c2", "echo-again", 0)];
+        let comparison = compare(&a, &b);
+        assert_eq!(comparison.pairs, 2);
+        assert_eq!(comparison.paired_scenarios, Some(("echo".to_owned(), "echo-again".to_owned())));
+        let flipped: Vec<&str> = comparison.pass_to_fail.iter().map(|d| d.key.case_id.as_str()).collect();
+        assert_eq!(flipped, ["c1"]);
+        // Two scenarios on one side: no guess, nothing pairs.
+        let c = vec![passing("c1", "left", 0), passing("c1", "right", 0)];
+        let comparison = compare(&a, &c);
+        assert_eq!((comparison.pairs, comparison.paired_scenarios), (0, None));
+        assert_eq!((comparison.only_in_a.len(), comparison.only_in_b.len()), (2, 2));
+        // The same names: paired as before, nothing noted.
+        assert_eq!(compare(&a, &a).paired_scenarios, None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use casebook_model::{Case, DatasetHeader};
 
+use crate::waits::{Probe, watched};
 use crate::{
     CaseBatches, CheckReport, CommitOutcome, CommitRequest, Cursor, DatasetInfo, Diff, Event, Page, PostgresStore,
     ResultRow, Revision, RunRow, Select, SqliteStore, Store, StoreError, VersionInfo,
@@ -70,7 +71,7 @@ impl AnyStore {
     /// Opens an existing store (see [`SqliteStore::open`], [`PostgresStore::open`]).
     pub async fn open(location: &Location) -> Result<Self, StoreError> {
         Ok(match location {
-            Location::File(path) => AnyStore::Sqlite(SqliteStore::open(path).await?),
+            Location::File(path) => AnyStore::Sqlite(watched(Probe::File(path), SqliteStore::open(path)).await?),
             Location::Postgres(url) => AnyStore::Postgres(PostgresStore::open(url).await?),
         })
     }
@@ -84,9 +85,20 @@ impl AnyStore {
     /// its own).
     pub async fn create_with(location: &Location, sharing: crate::FileSharing) -> Result<Self, StoreError> {
         Ok(match location {
-            Location::File(path) => AnyStore::Sqlite(SqliteStore::create_with(path, sharing).await?),
+            Location::File(path) => {
+                AnyStore::Sqlite(watched(Probe::File(path), SqliteStore::create_with(path, sharing)).await?)
+            }
             Location::Postgres(url) => AnyStore::Postgres(PostgresStore::create(url).await?),
         })
+    }
+
+    /// How [`watched`] finds out whether an operation on this store (of `dataset`) waits for
+    /// another process's lock.
+    fn probe<'a>(&'a self, dataset: Option<&'a str>) -> Probe<'a> {
+        match self {
+            AnyStore::Sqlite(s) => Probe::File(s.path()),
+            AnyStore::Postgres(store) => Probe::Postgres { store, dataset },
+        }
     }
 
     /// Where the store is, as messages name it (a URL without its password).
@@ -147,15 +159,15 @@ impl AnyStore {
     }
 
     pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
-        each!(self, s => s.begin_run(id, experiment, started, meta).await)
+        watched(self.probe(None), async { each!(self, s => s.begin_run(id, experiment, started, meta).await) }).await
     }
 
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
-        each!(self, s => s.save_results(run, rows).await)
+        watched(self.probe(None), async { each!(self, s => s.save_results(run, rows).await) }).await
     }
 
     pub async fn finish_run(&self, id: &str, finished: &str, summary: &str) -> Result<(), StoreError> {
-        each!(self, s => s.finish_run(id, finished, summary).await)
+        watched(self.probe(None), async { each!(self, s => s.finish_run(id, finished, summary).await) }).await
     }
 
     pub async fn outputs(&self, hashes: &[String]) -> Result<Vec<Option<String>>, StoreError> {
@@ -188,7 +200,8 @@ impl AnyStore {
         events: &[Event],
         tags: &[(String, u64)],
     ) -> Result<(), StoreError> {
-        each!(self, s => s.restore_log(dataset, header, events, tags).await)
+        let restore = async { each!(self, s => s.restore_log(dataset, header, events, tags).await) };
+        watched(self.probe(Some(dataset)), restore).await
     }
 }
 
@@ -197,7 +210,8 @@ impl Store for AnyStore {
         each!(self, s => s.datasets().await)
     }
     async fn commit(&self, request: CommitRequest, cases: CaseBatches) -> Result<CommitOutcome, StoreError> {
-        each!(self, s => s.commit(request, cases).await)
+        let dataset = request.dataset.clone();
+        watched(self.probe(Some(&dataset)), async { each!(self, s => s.commit(request, cases).await) }).await
     }
     async fn versions(&self, dataset: &str) -> Result<Vec<VersionInfo>, StoreError> {
         each!(self, s => s.versions(dataset).await)
@@ -242,7 +256,8 @@ impl Store for AnyStore {
         each!(self, s => s.changed(dataset, from, to).await)
     }
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
-        each!(self, s => s.tag(dataset, version, tag, author, time).await)
+        watched(self.probe(Some(dataset)), async { each!(self, s => s.tag(dataset, version, tag, author, time).await) })
+            .await
     }
     async fn page(
         &self,

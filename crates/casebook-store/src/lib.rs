@@ -21,6 +21,7 @@ pub mod seeds;
 mod sqlite;
 mod sqlite_bodies;
 mod sqlite_seeds;
+mod waits;
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +42,7 @@ pub use postgres::{PostgresStore, redact};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};
 pub use sqlite::{FileSharing, SqliteStore};
+pub use waits::{Holder, PATIENCE, Wait, on_wait};
 
 /// The folder a store lives in, found by walking up from the working directory.
 pub const STORE_DIR: &str = ".casebook";

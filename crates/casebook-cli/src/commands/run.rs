@@ -155,6 +155,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
 
     let mode = if args.regrade { Mode::Regrade } else { Mode::Run };
     let store = store.map(Arc::new);
+    let kept = store.is_some();
     // Without a store nothing can find the run again: it gets no id to look for.
     let run_id = if store.is_some() { run_id(&settings.time) } else { "(not kept)".to_owned() };
     let meta = RunMeta {
@@ -218,7 +219,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     let mut listing_error = None;
     let mut done = 0usize;
     let mut reused = 0u64;
-    let (stopped, read) = runtime.block_on(async {
+    let (stopped, read, failing) = runtime.block_on(async {
         // The jobs (their cases read from the plan's files, widened by their noise) and their
         // stored outputs are read a window at a time, the next while this one runs, so that
         // memory holds a window's or two, not the experiment's.
@@ -265,6 +266,8 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             })
         });
         let mut pending: Vec<ResultRow> = Vec::new();
+        // The first failing results, which the summary names.
+        let mut failing: Vec<(u64, RunResult)> = Vec::new();
         let (mut passed, mut errors, mut ungraded) = (0u64, 0u64, 0u64);
         let mut stopped = false;
         loop {
@@ -291,6 +294,12 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                             }
                         }
                         summary.add(&result);
+                        // The first in the dataset's order, whatever order they finish in.
+                        if result.pass == Some(false) {
+                            failing.push((seq, result.clone()));
+                            failing.sort_by_key(|(seq, _)| *seq);
+                            failing.truncate(report::terminal::FAILING_NAMED);
+                        }
                         done += 1;
                         if let (Some(listing), None) = (&mut listing, &listing_error) {
                             // Reports show why a case failed, not why one passed; the store has it all.
@@ -322,7 +331,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         if let Some(saver) = saver {
             let _ = saver.await;
         }
-        (stopped, read)
+        (stopped, read, failing)
     });
     // A plan that cannot be read back stops the run where it is; it is not finished.
     let stopped = stopped || read.is_err();
@@ -350,10 +359,27 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     if let Some(listing) = &mut listing {
         write_reports(&args.reports, &summary, listing)?;
     }
+    if stopped {
+        // The summary of the runs done would judge the threshold on part of the plan: say what
+        // was done and how to go on instead.
+        let how = if kept {
+            "the finished runs are kept: run the same command again to resume (they are not run again)"
+        } else {
+            "no store here, nothing was kept"
+        };
+        stderr!("interrupted after {done} of {total} runs; {how}");
+        return Ok(Outcome::Interrupted);
+    }
     if settings.json {
         crate::write_stdout(&format!("{}\n", serde_json::to_string(&summary)?))?;
     } else {
         crate::write_stdout(&report::human(&summary))?;
+        let id = kept.then_some(run_id.as_str());
+        crate::write_stdout(&report::terminal::failing(
+            failing.iter().map(|(_, r)| r),
+            summary.totals.failed as u64,
+            id,
+        ))?;
         if !settings.quiet {
             let secs = started.elapsed().as_secs_f64();
             stderr!(
@@ -362,10 +388,6 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                 done as f64 / secs.max(1e-9)
             );
         }
-    }
-    if stopped {
-        stderr!("stopped after {done} of {total} runs");
-        return Ok(Outcome::Invalid);
     }
     let ok = if args.no_grade { summary.totals.errors == 0 } else { summary.threshold_met };
     Ok(if ok { Outcome::Ok } else { Outcome::Invalid })
@@ -483,15 +505,39 @@ pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> 
 
 pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> {
     print(settings, |runtime, store| {
-        let (_, a) = load_run(runtime, store, Some(&args.a))?;
-        let (_, b) = load_run(runtime, store, Some(&args.b))?;
+        let (summary_a, a) = load_run(runtime, store, Some(&args.a))?;
+        let (summary_b, b) = load_run(runtime, store, Some(&args.b))?;
         let comparison = casebook_runner::summary::compare(&a, &b);
+        if comparison.pairs == 0 && comparison.errors.is_empty() && comparison.ungraded == 0 && !settings.quiet {
+            stderr!("{}", why_unpaired(&summary_a.meta, &summary_b.meta));
+        }
         Ok(if settings.json {
             format!("{}\n", serde_json::to_string(&comparison)?)
         } else {
             report::human_comparison(&comparison)
         })
     })
+}
+
+/// Why two runs have no case run in common: what each ran, where the difference usually is.
+fn why_unpaired(a: &RunMeta, b: &RunMeta) -> String {
+    let side = |meta: &RunMeta| {
+        let scenarios: Vec<String> = meta.scenarios.iter().map(|s| format!("`{s}`")).collect();
+        let version = meta.dataset_version_id.get(..12).unwrap_or(&meta.dataset_version_id);
+        format!(
+            "run {} ran {} {} on dataset {} (version {version})",
+            meta.run_id,
+            if scenarios.len() == 1 { "scenario" } else { "scenarios" },
+            scenarios.join(", "),
+            meta.dataset,
+        )
+    };
+    format!(
+        "note: nothing paired: results pair by case id, scenario and run number, and {}; {}. Compare runs of \
+         the same dataset, with a scenario of the same name (or one scenario each)",
+        side(a),
+        side(b)
+    )
 }
 
 /// A stored run's summary (as recorded, or computed again for a stopped run) and results.
@@ -538,7 +584,10 @@ fn load_run(
 
 fn render(format: ReportFormat, summary: &Summary, results: &[RunResult]) -> String {
     match format {
-        ReportFormat::Human => report::human(summary),
+        ReportFormat::Human => {
+            let failing = report::terminal::failing(results, summary.totals.failed as u64, Some(&summary.meta.run_id));
+            report::human(summary) + &failing
+        }
         ReportFormat::Json => format!("{}\n", serde_json::to_string(summary).unwrap_or_default()),
         ReportFormat::Markdown => report::markdown::render(summary, results),
         ReportFormat::Junit => report::junit::render(summary, results),

@@ -76,6 +76,8 @@ pub fn run(settings: &Global, args: ValidateArgs) -> anyhow::Result<Outcome> {
             );
         }
     }
+    // Validating writes nothing: what an interruption leaves is an input not checked to its end.
+    crate::output::on_interrupt("interrupted: the input was not checked to its end (validate writes nothing)");
     let mut reporter = Reporter::new(settings, false);
     let opts = super::read_options(&args.read);
     let select = crate::settings::selection(&args.select)?;

@@ -381,7 +381,10 @@ fn commit_file(
             reporter.emit(&d);
         }
     });
+    // A commit is one transaction: interrupted, it leaves the store as it was.
+    crate::output::on_interrupt("interrupted; nothing was written: the store is as it was");
     let ingested = runtime.block_on(ingest(&store, request, events));
+    crate::output::on_interrupt("interrupted");
     // Closing checkpoints the write-ahead log into the database: the next command need not
     // read it, and the file alone holds the store.
     runtime.block_on(store.close());

@@ -5,17 +5,20 @@
 #[macro_use]
 mod cli;
 mod capture;
+mod compare_pairs;
 
 mod convert;
 mod csv_cells;
 mod derived_ids;
 mod exit_codes;
+mod failing;
 mod fidelity;
 mod filter;
 mod freeze;
 mod human;
 mod inspect;
 mod inspect_ai;
+mod interrupts;
 mod key_order;
 mod lint;
 mod memory;
@@ -37,4 +40,5 @@ mod threshold;
 mod unusual_input;
 mod validate_fields;
 mod validate_syntax;
+mod waits;
 mod where_acted;

@@ -156,7 +156,7 @@ fn an_interrupted_run_resumes_from_what_the_server_kept() {
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("stopping"), "{stderr}");
     let called = bodies.lock().unwrap().len();
     assert!((2..12).contains(&called), "{called} calls before Ctrl-C");

@@ -550,10 +550,21 @@ fn ctrl_c_keeps_finished_runs_and_the_next_run_resumes() {
     assert!(kill.success());
     let out = child.wait_with_output().expect("casebook stops");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // Interrupted (130, as a shell says of Ctrl-C), with how to resume; no summary of a part
+    // of the plan judged against the threshold.
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("stopping"), "{stderr}");
     let called = bodies.lock().expect("the lock").len();
     assert!((2..12).contains(&called), "{called} calls before Ctrl-C");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("interrupted after "), "{stderr}");
+    assert!(
+        last.ends_with(
+            " of 12 runs; the finished runs are kept: run the same command again to resume (they are not run again)"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("threshold") && out.stdout.is_empty(), "{stderr}");
     // The stopped run is listed as stopped; running again calls the agent only for the rest.
     let listed = run(cb(&dir).args(["results", "--list"]));
     assert!(listed.stdout.contains("(stopped)"), "{listed:?}");

@@ -3,9 +3,10 @@
 //! library only builds the text; the CLI decides where it goes.
 
 use super::{
-    flips, has_review_or_confidence, pass_rate_text, percent, percent_interval, points, review_groups, score,
-    score_interval, selection_text, threshold_verdict, tool_calls_text, truncate,
+    flips, has_review_or_confidence, output_text, pass_rate_text, percent, percent_interval, points, review_groups,
+    score, score_interval, selection_text, threshold_verdict, tool_calls_text, truncate,
 };
+use crate::record::RunResult;
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
 /// The widest line, in characters.
@@ -155,6 +156,48 @@ pub fn human(summary: &Summary) -> String {
     finish(lines)
 }
 
+/// How many failing case runs [`failing`] names.
+pub const FAILING_NAMED: usize = 5;
+
+/// Characters of an answer [`failing`] shows.
+const EXCERPT: usize = 60;
+
+/// The first [`FAILING_NAMED`] of `results` that failed, each with the start of what the agent
+/// answered and the grader that failed it and why, then how many more failed (of `failed` in
+/// all) and how to see them: the lines under a run's summary. Empty when none failed.
+pub fn failing<'a>(results: impl IntoIterator<Item = &'a RunResult>, failed: u64, run_id: Option<&str>) -> String {
+    let mut lines = Vec::new();
+    for result in results.into_iter().filter(|r| r.pass == Some(false)).take(FAILING_NAMED) {
+        if lines.is_empty() {
+            lines.push(String::new());
+            lines.push("failing:".to_owned());
+        }
+        let answer = output_text(result).map_or_else(|| "nothing".to_owned(), |text| one_line(&text));
+        lines.push(format!("  {} ({} #{}) answered {answer}", result.case_id, result.scenario, result.run));
+        let grade = result.grades.iter().find_map(|g| match &g.outcome {
+            Ok(grade) if !grade.pass => Some(format!("{}: {}", g.grader, grade.rationale)),
+            _ => None,
+        });
+        let why = grade.unwrap_or_else(|| "its score is below the pass mark".to_owned());
+        lines.push(format!("    {}", why.split_whitespace().collect::<Vec<_>>().join(" ")));
+    }
+    let named = (lines.len().saturating_sub(2) / 2) as u64;
+    if failed > named {
+        let how = match run_id {
+            Some(id) => format!(": `casebook results {id} --as markdown` lists every one"),
+            None => String::new(),
+        };
+        lines.push(format!("  …and {} more{how}", failed - named));
+    }
+    finish(lines)
+}
+
+/// `text` on one line, cut to [`EXCERPT`] characters, quoted.
+fn one_line(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("\"{}\"", truncate(&flat, EXCERPT))
+}
+
 /// A few lines saying how run B differs from run A.
 pub fn human_comparison(comparison: &Comparison) -> String {
     let mut lines = vec![format!(
@@ -173,6 +216,11 @@ pub fn human_comparison(comparison: &Comparison) -> String {
         comparison.only_in_b.len(),
         comparison.errors.len(),
     ));
+    if let Some((a, b)) = &comparison.paired_scenarios {
+        lines.push(format!(
+            "scenario `{b}` of B paired with scenario `{a}` of A (each run has one; the lists name A's)"
+        ));
+    }
     let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
     name_cases(&mut lines, "pass → fail", &keys(&comparison.pass_to_fail));
     name_cases(&mut lines, "fail → pass", &keys(&comparison.fail_to_pass));

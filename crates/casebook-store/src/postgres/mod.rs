@@ -131,6 +131,12 @@ impl Drop for Conn {
     }
 }
 
+/// The name this process's connections give the server: `casebook PID`, by which another
+/// casebook command waiting for one of its locks tells whose they are (`crate::waits`).
+pub(crate) fn application_name() -> String {
+    format!("casebook {}", std::process::id())
+}
+
 impl PostgresStore {
     /// Connects to the database at `url` and creates the store's schema in it (an empty
     /// database, made first if the server has none of that name) or brings it up to date.
@@ -212,7 +218,7 @@ impl PostgresStore {
         let shown = redact(url);
         let failed = |e: sqlx::Error| StoreError::Connect { url: shown.clone(), why: why(&e) };
         let options: PgConnectOptions = url.parse().map_err(failed)?;
-        let options = options.application_name("casebook");
+        let options = options.application_name(&application_name());
         // One connection first, for the server's own answer (a pool retries until it times out,
         // and then says only that).
         let mut first = match PgConnection::connect_with(&options).await {
