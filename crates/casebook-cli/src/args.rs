@@ -143,6 +143,8 @@ pub enum Command {
     Keys(KeysCommand),
     /// Save the server's address and an API key for `push` and `pull` (mode 0600)
     Login(LoginArgs),
+    /// Forget the server and API key `login` saved
+    Logout(LogoutArgs),
     /// Send a dataset file to the server as the dataset's next version
     Push(PushArgs),
     /// Fetch a version of a dataset from the server into a file
@@ -150,8 +152,12 @@ pub enum Command {
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
-    /// Help on a command, or on a topic: `casebook help filter` (the filter language)
+    /// Help on a command, or on a topic: `filter` (the filter language), `formats`, `experiment`
     Help(HelpArgs),
+    /// Print a shell's completion script, e.g. `casebook completions bash > ~/.local/share/bash-completion/completions/casebook`
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a folder with `-o DIR`
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -239,8 +245,23 @@ fn parse_report(s: &str) -> Result<(ReportFormat, PathBuf), String> {
 
 #[derive(Debug, Args)]
 pub struct HelpArgs {
-    /// A command, or `filter`
+    /// A command (`tag`, `keys create`), or a topic: `filter`, `formats`, `experiment`
     pub topic: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write one page per command into this folder (`casebook.1`, `casebook-validate.1`, …)
+    /// instead of printing the page of `casebook`
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 }
 
 /// Which cases a command works on.
@@ -504,6 +525,12 @@ pub struct LoginArgs {
     /// Read the API key from standard input instead of asking for it
     #[arg(long)]
     pub token_stdin: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// Forget the key only if it is for this server
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Args)]

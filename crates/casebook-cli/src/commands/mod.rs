@@ -6,6 +6,7 @@ pub mod cases;
 pub mod convert;
 pub mod freeze;
 pub mod generate;
+pub mod help;
 pub mod inspect;
 pub mod lint;
 pub mod remote;
@@ -44,28 +45,4 @@ pub fn check_exists(path: &Path) -> anyhow::Result<()> {
         anyhow::bail!("`{}` does not exist", path.display());
     }
     Ok(())
-}
-
-/// `casebook help [COMMAND | filter]`.
-pub fn help(args: &crate::args::HelpArgs) -> anyhow::Result<crate::Outcome> {
-    let mut command = crate::args::Cli::definition();
-    // Gives subcommands their full name (`Usage: casebook validate`).
-    command.build();
-    let text = match args.topic.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] => command.render_long_help().to_string(),
-        ["filter"] => casebook_filter::HELP.to_owned(),
-        path => {
-            let mut current = &mut command;
-            for name in path {
-                current = current.find_subcommand_mut(name).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "no command or help topic `{name}`: see `casebook --help`, or `casebook help filter`"
-                    )
-                })?;
-            }
-            current.render_long_help().to_string()
-        }
-    };
-    crate::write_stdout(&text)?;
-    Ok(crate::Outcome::Ok)
 }

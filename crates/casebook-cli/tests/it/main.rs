@@ -13,6 +13,7 @@ mod exit_codes;
 mod fidelity;
 mod filter;
 mod freeze;
+mod help_topics;
 mod human;
 mod inspect;
 mod inspect_ai;
