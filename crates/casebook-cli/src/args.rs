@@ -119,7 +119,7 @@ pub enum Command {
     Show(ShowArgs),
     /// The contents one case has had across versions
     History(HistoryArgs),
-    /// What changed between two versions
+    /// What changed between two versions, or between a version and a file
     Diff(DiffArgs),
     /// Write a version of a dataset in any format
     Export(ExportArgs),
@@ -331,6 +331,9 @@ pub struct CommitArgs {
     /// The version this builds on (default: the head when the command starts)
     #[arg(long)]
     pub parent: Option<String>,
+    /// Print what the commit would change (as `casebook diff NAME@latest FILE`), and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -690,9 +693,9 @@ pub struct HistoryArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// `NAME@REF` of the older version
+    /// `NAME@REF` of the older version, or a dataset file
     pub from: String,
-    /// `NAME@REF` of the newer version
+    /// `NAME@REF` of the newer version, or a dataset file (`diff support@prod edited.jsonl`)
     pub to: String,
 }
 

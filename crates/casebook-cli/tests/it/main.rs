@@ -24,6 +24,7 @@ mod names;
 mod newcomer;
 mod openai_evals;
 mod pipes;
+mod preview;
 mod promptfoo;
 mod push_merge;
 mod remote;
