@@ -119,7 +119,7 @@ pub enum Command {
     Show(ShowArgs),
     /// The contents one case has had across versions
     History(HistoryArgs),
-    /// What changed between two versions
+    /// What changed between two versions, or between a version and a file
     Diff(DiffArgs),
     /// Write a version of a dataset in any format
     Export(ExportArgs),
@@ -143,6 +143,8 @@ pub enum Command {
     Keys(KeysCommand),
     /// Save the server's address and an API key for `push` and `pull` (mode 0600)
     Login(LoginArgs),
+    /// Forget the server and API key `login` saved
+    Logout(LogoutArgs),
     /// Send a dataset file to the server as the dataset's next version
     Push(PushArgs),
     /// Fetch a version of a dataset from the server into a file
@@ -150,8 +152,12 @@ pub enum Command {
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
-    /// Help on a command, or on a topic: `casebook help filter` (the filter language)
+    /// Help on a command, or on a topic: `filter` (the filter language), `formats`, `experiment`
     Help(HelpArgs),
+    /// Print a shell's completion script, e.g. `casebook completions bash > ~/.local/share/bash-completion/completions/casebook`
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or write one page per command into a folder with `-o DIR`
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -239,8 +245,23 @@ fn parse_report(s: &str) -> Result<(ReportFormat, PathBuf), String> {
 
 #[derive(Debug, Args)]
 pub struct HelpArgs {
-    /// A command, or `filter`
+    /// A command (`tag`, `keys create`), or a topic: `filter`, `formats`, `experiment`
     pub topic: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write one page per command into this folder (`casebook.1`, `casebook-validate.1`, …)
+    /// instead of printing the page of `casebook`
+    #[arg(long, short, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 }
 
 /// Which cases a command works on.
@@ -310,6 +331,9 @@ pub struct CommitArgs {
     /// The version this builds on (default: the head when the command starts)
     #[arg(long)]
     pub parent: Option<String>,
+    /// Print what the commit would change (as `casebook diff NAME@latest FILE`), and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -507,6 +531,12 @@ pub struct LoginArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LogoutArgs {
+    /// Forget the key only if it is for this server
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct PushArgs {
     /// The dataset on the server
     #[arg(long, env = "CASEBOOK_DATASET")]
@@ -663,9 +693,9 @@ pub struct HistoryArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// `NAME@REF` of the older version
+    /// `NAME@REF` of the older version, or a dataset file
     pub from: String,
-    /// `NAME@REF` of the newer version
+    /// `NAME@REF` of the newer version, or a dataset file (`diff support@prod edited.jsonl`)
     pub to: String,
 }
 

@@ -79,6 +79,7 @@ fn main() -> ExitCode {
         args::Command::Serve(a) => commands::serve::run(&settings, a),
         args::Command::Keys(a) => commands::serve::keys(&settings, a),
         args::Command::Login(a) => commands::remote::login(&settings, a),
+        args::Command::Logout(a) => commands::remote::logout(&settings, a),
         args::Command::Push(a) => commands::remote::push(&settings, a),
         args::Command::Pull(a) => commands::remote::pull(&settings, a),
         args::Command::Log(a) => commands::browse::log(&settings, a),
@@ -91,7 +92,9 @@ fn main() -> ExitCode {
         args::Command::Results(a) => commands::run::results(&settings, a),
         args::Command::Compare(a) => commands::run::compare(&settings, a),
         args::Command::Generate(a) => commands::generate::run(a),
-        args::Command::Help(a) => commands::help(&a),
+        args::Command::Help(a) => commands::help::help(&a),
+        args::Command::Completions(a) => commands::help::completions(&a),
+        args::Command::Man(a) => commands::help::man(&settings, &a),
     };
     match result {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,

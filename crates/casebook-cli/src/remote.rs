@@ -45,6 +45,22 @@ pub fn save_credentials(credentials: &Credentials) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// What `casebook login` saved, if anything (an unreadable file counts as nothing saved).
+pub fn saved_credentials() -> Option<Credentials> {
+    let text = fs_err::read_to_string(credentials_path().ok()?).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Removes what `casebook login` saved; the path removed, if there was a file.
+pub fn forget_credentials() -> anyhow::Result<Option<PathBuf>> {
+    let path = credentials_path()?;
+    match fs_err::remove_file(&path) {
+        Ok(()) => Ok(Some(path)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err.into()),
+    }
+}
+
 /// A connection to the server, on behalf of one key (and so one project).
 pub struct Remote {
     pub url: String,
@@ -103,8 +119,7 @@ impl Remote {
     /// Connects with `CASEBOOK_URL` / `CASEBOOK_TOKEN`, else the saved credentials, and asks
     /// the server which project the key opens.
     pub async fn connect() -> anyhow::Result<Self> {
-        let saved = credentials_path().ok().and_then(|p| fs_err::read_to_string(p).ok());
-        let saved: Option<Credentials> = saved.and_then(|text| serde_json::from_str(&text).ok());
+        let saved = saved_credentials();
         let url = std::env::var("CASEBOOK_URL")
             .ok()
             .filter(|u| !u.is_empty())

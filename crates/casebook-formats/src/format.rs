@@ -237,6 +237,34 @@ pub fn sniff_csv_header(columns: &[String]) -> Format {
     }
 }
 
+/// Whether a document is a mas-lab seed file rather than a dataset: a list of seeds (each with
+/// `content` and `source` or `target_agent`, and nothing a case has), or an object whose only key
+/// is `seeds` or `memory_seeds`, as mas-lab's manifest reference describes them. Such a file is
+/// read through the dataset that names it; read alone it would pass for Agent Health's.
+pub fn is_seed_file(root: &crate::node::Node) -> bool {
+    use crate::node::NodeValue;
+    let seed = |item: &crate::node::Node| match &item.value {
+        NodeValue::Object(fields) => {
+            item.get("content").is_some()
+                && (item.get("source").is_some() || item.get("target_agent").is_some())
+                && fields.len() <= 4
+                && item.get("initialPrompt").is_none()
+                && item.get("input").is_none()
+        }
+        _ => false,
+    };
+    match &root.value {
+        NodeValue::Array(items) => !items.is_empty() && items.iter().all(seed),
+        NodeValue::Object(fields) => {
+            fields.len() == 1
+                && ["seeds", "memory_seeds"].iter().any(|key| {
+                    matches!(root.get(key).map(|n| &n.value), Some(NodeValue::Array(items)) if items.iter().all(seed))
+                })
+        }
+        _ => false,
+    }
+}
+
 pub fn sniff_document(root: &crate::node::Node) -> Option<Format> {
     use crate::node::NodeValue;
     match &root.value {

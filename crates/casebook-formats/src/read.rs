@@ -1151,12 +1151,31 @@ fn document<W>(
         Some(f @ (Format::Letta | Format::OpenaiEvals | Format::Csv)) => return Err(incompatible(f, syntax)),
         Some(Format::Inspect) if syntax == Syntax::Yaml => return Err(incompatible(Format::Inspect, syntax)),
         Some(f) => f,
-        None => match sniff_document(&root) {
+        None => match sniff_document(&root).filter(|_| !crate::format::is_seed_file(&root)) {
             Some(f) => f,
             None => {
-                return Err(ReadError::Usage(format!(
-                    "cannot tell the format of `{file}`: name it with `--from` (casebook, agenthealth, maslab, voltagent, inspect, promptfoo)"
-                )));
+                // Located, so that `validate` reports it beside the other files' problems.
+                let (message, hint) = if crate::format::is_seed_file(&root) {
+                    (
+                        format!("`{file}` looks like a mas-lab seed file (memory seeds), not a dataset"),
+                        "validate the dataset that names it (`memory_seeds: FILE`): the seeds are read and checked there".to_owned(),
+                    )
+                } else {
+                    (
+                        format!("cannot tell the format of `{file}`"),
+                        "name it with `--from` (casebook, agenthealth, maslab, voltagent, inspect, promptfoo)"
+                            .to_owned(),
+                    )
+                };
+                cx.report(Code::UnknownFormat, root.offset, &Ptr::ROOT, message).hint = Some(hint);
+                state.pending.append(&mut cx.diags);
+                let _ = state.start(Start {
+                    format: Format::Casebook,
+                    syntax,
+                    header: line_header(input, Format::Casebook),
+                });
+                state.needs_cases = false;
+                return Ok(());
             }
         },
     };

@@ -230,6 +230,11 @@ pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> 
 }
 
 pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
+    // An existing file wins over a dataset of the same name, as in `cases`.
+    let is_file = |side: &str| std::path::Path::new(side).is_file();
+    if is_file(&args.from) || is_file(&args.to) {
+        return diff_with_files(settings, &args.from, &args.to, &casebook_formats::ReadOptions::default());
+    }
     print(settings, |runtime, source| {
         let (name_a, ref_a) = stores::target(&args.from)?;
         let (name_b, ref_b) = stores::target(&args.to)?;
@@ -239,34 +244,119 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
         let a = source.resolve(runtime, &name_a, &ref_a)?;
         let b = source.resolve(runtime, &name_b, &ref_b)?;
         let diff = source.diff(runtime, &name_a, a.number, b.number)?;
-        let mut out = String::new();
-        if settings.json {
-            let _ = writeln!(out, "{}", json!({"from": a.number, "to": b.number, "diff": diff}));
+        Ok(if settings.json {
+            format!("{}\n", json!({"from": a.number, "to": b.number, "diff": diff}))
         } else {
-            let _ = writeln!(out, "{name_a} v{} → v{}", a.number, b.number);
-            for id in &diff.added {
-                let _ = writeln!(out, "+ {id}");
-            }
-            for id in &diff.removed {
-                let _ = writeln!(out, "- {id}");
-            }
-            for m in &diff.modified {
-                let _ = writeln!(out, "~ {}", m.id);
-                for c in &m.changes {
-                    let show =
-                        |v: &Option<serde_json::Value>| v.as_ref().map_or("(absent)".to_owned(), |v| v.to_string());
-                    let _ = writeln!(out, "    {}: {} → {}", c.pointer, show(&c.old), show(&c.new));
-                }
-            }
-            for id in &diff.moved {
-                let _ = writeln!(out, "↕ {id}");
-            }
-            if diff.added.is_empty() && diff.removed.is_empty() && diff.modified.is_empty() && diff.moved.is_empty() {
-                out.push_str("no difference\n");
-            }
-        }
-        Ok(out)
+            diff_text(&format!("{name_a} v{} → v{}", a.number, b.number), &diff)
+        })
     })
+}
+
+/// `diff` where a side is a dataset file (`diff support@prod edited.jsonl`), and `commit
+/// --dry-run`: both sides are read whole (files with `options`) and compared by case id, as the
+/// store compares two versions.
+pub fn diff_with_files(
+    settings: &Global,
+    from: &str,
+    to: &str,
+    options: &casebook_formats::ReadOptions,
+) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    let mut source = None;
+    let mut side = |text: &str| -> anyhow::Result<Option<(serde_json::Value, String, Vec<casebook_model::Case>)>> {
+        let path = std::path::Path::new(text);
+        if path.is_file() {
+            return Ok(match super::read_whole(settings, &super::input(path), options)? {
+                Ok((cases, _)) => Some((json!(text), format!("`{text}`"), cases)),
+                Err(errors) => {
+                    stderr!("`{text}` has {}: `casebook validate {text}` lists them", crate::plural(errors, "error"));
+                    None
+                }
+            });
+        }
+        let (name, reference) = stores::target(text)?;
+        if source.is_none() {
+            source = Some(Source::open(settings, &runtime)?);
+        }
+        let Some(source) = source.as_ref() else { unreachable!("opened above") };
+        let version = source.resolve(&runtime, &name, &reference)?;
+        let mut cases = Vec::new();
+        source.cases(&runtime, &name, version.number, &casebook_store::Select::default(), 1000, &mut |mut batch| {
+            cases.append(&mut batch);
+            true
+        })?;
+        Ok(Some((json!(version.number), format!("{name} v{}", version.number), cases)))
+    };
+    let (Some(a), Some(b)) = (side(from)?, side(to)?) else { return Ok(Outcome::Invalid) };
+    let diff = cases_diff(&a.2, &b.2)?;
+    crate::write_stdout(&if settings.json {
+        format!("{}\n", json!({"from": a.0, "to": b.0, "diff": diff}))
+    } else {
+        diff_text(&format!("{} → {}", a.1, b.1), &diff)
+    })?;
+    if let Some(source) = source {
+        source.tell(settings);
+        source.close(&runtime);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// What changed from the cases `old` to the cases `new`, by id, as [`Store::diff`] says it of two
+/// versions: added, removed, modified (field by field, in the cases' native JSON) and moved (the
+/// same content at another place among the cases both hold).
+pub fn cases_diff(old: &[casebook_model::Case], new: &[casebook_model::Case]) -> anyhow::Result<casebook_store::Diff> {
+    use std::collections::BTreeMap;
+    let index = |cases: &[casebook_model::Case]| -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
+        cases.iter().map(|c| Ok((c.id.clone(), serde_json::to_value(c)?))).collect()
+    };
+    let (before, after) = (index(old)?, index(new)?);
+    let mut diff = casebook_store::Diff {
+        added: after.keys().filter(|id| !before.contains_key(*id)).cloned().collect(),
+        removed: before.keys().filter(|id| !after.contains_key(*id)).cloned().collect(),
+        ..casebook_store::Diff::default()
+    };
+    // Places among the cases both sides hold.
+    let order =
+        |cases: &[casebook_model::Case], other: &BTreeMap<String, serde_json::Value>| -> BTreeMap<String, usize> {
+            cases.iter().filter(|c| other.contains_key(&c.id)).enumerate().map(|(i, c)| (c.id.clone(), i)).collect()
+        };
+    let (place_a, place_b) = (order(old, &after), order(new, &before));
+    for (id, a) in &before {
+        let Some(b) = after.get(id) else { continue };
+        if a != b {
+            let changes = casebook_store::field_changes(a, b);
+            diff.modified.push(casebook_store::ModifiedCase { id: id.clone(), changes });
+        } else if place_a.get(id) != place_b.get(id) {
+            diff.moved.push(id.clone());
+        }
+    }
+    Ok(diff)
+}
+
+/// The human form of a diff, under its title.
+fn diff_text(title: &str, diff: &casebook_store::Diff) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{title}");
+    for id in &diff.added {
+        let _ = writeln!(out, "+ {id}");
+    }
+    for id in &diff.removed {
+        let _ = writeln!(out, "- {id}");
+    }
+    for m in &diff.modified {
+        let _ = writeln!(out, "~ {}", m.id);
+        for c in &m.changes {
+            let show = |v: &Option<serde_json::Value>| v.as_ref().map_or("(absent)".to_owned(), |v| v.to_string());
+            let _ = writeln!(out, "    {}: {} → {}", c.pointer, show(&c.old), show(&c.new));
+        }
+    }
+    for id in &diff.moved {
+        let _ = writeln!(out, "↕ {id}");
+    }
+    if diff.added.is_empty() && diff.removed.is_empty() && diff.modified.is_empty() && diff.moved.is_empty() {
+        out.push_str("no difference\n");
+    }
+    out
 }
 
 pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use anyhow::Context;
-use casebook_formats::{Batch, Consumer, Encoder, Flow, Format, Input, ReadOptions, Start, Syntax, Writer};
-use casebook_model::{Case, DatasetHeader};
+use casebook_formats::{Encoder, Format, Syntax, Writer};
+use casebook_model::Case;
 use casebook_runner::freeze::{self, Plan, QueryError};
 use casebook_store::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, VersionInfo};
 use serde_json::{Value, json};
@@ -22,7 +22,6 @@ use crate::args::FreezeArgs;
 use crate::output::Output;
 use crate::progress::Progress;
 use crate::remote::{Remote, RemoteError};
-use crate::report::Reporter;
 use crate::settings::Global;
 use crate::source::Source;
 use crate::stores;
@@ -256,7 +255,13 @@ fn freeze_file(settings: &Global, args: &FreezeArgs, file: &Path) -> anyhow::Res
         anyhow::bail!("`freeze` writes the casebook format, which cannot be written as {}", syntax.name());
     }
     let input = super::input(file);
-    let Some((mut cases, header)) = read_file(settings, &input)? else { return Ok(Outcome::Invalid) };
+    let (mut cases, header) = match super::read_whole(settings, &input, &casebook_formats::ReadOptions::default())? {
+        Ok(read) => read,
+        Err(errors) => {
+            stderr!("nothing was written: `{}` has {}", input.display, crate::plural(errors, "error"));
+            return Ok(Outcome::Invalid);
+        }
+    };
     let plan = freeze::plan(&cases, args.refresh);
     let shown = format!("`{}`", file.display());
     let runtime = stores::runtime()?;
@@ -279,47 +284,6 @@ fn freeze_file(settings: &Global, args: &FreezeArgs, file: &Path) -> anyhow::Res
     let to = args.output.as_ref().map_or("standard output".to_owned(), |p| format!("`{}`", p.display()));
     let line = format!("wrote {} to {to}", crate::plural(cases.len() as u64, "case"));
     finish(settings, &ran, &shown, &line, &format!("casebook freeze {}", file.display()), args.output.is_some())
-}
-
-/// A dataset file's cases and header; `None` when it has errors (reported).
-fn read_file(settings: &Global, input: &Input) -> anyhow::Result<Option<(Vec<Case>, DatasetHeader)>> {
-    struct Collect {
-        cases: Vec<Case>,
-        header: DatasetHeader,
-        reporter: Reporter,
-        errors: u64,
-    }
-    impl Consumer<()> for Collect {
-        fn start(&mut self, start: &Start) -> Flow {
-            self.header = start.header.clone();
-            Flow::Continue
-        }
-        fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
-            for d in batch.diagnostics.iter().filter(|d| d.is_error()) {
-                self.errors += 1;
-                self.reporter.emit(d);
-            }
-            self.cases.append(&mut batch.cases);
-            Flow::Continue
-        }
-        fn header(&mut self, header: &DatasetHeader) {
-            self.header = header.clone();
-        }
-    }
-    let mut collect = Collect {
-        cases: Vec::new(),
-        header: DatasetHeader::default(),
-        reporter: Reporter::new(settings, true),
-        errors: 0,
-    };
-    let options = ReadOptions::default();
-    casebook_formats::read(input, &options, &|_: &Batch| (), &mut collect)?;
-    if collect.errors > 0 {
-        let errors = collect.errors;
-        stderr!("nothing was written: `{}` has {}", input.display, crate::plural(errors, "error"));
-        return Ok(None);
-    }
-    Ok(Some((collect.cases, collect.header)))
 }
 
 /// The queries run, and what came of them.

@@ -6,6 +6,7 @@ pub mod cases;
 pub mod convert;
 pub mod freeze;
 pub mod generate;
+pub mod help;
 pub mod inspect;
 pub mod lint;
 pub mod remote;
@@ -18,7 +19,8 @@ pub mod versions;
 
 use std::path::Path;
 
-use casebook_formats::{Input, ReadOptions};
+use casebook_formats::{Batch, Consumer, Flow, Input, ReadOptions, Start};
+use casebook_model::{Case, DatasetHeader};
 
 use crate::args::ReadArgs;
 
@@ -46,26 +48,42 @@ pub fn check_exists(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `casebook help [COMMAND | filter]`.
-pub fn help(args: &crate::args::HelpArgs) -> anyhow::Result<crate::Outcome> {
-    let mut command = crate::args::Cli::definition();
-    // Gives subcommands their full name (`Usage: casebook validate`).
-    command.build();
-    let text = match args.topic.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] => command.render_long_help().to_string(),
-        ["filter"] => casebook_filter::HELP.to_owned(),
-        path => {
-            let mut current = &mut command;
-            for name in path {
-                current = current.find_subcommand_mut(name).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "no command or help topic `{name}`: see `casebook --help`, or `casebook help filter`"
-                    )
-                })?;
-            }
-            current.render_long_help().to_string()
+/// A dataset file's cases and header, held whole (for commands that need every case at once:
+/// `freeze` of a file, `diff` with a file); `Err(N)` when it has N errors, which are reported.
+pub fn read_whole(
+    settings: &crate::settings::Global,
+    input: &Input,
+    options: &ReadOptions,
+) -> anyhow::Result<Result<(Vec<Case>, DatasetHeader), u64>> {
+    struct Collect {
+        cases: Vec<Case>,
+        header: DatasetHeader,
+        reporter: crate::report::Reporter,
+        errors: u64,
+    }
+    impl Consumer<()> for Collect {
+        fn start(&mut self, start: &Start) -> Flow {
+            self.header = start.header.clone();
+            Flow::Continue
         }
+        fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
+            for d in batch.diagnostics.iter().filter(|d| d.is_error()) {
+                self.errors += 1;
+                self.reporter.emit(d);
+            }
+            self.cases.append(&mut batch.cases);
+            Flow::Continue
+        }
+        fn header(&mut self, header: &DatasetHeader) {
+            self.header = header.clone();
+        }
+    }
+    let mut collect = Collect {
+        cases: Vec::new(),
+        header: DatasetHeader::default(),
+        reporter: crate::report::Reporter::new(settings, true),
+        errors: 0,
     };
-    crate::write_stdout(&text)?;
-    Ok(crate::Outcome::Ok)
+    casebook_formats::read(input, options, &|_: &Batch| (), &mut collect)?;
+    Ok(if collect.errors == 0 { Ok((collect.cases, collect.header)) } else { Err(collect.errors) })
 }

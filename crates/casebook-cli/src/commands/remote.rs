@@ -1,4 +1,4 @@
-//! `casebook login`, `push` and `pull`: the VoltAgent flow against a casebook server.
+//! `casebook login`, `logout`, `push` and `pull`: the VoltAgent flow against a casebook server.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use casebook_formats::{Format, SeedFiles, Syntax, Target};
 use serde_json::json;
 
 use crate::Outcome;
-use crate::args::{LoginArgs, PullArgs, PushArgs};
+use crate::args::{LoginArgs, LogoutArgs, PullArgs, PushArgs};
 use crate::output::Output;
 use crate::progress::Progress;
 use crate::pulled::Pulled;
@@ -42,6 +42,43 @@ pub fn login(settings: &Global, args: LoginArgs) -> anyhow::Result<Outcome> {
     } else {
         format!("logged in to {} (project `{}`); the key is saved in {}\n", remote.url, remote.project, path.display())
     })?;
+    Ok(Outcome::Ok)
+}
+
+/// `casebook logout [URL]`: forgets the server and key `login` saved. With a URL, only when the
+/// key saved is for that server. Nothing saved is not an error.
+pub fn logout(settings: &Global, args: LogoutArgs) -> anyhow::Result<Outcome> {
+    let path = crate::remote::credentials_path()?;
+    let saved = crate::remote::saved_credentials();
+    let asked = args.url.as_deref().map(|url| url.trim_end_matches('/'));
+    let message = match (&saved, asked) {
+        (Some(saved), Some(asked)) if saved.url.trim_end_matches('/') != asked => {
+            let message = format!(
+                "no key saved for {asked}: the one saved is for {}; nothing removed (`casebook logout` forgets it)",
+                saved.url
+            );
+            return say(settings, json!({"forgot": null, "saved": saved.url}), message);
+        }
+        (Some(saved), _) => {
+            crate::remote::forget_credentials()?;
+            (
+                json!({"forgot": saved.url, "removed": path}),
+                format!("logged out of {}: removed {}", saved.url, path.display()),
+            )
+        }
+        // A file casebook cannot read is still what `login` would replace: remove it.
+        (None, _) if crate::remote::forget_credentials()?.is_some() => (
+            json!({"forgot": null, "removed": path}),
+            format!("removed {} (it held no server casebook could read)", path.display()),
+        ),
+        (None, _) => (json!({"forgot": null}), format!("not logged in: no key is saved in {}", path.display())),
+    };
+    say(settings, message.0, message.1)
+}
+
+/// Prints `human` on stdout, or `json` with `--format json`.
+fn say(settings: &Global, json: serde_json::Value, human: String) -> anyhow::Result<Outcome> {
+    crate::write_stdout(&if settings.json { format!("{json}\n") } else { format!("{human}\n") })?;
     Ok(Outcome::Ok)
 }
 

@@ -73,6 +73,12 @@ pub fn import(settings: &Global, args: ImportArgs) -> anyhow::Result<Outcome> {
 }
 
 pub fn commit(settings: &Global, args: CommitArgs) -> anyhow::Result<Outcome> {
+    if args.dry_run {
+        // What the commit would change: the diff from the version it would build on.
+        let base = format!("{}@{}", args.name, args.parent.as_deref().unwrap_or("latest"));
+        let file = args.file.display().to_string();
+        return super::browse::diff_with_files(settings, &base, &file, &super::read_options(&args.read));
+    }
     let message = args.message.unwrap_or_else(|| format!("commit {}", args.file.display()));
     let parent = match &args.parent {
         Some(text) => Parent::Given(text.parse().map_err(|e: String| anyhow::anyhow!(e))?),

@@ -18,6 +18,7 @@ on_both!(
     a_pulled_letta_file_is_merged_too,
     a_pull_after_a_push_or_a_reformat_is_up_to_date,
     a_file_pushed_again_builds_on_the_version_its_last_push_made,
+    too_many_kept_cases_are_not_recorded_and_the_next_push_refuses,
 );
 
 /// The cases of a version as the store gives them (native JSON), by id.
@@ -431,4 +432,64 @@ fn versions_cases(b: &Backend, dir: &Folder, version: u64) -> serde_json::Map<St
             (case["id"].as_str().unwrap().to_owned(), Value::from(cid))
         })
         .collect()
+}
+
+/// A push that keeps more server changes than a record holds (over 64 KiB of them: here 300
+/// cases with 200-character ids) says the record was not kept, and leaves the pull's record as
+/// it was: the next push merges from the pulled version again, where the case that push changed
+/// now counts as changed on both sides, a conflict; nothing is pushed and the head stays. The
+/// dataset is native JSONL, one case a line, in the shape of the README's `data.jsonl`.
+fn too_many_kept_cases_are_not_recorded_and_the_next_push_refuses(b: &Backend) {
+    let dir = Folder::new();
+    let server = Server::start(b, &dir, &[]);
+    let token = Server::key(b, &dir, PROJECT, "write");
+    let id = |i: usize| format!("{i:03}-{}", "x".repeat(196));
+    let case = |i: usize, input: &str| format!("{{\"id\": \"{}\", \"input\": \"{input}\"}}\n", id(i));
+    let all: String = (0..300).map(|i| case(i, "as pulled")).chain([case(999, "mine")]).collect();
+    push(&server, &dir, &token, "big", &dir.file("setup/big.jsonl", &all));
+    let bob = dir.join("bob");
+    fs_err::create_dir_all(&bob).unwrap();
+    let client = || {
+        let mut cmd = server.client(&dir, &token);
+        cmd.current_dir(&bob);
+        cmd
+    };
+    ok(client().args(["pull", "--name", "big"]));
+    let file = bob.join("big.jsonl");
+    let pulled = record(&file);
+    assert_eq!(pulled["version"], 1);
+
+    // v2: the 300 cases changed on the server; Bob changes his own case (v3 keeps the 300).
+    api_upsert(&server, &token, "big", &(0..300).map(|i| case(i, "changed there")).collect::<String>());
+    edit(&file, "\"mine\"", "\"mine, edited\"");
+    let out = run(client().args(["push", "--name", "big"]));
+    out.expect_status(0);
+    assert!(out.stdout.starts_with("pushed big v3 ("), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "kept 300 cases changed on the server since v1 that `big.jsonl` does not have: `casebook pull --name big \
+--overwrite` brings them into the file\nnote: the cases kept are not recorded beside `big.jsonl` (too many, or the \
+server does not list them): its next push merges from v1 again, where the cases pushed now count as changed on both \
+sides; pull before editing them again\n"
+    );
+    let kept = record(&file);
+    assert_eq!((&kept["version"], &kept["id"], kept.get("except")), (&pulled["version"], &pulled["id"], None));
+    let v3 = exported(b, &dir, "big");
+    assert_eq!(v3.iter().filter(|c| c["input"] == "changed there").count(), 300);
+
+    // Bob edits his case again: it changed on both sides since v1, so nothing is pushed.
+    edit(&file, "\"mine, edited\"", "\"mine, edited twice\"");
+    let out = run(client().args(["push", "--name", "big"]));
+    out.expect_status(1);
+    assert!(
+        out.stderr.starts_with(&format!(
+            // A long id is quoted by its first 60 characters and its size.
+            "nothing was pushed: `big.jsonl` and big@v3 both changed case `999-{}… (200 bytes)` since v1, the version the \
+file was pulled at\n",
+            "x".repeat(56)
+        )),
+        "{out:?}"
+    );
+    assert_eq!(versions(b, &dir, "big").len(), 3);
+    assert_eq!(exported(b, &dir, "big"), v3);
 }

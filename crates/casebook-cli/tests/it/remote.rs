@@ -981,6 +981,42 @@ fn login_saves_the_key_for_the_user_alone() {
     assert_eq!(mode, 0o600, "{mode:o}");
 }
 
+/// `logout` forgets what `login` saved, and says which server; with a URL, only that server's
+/// key; with nothing saved, it says so and succeeds.
+#[test]
+fn logout_forgets_the_saved_key() {
+    let dir = Folder::new();
+    let b = Backend::Embedded;
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "write");
+    let saved = dir.join("home/.config/casebook/credentials.json");
+    ok(client(&dir).args(["login", &server.url, "--token-stdin"]).write_stdin(format!("{token}\n")));
+
+    // Another server's address: nothing removed.
+    let out = ok(client(&dir).args(["logout", "http://127.0.0.1:1"]));
+    assert_eq!(
+        out,
+        format!(
+            "no key saved for http://127.0.0.1:1: the one saved is for {}; nothing removed (`casebook logout` forgets it)\n",
+            server.url
+        )
+    );
+    assert!(saved.exists());
+
+    let out = ok(client(&dir).args(["logout", &format!("{}/", server.url)]));
+    assert_eq!(out, format!("logged out of {}: removed {}\n", server.url, saved.display()));
+    assert!(!saved.exists());
+    // Push now needs a server again.
+    let out = run(client(&dir).args(["push", "--name", "support", "--file"]).arg(example("letta/support.jsonl")));
+    assert_eq!(one_error(&out, 2), "error: no server: set `CASEBOOK_URL`, or run `casebook login URL`");
+
+    // Nothing saved: said, exit 0.
+    let out = ok(client(&dir).arg("logout"));
+    assert_eq!(out, format!("not logged in: no key is saved in {}\n", saved.display()));
+    let out = ok(client(&dir).args(["logout", "--format", "json"]));
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), json!({"forgot": null}));
+}
+
 /// With `--format json` the server says where it listens and what it serves as JSON, and logs
 /// JSON lines.
 #[test]
