@@ -76,15 +76,12 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
         return on_server(settings, |runtime, remote| {
             let log: casebook_server::api::Log =
                 runtime.block_on(remote.get_json(&remote.dataset_path(&args.name, "/versions")))?;
-            Ok(if settings.json { format!("{}\n", serde_json::to_string(&log)?) } else { log_text(&log) })
+            Ok(if settings.json { log_lines(&log) } else { log_text(&log) })
         });
     }
     stores::print(settings, |runtime, store| {
         let versions = runtime.block_on(store.versions(&args.name))?;
         let events = runtime.block_on(store.events(&args.name))?;
-        if settings.json {
-            return Ok(format!("{}\n", json!({"versions": versions, "events": events})));
-        }
         let log = casebook_server::api::Log {
             versions: versions.into_iter().map(Into::into).collect(),
             events: events
@@ -92,8 +89,26 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
                 .map(|e| casebook_server::api::Event { time: e.time, author: e.author, kind: e.kind, detail: e.detail })
                 .collect(),
         };
-        Ok(log_text(&log))
+        Ok(if settings.json { log_lines(&log) } else { log_text(&log) })
     })
+}
+
+/// A dataset's log as `log --format json` prints it: one object a line, each with its `kind`:
+/// the versions oldest first (`version`, with the version's fields), then the other events
+/// (`tag`, `header`), as the server's log lists them.
+fn log_lines(log: &casebook_server::api::Log) -> String {
+    let mut out = String::new();
+    for v in &log.versions {
+        let mut line = json!({"kind": "version"});
+        if let (Some(line), serde_json::Value::Object(fields)) = (line.as_object_mut(), json!(v)) {
+            line.extend(fields);
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for e in &log.events {
+        let _ = writeln!(out, "{}", json!(e));
+    }
+    out
 }
 
 /// A dataset's log as `log` prints it: the versions, newest first, then the other events.
@@ -143,6 +158,8 @@ pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
         let version = source.resolve(runtime, &name, &reference)?;
         let text = match &args.case {
             Some(id) => match source.case(runtime, &name, version.number, id)? {
+                // People read the case indented; programs get it on one line.
+                Some(case) if settings.json => serde_json::to_string(&case)? + "\n",
                 Some(case) => serde_json::to_string_pretty(&case)? + "\n",
                 None => anyhow::bail!("`{name}` v{} has no case `{id}`", version.number),
             },
@@ -241,7 +258,29 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
         let diff = source.diff(runtime, &name_a, a.number, b.number)?;
         let mut out = String::new();
         if settings.json {
-            let _ = writeln!(out, "{}", json!({"from": a.number, "to": b.number, "diff": diff}));
+            // One line a changed case, then the versions compared and the counts.
+            for id in &diff.added {
+                let _ = writeln!(out, "{}", json!({"change": "added", "id": id}));
+            }
+            for id in &diff.removed {
+                let _ = writeln!(out, "{}", json!({"change": "removed", "id": id}));
+            }
+            for m in &diff.modified {
+                let _ = writeln!(out, "{}", json!({"change": "modified", "id": m.id, "changes": m.changes}));
+            }
+            for id in &diff.moved {
+                let _ = writeln!(out, "{}", json!({"change": "moved", "id": id}));
+            }
+            let summary = json!({
+                "dataset": name_a,
+                "from": a.number,
+                "to": b.number,
+                "added": diff.added.len(),
+                "removed": diff.removed.len(),
+                "modified": diff.modified.len(),
+                "moved": diff.moved.len(),
+            });
+            let _ = writeln!(out, "{}", json!({ "summary": summary }));
         } else {
             let _ = writeln!(out, "{name_a} v{} → v{}", a.number, b.number);
             for id in &diff.added {
