@@ -16,6 +16,7 @@ mod freeze;
 mod human;
 mod inspect;
 mod inspect_ai;
+mod json_shapes;
 mod key_order;
 mod lint;
 mod memory;
