@@ -139,3 +139,61 @@ fn answer_and_input(layout: Option<&Map>, segments: &[&str], answer: &str) -> Op
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A case as casebook holds one read from `format`, with `layout`.
+    fn case(value: serde_json::Value, format: &str, layout: serde_json::Value) -> Case {
+        let mut case: Case = serde_json::from_value(value).expect("a case");
+        let provenance = json!({"format": format, "layout": layout});
+        case.provenance = Some(serde_json::from_value(provenance).expect("a provenance"));
+        case
+    }
+
+    #[test]
+    fn letta_rows_name_prompt_messages_sample_ids_and_lifted_fields_as_the_row_does() {
+        let row = case(
+            json!({"id": "7", "input": "hi", "turns": [{"role": "user", "content": "and?"}], "metadata": {"team": "a", "metadata_key": 1}}),
+            "letta",
+            json!({"input_key": "prompt", "input_list": true, "id_key": "sample_id", "top_level": ["team"]}),
+        );
+        let at = |path: &str| source_pointer(Format::Letta, &row, path);
+        assert_eq!(at("/input").as_deref(), Some("/prompt/0"));
+        assert_eq!(at("/turns/0/content").as_deref(), Some("/prompt/1"));
+        assert_eq!(at("/id").as_deref(), Some("/sample_id"));
+        assert_eq!(at("/metadata/team").as_deref(), Some("/team"));
+        assert_eq!(at("/metadata/metadata_key").as_deref(), Some("/metadata/metadata_key"));
+        assert_eq!(at("/expected/per_turn/1").as_deref(), Some("/ground_truth/1"));
+        assert_eq!(at("/expected").as_deref(), Some(""));
+        assert_eq!(at("/tools/0"), None);
+    }
+
+    #[test]
+    fn agent_health_labels_come_from_the_list_then_from_their_fields() {
+        let item = case(
+            json!({"id": "a", "input": "why?", "labels": ["team:db", "category:RCA", "difficulty:Easy"]}),
+            "agenthealth",
+            json!({"labels": true, "label_fields": ["category", "difficulty"]}),
+        );
+        let at = |path: &str| source_pointer(Format::AgentHealth, &item, path);
+        assert_eq!(at("/labels/0").as_deref(), Some("/labels/0"));
+        assert_eq!(at("/labels/1").as_deref(), Some("/category"));
+        assert_eq!(at("/labels/2").as_deref(), Some("/difficulty"));
+        assert_eq!(at("/input").as_deref(), Some("/initialPrompt"));
+        assert_eq!(at("/expected/outcomes/1").as_deref(), Some("/expectedOutcomes/1"));
+    }
+
+    #[test]
+    fn promptfoo_variables_keep_their_names_escaped() {
+        let test = case(json!({"id": "t", "input": "q"}), "promptfoo", json!({"var": "a/b"}));
+        assert_eq!(source_pointer(Format::Promptfoo, &test, "/input").as_deref(), Some("/vars/a~1b"));
+        let vars = case(json!({"id": "t", "input": {"q": "x"}}), "promptfoo", json!({}));
+        assert_eq!(source_pointer(Format::Promptfoo, &vars, "/input/q").as_deref(), Some("/vars/q"));
+        assert_eq!(source_pointer(Format::Casebook, &vars, "/input/q").as_deref(), Some("/input/q"));
+        assert_eq!(source_pointer(Format::Maslab, &vars, "/input"), None);
+    }
+}
