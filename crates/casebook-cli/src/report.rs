@@ -109,7 +109,14 @@ impl Reporter {
         let renderer = renderer.term_width(120);
         let line = self.source_line(d);
         let title = level.primary_title(&d.message).id(d.code.as_str());
-        let label = if d.pointer.is_empty() { String::new() } else { format!("at {}", d.pointer) };
+        // The place in the source record, with the casebook path when it is named otherwise; a
+        // stored version has the casebook path only.
+        let label = match (d.pointer.as_deref().filter(|p| !p.is_empty()), d.path.as_deref()) {
+            (Some(p), Some(path)) if p != path => format!("at {p} (`{path}` in casebook)"),
+            (Some(p), _) => format!("at {p}"),
+            (None, Some(path)) if !path.is_empty() => format!("at {path}"),
+            (None, _) => String::new(),
+        };
         let mut groups = Vec::new();
         let group = match &line {
             Some((shown, first)) => {
@@ -141,6 +148,10 @@ impl Reporter {
             }
         };
         groups.push(group);
+        if line.is_none() && !label.is_empty() {
+            // No source line to put the place under: say it beside.
+            groups.push(Group::with_title(Level::NOTE.secondary_title(label.as_str())));
+        }
         if let Some(hint) = &d.hint {
             groups.push(Group::with_title(Level::HELP.secondary_title(hint)));
         }

@@ -488,13 +488,14 @@ impl<'c, W> State<'c, W> {
                     file: batch.file.clone().unwrap_or_else(|| self.file.clone()),
                     line: loc.line,
                     column: loc.column,
-                    pointer: String::new(),
+                    pointer: Some(String::new()),
+                    path: None,
                     hint: Some(hint.into()),
                     case: None,
                     line_offset: Some(loc.line_offset),
                 };
                 if !made {
-                    d.pointer = "/id".into();
+                    d.pointer = Some("/id".into());
                 }
                 batch.diagnostics.push(d);
                 keep[i] = false;

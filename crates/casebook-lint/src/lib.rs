@@ -140,14 +140,21 @@ struct First {
     claims: Claims,
 }
 
-/// The first case with a label, and the label's place in its list.
+/// The first case with a label, and the label's place in its list (with its pointer in the
+/// source, when the linter has one).
 #[derive(Debug, Clone)]
 struct LabelAt {
     file: String,
     case: String,
     place: Place,
     index: usize,
+    pointer: Option<String>,
 }
+
+/// How a case's places are named in the record it was read from: the JSON Pointer into the
+/// source record for a casebook path (`/ground_truth` for `/expected/output` of a letta row),
+/// `None` where it is not known. (`casebook_formats::source_pointer` for a file's format.)
+pub type SourcePointer<'a> = Box<dyn Fn(&Case, &str) -> Option<String> + 'a>;
 
 /// The checks over one dataset (a file, or a stored version).
 pub struct Linter<'a> {
@@ -159,6 +166,8 @@ pub struct Linter<'a> {
     exact: HashMap<u64, u32>,
     normal: HashMap<u64, u32>,
     labels: labels::Labels<LabelAt>,
+    /// `None` for a stored version: its diagnostics give casebook paths only.
+    source: Option<SourcePointer<'a>>,
 }
 
 impl<'a> Linter<'a> {
@@ -180,15 +189,34 @@ impl<'a> Linter<'a> {
             exact: HashMap::new(),
             normal: HashMap::new(),
             labels: labels::Labels::default(),
+            source: None,
         }
     }
 
+    /// Says how the next cases' places are named in their source records (a file's format), so
+    /// diagnostics give the pointer into the record beside the casebook path. Without it (a
+    /// stored version) they give the casebook path only.
+    pub fn set_source(&mut self, source: Option<SourcePointer<'a>>) {
+        self.source = source;
+    }
+
+    /// The pointer into `case`'s source record for the casebook path `path`.
+    fn pointer(&self, case: &Case, path: &str) -> Option<String> {
+        self.source.as_ref().and_then(|source| source(case, path))
+    }
+
+    /// `path` as a message names it: by the source's name when there is one.
+    fn named(&self, case: &Case, path: &str) -> String {
+        self.pointer(case, path).filter(|p| !p.is_empty()).unwrap_or_else(|| path.to_owned())
+    }
+
+    /// A diagnostic about `case` at the casebook path `path`, and at `pointer` in its source.
     fn diagnostic(
         &self,
         code: Code,
         place: Place,
         case: &str,
-        pointer: String,
+        (path, pointer): (String, Option<String>),
         message: String,
         hint: &str,
     ) -> Diagnostic {
@@ -200,10 +228,16 @@ impl<'a> Linter<'a> {
             line: place.line,
             column: place.column,
             pointer,
+            path: Some(path),
             hint: Some(hint.to_owned()),
             case: Some(case.to_owned()),
             line_offset: place.line_offset,
         }
+    }
+
+    /// A casebook path of `case` with its pointer in the source.
+    fn at(&self, case: &Case, path: &str) -> (String, Option<String>) {
+        (path.to_owned(), self.pointer(case, path))
     }
 
     /// `case `a`` with its line, when it has one.
@@ -215,7 +249,7 @@ impl<'a> Linter<'a> {
     /// Checks the next case, appending what it finds to `out`.
     pub fn add(&mut self, case: &Case, facts: Facts, place: Place, out: &mut Vec<Diagnostic>) {
         let id = case.id.as_str();
-        self.duplicates(id, &facts, place, out);
+        self.duplicates(case, &facts, place, out);
         if let Some(against) = self.against {
             let hit = against.exact.get(&facts.question).or_else(|| against.normal.get(&facts.question_normal));
             if let Some(other) = hit {
@@ -228,7 +262,7 @@ impl<'a> Linter<'a> {
                     Code::OverlappingInput,
                     place,
                     id,
-                    "/input".into(),
+                    self.at(case, "/input"),
                     message,
                     "a case the agent was shown (few-shot examples, training data) measures recall, not skill: remove it from one of the two",
                 ));
@@ -238,13 +272,16 @@ impl<'a> Linter<'a> {
         for leak in facts.leaks.into_iter().take(leaks::MAX_PER_CASE) {
             let message = format!(
                 "the expectation at {} (`{}`) is in what the agent sees, at {}",
-                leak.answer_at, leak.answer, leak.found_at
+                self.named(case, &leak.answer_at),
+                leak.answer,
+                self.named(case, &leak.found_at)
             );
+            let at = self.at(case, &leak.found_at);
             out.push(self.diagnostic(
                 Code::LeakedGroundTruth,
                 place,
                 id,
-                leak.found_at,
+                at,
                 message,
                 "the agent is given the answer: take it out of the task, or fix the expectation",
             ));
@@ -256,7 +293,7 @@ impl<'a> Linter<'a> {
                 Code::LeakedGroundTruth,
                 place,
                 id,
-                String::new(),
+                self.at(case, ""),
                 message,
                 "the agent is given the answer: take it out of the task, or fix the expectation",
             ));
@@ -266,7 +303,7 @@ impl<'a> Linter<'a> {
                 Code::NoExpectations,
                 place,
                 id,
-                "/expected".into(),
+                self.at(case, "/expected"),
                 format!("case `{id}` has no expectations: no expected output, outcomes, answers or rubric"),
                 "add what a right answer is, or remove the case: graders have nothing to compare with",
             ));
@@ -276,7 +313,7 @@ impl<'a> Linter<'a> {
                 Code::LowConfidence,
                 place,
                 id,
-                "/confidence".into(),
+                self.at(case, "/confidence"),
                 format!("case `{id}` has label confidence {confidence}, below {}", self.options.min_confidence),
                 "review its expectations (`casebook review`), or leave such cases out of runs with `--min-confidence`",
             ));
@@ -286,18 +323,25 @@ impl<'a> Linter<'a> {
                 Code::RejectedCase,
                 place,
                 id,
-                "/review".into(),
+                self.at(case, "/review"),
                 format!("case `{id}` was rejected in review but is still in the dataset"),
                 "fix its expectations and review it again, or remove it (`casebook rm`)",
             ));
         }
         for (index, label) in case.labels.iter().flatten().enumerate() {
-            let file = &self.file;
-            self.labels.add(label, || LabelAt { file: file.clone(), case: id.to_owned(), place, index });
+            let (file, source) = (&self.file, &self.source);
+            self.labels.add(label, || LabelAt {
+                file: file.clone(),
+                case: id.to_owned(),
+                place,
+                index,
+                pointer: source.as_ref().and_then(|source| source(case, &format!("/labels/{index}"))),
+            });
         }
     }
 
-    fn duplicates(&mut self, id: &str, facts: &Facts, place: Place, out: &mut Vec<Diagnostic>) {
+    fn duplicates(&mut self, case: &Case, facts: &Facts, place: Place, out: &mut Vec<Diagnostic>) {
+        let id = case.id.as_str();
         let (first, normalised) = match self.exact.get(&facts.task) {
             Some(&first) => (first, false),
             None => {
@@ -346,7 +390,7 @@ impl<'a> Linter<'a> {
         } else {
             hint
         };
-        out.push(self.diagnostic(code, place, id, "/input".into(), message, hint));
+        out.push(self.diagnostic(code, place, id, self.at(case, "/input"), message, hint));
     }
 
     /// The checks that need every case: label typos. Also returns what was left unchecked.
@@ -369,7 +413,7 @@ impl<'a> Linter<'a> {
                 Code::LabelTypo,
                 at.place,
                 &at.case,
-                format!("/labels/{}", at.index),
+                (format!("/labels/{}", at.index), at.pointer),
                 message,
                 &hint,
             ));

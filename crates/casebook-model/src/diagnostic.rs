@@ -198,12 +198,22 @@ pub struct Diagnostic {
     pub message: String,
     /// The file, as the user named it.
     pub file: String,
-    /// 1-based line; 0 when the problem concerns the file as a whole.
+    /// 1-based line; 0 when it is not known (the problem concerns the file as a whole, or a
+    /// stored version, which has no lines): then neither it nor `column` is serialised.
+    #[serde(skip_serializing_if = "is_zero")]
     pub line: u64,
-    /// 1-based column, in characters; 0 when the problem concerns the file as a whole.
+    /// 1-based column, in characters; 0 when it is not known, as `line`.
+    #[serde(skip_serializing_if = "is_zero")]
     pub column: u64,
-    /// JSON Pointer into the case (or the dataset) the problem is in.
-    pub pointer: String,
+    /// JSON Pointer into the source record (the row, test or item as the file has it) the
+    /// problem is in; `""` is the record itself. `None` when there is no source record (a
+    /// stored version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    /// The same place as a casebook path (`/expected/output` where a letta row says
+    /// `/ground_truth`), for problems found in cases rather than in the source text (lint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// The case the problem is about, when it is about one (hygiene warnings).
@@ -214,15 +224,26 @@ pub struct Diagnostic {
     pub line_offset: Option<u64>,
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's `skip_serializing_if` passes a reference
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl Diagnostic {
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
+    }
+
+    /// Where the problem is for people: `file:line:column`, or the file alone when the line is
+    /// not known.
+    pub fn place(&self) -> String {
+        if self.line == 0 { self.file.clone() } else { format!("{}:{}:{}", self.file, self.line, self.column) }
     }
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}: {}", self.file, self.line, self.column, self.code, self.message)
+        write!(f, "{}: {}: {}", self.place(), self.code, self.message)
     }
 }
 

@@ -76,15 +76,12 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
         return on_server(settings, |runtime, remote| {
             let log: casebook_server::api::Log =
                 runtime.block_on(remote.get_json(&remote.dataset_path(&args.name, "/versions")))?;
-            Ok(if settings.json { format!("{}\n", serde_json::to_string(&log)?) } else { log_text(&log) })
+            Ok(if settings.json { log_lines(&log) } else { log_text(&log) })
         });
     }
     stores::print(settings, |runtime, store| {
         let versions = runtime.block_on(store.versions(&args.name))?;
         let events = runtime.block_on(store.events(&args.name))?;
-        if settings.json {
-            return Ok(format!("{}\n", json!({"versions": versions, "events": events})));
-        }
         let log = casebook_server::api::Log {
             versions: versions.into_iter().map(Into::into).collect(),
             events: events
@@ -92,8 +89,26 @@ pub fn log(settings: &Global, args: LogArgs) -> anyhow::Result<Outcome> {
                 .map(|e| casebook_server::api::Event { time: e.time, author: e.author, kind: e.kind, detail: e.detail })
                 .collect(),
         };
-        Ok(log_text(&log))
+        Ok(if settings.json { log_lines(&log) } else { log_text(&log) })
     })
+}
+
+/// A dataset's log as `log --format json` prints it: one object a line, each with its `kind`:
+/// the versions oldest first (`version`, with the version's fields), then the other events
+/// (`tag`, `header`), as the server's log lists them.
+fn log_lines(log: &casebook_server::api::Log) -> String {
+    let mut out = String::new();
+    for v in &log.versions {
+        let mut line = json!({"kind": "version"});
+        if let (Some(line), serde_json::Value::Object(fields)) = (line.as_object_mut(), json!(v)) {
+            line.extend(fields);
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for e in &log.events {
+        let _ = writeln!(out, "{}", json!(e));
+    }
+    out
 }
 
 /// A dataset's log as `log` prints it: the versions, newest first, then the other events.
@@ -143,6 +158,8 @@ pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
         let version = source.resolve(runtime, &name, &reference)?;
         let text = match &args.case {
             Some(id) => match source.case(runtime, &name, version.number, id)? {
+                // People read the case indented; programs get it on one line.
+                Some(case) if settings.json => serde_json::to_string(&case)? + "\n",
                 Some(case) => serde_json::to_string_pretty(&case)? + "\n",
                 None => anyhow::bail!("`{name}` v{} has no case `{id}`", version.number),
             },
@@ -245,7 +262,7 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
         let b = source.resolve(runtime, &name_b, &ref_b)?;
         let diff = source.diff(runtime, &name_a, a.number, b.number)?;
         Ok(if settings.json {
-            format!("{}\n", json!({"from": a.number, "to": b.number, "diff": diff}))
+            diff_json(json!(name_a), json!(a.number), json!(b.number), &diff)
         } else {
             diff_text(&format!("{name_a} v{} → v{}", a.number, b.number), &diff)
         })
@@ -263,6 +280,7 @@ pub fn diff_with_files(
 ) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
     let mut source = None;
+    let mut dataset = serde_json::Value::Null;
     let mut side = |text: &str| -> anyhow::Result<Option<(serde_json::Value, String, Vec<casebook_model::Case>)>> {
         let path = std::path::Path::new(text);
         if path.is_file() {
@@ -280,6 +298,7 @@ pub fn diff_with_files(
         }
         let Some(source) = source.as_ref() else { unreachable!("opened above") };
         let version = source.resolve(&runtime, &name, &reference)?;
+        dataset = json!(name);
         let mut cases = Vec::new();
         source.cases(&runtime, &name, version.number, &casebook_store::Select::default(), 1000, &mut |mut batch| {
             cases.append(&mut batch);
@@ -290,7 +309,7 @@ pub fn diff_with_files(
     let (Some(a), Some(b)) = (side(from)?, side(to)?) else { return Ok(Outcome::Invalid) };
     let diff = cases_diff(&a.2, &b.2)?;
     crate::write_stdout(&if settings.json {
-        format!("{}\n", json!({"from": a.0, "to": b.0, "diff": diff}))
+        diff_json(dataset, a.0, b.0, &diff)
     } else {
         diff_text(&format!("{} → {}", a.1, b.1), &diff)
     })?;
@@ -331,6 +350,41 @@ pub fn cases_diff(old: &[casebook_model::Case], new: &[casebook_model::Case]) ->
         }
     }
     Ok(diff)
+}
+
+/// The JSON form of a diff: one line a changed case, then a `summary` line with the dataset
+/// (null when both sides are files), the sides compared (version numbers, or file names) and
+/// the counts.
+fn diff_json(
+    dataset: serde_json::Value,
+    from: serde_json::Value,
+    to: serde_json::Value,
+    diff: &casebook_store::Diff,
+) -> String {
+    let mut out = String::new();
+    for id in &diff.added {
+        let _ = writeln!(out, "{}", json!({"change": "added", "id": id}));
+    }
+    for id in &diff.removed {
+        let _ = writeln!(out, "{}", json!({"change": "removed", "id": id}));
+    }
+    for m in &diff.modified {
+        let _ = writeln!(out, "{}", json!({"change": "modified", "id": m.id, "changes": m.changes}));
+    }
+    for id in &diff.moved {
+        let _ = writeln!(out, "{}", json!({"change": "moved", "id": id}));
+    }
+    let summary = json!({
+        "dataset": dataset,
+        "from": from,
+        "to": to,
+        "added": diff.added.len(),
+        "removed": diff.removed.len(),
+        "modified": diff.modified.len(),
+        "moved": diff.moved.len(),
+    });
+    let _ = writeln!(out, "{}", json!({ "summary": summary }));
+    out
 }
 
 /// The human form of a diff, under its title.

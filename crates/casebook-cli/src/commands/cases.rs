@@ -89,14 +89,14 @@ impl Sink<'_> {
                 let path = groups.path().to_string();
                 let groups = groups.sorted();
                 if json {
-                    let list: Vec<Value> = groups
-                        .iter()
-                        .map(|(value, n)| match value {
+                    // One line a group, as the lines people see (the total goes to stderr for them).
+                    for (value, n) in &groups {
+                        let line = match value {
                             Some(value) => json!({"value": value, "count": n}),
                             None => json!({"missing": true, "count": n}),
-                        })
-                        .collect();
-                    writeln!(self.out, "{}", json!({"group_by": path, "groups": list, "selected": self.selected}))?;
+                        };
+                        writeln!(self.out, "{line}")?;
+                    }
                 } else {
                     let label = |value: &Option<Value>| match value {
                         None => format!("(no {path})"),

@@ -172,7 +172,7 @@ pub fn run(settings: &Global, args: InspectArgs) -> anyhow::Result<Outcome> {
     progress.finish();
     let mut r = inspector.report;
     r.positional_ids = summary.positional_ids;
-    let text = if settings.json { serde_json::to_string_pretty(&r)? + "\n" } else { human(&r) };
+    let text = if settings.json { serde_json::to_string(&r)? + "\n" } else { human(&r) };
     crate::write_stdout(&text)?;
     Ok(if r.errors > 0 { Outcome::Invalid } else { Outcome::Ok })
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use casebook_formats::{Batch, Consumer, Flow, ReadOptions, Start, read};
+use casebook_formats::{Batch, Consumer, Flow, Format, ReadOptions, Start, read};
 use casebook_lint::{Against, Facts, Linter, Options, Place};
 use casebook_model::{Case, Diagnostic};
 use casebook_store::{AnyStore, Select, Store};
@@ -35,7 +35,7 @@ pub fn run(settings: &Global, args: LintArgs) -> anyhow::Result<Outcome> {
                 Event::Case(case, facts, _) => other.add(case, &facts),
                 Event::Diagnostic(d) if d.is_error() => reporter.emit(&d),
                 Event::Source(name) => other = Against::new(name),
-                Event::Diagnostic(_) | Event::File(_) => {}
+                Event::Diagnostic(_) | Event::File(_) | Event::Format(_) => {}
             })?;
             if errors > 0 {
                 if !settings.quiet {
@@ -57,6 +57,10 @@ pub fn run(settings: &Global, args: LintArgs) -> anyhow::Result<Outcome> {
         };
         let cases = visit(settings, source, &read_options, &mut store, &mut |event| match event {
             Event::Source(name) | Event::File(name) => linter.set_file(name),
+            // A file's diagnostics point into its records too, as its format names their fields.
+            Event::Format(format) => linter.set_source(Some(Box::new(move |case: &Case, path: &str| {
+                casebook_formats::source_pointer(format, case, path)
+            }))),
             Event::Case(case, facts, place) => {
                 tally.cases += 1;
                 linter.add(case, facts, place, &mut found);
@@ -150,6 +154,8 @@ enum Event<'a> {
     Source(&'a str),
     /// The file the next cases come from, when it is not the source itself (a mas-lab items file).
     File(&'a str),
+    /// The format of a file source, once it is known (a stored version has none).
+    Format(Format),
     Case(&'a Case, Facts, Place),
     /// A problem reading the source.
     Diagnostic(Diagnostic),
@@ -210,7 +216,8 @@ impl FileReader<'_> {
 }
 
 impl Consumer<Vec<Facts>> for FileReader<'_> {
-    fn start(&mut self, _start: &Start) -> Flow {
+    fn start(&mut self, start: &Start) -> Flow {
+        (self.on)(Event::Format(start.format));
         Flow::Continue
     }
 

@@ -16,9 +16,11 @@ struct Dataset {
     cases: Vec<Case>,
 }
 
-pub fn run(_settings: &Global, _args: SchemaArgs) -> anyhow::Result<Outcome> {
+pub fn run(settings: &Global, _args: SchemaArgs) -> anyhow::Result<Outcome> {
     let mut schema = schemars::schema_for!(Dataset);
     schema.insert("$id".into(), "https://casebook.dev/schema/dataset.json".into());
-    crate::write_stdout(&(serde_json::to_string_pretty(&schema)? + "\n"))?;
+    // Indented for people and editors; on one line with `--format json`, as every single answer.
+    let text = if settings.json { serde_json::to_string(&schema)? } else { serde_json::to_string_pretty(&schema)? };
+    crate::write_stdout(&(text + "\n"))?;
     Ok(Outcome::Ok)
 }

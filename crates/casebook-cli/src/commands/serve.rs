@@ -130,7 +130,7 @@ pub fn keys(settings: &Global, command: KeysCommand) -> anyhow::Result<Outcome> 
         KeysCommand::List => {
             let keys = runtime.block_on(store.keys(settings.project.as_deref()))?;
             if settings.json {
-                format!("{}\n", serde_json::to_string(&keys)?)
+                keys.iter().map(|k| Ok(serde_json::to_string(k)? + "\n")).collect::<serde_json::Result<String>>()?
             } else if keys.is_empty() {
                 "no API keys (`casebook keys create --project NAME --scope read|write` makes one)\n".to_owned()
             } else {

@@ -167,6 +167,13 @@ pub fn jsonl(text: &str) -> Vec<Value> {
     text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l:?}"))).collect()
 }
 
+/// The versions in `casebook log --format json` output (one object a line, each with its
+/// `kind`), oldest first.
+#[track_caller]
+pub fn log_versions(stdout: &str) -> Vec<Value> {
+    jsonl(stdout).into_iter().filter(|line| line["kind"] == "version").collect()
+}
+
 /// `casebook convert FILE --to casebook` (native JSONL on stdout): the run and the cases,
 /// without the `{"$dataset": ...}` header record.
 #[track_caller]

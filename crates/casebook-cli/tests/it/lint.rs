@@ -41,11 +41,15 @@ fn every_warning_names_its_case_line_and_column() {
             w("W-duplicate-input", 2, 8, "/input", "q2"),
             w("W-conflicting-expectations", 3, 8, "/input", "q3"),
             w("W-leaked-ground-truth", 4, 8, "/input", "q4"),
-            w("W-no-expectations", 5, 8, "/expected", "q5"),
-            w("W-label-typo", 3, 8, "/labels/0", "q3"),
+            // The record itself: a letta row has no field for what it lacks.
+            w("W-no-expectations", 5, 8, "", "q5"),
+            w("W-label-typo", 3, 8, "/tags/0", "q3"),
         ]
     );
     let diagnostics = run.diagnostics();
+    // Beside the pointer into the row, the casebook path.
+    let paths: Vec<&str> = diagnostics.iter().map(|d| d["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["/input", "/input", "/input", "/expected", "/labels/0"]);
     assert_eq!(message(&diagnostics[0]), "case `q2` asks the agent exactly the same as case `q1` (line 1)");
     assert_eq!(
         message(&diagnostics[1]),
@@ -53,7 +57,7 @@ fn every_warning_names_its_case_line_and_column() {
     );
     assert_eq!(
         message(&diagnostics[2]),
-        "the expectation at /expected/output (`Lima`) is in what the agent sees, at /input"
+        "the expectation at /ground_truth (`Lima`) is in what the agent sees, at /input"
     );
     assert_eq!(message(&diagnostics[4]), "label `geograpy` (1 case) looks like a misspelling of `geography` (4 cases)");
     assert!(diagnostics.iter().all(|d| d["file"] == "data.jsonl" && d["severity"] == "warning"));
@@ -215,18 +219,40 @@ fn stored_versions_are_linted(store: &str, dir: &Folder) {
     let linted =
         run(cb(dir).args(["--store", store, "lint", "--format", "json", "geo@v1", "--against", "train@latest"]));
     linted.expect_status(0);
+    let diagnostics = linted.diagnostics();
+    // A stored version has no lines and no source record: no `line`, `column` or `pointer`,
+    // the casebook path only.
+    let places: Vec<(&str, &str, &str)> = diagnostics
+        .iter()
+        .map(|d| {
+            assert!(d.get("line").is_none() && d.get("column").is_none() && d.get("pointer").is_none(), "{d}");
+            (
+                d["code"].as_str().unwrap_or_default(),
+                d["path"].as_str().unwrap_or_default(),
+                d["case"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
     assert_eq!(
-        found(&linted),
+        places,
         [
-            w("W-duplicate-input", 0, 0, "/input", "q2"),
-            w("W-conflicting-expectations", 0, 0, "/input", "q3"),
-            w("W-leaked-ground-truth", 0, 0, "/input", "q4"),
-            w("W-overlapping-input", 0, 0, "/input", "q5"),
-            w("W-no-expectations", 0, 0, "/expected", "q5"),
-            w("W-label-typo", 0, 0, "/labels/0", "q3"),
+            ("W-duplicate-input", "/input", "q2"),
+            ("W-conflicting-expectations", "/input", "q3"),
+            ("W-leaked-ground-truth", "/input", "q4"),
+            ("W-overlapping-input", "/input", "q5"),
+            ("W-no-expectations", "/expected", "q5"),
+            ("W-label-typo", "/labels/0", "q3"),
         ]
     );
-    let diagnostics = linted.diagnostics();
+    assert_eq!(
+        message(&diagnostics[2]),
+        "the expectation at /expected/output (`Lima`) is in what the agent sees, at /input"
+    );
+    // Nor does the text say `:0:0`: the version, and the path beside.
+    let text = run(cb(dir).args(["--store", store, "lint", "geo@v1"]));
+    assert!(!text.stdout.contains(":0"), "{text:?}");
+    assert!(text.stdout.contains("--> geo@v1\n"), "{text:?}");
+    assert!(text.stdout.contains("note: at /labels/0\n"), "{text:?}");
     assert!(diagnostics.iter().all(|d| d["file"] == "geo@v1"), "{linted:?}");
     assert_eq!(message(&diagnostics[0]), "case `q2` asks the agent exactly the same as case `q1`");
     assert_eq!(message(&diagnostics[3]), "the input of case `q5` is also in `train@v1` (case `t1`)");
@@ -292,7 +318,9 @@ fn real_conversations_are_not_leaks_when_an_answer_comes_up_in_another_message()
         "{\"id\": \"t\", \"input\": [\"2 + 2?\", \"and 10 - 7? (it is 3)\"], \"ground_truth\": [\"4\", \"3\"]}\n",
     );
     let linted = lint(&dir, &["talk.jsonl"]);
-    assert_eq!(found(&linted), [w("W-leaked-ground-truth", 1, 8, "/turns/0/content", "t")]);
+    // The second message of the row's `input`, which casebook holds as the first turn.
+    assert_eq!(found(&linted), [w("W-leaked-ground-truth", 1, 8, "/input/1", "t")]);
+    assert_eq!(linted.diagnostics()[0]["path"], "/turns/0/content");
 }
 
 /// OpenAI evals' multiple-choice samples (the shape its registry's MMLU-style `samples.jsonl`
@@ -332,6 +360,105 @@ fn evals_multiple_choice_sets_lint_clean_and_real_leaks_stay() {
     assert_eq!(got, [("W-leaked-ground-truth", 2, "/input/1/content")]);
     assert_eq!(
         message(&diagnostics[0]),
-        "the expectation at /expected/output (`C (Lima)`) is in what the agent sees, at /input/1/content"
+        "the expectation at /ideal (`C (Lima)`) is in what the agent sees, at /input/1/content"
+    );
+}
+
+/// Agent Health test cases in the shipped shape (`category`, `difficulty`, `context` items of
+/// `{description, value}`, `expectedOutcomes`, as its bundled RCA cases): warnings point at the
+/// fields as the file names them, the casebook path beside.
+#[test]
+fn agent_health_warnings_point_at_the_fields_the_file_names() {
+    let dir = Folder::new();
+    dir.file(
+        "rca.json",
+        r#"[
+  {
+    "name": "Payments down",
+    "category": "RCA",
+    "difficulty": "Easy",
+    "initialPrompt": "Why are payments failing?",
+    "context": [
+      {"description": "Runbook", "value": "When in doubt, restart the payment service."}
+    ],
+    "expectedOutcomes": ["restart the payment service"]
+  },
+  {
+    "name": "Checkout slow",
+    "category": "rca",
+    "difficulty": "Hard",
+    "initialPrompt": "Why is checkout slow?",
+    "expectedOutcomes": ["find the pool size change"]
+  },
+  {
+    "name": "Search slow",
+    "category": "RCA",
+    "difficulty": "Hard",
+    "initialPrompt": "Why is search slow?",
+    "expectedOutcomes": ["find the index rebuild"]
+  }
+]
+"#,
+    );
+    let linted = lint(&dir, &["rca.json"]);
+    linted.expect_status(0);
+    let diagnostics = linted.diagnostics();
+    let places: Vec<(Loc, &str)> = diagnostics.iter().map(|d| (Loc::of(d), d["path"].as_str().unwrap())).collect();
+    assert_eq!(
+        places,
+        [
+            (at("W-leaked-ground-truth", 2, 3, "/context/0/value"), "/context/0/content"),
+            // `category:rca` is the case's first label, made of its `category` field.
+            (at("W-label-typo", 12, 3, "/category"), "/labels/0"),
+        ]
+    );
+    assert_eq!(
+        message(&diagnostics[0]),
+        "the expectation at /expectedOutcomes/0 (`restart the payment service`) is in what the agent sees, at \
+         /context/0/value"
+    );
+    let text = run(cb(&dir).args(["lint", "rca.json"]));
+    assert!(text.stdout.contains("^ at /category (`/labels/0` in casebook)\n"), "{text:?}");
+}
+
+/// promptfoo tests (a YAML list, as its examples' `tests.yaml`): the one variable of text is
+/// the input, and an `equals` assert's value the answer; both are named as the test names them.
+#[test]
+fn promptfoo_warnings_point_at_the_variable_and_the_assert() {
+    let dir = Folder::new();
+    dir.file(
+        "tests.yaml",
+        r#"- description: sums
+  vars:
+    question: "What is 2 + 2? (the answer is 4)"
+  assert:
+    - type: equals
+      value: "4"
+- vars:
+    question: What is the capital of France?
+  assert:
+    - type: contains
+      value: Paris
+- vars:
+    question: What is the capital of France?
+  assert:
+    - type: contains
+      value: Paris
+"#,
+    );
+    let linted = lint(&dir, &["tests.yaml"]);
+    linted.expect_status(0);
+    let diagnostics = linted.diagnostics();
+    let places: Vec<(Loc, &str)> = diagnostics.iter().map(|d| (Loc::of(d), d["path"].as_str().unwrap())).collect();
+    assert_eq!(
+        places,
+        [
+            (at("W-leaked-ground-truth", 1, 3, "/vars/question"), "/input"),
+            (at("W-duplicate-input", 12, 3, "/vars/question"), "/input"),
+        ]
+    );
+    assert_eq!(
+        message(&diagnostics[0]),
+        "the expectation at /assert/0/value (`4`) is in what the agent sees, at /vars/question"
     );
 }

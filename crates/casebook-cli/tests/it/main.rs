@@ -20,6 +20,7 @@ mod human;
 mod inspect;
 mod inspect_ai;
 mod interrupts;
+mod json_shapes;
 mod key_order;
 mod lint;
 mod memory;

@@ -55,8 +55,8 @@ fn names_and_tags_that_would_mislead_are_refused(b: &Backend) {
     assert_eq!(ok(b.cb(&dir).args(["datasets", "--format", "json"])), "");
 
     ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&file));
-    let log: serde_json::Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
-    let id = log["versions"][0]["id"].as_str().unwrap().to_owned();
+    let log = crate::cli::log_versions(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"])));
+    let id = log[0]["id"].as_str().unwrap().to_owned();
     for (tag, why) in [
         ("v2", "`v2` always means version 2"),
         ("latest", "`latest` always means the newest version"),
@@ -128,9 +128,8 @@ fn a_number_or_a_short_prefix_is_not_a_version(b: &Backend) {
             "{args:?}: {out:?}"
         );
     }
-    let log: serde_json::Value =
-        serde_json::from_str(&ok(b.cb(&dir).args(["log", "support", "--format", "json"]))).unwrap();
-    let id = log["versions"][1]["id"].as_str().unwrap().to_owned();
+    let log = crate::cli::log_versions(&ok(b.cb(&dir).args(["log", "support", "--format", "json"])));
+    let id = log[1]["id"].as_str().unwrap().to_owned();
     let out = ok(b.cb(&dir).args(["show", &format!("support@{}", &id[..8]), "--format", "json"]));
     let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(shown["number"], 2, "{out}");

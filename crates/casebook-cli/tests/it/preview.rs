@@ -33,12 +33,17 @@ fn diff_of_a_version_and_a_file_and_commit_dry_run_say_what_would_change() {
     // Either side may be the file.
     let out = run(cb(&dir).args(["diff", "edited.jsonl", "support@v1", "--format", "json"]));
     out.expect_status(0);
-    let said: Value = serde_json::from_str(&out.stdout).unwrap();
+    let said: Vec<Value> = out.stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert_eq!(
         said,
-        json!({"from": "edited.jsonl", "to": 1, "diff": {"added": ["2"], "removed": ["3"], "modified": [
-            {"id": "1", "changes": [{"pointer": "/expected/output", "old": "hello there", "new": "hello"}]}
-        ], "moved": []}})
+        [
+            json!({"change": "added", "id": "2"}),
+            json!({"change": "removed", "id": "3"}),
+            json!({"change": "modified", "id": "1", "changes": [
+                {"pointer": "/expected/output", "old": "hello there", "new": "hello"}]}),
+            json!({"summary": {"dataset": "support", "from": "edited.jsonl", "to": 1,
+                "added": 1, "removed": 1, "modified": 1, "moved": 0}}),
+        ]
     );
     let out = run(cb(&dir).args(["diff", "support@v1", "data.jsonl"]));
     assert_eq!(out.stdout, "support v1 → `data.jsonl`\nno difference\n");
@@ -49,7 +54,10 @@ fn diff_of_a_version_and_a_file_and_commit_dry_run_say_what_would_change() {
     assert_eq!(out.stdout, expected);
     let out = run(cb(&dir).args(["commit", "support", "edited.jsonl", "--dry-run", "--format", "json"]));
     out.expect_status(0);
-    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap()["diff"]["added"], json!(["3"]));
+    assert_eq!(
+        out.stdout.lines().next().map(serde_json::from_str::<Value>).unwrap().unwrap(),
+        json!({"change": "added", "id": "3"})
+    );
     let log = run(cb(&dir).args(["log", "support", "--format", "json"]));
     assert_eq!(log.stdout.matches("\"number\"").count(), 1, "still one version: {log:?}");
 

@@ -214,8 +214,7 @@ pub(crate) fn one_error(out: &Run, status: i32) -> &str {
 
 /// The versions of a dataset in the store (`casebook log --format json`).
 pub(crate) fn versions(b: &Backend, dir: &Folder, name: &str) -> Vec<Value> {
-    let log: Value = serde_json::from_str(&ok(owner(b, dir).args(["log", name, "--format", "json"]))).unwrap();
-    log["versions"].as_array().unwrap().clone()
+    crate::cli::log_versions(&ok(owner(b, dir).args(["log", name, "--format", "json"])))
 }
 
 /// The names of the datasets of the tests' project in the store.
@@ -588,10 +587,8 @@ fn keys_are_listed_without_secrets_and_revoked_keys_stop_working(b: &Backend) {
 
     let listed = ok(b.cb(&dir).args(["keys", "list", "--format", "json"]));
     assert!(!listed.contains(&writer[16..]) && !listed.contains(&reader[16..]), "{listed}");
-    let keys: Value = serde_json::from_str(&listed).unwrap();
+    let keys = crate::cli::jsonl(&listed);
     let mut seen: Vec<(String, String, String, String)> = keys
-        .as_array()
-        .unwrap()
         .iter()
         .map(|k| {
             assert!(k.get("token").is_none() && k.get("secret").is_none(), "{k}");
@@ -608,18 +605,16 @@ fn keys_are_listed_without_secrets_and_revoked_keys_stop_working(b: &Backend) {
     expected.sort();
     assert_eq!(seen, expected);
     // `--project` keeps that project's keys.
-    let other: Value =
-        serde_json::from_str(&ok(b.cb(&dir).args(["keys", "list", "--project", "other", "--format", "json"]))).unwrap();
-    assert_eq!(other.as_array().unwrap().len(), 1);
+    let other = crate::cli::jsonl(&ok(b.cb(&dir).args(["keys", "list", "--project", "other", "--format", "json"])));
+    assert_eq!(other.len(), 1);
     assert_eq!(other[0]["id"], id_of(reader).as_str());
 
     let support = example("letta/support.jsonl");
     push(&server, &dir, &writer, "support", &support);
     let revoked = ok(b.cb(&dir).args(["keys", "revoke", &id_of(&writer)]));
     assert_eq!(revoked, format!("revoked key `{}` of project `{PROJECT}`\n", id_of(&writer)));
-    let listed: Value =
-        serde_json::from_str(&ok(b.cb(&dir).args(["keys", "list", "--project", PROJECT, "--format", "json"]))).unwrap();
-    assert!(listed[0]["revoked"].is_string(), "{listed}");
+    let listed = crate::cli::jsonl(&ok(b.cb(&dir).args(["keys", "list", "--project", PROJECT, "--format", "json"])));
+    assert!(listed[0]["revoked"].is_string(), "{listed:?}");
     for args in [&["push", "--name", "support", "--file"][..], &["pull", "--name", "support", "-o"][..]] {
         let out = run(server.client(&dir, &writer).args(args).arg(dir.join("support.jsonl")));
         let line = one_error(&out, 2);

@@ -41,8 +41,7 @@ fn case(b: &Backend, dir: &Folder, reference: &str, id: &str) -> Value {
 }
 
 fn versions(b: &Backend, dir: &Folder) -> Vec<Value> {
-    let log: Value = serde_json::from_str(&ok(b.cb(dir).args(["log", "qa", "--format", "json"]))).unwrap();
-    log["versions"].as_array().unwrap().clone()
+    crate::cli::log_versions(&ok(b.cb(dir).args(["log", "qa", "--format", "json"])))
 }
 
 fn a_review_is_a_version_the_log_names(b: &Backend) {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cli::{Backend, Folder, casebook, cb, run};
+use crate::cli::{Backend, Folder, casebook, cb, jsonl, log_versions, run};
 
 /// The binary as a plain child process (to kill it, or to run several at once), with the same
 /// environment as [`cb`]: a `CASEBOOK_STORE` in the test's environment must not leak in.
@@ -66,9 +66,13 @@ fn versions_diffs_and_exports(b: &Backend) {
 
     let diff = ok(b.cb(&dir).args(["diff", "qa@v1", "qa@latest"]));
     assert_eq!(diff, "qa v1 → v2\n+ c\n~ b\n    /expected/output: \"Paris\" → \"Paris, France\"\n");
-    let json: Value =
-        serde_json::from_str(&ok(b.cb(&dir).args(["diff", "qa@v1", "qa@v2", "--format", "json"]))).unwrap();
-    assert_eq!(json["diff"]["added"], serde_json::json!(["c"]));
+    let lines = jsonl(&ok(b.cb(&dir).args(["diff", "qa@v1", "qa@v2", "--format", "json"])));
+    assert_eq!(lines[0], serde_json::json!({"change": "added", "id": "c"}));
+    assert_eq!((lines[1]["change"].as_str(), lines[1]["id"].as_str()), (Some("modified"), Some("b")));
+    assert_eq!(
+        lines[2],
+        serde_json::json!({"summary": {"dataset": "qa", "from": 1, "to": 2, "added": 1, "removed": 0, "modified": 1, "moved": 0}})
+    );
 
     // An old version exports as it was, in the letta shape it came in.
     ok(b.cb(&dir).args(["tag", "qa@v1", "prod"]));
@@ -218,9 +222,7 @@ fn a_killed_import_leaves_the_previous_head_intact(b: &Backend) {
         std::thread::sleep(Duration::from_millis(delay));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
-        let log = ok(b.cb(&dir).args(["log", "qa", "--format", "json"]));
-        let log: Value = serde_json::from_str(&log).unwrap();
-        let versions = log["versions"].as_array().unwrap();
+        let versions = log_versions(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"])));
         // Either the commit had landed whole before the kill, or it left no trace.
         match versions.len() {
             1 => {
@@ -400,8 +402,8 @@ fn racing_commits_land_or_conflict(b: &Backend) {
         }
     }
     assert!(landed >= 1, "at least one commit lands: {report:#?}");
-    let log: Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
-    assert_eq!(log["versions"].as_array().unwrap().len(), 1 + landed, "every landed commit is a version: {report:#?}");
+    let versions = log_versions(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"])));
+    assert_eq!(versions.len(), 1 + landed, "every landed commit is a version: {report:#?}");
     assert!(start.elapsed() < Duration::from_secs(60));
 }
 
@@ -820,8 +822,8 @@ fn rm_of_a_case_that_is_not_there_names_it_and_writes_nothing(b: &Backend) {
     let out = run(b.cb(&dir).args(["rm", "qa", "tc-001", "cafe-2", "99", "cafe-2"]));
     assert_eq!(out.status, Some(2), "{out:?}");
     assert_eq!(out.stderr, "error: qa v1 has no case `cafe-2`, `99`; did you mean `café-2`?: nothing was written\n");
-    let log: Value = serde_json::from_str(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"]))).unwrap();
-    assert_eq!(log["versions"].as_array().unwrap().len(), 1, "{log}");
+    let versions = log_versions(&ok(b.cb(&dir).args(["log", "qa", "--format", "json"])));
+    assert_eq!(versions.len(), 1, "{versions:?}");
     ok(b.cb(&dir).args(["show", "qa", "tc-001"]));
     // A dataset that is not there is named too.
     let out = run(b.cb(&dir).args(["rm", "qq", "c"]));

@@ -112,5 +112,5 @@ fn a_default_test_is_applied_or_said_not_to_be() {
     let (_, diags) = convert_file(&broken, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None);
     let said = errors(&diags);
     assert!(said.len() == 1 && said[0].contains(":3:7: E-missing-field"), "{said:?}");
-    assert_eq!(diags[0].pointer, "/defaultTest/assert/0");
+    assert_eq!(diags[0].pointer.as_deref(), Some("/defaultTest/assert/0"));
 }

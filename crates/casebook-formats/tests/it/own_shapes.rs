@@ -159,7 +159,7 @@ fn an_evals_ideal_that_is_a_number_is_kept_with_a_located_warning() {
     let file = temp_file(&dir, "samples.jsonl", text.as_bytes());
     let (out, diags) = convert_file(&file, Some(Format::OpenaiEvals), Format::Casebook, Syntax::Jsonl, None);
     let got: Vec<(&str, u64, u64, &str)> =
-        diags.iter().map(|d| (d.code.as_str(), d.line, d.column, d.pointer.as_str())).collect();
+        diags.iter().map(|d| (d.code.as_str(), d.line, d.column, d.pointer.as_deref().unwrap_or_default())).collect();
     assert_eq!(got, [("W-number-ideal", 1, 64, "/ideal"), ("W-number-ideal", 2, 73, "/ideal/1")]);
     assert_eq!(diags[0].message, "`ideal` 4 is a number");
     let cases = cases_of(&out);

@@ -30,7 +30,7 @@ fn read_file(path: &Path) -> (Vec<Case>, Vec<Diagnostic>) {
 
 /// `(code, line, column, pointer)` of each diagnostic, in order.
 fn places(diags: &[Diagnostic]) -> Vec<(String, u64, u64, String)> {
-    diags.iter().map(|d| (d.code.to_string(), d.line, d.column, d.pointer.clone())).collect()
+    diags.iter().map(|d| (d.code.to_string(), d.line, d.column, d.pointer.clone().unwrap_or_default())).collect()
 }
 
 fn place(code: &str, line: u64, column: u64, pointer: &str) -> (String, u64, u64, String) {

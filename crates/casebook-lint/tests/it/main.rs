@@ -10,7 +10,8 @@ fn case(value: Value) -> Case {
     serde_json::from_value(value).unwrap()
 }
 
-/// Lints `cases` (case `i` on line `i + 1`), returning `(code, case, line, pointer)` per warning.
+/// Lints `cases` (case `i` on line `i + 1`), returning `(code, case, line, casebook path)` per
+/// warning (no source is set: the pointer is left out).
 fn lint(cases: &[Value], against: Option<&Against>, options: Options) -> (Vec<Diagnostic>, Vec<String>) {
     let mut linter = Linter::new("data.jsonl", options, against);
     let mut out = Vec::new();
@@ -26,7 +27,9 @@ fn lint(cases: &[Value], against: Option<&Against>, options: Options) -> (Vec<Di
 fn codes(diagnostics: &[Diagnostic]) -> Vec<(String, String, u64, String)> {
     diagnostics
         .iter()
-        .map(|d| (d.code.as_str().to_owned(), d.case.clone().unwrap_or_default(), d.line, d.pointer.clone()))
+        .map(|d| {
+            (d.code.as_str().to_owned(), d.case.clone().unwrap_or_default(), d.line, d.path.clone().unwrap_or_default())
+        })
         .collect()
 }
 

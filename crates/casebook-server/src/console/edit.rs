@@ -87,7 +87,7 @@ fn check(text: &str) -> Result<(Option<Case>, Vec<Problem>), Failure> {
             line: d.line.min(lines),
             column: if d.line == 1 { d.column.saturating_sub(1).max(1) } else { d.column },
             severity: if d.is_error() { "error" } else { "warning" },
-            pointer: d.pointer.strip_prefix("/0").unwrap_or(&d.pointer).to_owned(),
+            pointer: d.pointer.as_deref().map(|p| p.strip_prefix("/0").unwrap_or(p).to_owned()).unwrap_or_default(),
             hint: d.hint.unwrap_or_default(),
             message: d.message,
         })

@@ -214,7 +214,7 @@ impl Consumer<Vec<Option<[u8; 32]>>> for Read {
             }
             if self.problems.len() < SHOWN {
                 self.problems.push(Problem {
-                    place: format!("{}:{}:{}", d.file, d.line, d.column),
+                    place: d.place(),
                     severity: if d.is_error() { "error" } else { "warning" },
                     message: d.message,
                     hint: d.hint.unwrap_or_default(),
