@@ -279,6 +279,19 @@ pub fn may_write(
     inputs: &[&Path],
     overwrite: bool,
 ) -> anyhow::Result<()> {
+    may_replace(settings, path, inputs, overwrite, "exists", "")
+}
+
+/// [`may_write`], the file being said to be in `state` (`exists and differs from support@v3`)
+/// and the refusal ending with `other_ways` (what else the command can do).
+pub fn may_replace(
+    settings: &crate::settings::Global,
+    path: &Path,
+    inputs: &[&Path],
+    overwrite: bool,
+    state: &str,
+    other_ways: &str,
+) -> anyhow::Result<()> {
     if path.as_os_str() == "-" {
         return Ok(());
     }
@@ -298,14 +311,14 @@ pub fn may_write(
         return Ok(());
     }
     if ask(settings) {
-        let question = format!("`{}` exists: overwrite it?", path.display());
+        let question = format!("`{}` {state}: overwrite it?", path.display());
         let yes = dialoguer::Confirm::new().with_prompt(question).default(false).interact().unwrap_or(false);
         if yes {
             return Ok(());
         }
         anyhow::bail!("`{}` exists and was left as it is", path.display());
     }
-    anyhow::bail!("`{}` exists: pass `--overwrite` to replace it", path.display())
+    anyhow::bail!("`{}` {state}: pass `--overwrite` to replace it{other_ways}", path.display())
 }
 
 /// Whether a command may ask its user a question: standard input and standard error are

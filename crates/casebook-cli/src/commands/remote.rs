@@ -663,12 +663,12 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         } else if args.cancel_on_conflict {
             2
         } else if args.overwrite || !crate::output::ask(settings) {
-            crate::output::may_write(settings, &output, &[], args.overwrite).map_err(|err| {
-                anyhow::anyhow!(
-                    "{err} with {place} (or `--save-as-new` to write `{}` beside it)",
-                    remote_name(&output).display()
-                )
-            })?;
+            let others = format!(
+                " (or `--save-as-new` to write `{}` beside it, or `--cancel-on-conflict` to write nothing)",
+                remote_name(&output).display()
+            );
+            let state = format!("exists and differs from {place}");
+            crate::output::may_replace(settings, &output, &[], args.overwrite, &state, &others)?;
             0
         } else {
             dialoguer::Select::new()

@@ -239,7 +239,7 @@ fn results_and_regrade_follow_the_same_rule(b: &Backend) {
     assert_eq!(verdict_line(&out.stdout), missed, "{}", out.stdout);
     let shown = run(b.cb(&dir).arg("results"));
     assert_eq!(verdict_line(&shown.stdout), missed, "{}", shown.stdout);
-    let junit = run(b.cb(&dir).args(["results", "--as", "junit"]));
+    let junit = run(b.cb(&dir).args(["results", "--format", "junit"]));
     assert!(junit.stdout.contains(r#"failures="4" errors="0" skipped="0""#), "{}", junit.stdout);
 
     let regraded = run(b.cb(&dir).arg("run").arg(&exp).args(["--regrade", "--exclude-ungraded"]));
