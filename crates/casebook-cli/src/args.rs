@@ -75,18 +75,14 @@ pub struct GlobalArgs {
 /// formats too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
-    /// For people (also `text`)
+    // No doc comments on the values: clap would list them one a line with their help, and lay
+    // every command's options out on two lines each.
     #[value(alias = "text")]
     Human,
-    /// For programs: JSON, one object or one JSON line per item
     Json,
-    /// `results` only: a Markdown report
     Markdown,
-    /// `results` only: a JUnit XML report
     Junit,
-    /// `results` only: an HTML report
     Html,
-    /// `results` only: one JSON line per result
     Jsonl,
 }
 
@@ -630,12 +626,12 @@ pub struct PullArgs {
     /// and anything else is refused)
     #[arg(long, group = "on_conflict")]
     pub overwrite: bool,
-    /// When the output file exists and differs: write `NAME-remote.EXT` beside it (with
-    /// `--overwrite`, replacing one that exists)
-    #[arg(long)]
+    /// When the output file exists and differs: write `NAME-remote.EXT` beside it (the server's
+    /// copy, replaced by each such pull)
+    #[arg(long, group = "on_conflict")]
     pub save_as_new: bool,
     /// When the output file exists and differs: write nothing (exit 1)
-    #[arg(long, group = "on_conflict", conflicts_with = "save_as_new")]
+    #[arg(long, group = "on_conflict")]
     pub cancel_on_conflict: bool,
 }
 

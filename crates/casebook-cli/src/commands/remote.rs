@@ -686,7 +686,6 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
             }
             1 => {
                 let other = remote_name(&output);
-                crate::output::may_write(settings, &other, &[], args.overwrite)?;
                 file.keep_as(&other)?;
                 record.save_or_warn(&other, settings.quiet);
                 report("wrote", &other)

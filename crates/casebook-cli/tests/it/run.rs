@@ -1120,7 +1120,7 @@ fn runs_kept_from_mcp_are_not_reused_for_runs_served_over_it() {
             format!("dataset: cases.jsonl\ntarget: '{url}'\ngraders: [{{kind: exact_match}}]\nthreshold: 0\n{extra}"),
         );
         let report = format!("jsonl={file}.jsonl");
-        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report]));
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report, "--overwrite"]));
         assert!(matches!(out.status, Some(0 | 1)), "{out:?}");
         let text = fs_err::read_to_string(dir.join(&format!("{file}.jsonl"))).expect("the JSONL report");
         serde_json::from_str::<Value>(text.lines().next().expect("a result")).expect("JSON")["output"]["output"].clone()

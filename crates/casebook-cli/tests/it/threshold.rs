@@ -163,7 +163,8 @@ fn ungraded_promptfoo_tests_count_against_the_threshold_unless_excluded() {
 
     // Asked for by the flag: the rate is over the one graded test, and the line says what was
     // left out.
-    let out = run(cb(&dir).arg("run").arg(&exp).args(["--exclude-ungraded", "--report", "junit=out.xml"]));
+    let out =
+        run(cb(&dir).arg("run").arg(&exp).args(["--exclude-ungraded", "--report", "junit=out.xml", "--overwrite"]));
     assert_eq!(out.status, Some(0), "{out:?}");
     assert_eq!(
         verdict_line(&out.stdout),
