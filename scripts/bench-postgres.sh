@@ -53,7 +53,7 @@ for store in "$WORK/.casebook" "$URL"; do
   export CASEBOOK_STORE=$store
   "$BIN" init -q >/dev/null
   timed "$name: import $(basename "$REALISTIC") (empty store)" "$BIN" import "$REALISTIC" --dataset big -q
-  timed "$name: export to casebook JSONL" "$BIN" export big --to casebook -o "$WORK/out-$name.jsonl" -q
+  timed "$name: export to casebook JSONL" "$BIN" export big --to casebook --overwrite -o "$WORK/out-$name.jsonl" -q
   # One edited case (a row with an id and a text answer), then ten, and the diff between them.
   edit='"id".*"ground_truth":"'
   grep -m 1 "$edit" "$REALISTIC" | sed 's/"ground_truth":"/"ground_truth":"edited /' >"$WORK/one.jsonl"

@@ -78,11 +78,11 @@ for store in "$WORK/.casebook" "$URL"; do
   echo "| command | wall | rate | client peak RSS | server peak RSS |"
   echo "|---|---|---|---|---|"
   start_server
-  timed "push $(basename "$REALISTIC")" "$ROWS" "$BIN" push --name big --file "$REALISTIC" -q
+  timed "push $(basename "$REALISTIC")" "$ROWS" "$BIN" push "$REALISTIC" --dataset big -q
   stop_server
   start_server
-  timed "pull as casebook JSONL" "$ROWS" "$BIN" pull --name big --to casebook -o "$WORK/pulled-$name.jsonl" -q
-  timed "pull as letta JSONL" "$ROWS" "$BIN" pull --name big -o "$WORK/pulled-$name-letta.jsonl" -q
+  timed "pull as casebook JSONL" "$ROWS" "$BIN" pull --dataset big --to casebook --overwrite -o "$WORK/pulled-$name.jsonl" -q
+  timed "pull as letta JSONL" "$ROWS" "$BIN" pull --dataset big --overwrite -o "$WORK/pulled-$name-letta.jsonl" -q
   echo
   settle
   "$LOAD" "$CASEBOOK_URL" "$CASEBOOK_TOKEN" /api/v1/projects/bench/datasets/big/versions/v1 32 6400 200

@@ -63,8 +63,8 @@ rm -rf "$WORK/.casebook"
 export CASEBOOK_STORE=$WORK/.casebook
 "$BIN" init -q >/dev/null
 timed "import $ROWS cases" "$BIN" import "$JSONL" --dataset big -q
-timed "export to casebook JSONL" "$BIN" export big --to casebook -o "$WORK/out.jsonl" -q
-timed "export to letta JSONL" "$BIN" export big --to letta -o "$WORK/out-letta.jsonl" -q
+timed "export to casebook JSONL" "$BIN" export big --to casebook --overwrite -o "$WORK/out.jsonl" -q
+timed "export to letta JSONL" "$BIN" export big --to letta --overwrite -o "$WORK/out-letta.jsonl" -q
 cmp -s "$WORK/out-letta.jsonl" "$JSONL" && echo "(the letta export is byte-identical to the imported file)"
 
 # One edited case.

@@ -82,7 +82,7 @@ gen() { # kind cases file: generate unless present; a partial file never takes t
   if [[ -s $3 ]]; then
     echo "   $3: present"
   else
-    "$BIN" generate --kind "$1" --cases "$2" -o "$3.tmp" && mv "$3.tmp" "$3"
+    "$BIN" generate --kind "$1" --cases "$2" --overwrite -o "$3.tmp" && mv "$3.tmp" "$3"
     echo "   $3: generated"
   fi
 }
@@ -224,16 +224,16 @@ for input in "${INPUTS[@]}"; do
   for threads in 2 1; do
     out=$OUT/$(basename "$input").t$threads.jsonl
     measure "convert $(basename "$input") -t$threads" "$input" \
-      "$BIN" convert "$input" --to casebook -o "$out" --threads "$threads" -q
+      "$BIN" convert "$input" --to casebook --overwrite -o "$out" --threads "$threads" -q
     target=$([[ $threads == 2 ]] && echo "$CONVERT_MBS" || echo -)
-    row "$workload" "casebook convert $input --to casebook -o $out --threads $threads -q" "$threads" "$input" \
+    row "$workload" "casebook convert $input --to casebook --overwrite -o $out --threads $threads -q" "$threads" "$input" \
       "$target" "$ratio_base"
   done
   if [[ $OUT != "$DISK_OUT" && $input != *.yaml ]]; then
     out=$DISK_OUT/$(basename "$input").disk.jsonl
     measure "convert $(basename "$input") -t2 to disk" "$input" \
-      "$BIN" convert "$input" --to casebook -o "$out" --threads 2 -q
-    row "$workload" "casebook convert $input --to casebook -o $out --threads 2 -q" "2 (disk)" "$input" - "$ratio_base"
+      "$BIN" convert "$input" --to casebook --overwrite -o "$out" --threads 2 -q
+    row "$workload" "casebook convert $input --to casebook --overwrite -o $out --threads 2 -q" "2 (disk)" "$input" - "$ratio_base"
     rm -f "$out"
   fi
 done
@@ -244,7 +244,7 @@ for input in "${INPUTS[@]}"; do
   one=$OUT/$(basename "$input").t1.jsonl
   two=$OUT/$(basename "$input").t2.jsonl
   dflt=$OUT/$(basename "$input").t0.jsonl
-  "$BIN" convert "$input" --to casebook -o "$dflt" -q
+  "$BIN" convert "$input" --to casebook --overwrite -o "$dflt" -q
   if cmp -s "$one" "$two" && cmp -s "$one" "$dflt"; then
     verdict="identical ($(bytes "$one") bytes, sha256 $(sha256sum "$one" | cut -c1-16)…)"
   else
@@ -255,8 +255,8 @@ for input in "${INPUTS[@]}"; do
   rm -f "$two" "$dflt"
 done
 # The letta writer too, on the realistic JSONL file (letta → letta).
-"$BIN" convert "$REALISTIC" --to letta -o "$OUT/letta.t1.jsonl" --threads 1 -q
-"$BIN" convert "$REALISTIC" --to letta -o "$OUT/letta.t2.jsonl" --threads 2 -q
+"$BIN" convert "$REALISTIC" --to letta --overwrite -o "$OUT/letta.t1.jsonl" --threads 1 -q
+"$BIN" convert "$REALISTIC" --to letta --overwrite -o "$OUT/letta.t2.jsonl" --threads 2 -q
 if cmp -s "$OUT/letta.t1.jsonl" "$OUT/letta.t2.jsonl"; then
   verdict="identical ($(bytes "$OUT/letta.t1.jsonl") bytes)"
 else

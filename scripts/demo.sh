@@ -46,8 +46,8 @@ casebook cases support --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases examples/letta/support.jsonl --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases support --group-by label.category
 echo; echo "== running the dataset against built-in agents, graded; results kept in the store"
-casebook run examples/experiments/support.yaml --report markdown="$store/report.md" || true
+casebook run examples/experiments/support.yaml --report markdown="$store/report.md" --overwrite || true
 casebook results --list
 echo; echo "== agents investigate: tool calls answered from each case's world snapshot (python3 runs one of them)"
-casebook run examples/experiments/investigation.yaml --report markdown="$store/investigation.md" || true
+casebook run examples/experiments/investigation.yaml --report markdown="$store/investigation.md" --overwrite || true
 sed -n '/^## Tool calls/,$p' "$store/investigation.md" | head -12

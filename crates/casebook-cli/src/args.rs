@@ -52,7 +52,8 @@ fn mask_env(arg: clap::Arg, name: &str) -> clap::Arg {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Output for people or for programs
+    /// How the command's answer is printed on standard output: human or json (`results` also
+    /// markdown, junit, html or jsonl)
     #[arg(long = "format", id = "output_format", value_name = "FORMAT", global = true, value_enum, default_value_t = OutputFormat::Human)]
     pub output_format: OutputFormat,
     /// No progress bars or summaries on stderr
@@ -70,10 +71,33 @@ pub struct GlobalArgs {
     pub project: Option<String>,
 }
 
+/// What `--format` asks for. Commands print `human` or `json`; `results` prints the report
+/// formats too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
+    // No doc comments on the values: clap would list them one a line with their help, and lay
+    // every command's options out on two lines each.
+    #[value(alias = "text")]
     Human,
     Json,
+    Markdown,
+    Junit,
+    Html,
+    Jsonl,
+}
+
+impl OutputFormat {
+    /// The report `results` prints for this format.
+    pub fn report(self) -> ReportFormat {
+        match self {
+            Self::Human => ReportFormat::Human,
+            Self::Json => ReportFormat::Json,
+            Self::Markdown => ReportFormat::Markdown,
+            Self::Junit => ReportFormat::Junit,
+            Self::Html => ReportFormat::Html,
+            Self::Jsonl => ReportFormat::Jsonl,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -174,8 +198,10 @@ pub struct RunArgs {
     /// A grader by kind (repeat for several), e.g. `contains`, `exact_match`
     #[arg(long = "grader", value_name = "KIND")]
     pub graders: Vec<String>,
-    /// Only the cases this filter expression selects (`casebook help filter`)
-    #[arg(long, value_name = "EXPR")]
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Deprecated spelling of `--where`
+    #[arg(long, value_name = "EXPR", hide = true, conflicts_with = "filter")]
     pub only: Option<String>,
     /// Leave out cases whose label `confidence` is below X (0..1); cases without a confidence
     /// are kept, as unrated (replaces the experiment's `min_confidence`)
@@ -201,20 +227,27 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["graders", "regrade"])]
     pub no_grade: bool,
     /// Also write a report: `junit=FILE`, `markdown=FILE`, `html=FILE`, `jsonl=FILE` (repeatable)
-    #[arg(long = "report", value_name = "FORMAT=FILE", value_parser = parse_report)]
+    #[arg(long = "report", value_name = "KIND=FILE", value_parser = parse_report)]
     pub reports: Vec<(ReportFormat, PathBuf)>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct ResultsArgs {
     /// A run id, a unique prefix of one, `latest` (the default) or `previous`
     pub run: Option<String>,
-    /// How to show it: human, json, markdown, junit, html, jsonl
-    #[arg(long = "as", value_enum)]
+    /// Deprecated spelling of `--format`
+    #[arg(long = "as", value_enum, hide = true)]
     pub report: Option<ReportFormat>,
     /// List the stored runs instead
     #[arg(long)]
     pub list: bool,
+    /// Also write a report: `junit=FILE`, `markdown=FILE`, `html=FILE`, `jsonl=FILE` (repeatable)
+    #[arg(long = "report", value_name = "KIND=FILE", value_parser = parse_report, conflicts_with = "list")]
+    pub reports: Vec<(ReportFormat, PathBuf)>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArgs,
 }
 
 #[derive(Debug, Args)]
@@ -275,8 +308,20 @@ pub struct SelectArgs {
     #[arg(long = "tag", value_name = "LABEL")]
     pub tags: Vec<String>,
     /// At most this many cases: the first ones selected
-    #[arg(long, visible_alias = "max-samples", value_name = "N")]
+    #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+    /// Deprecated spelling of `--limit`
+    #[arg(long, value_name = "N", hide = true, conflicts_with = "limit")]
+    pub max_samples: Option<u64>,
+}
+
+/// Whether a command may replace an existing file it writes (see `output::may_write`).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct OverwriteArgs {
+    /// Replace an output file that exists (without it, a terminal asks first and anything else
+    /// is refused); an input of the command is never overwritten
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 #[derive(Debug, Args)]
@@ -373,18 +418,24 @@ pub struct CaptureArgs {
     /// The dataset the cases are added to (made if it does not exist)
     #[arg(long, env = "CASEBOOK_DATASET", required_unless_present = "dry_run")]
     pub dataset: Option<String>,
-    /// Keep only the cases this filter selects (`casebook help filter`)
-    #[arg(long = "where", value_name = "EXPR")]
-    pub filter: Option<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// What this version is about (shown by `casebook log`)
     #[arg(long, short)]
     pub message: Option<String>,
-    /// Write the cases to standard output instead of adding them to the dataset
+    /// Write the cases to standard output (or `-o FILE`) instead of adding them to the dataset
     #[arg(long)]
     pub dry_run: bool,
+    /// With `--dry-run`: the file to write (default: standard output); its extension picks the syntax
+    #[arg(long, short, requires = "dry_run")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArgs,
     /// The format `--dry-run` writes (default: casebook JSONL)
     #[arg(long, value_parser = parse_format, requires = "dry_run")]
     pub to: Option<Format>,
-    /// The syntax `--dry-run` writes: jsonl, json, yaml or csv
+    /// The syntax `--dry-run` writes, when the output's extension does not say it: jsonl, json,
+    /// yaml or csv
     #[arg(long, value_parser = parse_syntax, requires = "dry_run")]
     pub syntax: Option<Syntax>,
     /// With `--dry-run --to`: drop fields the format cannot hold, with a warning, instead of failing
@@ -427,12 +478,11 @@ Examples:
 pub struct ReviewArgs {
     /// The dataset
     pub name: String,
-    /// Ids of the cases to change (with `--where`, these and the cases it selects)
-    #[arg(required_unless_present = "filter")]
+    /// Ids of the cases to change (with `--where` or `--tag`, these and the cases they select)
+    #[arg(required_unless_present_any = ["filter", "tags"])]
     pub ids: Vec<String>,
-    /// Also the cases this filter expression selects (`casebook help filter`)
-    #[arg(long = "where", value_name = "EXPR")]
-    pub filter: Option<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// The review state to set
     #[arg(long, value_enum)]
     pub state: Option<ReviewState>,
@@ -488,6 +538,8 @@ pub struct FreezeArgs {
     /// (default: standard output)
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArgs,
     /// Run the queries that were run before too, recording their answers anew
     #[arg(long)]
     pub refresh: bool,
@@ -538,13 +590,18 @@ pub struct LogoutArgs {
 
 #[derive(Debug, Args)]
 pub struct PushArgs {
-    /// The dataset on the server
-    #[arg(long, env = "CASEBOOK_DATASET")]
-    pub name: Option<String>,
     /// The file to send (default: the one file `NAME.{jsonl,json,yaml,yml,csv}` here)
-    #[arg(long)]
     pub file: Option<PathBuf>,
-    /// The version's message
+    /// The dataset on the server
+    #[arg(long, env = "CASEBOOK_DATASET", value_name = "NAME")]
+    pub dataset: Option<String>,
+    /// Deprecated spelling of `--dataset`
+    #[arg(long, hide = true, conflicts_with = "dataset")]
+    pub name: Option<String>,
+    /// Deprecated: name the file as the first argument
+    #[arg(long = "file", id = "file_option", hide = true, conflicts_with = "file")]
+    pub file_option: Option<PathBuf>,
+    /// What this version is about (shown by `casebook log`)
     #[arg(long, short)]
     pub message: Option<String>,
     /// Replace the server's head with the file, even where it changed since the file was pulled
@@ -558,16 +615,19 @@ pub struct PushArgs {
 
 #[derive(Debug, Args)]
 pub struct PullArgs {
-    /// The dataset on the server
-    #[arg(long, env = "CASEBOOK_DATASET", conflicts_with = "id")]
+    /// The dataset on the server, `NAME` or `NAME@REF` (REF: `v3`, `latest`, a tag, a content
+    /// id or a prefix of one; default: latest)
+    #[arg(long, env = "CASEBOOK_DATASET", value_name = "NAME[@REF]", conflicts_with = "id")]
+    pub dataset: Option<String>,
+    /// Deprecated spelling of `--dataset`
+    #[arg(long, hide = true, conflicts_with_all = ["dataset", "id"])]
     pub name: Option<String>,
     /// A version's content id (or a prefix of one: 8 hexadecimal digits or more), in whichever
     /// dataset it is
     #[arg(long)]
     pub id: Option<String>,
-    /// The version: `v3`, `latest`, a content id or a prefix of it (8 hexadecimal digits or more),
-    /// or a tag (default: latest)
-    #[arg(long)]
+    /// Deprecated: name the version as `--dataset NAME@REF`
+    #[arg(long, hide = true)]
     pub version: Option<String>,
     /// The file to write (default: `NAME.jsonl`, or the dataset's own format's extension)
     #[arg(long, short)]
@@ -578,6 +638,10 @@ pub struct PullArgs {
     /// Column map for `--to csv`
     #[arg(long, value_parser = parse_map)]
     pub map: Option<ColumnMap>,
+    /// Drop fields the output format cannot hold, with a warning, instead of failing (never
+    /// `review: draft`: see `--confirm-drafts`)
+    #[arg(long)]
+    pub lossy: bool,
     /// Cases a request fetches
     #[arg(long, default_value_t = 2000, value_name = "N")]
     pub page_size: usize,
@@ -588,10 +652,12 @@ pub struct PullArgs {
     /// where they read as confirmed (by default they are refused)
     #[arg(long)]
     pub confirm_drafts: bool,
-    /// When the output file exists and differs: replace it
+    /// When the output file exists and differs: replace it (without it, a terminal asks first
+    /// and anything else is refused)
     #[arg(long, group = "on_conflict")]
     pub overwrite: bool,
-    /// When the output file exists and differs: write `NAME-remote.EXT` beside it
+    /// When the output file exists and differs: write `NAME-remote.EXT` beside it (the server's
+    /// copy, replaced by each such pull)
     #[arg(long, group = "on_conflict")]
     pub save_as_new: bool,
     /// When the output file exists and differs: write nothing (exit 1)
@@ -820,6 +886,8 @@ pub struct WriteArgs {
     /// Output file (default: standard output); its extension picks JSON, JSONL, YAML or CSV
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArgs,
     /// The output syntax, when the output's extension does not say it (standard output):
     /// jsonl, json, yaml or csv
     #[arg(long, value_parser = parse_syntax)]
@@ -879,6 +947,8 @@ pub struct GenerateArgs {
     /// Output file (default: standard output)
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub overwrite: OverwriteArgs,
     /// Seed of the generator
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

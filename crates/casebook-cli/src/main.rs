@@ -53,12 +53,23 @@ fn tune_allocator() {
 }
 
 fn main() -> ExitCode {
-    let (cli, command) = args::Cli::parse_masked();
+    let (mut cli, command) = args::Cli::parse_masked();
+    settings::resolve_renamed(&mut cli.command);
     if !matches!(cli.command, args::Command::Serve(_)) {
         tune_allocator();
     }
     let settings = settings::Global::resolve(&cli.global, command);
     let result = match cli.command {
+        _ if !matches!(settings.format, args::OutputFormat::Human | args::OutputFormat::Json)
+            && !matches!(cli.command, args::Command::Results(_)) =>
+        {
+            Err(anyhow::anyhow!(
+                "`--format {}` is for `casebook results`; `casebook {}` prints `human` or `json`",
+                clap::ValueEnum::to_possible_value(&settings.format)
+                    .map_or_else(String::new, |v| v.get_name().to_owned()),
+                settings.command
+            ))
+        }
         args::Command::Validate(a) => commands::validate::run(&settings, a),
         args::Command::Lint(a) => commands::lint::run(&settings, a),
         args::Command::Convert(a) => commands::convert::run(&settings, a),
@@ -91,7 +102,7 @@ fn main() -> ExitCode {
         args::Command::Run(a) => commands::run::run(&settings, a),
         args::Command::Results(a) => commands::run::results(&settings, a),
         args::Command::Compare(a) => commands::run::compare(&settings, a),
-        args::Command::Generate(a) => commands::generate::run(a),
+        args::Command::Generate(a) => commands::generate::run(&settings, a),
         args::Command::Help(a) => commands::help::help(&a),
         args::Command::Completions(a) => commands::help::completions(&a),
         args::Command::Man(a) => commands::help::man(&settings, &a),

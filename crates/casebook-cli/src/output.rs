@@ -280,3 +280,65 @@ impl casebook_formats::Beside for BesideFiles {
         Ok(Box::new(BufWriter::new(file)))
     }
 }
+
+/// The one rule of every command that writes a file (`convert -o`, `export -o`, `pull`,
+/// `freeze -o`, `capture --dry-run -o`, `--report KIND=FILE`, `generate -o`): `path` is never
+/// one of the command's `inputs` (the same file however named: paths are compared
+/// canonicalised), and a file that exists there is replaced only with `--overwrite`
+/// (`overwrite`) or, on a terminal, when the user says yes. Both refusals are usage errors
+/// (exit 2) that name the file and what to do. A device or a pipe (`/dev/null`) is written
+/// into without a question. `-` (standard output) is not a file.
+pub fn may_write(
+    settings: &crate::settings::Global,
+    path: &Path,
+    inputs: &[&Path],
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    may_replace(settings, path, inputs, overwrite, "exists", "")
+}
+
+/// [`may_write`], the file being said to be in `state` (`exists and differs from support@v3`)
+/// and the refusal ending with `other_ways` (what else the command can do).
+pub fn may_replace(
+    settings: &crate::settings::Global,
+    path: &Path,
+    inputs: &[&Path],
+    overwrite: bool,
+    state: &str,
+    other_ways: &str,
+) -> anyhow::Result<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(meta) = fs_err::metadata(path) else { return Ok(()) };
+    if let Ok(target) = path.canonicalize() {
+        let input =
+            inputs.iter().find(|input| input.as_os_str() != "-" && input.canonicalize().is_ok_and(|i| i == target));
+        if let Some(input) = input {
+            anyhow::bail!(
+                "the output `{}` is the input `{}`: a command never overwrites its input; write to another file",
+                path.display(),
+                input.display()
+            );
+        }
+    }
+    if overwrite || !meta.is_file() {
+        return Ok(());
+    }
+    if ask(settings) {
+        let question = format!("`{}` {state}: overwrite it?", path.display());
+        let yes = dialoguer::Confirm::new().with_prompt(question).default(false).interact().unwrap_or(false);
+        if yes {
+            return Ok(());
+        }
+        anyhow::bail!("`{}` exists and was left as it is", path.display());
+    }
+    anyhow::bail!("`{}` {state}: pass `--overwrite` to replace it{other_ways}", path.display())
+}
+
+/// Whether a command may ask its user a question: standard input and standard error are
+/// terminals, and the output is not for programs (`--format json`).
+pub fn ask(settings: &crate::settings::Global) -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !settings.json
+}

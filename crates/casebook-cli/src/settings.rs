@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use casebook_filter::{Filter, FilterError};
 use casebook_store::Select;
 
-use crate::args::{ColorChoice, GlobalArgs, OutputFormat, SelectArgs};
+use crate::args::{ColorChoice, Command, GlobalArgs, OutputFormat, SelectArgs};
 
 #[derive(Debug, Clone)]
 pub struct Global {
+    /// `--format json`.
     pub json: bool,
+    /// `--format` as given (`results` prints its report formats too).
+    pub format: OutputFormat,
     pub quiet: bool,
     /// Colour on stdout / stderr.
     pub color_stdout: bool,
@@ -45,6 +48,7 @@ impl Global {
         let stderr_tty = std::io::stderr().is_terminal();
         Self {
             json: args.output_format == OutputFormat::Json,
+            format: args.output_format,
             quiet: args.quiet,
             color_stdout: color(std::io::stdout().is_terminal()),
             color_stderr: color(stderr_tty),
@@ -62,6 +66,55 @@ impl Global {
                 .unwrap_or_else(|| "unknown".into()),
             time: now(),
         }
+    }
+}
+
+/// The value of an option spelled `new` that was formerly spelled `old`: the new spelling's
+/// value, else the old one's, which says on stderr (one line) that it is deprecated. Every
+/// deprecated spelling goes through here (see [`resolve_renamed`]).
+pub fn renamed<T>(new_value: Option<T>, old_value: Option<T>, old: &str, new: &str) -> Option<T> {
+    if old_value.is_some() {
+        stderr!("warning: {old} is deprecated; use {new}");
+    }
+    new_value.or(old_value)
+}
+
+/// Moves the values given under deprecated spellings to the options that replace them (each
+/// saying so once, with [`renamed`]), so commands read only the new spellings.
+pub fn resolve_renamed(command: &mut Command) {
+    fn select(args: &mut SelectArgs) {
+        args.limit = renamed(args.limit, args.max_samples.take(), "--max-samples", "--limit");
+    }
+    match command {
+        Command::Push(a) => {
+            a.dataset = renamed(a.dataset.take(), a.name.take(), "--name", "--dataset");
+            a.file = renamed(a.file.take(), a.file_option.take(), "--file", "`casebook push FILE`");
+        }
+        Command::Pull(a) => {
+            a.dataset = renamed(a.dataset.take(), a.name.take(), "--name", "--dataset");
+            if let Some(reference) = renamed(None, a.version.take(), "--version", "--dataset NAME@REF") {
+                // `--version` was the REF of `NAME@REF`; with `--id` it was ignored, as before.
+                if let Some(name) = a.dataset.as_mut().filter(|name| !name.contains('@')) {
+                    name.push('@');
+                    name.push_str(&reference);
+                } else if a.dataset.is_none() && a.id.is_none() {
+                    a.version = Some(reference);
+                }
+            }
+        }
+        Command::Run(a) => {
+            a.select.filter = renamed(a.select.filter.take(), a.only.take(), "--only", "--where");
+            select(&mut a.select);
+        }
+        Command::Results(a) => {
+            a.report = renamed(None, a.report.take(), "--as", "--format");
+        }
+        Command::Validate(a) => select(&mut a.select),
+        Command::Cases(a) => select(&mut a.select),
+        Command::Export(a) => select(&mut a.select),
+        Command::Capture(a) => select(&mut a.select),
+        Command::Review(a) => select(&mut a.select),
+        _ => {}
     }
 }
 

@@ -116,7 +116,7 @@ pub struct RunMeta {
 
 /// How many cases of the dataset version a run had, ran, and left out, by reason. The reasons
 /// apply in this order, each counting only what the ones before it kept: the filter (the
-/// experiment's `filter` and `tags`, and `--only`), the review state (`rejected` cases, unless
+/// experiment's `filter` and `tags`, and `run --where`, `--tag`), the review state (`rejected` cases, unless
 /// they were asked for), `min_confidence` (cases without a confidence are kept), then `limit`.
 /// So `cases = run + every left_out count`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

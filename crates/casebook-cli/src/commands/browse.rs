@@ -421,6 +421,9 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let header = source.header(&runtime, &name)?;
     let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
     let select = crate::settings::selection(&args.select)?;
+    if let Some(out) = &args.write.output {
+        crate::output::may_write(settings, out, &[], args.write.overwrite.overwrite)?;
+    }
     if args.write.to == Format::Csv && args.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }

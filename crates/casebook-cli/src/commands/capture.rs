@@ -18,13 +18,11 @@ use crate::settings::Global;
 use crate::stores;
 
 pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
-    let filter = match &args.filter {
-        Some(text) => Some(
-            casebook_filter::Filter::parse(text)
-                .map_err(|err| crate::settings::expression_error("--where", text, &err))?,
-        ),
-        None => None,
-    };
+    let select = crate::settings::selection(&args.select)?;
+    if let Some(out) = args.output.as_deref().filter(|_| args.dry_run) {
+        let inputs: Vec<&std::path::Path> = args.traces.iter().map(std::path::PathBuf::as_path).collect();
+        crate::output::may_write(settings, out, &inputs, args.overwrite.overwrite)?;
+    }
     let mut capture = capture::Capture::new();
     for path in &args.traces {
         super::check_exists(path)?;
@@ -60,8 +58,11 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
     }
     let made = captured.cases.len();
     let mut cases = std::mem::take(&mut captured.cases);
-    if let Some(filter) = &filter {
+    if let Some(filter) = &select.filter {
         cases.retain(|c| filter.matches(c));
+    }
+    if let Some(limit) = select.limit {
+        cases.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
     let left_out = made - cases.len();
 
@@ -73,7 +74,11 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         say(
             settings,
             &json!({"dataset": dataset, "created": false, "added": [], "present": [], "left_out": left_out}),
-            || format!("nothing added: `--where` selected none of the {made} captured cases\n"),
+            || {
+                format!(
+                    "nothing added: the selection (`--where`, `--tag`, `--limit`) kept none of the {made} captured cases\n"
+                )
+            },
         )?;
         return Ok(Outcome::Ok);
     }
@@ -165,7 +170,7 @@ fn report(
             text.push_str(&format!("; {} already there, left as they are", outcome.present.len()));
         }
         if left_out > 0 {
-            text.push_str(&format!("; {left_out} left out by `--where`"));
+            text.push_str(&format!("; {left_out} left out by the selection"));
         }
         text.push_str(&format!(
             "\n{} agent invocation{} in {} span{}; the expectations are drafts: confirm them with `casebook review`\n",
@@ -186,7 +191,13 @@ fn say(settings: &Global, value: &serde_json::Value, text: impl FnOnce() -> Stri
 
 fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut Reporter) -> anyhow::Result<Outcome> {
     let format = args.to.unwrap_or(Format::Casebook);
-    let syntax = args.syntax.unwrap_or_else(|| format.syntax_for(None));
+    let syntax = args
+        .syntax
+        .or_else(|| args.output.as_deref().and_then(casebook_formats::Syntax::from_path))
+        .unwrap_or_else(|| format.syntax_for(None));
+    if !format.syntaxes().contains(&syntax) {
+        anyhow::bail!("`{format}` cannot be written as {}", syntax.name());
+    }
     let export = ExportSettings {
         format,
         syntax,
@@ -207,8 +218,10 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
     } else {
         Vec::new()
     };
-    // Through a temporary file, as `convert` does: a refused case leaves standard output empty.
-    let (output, out) = Output::create(None)?;
+    // Through a temporary file, as `convert` does: a refused case leaves standard output (or
+    // the file) as it was.
+    crate::output::remove_on_signals();
+    let (output, out) = Output::create(args.output.as_deref())?;
     let mut exporter = Exporter::new(export, &header, columns, out, None)?;
     exporter.begin()?;
     let refused = exporter.cases(cases)?;
@@ -227,7 +240,8 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        stderr!("{} of {} captured cases written (nothing was stored)", exported.written, cases.len());
+        let to = args.output.as_ref().map_or_else(String::new, |p| format!(" to `{}`", p.display()));
+        stderr!("{} of {} captured cases written{to} (nothing was stored)", exported.written, cases.len());
     }
     Ok(Outcome::Ok)
 }

@@ -19,9 +19,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     let opts = super::read_options(&args.read);
     let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
     if let Some(out) = &args.write.output {
-        if same_file(&args.file, out) {
-            anyhow::bail!("the output `{}` is the input file; write to another file", out.display());
-        }
+        crate::output::may_write(settings, out, &[&args.file], args.write.overwrite.overwrite)?;
     }
     if args.write.to == Format::Csv && args.read.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
@@ -87,11 +85,4 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         );
     }
     Ok(Outcome::Ok)
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }

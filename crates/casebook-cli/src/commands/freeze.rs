@@ -246,9 +246,7 @@ fn freeze_on_server(settings: &Global, args: &FreezeArgs, name: &str, reference:
 fn freeze_file(settings: &Global, args: &FreezeArgs, file: &Path) -> anyhow::Result<Outcome> {
     super::check_exists(file)?;
     if let Some(out) = &args.output {
-        if file.canonicalize().ok().is_some_and(|f| out.canonicalize().ok().as_ref() == Some(&f)) {
-            anyhow::bail!("the output `{}` is the input file; write to another file", out.display());
-        }
+        crate::output::may_write(settings, out, &[file], args.overwrite.overwrite)?;
     }
     let syntax = args.output.as_deref().and_then(Syntax::from_path).unwrap_or(Syntax::Jsonl);
     if !Format::Casebook.syntaxes().contains(&syntax) {

@@ -8,11 +8,18 @@ use casebook_formats::synthetic::{Rng, letta_realistic_row, letta_row, otlp_invo
 
 use crate::Outcome;
 use crate::args::GenerateArgs;
+use crate::output::Output;
 
-pub fn run(args: GenerateArgs) -> anyhow::Result<Outcome> {
-    let out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(fs_err::File::create(path)?),
-        None => Box::new(std::io::stdout().lock()),
+pub fn run(settings: &crate::settings::Global, args: GenerateArgs) -> anyhow::Result<Outcome> {
+    // A file is written beside its place and moved there at the end, as every writer does.
+    let (file, out): (Option<Output>, Box<dyn Write>) = match &args.output {
+        Some(path) => {
+            crate::output::may_write(settings, path, &[], args.overwrite.overwrite)?;
+            crate::output::remove_on_signals();
+            let (file, out) = Output::create(Some(path))?;
+            (Some(file), Box::new(out))
+        }
+        None => (None, Box::new(std::io::stdout().lock())),
     };
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut rng = Rng(args.seed);
@@ -86,5 +93,9 @@ pub fn run(args: GenerateArgs) -> anyhow::Result<Outcome> {
         other => bail!("unknown kind `{other}`: use letta-jsonl, letta-realistic, letta-csv or maslab-yaml"),
     }
     out.flush()?;
+    drop(out);
+    if let Some(file) = file {
+        file.keep()?;
+    }
     Ok(Outcome::Ok)
 }

@@ -92,9 +92,9 @@ fn default_file(name: &str) -> anyhow::Result<PathBuf> {
         .collect();
     match found.as_slice() {
         [one] => Ok(one.clone()),
-        [] => anyhow::bail!("no file `{stem}.jsonl` (or .json, .yaml, .yml, .csv) here: name it with `--file PATH`"),
+        [] => anyhow::bail!("no file `{stem}.jsonl` (or .json, .yaml, .yml, .csv) here: name it: `casebook push FILE`"),
         many => anyhow::bail!(
-            "several files could be dataset `{name}`: {}; name one with `--file PATH`",
+            "several files could be dataset `{name}`: {}; name one: `casebook push FILE`",
             many.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ")
         ),
     }
@@ -105,7 +105,7 @@ fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c == '/' || c == '\\' || c == '\0' { '_' } else { c }).collect()
 }
 
-/// The dataset a command works on: `--name` (or `CASEBOOK_DATASET`), else picked on a terminal.
+/// The dataset a command works on: `--dataset` (or `CASEBOOK_DATASET`), else picked on a terminal.
 fn dataset_name(
     settings: &Global,
     runtime: &tokio::runtime::Runtime,
@@ -116,15 +116,12 @@ fn dataset_name(
         return Ok((name, false));
     }
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) || settings.json {
-        return Err(anyhow::Error::msg("name the dataset with `--name NAME` (or `CASEBOOK_DATASET`)"));
+        return Err(anyhow::Error::msg("name the dataset with `--dataset NAME` (or `CASEBOOK_DATASET`)"));
     }
     let datasets: Vec<casebook_server::api::Dataset> = runtime
         .block_on(remote.get_json(&format!("/api/v1/projects/{}/datasets", crate::remote::segment(&remote.project))))?;
     if datasets.is_empty() {
-        anyhow::bail!(
-            "project `{}` has no datasets yet: `casebook push --name NAME --file FILE` adds one",
-            remote.project
-        );
+        anyhow::bail!("project `{}` has no datasets yet: `casebook push FILE --dataset NAME` adds one", remote.project);
     }
     let items: Vec<String> = datasets
         .iter()
@@ -166,7 +163,7 @@ impl casebook_formats::Consumer<()> for Check {
 pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     let runtime = crate::stores::runtime()?;
     let remote = runtime.block_on(Remote::connect())?;
-    let (name, _) = dataset_name(settings, &runtime, &remote, args.name)?;
+    let (name, _) = dataset_name(settings, &runtime, &remote, args.dataset)?;
     let file = match args.file {
         Some(file) => file,
         None => default_file(&name)?,
@@ -322,7 +319,7 @@ pub fn push(settings: &Global, args: PushArgs) -> anyhow::Result<Outcome> {
     }
     if let (Some(base), false, n @ 1..) = (&base, settings.quiet, report.kept) {
         stderr!(
-            "kept {} changed on the server since v{} that `{}` does not have: `casebook pull --name {name} --overwrite` brings {} into the file",
+            "kept {} changed on the server since v{} that `{}` does not have: `casebook pull --dataset {name} --overwrite` brings {} into the file",
             crate::plural(n, "case"),
             base.version,
             file.display(),
@@ -463,7 +460,7 @@ fn merge_conflict(
             shown.join(", ")
         );
         stderr!(
-            "hint: `casebook pull --name {name} --save-as-new` writes v{head} beside the file; merge it by hand, then `casebook push --force` replaces the head with the file"
+            "hint: `casebook pull --dataset {name} --save-as-new` writes v{head} beside the file; merge it by hand, then `casebook push --force` replaces the head with the file"
         );
     }
     Ok(Outcome::Invalid)
@@ -482,7 +479,7 @@ fn push_error(
     let made_on = parent.map_or_else(|| "the head the server read".to_owned(), |p| format!("v{p}"));
     match err {
         RemoteError::Refused(409, e) => anyhow::anyhow!(
-            "dataset `{name}` moved on while this push was prepared: the server's head is v{}, the push was made on {made_on}; pull it (`casebook pull --name {name}`), merge, and push again",
+            "dataset `{name}` moved on while this push was prepared: the server's head is v{}, the push was made on {made_on}; pull it (`casebook pull --dataset {name}`), merge, and push again",
             e.head.map_or("?".to_owned(), |h| h.to_string())
         ),
         RemoteError::Refused(404, e) if base.is_some() && e.message.starts_with("`base`") => anyhow::anyhow!(
@@ -553,9 +550,20 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
     let (name, version) = match &args.id {
         Some(id) => runtime.block_on(find_by_id(&remote, id))?,
         None => {
-            let (name, picked) = dataset_name(settings, &runtime, &remote, args.name.clone())?;
-            let reference = match &args.version {
-                Some(v) => v.clone(),
+            // `NAME@REF`: the REF goes to the server as written (names hold no `@`).
+            let (named, reference) = match args.dataset.as_deref().map(|d| d.rsplit_once('@')) {
+                Some(Some((name, reference))) => (Some(name.to_owned()), Some(reference.to_owned())),
+                _ => (args.dataset.clone(), args.version.clone()),
+            };
+            if named.as_deref() == Some("") {
+                anyhow::bail!(
+                    "`--dataset {}` names no dataset: write `NAME@REF`, e.g. `support@v3`",
+                    args.dataset.as_deref().unwrap_or_default()
+                );
+            }
+            let (name, picked) = dataset_name(settings, &runtime, &remote, named)?;
+            let reference = match reference {
+                Some(v) => v,
                 None if picked => {
                     let log: Log = runtime.block_on(remote.get_json(&remote.dataset_path(&name, "/versions")))?;
                     let items: Vec<String> = log
@@ -613,7 +621,7 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         format,
         syntax,
         column_map: args.map.clone(),
-        lossy: false,
+        lossy: args.lossy,
         // Seed files are written beside the output; one there with other content is an error
         // that names `--inline-seeds`.
         seed_files: if args.inline_seeds { SeedFiles::Inline } else { SeedFiles::Write },
@@ -685,24 +693,27 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
         record.save_or_warn(&output, settings.quiet);
         report("up to date", &output)
     } else {
-        let choice = if args.overwrite {
-            0
-        } else if args.save_as_new {
+        // The writers' rule (`output::may_write`), after what only `pull` can tell: a file that
+        // holds the version already, and the other ways out of a file that differs.
+        let choice = if args.save_as_new {
             1
         } else if args.cancel_on_conflict {
             2
-        } else if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !settings.json {
+        } else if args.overwrite || !crate::output::ask(settings) {
+            let others = format!(
+                " (or `--save-as-new` to write `{}` beside it, or `--cancel-on-conflict` to write nothing)",
+                remote_name(&output).display()
+            );
+            let state = format!("exists and differs from {place}");
+            crate::output::may_replace(settings, &output, &[], args.overwrite, &state, &others)?;
+            0
+        } else {
             dialoguer::Select::new()
                 .with_prompt(format!("`{}` differs from {place}", output.display()))
                 .items(["overwrite it", &format!("save as `{}`", remote_name(&output).display()), "cancel"])
                 .default(2)
                 .interact()
                 .context("nothing picked")?
-        } else {
-            return Err(anyhow::Error::msg(format!(
-                "`{}` exists and differs from {place}: pass `--overwrite`, `--save-as-new` or `--cancel-on-conflict`",
-                output.display()
-            )));
         };
         match choice {
             0 => {

@@ -114,7 +114,18 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
     // The store (or the server) is where results are kept; a run works without one (and says so).
     let store = RunStore::open_for_run(settings, &runtime)?;
 
-    let select = Selection::of(&experiment, args.only.as_deref())?;
+    // `--tag` and `--limit` as the experiment's `tags` and `limit` (the limit replacing its).
+    experiment.tags.extend(args.select.tags.iter().cloned());
+    if let Some(limit) = args.select.limit {
+        experiment.limit = Some(limit);
+    }
+    let select = Selection::of(&experiment, args.select.filter.as_deref())?;
+    // A report never replaces the experiment file or the dataset file it reads.
+    let dataset_file = base.join(&experiment.dataset);
+    let inputs: Vec<&Path> = args.experiment.iter().map(PathBuf::as_path).chain([dataset_file.as_path()]).collect();
+    for (_, path) in &args.reports {
+        crate::output::may_write(settings, path, &inputs, args.overwrite.overwrite)?;
+    }
     let (scenarios, graders, case_asserts) = match parts(&runtime, &args, &experiment) {
         Ok(parts) => parts,
         Err(err) => match err.downcast::<InvalidParts>() {
@@ -497,8 +508,22 @@ pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> 
             }
             return Ok(out);
         }
+        for (_, path) in &args.reports {
+            crate::output::may_write(settings, path, &[], args.overwrite.overwrite)?;
+        }
         let (summary, results) = load_run(runtime, store, args.run.as_deref())?;
-        let format = if settings.json { ReportFormat::Json } else { args.report.unwrap_or(ReportFormat::Human) };
+        for (kind, path) in &args.reports {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                fs_err::create_dir_all(dir)?;
+            }
+            let (output, mut out) = crate::output::Output::create(Some(path))?;
+            out.write_all(render(*kind, &summary, &results).as_bytes())?;
+            out.flush()?;
+            drop(out);
+            output.keep()?;
+        }
+        // `--as` (deprecated) is the report `--format` asks for now.
+        let format = args.report.unwrap_or_else(|| settings.format.report());
         Ok(render(format, &summary, &results))
     })
 }
@@ -644,7 +669,7 @@ fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, listing
     Ok(())
 }
 
-/// The cases an experiment runs, in stages: its filter and tags and `--only`, then not the
+/// The cases an experiment runs, in stages: its filter and tags and `--where`, then not the
 /// cases reviewed as `rejected` (unless asked for), then not those whose confidence is below its
 /// `min_confidence` (cases without one are kept), then its `limit`. Each stage is a filter of
 /// its own, so a run counts what each one leaves out.
@@ -677,7 +702,7 @@ impl Selection {
             filter = Some(Filter::tags(&experiment.tags).and(filter.unwrap_or_else(Filter::everything)));
         }
         if let Some(text) = only {
-            let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--only", text, &err))?;
+            let only = Filter::parse(text).map_err(|err| crate::settings::expression_error("--where", text, &err))?;
             filter = Some(filter.map_or(only.clone(), |f| f.and(only)));
         }
         // `not in` holds for a case without a review; `not (<)` for one without a confidence.

@@ -138,13 +138,7 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
 const REVIEW_BATCH: usize = 4096;
 
 pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
-    let filter = match &args.filter {
-        Some(text) => Some(
-            casebook_filter::Filter::parse(text)
-                .map_err(|err| crate::settings::expression_error("--where", text, &err))?,
-        ),
-        None => None,
-    };
+    let select = crate::settings::selection(&args.select)?;
     let reference = match &args.parent {
         Some(text) => text.parse().map_err(|e: String| anyhow::anyhow!(e))?,
         None => casebook_store::Ref::Latest,
@@ -152,7 +146,7 @@ pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
     let place = stores::described(&store);
-    let changed = runtime.block_on(reviewed_cases(&store, &args, filter.as_ref(), &reference));
+    let changed = runtime.block_on(reviewed_cases(&store, &args, &select, &reference));
     let (base, cases) = match changed {
         Ok(found) => found,
         Err(err) => {
@@ -215,21 +209,21 @@ pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The version `review` builds on, and the cases it changes: those `args.ids` name and those
-/// `filter` selects, in the version's order, each once. An id the version lacks is an error that
+/// `select` selects (`--where`, `--tag`, at most `--limit` of them), in the version's order,
+/// each once. An id the version lacks is an error that
 /// names it (with the id it may be a typo of).
 async fn reviewed_cases(
     store: &AnyStore,
     args: &ReviewArgs,
-    filter: Option<&casebook_filter::Filter>,
+    select: &casebook_store::Select,
     reference: &casebook_store::Ref,
 ) -> anyhow::Result<(u64, Vec<casebook_model::Case>)> {
     let version = store.resolve(&args.name, reference).await?;
     let mut cases = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    if let Some(filter) = filter {
-        let select = casebook_store::Select { filter: Some(filter.clone()), limit: None };
+    if select.filter.is_some() {
         store
-            .cases(&args.name, version.number, &select, REVIEW_BATCH, &mut |batch| {
+            .cases(&args.name, version.number, select, REVIEW_BATCH, &mut |batch| {
                 for case in batch {
                     if seen.insert(case.id.clone()) {
                         cases.push(case);

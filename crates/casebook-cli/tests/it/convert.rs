@@ -78,7 +78,8 @@ fn a_failed_conversion_leaves_an_existing_output_file_as_it_was() {
     let dir = Folder::new();
     let file = dir.file("cases.jsonl", WITH_CONTEXT);
     let out = dir.file("out.jsonl", "previous contents\n");
-    run(casebook().arg("convert").arg(&file).args(["--to", "letta", "-q", "-o"]).arg(&out)).expect_status(1);
+    run(casebook().arg("convert").arg(&file).args(["--to", "letta", "-q", "--overwrite", "-o"]).arg(&out))
+        .expect_status(1);
     assert_eq!(fs_err::read_to_string(&out).unwrap(), "previous contents\n");
 }
 

@@ -31,7 +31,7 @@ fn the_summary_names_the_first_failing_cases_and_how_to_see_them_all() {
             )
         })
         .collect::<String>()
-        + &format!("  …and 2 more: `casebook results {id} --as markdown` lists every one\n");
+        + &format!("  …and 2 more: `casebook results {id} --format markdown` lists every one\n");
     assert_eq!(listed, expected, "{out:?}");
     // `results` says the same of the stored run.
     let again = run(cb(&dir).args(["results", id]));

@@ -63,7 +63,7 @@ fn tags_limit_count_and_group_by() {
     for source in ["evals.jsonl", "evals"] {
         let out = ok(cb(&dir).args(["cases", source, "--tag", "math", "--tag", "easy", "--format", "json"]));
         assert_eq!(ids(&out), ["1"]);
-        let out = ok(cb(&dir).args(["cases", source, "--tag", "math", "--max-samples", "2", "--format", "json"]));
+        let out = ok(cb(&dir).args(["cases", source, "--tag", "math", "--limit", "2", "--format", "json"]));
         assert_eq!(ids(&out), ["1", "2"]);
         assert_eq!(ok(cb(&dir).args(["cases", source, "--tag", "math", "--count"])), "4\n");
         let grouped = ok(cb(&dir).args(["cases", source, "--group-by", "metadata.difficulty"]));

@@ -346,7 +346,7 @@ fn freeze_on_a_server_merges_onto_what_the_server_got_meanwhile(b: &Backend) {
             let text = fs_err::read_to_string(dir.join(&format!("{name}.jsonl"))).unwrap();
             assert_eq!(text.matches(from).count(), 1, "{text}");
             let file = dir.file(&format!("{name}-edited.jsonl"), text.replace(from, to));
-            let out = server.client(&dir, &token).args(["push", "--name", name, "--file"]).arg(&file).output().unwrap();
+            let out = server.client(&dir, &token).args(["push", "--dataset", name]).arg(&file).output().unwrap();
             assert!(out.status.success(), "{out:?}");
         }
     };

@@ -303,7 +303,7 @@ fn convert(dir: &Folder, from: &Path, to: &str, syntax: &str, out: &str) -> (Pat
     let r = run(crate::cli::casebook()
         .arg("convert")
         .arg(from)
-        .args(["--to", to, "--syntax", syntax, "-q", "-o"])
+        .args(["--to", to, "--syntax", syntax, "-q", "--overwrite", "-o"])
         .arg(&out));
     r.expect_status(0);
     let text = fs_err::read_to_string(&out).unwrap();

@@ -4,6 +4,10 @@
 
 #[macro_use]
 mod cli;
+/// The command line's definition, for tests that walk it (`vocabulary.rs`).
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../src/args.rs"]
+mod args;
 mod capture;
 mod compare_pairs;
 
@@ -43,5 +47,6 @@ mod threshold;
 mod unusual_input;
 mod validate_fields;
 mod validate_syntax;
+mod vocabulary;
 mod waits;
 mod where_acted;

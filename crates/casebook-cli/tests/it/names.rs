@@ -202,7 +202,7 @@ fn pull_by_id_passes_over_names_no_url_can_carry(b: &Backend) {
             )
         );
     }
-    let out = run(server.client(&dir, &key).args(["pull", "--name", "support", "--version", "1", "-o", "x.jsonl"]));
+    let out = run(server.client(&dir, &key).args(["pull", "--dataset", "support@1", "-o", "x.jsonl"]));
     let line = one_error(&out, 2);
     assert!(line.contains("dataset `support` has no version `1`; did you mean `v1`?"), "{line}");
     assert!(!dir.join("x.jsonl").exists());

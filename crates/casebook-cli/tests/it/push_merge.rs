@@ -69,7 +69,7 @@ fn a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile(b: &Backend) {
     // Bob pulls v2.
     let bob = dir.join("bob");
     fs_err::create_dir_all(&bob).unwrap();
-    let said = ok(server.client(&dir, &token).current_dir(&bob).args(["pull", "--name", "support"]));
+    let said = ok(server.client(&dir, &token).current_dir(&bob).args(["pull", "--dataset", "support"]));
     assert_eq!(said, "wrote `support.jsonl`: support@v2, 4 cases (casebook)\n");
     let file = bob.join("support.jsonl");
     let record: Value =
@@ -88,13 +88,13 @@ fn a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile(b: &Backend) {
 
     // Bob edits case 3 and pushes: v5 keeps every change made on the server since v2.
     edit(&file, "30日", "30日以内");
-    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed support v5 ("), "{out:?}");
     assert!(out.stdout.ends_with(": 4 cases, +0 -0 ~1\n"), "{out:?}");
     assert_eq!(
         out.stderr,
-        "kept 3 cases changed on the server since v2 that `support.jsonl` does not have: `casebook pull --name support --overwrite` brings them into the file\n"
+        "kept 3 cases changed on the server since v2 that `support.jsonl` does not have: `casebook pull --dataset support --overwrite` brings them into the file\n"
     );
     let v5 = exported(b, &dir, "support");
     assert_eq!(
@@ -113,25 +113,25 @@ fn a_pulled_file_pushed_later_keeps_what_the_server_got_meanwhile(b: &Backend) {
     // Case 1 edited in the file as well: changed on both sides since v2 (the file still holds
     // v2's case 1, which v5 is recorded to lack).
     edit(&file, "Wie lange dauert eine Erstattung?", "Wie lange dauert die Erstattung?");
-    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support"]));
     out.expect_status(1);
     assert_eq!(out.stdout, "");
     assert_eq!(
         out.stderr,
         "nothing was pushed: `support.jsonl` and support@v5 both changed case `1` since the file last had the server's content for them\n\
-         hint: `casebook pull --name support --save-as-new` writes v5 beside the file; merge it by hand, then `casebook push --force` replaces the head with the file\n"
+         hint: `casebook pull --dataset support --save-as-new` writes v5 beside the file; merge it by hand, then `casebook push --force` replaces the head with the file\n"
     );
     assert_eq!(versions(b, &dir, "support").len(), 5);
     assert_eq!(exported(b, &dir, "support"), v5);
     // The server's answer names the ids, for programs.
     let out =
-        run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support", "--format", "json"]));
+        run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support", "--format", "json"]));
     out.expect_status(1);
     let said: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(said, serde_json::json!({"pushed": false, "conflicts": ["1"], "base": 5, "head": 5}));
 
     // `--force`: the file is the new head, whatever the server had.
-    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support", "--force"]));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support", "--force"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed support v6 ("), "{out:?}");
     let v6 = exported(b, &dir, "support");
@@ -152,12 +152,12 @@ fn a_pulled_letta_file_is_merged_too(b: &Backend) {
     push(&server, &dir, &token, "support", &example("letta/support.jsonl"));
     let bob = dir.join("bob");
     fs_err::create_dir_all(&bob).unwrap();
-    ok(server.client(&dir, &token).current_dir(&bob).args(["pull", "--name", "support"]));
+    ok(server.client(&dir, &token).current_dir(&bob).args(["pull", "--dataset", "support"]));
     let file = bob.join("support.jsonl");
     let pulled = fs_err::read_to_string(&file).unwrap();
 
     // Unchanged, it is the head: no version.
-    let out = ok(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    let out = ok(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support"]));
     assert!(out.starts_with("up to date: support v1 on "), "{out}");
 
     // The server changes case 4's queue; Bob changes case 1's answer.
@@ -167,7 +167,7 @@ fn a_pulled_letta_file_is_merged_too(b: &Backend) {
     );
     ok(owner(b, &dir).args(["put", "support", "--from", "letta"]).arg(&change));
     edit(&file, "5 business days", "five business days");
-    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed support v3 ("), "{out:?}");
     assert!(out.stdout.ends_with(": 4 cases, +0 -0 ~1\n"), "{out:?}");
@@ -179,13 +179,13 @@ fn a_pulled_letta_file_is_merged_too(b: &Backend) {
     // server's is kept (his own push is not a change of his to merge again).
     let change = dir.file("change.jsonl", pulled.lines().next().unwrap().replace("5 business days", "5 days"));
     ok(owner(b, &dir).args(["put", "support", "--from", "letta"]).arg(&change));
-    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("up to date: support v4 on "), "{out:?}");
     assert!(out.stderr.starts_with("kept 2 cases changed on the server since v3 "), "{out:?}");
     // Bob edits case 1 again, never having seen the server's change: a conflict.
     edit(&file, "five business days", "five working days");
-    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--name", "support"]));
+    let out = run(server.client(&dir, &token).current_dir(&bob).args(["push", "--dataset", "support"]));
     out.expect_status(1);
     assert!(
         out.stderr
@@ -203,7 +203,7 @@ fn a_pull_after_a_push_or_a_reformat_is_up_to_date(b: &Backend) {
     let token = Server::key(b, &dir, PROJECT, "write");
     let file = dir.file("geography.json", fs_err::read_to_string(example("voltagent/geography.json")).unwrap());
     push(&server, &dir, &token, "geography", &file);
-    let pull = || run(server.client(&dir, &token).args(["pull", "--name", "geography"]));
+    let pull = || run(server.client(&dir, &token).args(["pull", "--dataset", "geography"]));
 
     // Right after the push, in the same folder: the file's layout is its author's, not pull's.
     let out = pull();
@@ -234,7 +234,7 @@ fn a_pull_after_a_push_or_a_reformat_is_up_to_date(b: &Backend) {
     out.expect_status(2);
     assert_eq!(
         out.stderr,
-        "error: `geography.json` exists and differs from geography@v1: pass `--overwrite`, `--save-as-new` or `--cancel-on-conflict`\n"
+        "error: `geography.json` exists and differs from geography@v1: pass `--overwrite` to replace it (or `--save-as-new` to write `geography-remote.json` beside it, or `--cancel-on-conflict` to write nothing)\n"
     );
 
     // A file that does not read is not up to date either.
@@ -339,7 +339,7 @@ fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
         cmd.current_dir(&bob);
         cmd
     };
-    ok(client().args(["pull", "--name", "support"]));
+    ok(client().args(["pull", "--dataset", "support"]));
     let file = bob.join("support.jsonl");
 
     // v3: case 1 edited through the API.
@@ -348,12 +348,12 @@ fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
 
     // v4: Bob's case 2 edit, with v3's case 1 kept.
     edit(&file, "en route (colis 4411)", "en route (colis 4411, Lyon)");
-    let out = run(client().args(["push", "--name", "support"]));
+    let out = run(client().args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed support v4 ("), "{out:?}");
     assert_eq!(
         out.stderr,
-        "kept 1 case changed on the server since v2 that `support.jsonl` does not have: `casebook pull --name support --overwrite` brings it into the file\n"
+        "kept 1 case changed on the server since v2 that `support.jsonl` does not have: `casebook pull --dataset support --overwrite` brings it into the file\n"
     );
     let v4 = exported(b, &dir, "support");
     assert_eq!(v4[0]["input"], "Wie lange dauert eine Erstattung genau?");
@@ -365,13 +365,13 @@ fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
 
     // Case 2 edited again: v5, no conflict, case 1 still v3's.
     edit(&file, "en route (colis 4411, Lyon)", "en route (colis 4411, Lyon, demain)");
-    let out = run(client().args(["push", "--name", "support"]));
+    let out = run(client().args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed support v5 ("), "{out:?}");
     assert!(out.stdout.ends_with(": 4 cases, +0 -0 ~1\n"), "{out:?}");
     assert_eq!(
         out.stderr,
-        "kept 1 case changed on the server since v4 that `support.jsonl` does not have: `casebook pull --name support --overwrite` brings it into the file\n"
+        "kept 1 case changed on the server since v4 that `support.jsonl` does not have: `casebook pull --dataset support --overwrite` brings it into the file\n"
     );
     let v5 = exported(b, &dir, "support");
     assert_eq!(v5[0]["input"], "Wie lange dauert eine Erstattung genau?");
@@ -380,14 +380,14 @@ fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
     assert_eq!(record(&file)["version"], 5);
 
     // The file does not hold v5 (its case 1 is older): a pull does not call it up to date.
-    let out = run(client().args(["pull", "--name", "support"]));
+    let out = run(client().args(["pull", "--dataset", "support"]));
     out.expect_status(2);
     assert!(out.stderr.contains("exists and differs from support@v5"), "{out:?}");
 
     // The server changes case 1 again (v6) and Bob case 3: v7 keeps the server's case 1.
     api_upsert(&server, &token, "support", &one.replace("genau?", "genau, bitte?"));
     edit(&file, "30日", "30日以内");
-    let out = run(client().args(["push", "--name", "support"]));
+    let out = run(client().args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed support v7 ("), "{out:?}");
     let v7 = exported(b, &dir, "support");
@@ -402,7 +402,7 @@ fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
         "{\"id\": \"2\", \"input\": \"Où est ma commande ?\", \"expected\": {\"output\": \"livrée hier\"}}\n",
     );
     edit(&file, "en route (colis 4411, Lyon, demain)", "en route (colis 4411, Lyon, lundi)");
-    let out = run(client().args(["push", "--name", "support"]));
+    let out = run(client().args(["push", "--dataset", "support"]));
     out.expect_status(1);
     assert!(
         out.stderr.starts_with(
@@ -413,10 +413,10 @@ fn a_file_pushed_again_builds_on_the_version_its_last_push_made(b: &Backend) {
     assert_eq!(versions(b, &dir, "support").len(), 8);
 
     // A pull over the file: the head, and a record without exceptions.
-    ok(client().args(["pull", "--name", "support", "--overwrite"]));
+    ok(client().args(["pull", "--dataset", "support", "--overwrite"]));
     let said = record(&file);
     assert_eq!((said["version"].as_u64(), said.get("except")), (Some(8), None), "{said}");
-    let out = run(client().args(["push", "--name", "support"]));
+    let out = run(client().args(["push", "--dataset", "support"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("up to date: support v8 on "), "{out:?}");
 }

@@ -228,7 +228,7 @@ fn datasets(b: &Backend, dir: &Folder) -> Vec<String> {
 /// `casebook push --format json`: the server's report.
 #[track_caller]
 pub(crate) fn push(server: &Server, dir: &Folder, token: &str, name: &str, file: &Path) -> Value {
-    let out = ok(server.client(dir, token).args(["push", "--name", name, "--format", "json", "--file"]).arg(file));
+    let out = ok(server.client(dir, token).args(["push", "--dataset", name, "--format", "json"]).arg(file));
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
@@ -329,7 +329,7 @@ fn round_trip(server: &Server, dir: &Folder, token: &str, name: &str, file: &Pat
     assert_eq!(report["created"], true, "{report}");
     let out = dir.join(&format!("pulled-{name}"));
     fs_err::create_dir_all(&out).unwrap();
-    let said = ok(server.client(dir, token).current_dir(&out).args(["pull", "--name", name]));
+    let said = ok(server.client(dir, token).current_dir(&out).args(["pull", "--dataset", name]));
     let ext = file.extension().unwrap().to_str().unwrap();
     let pulled = out.join(format!("{name}.{ext}"));
     let cases = report["version"]["cases"].as_u64().unwrap();
@@ -438,7 +438,7 @@ fn the_same_content_again_makes_no_version(b: &Backend) {
 
     let pushed = push(&server, &dir, &token, "support", &support);
     let id = pushed["version"]["id"].as_str().unwrap().to_owned();
-    let again = ok(server.client(&dir, &token).args(["push", "--name", "support", "--file"]).arg(&support));
+    let again = ok(server.client(&dir, &token).args(["push", "--dataset", "support"]).arg(&support));
     assert_eq!(again, format!("up to date: support v1 on {} already has this content; no version made\n", server.url));
     let log = versions(b, &dir, "support");
     assert_eq!(log.len(), 1, "{log:?}");
@@ -494,7 +494,7 @@ fn a_push_on_a_moved_head_is_refused(b: &Backend) {
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("CASEBOOK_STORE")
         .env_remove("CASEBOOK_PROJECT")
-        .args(["push", "--name", "qa", "--file"])
+        .args(["push", "--dataset", "qa"])
         .arg(&big)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -518,7 +518,7 @@ fn a_push_on_a_moved_head_is_refused(b: &Backend) {
     };
     assert_eq!(
         one_error(&out, 2),
-        "error: dataset `qa` moved on while this push was prepared: the server's head is v2, the push was made on v1; pull it (`casebook pull --name qa`), merge, and push again"
+        "error: dataset `qa` moved on while this push was prepared: the server's head is v2, the push was made on v1; pull it (`casebook pull --dataset qa`), merge, and push again"
     );
     assert_eq!(out.stdout, "");
     let log = versions(b, &dir, "qa");
@@ -554,15 +554,14 @@ fn invalid_input_is_told_and_nothing_is_sent(b: &Backend) {
     let server = Server::start(b, &dir, &[]);
     let token = Server::key(b, &dir, PROJECT, "write");
     dir.file("bad.jsonl", "{\"id\": 1, \"input\": \"fine\"}\n{\"id\": 2, \"input\": 3\n");
-    let out = run(server.client(&dir, &token).args(["push", "--name", "bad", "--file", "bad.jsonl"]));
+    let out = run(server.client(&dir, &token).args(["push", "--dataset", "bad", "bad.jsonl"]));
     out.expect_status(1);
     assert!(out.stderr.contains("unexpected end of input, expected `,` or `}`"), "{out:?}");
     assert!(out.stderr.contains(" --> bad.jsonl:2:21\n"), "{out:?}");
     assert!(out.stderr.ends_with("nothing was pushed: `bad.jsonl` has 1 error\n"), "{out:?}");
     assert_eq!(out.stdout, "");
     // Machines get the diagnostic as JSON, with the same place.
-    let out =
-        run(server.client(&dir, &token).args(["push", "--name", "bad", "--file", "bad.jsonl", "--format", "json"]));
+    let out = run(server.client(&dir, &token).args(["push", "--dataset", "bad", "bad.jsonl", "--format", "json"]));
     out.expect_status(1);
     let diagnostics = out.stderr_diagnostics();
     assert_eq!(diagnostics.len(), 1, "{out:?}");
@@ -615,7 +614,7 @@ fn keys_are_listed_without_secrets_and_revoked_keys_stop_working(b: &Backend) {
     assert_eq!(revoked, format!("revoked key `{}` of project `{PROJECT}`\n", id_of(&writer)));
     let listed = crate::cli::jsonl(&ok(b.cb(&dir).args(["keys", "list", "--project", PROJECT, "--format", "json"])));
     assert!(listed[0]["revoked"].is_string(), "{listed:?}");
-    for args in [&["push", "--name", "support", "--file"][..], &["pull", "--name", "support", "-o"][..]] {
+    for args in [&["push", "--dataset", "support"][..], &["pull", "--dataset", "support", "-o"][..]] {
         let out = run(server.client(&dir, &writer).args(args).arg(dir.join("support.jsonl")));
         let line = one_error(&out, 2);
         assert!(line.starts_with("error: the server refused the key (the API key is unknown or revoked"), "{line}");
@@ -637,7 +636,7 @@ fn a_key_sees_only_its_own_project(b: &Backend) {
     let pushed = push(&server, &dir, &beta, "secrets", &secrets);
     let id = pushed["version"]["id"].as_str().unwrap();
 
-    let out = run(server.client(&dir, &alpha).args(["pull", "--name", "secrets", "-o", "out.jsonl"]));
+    let out = run(server.client(&dir, &alpha).args(["pull", "--dataset", "secrets", "-o", "out.jsonl"]));
     let line = one_error(&out, 2);
     assert!(line.starts_with("error: no dataset named `secrets`"), "{line}");
     assert!(!line.contains("forbidden") && !line.contains("beta"), "{line}");
@@ -663,9 +662,9 @@ fn a_key_sees_only_its_own_project(b: &Backend) {
     // Alpha's own `secrets` is another dataset: beta's is untouched.
     let mine = dir.file("mine.jsonl", QA.replace("Paris", "Rome"));
     push(&server, &dir, &alpha, "secrets", &mine);
-    ok(server.client(&dir, &beta).args(["pull", "--name", "secrets", "-o", "beta.jsonl"]));
+    ok(server.client(&dir, &beta).args(["pull", "--dataset", "secrets", "-o", "beta.jsonl"]));
     assert_eq!(value_of(&dir.join("beta.jsonl")), value_of(&secrets));
-    ok(server.client(&dir, &alpha).args(["pull", "--name", "secrets", "-o", "alpha.jsonl"]));
+    ok(server.client(&dir, &alpha).args(["pull", "--dataset", "secrets", "-o", "alpha.jsonl"]));
     assert_eq!(value_of(&dir.join("alpha.jsonl")), value_of(&mine));
 }
 
@@ -684,7 +683,7 @@ fn a_large_dataset_round_trips(b: &Backend) {
     fs_err::create_dir_all(dir.join("out")).unwrap();
     let said = ok(server.client(&dir, &token).current_dir(dir.join("out")).args([
         "pull",
-        "--name",
+        "--dataset",
         "big",
         "--to",
         "casebook",
@@ -699,7 +698,7 @@ fn a_large_dataset_round_trips(b: &Backend) {
     let exported = fs_err::read(dir.join("exported.jsonl")).unwrap();
     assert!(pulled == exported, "the pulled JSON lines differ from `casebook export`'s");
 
-    let said = ok(server.client(&dir, &token).current_dir(dir.join("out")).args(["pull", "--name", "big"]));
+    let said = ok(server.client(&dir, &token).current_dir(dir.join("out")).args(["pull", "--dataset", "big"]));
     assert_eq!(said, "wrote `big.jsonl`: big@v1, 50000 cases (letta)\n");
     let (generated, pulled) =
         (fs_err::read_to_string(&big).unwrap(), fs_err::read_to_string(dir.join("out/big.jsonl")).unwrap());
@@ -719,7 +718,7 @@ fn a_pull_over_a_different_file_asks_what_to_do() {
     let server = Server::start(&b, &dir, &[]);
     let token = Server::key(&b, &dir, PROJECT, "write");
     push(&server, &dir, &token, "support", &example("letta/support.jsonl"));
-    let pull = |extra: &[&str]| run(server.client(&dir, &token).args(["pull", "--name", "support"]).args(extra));
+    let pull = |extra: &[&str]| run(server.client(&dir, &token).args(["pull", "--dataset", "support"]).args(extra));
 
     let first = pull(&[]);
     first.expect_status(0);
@@ -741,7 +740,7 @@ fn a_pull_over_a_different_file_asks_what_to_do() {
     let out = pull(&[]);
     assert_eq!(
         one_error(&out, 2),
-        "error: `support.jsonl` exists and differs from support@v1: pass `--overwrite`, `--save-as-new` or `--cancel-on-conflict`"
+        "error: `support.jsonl` exists and differs from support@v1: pass `--overwrite` to replace it (or `--save-as-new` to write `support-remote.jsonl` beside it, or `--cancel-on-conflict` to write nothing)"
     );
     assert_eq!(fs_err::read_to_string(dir.join("support.jsonl")).unwrap(), edited);
     assert_eq!(dir.entries(), before, "a pull that wrote nothing left a file behind");
@@ -779,7 +778,8 @@ fn a_pull_never_replaces_a_seed_file_with_other_content() {
     let server = Server::start(&b, &dir, &[]);
     let token = Server::key(&b, &dir, PROJECT, "write");
     push(&server, &dir, &token, "trip-planner", &example("maslab/trip-planner.yaml"));
-    let pull = |extra: &[&str]| run(server.client(&dir, &token).args(["pull", "--name", "trip-planner"]).args(extra));
+    let pull =
+        |extra: &[&str]| run(server.client(&dir, &token).args(["pull", "--dataset", "trip-planner"]).args(extra));
     pull(&[]).expect_status(0);
     let manifest = fs_err::read_to_string(dir.join("trip-planner.yaml")).unwrap();
     let mine = "- source: notes\n  content: Bob moved to Turin.\n";
@@ -815,34 +815,34 @@ fn versions_names_and_column_maps() {
     let v1 = dir.file("v1.jsonl", QA);
     let v2 = dir.file("v2.jsonl", QA.replace("Paris", "Paris, France"));
     let first = push(&server, &dir, &token, name, &v1);
-    let said = ok(server.client(&dir, &token).args(["push", "--name", name, "--file", "v2.jsonl", "-m", "more"]));
+    let said = ok(server.client(&dir, &token).args(["push", "--dataset", name, "v2.jsonl", "-m", "more"]));
     assert!(said.starts_with("pushed support\\qa set v2 (") && said.ends_with(": 2 cases, +0 -0 ~1\n"), "{said}");
 
     // The latest, into a file named after the dataset (`\` is no file name on every system).
-    ok(server.client(&dir, &token).args(["pull", "--name", name]));
+    ok(server.client(&dir, &token).args(["pull", "--dataset", name]));
     assert_eq!(value_of(&dir.join("support_qa set.jsonl")), value_of(&v2));
     // v1, by number and by a prefix of its content id.
-    let said = ok(server.client(&dir, &token).args(["pull", "--name", name, "--version", "v1", "-o", "old.jsonl"]));
+    let said = ok(server.client(&dir, &token).args(["pull", "--dataset", &format!("{name}@v1"), "-o", "old.jsonl"]));
     assert_eq!(said, "wrote `old.jsonl`: support\\qa set@v1, 2 cases (letta)\n");
     assert_eq!(value_of(&dir.join("old.jsonl")), value_of(&v1));
     let id = first["version"]["id"].as_str().unwrap();
     let said = ok(server.client(&dir, &token).args(["pull", "--id", &id[..10], "-o", "by-id.jsonl"]));
     assert_eq!(said, "wrote `by-id.jsonl`: support\\qa set@v1, 2 cases (letta)\n");
     assert_eq!(fs_err::read(dir.join("by-id.jsonl")).unwrap(), fs_err::read(dir.join("old.jsonl")).unwrap());
-    let out = run(server.client(&dir, &token).args(["pull", "--name", name, "--version", "v9", "-o", "v9.jsonl"]));
+    let out = run(server.client(&dir, &token).args(["pull", "--dataset", &format!("{name}@v9"), "-o", "v9.jsonl"]));
     assert!(one_error(&out, 2).contains("v9"), "{out:?}");
     assert!(!dir.join("v9.jsonl").exists());
 
     // A spreadsheet goes through its column map, and comes back through it.
     let sheet = dir.file("sheet.csv", "q,a\nWhat is 2+2?,4\n\"Capital of France, in one word?\",Paris\n");
     let map = "input=q,expected.output=a";
-    ok(server.client(&dir, &token).args(["push", "--name", "sheet", "--file", "sheet.csv", "--map", map]));
-    let out = run(server.client(&dir, &token).args(["pull", "--name", "sheet", "--to", "csv", "-o", "back.csv"]));
+    ok(server.client(&dir, &token).args(["push", "--dataset", "sheet", "sheet.csv", "--map", map]));
+    let out = run(server.client(&dir, &token).args(["pull", "--dataset", "sheet", "--to", "csv", "-o", "back.csv"]));
     assert_eq!(
         one_error(&out, 2),
         "error: writing the `csv` format needs a column map: `input=COLUMN,expected.output=COLUMN`"
     );
-    ok(server.client(&dir, &token).args(["pull", "--name", "sheet", "--to", "csv", "--map", map, "-o", "back.csv"]));
+    ok(server.client(&dir, &token).args(["pull", "--dataset", "sheet", "--to", "csv", "--map", map, "-o", "back.csv"]));
     assert_eq!(fs_err::read_to_string(dir.join("back.csv")).unwrap(), fs_err::read_to_string(&sheet).unwrap());
 }
 
@@ -855,7 +855,7 @@ fn a_pull_without_a_name_off_a_terminal_is_a_usage_error() {
     let server = Server::start(&b, &dir, &[]);
     let token = Server::key(&b, &dir, PROJECT, "read");
     let out = run(server.client(&dir, &token).arg("pull").timeout(Duration::from_secs(60)));
-    assert_eq!(one_error(&out, 2), "error: name the dataset with `--name NAME` (or `CASEBOOK_DATASET`)");
+    assert_eq!(one_error(&out, 2), "error: name the dataset with `--dataset NAME` (or `CASEBOOK_DATASET`)");
     assert_eq!(dir.entries(), [".casebook"]);
 }
 
@@ -873,7 +873,7 @@ fn environment_errors_are_one_line_and_exit_2() {
     let out = run(client(&dir)
         .env("CASEBOOK_URL", "http://127.0.0.1:1")
         .env("CASEBOOK_TOKEN", &writer)
-        .args(["push", "--name", "support", "--file"])
+        .args(["push", "--dataset", "support"])
         .arg(&support));
     let line = one_error(&out, 2);
     assert!(line.starts_with("error: cannot reach the server at http://127.0.0.1:1: "), "{line}");
@@ -884,22 +884,22 @@ fn environment_errors_are_one_line_and_exit_2() {
 
     // A key the server does not know, well formed or not.
     for bad in ["cb_000000000000_0000000000000000000000000000000000000000000000000000000000000000", "nonsense"] {
-        let out = run(server.client(&dir, bad).args(["push", "--name", "support", "--file"]).arg(&support));
+        let out = run(server.client(&dir, bad).args(["push", "--dataset", "support"]).arg(&support));
         let line = one_error(&out, 2);
         assert!(line.starts_with("error: the server refused the key (the API key is unknown or revoked"), "{line}");
     }
 
     // No server or key named at all.
-    let out = run(client(&dir).args(["pull", "--name", "support"]));
+    let out = run(client(&dir).args(["pull", "--dataset", "support"]));
     assert_eq!(one_error(&out, 2), "error: no server: set `CASEBOOK_URL`, or run `casebook login URL`");
-    let out = run(client(&dir).env("CASEBOOK_URL", &server.url).args(["pull", "--name", "support"]));
+    let out = run(client(&dir).env("CASEBOOK_URL", &server.url).args(["pull", "--dataset", "support"]));
     assert_eq!(
         one_error(&out, 2),
         format!("error: no API key for {0}: set `CASEBOOK_TOKEN`, or run `casebook login {0}`", server.url)
     );
 
     // A read key may not push.
-    let out = run(server.client(&dir, &reader).args(["push", "--name", "support", "--file"]).arg(&support));
+    let out = run(server.client(&dir, &reader).args(["push", "--dataset", "support"]).arg(&support));
     let id = reader.split('_').nth(1).unwrap();
     assert_eq!(
         one_error(&out, 2),
@@ -912,7 +912,7 @@ fn environment_errors_are_one_line_and_exit_2() {
     let items: Vec<String> =
         (0..40).map(|i| format!(r#"{{"input": "question nº {i} — über lang?", "expected": "réponse {i}"}}"#)).collect();
     let history = dir.file("history.json", format!(r#"{{"name": "history", "data": [{}]}}"#, items.join(",\n")));
-    let out = run(small.client(&dir, &writer).args(["push", "--name", "history", "--file"]).arg(&history));
+    let out = run(small.client(&dir, &writer).args(["push", "--dataset", "history"]).arg(&history));
     assert_eq!(
         one_error(&out, 2),
         "error: the server refused the push as too large: the body is larger than this server takes (1000 bytes): split the file, or raise `--max-body`"
@@ -955,15 +955,16 @@ fn login_saves_the_key_for_the_user_alone() {
     assert_eq!(credentials, json!({"url": server.url, "token": token}));
 
     // Push and pull with what was saved.
-    let said = ok(client(&dir).args(["push", "--name", "support", "--file"]).arg(example("letta/support.jsonl")));
+    let said = ok(client(&dir).args(["push", "--dataset", "support"]).arg(example("letta/support.jsonl")));
     assert!(
         said.starts_with("pushed support v1 (") && said.ends_with(&format!(") to {}: 4 cases, +4 -0 ~0\n", server.url)),
         "{said}"
     );
-    ok(client(&dir).args(["pull", "--name", "support"]));
+    ok(client(&dir).args(["pull", "--dataset", "support"]));
     assert_eq!(value_of(&dir.join("support.jsonl")), value_of(&example("letta/support.jsonl")));
     // The variables win over the saved key.
-    let out = run(client(&dir).env("CASEBOOK_TOKEN", "nonsense").args(["pull", "--name", "support", "-o", "x.jsonl"]));
+    let out =
+        run(client(&dir).env("CASEBOOK_TOKEN", "nonsense").args(["pull", "--dataset", "support", "-o", "x.jsonl"]));
     assert!(one_error(&out, 2).starts_with("error: the server refused the key"), "{out:?}");
 
     // `XDG_CONFIG_HOME` says where the file goes.
@@ -1021,7 +1022,7 @@ fn the_server_speaks_json_to_programs() {
     ok(b.cb(&dir).arg("init"));
     let server = Server::serve(&b, &dir, &["--format", "json"]);
     let token = Server::key(&b, &dir, PROJECT, "read");
-    let out = run(server.client(&dir, &token).args(["pull", "--name", "nothing-here", "-o", "x.jsonl"]));
+    let out = run(server.client(&dir, &token).args(["pull", "--dataset", "nothing-here", "-o", "x.jsonl"]));
     assert!(one_error(&out, 2).starts_with("error: no dataset named `nothing-here`"), "{out:?}");
     let line = server.log.wait_for(0, |l| l.contains("\"serving\""));
     let line: Value = serde_json::from_str(&line).unwrap();
@@ -1109,12 +1110,12 @@ fn a_pull_on_a_terminal_asks_for_what_it_was_not_told() {
     assert_eq!(value_of(&dir.join("support.jsonl")), value_of(&example("letta/support.jsonl")));
 
     // The file differs from v2: Enter takes the default answer, cancel.
-    let (status, screen) = on_terminal(&server, &dir, &token, "pull --name support", &[ENTER]);
+    let (status, screen) = on_terminal(&server, &dir, &token, "pull --dataset support", &[ENTER]);
     assert_eq!(status, Some(1), "{screen}");
     assert!(screen.contains("differs from support@v2"), "{screen}");
     assert_eq!(value_of(&dir.join("support.jsonl")), value_of(&example("letta/support.jsonl")));
     // Up twice from `cancel`: overwrite.
-    let (status, screen) = on_terminal(&server, &dir, &token, "pull --name support", &[UP, UP, ENTER]);
+    let (status, screen) = on_terminal(&server, &dir, &token, "pull --dataset support", &[UP, UP, ENTER]);
     assert_eq!(status, Some(0), "{screen}");
     assert!(screen.contains("overwrote `support.jsonl`: support@v2"), "{screen}");
 }
@@ -1213,7 +1214,7 @@ fn a_pull_to_a_format_without_review_does_not_confirm_drafts() {
          {\"id\": \"b\", \"input\": \"3+3?\", \"expected\": {\"output\": \"6\"}}\n",
     );
     push(&server, &dir, &token, "qa", &file);
-    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta"]));
+    let out = run(server.client(&dir, &token).args(["pull", "--dataset", "qa", "--to", "letta"]));
     out.expect_status(1);
     assert!(
         out.stderr.contains(
@@ -1227,12 +1228,12 @@ fn a_pull_to_a_format_without_review_does_not_confirm_drafts() {
     assert!(!dir.join("qa.jsonl").exists() && !dir.join(".qa.jsonl.casebook-pull").exists());
 
     // `--confirm-drafts`: written as confirmed (the `review` it leaves out is what was asked).
-    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "--to", "letta", "--confirm-drafts"]));
+    let out = run(server.client(&dir, &token).args(["pull", "--dataset", "qa", "--to", "letta", "--confirm-drafts"]));
     out.expect_status(0);
     let written = fs_err::read_to_string(dir.join("qa.jsonl")).unwrap();
     assert!(written.contains("\"ground_truth\":\"4\"") || written.contains("\"ground_truth\": \"4\""), "{written}");
 
-    let out = run(server.client(&dir, &token).args(["pull", "--name", "qa", "-o", "native.jsonl"]));
+    let out = run(server.client(&dir, &token).args(["pull", "--dataset", "qa", "-o", "native.jsonl"]));
     out.expect_status(0);
     assert!(fs_err::read_to_string(dir.join("native.jsonl")).unwrap().contains("\"review\":\"draft\""));
 }

@@ -68,7 +68,7 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
     assert_eq!(latest["meta"]["dataset_version_id"], version_id.as_str());
     assert_eq!(latest["summary"]["totals"]["passed"], 2);
     // The outputs were kept too: a report shows what the failing case's agent answered.
-    let md = ok(server.client(&alice, &reader_key).args(["results", "--as", "markdown"]));
+    let md = ok(server.client(&alice, &reader_key).args(["results", "--format", "markdown"]));
     assert!(md.contains("the agent answered: WRONG ANSWER PLEASE"), "{md}");
 
     // Bob, with a key of his own and another home: the same run finds every output on the
@@ -87,7 +87,7 @@ fn a_team_runs_through_the_server_and_reuses_what_it_ran(b: &Backend) {
 
     // A filter is applied on the server: the cases it picks, every output already there.
     let out =
-        run(server.client(&bob, &bob_key).args(args).args(["--only", "labels contains \"greeting\" and id != \"x\""]));
+        run(server.client(&bob, &bob_key).args(args).args(["--where", "labels contains \"greeting\" and id != \"x\""]));
     assert!(out.stdout.contains("pass rate 50.0 % of 2 results (1 passed, 1 failed, 0 errors, 0 ungraded)"), "{out:?}");
     assert!(out.stderr.contains(", 2 from stored outputs"), "{out:?}");
     assert_eq!(calls(), 5);

@@ -210,7 +210,7 @@ fn check_runs(b: &Backend, dir: &Folder, dataset: &str) {
         "--include-rejected",
         "--min-confidence",
         "0.5",
-        "--only",
+        "--where",
         "id != \"tc-002\"",
     ])));
     assert_eq!(selection(&s), (5, 3, [1, 0, 1, 0]), "{s}");

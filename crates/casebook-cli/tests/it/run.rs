@@ -391,7 +391,7 @@ fn finished_runs_are_reused_and_regrade_calls_no_agent(b: &Backend) {
     let listed = run(b.cb(&dir).args(["results", "--list"]));
     // A header line, then one line a run.
     assert_eq!(listed.stdout.lines().count(), 5, "{listed:?}");
-    let junit = run(b.cb(&dir).args(["results", "--as", "junit"]));
+    let junit = run(b.cb(&dir).args(["results", "--format", "junit"]));
     assert!(junit.stdout.contains("<testsuite"), "{junit:?}");
 }
 
@@ -471,7 +471,7 @@ fn reports_are_written_and_the_threshold_sets_the_exit_status() {
         .arg(&exp)
         .args(["--report", "junit=out/results.xml", "--report", "html=report.html", "--report", "markdown=report.md"])
         .args(["--report", "jsonl=out/results.jsonl"])
-        .args(["--only", "labels contains \"greeting\""]));
+        .args(["--where", "labels contains \"greeting\""]));
     // Only a and c: 2 of 4 pass, and the threshold is 0.5.
     assert_eq!(out.status, Some(0), "{out:?}");
     let junit = fs_err::read_to_string(dir.join("out/results.xml")).unwrap_or_default();
@@ -1182,7 +1182,7 @@ fn runs_kept_from_mcp_are_not_reused_for_runs_served_over_it() {
             format!("dataset: cases.jsonl\ntarget: '{url}'\ngraders: [{{kind: exact_match}}]\nthreshold: 0\n{extra}"),
         );
         let report = format!("jsonl={file}.jsonl");
-        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report]));
+        let out = run(cb(&dir).arg("run").arg(&exp).args(["--format", "json", "--report", &report, "--overwrite"]));
         assert!(matches!(out.status, Some(0 | 1)), "{out:?}");
         let text = fs_err::read_to_string(dir.join(&format!("{file}.jsonl"))).expect("the JSONL report");
         serde_json::from_str::<Value>(text.lines().next().expect("a result")).expect("JSON")["output"]["output"].clone()

@@ -163,7 +163,8 @@ fn ungraded_promptfoo_tests_count_against_the_threshold_unless_excluded() {
 
     // Asked for by the flag: the rate is over the one graded test, and the line says what was
     // left out.
-    let out = run(cb(&dir).arg("run").arg(&exp).args(["--exclude-ungraded", "--report", "junit=out.xml"]));
+    let out =
+        run(cb(&dir).arg("run").arg(&exp).args(["--exclude-ungraded", "--report", "junit=out.xml", "--overwrite"]));
     assert_eq!(out.status, Some(0), "{out:?}");
     assert_eq!(
         verdict_line(&out.stdout),
@@ -239,7 +240,7 @@ fn results_and_regrade_follow_the_same_rule(b: &Backend) {
     assert_eq!(verdict_line(&out.stdout), missed, "{}", out.stdout);
     let shown = run(b.cb(&dir).arg("results"));
     assert_eq!(verdict_line(&shown.stdout), missed, "{}", shown.stdout);
-    let junit = run(b.cb(&dir).args(["results", "--as", "junit"]));
+    let junit = run(b.cb(&dir).args(["results", "--format", "junit"]));
     assert!(junit.stdout.contains(r#"failures="4" errors="0" skipped="0""#), "{}", junit.stdout);
 
     let regraded = run(b.cb(&dir).arg("run").arg(&exp).args(["--regrade", "--exclude-ungraded"]));

@@ -184,7 +184,7 @@ pub fn failing<'a>(results: impl IntoIterator<Item = &'a RunResult>, failed: u64
     let named = (lines.len().saturating_sub(2) / 2) as u64;
     if failed > named {
         let how = match run_id {
-            Some(id) => format!(": `casebook results {id} --as markdown` lists every one"),
+            Some(id) => format!(": `casebook results {id} --format markdown` lists every one"),
             None => String::new(),
         };
         lines.push(format!("  …and {} more{how}", failed - named));
