@@ -282,7 +282,7 @@ fn vars_files_are_read_as_read_test_files_reads_them() {
     );
     let ((out, diags), _) = convert_with(&config, None, Format::Casebook, Syntax::Jsonl, None, None);
     let at: Vec<(u64, u64, &str, &str)> =
-        diags.iter().map(|d| (d.line, d.column, d.code.as_str(), d.pointer.as_str())).collect();
+        diags.iter().map(|d| (d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default())).collect();
     assert_eq!(at, [(4, 11, "W-file-var", "/tests/2/vars")], "{diags:?}");
     assert!(diags[0].message.contains("`file://vars/x.yaml` names no file"), "{diags:?}");
     let cases = cases_of(&out);
