@@ -29,7 +29,10 @@ fn a_seed_file_over_the_limit_is_refused_where_the_row_names_it() {
     let ((_, diags), _) = convert_with(&file, Some(Format::Casebook), Format::Casebook, Syntax::Jsonl, None, None);
     assert_eq!(diags.len(), 1, "{diags:?}");
     let d = &diags[0];
-    assert_eq!((d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default()), (2, 45, "E-invalid-value", "/memory_seeds"));
+    assert_eq!(
+        (d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default()),
+        (2, 45, "E-invalid-value", "/memory_seeds")
+    );
     assert!(d.file.ends_with("cases.jsonl"), "{d:?}");
     assert_eq!(d.message, "seed file `seeds.yaml` is too large to read (64 MiB or more)");
     assert_eq!(
@@ -46,7 +49,10 @@ fn a_promptfoo_variables_file_over_the_limit_is_refused_where_the_test_names_it(
     let ((_, diags), _) = convert_with(&config, Some(Format::Promptfoo), Format::Casebook, Syntax::Jsonl, None, None);
     assert_eq!(diags.len(), 1, "{diags:?}");
     let d = &diags[0];
-    assert_eq!((d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default()), (3, 11, "E-invalid-value", "/tests/1/vars"));
+    assert_eq!(
+        (d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default()),
+        (3, 11, "E-invalid-value", "/tests/1/vars")
+    );
     assert!(d.message.ends_with("big.yaml` is too large to read (64 MiB or more)"), "{d:?}");
     assert!(d.hint.as_deref().unwrap().contains("at most 64 MiB"), "{d:?}");
 }
@@ -66,7 +72,10 @@ fn the_files_of_one_read_are_refused_past_the_total() {
     let refused: Vec<_> = diags.iter().filter(|d| d.file.ends_with("promptfooconfig.yaml")).collect();
     assert_eq!(refused.len(), 1, "{diags:?}");
     let d = refused[0];
-    assert_eq!((d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default()), (2, 5, "E-invalid-value", "/tests/0"));
+    assert_eq!(
+        (d.line, d.column, d.code.as_str(), d.pointer.as_deref().unwrap_or_default()),
+        (2, 5, "E-invalid-value", "/tests/0")
+    );
     assert!(
         d.message.ends_with("16.json` is not read: the files this dataset names hold more than casebook reads at once"),
         "{d:?}"
