@@ -431,16 +431,17 @@ pub(crate) fn stored_cid(bytes: &[u8]) -> Result<[u8; 32], StoreError> {
 /// them; `v0` (before the first version) names none.
 /// The tags `tags` holds under the name `tag` (in any normal form, as an older casebook may have
 /// stored it), or the error of a tag the dataset does not have, listing those it has.
-pub(crate) fn named_tags<'a>(dataset: &str, tag: &str, tags: &'a [(String, i64)]) -> Result<Vec<&'a (String, i64)>, StoreError> {
+pub(crate) fn named_tags<'a>(
+    dataset: &str,
+    tag: &str,
+    tags: &'a [(String, i64)],
+) -> Result<Vec<&'a (String, i64)>, StoreError> {
     let found: Vec<_> = tags.iter().filter(|(name, _)| names::nfc(name) == names::nfc(tag)).collect();
     if found.is_empty() {
         let mut have: Vec<&str> = tags.iter().map(|(name, _)| name.as_str()).collect();
         have.sort_unstable();
-        let hint = if have.is_empty() {
-            " (it has no tags)".to_owned()
-        } else {
-            format!(" (its tags: {})", have.join(", "))
-        };
+        let hint =
+            if have.is_empty() { " (it has no tags)".to_owned() } else { format!(" (its tags: {})", have.join(", ")) };
         return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: tag.to_owned(), hint });
     }
     Ok(found)

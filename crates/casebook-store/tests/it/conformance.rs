@@ -1221,7 +1221,10 @@ pub async fn a_deleted_tag_names_nothing_and_is_logged(store: impl Store) {
     );
     let logged = store.events("support").await.unwrap().len();
     assert_eq!(store.untag("support", "prod", "remover", "t5").await.unwrap(), 1);
-    assert_eq!(refused(store.untag("support", "prod", "remover", "t6").await), "dataset `support` has no version `prod` (it has no tags)");
+    assert_eq!(
+        refused(store.untag("support", "prod", "remover", "t6").await),
+        "dataset `support` has no version `prod` (it has no tags)"
+    );
     assert_eq!(store.events("support").await.unwrap().len(), logged + 1);
     assert!(matches!(store.untag("nosuch", "prod", "remover", "t7").await, Err(StoreError::NoDataset(..))));
 }
