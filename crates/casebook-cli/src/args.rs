@@ -295,6 +295,9 @@ pub struct ManArgs {
     /// instead of printing the page of `casebook`
     #[arg(long, short, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Replace pages already in the folder (on a terminal, casebook asks instead)
+    #[arg(long, requires = "output")]
+    pub overwrite: bool,
 }
 
 /// Which cases a command works on.
@@ -780,11 +783,14 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct TagArgs {
-    /// `NAME@REF`: the version to name
+    /// `NAME@REF`: the version to name (with `--delete`, the dataset `NAME`)
     pub target: String,
     /// The tag: not `latest`, `vN`, a number or 8 or more hexadecimal digits (which name
     /// versions), nor `.`, `..`, or with `/`, `@` or control characters; at most 128 bytes
     pub tag: String,
+    /// Remove the tag from the dataset instead (`casebook tag --delete NAME TAG`); logged
+    #[arg(long, short)]
+    pub delete: bool,
 }
 
 #[derive(Debug, Args)]

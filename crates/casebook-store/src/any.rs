@@ -269,6 +269,9 @@ impl Store for AnyStore {
     ) -> Result<Page, StoreError> {
         each!(self, s => s.page(dataset, version, select, after, size).await)
     }
+    async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
+        watched(self.probe(Some(dataset)), async { each!(self, s => s.untag(dataset, tag, author, time).await) }).await
+    }
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
         each!(self, s => s.tags(dataset).await)
     }

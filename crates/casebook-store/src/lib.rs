@@ -429,6 +429,24 @@ pub(crate) fn stored_cid(bytes: &[u8]) -> Result<[u8; 32], StoreError> {
 
 /// The versions between which `diff` and `changed` compare, lower first, as the backends bind
 /// them; `v0` (before the first version) names none.
+/// The tags `tags` holds under the name `tag` (in any normal form, as an older casebook may have
+/// stored it), or the error of a tag the dataset does not have, listing those it has.
+pub(crate) fn named_tags<'a>(
+    dataset: &str,
+    tag: &str,
+    tags: &'a [(String, i64)],
+) -> Result<Vec<&'a (String, i64)>, StoreError> {
+    let found: Vec<_> = tags.iter().filter(|(name, _)| names::nfc(name) == names::nfc(tag)).collect();
+    if found.is_empty() {
+        let mut have: Vec<&str> = tags.iter().map(|(name, _)| name.as_str()).collect();
+        have.sort_unstable();
+        let hint =
+            if have.is_empty() { " (it has no tags)".to_owned() } else { format!(" (its tags: {})", have.join(", ")) };
+        return Err(StoreError::NoVersion { dataset: dataset.to_owned(), reference: tag.to_owned(), hint });
+    }
+    Ok(found)
+}
+
 pub(crate) fn span(dataset: &str, from: u64, to: u64) -> Result<(i64, i64), StoreError> {
     let (lo, hi) = (from.min(to) as i64, from.max(to) as i64);
     if lo == 0 {
@@ -563,6 +581,10 @@ pub trait Store {
     /// reading a body twice nor comparing fields.
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<ChangedCase>, StoreError>;
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;
+    /// Removes the tag `tag` of a dataset, logged as a tag event, and gives the version it named.
+    /// A tag the dataset does not have is [`StoreError::NoVersion`] naming it, with the
+    /// dataset's tags in the hint. Tags are compared in Unicode NFC, as [`Store::tag`] stores them.
+    async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError>;
     /// A page of the cases of a version that `select` picks (its limit aside): at most `size`,
     /// in order, from just after `after`. A cursor stays valid while versions are committed (a
     /// version never changes), so the pages of a version are the same whenever they are read.

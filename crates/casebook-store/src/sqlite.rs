@@ -1049,6 +1049,31 @@ impl crate::Store for SqliteStore {
         Ok(crate::JsonPage { json, count, next })
     }
 
+    async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let tags: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, version FROM tags WHERE dataset = ?").bind(id).fetch_all(&mut *tx).await?;
+        let found = crate::named_tags(dataset, tag, &tags)?;
+        for (name, _) in &found {
+            sqlx::query("DELETE FROM tags WHERE dataset = ? AND name = ?")
+                .bind(id)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let version = found[0].1 as u64;
+        sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES (?, ?, ?, 'tag', ?)")
+            .bind(id)
+            .bind(time)
+            .bind(author)
+            .bind(format!("{}: v{version} → deleted", crate::names::nfc(tag)))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(version)
+    }
+
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let rows: Vec<(String, i64)> = sqlx::query_as("SELECT name, version FROM tags WHERE dataset = ? ORDER BY name")

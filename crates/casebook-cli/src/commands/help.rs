@@ -68,23 +68,34 @@ pub fn man(settings: &Global, args: &ManArgs) -> anyhow::Result<Outcome> {
         crate::write_stdout(&String::from_utf8_lossy(&render(command)?))?;
         return Ok(Outcome::Ok);
     };
+    let mut pages = Vec::new();
+    collect_pages(command, dir, &mut pages)?;
+    // One question (or `--overwrite`) for the folder's pages, not one a page.
+    if let Some((existing, _)) = pages.iter().find(|(path, _)| path.exists()) {
+        crate::output::may_write(settings, existing, &[], args.overwrite)?;
+    }
     fs_err::create_dir_all(dir)?;
-    let mut written = 0;
-    write_pages(command, dir, &mut written)?;
+    for (path, page) in &pages {
+        fs_err::write(path, page)?;
+    }
     if !settings.quiet {
-        eprintln!("wrote {} into `{}`", crate::plural(written, "man page"), dir.display());
+        eprintln!("wrote {} into `{}`", crate::plural(pages.len() as u64, "man page"), dir.display());
     }
     Ok(Outcome::Ok)
 }
 
-/// Writes the page of `command` and those of its visible subcommands, depth first.
-fn write_pages(command: clap::Command, dir: &Path, written: &mut u64) -> anyhow::Result<()> {
+/// The page of `command` and those of its visible subcommands, depth first, each with the path
+/// it is written to.
+fn collect_pages(
+    command: clap::Command,
+    dir: &Path,
+    pages: &mut Vec<(std::path::PathBuf, Vec<u8>)>,
+) -> anyhow::Result<()> {
     for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
-        write_pages(sub.clone(), dir, written)?;
+        collect_pages(sub.clone(), dir, pages)?;
     }
     let path = dir.join(clap_mangen::Man::new(command.clone()).get_filename());
-    fs_err::write(&path, render(command)?)?;
-    *written += 1;
+    pages.push((path, render(command)?));
     Ok(())
 }
 

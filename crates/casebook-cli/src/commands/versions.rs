@@ -309,6 +309,9 @@ fn review_message(count: usize, state: Option<ReviewState>, confidence: Option<f
 }
 
 pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
+    if args.delete {
+        return untag(settings, args);
+    }
     if settings.on_server() {
         return tag_on_server(settings, args);
     }
@@ -325,6 +328,45 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
         format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12])
     })?;
     stores::say_wrote(settings, &format!("tag {name}@{}", args.tag), &place);
+    Ok(Outcome::Ok)
+}
+
+/// `tag --delete NAME TAG`: removes the tag, here or on the server `CASEBOOK_URL` names
+/// (`DELETE …/tags/TAG`), and says which version it named.
+fn untag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
+    let (name, reference) = stores::target(&args.target)?;
+    if args.target.contains('@') {
+        anyhow::bail!(
+            "`tag --delete` names a dataset, not a version: `casebook tag --delete {name} {}` (the tag names {reference})",
+            args.tag
+        );
+    }
+    let runtime = stores::runtime()?;
+    let said = |version: u64| {
+        crate::write_stdout(&if settings.json {
+            format!("{}\n", json!({"dataset": name, "tag": args.tag, "deleted": true, "version": version}))
+        } else {
+            format!("deleted tag {name}@{} (it named v{version})\n", args.tag)
+        })
+    };
+    if settings.on_server() {
+        use crate::remote::{Remote, segment};
+        let remote = runtime.block_on(Remote::connect())?;
+        let request = remote
+            .request(reqwest::Method::DELETE, &remote.dataset_path(&name, &format!("/tags/{}", segment(&args.tag))));
+        let tag: casebook_server::api::Tag = runtime.block_on(remote.json(request))?;
+        said(tag.version)?;
+        if !settings.quiet && !settings.json {
+            stderr!("(on the server at {}, project `{}`)", remote.url, remote.project);
+        }
+    } else {
+        let store = stores::open_write(settings, &runtime)?;
+        let version = runtime.block_on(store.untag(&name, &args.tag, &settings.author, &settings.time))?;
+        let place = stores::described(&store);
+        runtime.block_on(store.close());
+        said(version)?;
+        stores::say_wrote(settings, &format!("the removal of tag {name}@{}", args.tag), &place);
+    }
     Ok(Outcome::Ok)
 }
 

@@ -176,7 +176,7 @@ fn a_version_holds_its_seed_files() {
     assert_eq!(exported[0]["memory_seeds"]["file"], "./seeds/bob.yaml");
 
     // Another version's seed file is not written over the one already there.
-    let out = run(cb(&dir).args(["export", "trips@v2", "--to", "maslab", "-o", "v1/manifest.yaml"]));
+    let out = run(cb(&dir).args(["export", "trips@v2", "--to", "maslab", "--overwrite", "-o", "v1/manifest.yaml"]));
     assert_eq!(out.status, Some(2), "{out:?}");
     assert!(out.stderr.contains("is already there with other content"), "{}", out.stderr);
     assert!(fs_err::read_to_string(dir.join("v1/seeds/bob.yaml")).expect("kept").contains("night trains"));

@@ -53,6 +53,14 @@ fn man_prints_a_page_with_the_commands_and_writes_one_per_command() {
     assert_eq!(out.stderr.trim_end(), format!("wrote {} man pages into `man1`", pages.len()));
     let page = fs_err::read_to_string(dir.join("man1/casebook-validate.1")).unwrap();
     assert!(page.contains(".TH casebook-validate 1") && page.contains("max\\-errors"), "{page}");
+    // Written again: refused without `--overwrite`, as every writer is, and nothing changed.
+    fs_err::write(dir.join("man1/casebook.1"), "mine").unwrap();
+    let out = run(cb(&dir).args(["man", "-o", "man1"]));
+    out.expect_status(2);
+    assert!(out.stderr.contains(".1` exists: pass `--overwrite` to replace it"), "{out:?}");
+    assert_eq!(fs_err::read_to_string(dir.join("man1/casebook.1")).unwrap(), "mine");
+    run(cb(&dir).args(["man", "-o", "man1", "--overwrite", "-q"])).expect_status(0);
+    assert!(fs_err::read_to_string(dir.join("man1/casebook.1")).unwrap().contains(".TH casebook 1"));
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn an_interrupted_convert_says_nothing_was_written_and_leaves_the_old_file_whole
     let dir = Folder::new();
     big(&dir, 50_000);
     let old = dir.file("out.jsonl", "{\"id\": \"old\", \"input\": \"kept\"}\n");
-    let child = spawn(&dir, &["convert", "big.jsonl", "--to", "casebook", "-o", "out.jsonl"]);
+    let child = spawn(&dir, &["convert", "big.jsonl", "--to", "casebook", "-o", "out.jsonl", "--overwrite"]);
     let temporary = || dir.entries().iter().any(|n| n.starts_with(".casebook-") && n.ends_with(".tmp"));
     let (status, stderr) = interrupt(child, temporary);
     assert_eq!(status, Some(130), "{stderr}");

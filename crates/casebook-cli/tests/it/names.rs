@@ -11,6 +11,7 @@ on_both!(
     names_and_tags_that_would_mislead_are_refused,
     names_in_either_normal_form_are_one_dataset,
     a_number_or_a_short_prefix_is_not_a_version,
+    a_tag_is_deleted_by_its_name_and_the_log_says_so,
     pull_by_id_passes_over_names_no_url_can_carry,
     a_store_copy_copies_what_the_name_rules_allow_and_names_the_rest,
 );
@@ -96,6 +97,34 @@ fn names_in_either_normal_form_are_one_dataset(b: &Backend) {
     ok(b.cb(&dir).args(["tag", "caf\u{e9}@v2", "pr\u{e9}"]));
     let out = ok(b.cb(&dir).args(["show", "cafe\u{301}@pre\u{301}"]));
     assert!(out.contains("v2"), "{out}");
+}
+
+fn a_tag_is_deleted_by_its_name_and_the_log_says_so(b: &Backend) {
+    let dir = Folder::new();
+    ok(b.cb(&dir).arg("init"));
+    let file = dir.file("v1.jsonl", CASES);
+    ok(b.cb(&dir).args(["import", "--dataset", "support"]).arg(&file));
+    ok(b.cb(&dir).args(["tag", "support@v1", "pr\u{e9}"]));
+    // Named in either normal form, as the tag was.
+    let out = run(b.cb(&dir).args(["tag", "--delete", "support", "pre\u{301}"]));
+    assert_eq!(
+        (out.status, out.stdout.as_str()),
+        (Some(0), "deleted tag support@pre\u{301} (it named v1)\n"),
+        "{out:?}"
+    );
+    assert!(ok(b.cb(&dir).args(["log", "support"])).contains("pr\u{e9}: v1 → deleted"));
+    let out = run(b.cb(&dir).args(["show", "support@pr\u{e9}"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
+    // A tag the dataset does not have, and a version where the dataset is wanted.
+    let out = run(b.cb(&dir).args(["tag", "--delete", "support", "prod"]));
+    assert_eq!(one_error(&out, 2), "error: dataset `support` has no version `prod` (it has no tags)");
+    let out = run(b.cb(&dir).args(["tag", "--delete", "support@v1", "prod"]));
+    assert_eq!(
+        one_error(&out, 2),
+        "error: `tag --delete` names a dataset, not a version: `casebook tag --delete support prod` (the tag names v1)"
+    );
+    let out = run(b.cb(&dir).args(["tag", "--delete", "support", "prod", "--format", "json"]));
+    assert_eq!(out.status, Some(2), "{out:?}");
 }
 
 fn a_number_or_a_short_prefix_is_not_a_version(b: &Backend) {

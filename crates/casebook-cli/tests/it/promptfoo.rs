@@ -527,8 +527,11 @@ fn tests_from_other_files_convert_to_promptfoo_inline_with_a_note() {
     let text = fs_err::read_to_string(&out).unwrap();
     assert!(!text.contains("file://tests"), "{text}");
     // As JSON: one diagnostic, located at the first test of the pattern.
-    let json =
-        run(casebook().arg("convert").arg(&config).args(["--to", "promptfoo", "--format", "json", "-o"]).arg(&out));
+    let json = run(casebook()
+        .arg("convert")
+        .arg(&config)
+        .args(["--to", "promptfoo", "--overwrite", "--format", "json", "-o"])
+        .arg(&out));
     json.expect_status(0);
     let said = json.stderr_diagnostics();
     let codes: Vec<&str> = said.iter().map(|d| d["code"].as_str().unwrap()).collect();

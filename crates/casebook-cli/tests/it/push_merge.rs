@@ -454,7 +454,7 @@ fn too_many_kept_cases_are_not_recorded_and_the_next_push_refuses(b: &Backend) {
         cmd.current_dir(&bob);
         cmd
     };
-    ok(client().args(["pull", "--name", "big"]));
+    ok(client().args(["pull", "--dataset", "big"]));
     let file = bob.join("big.jsonl");
     let pulled = record(&file);
     assert_eq!(pulled["version"], 1);
@@ -462,12 +462,12 @@ fn too_many_kept_cases_are_not_recorded_and_the_next_push_refuses(b: &Backend) {
     // v2: the 300 cases changed on the server; Bob changes his own case (v3 keeps the 300).
     api_upsert(&server, &token, "big", &(0..300).map(|i| case(i, "changed there")).collect::<String>());
     edit(&file, "\"mine\"", "\"mine, edited\"");
-    let out = run(client().args(["push", "--name", "big"]));
+    let out = run(client().args(["push", "--dataset", "big"]));
     out.expect_status(0);
     assert!(out.stdout.starts_with("pushed big v3 ("), "{out:?}");
     assert_eq!(
         out.stderr,
-        "kept 300 cases changed on the server since v1 that `big.jsonl` does not have: `casebook pull --name big \
+        "kept 300 cases changed on the server since v1 that `big.jsonl` does not have: `casebook pull --dataset big \
 --overwrite` brings them into the file\nnote: the cases kept are not recorded beside `big.jsonl` (too many, or the \
 server does not list them): its next push merges from v1 again, where the cases pushed now count as changed on both \
 sides; pull before editing them again\n"
@@ -479,7 +479,7 @@ sides; pull before editing them again\n"
 
     // Bob edits his case again: it changed on both sides since v1, so nothing is pushed.
     edit(&file, "\"mine, edited\"", "\"mine, edited twice\"");
-    let out = run(client().args(["push", "--name", "big"]));
+    let out = run(client().args(["push", "--dataset", "big"]));
     out.expect_status(1);
     assert!(
         out.stderr.starts_with(&format!(

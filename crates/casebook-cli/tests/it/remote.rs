@@ -1003,7 +1003,7 @@ fn logout_forgets_the_saved_key() {
     assert_eq!(out, format!("logged out of {}: removed {}\n", server.url, saved.display()));
     assert!(!saved.exists());
     // Push now needs a server again.
-    let out = run(client(&dir).args(["push", "--name", "support", "--file"]).arg(example("letta/support.jsonl")));
+    let out = run(client(&dir).arg("push").arg(example("letta/support.jsonl")).args(["--dataset", "support"]));
     assert_eq!(one_error(&out, 2), "error: no server: set `CASEBOOK_URL`, or run `casebook login URL`");
 
     // Nothing saved: said, exit 0.
@@ -1155,6 +1155,14 @@ fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend)
     assert!(out.stdout.starts_with("support@prod is v1 ("), "{out:?}");
     assert_eq!(out.stderr, on_server);
     assert!(ok(owner(b, &srv).args(["log", "support"])).contains("prod: v1"), "the server's tag moved");
+    let out = run(user().args(["tag", "--delete", "support", "prod"]));
+    out.expect_status(0);
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.as_str()),
+        ("deleted tag support@prod (it named v1)\n", on_server.as_str())
+    );
+    assert!(ok(owner(b, &srv).args(["log", "support"])).contains("prod: v1 → deleted"), "the server's tag went");
+    ok(user().args(["tag", "support@v1", "prod"]));
 
     let out = run(user().args(["datasets", "--format", "json"]));
     out.expect_status(0);

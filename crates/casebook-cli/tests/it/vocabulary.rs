@@ -46,6 +46,7 @@ const VOCABULARY: &[&str] = &[
     "parent",
     "dry-run",
     // One command's own.
+    "delete",
     "against",
     "deny",
     "allow",

@@ -95,6 +95,18 @@ pub async fn set_tag(writer: Writer, Path(path): Path<TagPath>, Json(body): Json
     Ok(Json(Tag { name, version: version.number }))
 }
 
+/// Removes a tag; the removal is logged. Gives the tag and the version it named.
+#[utoipa::path(delete, path = "/api/v1/projects/{project}/datasets/{dataset}/tags/{tag}", tag = "versions",
+    security(("bearer" = ["write"])), params(TagPath),
+    responses((status = 200, body = Tag), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such dataset, or the dataset has no such tag")))]
+pub async fn delete_tag(writer: Writer, Path(path): Path<TagPath>) -> ApiResult<Json<Tag>> {
+    let author = format!("key:{}", writer.access.key);
+    let version = writer.store.untag(&path.dataset, &path.tag, &author, &crate::routes::now()).await?;
+    let name = casebook_store::names::nfc(&path.tag).into_owned();
+    Ok(Json(Tag { name, version }))
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DiffQuery {

@@ -27,7 +27,7 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(datasets::log))
         .routes(routes!(datasets::version))
         .routes(routes!(datasets::tags))
-        .routes(routes!(datasets::set_tag))
+        .routes(routes!(datasets::set_tag, datasets::delete_tag))
         .routes(routes!(datasets::diff))
         .routes(routes!(datasets::history))
         .routes(routes!(cases::page))

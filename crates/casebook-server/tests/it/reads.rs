@@ -126,6 +126,20 @@ async fn versions_cases_history_diff_tags_and_runs(backend: Backend) {
     assert_eq!(tags, serde_json::json!([{"name": "prod", "version": 3}]));
     let (_, log) = server.get(read, &format!("{A}/versions")).await;
     assert_eq!(log["events"].as_array().unwrap().last().unwrap()["kind"], "tag");
+    // Deleted with a write key only; the deletion is in the log too.
+    let delete = |key: &str| server.client.delete(format!("{}{A}/tags/prod", server.url)).bearer_auth(key).send();
+    assert_eq!(delete(read).await.unwrap().status().as_u16(), 403);
+    let response = delete(&server.keys.a_write).await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.json::<serde_json::Value>().await.unwrap(), serde_json::json!({"name": "prod", "version": 3}));
+    let (_, tags) = server.get(read, &format!("{A}/tags")).await;
+    assert_eq!(tags, serde_json::json!([]));
+    let (_, log) = server.get(read, &format!("{A}/versions")).await;
+    assert_eq!(log["events"].as_array().unwrap().last().unwrap()["detail"], "prod: v3 → deleted");
+    let response = delete(&server.keys.a_write).await.unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["message"], "dataset `support` has no version `prod` (it has no tags)");
     // Runs.
     let (_, run) = server.get(read, "/api/v1/projects/team-a/runs/latest").await;
     assert_eq!((run["id"].as_str(), run["summary"]["pass_rate"].as_f64()), (Some("r-a-1"), Some(1.0)));

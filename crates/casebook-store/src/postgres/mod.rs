@@ -1076,6 +1076,33 @@ impl crate::Store for PostgresStore {
         Ok(())
     }
 
+    async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let mut conn = self.conn().await?;
+        let mut tx = conn.begin().await?;
+        sqlx::query("SELECT 1 FROM datasets WHERE id = $1 FOR UPDATE").bind(id).execute(&mut *tx).await?;
+        let tags: Vec<(String, i64)> =
+            sqlx::query_as("SELECT name, version FROM tags WHERE dataset = $1").bind(id).fetch_all(&mut *tx).await?;
+        let found = crate::named_tags(dataset, tag, &tags)?;
+        for (name, _) in &found {
+            sqlx::query("DELETE FROM tags WHERE dataset = $1 AND name = $2")
+                .bind(id)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let version = found[0].1 as u64;
+        sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'tag', $4)")
+            .bind(id)
+            .bind(time)
+            .bind(author)
+            .bind(format!("{}: v{version} → deleted", crate::names::nfc(tag)))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(version)
+    }
+
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let rows: Vec<(String, i64)> =

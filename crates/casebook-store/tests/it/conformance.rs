@@ -34,7 +34,8 @@ macro_rules! suite {
             holding_names_the_ids_a_version_has,
             new_names_and_tags_follow_the_rules,
             names_in_other_normal_forms_are_the_same_name,
-            references_are_numbers_and_ids_before_tags);
+            references_are_numbers_and_ids_before_tags,
+            a_deleted_tag_names_nothing_and_is_logged);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             snapshot_files_are_kept_once,
@@ -1198,6 +1199,34 @@ pub async fn names_in_other_normal_forms_are_the_same_name(store: impl Store) {
     assert_eq!(store.resolve(composed, &Ref::Name("pre\u{301}".into())).await.unwrap().number, 2);
     let events: Vec<String> = store.events(composed).await.unwrap().into_iter().map(|e| e.detail).collect();
     assert_eq!(events, ["pr\u{e9}: v1", "pr\u{e9}: v1 → v2"]);
+}
+
+pub async fn a_deleted_tag_names_nothing_and_is_logged(store: impl Store) {
+    for n in 1..=2 {
+        created(&store, CommitMode::Upsert, vec![case(&format!("c{n}"), "q")]).await;
+    }
+    store.tag("support", 1, "prod", "tester", "t1").await.unwrap();
+    store.tag("support", 2, "pr\u{e9}", "tester", "t2").await.unwrap();
+    // Found in another normal form, as the tag is.
+    assert_eq!(store.untag("support", "pre\u{301}", "remover", "t3").await.unwrap(), 2);
+    assert_eq!(store.tags("support").await.unwrap(), [("prod".to_owned(), 1)]);
+    assert!(store.resolve("support", &Ref::Name("pr\u{e9}".into())).await.is_err());
+    let events: Vec<(String, String)> =
+        store.events("support").await.unwrap().into_iter().map(|e| (e.author, e.detail)).collect();
+    assert_eq!(events.last().unwrap(), &("remover".to_owned(), "pr\u{e9}: v2 → deleted".to_owned()));
+    // A tag it does not have (any more) is refused, naming the tags it has; nothing is logged.
+    assert_eq!(
+        refused(store.untag("support", "pr\u{e9}", "remover", "t4").await),
+        "dataset `support` has no version `pr\u{e9}` (its tags: prod)"
+    );
+    let logged = store.events("support").await.unwrap().len();
+    assert_eq!(store.untag("support", "prod", "remover", "t5").await.unwrap(), 1);
+    assert_eq!(
+        refused(store.untag("support", "prod", "remover", "t6").await),
+        "dataset `support` has no version `prod` (it has no tags)"
+    );
+    assert_eq!(store.events("support").await.unwrap().len(), logged + 1);
+    assert!(matches!(store.untag("nosuch", "prod", "remover", "t7").await, Err(StoreError::NoDataset(..))));
 }
 
 pub async fn references_are_numbers_and_ids_before_tags(store: impl Store) {

@@ -255,8 +255,7 @@ async fn a_command_makes_one_connection() {
     created(&store, CommitMode::Upsert, vec![case("c", "3")]).await;
     store.diff("support", 1, 2).await.unwrap();
     let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
-    let count =
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'casebook'";
+    let count = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'casebook %'";
     let open: i64 = sqlx::query_scalar(count).fetch_one(&mut admin).await.unwrap();
     assert_eq!(open, 1, "connections the store holds");
     // A server's: none outside the pool once shared.
@@ -278,7 +277,7 @@ async fn a_store_held_open_outlives_a_closed_connection() {
     let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
     let ended: Vec<bool> = sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = current_database() AND application_name = 'casebook'",
+         WHERE datname = current_database() AND application_name LIKE 'casebook %'",
     )
     .fetch_all(&mut admin)
     .await
