@@ -6,6 +6,7 @@
 #
 #   scripts/bench-runs-memory.sh
 #   CASES=50000 scripts/bench-runs-memory.sh   # quicker
+#   NO_BUILD=1 scripts/bench-runs-memory.sh     # the release binary already built
 #
 # Needs GNU time (/usr/bin/time). Timed commands take /tmp/bench.lock (flock).
 set -euo pipefail
@@ -16,7 +17,9 @@ TARGET=${CARGO_TARGET_DIR:-target}
 DATA=$TARGET/bench-data
 WORK=$DATA/runs-memory
 mkdir -p "$DATA"
-nice -n 5 cargo build --release -q -p casebook-cli
+if [[ -z ${NO_BUILD:-} ]]; then # NO_BUILD=1: use the binary already built
+  nice -n 5 cargo build --release -q -p casebook-cli
+fi
 BIN=$TARGET/release/casebook
 
 JSONL=$DATA/letta-realistic-$CASES.jsonl

@@ -141,7 +141,7 @@ impl Run<'_> {
         }
         let from = self.buffer.len();
         self.buffer.resize(from + want, 0);
-        read_exact_at(self.file, &mut self.buffer[from..], self.at)?;
+        casebook_runner::planned::read_exact_at(self.file, &mut self.buffer[from..], self.at)?;
         self.at += want as u64;
         Ok(())
     }
@@ -164,25 +164,6 @@ impl Run<'_> {
         self.used = start + len + 32;
         Ok(Some((id, cid)))
     }
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &std::fs::File, bytes: &mut [u8], at: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, bytes, at)
-}
-
-#[cfg(windows)]
-fn read_exact_at(file: &std::fs::File, mut bytes: &mut [u8], mut at: u64) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(file, bytes, at)? {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n => {
-                bytes = &mut bytes[n..];
-                at += n as u64;
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
