@@ -10,6 +10,7 @@ mod cli;
 mod args;
 mod capture;
 mod compare_pairs;
+mod console_links;
 
 mod convert;
 mod csv_cells;
