@@ -38,6 +38,7 @@ mod promptfoo;
 mod push_merge;
 mod readme_tour;
 mod remote;
+mod remote_review;
 mod remote_runs;
 mod review;
 mod run;
