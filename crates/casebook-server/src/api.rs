@@ -317,6 +317,9 @@ pub struct ReviewBody {
     /// How much the cases' expected answers are trusted, from 0 to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
+    /// The cases' labels, replacing those they have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
     /// The version the change builds on (`v3`, a tag, a content id; default `latest`): a commit
     /// made since is a conflict (409), not an update lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,6 +23,8 @@ pub struct ReviewRequest {
     pub select: Option<Select>,
     pub review: Option<Review>,
     pub confidence: Option<f64>,
+    /// The cases' labels, replacing those they have.
+    pub labels: Option<Vec<String>>,
     pub author: String,
     pub time: String,
     /// The version's message; by default what changed (`review: 3 cases reviewed`).
@@ -96,9 +98,14 @@ pub async fn review(store: &AnyStore, request: ReviewRequest) -> Result<Reviewed
         if request.confidence.is_some() {
             case.confidence = request.confidence;
         }
+        if let Some(labels) = &request.labels {
+            case.labels = (!labels.is_empty()).then(|| labels.clone());
+        }
         prepared.push(prepare(&case)?);
     }
-    let message = request.message.unwrap_or_else(|| review_message(count, request.review, request.confidence));
+    let message = request
+        .message
+        .unwrap_or_else(|| review_message(count, request.review, request.confidence, request.labels.is_some()));
     let commit = CommitRequest {
         dataset: request.dataset,
         header: None,
@@ -152,18 +159,20 @@ pub async fn no_such_cases(store: &AnyStore, dataset: &str, number: u64, missing
     StoreError::NoCase { dataset: dataset.to_owned(), number, cases: named.join(", "), hint }
 }
 
-/// `review: 3 cases reviewed (confidence 0.9)`.
-fn review_message(count: usize, review: Option<Review>, confidence: Option<f64>) -> String {
+/// `review: 3 cases reviewed (confidence 0.9)`, `…, labels set` when the labels were given.
+fn review_message(count: usize, review: Option<Review>, confidence: Option<f64>, labels: bool) -> String {
     let cases = if count == 1 { "1 case".to_owned() } else { format!("{count} cases") };
     let state = review.map(|r| match r {
         Review::Draft => "draft",
         Review::Reviewed => "reviewed",
         Review::Rejected => "rejected",
     });
-    match (state, confidence) {
+    let message = match (state, confidence) {
         (Some(state), Some(c)) => format!("review: {cases} {state} (confidence {c})"),
         (Some(state), None) => format!("review: {cases} {state}"),
         (None, Some(c)) => format!("review: confidence {c} on {cases}"),
+        (None, None) if labels => format!("review: labels of {cases} set"),
         (None, None) => format!("review: {cases}"),
-    }
+    };
+    if labels && (state.is_some() || confidence.is_some()) { format!("{message}, labels set") } else { message }
 }

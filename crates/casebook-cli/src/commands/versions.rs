@@ -152,6 +152,7 @@ pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
         select: select.filter.is_some().then_some(select),
         review: state,
         confidence: args.confidence,
+        labels: None,
         author: settings.author.clone(),
         time: settings.time.clone(),
         message: args.message.clone(),
@@ -181,6 +182,7 @@ fn review_on_server(
         limit: select.limit,
         state,
         confidence: args.confidence,
+        labels: None,
         base: Some(base.to_owned()),
         message: args.message.clone(),
     };

@@ -58,7 +58,7 @@ impl VersionRow {
     }
 }
 
-async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> Result<VersionInfo, Failure> {
+pub(super) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> Result<VersionInfo, Failure> {
     let reference: Ref = text.parse().map_err(Failure::bad_request)?;
     Ok(store.resolve(dataset, &reference).await?)
 }
@@ -400,6 +400,8 @@ struct CasePage {
     older: usize,
     /// The editor for this case on the head, for a write key.
     edit_url: String,
+    /// Review state, confidence and labels in one action, for a write key.
+    review: Option<super::review::ReviewForm>,
 }
 
 impl From<&FieldChange> for Change {
@@ -455,6 +457,7 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
         false => String::new(),
     };
     let view = CaseView::new(&case);
+    let review = super::review::ReviewForm::new(&viewer, &path, version.number, &case);
     let json = serde_json::to_string_pretty(&case).unwrap_or_default();
     let title = format!("{} · {}", path.dataset, casebook_model::excerpt(&case.id));
     Ok(html(&CasePage {
@@ -471,6 +474,7 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
         history,
         older,
         edit_url,
+        review,
     }))
 }
 

@@ -10,6 +10,7 @@ mod browse;
 mod edit;
 mod import;
 mod page;
+mod review;
 mod runs;
 mod session;
 mod view;
@@ -59,6 +60,7 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/projects/{project}/datasets/{dataset}/versions/{version}", get(browse::version))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/export", get(browse::export))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}", get(browse::case))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/review", post(review::save))
 }
 
 /// A page of the console for a path no route serves (an API path gets the API's JSON error).

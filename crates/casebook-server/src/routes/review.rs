@@ -12,7 +12,7 @@ use crate::auth::Writer;
 use crate::error::{ApiError, ApiResult, ErrorBody};
 use crate::extract::{Json, Path};
 
-/// Sets the review state and/or confidence of the cases named by id and of those the filter
+/// Sets the review state, confidence and/or labels of the cases named by id and of those the filter
 /// selects, as a new version built on `base` (default the head). Cases already as asked make
 /// no version (200); an id the base version lacks is a 404 naming it, a filter that selects
 /// nothing a 422, a commit made since `base` a 409: nothing is written in each case.
@@ -32,8 +32,8 @@ pub async fn review(
     if body.ids.is_empty() && body.filter.as_deref().is_none_or(|f| f.trim().is_empty()) {
         return Err(ApiError::bad_request("name the cases to review: `ids`, `where`, or both"));
     }
-    if body.state.is_none() && body.confidence.is_none() {
-        return Err(ApiError::bad_request("say what to set: `state`, `confidence`, or both"));
+    if body.state.is_none() && body.confidence.is_none() && body.labels.is_none() {
+        return Err(ApiError::bad_request("say what to set: `state`, `confidence`, `labels`, or several"));
     }
     if let Some(c) = body.confidence.filter(|c| !(0.0..=1.0).contains(c)) {
         return Err(ApiError::bad_request(format!("`confidence` is {c}: a confidence is from 0 to 1")));
@@ -54,6 +54,7 @@ pub async fn review(
         select,
         review: body.state,
         confidence: body.confidence,
+        labels: body.labels,
         author: author(&headers, &writer),
         time: super::now(),
         message: body.message,
