@@ -19,7 +19,7 @@ pub struct SyntaxError {
 
 /// Parses one JSON value that must fill `text` (surrounding whitespace allowed).
 pub fn parse(text: &str) -> Result<Node<'_>, SyntaxError> {
-    run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: None })
+    run(Parser::new(text, None))
 }
 
 /// Parses like [`parse`], handing the items of an array at one of `paths` (keys from the root
@@ -31,7 +31,7 @@ pub fn parse_streaming<'a>(
     on: &mut dyn FnMut(Streamed<'a>) -> bool,
 ) -> Result<Node<'a>, SyntaxError> {
     let stream = Stream { paths: paths.to_vec(), open: Vec::new(), on };
-    run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: Some(stream) })
+    run(Parser::new(text, Some(stream)))
 }
 
 /// An object being built while streaming: its entries so far and the key whose value is read.
@@ -74,17 +74,38 @@ impl<'a> Stream<'a, '_> {
 
 fn run<'a>(mut parser: Parser<'a, '_>) -> Result<Node<'a>, SyntaxError> {
     parser.skip_ws();
-    let node = parser.value()?;
-    parser.skip_ws();
-    if parser.pos < parser.bytes.len() {
-        return Err(parser.error("unexpected text after the JSON value"));
+    let result = parser.value().and_then(|node| {
+        parser.skip_ws();
+        if parser.pos < parser.bytes.len() {
+            return Err(parser.error("unexpected text after the JSON value"));
+        }
+        Ok(node)
+    });
+    let Parser { entries, items, .. } = parser;
+    if entries.capacity() <= STACK_KEPT && items.capacity() <= STACK_KEPT {
+        STACKS.set((recycle(entries), recycle(items)));
     }
-    Ok(node)
+    result
 }
 
+/// `v` emptied, as a vector of another type of the same size: the same allocation, reused. (The
+/// standard library collects in place when the sizes match; when it cannot, this allocates
+/// nothing, and the next parse grows a vector of its own.)
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
+}
+
+/// The most entries (or items) of open containers whose room is kept from one parse to the next.
+const STACK_KEPT: usize = 1 << 12;
+
 thread_local! {
-    /// Where [`Parser::string`] decodes strings with escapes.
-    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// The room of [`Parser`]'s stacks of entries and items, kept between parses on a thread (a
+    /// JSONL reader parses one row at a time): empty, so its lifetime is free.
+    static STACKS: std::cell::Cell<(Vec<Entry<'static>>, Vec<Node<'static>>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+    /// Where [`Parser::string`] decodes strings with escapes: bytes, written a code point at a
+    /// time without the checks `String::push` makes, and checked as UTF-8 once at the end.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The largest scratch buffer kept between strings.
@@ -107,15 +128,53 @@ const HEX: [u8; 256] = {
     table
 };
 
+/// Appends the UTF-8 encoding of the code point `c` (below 0x110000, not a surrogate).
+#[inline]
+fn push_utf8(out: &mut Vec<u8>, c: u32) {
+    // Truncations to `u8` keep the low bits, which is what each encoded byte holds.
+    if c < 0x80 {
+        out.push(c as u8);
+    } else if c < 0x800 {
+        out.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
+    } else if c < 0x1_0000 {
+        out.extend_from_slice(&[0xE0 | (c >> 12) as u8, 0x80 | ((c >> 6) & 0x3F) as u8, 0x80 | (c & 0x3F) as u8]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (c >> 18) as u8,
+            0x80 | ((c >> 12) & 0x3F) as u8,
+            0x80 | ((c >> 6) & 0x3F) as u8,
+            0x80 | (c & 0x3F) as u8,
+        ]);
+    }
+}
+
 struct Parser<'a, 'b> {
     bytes: &'a [u8],
     text: &'a str,
     pos: usize,
     depth: usize,
     stream: Option<Stream<'a, 'b>>,
+    /// The entries of the objects being read, innermost last: each object takes its own off
+    /// the top at its end, in a vector of its exact size (growing one vector per object
+    /// reallocated and copied it as it grew).
+    entries: Vec<Entry<'a>>,
+    /// The same for the items of arrays.
+    items: Vec<Node<'a>>,
 }
 
-impl<'a> Parser<'a, '_> {
+impl<'a, 'b> Parser<'a, 'b> {
+    fn new(text: &'a str, stream: Option<Stream<'a, 'b>>) -> Self {
+        let (entries, items) = STACKS.take();
+        Self {
+            bytes: text.as_bytes(),
+            text,
+            pos: 0,
+            depth: 0,
+            stream,
+            entries: recycle(entries),
+            items: recycle(items),
+        }
+    }
     fn error(&self, message: impl Into<String>) -> SyntaxError {
         SyntaxError { offset: self.pos, message: message.into(), too_deep: false }
     }
@@ -181,11 +240,12 @@ impl<'a> Parser<'a, '_> {
         if let Some(stream) = &mut self.stream {
             stream.open.push(Some((Vec::new(), None)));
         }
+        let base = self.entries.len();
         loop {
             let (key, key_offset) = self.key()?;
             if self.stream.is_none() {
                 let value = self.value()?;
-                entries.push(Entry { key, key_offset, value });
+                self.entries.push(Entry { key, key_offset, value });
             } else {
                 // Streaming: the entries so far live on the stream, for its snapshots.
                 self.open_map(|_, pending| *pending = Some((key.clone(), key_offset)));
@@ -203,6 +263,8 @@ impl<'a> Parser<'a, '_> {
             if let Some(Some((so_far, _))) = stream.open.pop() {
                 entries = so_far;
             }
+        } else {
+            entries = self.entries.split_off(base);
         }
         self.depth -= 1;
         Ok(NodeValue::Object(entries))
@@ -258,7 +320,7 @@ impl<'a> Parser<'a, '_> {
         let offset = self.pos;
         self.enter()?;
         self.pos += 1;
-        let mut items = Vec::new();
+        let base = self.items.len();
         // Whether this array's items go to the stream instead of into the tree.
         let mut streamed = false;
         let mut go_on = true;
@@ -286,7 +348,7 @@ impl<'a> Parser<'a, '_> {
                             go_on = (stream.on)(Streamed::Item(item));
                         }
                     }
-                    _ => items.push(item),
+                    _ => self.items.push(item),
                 }
                 if !self.more(b']', "array item")? {
                     break;
@@ -297,7 +359,7 @@ impl<'a> Parser<'a, '_> {
             stream.open.pop();
         }
         self.depth -= 1;
-        Ok(NodeValue::Array(items))
+        Ok(NodeValue::Array(self.items.split_off(base)))
     }
 
     fn string(&mut self) -> Result<Cow<'a, str>, SyntaxError> {
@@ -319,11 +381,16 @@ impl<'a> Parser<'a, '_> {
         // new string run by run reallocated (and copied) it several times.
         SCRATCH.with_borrow_mut(|out| {
             out.clear();
-            out.push_str(&self.text[start..self.pos]);
-            let decoded = self.unescape(out).map(|()| Cow::Owned(out.as_str().to_owned()));
+            out.extend_from_slice(&self.bytes[start..self.pos]);
+            let decoded = self.unescape(out).and_then(|()| match simdutf8::basic::from_utf8(out) {
+                Ok(text) => Ok(Cow::Owned(text.to_owned())),
+                // Never: runs of the text end before ASCII bytes, and code points are encoded
+                // whole. Reported rather than trusted, as no `unsafe` is allowed here.
+                Err(_) => Err(self.error("invalid UTF-8 in a string")),
+            });
             // A huge string's buffer is not kept for the rest of the thread's life.
             if out.capacity() > SCRATCH_KEPT {
-                *out = String::new();
+                *out = Vec::new();
             }
             decoded
         })
@@ -331,27 +398,29 @@ impl<'a> Parser<'a, '_> {
 
     /// Decodes the rest of a string whose body so far is in `out`, from the backslash at `pos`
     /// to the closing quote. Text in scripts other than Latin is often written all in `\u`
-    /// escapes, one after the other: those are decoded in a loop of their own, with a table for
-    /// the hex digits, and the scan for the next special byte is skipped between two escapes.
-    fn unescape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
+    /// escapes, one after the other, with a space or a punctuation mark between words: escapes
+    /// are decoded with a table for the hex digits straight into bytes, and short runs of
+    /// plain text between them are copied byte by byte, without a call to the scanner.
+    fn unescape(&mut self, out: &mut Vec<u8>) -> Result<(), SyntaxError> {
+        let bytes = self.bytes;
         loop {
             // At a backslash.
-            match self.bytes.get(self.pos + 1) {
+            match bytes.get(self.pos + 1) {
                 Some(b'u') => {
                     self.pos += 2;
                     let c = self.unicode_escape()?;
-                    out.push(c);
+                    push_utf8(out, c);
                 }
                 Some(&b) => {
                     let c = match b {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
                         _ => {
                             self.pos += 1;
                             return Err(self.error("invalid escape sequence"));
@@ -365,25 +434,29 @@ impl<'a> Parser<'a, '_> {
                     return Err(self.error("unexpected end of input inside a string"));
                 }
             }
-            match self.peek() {
-                Some(b'\\') => continue,
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(());
+            // A few plain bytes (a space between two escaped words) are copied here; a longer
+            // run goes to the scanner.
+            let mut short = 0;
+            loop {
+                match bytes.get(self.pos) {
+                    Some(b'\\') => break,
+                    Some(b'"') => {
+                        self.pos += 1;
+                        return Ok(());
+                    }
+                    Some(&b) if b >= 0x20 && short < 4 => {
+                        out.push(b);
+                        self.pos += 1;
+                        short += 1;
+                    }
+                    Some(&b) if b >= 0x20 => {
+                        let run = self.pos;
+                        self.pos = casebook_canon::scan::string_special(bytes, self.pos);
+                        out.extend_from_slice(&bytes[run..self.pos]);
+                    }
+                    None => return Err(self.error("unexpected end of input inside a string")),
+                    Some(&b) => return Err(self.control_error(b)),
                 }
-                _ => {}
-            }
-            let run = self.pos;
-            self.pos = casebook_canon::scan::string_special(self.bytes, self.pos);
-            out.push_str(&self.text[run..self.pos]);
-            match self.peek() {
-                None => return Err(self.error("unexpected end of input inside a string")),
-                Some(b'"') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                Some(b'\\') => {}
-                Some(b) => return Err(self.control_error(b)),
             }
         }
     }
@@ -396,36 +469,38 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
-    /// The character of a `\u` escape whose four digits start at `pos` (with the second half of
-    /// a surrogate pair when it is one).
-    fn unicode_escape(&mut self) -> Result<char, SyntaxError> {
+    /// The code point of a `\u` escape whose four digits start at `pos` (with the second half
+    /// of a surrogate pair when it is one): never a surrogate.
+    fn unicode_escape(&mut self) -> Result<u32, SyntaxError> {
         let first = self.hex4()?;
-        let c = if (0xD800..0xDC00).contains(&first) {
-            if !self.bytes[self.pos..].starts_with(b"\\u") {
-                return Err(self.error("unpaired surrogate in `\\u` escape"));
-            }
-            self.pos += 2;
-            let second = self.hex4()?;
-            if !(0xDC00..0xE000).contains(&second) {
-                return Err(self.error("unpaired surrogate in `\\u` escape"));
-            }
-            0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
-        } else {
-            first
-        };
-        char::from_u32(c).ok_or_else(|| self.error("unpaired surrogate in `\\u` escape"))
+        if !(0xD800..0xE000).contains(&first) {
+            return Ok(first);
+        }
+        if first >= 0xDC00 {
+            // A second half alone.
+            return Err(self.error("unpaired surrogate in `\\u` escape"));
+        }
+        if !self.bytes[self.pos..].starts_with(b"\\u") {
+            return Err(self.error("unpaired surrogate in `\\u` escape"));
+        }
+        self.pos += 2;
+        let second = self.hex4()?;
+        if !(0xDC00..0xE000).contains(&second) {
+            return Err(self.error("unpaired surrogate in `\\u` escape"));
+        }
+        Ok(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
     }
 
     fn hex4(&mut self) -> Result<u32, SyntaxError> {
         let Some(&[a, b, c, d]) = self.bytes.get(self.pos..self.pos + 4) else {
             return Err(self.error("truncated `\\u` escape"));
         };
-        let digits = [HEX[usize::from(a)], HEX[usize::from(b)], HEX[usize::from(c)], HEX[usize::from(d)]];
-        if (digits[0] | digits[1] | digits[2] | digits[3]) & 0x80 != 0 {
+        let (a, b, c, d) = (HEX[usize::from(a)], HEX[usize::from(b)], HEX[usize::from(c)], HEX[usize::from(d)]);
+        if (a | b | c | d) & 0x80 != 0 {
             return Err(self.error("invalid `\\u` escape"));
         }
         self.pos += 4;
-        Ok(digits.iter().fold(0, |value, &digit| value << 4 | u32::from(digit)))
+        Ok(u32::from(a) << 12 | u32::from(b) << 8 | u32::from(c) << 4 | u32::from(d))
     }
 
     fn number(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
