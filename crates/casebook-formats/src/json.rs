@@ -580,6 +580,29 @@ mod tests {
     }
 
     #[test]
+    fn the_stacks_room_is_reused_and_nested_containers_keep_their_own() {
+        let mut v: Vec<Entry<'static>> = Vec::with_capacity(64);
+        v.push(Entry { key: "k".into(), key_offset: 0, value: Node { offset: 0, value: NodeValue::Null } });
+        let recycled: Vec<Entry<'_>> = recycle(v);
+        assert!(recycled.is_empty());
+        assert!(recycled.capacity() >= 64, "the room is kept");
+        // Containers inside containers, and an error in the middle of one: the next parse on
+        // this thread is not affected by what the stacks held.
+        assert!(parse(r#"{"a": [1, {"b": [2, 3]}, {"c": {"d": ["#).is_err());
+        let node = parse(r#"{"a": [1, {"b": [2, 3]}, []], "e": {"f": {}}}"#).unwrap();
+        let NodeValue::Object(entries) = &node.value else { panic!() };
+        assert_eq!(entries.iter().map(|e| e.key.as_ref()).collect::<Vec<_>>(), ["a", "e"]);
+        let NodeValue::Array(items) = &entries[0].value.value else { panic!() };
+        assert_eq!(items.len(), 3);
+        let NodeValue::Object(inner) = &items[1].value else { panic!() };
+        let NodeValue::Array(b) = &inner[0].value.value else { panic!() };
+        assert_eq!(
+            b.iter().map(|n| n.value.clone()).collect::<Vec<_>>(),
+            [NodeValue::Number("2".into()), NodeValue::Number("3".into())]
+        );
+    }
+
+    #[test]
     fn surrogate_pairs() {
         let node = parse(r#""\ud83d\ude00""#).unwrap();
         assert_eq!(node.value, NodeValue::String("😀".into()));
