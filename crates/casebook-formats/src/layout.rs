@@ -188,8 +188,11 @@ mod input_ids {
     pub const SLOTS: usize = 4096;
     pub const LONGEST: usize = 2048;
 
+    /// An input and its derived id.
+    type Known = Option<(Box<str>, String)>;
+
     thread_local! {
-        static SEEN: RefCell<Vec<Option<(Box<str>, String)>>> = const { RefCell::new(Vec::new()) };
+        static SEEN: RefCell<Vec<Known>> = const { RefCell::new(Vec::new()) };
     }
 
     /// [`casebook_canon::derived_case_id_of_input`] of `input`.
