@@ -128,23 +128,26 @@ const HEX: [u8; 256] = {
     table
 };
 
-/// Appends the UTF-8 encoding of the code point `c` (below 0x110000, not a surrogate).
-#[inline]
+/// Appends the UTF-8 encoding of the code point `c` (below 0x110000, not a surrogate), a byte
+/// at a time: the room is reserved ([`Parser::unescape`]), and a slice of two or three bytes
+/// would be a call to `memcpy`.
+#[inline(always)]
 fn push_utf8(out: &mut Vec<u8>, c: u32) {
     // Truncations to `u8` keep the low bits, which is what each encoded byte holds.
     if c < 0x80 {
         out.push(c as u8);
     } else if c < 0x800 {
-        out.extend_from_slice(&[0xC0 | (c >> 6) as u8, 0x80 | (c & 0x3F) as u8]);
+        out.push(0xC0 | (c >> 6) as u8);
+        out.push(0x80 | (c & 0x3F) as u8);
     } else if c < 0x1_0000 {
-        out.extend_from_slice(&[0xE0 | (c >> 12) as u8, 0x80 | ((c >> 6) & 0x3F) as u8, 0x80 | (c & 0x3F) as u8]);
+        out.push(0xE0 | (c >> 12) as u8);
+        out.push(0x80 | ((c >> 6) & 0x3F) as u8);
+        out.push(0x80 | (c & 0x3F) as u8);
     } else {
-        out.extend_from_slice(&[
-            0xF0 | (c >> 18) as u8,
-            0x80 | ((c >> 12) & 0x3F) as u8,
-            0x80 | ((c >> 6) & 0x3F) as u8,
-            0x80 | (c & 0x3F) as u8,
-        ]);
+        out.push(0xF0 | (c >> 18) as u8);
+        out.push(0x80 | ((c >> 12) & 0x3F) as u8);
+        out.push(0x80 | ((c >> 6) & 0x3F) as u8);
+        out.push(0x80 | (c & 0x3F) as u8);
     }
 }
 
@@ -403,6 +406,9 @@ impl<'a, 'b> Parser<'a, 'b> {
     /// plain text between them are copied byte by byte, without a call to the scanner.
     fn unescape(&mut self, out: &mut Vec<u8>) -> Result<(), SyntaxError> {
         let bytes = self.bytes;
+        // A string's decoded bytes are never more than its text: room for them once (for the
+        // rest of the text up to 4 KiB: a document streamed is one text of any size).
+        out.reserve((bytes.len() - self.pos).min(1 << 12));
         loop {
             // At a backslash.
             match bytes.get(self.pos + 1) {
@@ -471,6 +477,7 @@ impl<'a, 'b> Parser<'a, 'b> {
 
     /// The code point of a `\u` escape whose four digits start at `pos` (with the second half
     /// of a surrogate pair when it is one): never a surrogate.
+    #[inline(always)]
     fn unicode_escape(&mut self) -> Result<u32, SyntaxError> {
         let first = self.hex4()?;
         if !(0xD800..0xE000).contains(&first) {
@@ -491,6 +498,7 @@ impl<'a, 'b> Parser<'a, 'b> {
         Ok(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
     }
 
+    #[inline(always)]
     fn hex4(&mut self) -> Result<u32, SyntaxError> {
         let Some(&[a, b, c, d]) = self.bytes.get(self.pos..self.pos + 4) else {
             return Err(self.error("truncated `\\u` escape"));
