@@ -19,7 +19,7 @@ pub struct SyntaxError {
 
 /// Parses one JSON value that must fill `text` (surrounding whitespace allowed).
 pub fn parse(text: &str) -> Result<Node<'_>, SyntaxError> {
-    run(Parser::new(text, None))
+    run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: None })
 }
 
 /// Parses like [`parse`], handing the items of an array at one of `paths` (keys from the root
@@ -31,7 +31,7 @@ pub fn parse_streaming<'a>(
     on: &mut dyn FnMut(Streamed<'a>) -> bool,
 ) -> Result<Node<'a>, SyntaxError> {
     let stream = Stream { paths: paths.to_vec(), open: Vec::new(), on };
-    run(Parser::new(text, Some(stream)))
+    run(Parser { bytes: text.as_bytes(), text, pos: 0, depth: 0, stream: Some(stream) })
 }
 
 /// An object being built while streaming: its entries so far and the key whose value is read.
@@ -74,38 +74,17 @@ impl<'a> Stream<'a, '_> {
 
 fn run<'a>(mut parser: Parser<'a, '_>) -> Result<Node<'a>, SyntaxError> {
     parser.skip_ws();
-    let result = parser.value().and_then(|node| {
-        parser.skip_ws();
-        if parser.pos < parser.bytes.len() {
-            return Err(parser.error("unexpected text after the JSON value"));
-        }
-        Ok(node)
-    });
-    let Parser { entries, items, .. } = parser;
-    if entries.capacity() <= STACK_KEPT && items.capacity() <= STACK_KEPT {
-        STACKS.set((recycle(entries), recycle(items)));
+    let node = parser.value()?;
+    parser.skip_ws();
+    if parser.pos < parser.bytes.len() {
+        return Err(parser.error("unexpected text after the JSON value"));
     }
-    result
+    Ok(node)
 }
-
-/// `v` emptied, as a vector of another type of the same size: the same allocation, reused. (The
-/// standard library collects in place when the sizes match; when it cannot, this allocates
-/// nothing, and the next parse grows a vector of its own.)
-fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
-    v.clear();
-    v.into_iter().filter_map(|_| None).collect()
-}
-
-/// The most entries (or items) of open containers whose room is kept from one parse to the next.
-const STACK_KEPT: usize = 1 << 12;
 
 thread_local! {
-    /// The room of [`Parser`]'s stacks of entries and items, kept between parses on a thread (a
-    /// JSONL reader parses one row at a time): empty, so its lifetime is free.
-    static STACKS: std::cell::Cell<(Vec<Entry<'static>>, Vec<Node<'static>>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
-    /// Where [`Parser::string`] decodes strings with escapes: bytes, written a code point at a
-    /// time without the checks `String::push` makes, and checked as UTF-8 once at the end.
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Where [`Parser::string`] decodes strings with escapes.
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 /// The largest scratch buffer kept between strings.
@@ -128,56 +107,15 @@ const HEX: [u8; 256] = {
     table
 };
 
-/// Appends the UTF-8 encoding of the code point `c` (below 0x110000, not a surrogate), a byte
-/// at a time: the room is reserved ([`Parser::unescape`]), and a slice of two or three bytes
-/// would be a call to `memcpy`.
-#[inline(always)]
-fn push_utf8(out: &mut Vec<u8>, c: u32) {
-    // Truncations to `u8` keep the low bits, which is what each encoded byte holds.
-    if c < 0x80 {
-        out.push(c as u8);
-    } else if c < 0x800 {
-        out.push(0xC0 | (c >> 6) as u8);
-        out.push(0x80 | (c & 0x3F) as u8);
-    } else if c < 0x1_0000 {
-        out.push(0xE0 | (c >> 12) as u8);
-        out.push(0x80 | ((c >> 6) & 0x3F) as u8);
-        out.push(0x80 | (c & 0x3F) as u8);
-    } else {
-        out.push(0xF0 | (c >> 18) as u8);
-        out.push(0x80 | ((c >> 12) & 0x3F) as u8);
-        out.push(0x80 | ((c >> 6) & 0x3F) as u8);
-        out.push(0x80 | (c & 0x3F) as u8);
-    }
-}
-
 struct Parser<'a, 'b> {
     bytes: &'a [u8],
     text: &'a str,
     pos: usize,
     depth: usize,
     stream: Option<Stream<'a, 'b>>,
-    /// The entries of the objects being read, innermost last: each object takes its own off
-    /// the top at its end, in a vector of its exact size (growing one vector per object
-    /// reallocated and copied it as it grew).
-    entries: Vec<Entry<'a>>,
-    /// The same for the items of arrays.
-    items: Vec<Node<'a>>,
 }
 
-impl<'a, 'b> Parser<'a, 'b> {
-    fn new(text: &'a str, stream: Option<Stream<'a, 'b>>) -> Self {
-        let (entries, items) = STACKS.take();
-        Self {
-            bytes: text.as_bytes(),
-            text,
-            pos: 0,
-            depth: 0,
-            stream,
-            entries: recycle(entries),
-            items: recycle(items),
-        }
-    }
+impl<'a> Parser<'a, '_> {
     fn error(&self, message: impl Into<String>) -> SyntaxError {
         SyntaxError { offset: self.pos, message: message.into(), too_deep: false }
     }
@@ -243,12 +181,11 @@ impl<'a, 'b> Parser<'a, 'b> {
         if let Some(stream) = &mut self.stream {
             stream.open.push(Some((Vec::new(), None)));
         }
-        let base = self.entries.len();
         loop {
             let (key, key_offset) = self.key()?;
             if self.stream.is_none() {
                 let value = self.value()?;
-                self.entries.push(Entry { key, key_offset, value });
+                entries.push(Entry { key, key_offset, value });
             } else {
                 // Streaming: the entries so far live on the stream, for its snapshots.
                 self.open_map(|_, pending| *pending = Some((key.clone(), key_offset)));
@@ -266,8 +203,6 @@ impl<'a, 'b> Parser<'a, 'b> {
             if let Some(Some((so_far, _))) = stream.open.pop() {
                 entries = so_far;
             }
-        } else {
-            entries = self.entries.split_off(base);
         }
         self.depth -= 1;
         Ok(NodeValue::Object(entries))
@@ -323,7 +258,7 @@ impl<'a, 'b> Parser<'a, 'b> {
         let offset = self.pos;
         self.enter()?;
         self.pos += 1;
-        let base = self.items.len();
+        let mut items = Vec::new();
         // Whether this array's items go to the stream instead of into the tree.
         let mut streamed = false;
         let mut go_on = true;
@@ -351,7 +286,7 @@ impl<'a, 'b> Parser<'a, 'b> {
                             go_on = (stream.on)(Streamed::Item(item));
                         }
                     }
-                    _ => self.items.push(item),
+                    _ => items.push(item),
                 }
                 if !self.more(b']', "array item")? {
                     break;
@@ -362,7 +297,7 @@ impl<'a, 'b> Parser<'a, 'b> {
             stream.open.pop();
         }
         self.depth -= 1;
-        Ok(NodeValue::Array(self.items.split_off(base)))
+        Ok(NodeValue::Array(items))
     }
 
     fn string(&mut self) -> Result<Cow<'a, str>, SyntaxError> {
@@ -384,16 +319,11 @@ impl<'a, 'b> Parser<'a, 'b> {
         // new string run by run reallocated (and copied) it several times.
         SCRATCH.with_borrow_mut(|out| {
             out.clear();
-            out.extend_from_slice(&self.bytes[start..self.pos]);
-            let decoded = self.unescape(out).and_then(|()| match simdutf8::basic::from_utf8(out) {
-                Ok(text) => Ok(Cow::Owned(text.to_owned())),
-                // Never: runs of the text end before ASCII bytes, and code points are encoded
-                // whole. Reported rather than trusted, as no `unsafe` is allowed here.
-                Err(_) => Err(self.error("invalid UTF-8 in a string")),
-            });
+            out.push_str(&self.text[start..self.pos]);
+            let decoded = self.unescape(out).map(|()| Cow::Owned(out.as_str().to_owned()));
             // A huge string's buffer is not kept for the rest of the thread's life.
             if out.capacity() > SCRATCH_KEPT {
-                *out = Vec::new();
+                *out = String::new();
             }
             decoded
         })
@@ -401,32 +331,27 @@ impl<'a, 'b> Parser<'a, 'b> {
 
     /// Decodes the rest of a string whose body so far is in `out`, from the backslash at `pos`
     /// to the closing quote. Text in scripts other than Latin is often written all in `\u`
-    /// escapes, one after the other, with a space or a punctuation mark between words: escapes
-    /// are decoded with a table for the hex digits straight into bytes, and short runs of
-    /// plain text between them are copied byte by byte, without a call to the scanner.
-    fn unescape(&mut self, out: &mut Vec<u8>) -> Result<(), SyntaxError> {
-        let bytes = self.bytes;
-        // A string's decoded bytes are never more than its text: room for them once (for the
-        // rest of the text up to 4 KiB: a document streamed is one text of any size).
-        out.reserve((bytes.len() - self.pos).min(1 << 12));
+    /// escapes, one after the other: those are decoded in a loop of their own, with a table for
+    /// the hex digits, and the scan for the next special byte is skipped between two escapes.
+    fn unescape(&mut self, out: &mut String) -> Result<(), SyntaxError> {
         loop {
             // At a backslash.
-            match bytes.get(self.pos + 1) {
+            match self.bytes.get(self.pos + 1) {
                 Some(b'u') => {
                     self.pos += 2;
                     let c = self.unicode_escape()?;
-                    push_utf8(out, c);
+                    out.push(c);
                 }
                 Some(&b) => {
                     let c = match b {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
                         _ => {
                             self.pos += 1;
                             return Err(self.error("invalid escape sequence"));
@@ -440,29 +365,25 @@ impl<'a, 'b> Parser<'a, 'b> {
                     return Err(self.error("unexpected end of input inside a string"));
                 }
             }
-            // A few plain bytes (a space between two escaped words) are copied here; a longer
-            // run goes to the scanner.
-            let mut short = 0;
-            loop {
-                match bytes.get(self.pos) {
-                    Some(b'\\') => break,
-                    Some(b'"') => {
-                        self.pos += 1;
-                        return Ok(());
-                    }
-                    Some(&b) if b >= 0x20 && short < 4 => {
-                        out.push(b);
-                        self.pos += 1;
-                        short += 1;
-                    }
-                    Some(&b) if b >= 0x20 => {
-                        let run = self.pos;
-                        self.pos = casebook_canon::scan::string_special(bytes, self.pos);
-                        out.extend_from_slice(&bytes[run..self.pos]);
-                    }
-                    None => return Err(self.error("unexpected end of input inside a string")),
-                    Some(&b) => return Err(self.control_error(b)),
+            match self.peek() {
+                Some(b'\\') => continue,
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
                 }
+                _ => {}
+            }
+            let run = self.pos;
+            self.pos = casebook_canon::scan::string_special(self.bytes, self.pos);
+            out.push_str(&self.text[run..self.pos]);
+            match self.peek() {
+                None => return Err(self.error("unexpected end of input inside a string")),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                Some(b'\\') => {}
+                Some(b) => return Err(self.control_error(b)),
             }
         }
     }
@@ -475,40 +396,36 @@ impl<'a, 'b> Parser<'a, 'b> {
         }
     }
 
-    /// The code point of a `\u` escape whose four digits start at `pos` (with the second half
-    /// of a surrogate pair when it is one): never a surrogate.
-    #[inline(always)]
-    fn unicode_escape(&mut self) -> Result<u32, SyntaxError> {
+    /// The character of a `\u` escape whose four digits start at `pos` (with the second half of
+    /// a surrogate pair when it is one).
+    fn unicode_escape(&mut self) -> Result<char, SyntaxError> {
         let first = self.hex4()?;
-        if !(0xD800..0xE000).contains(&first) {
-            return Ok(first);
-        }
-        if first >= 0xDC00 {
-            // A second half alone.
-            return Err(self.error("unpaired surrogate in `\\u` escape"));
-        }
-        if !self.bytes[self.pos..].starts_with(b"\\u") {
-            return Err(self.error("unpaired surrogate in `\\u` escape"));
-        }
-        self.pos += 2;
-        let second = self.hex4()?;
-        if !(0xDC00..0xE000).contains(&second) {
-            return Err(self.error("unpaired surrogate in `\\u` escape"));
-        }
-        Ok(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
+        let c = if (0xD800..0xDC00).contains(&first) {
+            if !self.bytes[self.pos..].starts_with(b"\\u") {
+                return Err(self.error("unpaired surrogate in `\\u` escape"));
+            }
+            self.pos += 2;
+            let second = self.hex4()?;
+            if !(0xDC00..0xE000).contains(&second) {
+                return Err(self.error("unpaired surrogate in `\\u` escape"));
+            }
+            0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+        } else {
+            first
+        };
+        char::from_u32(c).ok_or_else(|| self.error("unpaired surrogate in `\\u` escape"))
     }
 
-    #[inline(always)]
     fn hex4(&mut self) -> Result<u32, SyntaxError> {
         let Some(&[a, b, c, d]) = self.bytes.get(self.pos..self.pos + 4) else {
             return Err(self.error("truncated `\\u` escape"));
         };
-        let (a, b, c, d) = (HEX[usize::from(a)], HEX[usize::from(b)], HEX[usize::from(c)], HEX[usize::from(d)]);
-        if (a | b | c | d) & 0x80 != 0 {
+        let digits = [HEX[usize::from(a)], HEX[usize::from(b)], HEX[usize::from(c)], HEX[usize::from(d)]];
+        if (digits[0] | digits[1] | digits[2] | digits[3]) & 0x80 != 0 {
             return Err(self.error("invalid `\\u` escape"));
         }
         self.pos += 4;
-        Ok(u32::from(a) << 12 | u32::from(b) << 8 | u32::from(c) << 4 | u32::from(d))
+        Ok(digits.iter().fold(0, |value, &digit| value << 4 | u32::from(digit)))
     }
 
     fn number(&mut self) -> Result<NodeValue<'a>, SyntaxError> {
@@ -585,29 +502,6 @@ mod tests {
         let err = parse(&text).unwrap_err();
         assert!(err.too_deep);
         assert_eq!(err.offset, MAX_DEPTH);
-    }
-
-    #[test]
-    fn the_stacks_room_is_reused_and_nested_containers_keep_their_own() {
-        let mut v: Vec<Entry<'static>> = Vec::with_capacity(64);
-        v.push(Entry { key: "k".into(), key_offset: 0, value: Node { offset: 0, value: NodeValue::Null } });
-        let recycled: Vec<Entry<'_>> = recycle(v);
-        assert!(recycled.is_empty());
-        assert!(recycled.capacity() >= 64, "the room is kept");
-        // Containers inside containers, and an error in the middle of one: the next parse on
-        // this thread is not affected by what the stacks held.
-        assert!(parse(r#"{"a": [1, {"b": [2, 3]}, {"c": {"d": ["#).is_err());
-        let node = parse(r#"{"a": [1, {"b": [2, 3]}, []], "e": {"f": {}}}"#).unwrap();
-        let NodeValue::Object(entries) = &node.value else { panic!() };
-        assert_eq!(entries.iter().map(|e| e.key.as_ref()).collect::<Vec<_>>(), ["a", "e"]);
-        let NodeValue::Array(items) = &entries[0].value.value else { panic!() };
-        assert_eq!(items.len(), 3);
-        let NodeValue::Object(inner) = &items[1].value else { panic!() };
-        let NodeValue::Array(b) = &inner[0].value.value else { panic!() };
-        assert_eq!(
-            b.iter().map(|n| n.value.clone()).collect::<Vec<_>>(),
-            [NodeValue::Number("2".into()), NodeValue::Number("3".into())]
-        );
     }
 
     #[test]

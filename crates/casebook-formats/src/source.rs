@@ -370,29 +370,17 @@ pub struct Fields<'n, 's> {
     /// Which entries were taken: a bit mask, or a list for objects of more than 64 keys.
     taken: u64,
     taken_more: Vec<bool>,
-    /// The lengths of the keys there are, a bit per length ([`length_bit`]): most keys a mapper
-    /// asks for are absent, and most of those are told absent without a look at the keys.
-    lengths: u64,
-}
-
-/// The bit of a key's length in [`Fields::lengths`] (lengths from 63 share one).
-fn length_bit(key: &str) -> u64 {
-    1 << key.len().min(63)
 }
 
 impl<'n, 's> Fields<'n, 's> {
     pub fn new(cx: &mut Cx<'_>, entries: &'n [Entry<'s>], ptr: &Ptr<'_>) -> Self {
         cx.check_duplicate_keys(entries, ptr);
         let taken_more = if entries.len() > 64 { vec![false; entries.len()] } else { Vec::new() };
-        let lengths = entries.iter().fold(0, |bits, e| bits | length_bit(&e.key));
-        Self { entries, taken: 0, taken_more, lengths }
+        Self { entries, taken: 0, taken_more }
     }
 
     /// The value of `key` (the first one if it is repeated), marking it as known.
     pub fn take(&mut self, key: &str) -> Option<&'n Node<'s>> {
-        if self.lengths & length_bit(key) == 0 {
-            return None;
-        }
         let mut found = None;
         for (i, entry) in self.entries.iter().enumerate() {
             if entry.key == key {
@@ -404,7 +392,7 @@ impl<'n, 's> Fields<'n, 's> {
     }
 
     pub fn has(&self, key: &str) -> bool {
-        self.lengths & length_bit(key) != 0 && self.entries.iter().any(|e| e.key == key)
+        self.entries.iter().any(|e| e.key == key)
     }
 
     fn mark(&mut self, i: usize) {
