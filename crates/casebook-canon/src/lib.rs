@@ -181,22 +181,14 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
 /// [`derived_case_id`] of the task `{"input": input}`, the whole task of most rows without an id
 /// (letta's, for one), hashed in one call with its domain: its canonical form is the input as
 /// `serde_json` writes a string (it escapes exactly what RFC 8785 escapes, the same way) inside
-/// `{"input":…}`, and an input without `"`, `\` or control characters as it is.
+/// `{"input":…}` ([`scan::write_escaped`]).
 pub fn derived_case_id_of_input(input: &str) -> String {
     let domain = Kind::Task.domain().as_bytes();
     let mut text = Vec::with_capacity(domain.len() + input.len() + 16);
     text.extend_from_slice(domain);
     text.push(0);
     text.extend_from_slice(b"{\"input\":");
-    if scan::string_special(input.as_bytes(), 0) == input.len() {
-        // Nothing to escape, the common case: copied as it is.
-        text.push(b'"');
-        text.extend_from_slice(input.as_bytes());
-        text.push(b'"');
-    } else {
-        // Writing a `&str` into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut text, input);
-    }
+    scan::write_escaped(input, &mut text);
     text.push(b'}');
     task_id(blake3::hash(&text).as_bytes())
 }

@@ -1,6 +1,6 @@
 //! Finding the end of a run of plain string content in JSON text eight bytes at a time: string
 //! bodies are most of a dataset's bytes, and a byte-by-byte loop over them was the largest cost
-//! of parsing text in scripts other than English.
+//! of parsing text in scripts other than English. The same scan writes strings escaped.
 
 /// The index of the first byte at or after `from` that a JSON string body cannot hold as it is:
 /// `"`, `\` or a control character (below 0x20); `bytes.len()` when there is none.
@@ -31,9 +31,60 @@ pub fn string_special(bytes: &[u8], from: usize) -> usize {
     bytes.len()
 }
 
+/// Appends `text` as a JSON string, with its quotes, escaped as `serde_json` and RFC 8785
+/// escape it: `\"`, `\\`, the short forms `\b \f \n \r \t`, `\u00xx` in lowercase for the other
+/// control characters, everything else as it is. Runs of plain text are found eight bytes at a
+/// time ([`string_special`]) and copied whole.
+pub fn write_escaped(text: &str, out: &mut Vec<u8>) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut at = 0;
+    loop {
+        let special = string_special(bytes, at);
+        out.extend_from_slice(&bytes[at..special]);
+        let Some(&b) = bytes.get(special) else { break };
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0C => out.extend_from_slice(b"\\f"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                DIGITS[usize::from(b >> 4)],
+                DIGITS[usize::from(b & 15)],
+            ]),
+        }
+        at = special + 1;
+    }
+    out.push(b'"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_as_serde_json_does() {
+        let mut every_byte = String::new();
+        for c in (0u8..0x80).map(char::from) {
+            every_byte.push(c);
+            every_byte.push('é');
+        }
+        for text in ["", "plain", "a\"b\\c\nd\re\tf\u{8}g\u{c}h\u{1}\u{1f}\u{7f}", "\"\"", "中文 \n 😀", &every_byte]
+        {
+            let mut out = Vec::new();
+            write_escaped(text, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+    }
 
     fn slow(bytes: &[u8], from: usize) -> usize {
         bytes[from..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).map_or(bytes.len(), |i| from + i)

@@ -168,9 +168,57 @@ pub fn derived_id(task: &casebook_model::Task) -> Option<String> {
         agent_args: None,
     } = task
     {
-        return Some(casebook_canon::derived_case_id_of_input(input));
+        return Some(input_ids::derived(input));
     }
     casebook_canon::derived_case_id(task).ok()
+}
+
+/// The derived ids of the inputs this thread met lately. Datasets repeat their popular prompts
+/// (a third of a realistic file's rows), and an id is a pure function of the input: a repeated
+/// one is looked up instead of hashed again. The cache is per thread (no lock), direct-mapped
+/// (an input takes the place of the one before it in its slot) and bounded: [`SLOTS`] inputs of
+/// at most [`LONGEST`] bytes each.
+///
+/// [`SLOTS`]: input_ids::SLOTS
+/// [`LONGEST`]: input_ids::LONGEST
+mod input_ids {
+    use std::cell::RefCell;
+    use std::hash::{BuildHasher, Hasher};
+
+    pub const SLOTS: usize = 4096;
+    pub const LONGEST: usize = 2048;
+
+    /// An input and its derived id.
+    type Known = Option<(Box<str>, String)>;
+
+    thread_local! {
+        static SEEN: RefCell<Vec<Known>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// [`casebook_canon::derived_case_id_of_input`] of `input`.
+    pub fn derived(input: &str) -> String {
+        if input.len() > LONGEST {
+            return casebook_canon::derived_case_id_of_input(input);
+        }
+        let mut hasher = foldhash::fast::FixedState::with_seed(0x696e_7075_7469_6473).build_hasher();
+        hasher.write(input.as_bytes());
+        // The high bits of the hash pick the slot (the low ones are the weaker in foldhash's
+        // fast hash).
+        let slot = (hasher.finish() >> 52) as usize % SLOTS;
+        SEEN.with_borrow_mut(|seen| {
+            if seen.is_empty() {
+                seen.resize(SLOTS, None);
+            }
+            match &mut seen[slot] {
+                Some((known, id)) if **known == *input => id.clone(),
+                entry => {
+                    let id = casebook_canon::derived_case_id_of_input(input);
+                    *entry = Some((input.into(), id.clone()));
+                    id
+                }
+            }
+        })
+    }
 }
 
 /// The fields of [`Case`] that tell apart the cases of one task whose rows have no id: the case
@@ -220,18 +268,15 @@ pub fn derived_variant(case: &Case) -> casebook_canon::Variant {
 }
 
 /// A number that tells wholly identical rows of a task apart from the others: a hash of the
-/// rest of the case as `serde_json` writes it, without the canonical form (which only the rows
-/// of a repeated task need, for their ids). Two rows equal but for the order of their keys get
-/// different numbers; they then take different variant-derived ids all the same, so ids stay
-/// unique. `buf` is scratch space, reused from one case to the next by the caller: the text is
-/// written whole and hashed in one call. The hash is an in-memory one
-/// ([`crate::ids::Hash64::Rest`]), never stored.
+/// rest of the case, equal exactly when `serde_json` writes the same text for it
+/// ([`crate::shape`]), without the canonical form (which only the rows of a repeated task need,
+/// for their ids). Two rows equal but for the order of their keys get different numbers; they
+/// then take different variant-derived ids all the same, so ids stay unique. `buf` is scratch
+/// space, reused from one case to the next by the caller: the shape is written whole and hashed
+/// in one call. The hash is an in-memory one ([`crate::ids::Hash64::Rest`]), never stored.
 pub fn rest_key(case: &Case, buf: &mut Vec<u8>) -> u64 {
     use std::hash::Hasher;
-    buf.clear();
-    // Writing into a vector cannot fail, and a value that does not serialize (no case read from
-    // a file holds one) still gets a number.
-    let _ = serde_json::to_writer(&mut *buf, &Rest::of(case));
+    crate::shape::write(&Rest::of(case), buf);
     let mut hasher = crate::ids::Hash64::Rest.hasher();
     hasher.write(buf);
     hasher.finish()

@@ -25,6 +25,7 @@ mod parts;
 pub mod pointer;
 pub mod promptfoo;
 mod read;
+mod shape;
 mod snapshot;
 mod source;
 mod source_pointer;

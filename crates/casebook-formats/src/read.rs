@@ -682,7 +682,11 @@ fn stream<W: Send>(
     worker: &(dyn Fn(&Chunk) -> Batch + Sync),
 ) -> Result<(), ReadError> {
     let threads = if threads == 0 { std::thread::available_parallelism().map_or(2, |n| n.get()) } else { threads };
-    let in_flight = threads * 2;
+    // Four chunks a worker: a chunk holds its token from its read to its delivery, through a
+    // parse, the wait for the chunks before it, the check here and the consumer's work (queued
+    // behind the parses). With two a worker, a worker that finished its chunks ahead of a slower
+    // one found every token taken and waited.
+    let in_flight = threads * 4;
     // Tokens bound the chunks alive at once, wherever they are, so no channel below ever holds
     // more than `in_flight` items and no send on them waits for long.
     let (job_tx, job_rx) = sync_channel::<Job>(in_flight);

@@ -433,6 +433,27 @@ mod tests {
     }
 
     #[test]
+    fn fields_find_keys_of_every_length() {
+        let long = "k".repeat(70);
+        let text = format!(r#"{{"id": 1, "{}": 2, "{}": 3, "{long}": 4, "": 5}}"#, "x".repeat(63), "y".repeat(64));
+        let node = crate::json::parse(&text).unwrap();
+        let src = Source::new("f.json", &text, 1, 0);
+        let mut cx = Cx::new(&src, None);
+        let NodeValue::Object(entries) = &node.value else { panic!() };
+        let mut fields = Fields::new(&mut cx, entries, &Ptr::ROOT);
+        for (key, value) in [("id", "1"), (&"x".repeat(63), "2"), (&"y".repeat(64), "3"), (&long, "4"), ("", "5")] {
+            assert!(fields.has(key), "{key}");
+            assert_eq!(fields.take(key).map(|n| n.value.clone()), Some(NodeValue::Number(value.into())), "{key}");
+        }
+        // Absent keys, of a length some key has and of one none has.
+        for key in ["ix", "input", &"z".repeat(63), &"z".repeat(80)] {
+            assert!(!fields.has(key), "{key}");
+            assert!(fields.take(key).is_none(), "{key}");
+        }
+        assert_eq!(fields.rest().count(), 0);
+    }
+
+    #[test]
     fn suggestions() {
         assert_eq!(did_you_mean("ground_trth", &["ground_truth", "input"]), Some("ground_truth"));
         assert_eq!(did_you_mean("zzz", &["ground_truth", "input"]), None);

@@ -484,3 +484,89 @@ fn an_inspect_place_taken_by_an_explicit_id_is_a_located_duplicate() {
         "this sample has no id, and Inspect names it by its place, `2`: the id of the sample on line 1"
     );
 }
+
+/// Rows of one task told apart by their rest as `serde_json` writes it (the reader hashes its
+/// shape, not its text): the same value spelt otherwise (`\u00e9`, spaces) is the same content,
+/// a float for an integer or keys in another order is other content, whose variant is taken and
+/// so numbered. The ids are the ones `casebook` 2b35d54 gave this file, which hashed the text.
+#[test]
+fn rests_are_the_same_content_exactly_when_serde_json_writes_them_alike() {
+    // Letta JSON lines, written by hand so that spellings vary as in files from other tools.
+    let text = concat!(
+        r#"{"input":"q","ground_truth":"é","metadata":{"a":1,"b":"x"}}"#,
+        "\n",
+        r#"{"input":"q","ground_truth":"\u00e9","metadata":{"a":1,"b":"x"}}"#,
+        "\n",
+        r#"{"input":"q","ground_truth":"é","metadata":{"a":1.0,"b":"x"}}"#,
+        "\n",
+        r#"{"input":"q","metadata":{"b":"x","a":1},"ground_truth":"é"}"#,
+        "\n",
+        r#"{"input":"q", "ground_truth":"é", "metadata":{"a":1,"b":"x"}}"#,
+        "\n",
+        r#"{"input":"q","ground_truth":"e"}"#,
+        "\n",
+        r#"{"input":"q","ground_truth":"é","metadata":{"a":1,"b":"x"},"tags":[]}"#,
+        "\n",
+        r#"{"input":"q","ground_truth":"é","metadata":{"a":1,"b":"x","c":null}}"#,
+        "\n",
+        r#"{"input":"q","ground_truth":"é","metadata":{"a":1,"b":"x","c":null}}"#,
+        "\n",
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("rests.jsonl");
+    fs_err::write(&path, text).expect("write");
+    let first = json!({"expected": {"output": "é"}, "metadata": {"a": 1, "b": "x"}});
+    let with_c = json!({"expected": {"output": "é"}, "metadata": {"a": 1, "b": "x", "c": null}});
+    let expected = [
+        base("q"),
+        // The same value as the first row: its second copy.
+        later("q", first.clone(), 2),
+        // `1.0` is not `1` in the text, but is in the canonical form: the first variant id.
+        later("q", first.clone(), 1),
+        // Keys in another order: other content, whose variant ids 1 and 2 are taken.
+        later("q", first.clone(), 3),
+        // The first row again, spaced otherwise: after the copies given so far.
+        later("q", first.clone(), 4),
+        later("q", json!({"expected": {"output": "e"}}), 1),
+        later("q", json!({"labels": [], "expected": {"output": "é"}, "metadata": {"a": 1, "b": "x"}}), 1),
+        later("q", with_c.clone(), 1),
+        later("q", with_c, 2),
+    ];
+    assert_eq!(
+        expected[..4],
+        [
+            "t-d0ad161f682a466b",
+            "t-d0ad161f682a466b-5545ab45-2",
+            "t-d0ad161f682a466b-5545ab45",
+            "t-d0ad161f682a466b-5545ab45-3"
+        ]
+    );
+    for threads in [1, 2] {
+        let read = read_file(&path, threads);
+        assert_eq!(errors(&read.diagnostics), Vec::<String>::new());
+        assert_eq!(read.ids, expected, "{threads} threads");
+    }
+}
+
+/// Derived ids of popular prompts are remembered per thread (a cache of a few thousand inputs):
+/// many more distinct prompts than it holds, each coming back after others took its place, get
+/// the id of their task every time.
+#[test]
+fn prompts_coming_back_after_many_others_keep_the_id_of_their_task() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let prompt = |i: usize| format!("prompt {} with \"quotes\"\n", i % 9_000);
+    let rows: Vec<Value> = (0..12_000).map(|i| json!({"input": prompt(i), "ground_truth": i.to_string()})).collect();
+    let path = dir.path().join("popular.jsonl");
+    fs_err::write(&path, jsonl(&rows)).expect("write");
+    for threads in [1, 2] {
+        let read = read_file(&path, threads);
+        assert_eq!(read.ids.len(), rows.len());
+        for (i, id) in read.ids.iter().enumerate() {
+            let task = casebook_model::Task::new(Value::String(prompt(i)));
+            let base = casebook_canon::derived_case_id(&task).expect("id");
+            let expected =
+                if i < 9_000 { base } else { later(&prompt(i), json!({"expected": {"output": i.to_string()}}), 1) };
+            assert_eq!(*id, expected, "row {i}");
+        }
+    }
+}
