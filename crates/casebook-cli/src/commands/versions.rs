@@ -67,11 +67,10 @@ pub fn import(settings: &Global, args: ImportArgs) -> anyhow::Result<Outcome> {
         settings,
         &args.file,
         &super::read_options(&args.read),
-        args.dataset,
+        Dataset::Import(args.dataset),
         CommitMode::Replace,
         message,
         Parent::Head,
-        false,
     )
 }
 
@@ -91,11 +90,10 @@ pub fn commit(settings: &Global, args: CommitArgs) -> anyhow::Result<Outcome> {
         settings,
         &args.file,
         &super::read_options(&args.read),
-        Some(args.name),
+        Dataset::AddTo(args.name),
         CommitMode::Replace,
         message,
         parent,
-        true,
     )
 }
 
@@ -105,11 +103,10 @@ pub fn put(settings: &Global, args: PutArgs) -> anyhow::Result<Outcome> {
         settings,
         &args.file,
         &super::read_options(&args.read),
-        Some(args.name),
+        Dataset::AddTo(args.name),
         CommitMode::Upsert,
         message,
         Parent::Any,
-        true,
     )
 }
 
@@ -399,18 +396,29 @@ fn tag_on_server(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Commits `file`'s cases to `dataset`; `adds_to` for `commit` and `put`, which name a dataset to
-/// add to, so that a typo of a stored name is refused rather than made a new dataset.
+/// The dataset a file's cases are committed to.
+enum Dataset {
+    /// `import`'s: the one named (else the file's own name), made when new.
+    Import(Option<String>),
+    /// `commit`'s and `put`'s, which add to a dataset: a typo of a stored name is refused rather
+    /// than made a new dataset.
+    AddTo(String),
+}
+
+/// Commits `file`'s cases to `dataset`.
 fn commit_file(
     settings: &Global,
     file: &Path,
     opts: &ReadOptions,
-    dataset: Option<String>,
+    dataset: Dataset,
     mode: CommitMode,
     message: String,
     parent: Parent,
-    adds_to: bool,
 ) -> anyhow::Result<Outcome> {
+    let (dataset, adds_to) = match dataset {
+        Dataset::Import(name) => (name, false),
+        Dataset::AddTo(name) => (Some(name), true),
+    };
     super::check_exists(file)?;
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
