@@ -256,6 +256,17 @@ pub struct CompareArgs {
     pub a: String,
     /// The run after, named the same ways
     pub b: String,
+    /// Pair A's scenario NAME_A with B's NAME_B (repeatable); without it, scenarios pair by
+    /// name, then by the same target, then when each run has one
+    #[arg(long = "scenario", value_name = "NAME_A=NAME_B", value_parser = parse_scenario_pair)]
+    pub scenarios: Vec<(String, String)>,
+}
+
+fn parse_scenario_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => Ok((a.to_owned(), b.to_owned())),
+        _ => Err(format!("`{s}`: write A's scenario, `=`, then B's, e.g. `--scenario baseline=tuned`")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -765,9 +776,14 @@ pub struct HistoryArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// `NAME@REF` of the older version, or a dataset file
-    pub from: String,
+    #[arg(value_name = "OLD")]
+    pub old: String,
     /// `NAME@REF` of the newer version, or a dataset file (`diff support@prod edited.jsonl`)
-    pub to: String,
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// How a dataset file is read (`--from`, `--map`), as `validate` and `import` read it
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]

@@ -75,15 +75,21 @@ pub fn open_all(settings: &Global, runtime: &tokio::runtime::Runtime) -> anyhow:
             );
         }
     });
-    if !quiet {
-        casebook_store::on_wait(say_waiting);
-    }
+    tell_waits(settings);
     match runtime.block_on(AnyStore::open(&location)) {
         Ok(store) => Ok(store),
         // These name the database already.
         Err(err @ StoreError::Connect { .. }) => Err(err.into()),
         Err(err @ StoreError::NotAStore(..)) if matches!(location, Location::Postgres(_)) => Err(err.into()),
         Err(err) => Err(anyhow::Error::new(err).context(format!("cannot open the store `{}`", shown(&location)))),
+    }
+}
+
+/// Has the store say when the command waits for another process's lock ([`say_waiting`]),
+/// unless `--quiet`.
+pub fn tell_waits(settings: &Global) {
+    if !settings.quiet {
+        casebook_store::on_wait(say_waiting);
     }
 }
 

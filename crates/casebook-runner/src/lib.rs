@@ -12,6 +12,7 @@ pub mod hash;
 pub mod letta_suite;
 pub mod mcp;
 pub mod noise;
+pub mod pairing;
 pub mod planned;
 pub mod protocol;
 pub mod record;

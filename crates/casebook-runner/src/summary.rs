@@ -44,6 +44,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::pairing::{Ran, ScenarioPair, pair_scenarios};
 use crate::record::{Failure, RunResult};
 
 /// The 0.975 quantile of the standard normal distribution: two-sided 95 % intervals.
@@ -112,6 +113,11 @@ pub struct RunMeta {
     /// kept before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
+    /// Each scenario's target, in `scenarios`' order, as [`crate::target::recorded`]
+    /// describes it (kind, URL, model, program and arguments; never a key or a header): what
+    /// `compare` pairs differently named scenarios by. Empty in runs kept before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<serde_json::Value>,
 }
 
 /// How many cases of the dataset version a run had, ran, and left out, by reason. The reasons
@@ -1011,27 +1017,32 @@ pub struct Comparison {
     pub ungraded: usize,
     /// Every pair.
     pub differences: Vec<PairedDifference>,
-    /// When each run has one scenario and they are named differently (a `run --target` beside an
-    /// experiment's named scenario), A's and B's: B's results are paired as if they had A's
-    /// scenario, and the lists name A's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paired_scenarios: Option<(String, String)>,
+    /// B's scenarios paired with differently named ones of A ([`crate::pairing`]): B's results
+    /// are paired as if they had A's scenario, and the lists name A's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paired_scenarios: Vec<ScenarioPair>,
 }
 
 /// Pairs the results of two runs by (case id, scenario, run); when a side holds the same case run
 /// twice, its first result is used. Two runs of one scenario each, named differently, pair by
-/// (case id, run) ([`Comparison::paired_scenarios`]).
+/// (case id, run) ([`Comparison::paired_scenarios`]); [`compare_paired`] pairs by target too.
 pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
-    let scenarios =
-        |results: &[RunResult]| -> BTreeSet<String> { results.iter().map(|r| r.scenario.clone()).collect() };
-    let (in_a, in_b) = (scenarios(a), scenarios(b));
-    let paired_scenarios = match (in_a.first(), in_b.first()) {
-        (Some(x), Some(y)) if in_a.len() == 1 && in_b.len() == 1 && x != y => Some((x.clone(), y.clone())),
-        _ => None,
-    };
+    let pairs = pair_scenarios(&Ran::of(a, None), &Ran::of(b, None), &[]).unwrap_or_default();
+    compare_paired(a, b, pairs)
+}
+
+/// [`compare`], B's scenarios named as `pairs` says ([`crate::pairing::pair_scenarios`]).
+pub fn compare_paired(a: &[RunResult], b: &[RunResult], pairs: Vec<ScenarioPair>) -> Comparison {
     let (a, mut b) = (by_case_run(a), by_case_run(b));
-    if let Some((name, _)) = &paired_scenarios {
-        b = b.into_iter().map(|(key, result)| (CaseRun { scenario: name.clone(), ..key }, result)).collect();
+    if !pairs.is_empty() {
+        let names: HashMap<&str, &str> = pairs.iter().map(|p| (p.b.as_str(), p.a.as_str())).collect();
+        b = b
+            .into_iter()
+            .map(|(key, result)| match names.get(key.scenario.as_str()) {
+                Some(name) => (CaseRun { scenario: (*name).to_owned(), ..key }, result),
+                None => (key, result),
+            })
+            .collect();
     }
     let mut comparison = Comparison {
         pairs: 0,
@@ -1044,7 +1055,7 @@ pub fn compare(a: &[RunResult], b: &[RunResult]) -> Comparison {
         errors: Vec::new(),
         ungraded: 0,
         differences: Vec::new(),
-        paired_scenarios,
+        paired_scenarios: pairs,
     };
     for (key, left) in a {
         let Some(right) = b.remove(&key) else {
@@ -1154,6 +1165,7 @@ pub(crate) mod tests {
             n_runs,
             scenarios: scenarios.iter().map(|s| (*s).to_owned()).collect(),
             selection: None,
+            targets: Vec::new(),
         }
     }
 
@@ -1501,16 +1513,18 @@ pub(crate) mod tests {
         let b = vec![failing("c1", "echo-again", 0), passing("c2", "echo-again", 0)];
         let comparison = compare(&a, &b);
         assert_eq!(comparison.pairs, 2);
-        assert_eq!(comparison.paired_scenarios, Some(("echo".to_owned(), "echo-again".to_owned())));
+        let named: Vec<(&str, &str)> =
+            comparison.paired_scenarios.iter().map(|p| (p.a.as_str(), p.b.as_str())).collect();
+        assert_eq!(named, [("echo", "echo-again")]);
         let flipped: Vec<&str> = comparison.pass_to_fail.iter().map(|d| d.key.case_id.as_str()).collect();
         assert_eq!(flipped, ["c1"]);
         // Two scenarios on one side: no guess, nothing pairs.
         let c = vec![passing("c1", "left", 0), passing("c1", "right", 0)];
         let comparison = compare(&a, &c);
-        assert_eq!((comparison.pairs, comparison.paired_scenarios), (0, None));
+        assert_eq!((comparison.pairs, comparison.paired_scenarios), (0, Vec::new()));
         assert_eq!((comparison.only_in_a.len(), comparison.only_in_b.len()), (2, 2));
         // The same names: paired as before, nothing noted.
-        assert_eq!(compare(&a, &a).paired_scenarios, None);
+        assert_eq!(compare(&a, &a).paired_scenarios, []);
     }
 
     #[test]

@@ -94,10 +94,12 @@ impl AnyStore {
 
     /// How [`watched`] finds out whether an operation on this store (of `dataset`) waits for
     /// another process's lock.
-    fn probe<'a>(&'a self, dataset: Option<&'a str>) -> Probe<'a> {
+    pub(crate) fn probe<'a>(&'a self, dataset: Option<&'a str>) -> Probe<'a> {
         match self {
             AnyStore::Sqlite(s) => Probe::File(s.path()),
-            AnyStore::Postgres(store) => Probe::Postgres { store, dataset },
+            AnyStore::Postgres(store) => {
+                Probe::Postgres { options: store.pool().connect_options(), url: store.url(), dataset }
+            }
         }
     }
 

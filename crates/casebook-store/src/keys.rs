@@ -161,23 +161,28 @@ impl AnyStore {
             created: time.to_owned(),
             revoked: None,
         };
-        let secret = self.key_secret(&material.store_secret).await?;
-        let hash = blake3::keyed_hash(&secret, token.as_bytes());
-        let insert = self.sql(
-            "INSERT INTO api_keys (id, project, scope, hash, label, author, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        );
-        with_pool!(self, |pool| {
-            sqlx::query(sqlx::AssertSqlSafe(insert))
-                .bind(&id)
-                .bind(project)
-                .bind(scope.as_str())
-                .bind(hash.as_bytes().to_vec())
-                .bind(label)
-                .bind(author)
-                .bind(time)
-                .execute(pool)
-                .await?;
-        });
+        // A write: behind another process's lock on the store, it says so (`crate::waits`).
+        let write = async {
+            let secret = self.key_secret(&material.store_secret).await?;
+            let hash = blake3::keyed_hash(&secret, token.as_bytes());
+            let insert = self.sql(
+                "INSERT INTO api_keys (id, project, scope, hash, label, author, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            );
+            with_pool!(self, |pool| {
+                sqlx::query(sqlx::AssertSqlSafe(insert))
+                    .bind(&id)
+                    .bind(project)
+                    .bind(scope.as_str())
+                    .bind(hash.as_bytes().to_vec())
+                    .bind(label)
+                    .bind(author)
+                    .bind(time)
+                    .execute(pool)
+                    .await?;
+            });
+            Ok::<_, StoreError>(())
+        };
+        crate::waits::watched(self.probe(None), write).await?;
         Ok(NewKey { key, token })
     }
 
@@ -211,9 +216,13 @@ impl AnyStore {
     pub async fn revoke_key(&self, id: &str, time: &str) -> Result<ApiKey, StoreError> {
         let id = token_id(id).unwrap_or(id);
         let update = self.sql("UPDATE api_keys SET revoked = ? WHERE id = ? AND revoked IS NULL");
-        with_pool!(self, |pool| {
-            sqlx::query(sqlx::AssertSqlSafe(update)).bind(time).bind(id).execute(pool).await?;
-        });
+        let write = async {
+            with_pool!(self, |pool| {
+                sqlx::query(sqlx::AssertSqlSafe(update)).bind(time).bind(id).execute(pool).await?;
+            });
+            Ok::<_, StoreError>(())
+        };
+        crate::waits::watched(self.probe(None), write).await?;
         self.keys(None).await?.into_iter().find(|k| k.id == id).ok_or_else(|| StoreError::NoKey(id.to_owned()))
     }
 

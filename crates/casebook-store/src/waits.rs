@@ -6,6 +6,12 @@
 //! for another process, and tells the [`on_wait`] notice, once, what it waits for and who holds
 //! it. It never guesses: an operation that is only slow (a large import doing its work) is not
 //! reported.
+//!
+//! Watched: opening a store (the embedded store's schema upgrade, and PostgreSQL's, which waits
+//! for another process's upgrade or for the locks of its work on the tables it alters), every
+//! commit (so `import`, `put`, `review`, `capture`, `freeze`), tags, run results, and API key
+//! writes. Who holds an embedded store's lock is read from Linux's `/proc/locks`; elsewhere an
+//! embedded store's wait is not told (PostgreSQL's is, from the server, on any system).
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -53,9 +59,10 @@ pub fn on_wait(notice: impl Fn(&Wait) + Send + Sync + 'static) {
 pub(crate) enum Probe<'a> {
     /// The embedded store whose database file this is.
     File(&'a Path),
-    /// The PostgreSQL store whose connections these options make; `dataset` is the dataset the
-    /// operation locks, if any, to name a row lock by.
-    Postgres { store: &'a crate::PostgresStore, dataset: Option<&'a str> },
+    /// The PostgreSQL store whose connections these options make (`url` as messages name it,
+    /// password hidden; the store may not be open yet, its schema being upgraded); `dataset` is
+    /// the dataset the operation locks, if any, to name a row lock by.
+    Postgres { options: std::sync::Arc<sqlx::postgres::PgConnectOptions>, url: &'a str, dataset: Option<&'a str> },
 }
 
 /// Runs `operation`, telling the [`on_wait`] notice (once) if it waits for another process's
@@ -90,7 +97,7 @@ impl Probe<'_> {
                 let pid = sqlite_writer(path)?;
                 Some(Wait { store, lock: None, holder: Some(Holder::local(pid)) })
             }
-            Probe::Postgres { store, dataset } => postgres_wait(store, *dataset).await,
+            Probe::Postgres { options, url, dataset } => postgres_wait(options, url, *dataset).await,
         }
     }
 }
@@ -137,12 +144,11 @@ fn sqlite_writer(_: &Path) -> Option<u32> {
     None
 }
 
-/// Whether a connection of this process to `store` waits for a lock, and on what, from
-/// `pg_locks` (asked on a connection of its own: the store's may all be busy).
-async fn postgres_wait(store: &crate::PostgresStore, dataset: Option<&str>) -> Option<Wait> {
+/// Whether a connection of this process to the store at `url` waits for a lock, and on what,
+/// from `pg_locks` (asked on a connection of its own: the store's may all be busy).
+async fn postgres_wait(options: &sqlx::postgres::PgConnectOptions, url: &str, dataset: Option<&str>) -> Option<Wait> {
     use sqlx::{Connection, Row};
-    let options = store.pool().connect_options();
-    let mut conn = sqlx::PgConnection::connect_with(&options).await.ok()?;
+    let mut conn = sqlx::PgConnection::connect_with(options).await.ok()?;
     let row = sqlx::query(
         "SELECT l.locktype, l.relation::regclass::text AS relation, b.application_name AS holder, b.pid AS backend
          FROM pg_stat_activity w
@@ -163,7 +169,7 @@ async fn postgres_wait(store: &crate::PostgresStore, dataset: Option<&str>) -> O
         ("relation", Some(table), _) => format!("table `{table}`"),
         ("transactionid" | "tuple", _, Some(dataset)) => format!("dataset `{dataset}`"),
         // The only advisory lock casebook takes.
-        ("advisory", ..) => "the schema upgrade's lock".to_owned(),
+        ("advisory", ..) => "the schema upgrade".to_owned(),
         (other, ..) => format!("a {other} lock"),
     };
     let holder = row.get::<Option<String>, _>("holder").map(|name| {
@@ -171,5 +177,5 @@ async fn postgres_wait(store: &crate::PostgresStore, dataset: Option<&str>) -> O
         let casebook = name == "casebook" || pid.is_some();
         Holder { pid, casebook, program: (!casebook && !name.is_empty()).then_some(name) }
     });
-    Some(Wait { store: store.url().to_owned(), lock: Some(lock), holder })
+    Some(Wait { store: url.to_owned(), lock: Some(lock), holder })
 }

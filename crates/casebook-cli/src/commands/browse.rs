@@ -249,12 +249,12 @@ pub fn history(settings: &Global, args: HistoryArgs) -> anyhow::Result<Outcome> 
 pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
     // An existing file wins over a dataset of the same name, as in `cases`.
     let is_file = |side: &str| std::path::Path::new(side).is_file();
-    if is_file(&args.from) || is_file(&args.to) {
-        return diff_with_files(settings, &args.from, &args.to, &casebook_formats::ReadOptions::default());
+    if is_file(&args.old) || is_file(&args.new) {
+        return diff_with_files(settings, &args.old, &args.new, &super::read_options(&args.read), false);
     }
     print(settings, |runtime, source| {
-        let (name_a, ref_a) = stores::target(&args.from)?;
-        let (name_b, ref_b) = stores::target(&args.to)?;
+        let (name_a, ref_a) = stores::target(&args.old)?;
+        let (name_b, ref_b) = stores::target(&args.new)?;
         if name_a != name_b {
             anyhow::bail!("`diff` compares two versions of one dataset, not `{name_a}` with `{name_b}`");
         }
@@ -269,49 +269,83 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-/// `diff` where a side is a dataset file (`diff support@prod edited.jsonl`), and `commit
-/// --dry-run`: both sides are read whole (files with `options`) and compared by case id, as the
-/// store compares two versions.
+/// `diff` where a side is a dataset file (`diff support@prod edited.jsonl`, files read with
+/// `options`), and `commit --dry-run`: compared by case id, as the store compares two versions.
+/// Neither side is held whole: the first is read once for its ids, content ids and places,
+/// the second then streamed against them, keeping only the cases it changed, whose fields are
+/// compared on a second read of the first side. With `new_dataset`, a first side naming a
+/// dataset the store does not have is taken as empty (what a commit would create).
 pub fn diff_with_files(
     settings: &Global,
     from: &str,
     to: &str,
     options: &casebook_formats::ReadOptions,
+    new_dataset: bool,
 ) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
     let mut source = None;
     let mut dataset = serde_json::Value::Null;
-    let mut side = |text: &str| -> anyhow::Result<Option<(serde_json::Value, String, Vec<casebook_model::Case>)>> {
+    let mut new_note = None;
+    let mut side = |text: &str, first: bool| -> anyhow::Result<DiffSide> {
         let path = std::path::Path::new(text);
         if path.is_file() {
-            return Ok(match super::read_whole(settings, &super::input(path), options)? {
-                Ok((cases, _)) => Some((json!(text), format!("`{text}`"), cases)),
-                Err(errors) => {
-                    stderr!("`{text}` has {}: `casebook validate {text}` lists them", crate::plural(errors, "error"));
-                    None
-                }
-            });
+            return Ok(DiffSide::File(text.to_owned()));
         }
         let (name, reference) = stores::target(text)?;
         if source.is_none() {
             source = Some(Source::open(settings, &runtime)?);
         }
         let Some(source) = source.as_ref() else { unreachable!("opened above") };
-        let version = source.resolve(&runtime, &name, &reference)?;
         dataset = json!(name);
-        let mut cases = Vec::new();
-        source.cases(&runtime, &name, version.number, &casebook_store::Select::default(), 1000, &mut |mut batch| {
-            cases.append(&mut batch);
-            true
-        })?;
-        Ok(Some((json!(version.number), format!("{name} v{}", version.number), cases)))
+        match source.resolve(&runtime, &name, &reference) {
+            Ok(version) => Ok(DiffSide::Stored { name, number: version.number }),
+            Err(err) if first && new_dataset => match err.downcast_ref::<casebook_store::StoreError>() {
+                // As the commit would: a typo of a stored name is refused, a new name is made.
+                Some(missing @ casebook_store::StoreError::NoDataset(..)) => {
+                    if let Some(typo) = super::versions::typo_of_a_dataset(missing) {
+                        return Err(typo);
+                    }
+                    new_note = Some(format!("no dataset named `{name}` yet"));
+                    Ok(DiffSide::Nothing(name))
+                }
+                _ => Err(err),
+            },
+            Err(err) => Err(err),
+        }
     };
-    let (Some(a), Some(b)) = (side(from)?, side(to)?) else { return Ok(Outcome::Invalid) };
-    let diff = cases_diff(&a.2, &b.2)?;
+    let (a, b) = (side(from, true)?, side(to, false)?);
+    let each = |side: &DiffSide, f: &mut dyn FnMut(Vec<casebook_model::Case>)| -> anyhow::Result<bool> {
+        match side {
+            DiffSide::File(text) => super::each_case(settings, &super::input(std::path::Path::new(text)), options, f),
+            DiffSide::Stored { name, number } => {
+                let Some(source) = source.as_ref() else { unreachable!("opened for a stored side") };
+                let select = casebook_store::Select::default();
+                source.cases(&runtime, name, *number, &select, 1000, &mut |batch| {
+                    f(batch);
+                    true
+                })?;
+                Ok(true)
+            }
+            DiffSide::Nothing(_) => Ok(true),
+        }
+    };
+    let diff = cases_diff(&mut |f| each(&a, f), &mut |f| each(&b, f));
+    let diff = match diff {
+        Ok(Some(diff)) => diff,
+        Ok(None) => return Ok(Outcome::Invalid),
+        Err(err) => return Err(err),
+    };
+    if let (Some(note), false) = (&new_note, settings.quiet) {
+        stderr!("note: {note}: the commit would create it");
+    }
     crate::write_stdout(&if settings.json {
-        diff_json(dataset, a.0, b.0, &diff)
+        diff_json(dataset, a.json(), b.json(), &diff)
     } else {
-        diff_text(&format!("{} → {}", a.1, b.1), &diff)
+        let mut text = diff_text(&format!("{} → {}", a.title(), b.title()), &diff);
+        if let DiffSide::Nothing(name) = &a {
+            let _ = writeln!(text, "would create {name} v1: {}", crate::plural(diff.added.len() as u64, "case"));
+        }
+        text
     })?;
     if let Some(source) = source {
         source.tell(settings);
@@ -320,36 +354,143 @@ pub fn diff_with_files(
     Ok(Outcome::Ok)
 }
 
-/// What changed from the cases `old` to the cases `new`, by id, as [`Store::diff`] says it of two
-/// versions: added, removed, modified (field by field, in the cases' native JSON) and moved (the
-/// same content at another place among the cases both hold).
-pub fn cases_diff(old: &[casebook_model::Case], new: &[casebook_model::Case]) -> anyhow::Result<casebook_store::Diff> {
-    use std::collections::BTreeMap;
-    let index = |cases: &[casebook_model::Case]| -> anyhow::Result<BTreeMap<String, serde_json::Value>> {
-        cases.iter().map(|c| Ok((c.id.clone(), serde_json::to_value(c)?))).collect()
-    };
-    let (before, after) = (index(old)?, index(new)?);
-    let mut diff = casebook_store::Diff {
-        added: after.keys().filter(|id| !before.contains_key(*id)).cloned().collect(),
-        removed: before.keys().filter(|id| !after.contains_key(*id)).cloned().collect(),
-        ..casebook_store::Diff::default()
-    };
-    // Places among the cases both sides hold.
-    let order =
-        |cases: &[casebook_model::Case], other: &BTreeMap<String, serde_json::Value>| -> BTreeMap<String, usize> {
-            cases.iter().filter(|c| other.contains_key(&c.id)).enumerate().map(|(i, c)| (c.id.clone(), i)).collect()
-        };
-    let (place_a, place_b) = (order(old, &after), order(new, &before));
-    for (id, a) in &before {
-        let Some(b) = after.get(id) else { continue };
-        if a != b {
-            let changes = casebook_store::field_changes(a, b);
-            diff.modified.push(casebook_store::ModifiedCase { id: id.clone(), changes });
-        } else if place_a.get(id) != place_b.get(id) {
-            diff.moved.push(id.clone());
+/// One side of a `diff` with a file.
+enum DiffSide {
+    File(String),
+    Stored {
+        name: String,
+        number: u64,
+    },
+    /// A dataset not stored yet (`commit --dry-run` of a new one): no cases.
+    Nothing(String),
+}
+
+impl DiffSide {
+    /// How the side is named in the JSON summary: the file, the version number, or null.
+    fn json(&self) -> serde_json::Value {
+        match self {
+            DiffSide::File(text) => json!(text),
+            DiffSide::Stored { number, .. } => json!(number),
+            DiffSide::Nothing(_) => serde_json::Value::Null,
         }
     }
-    Ok(diff)
+
+    fn title(&self) -> String {
+        match self {
+            DiffSide::File(text) => format!("`{text}`"),
+            DiffSide::Stored { name, number } => format!("{name} v{number}"),
+            DiffSide::Nothing(name) => format!("{name} (not stored yet)"),
+        }
+    }
+}
+
+/// Hands a side's cases to the callback it is given, batch by batch; `Ok(false)` when it could
+/// not be read whole (a file with errors, which were reported).
+type EachCase<'a> = dyn FnMut(&mut dyn FnMut(Vec<casebook_model::Case>)) -> anyhow::Result<bool> + 'a;
+
+/// What changed from the cases `old` hands over to those `new` does, by id, as [`Store::diff`]
+/// says it of two versions: added, removed, modified (field by field, in the cases' native
+/// JSON) and moved (the same content at another place among the cases both hold). Each list is
+/// sorted by id. `old` is read twice (when cases were modified) and `new` once; what is held is
+/// each old case's id, content id and place, and the new side's modified cases. `None` when a
+/// side could not be read whole.
+pub fn cases_diff(old: &mut EachCase<'_>, new: &mut EachCase<'_>) -> anyhow::Result<Option<casebook_store::Diff>> {
+    use std::collections::{BTreeMap, HashMap};
+    let content = |case: &casebook_model::Case| casebook_canon::content_id(casebook_canon::Kind::Case, case);
+    // Old cases by id: content id, place among all old cases, seen on the new side.
+    let mut before: HashMap<String, (String, usize, bool)> = HashMap::new();
+    let mut failed: Option<anyhow::Error> = None;
+    let read = old(&mut |batch| {
+        for case in batch {
+            match content(&case) {
+                Ok(id) => {
+                    let place = before.len();
+                    before.entry(case.id).or_insert((id, place, false));
+                }
+                Err(err) => failed = Some(err.into()),
+            }
+        }
+    })?;
+    if !read {
+        return Ok(None);
+    }
+    let mut diff = casebook_store::Diff::default();
+    let mut added = std::collections::HashSet::new();
+    let mut changed: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    // Cases both sides hold with the same content, in the new side's order, with their old places.
+    let mut kept: Vec<(String, usize)> = Vec::new();
+    let mut common = 0usize;
+    let mut places_b: HashMap<String, usize> = HashMap::new();
+    let read = new(&mut |batch| {
+        for case in batch {
+            let Some(entry) = before.get_mut(&case.id) else {
+                if added.insert(case.id.clone()) {
+                    diff.added.push(case.id);
+                }
+                continue;
+            };
+            if entry.2 {
+                continue;
+            }
+            entry.2 = true;
+            places_b.insert(case.id.clone(), common);
+            common += 1;
+            match content(&case) {
+                Ok(id) if id == entry.0 => kept.push((case.id, entry.1)),
+                Ok(_) => match serde_json::to_value(&case) {
+                    Ok(value) => {
+                        changed.insert(case.id, value);
+                    }
+                    Err(err) => failed = Some(anyhow::Error::from(err)),
+                },
+                Err(err) => failed = Some(err.into()),
+            }
+        }
+    })?;
+    if !read {
+        return Ok(None);
+    }
+    if let Some(err) = failed.take() {
+        return Err(err);
+    }
+    diff.removed = before.iter().filter(|(_, (_, _, seen))| !seen).map(|(id, _)| id.clone()).collect();
+    // A kept case moved when its place among the common cases differs on the two sides.
+    let mut old_places: Vec<usize> = before.values().filter(|(_, _, seen)| *seen).map(|(_, place, _)| *place).collect();
+    old_places.sort_unstable();
+    for (id, place) in kept {
+        let rank = old_places.binary_search(&place).unwrap_or_default();
+        if places_b.get(&id) != Some(&rank) {
+            diff.moved.push(id);
+        }
+    }
+    if !changed.is_empty() {
+        let mut modified = Vec::new();
+        let read = old(&mut |batch| {
+            for case in batch {
+                if let Some(new_value) = changed.remove(&case.id) {
+                    match serde_json::to_value(&case) {
+                        Ok(old_value) => {
+                            let changes = casebook_store::field_changes(&old_value, &new_value);
+                            modified.push(casebook_store::ModifiedCase { id: case.id, changes });
+                        }
+                        Err(err) => failed = Some(anyhow::Error::from(err)),
+                    }
+                }
+            }
+        })?;
+        if !read {
+            return Ok(None);
+        }
+        if let Some(err) = failed {
+            return Err(err);
+        }
+        modified.sort_by(|a, b| a.id.cmp(&b.id));
+        diff.modified = modified;
+    }
+    diff.added.sort_unstable();
+    diff.removed.sort_unstable();
+    diff.moved.sort_unstable();
+    Ok(Some(diff))
 }
 
 /// The JSON form of a diff: one line a changed case, then a `summary` line with the dataset

@@ -87,3 +87,43 @@ pub fn read_whole(
     casebook_formats::read(input, options, &|_: &Batch| (), &mut collect)?;
     Ok(if collect.errors == 0 { Ok((collect.cases, collect.header)) } else { Err(collect.errors) })
 }
+
+/// A dataset file's cases, handed to `f` batch by batch as they are read (for commands that
+/// need each case once, in order: `diff` with a file); `Ok(false)` when the file has errors,
+/// which are reported (and then `f` may have had only some of its cases).
+pub fn each_case(
+    settings: &crate::settings::Global,
+    input: &Input,
+    options: &ReadOptions,
+    f: &mut dyn FnMut(Vec<Case>),
+) -> anyhow::Result<bool> {
+    struct Each<'f> {
+        f: &'f mut dyn FnMut(Vec<Case>),
+        reporter: crate::report::Reporter,
+        errors: u64,
+    }
+    impl Consumer<()> for Each<'_> {
+        fn start(&mut self, _: &Start) -> Flow {
+            Flow::Continue
+        }
+        fn batch(&mut self, batch: &mut Batch, _: &mut ()) -> Flow {
+            for d in batch.diagnostics.iter().filter(|d| d.is_error()) {
+                self.errors += 1;
+                self.reporter.emit(d);
+            }
+            // After an error the rest is read for its errors only.
+            if self.errors == 0 {
+                (self.f)(std::mem::take(&mut batch.cases));
+            }
+            Flow::Continue
+        }
+    }
+    let mut each = Each { f, reporter: crate::report::Reporter::new(settings, true), errors: 0 };
+    casebook_formats::read(input, options, &|_: &Batch| (), &mut each)?;
+    if each.errors > 0 {
+        let shown = input.display.clone();
+        stderr!("`{shown}` has {}: `casebook validate {shown}` lists them", crate::plural(each.errors, "error"));
+        return Ok(false);
+    }
+    Ok(true)
+}

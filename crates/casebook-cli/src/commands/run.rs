@@ -23,6 +23,7 @@ use casebook_runner::grade::GraderSpec;
 use casebook_runner::grade::asserts::{CaseAsserts, Tally};
 use casebook_runner::mcp::McpServer;
 use casebook_runner::noise::{Noise, NoisePools, NoiseSpec};
+use casebook_runner::pairing::{Ran, pair_scenarios};
 use casebook_runner::planned::{PlanWriter, PlannedCases};
 use casebook_runner::record::{RunOutput, RunResult};
 use casebook_runner::report;
@@ -179,6 +180,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         n_runs: experiment.n_runs,
         scenarios: plan.scenarios.iter().map(|s| s.name.clone()).collect(),
         selection: Some(selected.clone()),
+        targets: plan.scenarios.iter().map(|s| casebook_runner::target::recorded(&s.describe)).collect(),
     };
     if let Some(store) = &store {
         runtime.block_on(store.begin_run(&run_id, &experiment.name, &settings.time, &serde_json::to_string(&meta)?))?;
@@ -532,7 +534,15 @@ pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> 
     print(settings, |runtime, store| {
         let (summary_a, a) = load_run(runtime, store, Some(&args.a))?;
         let (summary_b, b) = load_run(runtime, store, Some(&args.b))?;
-        let comparison = casebook_runner::summary::compare(&a, &b);
+        let (ran_a, ran_b) = (Ran::of(&a, Some(&summary_a.meta)), Ran::of(&b, Some(&summary_b.meta)));
+        let pairs = pair_scenarios(&ran_a, &ran_b, &args.scenarios).map_err(|e| {
+            anyhow::anyhow!(
+                "{e}; see each run's scenarios with `casebook results {}` and `casebook results {}`",
+                summary_a.meta.run_id,
+                summary_b.meta.run_id
+            )
+        })?;
+        let comparison = casebook_runner::summary::compare_paired(&a, &b, pairs);
         if comparison.pairs == 0 && comparison.errors.is_empty() && comparison.ungraded == 0 && !settings.quiet {
             stderr!("{}", why_unpaired(&summary_a.meta, &summary_b.meta));
         }
@@ -544,10 +554,19 @@ pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> 
     })
 }
 
-/// Why two runs have no case run in common: what each ran, where the difference usually is.
+/// Why two runs have no case run in common: what each ran (scenarios, their targets when
+/// recorded, dataset), how scenarios pair, and how to choose the pairs.
 fn why_unpaired(a: &RunMeta, b: &RunMeta) -> String {
     let side = |meta: &RunMeta| {
-        let scenarios: Vec<String> = meta.scenarios.iter().map(|s| format!("`{s}`")).collect();
+        let scenarios: Vec<String> = meta
+            .scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match meta.targets.get(i) {
+                Some(target) => format!("`{s}` ({})", casebook_runner::target::described_label(target)),
+                None => format!("`{s}`"),
+            })
+            .collect();
         let version = meta.dataset_version_id.get(..12).unwrap_or(&meta.dataset_version_id);
         format!(
             "run {} ran {} {} on dataset {} (version {version})",
@@ -557,9 +576,15 @@ fn why_unpaired(a: &RunMeta, b: &RunMeta) -> String {
             meta.dataset,
         )
     };
+    let example = match (a.scenarios.first(), b.scenarios.first()) {
+        (Some(x), Some(y)) => format!(" (`--scenario {x}={y}`)"),
+        _ => String::new(),
+    };
     format!(
-        "note: nothing paired: results pair by case id, scenario and run number, and {}; {}. Compare runs of \
-         the same dataset, with a scenario of the same name (or one scenario each)",
+        "note: nothing paired: results pair by case id, scenario and run number, and {}; {}. Scenarios pair by \
+         name, else by the same target when each run has one scenario with it, else when each run has one \
+         scenario. Compare runs of the same dataset, and choose which scenario of B stands for which of A with \
+         `--scenario A=B`{example}",
         side(a),
         side(b)
     )

@@ -27,6 +27,8 @@ pub fn init(settings: &Global, args: InitArgs) -> anyhow::Result<Outcome> {
     }
     let shown = stores::shown(&location);
     let runtime = stores::runtime()?;
+    // Making or upgrading a PostgreSQL store waits for another command's upgrade: it says so.
+    stores::tell_waits(settings);
     // An existing store is opened as it is (and brought up to date), never made again.
     let existed = match &location {
         Location::File(file) => file.is_file(),
@@ -65,7 +67,7 @@ pub fn import(settings: &Global, args: ImportArgs) -> anyhow::Result<Outcome> {
         settings,
         &args.file,
         &super::read_options(&args.read),
-        args.dataset,
+        Dataset::Import(args.dataset),
         CommitMode::Replace,
         message,
         Parent::Head,
@@ -77,7 +79,7 @@ pub fn commit(settings: &Global, args: CommitArgs) -> anyhow::Result<Outcome> {
         // What the commit would change: the diff from the version it would build on.
         let base = format!("{}@{}", args.name, args.parent.as_deref().unwrap_or("latest"));
         let file = args.file.display().to_string();
-        return super::browse::diff_with_files(settings, &base, &file, &super::read_options(&args.read));
+        return super::browse::diff_with_files(settings, &base, &file, &super::read_options(&args.read), true);
     }
     let message = args.message.unwrap_or_else(|| format!("commit {}", args.file.display()));
     let parent = match &args.parent {
@@ -88,7 +90,7 @@ pub fn commit(settings: &Global, args: CommitArgs) -> anyhow::Result<Outcome> {
         settings,
         &args.file,
         &super::read_options(&args.read),
-        Some(args.name),
+        Dataset::AddTo(args.name),
         CommitMode::Replace,
         message,
         parent,
@@ -101,7 +103,7 @@ pub fn put(settings: &Global, args: PutArgs) -> anyhow::Result<Outcome> {
         settings,
         &args.file,
         &super::read_options(&args.read),
-        Some(args.name),
+        Dataset::AddTo(args.name),
         CommitMode::Upsert,
         message,
         Parent::Any,
@@ -300,19 +302,43 @@ fn tag_on_server(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// The dataset a file's cases are committed to.
+enum Dataset {
+    /// `import`'s: the one named (else the file's own name), made when new.
+    Import(Option<String>),
+    /// `commit`'s and `put`'s, which add to a dataset: a typo of a stored name is refused rather
+    /// than made a new dataset.
+    AddTo(String),
+}
+
+/// Commits `file`'s cases to `dataset`.
 fn commit_file(
     settings: &Global,
     file: &Path,
     opts: &ReadOptions,
-    dataset: Option<String>,
+    dataset: Dataset,
     mode: CommitMode,
     message: String,
     parent: Parent,
 ) -> anyhow::Result<Outcome> {
+    let (dataset, adds_to) = match dataset {
+        Dataset::Import(name) => (name, false),
+        Dataset::AddTo(name) => (Some(name), true),
+    };
     super::check_exists(file)?;
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
     let place = stores::described(&store);
+    // `commit` and `put` add to a dataset: a new name close to a stored one is a typo of it
+    // (`import` is how a dataset is made).
+    if let (Some(name), true) = (&dataset, adds_to) {
+        if let Err(err) = runtime.block_on(store.header(name)) {
+            if let Some(typo) = typo_of_a_dataset(&err) {
+                runtime.block_on(store.close());
+                return Err(typo);
+            }
+        }
+    }
     let request = IngestRequest {
         input: super::input(file),
         options: opts.clone(),
@@ -373,6 +399,18 @@ fn commit_file(
             }
             Ok(Outcome::Invalid)
         }
+    }
+}
+
+/// The error for a command that adds to a dataset (`commit`, `put`, `commit --dry-run`) and names
+/// one the store does not have, when the name is close to one it has (`err` says "did you mean");
+/// `None` when the name is just new.
+pub(super) fn typo_of_a_dataset(err: &StoreError) -> Option<anyhow::Error> {
+    match err {
+        StoreError::NoDataset(name, hint) if hint.starts_with("; did you mean") => Some(anyhow::anyhow!(
+            "no dataset named `{name}`{hint} (to make a new dataset of that name: `casebook import FILE --dataset {name}`)"
+        )),
+        _ => None,
     }
 }
 

@@ -77,3 +77,19 @@ fn an_interrupted_import_says_the_store_is_as_it_was() {
     datasets.expect_status(0);
     assert!(!datasets.stdout.contains("big"), "{datasets:?}");
 }
+
+#[test]
+fn an_interrupted_put_says_the_store_is_as_it_was() {
+    let dir = Folder::new();
+    big(&dir, 200_000);
+    run(crate::cli::cb(&dir).arg("init")).expect_status(0);
+    dir.file("first.jsonl", "{\"id\": \"kept\", \"input\": \"hello\", \"ground_truth\": \"hi\"}\n");
+    run(crate::cli::cb(&dir).args(["import", "first.jsonl", "--dataset", "big", "-q"])).expect_status(0);
+    let child = spawn(&dir, &["put", "big", "big.jsonl"]);
+    let begun = Instant::now();
+    let (status, stderr) = interrupt(child, || begun.elapsed() > Duration::from_millis(500));
+    assert_eq!(status, Some(130), "{stderr}");
+    assert_eq!(stderr, "interrupted; nothing was written: the store is as it was\n");
+    let log = run(crate::cli::cb(&dir).args(["log", "big", "--format", "json"]));
+    assert_eq!(crate::cli::log_versions(&log.stdout).len(), 1, "{log:?}");
+}

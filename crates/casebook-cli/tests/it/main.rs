@@ -47,6 +47,7 @@ mod schema;
 mod store;
 mod terminal;
 mod threshold;
+mod typos;
 mod unusual_input;
 mod validate_fields;
 mod validate_syntax;

@@ -71,3 +71,56 @@ fn diff_of_a_version_and_a_file_and_commit_dry_run_say_what_would_change() {
         "{out:?}"
     );
 }
+
+/// `commit --dry-run` of a dataset the store does not have says what the commit would create
+/// (every case added, and their count), and creates nothing.
+#[test]
+fn commit_dry_run_of_a_new_dataset_says_what_would_be_created() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    dir.file("data.jsonl", DATA);
+    let out = run(cb(&dir).args(["commit", "support", "data.jsonl", "--dry-run"]));
+    out.expect_status(0);
+    assert_eq!(out.stdout, "support (not stored yet) → `data.jsonl`\n+ 1\n+ 2\nwould create support v1: 2 cases\n");
+    assert_eq!(out.stderr, "note: no dataset named `support` yet: the commit would create it\n");
+    let out = run(cb(&dir).args(["commit", "support", "data.jsonl", "--dry-run", "--format", "json"]));
+    out.expect_status(0);
+    let said: Vec<Value> = out.stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(
+        said.last().unwrap(),
+        &json!({"summary": {"dataset": "support", "from": null, "to": "data.jsonl",
+            "added": 2, "removed": 0, "modified": 0, "moved": 0}})
+    );
+    let datasets = run(cb(&dir).args(["datasets", "--format", "json"]));
+    assert_eq!(datasets.stdout, "", "nothing was created: {datasets:?}");
+}
+
+/// `diff NAME@REF FILE` reads the file as `validate` and `import` do: `--from csv --map` for a
+/// spreadsheet export (the shape of the README's `--map id=qid,…` example), and a file whose
+/// cases are the stored ones in another order shows them moved.
+#[test]
+fn diff_with_a_file_reads_it_with_from_and_map_and_sees_moves() {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    dir.file("data.jsonl", DATA);
+    run(cb(&dir).args(["import", "data.jsonl", "--dataset", "support", "-q"])).expect_status(0);
+    dir.file("sheet.csv", "qid,question,answer\n1,hi,hello there\n2,bye,goodbye\n");
+    let map = ["--from", "csv", "--map", "id=qid,input=question,expected.output=answer"];
+    let out = run(cb(&dir).args(["diff", "support@v1", "sheet.csv"]).args(map));
+    out.expect_status(0);
+    // The spreadsheet's cases also record where they come from, which the JSONL rows did not.
+    assert_eq!(
+        out.stdout,
+        "support v1 → `sheet.csv`\n~ 1\n    /expected/output: \"hello\" → \"hello there\"\n    \
+         /provenance: (absent) → {\"format\":\"csv\"}\n~ 2\n    /provenance: (absent) → {\"format\":\"csv\"}\n"
+    );
+    // The same through `commit --dry-run`, which takes them too.
+    let dry = run(cb(&dir).args(["commit", "support", "sheet.csv", "--dry-run"]).args(map));
+    assert_eq!(dry.stdout, out.stdout, "{dry:?}");
+
+    let lines: Vec<&str> = DATA.lines().collect();
+    dir.file("reordered.jsonl", format!("{}\n{}\n", lines[1], lines[0]));
+    let out = run(cb(&dir).args(["diff", "support@v1", "reordered.jsonl"]));
+    out.expect_status(0);
+    assert_eq!(out.stdout, "support v1 → `reordered.jsonl`\n↕ 1\n↕ 2\n");
+}

@@ -123,3 +123,71 @@ impl Lock {
         }
     }
 }
+
+/// `init` of a PostgreSQL store while another process holds the schema upgrade's lock (as
+/// another casebook making or upgrading the same store would) says that it waits and for what,
+/// then makes the store once the lock is released.
+#[test]
+fn making_a_postgresql_store_behind_another_upgrade_says_it_waits() {
+    use sqlx::Connection;
+    let url = crate::cli::postgres_database();
+    let backend = Backend::Postgres(url.clone());
+    let dir = Folder::new();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let out = runtime.block_on(async {
+        let options: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        let mut held = sqlx::PgConnection::connect_with(&options.application_name("psql")).await.unwrap();
+        // casebook's upgrade lock: the advisory lock keyed "casebook".
+        sqlx::raw_sql("SELECT pg_advisory_lock(7161131761776160619)").execute(&mut held).await.unwrap();
+        let child = command(&backend, &dir).arg("init").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        tokio::time::sleep(HELD).await;
+        sqlx::raw_sql("SELECT pg_advisory_unlock_all()").execute(&mut held).await.unwrap();
+        child.wait_with_output().unwrap()
+    });
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let waiting: Vec<&str> = stderr.lines().filter(|l| l.starts_with("waiting for ")).collect();
+    assert_eq!(
+        waiting,
+        [format!(
+            "waiting for another program (`psql`) holding the lock on the schema upgrade in the store {}; \
+             this command goes on as soon as that one is done…",
+            casebook_store::redact(&url)
+        )],
+        "{stderr}"
+    );
+    run(backend.cb(&dir).args(["datasets"])).expect_status(0);
+}
+
+/// `keys create` behind another process's write lock on the embedded store says it waits (key
+/// writes are watched as commits are), then makes the key.
+#[test]
+fn a_key_made_behind_another_writer_says_it_waits() {
+    let backend = Backend::Embedded;
+    let dir = Folder::new();
+    run(backend.cb(&dir).arg("init")).expect_status(0);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let out = runtime.block_on(async {
+        let held = Lock::take(&backend, &dir).await;
+        let child = command(&backend, &dir)
+            .args(["keys", "create", "--project", "default", "--scope", "read"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(HELD).await;
+        held.release().await;
+        child.wait_with_output().unwrap()
+    });
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let waiting: Vec<&str> = stderr.lines().filter(|l| l.starts_with("waiting for ")).collect();
+    assert_eq!(waiting.len(), 1, "{stderr}");
+    let expected = format!(
+        "pid {}) writing to the store {}; this command goes on as soon as that one is done…",
+        std::process::id(),
+        dir.join(".casebook").display()
+    );
+    assert!(waiting[0].ends_with(&expected), "{stderr}");
+    assert!(String::from_utf8(out.stdout).unwrap().contains("cb_"), "the key was made");
+}

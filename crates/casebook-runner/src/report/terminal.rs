@@ -6,6 +6,7 @@ use super::{
     flips, has_review_or_confidence, output_text, pass_rate_text, percent, percent_interval, points, review_groups,
     score, score_interval, selection_text, threshold_verdict, tool_calls_text, truncate,
 };
+use crate::pairing::PairedBy;
 use crate::record::RunResult;
 use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 
@@ -216,9 +217,16 @@ pub fn human_comparison(comparison: &Comparison) -> String {
         comparison.only_in_b.len(),
         comparison.errors.len(),
     ));
-    if let Some((a, b)) = &comparison.paired_scenarios {
+    for pair in &comparison.paired_scenarios {
+        let why = match (pair.by, &pair.target) {
+            (PairedBy::Choice, _) => format!("as `--scenario {}={}` asks", pair.a, pair.b),
+            (PairedBy::Target, Some(target)) => format!("the same target, {target}"),
+            (PairedBy::Target, None) => "the same target".to_owned(),
+            (PairedBy::OneEach, _) => "each run has one".to_owned(),
+        };
         lines.push(format!(
-            "scenario `{b}` of B paired with scenario `{a}` of A (each run has one; the lists name A's)"
+            "scenario `{}` of B paired with scenario `{}` of A ({why}; the lists name A's)",
+            pair.b, pair.a
         ));
     }
     let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.clone()).collect::<Vec<_>>();

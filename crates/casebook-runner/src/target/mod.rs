@@ -25,7 +25,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 pub use openai::OPERATOR_PREFIX;
 pub use policy::CallPolicy;
 pub use schema::agent_protocol_schema;
-pub use spec::{Script, TargetKind, TargetSpec, TargetSpecError};
+pub use spec::{Script, TargetKind, TargetSpec, TargetSpecError, described_label, recorded};
 // `freeze` shows query URLs and failed answers as the targets do.
 pub(crate) use http::excerpt;
 pub(crate) use spec::is_secret_name;

@@ -374,6 +374,40 @@ fn parse_command(text: &str) -> Result<TargetKind, TargetSpecError> {
     }
 }
 
+/// A described target ([`TargetSpec::describe`], or [`recorded`]) as a scenario would write it:
+/// the URL (`openai+URL?model=NAME` for a chat-completions endpoint), `cmd:PROGRAM ARGS…`,
+/// `builtin:echo` or `builtin:scripted`; with ` (no MCP)` when its runs were not served the
+/// cases' tools. For messages; secrets were redacted when it was described.
+pub fn described_label(described: &Value) -> String {
+    let text = |key: &str| described.get(key).and_then(Value::as_str).unwrap_or_default();
+    let label = match text("kind") {
+        "http" => text("url").to_owned(),
+        "openai" => format!("openai+{}?model={}", text("url"), text("model")),
+        "command" => {
+            let args = described.get("args").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            let words: Vec<&str> =
+                std::iter::once(text("program")).chain(args.iter().filter_map(Value::as_str)).collect();
+            format!("cmd:{}", words.join(" "))
+        }
+        "echo" => "builtin:echo".to_owned(),
+        "scripted" => "builtin:scripted".to_owned(),
+        _ => described.to_string(),
+    };
+    if described.get("mcp") == Some(&Value::Bool(false)) { format!("{label} (no MCP)") } else { label }
+}
+
+/// What a run records of a scenario's target (`RunMeta::targets`): its description
+/// ([`TargetSpec::describe`], with what the caller added, such as `mcp`) without headers, which
+/// may say who calls rather than what is called, and whose values a description only redacts
+/// when their names look secret.
+pub fn recorded(described: &Value) -> Value {
+    let mut kept = described.clone();
+    if let Some(fields) = kept.as_object_mut() {
+        fields.remove("headers");
+    }
+    kept
+}
+
 const REDACTED: &str = "redacted";
 
 /// Whether a header or query parameter name suggests a secret value.

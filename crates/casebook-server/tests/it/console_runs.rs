@@ -88,6 +88,7 @@ async fn keep(store: &AnyStore, id: &str, started: &str, mut results: Vec<RunRes
         n_runs: 2,
         scenarios: vec!["default".to_owned()],
         selection: None,
+        targets: Vec::new(),
     };
     store.begin_run(id, "support-bot", started, &serde_json::to_string(&meta).unwrap()).await.unwrap();
     for (n, r) in results.iter_mut().enumerate() {

@@ -248,7 +248,10 @@ impl PostgresStore {
                 ),
             ));
         }
-        Self::migrate(&mut first, &shown, create).await?;
+        // An upgrade waits for another's, and for the locks of work on the tables it alters.
+        let probe =
+            crate::waits::Probe::Postgres { options: std::sync::Arc::new(options.clone()), url: &shown, dataset: None };
+        crate::waits::watched(probe, Self::migrate(&mut first, &shown, create)).await?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
             .acquire_timeout(std::time::Duration::from_secs(30))
