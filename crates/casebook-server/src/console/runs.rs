@@ -9,9 +9,12 @@ use std::collections::HashMap;
 
 use crate::extract::{Path, Query};
 use askama::Template;
+use casebook_runner::pairing::{Ran as Scenarios, pair_scenarios};
 use casebook_runner::protocol::Step;
 use casebook_runner::record::{RunOutput, RunResult};
-use casebook_runner::summary::{CaseRun, Comparison, Interval, PairedDifference, RunMeta, Summary, Verdict, compare};
+use casebook_runner::summary::{
+    CaseRun, Comparison, Interval, PairedDifference, RunMeta, Summary, Verdict, compare_paired,
+};
 use casebook_store::{AnyStore, Ref, RunRow, Store};
 use serde::Deserialize;
 use serde_json::Value;
@@ -659,7 +662,7 @@ fn places(results: &[Result<RunResult, String>]) -> HashMap<CaseRun, usize> {
     map
 }
 
-type Loaded = (Side, HashMap<CaseRun, usize>, Option<Ran>, Vec<RunResult>);
+type Loaded = (Side, HashMap<CaseRun, usize>, Option<Ran>, Vec<RunResult>, Option<RunMeta>);
 
 /// One side of a comparison: the run, where its results are, and those that can be read.
 async fn side(
@@ -682,7 +685,7 @@ async fn side(
         pass_rate: percent(summary.totals.pass_rate),
         unreadable: all.len() - readable.len(),
     };
-    Ok((side, places(&all), ran, readable))
+    Ok((side, places(&all), ran, readable, known.meta))
 }
 
 /// Two runs side by side, as `casebook compare A B` computes them: B against A.
@@ -719,9 +722,12 @@ pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q):
         return Ok(html(&page));
     }
     let mut seen = HashMap::new();
-    let (side_a, places_a, ran_a, a) = side(store, &project, &q.a, &mut seen).await?;
-    let (side_b, places_b, ran_b, b) = side(store, &project, &q.b, &mut seen).await?;
-    let comparison: Comparison = compare(&a, &b);
+    let (side_a, places_a, ran_a, a, meta_a) = side(store, &project, &q.a, &mut seen).await?;
+    let (side_b, places_b, ran_b, b, meta_b) = side(store, &project, &q.b, &mut seen).await?;
+    // Scenarios pair as `casebook compare` pairs them: by name, else by the target they ran.
+    let (scenarios_a, scenarios_b) = (Scenarios::of(&a, meta_a.as_ref()), Scenarios::of(&b, meta_b.as_ref()));
+    let pairs = pair_scenarios(&scenarios_a, &scenarios_b, &[]).unwrap_or_default();
+    let comparison: Comparison = compare_paired(&a, &b, pairs);
     page.a = side_a.id.clone();
     page.b = side_b.id.clone();
     if side_a.dataset != side_b.dataset {
