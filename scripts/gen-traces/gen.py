@@ -180,12 +180,12 @@ class Writer:
         self.exporter.clear()
         if not spans:
             return
+        if self.shift is None:
+            self.shift = min(span.start_time for span in spans) - BASE
         request = encode_spans(spans)
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
-                    if self.shift is None:
-                        self.shift = span.start_time_unix_nano - BASE
                     span.start_time_unix_nano -= self.shift
                     span.end_time_unix_nano -= self.shift
                     for event in span.events:
