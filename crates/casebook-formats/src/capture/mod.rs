@@ -633,6 +633,32 @@ fn rfc3339(nanos: u64) -> String {
 mod tests {
     use super::*;
 
+    fn message(role: &str, text: &str) -> Message {
+        Message { role: role.into(), texts: vec![text.into()], ..Message::default() }
+    }
+
+    #[test]
+    fn a_model_call_continues_the_previous_one_with_tool_results_but_not_with_a_new_question() {
+        let call = Call { name: "get_weather".into(), arguments: None, id: Some("c1".into()) };
+        let asked = Message { role: "assistant".into(), calls: vec![call], ..Message::default() };
+        let input = vec![message("system", "Be brief."), message("user", "Weather in Paris?")];
+        let result = Message {
+            role: "tool".into(),
+            results: vec![ToolResult { id: Some("c1".into()), name: None, result: json!("rainy") }],
+            ..Message::default()
+        };
+        let next = [input.clone(), vec![asked.clone(), result.clone()]].concat();
+        assert!(continues(&input, std::slice::from_ref(&asked), &next));
+        // A new question after the answer is a new invocation (a turn of the conversation).
+        let answer = message("assistant", "Rainy.");
+        let later = [next.clone(), vec![answer.clone(), message("user", "And in Lyon?")]].concat();
+        assert!(!continues(&next, std::slice::from_ref(&answer), &later));
+        // Another question that starts the same way, without the tool's result, is not joined.
+        assert!(!continues(&input, std::slice::from_ref(&asked), &[input.clone(), vec![asked.clone()]].concat()));
+        // A call that asked for no tool is not continued.
+        assert!(!continues(&input, &[message("assistant", "Rainy.")], &next));
+    }
+
     #[test]
     fn times_are_written_in_utc() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
