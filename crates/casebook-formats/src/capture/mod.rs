@@ -189,18 +189,31 @@ fn is_model_call(view: &View) -> bool {
 ///
 /// `None`: the invocation's case depends on no other.
 pub(crate) fn join_key(spans: &[Span], top: usize, members: &[usize]) -> Option<String> {
-    let root = &spans[top];
-    let mut view = View::new(root);
-    if !view.is_invocation() && is_model_call(&view) {
-        if let Some((messages, _)) = view.input_messages() {
-            let system: Vec<String> = messages.iter().filter(|m| is_system(m)).map(Message::text).collect();
-            let first = messages.iter().find(|m| is_user(m)).map(Message::text).unwrap_or_default();
-            let service = root.service.as_deref().unwrap_or("");
-            return Some(format!("calls\u{1f}{service}\u{1f}{}\u{1f}{first}", system.join("\u{1e}")));
-        }
+    if let Some(input) = rootless_call_input(&spans[top]) {
+        return Some(calls_key(&spans[top], &input));
     }
     members.iter().find_map(|&i| View::new(&spans[i]).conversation()).map(|id| format!("conversation\u{1f}{id}"))
 }
+
+/// The input messages of a model call that is an invocation itself (no span of the app above it).
+fn rootless_call_input(root: &Span) -> Option<Vec<Message>> {
+    let mut view = View::new(root);
+    if view.is_invocation() || !is_model_call(&view) {
+        return None;
+    }
+    view.input_messages().map(|(messages, _)| messages)
+}
+
+/// The [`join_key`] of a rootless model call sent `input`.
+fn calls_key(root: &Span, input: &[Message]) -> String {
+    let system: Vec<String> = input.iter().filter(|m| is_system(m)).map(Message::text).collect();
+    let first = input.iter().find(|m| is_user(m)).map(Message::text).unwrap_or_default();
+    let service = root.service.as_deref().unwrap_or("");
+    format!("{CALLS}{service}\u{1f}{}\u{1f}{first}", system.join("\u{1e}"))
+}
+
+/// How the [`join_key`] of a rootless model call starts.
+const CALLS: &str = "calls\u{1f}";
 
 fn is_system(m: &Message) -> bool {
     m.role == "system" || m.role == "developer"
@@ -220,8 +233,7 @@ fn join_model_calls(spans: &[Span], invocations: Vec<(usize, Vec<usize>)>) -> Ve
     let mut open: HashMap<String, (usize, Vec<Message>, Vec<Message>)> = HashMap::new();
     let mut out: Vec<Option<(usize, Vec<usize>)>> = Vec::with_capacity(invocations.len());
     for (top, members) in invocations {
-        let key = join_key(spans, top, &members).filter(|k| k.starts_with("calls\u{1f}"));
-        let Some(key) = key else {
+        let Some(key) = join_key(spans, top, &members).filter(|k| k.starts_with(CALLS)) else {
             out.push(Some((top, members)));
             continue;
         };
