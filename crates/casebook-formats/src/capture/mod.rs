@@ -325,7 +325,9 @@ fn invocation_case(
         })
     };
 
-    // The calls models asked for and the tool results sent back to them, by call id.
+    // The calls models asked for and the tool results sent back to them, by call id: what the
+    // tools answered when no span records their execution (the model calls' messages are read
+    // again only then).
     let mut asked: Vec<Call> = Vec::new();
     let mut results: Vec<ToolResult> = Vec::new();
     let mut note = |list: &[Message]| {
@@ -335,12 +337,14 @@ fn invocation_case(
         }
     };
     note(&messages);
-    for view in &mut views {
-        if let Some((list, _)) = view.input_messages() {
-            note(&list);
-        }
-        if let Some(list) = view.output_messages() {
-            note(&list);
+    if !views.iter().any(View::is_tool) {
+        for view in &mut views {
+            if let Some((list, _)) = view.input_messages() {
+                note(&list);
+            }
+            if let Some(list) = view.output_messages() {
+                note(&list);
+            }
         }
     }
 
@@ -378,11 +382,13 @@ fn invocation_case(
         }
     }
     if exchanges.is_empty() {
-        diags.push(root.at.diagnostic(
-            Code::NoContent,
-            format!("{what} recorded no user message: no case was made from it"),
-            Some(CONTENT_HINT.into()),
-        ));
+        // A run that failed before its first model call answered may have recorded nothing of
+        // the question: that is no sign of content capture being off.
+        let (message, hint) = match &failed {
+            Some(_) => (format!("{what} failed and recorded no user message: no case was made from it"), None),
+            None => (format!("{what} recorded no user message: no case was made from it"), Some(CONTENT_HINT.into())),
+        };
+        diags.push(root.at.diagnostic(Code::NoContent, message, hint));
         return None;
     }
     if let Some(last) = exchanges.last_mut() {

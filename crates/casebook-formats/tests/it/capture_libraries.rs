@@ -298,7 +298,9 @@ fn openai_agents_failed_runs_inside_an_ok_workflow_are_failed() {
     let diags = diagnostics(&captured);
     assert_eq!(diags.len(), 1, "{diags:?}");
     assert_eq!((diags[0].0.as_str(), diags[0].1), ("W-no-content", 3));
-    assert!(diags[0].2.starts_with("span `Agent workflow` (trace 0af7651916cd43e08448eb211c80319c, span 1000000000000011) recorded no user message"), "{}", diags[0].2);
+    // The run failed: no hint to turn content capture on.
+    assert_eq!(captured.diagnostics[0].hint, None);
+    assert!(diags[0].2.starts_with("span `Agent workflow` (trace 0af7651916cd43e08448eb211c80319c, span 1000000000000011) failed and recorded no user message"), "{}", diags[0].2);
 }
 
 #[test]
