@@ -411,11 +411,13 @@ is never overwritten.
 Examples:
   casebook capture traces.jsonl --dataset support -m 'failed tickets of Monday'
   casebook capture traces.json --dataset support --where 'metadata.status == \"error\"'
+  casebook capture traces.json logs.json --dataset support    (GenAI events in OpenTelemetry logs)
   casebook capture traces.jsonl --dry-run --to letta"
 )]
 pub struct CaptureArgs {
     /// OTLP JSON trace files (`-` for standard input): `ExportTraceServiceRequest` documents, or
-    /// JSON lines of them as the collector's file exporter writes
+    /// JSON lines of them as the collector's file exporter writes; and OTLP JSON log files
+    /// (`ExportLogsServiceRequest`) whose GenAI events hold the messages the spans did not
     #[arg(required = true, value_name = "TRACES")]
     pub traces: Vec<PathBuf>,
     /// The dataset the cases are added to (made if it does not exist)

@@ -296,3 +296,45 @@ pub struct Health {
     pub status: String,
     pub version: String,
 }
+
+/// What a review changes: the cases named by id and those the filter selects, in the `base`
+/// version (default the head), set to the state and confidence given.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct ReviewBody {
+    /// Ids of cases to change; each must be in the base version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// Also the cases this filter selects (the filter language of `casebook help filter`).
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// At most this many of the cases the filter selects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// `draft`, `reviewed` or `rejected`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "reviewed")]
+    pub state: Option<casebook_model::Review>,
+    /// How much the cases' expected answers are trusted, from 0 to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// The version the change builds on (`v3`, a tag, a content id; default `latest`): a commit
+    /// made since is a conflict (409), not an update lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The version's message (default: what changed, `review: 3 cases reviewed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// What a review wrote.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ReviewReport {
+    /// False when every chosen case was already as asked (no version was made).
+    pub created: bool,
+    /// The new version, or the head that already had this content.
+    pub version: Version,
+    /// How many cases were chosen.
+    pub cases: u64,
+    /// The number of the version the change was built on.
+    pub base: u64,
+}

@@ -114,11 +114,12 @@ impl From<StoreError> for ApiError {
         match &err {
             // The store's hint for an empty project speaks of `casebook import`; a client pushes.
             StoreError::NoDataset(name, hint) if hint.contains("no datasets yet") => Self::not_found(format!(
-                "no dataset named `{name}`; the project has no datasets yet (`casebook push --name NAME --file FILE` adds one)"
+                "no dataset named `{name}`; the project has no datasets yet (`casebook push --dataset NAME FILE` adds one)"
             )),
-            StoreError::NoDataset(..) | StoreError::NoVersion { .. } | StoreError::NoRun(_) => {
-                Self::not_found(err.to_string())
-            }
+            StoreError::NoDataset(..)
+            | StoreError::NoVersion { .. }
+            | StoreError::NoRun(_)
+            | StoreError::NoCase { .. } => Self::not_found(err.to_string()),
             StoreError::Ambiguous { .. }
             | StoreError::AmbiguousRun(..)
             | StoreError::BadHash(_)
@@ -133,6 +134,7 @@ impl From<StoreError> for ApiError {
             StoreError::TooLong(_)
             | StoreError::UnreadSeedFile { .. }
             | StoreError::Cancelled
+            | StoreError::NoneSelected { .. }
             | StoreError::DuplicateId(_) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid-input", err.to_string())
             }

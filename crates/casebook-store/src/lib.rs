@@ -16,6 +16,7 @@ mod keys;
 mod merge;
 pub mod names;
 mod postgres;
+mod review;
 mod runs;
 pub mod seeds;
 mod sqlite;
@@ -39,6 +40,7 @@ pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use merge::{Changes, Choice, Exceptions, Merged, WholeMerge};
 pub use names::{NameError, Ref};
 pub use postgres::{PostgresStore, redact};
+pub use review::{ReviewRequest, Reviewed, no_such_cases, review};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};
 pub use sqlite::{FileSharing, SqliteStore};
@@ -247,6 +249,12 @@ pub enum StoreError {
     NoKey(String),
     #[error("the commit was cancelled: its input had errors")]
     Cancelled,
+    /// Cases named by id that a version lacks (`cases` lists them quoted), with a suggestion.
+    #[error("{dataset} v{number} has no case {cases}{hint}: nothing was written")]
+    NoCase { dataset: String, number: u64, cases: String, hint: String },
+    /// A selection (`--where`, `--tag`) that chose no case of the version.
+    #[error("the selection chooses no case of {dataset} v{number}: nothing was written")]
+    NoneSelected { dataset: String, number: u64 },
     #[error(
         "case `{case}` names the seed file `{file}`, which was not read: a stored version must hold its seeds; \
          read the dataset from its file (not standard input) so the seed file is found beside it"

@@ -134,125 +134,66 @@ pub fn rm(settings: &Global, args: RmArgs) -> anyhow::Result<Outcome> {
     report_commit(settings, outcome, None, &place)
 }
 
-/// Cases a commit of `review` hands the store at a time.
-const REVIEW_BATCH: usize = 4096;
-
 pub fn review(settings: &Global, args: ReviewArgs) -> anyhow::Result<Outcome> {
     let select = crate::settings::selection(&args.select)?;
-    let reference = match &args.parent {
-        Some(text) => text.parse().map_err(|e: String| anyhow::anyhow!(e))?,
-        None => casebook_store::Ref::Latest,
-    };
-    let runtime = stores::runtime()?;
-    let store = stores::open_write(settings, &runtime)?;
-    let place = stores::described(&store);
-    let changed = runtime.block_on(reviewed_cases(&store, &args, &select, &reference));
-    let (base, cases) = match changed {
-        Ok(found) => found,
-        Err(err) => {
-            runtime.block_on(store.close());
-            return Err(err);
-        }
-    };
-    let review = args.state.map(|state| match state {
+    let base = args.parent.as_deref().unwrap_or("latest");
+    let state = args.state.map(|state| match state {
         ReviewState::Draft => casebook_model::Review::Draft,
         ReviewState::Reviewed => casebook_model::Review::Reviewed,
         ReviewState::Rejected => casebook_model::Review::Rejected,
     });
-    let count = cases.len();
-    let prepared: Result<Vec<_>, StoreError> = cases
-        .into_iter()
-        .map(|mut case| {
-            if review.is_some() {
-                case.review = review;
-            }
-            if args.confidence.is_some() {
-                case.confidence = args.confidence;
-            }
-            casebook_store::prepare(&case)
-        })
-        .collect();
-    let prepared = match prepared {
-        Ok(prepared) => prepared,
-        Err(err) => {
-            runtime.block_on(store.close());
-            return Err(err.into());
-        }
-    };
-    let message = args.message.clone().unwrap_or_else(|| review_message(count, args.state, args.confidence));
-    let request = CommitRequest {
+    if settings.on_server() {
+        return review_on_server(settings, &args, &select, base, state);
+    }
+    let request = casebook_store::ReviewRequest {
         dataset: args.name.clone(),
-        header: None,
-        mode: CommitMode::Upsert,
-        // On the version the cases were read from: a commit made meanwhile is a conflict, not
-        // an update lost.
-        parent: Some(base),
+        base: base.parse().map_err(|e: String| anyhow::anyhow!(e))?,
+        ids: args.ids.clone(),
+        select: select.filter.is_some().then_some(select),
+        review: state,
+        confidence: args.confidence,
         author: settings.author.clone(),
         time: settings.time.clone(),
-        message,
+        message: args.message.clone(),
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(2);
-    let outcome = runtime.block_on(async {
-        let send = async move {
-            let mut prepared = prepared.into_iter().peekable();
-            while prepared.peek().is_some() {
-                let batch: Vec<_> = prepared.by_ref().take(REVIEW_BATCH).collect();
-                if tx.send(Ok(batch)).await.is_err() {
-                    break;
-                }
-            }
-        };
-        tokio::join!(store.commit(request, rx), send).0
-    });
+    let runtime = stores::runtime()?;
+    let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
+    let outcome = runtime.block_on(casebook_store::review(&store, request)).map(|reviewed| reviewed.outcome);
     runtime.block_on(store.close());
     report_commit(settings, outcome, None, &place)
 }
 
-/// The version `review` builds on, and the cases it changes: those `args.ids` name and those
-/// `select` selects (`--where`, `--tag`, at most `--limit` of them), in the version's order,
-/// each once. An id the version lacks is an error that
-/// names it (with the id it may be a typo of).
-async fn reviewed_cases(
-    store: &AnyStore,
+/// `review` with `CASEBOOK_URL` set: the server's review route does the same on its store.
+fn review_on_server(
+    settings: &Global,
     args: &ReviewArgs,
     select: &casebook_store::Select,
-    reference: &casebook_store::Ref,
-) -> anyhow::Result<(u64, Vec<casebook_model::Case>)> {
-    let version = store.resolve(&args.name, reference).await?;
-    let mut cases = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    if select.filter.is_some() {
-        store
-            .cases(&args.name, version.number, select, REVIEW_BATCH, &mut |batch| {
-                for case in batch {
-                    if seen.insert(case.id.clone()) {
-                        cases.push(case);
-                    }
-                }
-                true
-            })
-            .await?;
-    }
-    let mut missing = Vec::new();
-    for id in &args.ids {
-        if seen.contains(id) {
-            continue;
-        }
-        match store.case(&args.name, version.number, id).await? {
-            Some(case) => {
-                seen.insert(id.clone());
-                cases.push(case);
-            }
-            None => missing.push(id.as_str()),
-        }
-    }
-    if !missing.is_empty() {
-        return Err(no_such_cases(store, &args.name, version.number, &missing).await);
-    }
-    if cases.is_empty() {
-        anyhow::bail!("`--where` selects no case of {} v{}: nothing was written", args.name, version.number);
-    }
-    Ok((version.number, cases))
+    base: &str,
+    state: Option<casebook_model::Review>,
+) -> anyhow::Result<Outcome> {
+    use crate::remote::Remote;
+    let runtime = stores::runtime()?;
+    let remote = runtime.block_on(Remote::connect())?;
+    let body = casebook_server::api::ReviewBody {
+        ids: args.ids.clone(),
+        filter: select.filter.as_ref().map(ToString::to_string),
+        limit: select.limit,
+        state,
+        confidence: args.confidence,
+        base: Some(base.to_owned()),
+        message: args.message.clone(),
+    };
+    let request = remote
+        .request(reqwest::Method::POST, &remote.dataset_path(&args.name, "/review"))
+        .header("x-casebook-author", &settings.author)
+        .json(&body);
+    let reviewed: casebook_server::api::ReviewReport = runtime.block_on(remote.json(request))?;
+    let version = reviewed.version.into_info(&args.name);
+    let outcome =
+        if reviewed.created { CommitOutcome::Created(version) } else { CommitOutcome::Unchanged(Some(version)) };
+    let place = format!("the server at {}, project `{}`", remote.url, remote.project);
+    report_commit(settings, Ok(outcome), None, &place)
 }
 
 /// Checks that the head of `dataset` has every case `ids` names.
@@ -260,51 +201,14 @@ async fn check_cases_exist(store: &AnyStore, dataset: &str, ids: &[String]) -> a
     let version = store.resolve(dataset, &casebook_store::Ref::Latest).await?;
     let mut missing = Vec::new();
     for id in ids {
-        if store.case(dataset, version.number, id).await?.is_none() && !missing.contains(&id.as_str()) {
-            missing.push(id.as_str());
+        if store.case(dataset, version.number, id).await?.is_none() && !missing.contains(id) {
+            missing.push(id.clone());
         }
     }
-    if missing.is_empty() { Ok(()) } else { Err(no_such_cases(store, dataset, version.number, &missing).await) }
-}
-
-/// The error for ids version `number` of `dataset` lacks: each named, with the id the first may
-/// be a typo of.
-async fn no_such_cases(store: &AnyStore, dataset: &str, number: u64, missing: &[&str]) -> anyhow::Error {
-    // The ids there are, read only to say which one was meant.
-    let mut known = Vec::new();
-    let listed = store
-        .bodies(dataset, number, &casebook_store::Select::all(), REVIEW_BATCH, &mut |bodies| {
-            known.extend(bodies.iter().filter_map(|b| {
-                serde_json::from_str::<serde_json::Value>(b).ok()?.get("id")?.as_str().map(str::to_owned)
-            }));
-            true
-        })
-        .await;
-    if let Err(err) = listed {
-        return err.into();
-    }
-    let refs: Vec<&str> = known.iter().map(String::as_str).collect();
-    let hint = missing
-        .first()
-        .and_then(|first| casebook_model::did_you_mean(first, &refs))
-        .map_or_else(String::new, |near| format!("; did you mean `{near}`?"));
-    let named: Vec<String> = missing.iter().map(|id| format!("`{id}`")).collect();
-    anyhow::anyhow!("{dataset} v{number} has no case {}{hint}: nothing was written", named.join(", "))
-}
-
-/// `review: 3 cases reviewed (confidence 0.9)`.
-fn review_message(count: usize, state: Option<ReviewState>, confidence: Option<f64>) -> String {
-    let cases = crate::plural(count as u64, "case");
-    let state = state.map(|s| match s {
-        ReviewState::Draft => "draft",
-        ReviewState::Reviewed => "reviewed",
-        ReviewState::Rejected => "rejected",
-    });
-    match (state, confidence) {
-        (Some(state), Some(c)) => format!("review: {cases} {state} (confidence {c})"),
-        (Some(state), None) => format!("review: {cases} {state}"),
-        (None, Some(c)) => format!("review: confidence {c} on {cases}"),
-        (None, None) => format!("review: {cases}"),
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(casebook_store::no_such_cases(store, dataset, version.number, &missing).await.into())
     }
 }
 

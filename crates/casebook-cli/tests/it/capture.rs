@@ -144,7 +144,7 @@ fn traces_without_content_are_warnings_located_at_the_agent_span() {
     alone.expect_status(1);
     assert_eq!(warnings(&alone.stderr), [at("W-no-content", 20, 13, "/resourceSpans/0/scopeSpans/0/spans/0")]);
     assert!(alone.stderr.contains("recorded no user message: no case was made from it"), "{alone:?}");
-    assert!(alone.stderr.contains("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"), "{alone:?}");
+    assert!(alone.stderr.contains("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only"), "{alone:?}");
     assert!(
         alone.stderr.contains("nothing was captured: 2 spans hold no agent invocation with recorded messages"),
         "{alone:?}"

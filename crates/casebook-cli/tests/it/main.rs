@@ -10,7 +10,9 @@ mod cli;
 mod args;
 mod capture;
 mod capture_libraries;
+mod capture_logs;
 mod compare_pairs;
+mod console_links;
 
 mod convert;
 mod csv_cells;
@@ -38,6 +40,7 @@ mod promptfoo;
 mod push_merge;
 mod readme_tour;
 mod remote;
+mod remote_review;
 mod remote_runs;
 mod review;
 mod run;

@@ -1181,11 +1181,7 @@ fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend)
     assert_eq!(out.stderr, on_server);
 
     // What cannot work on a server says so, and acts on nothing.
-    for args in [
-        &["rm", "support", "z"][..],
-        &["review", "support", "z", "--state", "reviewed"],
-        &["import", "../local.jsonl", "--dataset", "support"],
-    ] {
+    for args in [&["rm", "support", "z"][..], &["import", "../local.jsonl", "--dataset", "support"]] {
         let out = run(user().args(args));
         let line = one_error(&out, 2);
         assert_eq!(

@@ -116,7 +116,7 @@ fn a_review_that_cannot_be_made_writes_nothing(b: &Backend) {
     assert_eq!(run(b.cb(&dir).args(["review", "qa", "--state", "draft"])).status, Some(2));
     let out = run(b.cb(&dir).args(["review", "qa", "--where", "id == \"none\"", "--state", "draft"]));
     assert_eq!(out.status, Some(2), "{out:?}");
-    assert!(out.stderr.contains("`--where` selects no case of qa v1"), "{out:?}");
+    assert!(out.stderr.contains("the selection chooses no case of qa v1: nothing was written"), "{out:?}");
     assert_eq!(versions(b, &dir).len(), 1);
 
     // The head moved after the version this review builds on: a conflict, not a lost update.

@@ -31,9 +31,13 @@
 //!   provenance keeps trace id, span id, service, start time and the convention read.
 //!
 //! Content the trace did not record (content capture is opt-in in every instrumentation) is a
-//! warning located at the span, and an invocation without any user message makes no case.
+//! warning located at the span, its hint saying how the span's instrumentation records it, and an
+//! invocation without any user message makes no case. Instrumentations that write the messages
+//! as GenAI events in OpenTelemetry logs instead: the log files are read beside the trace files
+//! ([`logs`]) and their events attached to their spans.
 
 mod conventions;
+pub mod logs;
 mod otlp;
 
 use std::collections::{HashMap, HashSet};
@@ -45,7 +49,8 @@ use casebook_model::{
 use serde_json::{Value, json};
 
 use conventions::{Call, Message, ToolResult, View};
-use otlp::Span;
+use logs::Record;
+use otlp::{At, Event, Span};
 
 pub const FORMAT: &str = "otlp";
 
@@ -71,6 +76,8 @@ impl Captured {
 #[derive(Debug, Default)]
 pub struct Capture {
     spans: Vec<Span>,
+    /// GenAI events of log records, attached to their spans in [`Capture::finish`].
+    records: Vec<Record>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -79,15 +86,30 @@ impl Capture {
         Self::default()
     }
 
-    /// Reads one file, `file` being its name as diagnostics show it. Only the spans' attributes
-    /// of the conventions read are kept; the file itself is not.
+    /// Reads one file, `file` being its name as diagnostics show it: OTLP JSON traces, or OTLP
+    /// JSON logs (told apart by their content), whose GenAI events join their spans. Only the
+    /// attributes of the conventions read are kept; the file itself is not.
     pub fn read(&mut self, file: &str, reader: impl std::io::BufRead) -> std::io::Result<()> {
-        otlp::read(file, reader, &mut self.spans, &mut self.diagnostics)
+        otlp::read(file, reader, &mut self.spans, &mut self.records, &mut self.diagnostics)
+    }
+
+    /// A GenAI event of a log record that belongs to span `span_id` of trace `trace_id` (ids in
+    /// lowercase hex), without a place of its own: [`Capture::push_record`] keeps the record's.
+    pub fn push_event(&mut self, trace_id: String, span_id: String, event: Event) {
+        let at = At { file: "<log record>".into(), line: 0, column: 0, line_offset: 0, pointer: String::new() };
+        self.push_record(Record { trace_id, span_id, time: 0, event, at });
+    }
+
+    /// A GenAI event of a log record ([`logs::decode_protobuf`] decodes them from protobuf):
+    /// [`Capture::finish`] attaches it to its span, read earlier or later; a record whose span
+    /// never comes is a warning at the record, and makes no case.
+    pub fn push_record(&mut self, record: Record) {
+        self.records.push(record);
     }
 
     /// The cases of the invocations read, or the errors that kept the files from being read.
     pub fn finish(self) -> Captured {
-        let Capture { mut spans, diagnostics } = self;
+        let Capture { mut spans, records, diagnostics } = self;
         let mut out = Captured { diagnostics, ..Captured::default() };
         let mut seen = HashSet::new();
         spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
@@ -96,6 +118,7 @@ impl Capture {
         if out.has_errors() {
             return out;
         }
+        attach_records(&mut spans, records, &mut out.diagnostics);
 
         let mut traces: HashMap<&str, Vec<usize>> = HashMap::new();
         for (i, span) in spans.iter().enumerate() {
@@ -125,6 +148,69 @@ impl Capture {
             }
         }
         out
+    }
+}
+
+/// The GenAI events of log records onto their spans, after the span's own events and in the
+/// order the records were made, so the conventions read them as span events. A span that
+/// recorded GenAI events itself keeps only its own (the same messages, sent both ways with
+/// `span_and_event`); a record met twice (a log file given twice) is attached once. Records of
+/// a span not read make one warning per span, at its first record.
+fn attach_records(spans: &mut [Span], records: Vec<Record>, diags: &mut Vec<Diagnostic>) {
+    if records.is_empty() {
+        return;
+    }
+    let mut attached: Vec<(usize, Record)> = Vec::new();
+    // Per span not read: its first record and how many it has, in the order they were read.
+    let mut orphans: Vec<(Record, usize)> = Vec::new();
+    {
+        let by_id: HashMap<(&str, &str), usize> =
+            spans.iter().enumerate().map(|(i, s)| ((s.trace_id.as_str(), s.span_id.as_str()), i)).collect();
+        let mut orphan_at: HashMap<(String, String), usize> = HashMap::new();
+        for record in records {
+            if let Some(&i) = by_id.get(&(record.trace_id.as_str(), record.span_id.as_str())) {
+                attached.push((i, record));
+                continue;
+            }
+            let key = (record.trace_id.clone(), record.span_id.clone());
+            match orphan_at.get(&key) {
+                Some(&k) => orphans[k].1 += 1,
+                None => {
+                    orphan_at.insert(key, orphans.len());
+                    orphans.push((record, 1));
+                }
+            }
+        }
+    }
+    attached.sort_by_key(|(_, r)| r.time);
+    let own: HashSet<usize> = attached
+        .iter()
+        .map(|(i, _)| *i)
+        .filter(|&i| spans[i].events.iter().any(|e| logs::EVENTS.contains(&e.name.as_str())))
+        .collect();
+    let mut seen = HashSet::new();
+    for (i, record) in attached {
+        if own.contains(&i) {
+            continue;
+        }
+        let key = (i, record.time, record.event.name.clone(), Value::Object(record.event.attrs.clone()).to_string());
+        if seen.insert(key) {
+            spans[i].events.push(record.event);
+        }
+    }
+    for (record, count) in orphans {
+        let others = match count {
+            1 => String::new(),
+            n => format!(" (and {} more of its records)", n - 1),
+        };
+        diags.push(record.at.diagnostic(
+            Code::Dropped,
+            format!(
+                "log record `{}`{others} belongs to span {} of trace {}, which is not in the traces read: it was left out",
+                record.event.name, record.span_id, record.trace_id
+            ),
+            Some("give the trace file beside the log file: `casebook capture traces.json logs.json`".into()),
+        ));
     }
 }
 
@@ -386,7 +472,10 @@ fn invocation_case(
         // the question: that is no sign of content capture being off.
         let (message, hint) = match &failed {
             Some(_) => (format!("{what} failed and recorded no user message: no case was made from it"), None),
-            None => (format!("{what} recorded no user message: no case was made from it"), Some(CONTENT_HINT.into())),
+            None => (
+                format!("{what} recorded no user message: no case was made from it"),
+                Some(content_hint(spans, &ordered, convention)),
+            ),
         };
         diags.push(root.at.diagnostic(Code::NoContent, message, hint));
         return None;
@@ -398,7 +487,7 @@ fn invocation_case(
         diags.push(root.at.diagnostic(
             Code::NoContent,
             format!("{what} recorded no answer: its case has no expected output"),
-            Some(CONTENT_HINT.into()),
+            Some(content_hint(spans, &ordered, convention)),
         ));
     }
 
@@ -496,7 +585,7 @@ fn invocation_case(
                     "{} recorded {without_content} retrieved document(s) without their content: left out of the case",
                     describe(&spans[ordered[k]])
                 ),
-                Some(CONTENT_HINT.into()),
+                Some(content_hint(spans, &ordered, convention)),
             ));
         }
     }
@@ -600,8 +689,37 @@ fn first_call(views: &mut [View]) -> Option<(Vec<Message>, &'static str)> {
     views.iter_mut().find_map(View::input_messages)
 }
 
-const CONTENT_HINT: &str = "message content is recorded only when the instrumentation is asked to (for OpenTelemetry GenAI \
-instrumentations, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true; for OpenInference, do not hide inputs and outputs)";
+/// How the instrumentation that wrote an invocation's spans is asked to record message content
+/// (opt-in everywhere), for the `W-no-content` hint: by the convention its messages were read in
+/// (`convention`, empty when none were), else by the attributes its spans carry.
+fn content_hint(spans: &[Span], members: &[usize], convention: &str) -> String {
+    let has = |prefix: &str| members.iter().any(|&i| spans[i].attrs.keys().any(|k| k.starts_with(prefix)));
+    let openinference =
+        convention == conventions::OPENINFERENCE || (convention.is_empty() && has("openinference.span.kind"));
+    // OpenLLMetry flattens messages into `gen_ai.prompt.N.*` (before 0.4x), and marks its spans
+    // with attributes of its own: `llm.*` (`llm.request.type`) before, `gen_ai.is_streaming`,
+    // `gen_ai.openai.api_base` or `gen_ai.usage.total_tokens` since.
+    let openllmetry = convention == conventions::GENAI_FLAT
+        || (convention.is_empty()
+            && !openinference
+            && ["llm.", "gen_ai.is_streaming", "gen_ai.openai.api_base", "gen_ai.usage.total_tokens"]
+                .iter()
+                .any(|p| has(p)));
+    if openinference {
+        "OpenInference records inputs and outputs unless told to hide them: unset OPENINFERENCE_HIDE_INPUTS, \
+OPENINFERENCE_HIDE_OUTPUTS, OPENINFERENCE_HIDE_INPUT_MESSAGES and OPENINFERENCE_HIDE_OUTPUT_MESSAGES"
+            .into()
+    } else if openllmetry {
+        "OpenLLMetry records message content unless TRACELOOP_TRACE_CONTENT=false: unset it (or set it to true)".into()
+    } else {
+        "message content is recorded only when the instrumentation is asked to: for the OpenTelemetry GenAI \
+instrumentations (opentelemetry-util-genai 1.0 and later), OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only \
+(or span_and_event) with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental (`true` is refused there); \
+older ones, with `true`, write it to OpenTelemetry logs: capture the log file with the traces \
+(`casebook capture traces.json logs.json`)"
+            .into()
+    }
+}
 
 fn describe(span: &Span) -> String {
     let name = if span.name.is_empty() { "a span" } else { &span.name };

@@ -1,5 +1,7 @@
 //! OTLP JSON trace files: an `ExportTraceServiceRequest` document, or JSON lines of them as the
-//! collector's file exporter writes, read into [`Span`]s. Field names are read in the
+//! collector's file exporter writes, read into [`Span`]s; log files the same way
+//! (`ExportLogsServiceRequest`, told apart by their `resourceLogs`), their GenAI events read by
+//! [`super::logs`]. Field names are read in the
 //! lowerCamelCase of the OTLP JSON encoding and in the protobuf names (`resource_spans`); trace
 //! and span ids in hex (the OTLP JSON rule) or base64 (protobuf's JSON mapping). Only the
 //! attributes the conventions casebook reads are kept, so memory follows the conversations, not
@@ -14,6 +16,8 @@ use crate::json;
 use crate::node::{Node, NodeValue, Streamed};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
+
+use super::logs::{self, Record};
 
 /// One span, with the attributes casebook reads.
 #[derive(Debug, Clone)]
@@ -87,7 +91,7 @@ const KEPT: &[&str] = &[
     "pydantic_ai.",
 ];
 
-fn kept(key: &str) -> bool {
+pub(super) fn kept(key: &str) -> bool {
     KEPT.iter().any(|p| key.starts_with(p))
         || matches!(
             key,
@@ -103,13 +107,15 @@ fn kept(key: &str) -> bool {
         )
 }
 
-/// Reads one trace file, adding its spans and the problems found in it. JSON lines are read a
+/// Reads one trace or log file, adding its spans, the GenAI events of its log records and the
+/// problems found in it. JSON lines are read a
 /// line at a time (the first line decides: a whole JSON value with more after it); a document
 /// is read whole, its `resourceSpans` mapped one by one as they are parsed.
 pub fn read(
     file: &str,
     mut reader: impl BufRead,
     spans: &mut Vec<Span>,
+    records: &mut Vec<Record>,
     diags: &mut Vec<Diagnostic>,
 ) -> io::Result<()> {
     let mut buffer = Vec::new();
@@ -120,14 +126,14 @@ pub fn read(
         std::str::from_utf8(&buffer[bom..]).is_ok_and(|t| !t.trim().is_empty() && json::parse(t).is_ok());
     if !(more && first_is_value) {
         reader.read_to_end(&mut buffer)?;
-        document(file, &buffer, bom, spans, diags);
+        document(file, &buffer, bom, spans, records, diags);
         return Ok(());
     }
     let mut offset = 0;
     let mut number = 1;
     loop {
         let start = if number == 1 { bom } else { 0 };
-        line(file, &buffer[start..], number, (offset + start) as u64, spans, diags);
+        line(file, &buffer[start..], number, (offset + start) as u64, spans, records, diags);
         offset += buffer.len();
         number += 1;
         buffer.clear();
@@ -137,8 +143,16 @@ pub fn read(
     }
 }
 
-/// One line of a JSON-lines file: an `ExportTraceServiceRequest`.
-fn line(file: &str, bytes: &[u8], number: u64, offset: u64, spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
+/// One line of a JSON-lines file: an `ExportTraceServiceRequest` (or `ExportLogsServiceRequest`).
+fn line(
+    file: &str,
+    bytes: &[u8],
+    number: u64,
+    offset: u64,
+    spans: &mut Vec<Span>,
+    records: &mut Vec<Record>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let Some(text) = utf8(file, bytes, number, offset, diags) else { return };
     let body = text.trim_end_matches(['\n', '\r']);
     if body.trim().is_empty() {
@@ -147,7 +161,7 @@ fn line(file: &str, bytes: &[u8], number: u64, offset: u64, spans: &mut Vec<Span
     let src = Source::new(file, body, number, offset);
     let mut cx = Cx::new(&src, None);
     match json::parse(body) {
-        Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans),
+        Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans, records),
         Err(e) => syntax(&mut cx, e),
     }
     diags.append(&mut cx.diags);
@@ -170,27 +184,43 @@ fn utf8<'b>(file: &str, bytes: &'b [u8], line: u64, offset: u64, diags: &mut Vec
 }
 
 /// A whole document (after a byte-order mark of `bom` bytes).
-fn document(file: &str, bytes: &[u8], bom: usize, spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
+fn document(
+    file: &str,
+    bytes: &[u8],
+    bom: usize,
+    spans: &mut Vec<Span>,
+    records: &mut Vec<Record>,
+    diags: &mut Vec<Diagnostic>,
+) {
     let Some(text) = utf8(file, &bytes[bom..], 1, bom as u64, diags) else { return };
     let src = Source::new(file, text, 1, bom as u64);
     let mut cx = Cx::new(&src, None);
-    // Each `resourceSpans` item is mapped as soon as it is parsed, so a large file never
-    // becomes one tree.
+    // Each `resourceSpans` (`resourceLogs`) item is mapped as soon as it is parsed, so a large
+    // file never becomes one tree.
     let mut key = None;
     let mut index = 0;
-    let parsed = json::parse_streaming(text, &[&["resourceSpans"], &["resource_spans"]], &mut |streamed| {
+    let lists: &[&[&str]] = &[&["resourceSpans"], &["resource_spans"], &["resourceLogs"], &["resource_logs"]];
+    let parsed = json::parse_streaming(text, lists, &mut |streamed| {
         match streamed {
-            Streamed::Begin { path, .. } => key = path.first().copied(),
+            Streamed::Begin { path, .. } => {
+                key = path.first().copied();
+                index = 0;
+            }
             Streamed::Item(node) => {
                 let list = Ptr::ROOT.key(key.unwrap_or("resourceSpans"));
-                resource_spans(&mut cx, &node, &list.index(index), spans);
+                match key {
+                    Some("resourceLogs" | "resource_logs") => {
+                        logs::resource_logs(&mut cx, &node, &list.index(index), records);
+                    }
+                    _ => resource_spans(&mut cx, &node, &list.index(index), spans),
+                }
                 index += 1;
             }
         }
         true
     });
     match parsed {
-        Ok(root) if key.is_none() => request(&mut cx, &root, &Ptr::ROOT, spans),
+        Ok(root) if key.is_none() => request(&mut cx, &root, &Ptr::ROOT, spans, records),
         Ok(_) => {}
         Err(e) => syntax(&mut cx, e),
     }
@@ -202,9 +232,17 @@ fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {
     cx.report(code, e.offset, &Ptr::ROOT, e.message);
 }
 
-/// An `ExportTraceServiceRequest`.
-fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
+/// An `ExportTraceServiceRequest`, or an `ExportLogsServiceRequest`.
+fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>, records: &mut Vec<Record>) {
     if cx.object(root, ptr).is_none() {
+        return;
+    }
+    if let Some((key, list)) = field(root, &["resourceLogs", "resource_logs"]) {
+        let list_ptr = ptr.key(key);
+        let Some(items) = cx.array(list, &list_ptr) else { return };
+        for (i, item) in items.iter().enumerate() {
+            logs::resource_logs(cx, item, &list_ptr.index(i), records);
+        }
         return;
     }
     let Some((key, list)) = field(root, &["resourceSpans", "resource_spans"]) else {
@@ -215,7 +253,7 @@ fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
             "missing `resourceSpans`: this is not an OTLP trace document",
         );
         d.hint = Some(
-            "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them"
+            "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them; logs carrying GenAI events: an `ExportLogsServiceRequest` (`{\"resourceLogs\": [...]}`)"
                 .into(),
         );
         return;
@@ -327,12 +365,12 @@ fn span(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, service: Option<&str>) -> O
 }
 
 /// The first of `keys` the object has, with its value.
-fn field<'n, 's>(node: &'n Node<'s>, keys: &[&'static str]) -> Option<(&'static str, &'n Node<'s>)> {
+pub(super) fn field<'n, 's>(node: &'n Node<'s>, keys: &[&'static str]) -> Option<(&'static str, &'n Node<'s>)> {
     keys.iter().find_map(|k| node.get(k).map(|n| (*k, n)))
 }
 
 /// A trace or span id of `bytes` bytes, as lowercase hex.
-fn id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str], bytes: usize) -> Option<String> {
+pub(super) fn id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str], bytes: usize) -> Option<String> {
     let Some((key, value)) = field(node, keys) else {
         cx.missing(node, ptr, keys[0], None);
         return None;
@@ -354,7 +392,7 @@ fn id(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str], bytes:
     None
 }
 
-fn time(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str]) -> Option<u64> {
+pub(super) fn time(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str]) -> Option<u64> {
     let (key, value) = field(node, keys)?;
     let parsed = match &value.value {
         NodeValue::String(s) => s.parse::<u64>().ok(),
@@ -368,7 +406,7 @@ fn time(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keys: &[&'static str]) -> O
 }
 
 /// A list of `{key, value}` attributes, keeping those `keep` wants.
-fn attributes(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keep: impl Fn(&str) -> bool) -> Option<Map> {
+pub(super) fn attributes(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keep: impl Fn(&str) -> bool) -> Option<Map> {
     let items = cx.array(node, ptr)?;
     let mut out = Map::new();
     for (i, item) in items.iter().enumerate() {
@@ -394,7 +432,7 @@ fn attributes(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, keep: impl Fn(&str) -
 
 /// An OTLP `AnyValue` as JSON: strings, booleans and numbers as they are, arrays and key-value
 /// lists as arrays and objects, bytes as their base64 text.
-fn any_value(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Value> {
+pub(super) fn any_value(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Value> {
     let entries = cx.object(node, ptr)?;
     let Some(entry) = entries.first() else { return Some(Value::Null) };
     let inner = &entry.value;

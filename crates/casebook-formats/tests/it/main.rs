@@ -4,6 +4,7 @@
 
 mod beside_limits;
 mod capture_libraries;
+mod capture_logs;
 mod corpus;
 mod derived_ids;
 mod examples;

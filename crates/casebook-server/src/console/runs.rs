@@ -104,7 +104,10 @@ impl Ran {
 /// was of a file).
 async fn ran(store: &AnyStore, meta: Option<&RunMeta>, seen: &mut HashMap<(String, String), Ran>) -> Option<Ran> {
     let meta = meta.filter(|m| !m.dataset.is_empty())?;
-    let key = (meta.dataset.clone(), meta.dataset_version_id.clone());
+    // `casebook run` names the dataset as a user would name it again (`support@v4`); a dataset's
+    // name holds no `@`, and the version is found by its content id below.
+    let name = meta.dataset.split_once('@').map_or(meta.dataset.as_str(), |(name, _)| name);
+    let key = (name.to_owned(), meta.dataset_version_id.clone());
     if let Some(found) = seen.get(&key) {
         return Some(found.clone());
     }
@@ -112,14 +115,14 @@ async fn ran(store: &AnyStore, meta: Option<&RunMeta>, seen: &mut HashMap<(Strin
         None
     } else {
         store
-            .resolve(&meta.dataset, &Ref::Id(meta.dataset_version_id.to_ascii_lowercase()))
+            .resolve(name, &Ref::Id(meta.dataset_version_id.to_ascii_lowercase()))
             .await
             .ok()
             // Only that version (a damaged or foreign id could be a tag in an older store).
             .filter(|v| v.id == meta.dataset_version_id)
             .map(|v| v.number)
     };
-    let found = Ran { dataset: meta.dataset.clone(), version };
+    let found = Ran { dataset: name.to_owned(), version };
     seen.insert(key, found.clone());
     Some(found)
 }
@@ -640,6 +643,8 @@ struct ComparePage {
     ungraded: usize,
     differences: Vec<PairItem>,
     more: usize,
+    /// Set when A and B ran different datasets or versions: a case's content may differ between them.
+    versions_differ: Option<String>,
 }
 
 /// Where each case run of a run is in its results, for links to them.
@@ -705,6 +710,7 @@ pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q):
         ungraded: 0,
         differences: Vec::new(),
         more: 0,
+        versions_differ: None,
     };
     if q.a.is_empty() || q.b.is_empty() {
         if q.a.is_empty() != q.b.is_empty() {
@@ -718,6 +724,16 @@ pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q):
     let comparison: Comparison = compare(&a, &b);
     page.a = side_a.id.clone();
     page.b = side_b.id.clone();
+    if side_a.dataset != side_b.dataset {
+        let named = |label: &str| {
+            if label.is_empty() { "a file or a dataset no longer here".to_owned() } else { label.to_owned() }
+        };
+        page.versions_differ = Some(format!(
+            "A ran {} and B ran {}: a case may have changed between them, so a difference can come from the case as well as from the agent",
+            named(&side_a.dataset),
+            named(&side_b.dataset)
+        ));
+    }
     let ran = ran_b.or(ran_a);
     let link = |place: Option<&usize>, run: &str| place.map(|p| result_url(&project, run, *p)).unwrap_or_default();
     let keyed = |key: &CaseRun, a: String, b: String, difference: String| PairItem {

@@ -5,6 +5,7 @@ mod capture;
 mod cases;
 mod datasets;
 mod meta;
+mod review;
 mod runs;
 mod transfer;
 
@@ -35,6 +36,7 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(cases::one))
         .routes(routes!(transfer::import))
         .routes(routes!(capture::capture))
+        .routes(routes!(review::review))
         .routes(routes!(transfer::export))
         .routes(routes!(runs::list))
         .routes(routes!(runs::one))
