@@ -12,7 +12,16 @@
 //!   `gen_ai.choice`, …).
 //! - OpenInference: `openinference.span.kind`, `input.value` / `output.value`,
 //!   `llm.input_messages.N.message.*`, `llm.output_messages.N.message.tool_calls.M.tool_call.*`,
-//!   `llm.tools.N.tool.*`, `retrieval.documents.N.document.*`, `session.id`.
+//!   `llm.tools.N.tool.*`, `retrieval.documents.N.document.*`, `session.id`; `TOOL` spans'
+//!   `tool.name`, `tool.description` and `tool.parameters` (the tool's definition, as
+//!   openai-agents records it).
+//! - pydantic-ai's own attributes: `pydantic_ai.all_messages` on the agent's span (the whole
+//!   run's messages, the only record of the question when the first model call failed), and on
+//!   its deprecated format 2 the tool's `tool_arguments` and `tool_response`.
+//!
+//! Tool results sent back to the model are read in every shape (a `tool` message with its
+//! `tool_call_id`, a message of `tool_call_response` parts — pydantic-ai sends them as a `user`
+//! message, which is no user turn —, OpenInference's `message.tool_call_id`) as [`Message::results`].
 
 use std::collections::BTreeMap;
 
@@ -30,6 +39,8 @@ pub struct Message {
     /// The message's parts as recorded, when it has parts other than text (an image, say).
     pub parts: Option<Vec<Value>>,
     pub calls: Vec<Call>,
+    /// The tool results the message carries back to the model.
+    pub results: Vec<ToolResult>,
 }
 
 impl Message {
@@ -43,6 +54,16 @@ impl Message {
 pub struct Call {
     pub name: String,
     pub arguments: Option<Value>,
+    /// The id the model gave the call, which its result refers to.
+    pub id: Option<String>,
+}
+
+/// A tool's result sent back to the model: the call it answers (by id, or by tool name).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub result: Value,
 }
 
 /// Which convention (and form) a span's messages were read from.
@@ -276,6 +297,22 @@ impl<'s> View<'s> {
             };
         }
         let mut out = Vec::new();
+        if self.is_tool() {
+            // openai-agents (OpenInference) records the definition of the tool a TOOL span ran.
+            if let Some(name) = self.str_attr("tool.name") {
+                let mut found = Map::new();
+                found.insert("name".into(), Value::String(name.to_owned()));
+                if let Some(description) = self.str_attr("tool.description") {
+                    found.insert("description".into(), Value::String(description.to_owned()));
+                }
+                if let Some(parameters) = self.json_attr(&span.attrs, "tool.parameters") {
+                    found.insert("parameters".into(), parameters);
+                }
+                if found.len() > 1 {
+                    out.push(found);
+                }
+            }
+        }
         for tool in indexed(&span.attrs, "llm.tools.") {
             let schema = match tool.get("tool.json_schema") {
                 Some(Value::String(text)) => serde_json::from_str(text).ok(),
@@ -308,26 +345,36 @@ impl<'s> View<'s> {
         out
     }
 
-    /// The tool this span executed, when it is a tool execution.
+    /// The tool this span executed, when it is a tool execution: its arguments from
+    /// `gen_ai.tool.call.arguments`, pydantic-ai's format 2 `tool_arguments`, or OpenInference's
+    /// `input.value` (`tool.parameters` is the tool's schema, not the call's arguments).
     pub fn executed_tool(&self) -> Option<Call> {
         let name = self.str_attr("gen_ai.tool.name").or_else(|| self.str_attr("tool.name"))?;
-        let arguments = match self.attr("gen_ai.tool.call.arguments") {
+        let arguments = match self.attr("gen_ai.tool.call.arguments").or_else(|| self.attr("tool_arguments")) {
             Some(Value::String(text)) => Some(serde_json::from_str(text).unwrap_or(Value::String(text.clone()))),
             Some(value) => Some(value.clone()),
-            None => self.value("input").or_else(|| {
-                self.str_attr("tool.parameters").map(|t| serde_json::from_str(t).unwrap_or(Value::String(t.into())))
-            }),
+            None => self.value("input"),
         };
-        Some(Call { name: name.to_owned(), arguments })
+        let id = self.str_attr("gen_ai.tool.call.id").or_else(|| self.str_attr("tool_call.id")).map(str::to_owned);
+        Some(Call { name: name.to_owned(), arguments, id })
     }
 
-    /// What the tool this span executed returned, as recorded (`gen_ai.tool.call.result`, or
-    /// OpenInference's `output.value`, parsed when its MIME type is JSON): what the agent got.
+    /// What the tool this span executed returned, as recorded (`gen_ai.tool.call.result`,
+    /// pydantic-ai's format 2 `tool_response`, or OpenInference's `output.value`, parsed when its
+    /// MIME type is JSON): what the agent got.
     pub fn tool_result(&self) -> Option<Value> {
-        match self.attr("gen_ai.tool.call.result") {
+        match self.attr("gen_ai.tool.call.result").or_else(|| self.attr("tool_response")) {
             Some(value) => Some(value.clone()),
             None => self.value("output"),
         }
+    }
+
+    /// pydantic-ai's `pydantic_ai.all_messages` on an agent's span: every message of the run,
+    /// the question first and the answer (when there was one) last.
+    pub fn all_messages(&mut self) -> Option<Vec<Message>> {
+        let span = self.span;
+        let list = self.json_attr(&span.attrs, "pydantic_ai.all_messages")?;
+        Some(self.messages(&list, "pydantic_ai.all_messages"))
     }
 
     /// Retrieved documents: `(id, content, metadata)`.
@@ -382,7 +429,7 @@ impl<'s> View<'s> {
     }
 
     pub fn agent_name(&self) -> Option<&'s str> {
-        self.str_attr("gen_ai.agent.name")
+        self.str_attr("gen_ai.agent.name").or_else(|| self.str_attr("agent.name"))
     }
 
     pub fn model(&self) -> Option<&'s str> {
@@ -417,7 +464,8 @@ fn user_text(text: &str) -> Message {
     Message { role: "user".into(), texts: vec![text.to_owned()], ..Message::default() }
 }
 
-/// A message as JSON: GenAI parts, or chat-completions `content` and `tool_calls`.
+/// A message as JSON: GenAI parts, or chat-completions `content` and `tool_calls`. A message
+/// made only of tool results (pydantic-ai sends them as a `user` message) has the role `tool`.
 fn json_message(m: &Map) -> Message {
     let role = m.get("role").and_then(Value::as_str).unwrap_or("user").to_owned();
     let mut message = Message { role, ..Message::default() };
@@ -434,7 +482,20 @@ fn json_message(m: &Map) -> Message {
                         }
                     }
                     "text" | "input_text" | "output_text" => message.texts.extend(part_text(part)),
-                    "reasoning" | "thinking" | "tool_call_response" | "tool_result" => {}
+                    "tool_call_response" | "tool_result" => {
+                        let id = ["id", "tool_call_id", "tool_use_id"]
+                            .iter()
+                            .find_map(|k| part.get(*k).and_then(Value::as_str))
+                            .map(str::to_owned);
+                        let name = part.get("name").and_then(Value::as_str).map(str::to_owned);
+                        let result = ["response", "result", "content"]
+                            .iter()
+                            .find_map(|k| part.get(*k))
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                        message.results.push(ToolResult { id, name, result });
+                    }
+                    "reasoning" | "thinking" => {}
                     _ => other = true,
                 }
             }
@@ -451,6 +512,20 @@ fn json_message(m: &Map) -> Message {
     if let Some(Value::Array(calls)) = m.get("tool_calls") {
         message.calls.extend(calls.iter().filter_map(json_call));
     }
+    if message.role == "tool" && message.results.is_empty() {
+        // Chat completions: `{role: tool, tool_call_id, content}`.
+        let id = m.get("tool_call_id").or_else(|| m.get("id")).and_then(Value::as_str).map(str::to_owned);
+        let name = m.get("name").and_then(Value::as_str).map(str::to_owned);
+        let result = match std::mem::take(&mut message.texts) {
+            texts if !texts.is_empty() => Value::String(texts.join("\n")),
+            _ => m.get("content").cloned().unwrap_or(Value::Null),
+        };
+        message.results.push(ToolResult { id, name, result });
+    }
+    if !message.results.is_empty() && message.texts.is_empty() && message.calls.is_empty() {
+        message.role = "tool".into();
+        message.parts = None;
+    }
     message
 }
 
@@ -462,7 +537,8 @@ fn json_call(call: &Value) -> Option<Call> {
         Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| a.clone()),
         other => other.clone(),
     });
-    Some(Call { name, arguments })
+    let id = call.get("id").or_else(|| call.get("call_id")).and_then(Value::as_str).map(str::to_owned);
+    Some(Call { name, arguments, id })
 }
 
 /// The text of a part: `{type: text, content}` (GenAI), `{type: text, text}`, or a string.
@@ -490,7 +566,7 @@ fn event_message(attrs: &Map, role: &str) -> Message {
     let role = attrs.get("role").and_then(Value::as_str).unwrap_or(role).to_owned();
     let mut m = Map::new();
     m.insert("role".into(), Value::String(role));
-    for key in ["content", "tool_calls"] {
+    for key in ["content", "tool_calls", "id", "tool_call_id"] {
         if let Some(value) = attrs.get(key) {
             let value = match value {
                 Value::String(text) if text.trim_start().starts_with(['[', '{']) => {
@@ -524,27 +600,41 @@ fn flat_message(m: &Map) -> Message {
                 Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| a.clone()),
                 other => other.clone(),
             });
-            message.calls.push(Call { name: name.clone(), arguments });
+            let id = call.get("id").and_then(Value::as_str).map(str::to_owned);
+            message.calls.push(Call { name: name.clone(), arguments, id });
         }
     }
+    tool_message(&mut message, m.get("tool_call_id"));
     message
+}
+
+/// A flattened message of role `tool`: its text is the result of the call `id` names.
+fn tool_message(message: &mut Message, id: Option<&Value>) {
+    if message.role == "tool" && !message.texts.is_empty() {
+        let id = id.and_then(Value::as_str).map(str::to_owned);
+        let result = Value::String(std::mem::take(&mut message.texts).join("\n"));
+        message.results.push(ToolResult { id, name: None, result });
+    }
 }
 
 /// A message of OpenInference's flattened `message.*` attributes.
 fn oi_message(m: &Map) -> Message {
     let role = m.get("message.role").and_then(Value::as_str).unwrap_or("user").to_owned();
     let mut message = Message { role, ..Message::default() };
-    if let Some(Value::String(text)) = m.get("message.content") {
-        message.texts.push(text.clone());
+    let content = m.get("message.content").and_then(Value::as_str);
+    if let Some(text) = content {
+        message.texts.push(text.to_owned());
     }
-    for content in indexed(m, "message.contents.") {
-        let kind = content.get("message_content.type").and_then(Value::as_str).unwrap_or("text");
-        match (kind, content.get("message_content.text")) {
+    for content_part in indexed(m, "message.contents.") {
+        let kind = content_part.get("message_content.type").and_then(Value::as_str).unwrap_or("text");
+        match (kind, content_part.get("message_content.text")) {
+            // openai-agents records the text both as `content` and as its one text part.
+            ("text", Some(Value::String(text))) if content == Some(text.as_str()) => {}
             ("text", Some(Value::String(text))) => message.texts.push(text.clone()),
             ("reasoning", _) => {}
             _ => {
                 let parts = message.parts.get_or_insert_with(Vec::new);
-                parts.push(Value::Object(content.clone()));
+                parts.push(Value::Object(content_part.clone()));
             }
         }
     }
@@ -554,9 +644,11 @@ fn oi_message(m: &Map) -> Message {
                 Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| a.clone()),
                 other => other.clone(),
             });
-            message.calls.push(Call { name: name.clone(), arguments });
+            let id = call.get("tool_call.id").and_then(Value::as_str).map(str::to_owned);
+            message.calls.push(Call { name: name.clone(), arguments, id });
         }
     }
+    tool_message(&mut message, m.get("message.tool_call_id"));
     message
 }
 
@@ -595,7 +687,10 @@ mod tests {
         let m = json!({"role": "assistant", "content": null,
             "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]});
         let message = json_message(m.as_object().unwrap());
-        assert_eq!(message.calls, [Call { name: "get_weather".into(), arguments: Some(json!({"city": "Paris"})) }]);
+        assert_eq!(
+            message.calls,
+            [Call { name: "get_weather".into(), arguments: Some(json!({"city": "Paris"})), id: Some("c1".into()) }]
+        );
         assert!(message.texts.is_empty());
     }
 }

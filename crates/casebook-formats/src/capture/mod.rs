@@ -4,20 +4,29 @@
 //!
 //! An invocation is an `invoke_agent` span (OpenInference: an `AGENT` span) that no other
 //! invocation encloses; a trace without one is one invocation from its root, when it holds model
-//! calls. Of the invocation and the spans under it:
-//! - the conversation comes from the invocation's own input messages, else from the first model
-//!   call's: the first user message is the input, later ones are turns, system messages and
-//!   system instructions are context items (`source: system_instructions`);
+//! calls. An app without a span of its own makes a trace per model call: consecutive such calls
+//! whose input extends the previous call's conversation with its tool calls' results (same
+//! system and first user message) are one invocation, so a question makes one case however many
+//! model calls its tools took ([`join_key`] names the calls that may be joined). Of the
+//! invocation and the spans under it:
+//! - the conversation comes from the invocation's own input messages (pydantic-ai: its
+//!   `pydantic_ai.all_messages`), else from the first model call's: the first user message is the
+//!   input, later ones are turns, system messages and system instructions are context items
+//!   (`source: system_instructions`); tool results sent back to the model are no user turn;
 //! - invocations of one conversation (`gen_ai.conversation.id`, OpenInference `session.id`)
 //!   whose input holds only the new message are joined to the earlier ones captured with them,
 //!   so each case replays the conversation up to its invocation;
 //! - tool definitions become `tools`, retrieved documents `context` items (`type: document`);
 //! - each tool execution with a recorded result (`gen_ai.tool.call.result`, OpenInference
 //!   `output.value`) becomes a recorded answer of its tool (`when: {arguments}` and `result`),
-//!   so the case serves the production answers when it is run;
+//!   so the case serves the production answers when it is run; so does each tool result sent
+//!   back to a model, matched to the call it answers (apps without tool spans);
 //! - what the agent did is recorded as **draft** expectations (`review: draft`): the final
 //!   answer as `expected.output`, the answers of earlier turns as `expected.per_turn`, the tools
-//!   it executed (else the calls its model asked for) as `expected.tool_calls`;
+//!   it executed (else the calls its model asked for) as `expected.tool_calls`; a model call
+//!   that only asked for tools has no answer (its raw response is no expected output);
+//! - `metadata.status` is `error` when the invocation's span, or an agent or model call span
+//!   under it, ended in error (with that span's status message as `metadata.error`);
 //! - the id is `trace-{trace id}-{span id}`, so capturing a trace again finds the same case;
 //!   provenance keeps trace id, span id, service, start time and the convention read.
 //!
@@ -39,7 +48,7 @@ use casebook_model::{
 };
 use serde_json::{Value, json};
 
-use conventions::{Call, Message, View};
+use conventions::{Call, Message, ToolResult, View};
 use logs::Record;
 use otlp::{At, Event, Span};
 
@@ -124,6 +133,7 @@ impl Capture {
             let (x, y) = (&spans[a.0], &spans[b.0]);
             (x.start, &x.trace_id, &x.span_id).cmp(&(y.start, &y.trace_id, &y.span_id))
         });
+        let invocations = join_model_calls(&spans, invocations);
         out.invocations = invocations.len() as u64;
 
         let mut conversations: HashMap<String, Vec<Exchange>> = HashMap::new();
@@ -246,10 +256,104 @@ fn trace_invocations(spans: &[Span], members: &[usize]) -> Vec<(usize, Vec<usize
 /// Whether a span is a model call with recorded messages.
 fn records_model_call(span: &Span) -> bool {
     let mut view = View::new(span);
+    is_model_call(&view) || view.input_messages().is_some() || view.output_messages().is_some()
+}
+
+/// Whether a span says it is a model call.
+fn is_model_call(view: &View) -> bool {
     matches!(view.operation(), Some("chat" | "text_completion" | "generate_content"))
         || view.kind().as_deref() == Some("LLM")
-        || view.input_messages().is_some()
-        || view.output_messages().is_some()
+}
+
+/// What ties an invocation to others, possibly in other traces, whose cases depend on each
+/// other: they must be made together, in the order they started.
+/// - A model call made without a span of the app around it (an invocation that is itself a
+///   model call): `calls` with its service, system messages and first user message — the
+///   calls one question took share them (and [`join_model_calls`] joins them);
+/// - else the conversation the invocation belongs to (`gen_ai.conversation.id`, OpenInference
+///   `session.id`): `conversation` and its id (a later invocation replays the earlier ones).
+///
+/// `None`: the invocation's case depends on no other.
+pub(crate) fn join_key(spans: &[Span], top: usize, members: &[usize]) -> Option<String> {
+    if let Some(input) = rootless_call_input(&spans[top]) {
+        return Some(calls_key(&spans[top], &input));
+    }
+    members.iter().find_map(|&i| View::new(&spans[i]).conversation()).map(|id| format!("conversation\u{1f}{id}"))
+}
+
+/// The input messages of a model call that is an invocation itself (no span of the app above it).
+fn rootless_call_input(root: &Span) -> Option<Vec<Message>> {
+    let mut view = View::new(root);
+    if view.is_invocation() || !is_model_call(&view) {
+        return None;
+    }
+    view.input_messages().map(|(messages, _)| messages)
+}
+
+/// The [`join_key`] of a rootless model call sent `input`.
+fn calls_key(root: &Span, input: &[Message]) -> String {
+    let system: Vec<String> = input.iter().filter(|m| is_system(m)).map(Message::text).collect();
+    let first = input.iter().find(|m| is_user(m)).map(Message::text).unwrap_or_default();
+    let service = root.service.as_deref().unwrap_or("");
+    format!("{CALLS}{service}\u{1f}{}\u{1f}{first}", system.join("\u{1e}"))
+}
+
+/// How the [`join_key`] of a rootless model call starts.
+const CALLS: &str = "calls\u{1f}";
+
+fn is_system(m: &Message) -> bool {
+    m.role == "system" || m.role == "developer"
+}
+
+fn is_user(m: &Message) -> bool {
+    (m.role == "user" || m.role == "human") && (!m.texts.is_empty() || m.parts.is_some())
+}
+
+/// Joins the model calls of one question made without a span of the app around them: among
+/// invocations of one `calls` [`join_key`], in the order they started, a call whose input is the
+/// previous call's input, then what the previous call answered and the results of the tools it
+/// asked for (no new user message), continues that call's invocation. The joined invocation is
+/// its first call's (its id, its place in the order); its spans are all the calls'.
+fn join_model_calls(spans: &[Span], invocations: Vec<(usize, Vec<usize>)>) -> Vec<(usize, Vec<usize>)> {
+    // (the invocation's index, its last call's input and output), per key.
+    let mut open: HashMap<String, (usize, Vec<Message>, Vec<Message>)> = HashMap::new();
+    let mut out: Vec<Option<(usize, Vec<usize>)>> = Vec::with_capacity(invocations.len());
+    for (top, members) in invocations {
+        let Some(key) = join_key(spans, top, &members).filter(|k| k.starts_with(CALLS)) else {
+            out.push(Some((top, members)));
+            continue;
+        };
+        let mut view = View::new(&spans[top]);
+        let input = view.input_messages().map(|(m, _)| m).unwrap_or_default();
+        let output = view.output_messages().unwrap_or_default();
+        if let Some((at, previous_input, previous_output)) = open.get_mut(&key) {
+            if continues(previous_input, previous_output, &input) {
+                if let Some((_, joined)) = out[*at].as_mut() {
+                    joined.extend(members);
+                }
+                *previous_input = input;
+                *previous_output = output;
+                continue;
+            }
+        }
+        open.insert(key, (out.len(), input, output));
+        out.push(Some((top, members)));
+    }
+    out.into_iter().flatten().collect()
+}
+
+/// Whether `next` (a model call's input) continues the conversation of a call sent `input` that
+/// answered `output`: it starts with `input`, and adds only the answer and tool results.
+fn continues(input: &[Message], output: &[Message], next: &[Message]) -> bool {
+    let same = |a: &Message, b: &Message| {
+        a.role == b.role && a.texts == b.texts && a.calls.iter().map(|c| &c.name).eq(b.calls.iter().map(|c| &c.name))
+    };
+    let asked_for_tools = output.iter().any(|m| !m.calls.is_empty());
+    let Some(added) = next.get(input.len()..) else { return false };
+    asked_for_tools
+        && input.iter().zip(next).all(|(a, b)| same(a, b))
+        && added.iter().any(|m| !m.results.is_empty())
+        && !added.iter().any(is_user)
 }
 
 /// One user message and what the agent answered to it.
@@ -271,12 +375,18 @@ fn invocation_case(
     ordered.sort_by_key(|&i| (spans[i].start, i));
     let mut views: Vec<View> = ordered.iter().map(|&i| View::new(&spans[i])).collect();
     let root_at = ordered.iter().position(|&i| i == top).expect("the invocation is among its spans");
+    // A model call's `input.value` / `output.value` are the raw API request and response: not
+    // what the user asked, nor what the agent answered.
+    let root_is_call = !views[root_at].is_invocation() && is_model_call(&views[root_at]);
+    let value_of = |view: &View, which: &str| if root_is_call { None } else { view.value(which) };
 
-    // The conversation sent: the invocation's own messages; else its input (OpenInference's
-    // `input.value`: what the user asked, where a model call may have been sent a prompt made
-    // from it) with the system messages of the first model call; else the first model call's.
-    let own = views[root_at].input_messages();
-    let (messages, convention) = match (own, views[root_at].value("input")) {
+    // The conversation sent: the invocation's own messages (pydantic-ai's: all the run's); else
+    // its input (OpenInference's `input.value`: what the user asked, where a model call may have
+    // been sent a prompt made from it) with the system messages of the first model call; else
+    // the first model call's.
+    let own =
+        views[root_at].input_messages().or_else(|| views[root_at].all_messages().map(|m| (m, conventions::GENAI)));
+    let (messages, convention) = match (own, value_of(&views[root_at], "input")) {
         (Some(own), _) => own,
         (None, Some(value)) => {
             let mut messages: Vec<Message> = first_call(&mut views)
@@ -290,14 +400,49 @@ fn invocation_case(
 
     // The final answer: the invocation's own output, else the last model call's that has text.
     let final_answer = {
-        let own =
-            views[root_at].output_messages().and_then(|m| answer_of(&m)).or_else(|| views[root_at].value("output"));
+        let own = views[root_at]
+            .output_messages()
+            .and_then(|m| answer_of(&m))
+            .or_else(|| value_of(&views[root_at], "output"));
         own.or_else(|| {
             let mut by_end: Vec<usize> = (0..views.len()).collect();
             by_end.sort_by_key(|&k| std::cmp::Reverse((spans[ordered[k]].end, k)));
             by_end.into_iter().find_map(|k| views[k].output_messages().and_then(|m| answer_of(&m)))
         })
     };
+
+    // The calls models asked for and the tool results sent back to them, by call id: what the
+    // tools answered when no span records their execution (the model calls' messages are read
+    // again only then).
+    let mut asked: Vec<Call> = Vec::new();
+    let mut results: Vec<ToolResult> = Vec::new();
+    let mut note = |list: &[Message]| {
+        for m in list {
+            asked.extend(m.calls.iter().cloned());
+            results.extend(m.results.iter().cloned());
+        }
+    };
+    note(&messages);
+    if !views.iter().any(View::is_tool) {
+        for view in &mut views {
+            if let Some((list, _)) = view.input_messages() {
+                note(&list);
+            }
+            if let Some(list) = view.output_messages() {
+                note(&list);
+            }
+        }
+    }
+
+    // Failed: the invocation, or an agent or model call under it (the outer span of
+    // openai-agents stays OK when its agent fails).
+    let failed = std::iter::once(root_at)
+        .chain(0..views.len())
+        .find(|&k| {
+            let span = &spans[ordered[k]];
+            span.error.is_some() && (k == root_at || views[k].is_invocation() || is_model_call(&views[k]))
+        })
+        .map(|k| spans[ordered[k]].error.clone().unwrap_or_default());
 
     let what = describe(root);
     let mut system: Vec<String> = views[root_at].system_instructions();
@@ -323,17 +468,22 @@ fn invocation_case(
         }
     }
     if exchanges.is_empty() {
-        diags.push(root.at.diagnostic(
-            Code::NoContent,
-            format!("{what} recorded no user message: no case was made from it"),
-            Some(content_hint(spans, &ordered, convention)),
-        ));
+        // A run that failed before its first model call answered may have recorded nothing of
+        // the question: that is no sign of content capture being off.
+        let (message, hint) = match &failed {
+            Some(_) => (format!("{what} failed and recorded no user message: no case was made from it"), None),
+            None => (
+                format!("{what} recorded no user message: no case was made from it"),
+                Some(content_hint(spans, &ordered, convention)),
+            ),
+        };
+        diags.push(root.at.diagnostic(Code::NoContent, message, hint));
         return None;
     }
     if let Some(last) = exchanges.last_mut() {
         last.answer = final_answer;
     }
-    if exchanges.last().is_some_and(|e| e.answer.is_none()) {
+    if failed.is_none() && exchanges.last().is_some_and(|e| e.answer.is_none()) {
         diags.push(root.at.diagnostic(
             Code::NoContent,
             format!("{what} recorded no answer: its case has no expected output"),
@@ -357,8 +507,17 @@ fn invocation_case(
     for view in &mut views {
         for definition in view.tool_definitions() {
             let tool = tool_of(definition);
-            if !tools.iter().any(|t| t.name == tool.name) {
-                tools.push(tool);
+            match tools.iter_mut().find(|t| t.name == tool.name) {
+                // A definition met again (openai-agents: a TOOL span's) fills what was missing.
+                Some(known) => {
+                    if known.description.is_none() {
+                        known.description = tool.description;
+                    }
+                    if known.parameters.is_none() {
+                        known.parameters = tool.parameters;
+                    }
+                }
+                None => tools.push(tool),
             }
         }
     }
@@ -366,8 +525,18 @@ fn invocation_case(
     // What each executed tool answered becomes a recorded answer of that tool, so the case
     // replays the production incident (the first answer to the same arguments is kept: later
     // ones would never be served). A tool executed but not declared is added with its answers.
-    for view in views.iter().filter(|v| v.is_tool()) {
-        let (Some(call), Some(result)) = (view.executed_tool(), view.tool_result()) else { continue };
+    // Then the results sent back to the models, for the calls they answer: apps that make no
+    // tool spans record their tools' answers only there.
+    let from_spans = views.iter().filter(|v| v.is_tool()).filter_map(|v| v.executed_tool().zip(v.tool_result()));
+    let from_messages = results.into_iter().filter_map(|r| {
+        let call = match r.id.as_deref().and_then(|id| asked.iter().find(|c| c.id.as_deref() == Some(id))) {
+            Some(call) => call.clone(),
+            None => Call { name: r.name?, arguments: None, id: None },
+        };
+        Some((call, r.result))
+    });
+    let recorded: Vec<(Call, Value)> = from_spans.chain(from_messages).collect();
+    for (call, result) in recorded {
         let when = call.arguments.map(|arguments| When { arguments: Some(arguments), ..When::default() });
         let at = match tools.iter().position(|t| t.name == call.name) {
             Some(at) => at,
@@ -475,7 +644,7 @@ fn invocation_case(
     if let Some(service) = &root.service {
         metadata.insert("service".into(), json!(service));
     }
-    if let Some(agent) = root_view.agent_name() {
+    if let Some(agent) = root_view.agent_name().or_else(|| views.iter().find_map(View::agent_name)) {
         metadata.insert("agent".into(), json!(agent));
     }
     if let Some(model) = root_view.model().or_else(|| views.iter().find_map(View::model)) {
@@ -484,8 +653,8 @@ fn invocation_case(
     if let Some(conversation) = &conversation {
         metadata.insert("conversation_id".into(), json!(conversation));
     }
-    metadata.insert("status".into(), json!(if root.error.is_some() { "error" } else { "ok" }));
-    if let Some(message) = root.error.as_deref().filter(|m| !m.is_empty()) {
+    metadata.insert("status".into(), json!(if failed.is_some() { "error" } else { "ok" }));
+    if let Some(message) = failed.filter(|m| !m.is_empty()) {
         metadata.insert("error".into(), json!(message));
     }
 
@@ -599,6 +768,32 @@ fn rfc3339(nanos: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn message(role: &str, text: &str) -> Message {
+        Message { role: role.into(), texts: vec![text.into()], ..Message::default() }
+    }
+
+    #[test]
+    fn a_model_call_continues_the_previous_one_with_tool_results_but_not_with_a_new_question() {
+        let call = Call { name: "get_weather".into(), arguments: None, id: Some("c1".into()) };
+        let asked = Message { role: "assistant".into(), calls: vec![call], ..Message::default() };
+        let input = vec![message("system", "Be brief."), message("user", "Weather in Paris?")];
+        let result = Message {
+            role: "tool".into(),
+            results: vec![ToolResult { id: Some("c1".into()), name: None, result: json!("rainy") }],
+            ..Message::default()
+        };
+        let next = [input.clone(), vec![asked.clone(), result.clone()]].concat();
+        assert!(continues(&input, std::slice::from_ref(&asked), &next));
+        // A new question after the answer is a new invocation (a turn of the conversation).
+        let answer = message("assistant", "Rainy.");
+        let later = [next.clone(), vec![answer.clone(), message("user", "And in Lyon?")]].concat();
+        assert!(!continues(&next, std::slice::from_ref(&answer), &later));
+        // Another question that starts the same way, without the tool's result, is not joined.
+        assert!(!continues(&input, std::slice::from_ref(&asked), &[input.clone(), vec![asked.clone()]].concat()));
+        // A call that asked for no tool is not continued.
+        assert!(!continues(&input, &[message("assistant", "Rainy.")], &next));
+    }
 
     #[test]
     fn times_are_written_in_utc() {

@@ -76,7 +76,7 @@ impl At {
 }
 
 /// Attribute namespaces of the conventions casebook reads (OpenTelemetry GenAI, its deprecated
-/// forms, OpenInference).
+/// forms, OpenInference, pydantic-ai's own).
 const KEPT: &[&str] = &[
     "gen_ai.",
     "llm.",
@@ -88,10 +88,23 @@ const KEPT: &[&str] = &[
     "session.",
     "content",
     "message",
+    "pydantic_ai.",
 ];
 
 pub(super) fn kept(key: &str) -> bool {
-    KEPT.iter().any(|p| key.starts_with(p)) || matches!(key, "tool_calls" | "role" | "index" | "finish_reason")
+    KEPT.iter().any(|p| key.starts_with(p))
+        || matches!(
+            key,
+            "tool_calls"
+                | "role"
+                | "index"
+                | "finish_reason"
+                | "id"
+                | "tool_call_id"
+                | "tool_arguments"
+                | "tool_response"
+                | "agent.name"
+        )
 }
 
 /// Reads one trace or log file, adding its spans, the GenAI events of its log records and the
