@@ -186,6 +186,15 @@ impl AnyStore {
         each!(self, s => s.run_results(id).await)
     }
 
+    /// Sets an SQLite store's page cache to `kib` KiB a connection (see
+    /// [`crate::SqliteStore::set_page_cache`]); PostgreSQL's is the server's.
+    pub async fn set_page_cache(&self, kib: u32) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Sqlite(store) => store.set_page_cache(kib).await,
+            AnyStore::Postgres(_) => Ok(()),
+        }
+    }
+
     /// At most `limit` of a run's results from its `from`-th place on, in order, each with its
     /// place (`ResultRow::seq`): a run read a page at a time, the next page from the last
     /// place + 1. Places may have gaps (a stopped run's unfinished jobs).

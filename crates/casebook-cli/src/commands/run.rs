@@ -46,8 +46,13 @@ mod version_id;
 pub use stored::{compare, results};
 use version_id::FirstVersion;
 
-/// Results kept in the store at a time while running.
+/// Results kept in the store at a time while running, at most…
 const SAVE_EVERY: usize = 4096;
+/// …and at most this much of their JSON (outputs included): with a batch saving and one
+/// waiting, what a run holds for the store stays a few MiB, however long the run (4,096
+/// results with their trajectories were 10 MiB a batch, and a slow moment of the store let
+/// several pile up).
+const SAVE_BYTES: usize = 1 << 20;
 /// Jobs whose stored outputs are looked up at a time.
 const WINDOW: usize = 4096;
 /// Characters of a failing case's answer kept for the reports of a run.
@@ -267,7 +272,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         let work = tokio::spawn(engine::execute(plan.clone(), work_rx, mode, stop_rx.clone(), finish, tx));
         // Results are kept by a task of their own, so that taking the next ones does not wait
         // for the store.
-        let (save_tx, mut save_rx) = tokio::sync::mpsc::channel::<Vec<ResultRow>>(4);
+        let (save_tx, mut save_rx) = tokio::sync::mpsc::channel::<Vec<ResultRow>>(1);
         let saver = store.clone().map(|store| {
             let run_id = run_id.clone();
             tokio::spawn(async move {
@@ -279,6 +284,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             })
         });
         let mut pending: Vec<ResultRow> = Vec::new();
+        let mut pending_bytes = 0usize;
         // The first failing results, which the summary names.
         let mut failing: Vec<(u64, RunResult)> = Vec::new();
         let (mut passed, mut errors, mut ungraded) = (0u64, 0u64, 0u64);
@@ -301,8 +307,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                             }
                         }
                         if let Some(row) = row {
+                            pending_bytes += row.result.len() + row.output.as_ref().map_or(0, |(h, o)| h.len() + o.len());
                             pending.push(row);
-                            if pending.len() >= SAVE_EVERY {
+                            if pending.len() >= SAVE_EVERY || pending_bytes >= SAVE_BYTES {
+                                pending_bytes = 0;
                                 let _ = save_tx.send(std::mem::take(&mut pending)).await;
                             }
                         }

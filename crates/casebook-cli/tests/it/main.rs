@@ -42,6 +42,7 @@ mod review;
 mod run;
 mod schema;
 mod store;
+mod stored_runs;
 mod terminal;
 mod threshold;
 mod unusual_input;
