@@ -7,8 +7,9 @@
 #![allow(clippy::unwrap_used)]
 
 use casebook_runner::record::RunResult;
+use casebook_runner::report;
 use casebook_runner::report::terminal::human_comparison;
-use casebook_runner::summary::compare;
+use casebook_runner::summary::{Summary, compare};
 
 use crate::cli::{Backend, Folder, run};
 use crate::remote::{PROJECT, Server, ok};
@@ -34,7 +35,7 @@ const FORMATS: [(&str, &str); 4] = [("markdown", "md"), ("html", "html"), ("juni
 
 /// Runs `dataset` with `cmd` (a `casebook` command on a store or server), writing every report
 /// under `name.*`; returns the run id.
-fn run_reported(mut cmd: std::process::Command, time: &str, dir: &Folder, dataset: &str, name: &str) -> String {
+fn run_reported(mut cmd: assert_cmd::Command, time: &str, dir: &Folder, dataset: &str, name: &str) -> String {
     cmd.env("CASEBOOK_TIME", time).args([
         "run",
         "--dataset",
@@ -58,15 +59,39 @@ fn results_of(jsonl: &str) -> Vec<RunResult> {
     jsonl.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
 }
 
-/// `results` of run `id` in each format is the report the run wrote; `compare` of `a` and `b`
-/// is the comparison of their whole lists of results.
-fn check(cmd: &dyn Fn() -> std::process::Command, dir: &Folder, (a, b): (&str, &str)) {
+/// `results` of run `id` in each format is what the reports make of the run's whole list of
+/// results (its JSONL report) and its summary, as `results` made them when it read the run whole;
+/// `compare` of `a` and `b` is the comparison of their whole lists of results.
+fn check(cmd: &dyn Fn() -> assert_cmd::Command, dir: &Folder, (a, b): (&str, &str)) {
     for (id, name) in [(a, "a"), (b, "b")] {
-        for (format, ext) in FORMATS {
-            let written = fs_err::read_to_string(dir.join(&format!("{name}.{ext}"))).unwrap();
+        let jsonl = fs_err::read_to_string(dir.join(&format!("{name}.jsonl"))).unwrap();
+        let results = results_of(&jsonl);
+        let summary: Summary = serde_json::from_str(&ok(cmd().args(["results", id, "--format", "json"]))).unwrap();
+        // The run's JSONL report is in the order results finished; `results` gives the run's order.
+        let shown = ok(cmd().args(["results", id, "--format", "jsonl"]));
+        let sorted = |text: &str| {
+            let mut lines: Vec<&str> = text.lines().collect();
+            lines.sort_unstable();
+            lines.join("\n")
+        };
+        assert!(sorted(&shown) == sorted(&jsonl), "`results {id} --format jsonl` is not the run's results");
+        let in_order = results_of(&shown);
+        let expected = [
+            ("markdown", report::markdown::render(&summary, &results)),
+            ("html", report::html::render(&summary, &results)),
+            ("junit", report::junit::render(&summary, &results)),
+            (
+                "human",
+                report::human(&summary) + &report::terminal::failing(&in_order, summary.totals.failed as u64, Some(id)),
+            ),
+        ];
+        for (format, expected) in expected {
             let shown = ok(cmd().args(["results", id, "--format", format]));
-            assert!(shown == written, "`results {id} --format {format}` is not the run's {format} report");
+            assert!(shown == expected, "`results {id} --format {format}` is not what the whole list makes");
         }
+        // The Markdown report the run wrote as it went is the same.
+        let written = fs_err::read_to_string(dir.join(&format!("{name}.md"))).unwrap();
+        assert!(written == report::markdown::render(&summary, &results));
     }
     let a_results = results_of(&fs_err::read_to_string(dir.join("a.jsonl")).unwrap());
     let b_results = results_of(&fs_err::read_to_string(dir.join("b.jsonl")).unwrap());

@@ -130,8 +130,11 @@ fn write_results(
     let recount = matches!(kept, Kept::Recount { .. });
     let listed = has(ReportFormat::Markdown) || has(ReportFormat::Junit) || has(ReportFormat::Html);
     let read = recount || listed || has(ReportFormat::Human) || has(ReportFormat::Jsonl);
-    // Outputs are shown by the reports that list results; the summary does without them.
-    let with_outputs = listed || has(ReportFormat::Human) || has(ReportFormat::Jsonl);
+    // Outputs are shown by the reports that list results; the summary does without them, and
+    // the terminal shows only the first failing results' (fetched for them alone).
+    let with_outputs = listed || has(ReportFormat::Jsonl);
+    // The terminal alone, with the summary kept, needs only the first failing results.
+    let first_failing_only = !recount && !with_outputs;
 
     let mut outputs: Vec<(ReportFormat, Output, Box<dyn Write + Send>)> = Vec::new();
     for (format, path) in wanted {
@@ -191,6 +194,12 @@ fn write_results(
                 }
                 seq += 1;
             }
+            if first_failing_only && failing.len() >= report::terminal::FAILING_NAMED {
+                break;
+            }
+        }
+        if !with_outputs {
+            add_outputs(runtime, store, &mut failing)?;
         }
     }
     let summary = match (kept, builder) {
