@@ -23,7 +23,7 @@ fn cases(n: usize, fail: usize) -> String {
     (0..n)
         .map(|i| {
             let id = (i * 37) % n;
-            let expected = if id % fail == 0 { "nope".to_owned() } else { format!("say {id}") };
+            let expected = if id.is_multiple_of(fail) { "nope".to_owned() } else { format!("say {id}") };
             format!(
                 "{{\"id\": \"c-{id:04}\", \"input\": \"say {id}\", \"expected\": {{\"output\": \"{expected}\"}}}}\n"
             )
