@@ -3,6 +3,7 @@
 //! The agent-facing side ([`protocol`], [`target`]) is built from a case's task half only; the
 //! graders ([`grade`]) are the only code that reads expectations.
 
+pub mod comparison;
 pub mod engine;
 pub mod environment;
 pub mod experiment;
@@ -18,5 +19,6 @@ pub mod protocol;
 pub mod record;
 pub mod report;
 pub mod seeds;
+pub mod sorted;
 pub mod summary;
 pub mod target;

@@ -53,14 +53,20 @@ pub struct Ran {
 impl Ran {
     /// The scenarios of `results`, with their targets from `meta` where it has them.
     pub fn of(results: &[RunResult], meta: Option<&RunMeta>) -> Self {
+        let names: BTreeSet<&str> = results.iter().map(|r| r.scenario.as_str()).collect();
+        Self::of_scenarios(names.into_iter().map(str::to_owned), meta)
+    }
+
+    /// The scenarios named, with their targets from `meta` where it has them.
+    pub fn of_scenarios(names: impl IntoIterator<Item = String>, meta: Option<&RunMeta>) -> Self {
         let targets: BTreeMap<&str, &Value> =
             meta.map(|m| m.scenarios.iter().map(String::as_str).zip(&m.targets).collect()).unwrap_or_default();
-        let scenarios = results
-            .iter()
-            .map(|r| r.scenario.as_str())
-            .collect::<BTreeSet<&str>>()
+        let scenarios = names
             .into_iter()
-            .map(|name| (name.to_owned(), targets.get(name).map(|t| (*t).clone())))
+            .map(|name| {
+                let target = targets.get(name.as_str()).map(|t| (*t).clone());
+                (name, target)
+            })
             .collect();
         Self { scenarios }
     }

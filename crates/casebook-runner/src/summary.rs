@@ -761,7 +761,7 @@ pub fn mean_interval(values: &[f64], low: f64, high: f64) -> (Option<f64>, Optio
 
 /// Student's t interval at 95 % of a mean of `n` values of sample variance `variance`, clipped
 /// to `low..=high`; `None` for fewer than two values.
-fn t_interval(mean: f64, variance: f64, n: usize, low: f64, high: f64) -> Option<Interval> {
+pub(crate) fn t_interval(mean: f64, variance: f64, n: usize, low: f64, high: f64) -> Option<Interval> {
     if n < 2 {
         return None;
     }

@@ -235,6 +235,17 @@ pub struct FinishRun {
     pub summary: Box<serde_json::value::RawValue>,
 }
 
+/// A page of a run's results (`GET …/runs/{run}/results?limit=N`).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ResultPage {
+    /// The results, in the run's order, as the runner recorded them.
+    #[schema(value_type = Vec<Object>)]
+    pub results: Vec<Box<serde_json::value::RawValue>>,
+    /// Pass as `cursor` for the next page; absent after the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
 /// Run hashes whose stored outputs are wanted (`POST …/outputs`).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct OutputsRequest {

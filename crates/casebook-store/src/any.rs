@@ -188,6 +188,22 @@ impl AnyStore {
         each!(self, s => s.run_results(id).await)
     }
 
+    /// Sets an SQLite store's page cache to `kib` KiB a connection (see
+    /// [`crate::SqliteStore::set_page_cache`]); PostgreSQL's is the server's.
+    pub async fn set_page_cache(&self, kib: u32) -> Result<(), StoreError> {
+        match self {
+            AnyStore::Sqlite(store) => store.set_page_cache(kib).await,
+            AnyStore::Postgres(_) => Ok(()),
+        }
+    }
+
+    /// At most `limit` of a run's results from its `from`-th place on, in order, each with its
+    /// place (`ResultRow::seq`): a run read a page at a time, the next page from the last
+    /// place + 1. Places may have gaps (a stopped run's unfinished jobs).
+    pub async fn run_results_from(&self, id: &str, from: u64, limit: usize) -> Result<Vec<(u64, String)>, StoreError> {
+        each!(self, s => s.run_results_from(id, from, limit).await)
+    }
+
     /// A run's results with the outputs it was the first to keep, as `save_results` takes them.
     pub async fn run_rows(&self, id: &str) -> Result<Vec<ResultRow>, StoreError> {
         each!(self, s => s.run_rows(id).await)

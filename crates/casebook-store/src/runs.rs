@@ -30,6 +30,22 @@ pub struct ResultRow {
 /// Rows an `INSERT` carries.
 const ROWS: usize = 400;
 
+/// `items` in chunks of [`ROWS`], the rest in chunks of powers of two: whatever the batches a
+/// caller saves, statements come in a few sizes (the texts a connection's statement cache
+/// keeps prepared; one for each number of rows grew a long run's memory by megabytes).
+fn statement_chunks<T>(items: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let n = if rest.len() >= ROWS { ROWS } else { 1 << rest.len().ilog2() };
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
 impl SqliteStore {
     pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
         sqlx::query("INSERT INTO runs (project, id, experiment, started, meta) VALUES (?, ?, ?, ?, ?)")
@@ -48,7 +64,7 @@ impl SqliteStore {
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let base = run_key(&mut tx, self.project(), run).await?;
-        for chunk in rows.chunks(ROWS) {
+        for chunk in statement_chunks(rows) {
             let values = vec!["(?, ?)"; chunk.len()].join(", ");
             let mut query =
                 sqlx::query(AssertSqlSafe(format!("INSERT OR REPLACE INTO run_results (key, result) VALUES {values}")));
@@ -56,23 +72,20 @@ impl SqliteStore {
                 query = query.bind(base + row.seq as i64).bind(&row.result);
             }
             query.execute(&mut *tx).await?;
-            let outputs = chunk.iter().filter(|r| r.output.is_some()).count();
-            if outputs > 0 {
-                let values = vec!["(?, ?, ?, ?)"; outputs].join(", ");
-                let mut query = sqlx::query(AssertSqlSafe(format!(
-                    "INSERT OR REPLACE INTO run_outputs (key, project, hash, output) VALUES {values}"
-                )));
-                for row in chunk {
-                    if let Some((hash, output)) = &row.output {
-                        query = query
-                            .bind(base + row.seq as i64)
-                            .bind(self.project())
-                            .bind(hash_bytes(hash)?.to_vec())
-                            .bind(output);
-                    }
-                }
-                query.execute(&mut *tx).await?;
+        }
+        let outputs: Vec<(i64, &str, &str)> = rows
+            .iter()
+            .filter_map(|row| row.output.as_ref().map(|(hash, output)| (base + row.seq as i64, &**hash, &**output)))
+            .collect();
+        for chunk in statement_chunks(&outputs) {
+            let values = vec!["(?, ?, ?, ?)"; chunk.len()].join(", ");
+            let mut query = sqlx::query(AssertSqlSafe(format!(
+                "INSERT OR REPLACE INTO run_outputs (key, project, hash, output) VALUES {values}"
+            )));
+            for &(key, hash, output) in chunk {
+                query = query.bind(key).bind(self.project()).bind(hash_bytes(hash)?.to_vec()).bind(output);
             }
+            query.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -175,6 +188,23 @@ impl SqliteStore {
             .await?;
         Ok(rows)
     }
+
+    /// See [`crate::AnyStore::run_results_from`].
+    pub async fn run_results_from(&self, id: &str, from: u64, limit: usize) -> Result<Vec<(u64, String)>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let base = run_key(&mut conn, self.project(), id).await?;
+        let start = base.saturating_add(i64::try_from(from).unwrap_or(RUN_SPAN).min(RUN_SPAN));
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT key - ?1, result FROM run_results WHERE key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
+        )
+        .bind(base)
+        .bind(start)
+        .bind(base + RUN_SPAN)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(rows.into_iter().map(|(seq, result)| (seq as u64, result)).collect())
+    }
 }
 
 impl SqliteStore {
@@ -254,5 +284,23 @@ fn run_row(r: &sqlx::sqlite::SqliteRow) -> RunRow {
         finished: r.get(3),
         meta: r.get(4),
         summary: r.get(5),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every item once, in order, in chunks of a few sizes only.
+    #[test]
+    fn statements_come_in_a_few_sizes() {
+        let mut sizes = std::collections::BTreeSet::new();
+        for n in 0..2000 {
+            let items: Vec<usize> = (0..n).collect();
+            let chunks: Vec<&[usize]> = statement_chunks(&items).collect();
+            assert_eq!(chunks.concat(), items);
+            sizes.extend(chunks.iter().map(|c| c.len()));
+        }
+        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8, 16, 32, 64, 128, 256, 400]);
     }
 }

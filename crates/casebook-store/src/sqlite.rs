@@ -178,6 +178,22 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// Sets the page cache of each of the store's connections to `kib` KiB (instead of the
+    /// 8 MiB they open with): for a long process whose work is appended, as a run's results are,
+    /// a small cache holds the pages it touches again, and a large one only grows with what it
+    /// wrote. Connections opened later (after an idle one is closed) get the default again.
+    pub async fn set_page_cache(&self, kib: u32) -> Result<(), StoreError> {
+        // Each connection is held while the next is taken, so that each is a different one.
+        let mut held = Vec::new();
+        for _ in 0..self.pool.options().get_max_connections() {
+            held.push(self.pool.acquire().await?);
+        }
+        for conn in &mut held {
+            sqlx::query(AssertSqlSafe(format!("PRAGMA cache_size = -{kib}"))).execute(&mut **conn).await?;
+        }
+        Ok(())
+    }
+
     /// Closes the connections; the last one to close checkpoints the write-ahead log into the
     /// database and removes it.
     pub async fn close(self) {

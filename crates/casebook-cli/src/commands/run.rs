@@ -23,9 +23,8 @@ use casebook_runner::grade::GraderSpec;
 use casebook_runner::grade::asserts::{CaseAsserts, Tally};
 use casebook_runner::mcp::McpServer;
 use casebook_runner::noise::{Noise, NoisePools, NoiseSpec};
-use casebook_runner::pairing::{Ran, pair_scenarios};
 use casebook_runner::planned::{PlanWriter, PlannedCases};
-use casebook_runner::record::{RunOutput, RunResult};
+use casebook_runner::record::RunResult;
 use casebook_runner::report;
 use casebook_runner::report::listing::Listing;
 use casebook_runner::summary::{LeftOut, RunMeta, Summary, SummaryBuilder};
@@ -35,18 +34,25 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
 use crate::Outcome;
-use crate::args::{CompareArgs, ReportFormat, ResultsArgs, RunArgs};
+use crate::args::{ReportFormat, RunArgs};
 use crate::report::Reporter;
 use crate::runs::RunStore;
 use crate::settings::Global;
 use crate::stores;
 
+mod stored;
 mod version_id;
 
+pub use stored::{compare, results};
 use version_id::FirstVersion;
 
-/// Results kept in the store at a time while running.
+/// Results kept in the store at a time while running, at most…
 const SAVE_EVERY: usize = 4096;
+/// …and at most this much of their JSON (outputs included): with a batch saving and one
+/// waiting, what a run holds for the store stays a few MiB, however long the run (4,096
+/// results with their trajectories were 10 MiB a batch, and a slow moment of the store let
+/// several pile up).
+const SAVE_BYTES: usize = 1 << 20;
 /// Jobs whose stored outputs are looked up at a time.
 const WINDOW: usize = 4096;
 /// Characters of a failing case's answer kept for the reports of a run.
@@ -267,7 +273,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
         let work = tokio::spawn(engine::execute(plan.clone(), work_rx, mode, stop_rx.clone(), finish, tx));
         // Results are kept by a task of their own, so that taking the next ones does not wait
         // for the store.
-        let (save_tx, mut save_rx) = tokio::sync::mpsc::channel::<Vec<ResultRow>>(4);
+        let (save_tx, mut save_rx) = tokio::sync::mpsc::channel::<Vec<ResultRow>>(1);
         let saver = store.clone().map(|store| {
             let run_id = run_id.clone();
             tokio::spawn(async move {
@@ -279,6 +285,7 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
             })
         });
         let mut pending: Vec<ResultRow> = Vec::new();
+        let mut pending_bytes = 0usize;
         // The first failing results, which the summary names.
         let mut failing: Vec<(u64, RunResult)> = Vec::new();
         let (mut passed, mut errors, mut ungraded) = (0u64, 0u64, 0u64);
@@ -301,8 +308,10 @@ pub fn run(settings: &Global, args: RunArgs) -> anyhow::Result<Outcome> {
                             }
                         }
                         if let Some(row) = row {
+                            pending_bytes += row.result.len() + row.output.as_ref().map_or(0, |(h, o)| h.len() + o.len());
                             pending.push(row);
-                            if pending.len() >= SAVE_EVERY {
+                            if pending.len() >= SAVE_EVERY || pending_bytes >= SAVE_BYTES {
+                                pending_bytes = 0;
                                 let _ = save_tx.send(std::mem::take(&mut pending)).await;
                             }
                         }
@@ -471,7 +480,7 @@ impl Done {
 
 /// Runs `read` on where runs are kept (the store, or the server), prints what it returns, and
 /// closes the store.
-fn print(
+pub(super) fn print(
     settings: &Global,
     read: impl FnOnce(&tokio::runtime::Runtime, &RunStore) -> anyhow::Result<String>,
 ) -> anyhow::Result<Outcome> {
@@ -483,80 +492,8 @@ fn print(
     Ok(Outcome::Ok)
 }
 
-pub fn results(settings: &Global, args: ResultsArgs) -> anyhow::Result<Outcome> {
-    print(settings, |runtime, store| {
-        if args.list {
-            let runs = runtime.block_on(store.runs())?;
-            let mut out = String::new();
-            if runs.is_empty() && !settings.json {
-                stderr!("no run yet: `casebook run` keeps its results in the store");
-            } else if !settings.json {
-                out.push_str("run                         started               finished              experiment\n");
-            }
-            for run in runs.iter().rev() {
-                let line = if settings.json {
-                    json!({"id": run.id, "experiment": run.experiment, "started": run.started, "finished": run.finished}).to_string()
-                } else {
-                    format!(
-                        "{:<26}  {:<20}  {:<20}  {}",
-                        run.id,
-                        run.started,
-                        run.finished.as_deref().unwrap_or("(stopped)"),
-                        run.experiment
-                    )
-                };
-                out.push_str(&line);
-                out.push('\n');
-            }
-            return Ok(out);
-        }
-        for (_, path) in &args.reports {
-            crate::output::may_write(settings, path, &[], args.overwrite.overwrite)?;
-        }
-        let (summary, results) = load_run(runtime, store, args.run.as_deref())?;
-        for (kind, path) in &args.reports {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                fs_err::create_dir_all(dir)?;
-            }
-            let (output, mut out) = crate::output::Output::create(Some(path))?;
-            out.write_all(render(*kind, &summary, &results).as_bytes())?;
-            out.flush()?;
-            drop(out);
-            output.keep()?;
-        }
-        // `--as` (deprecated) is the report `--format` asks for now.
-        let format = args.report.unwrap_or_else(|| settings.format.report());
-        Ok(render(format, &summary, &results))
-    })
-}
-
-pub fn compare(settings: &Global, args: CompareArgs) -> anyhow::Result<Outcome> {
-    print(settings, |runtime, store| {
-        let (summary_a, a) = load_run(runtime, store, Some(&args.a))?;
-        let (summary_b, b) = load_run(runtime, store, Some(&args.b))?;
-        let (ran_a, ran_b) = (Ran::of(&a, Some(&summary_a.meta)), Ran::of(&b, Some(&summary_b.meta)));
-        let pairs = pair_scenarios(&ran_a, &ran_b, &args.scenarios).map_err(|e| {
-            anyhow::anyhow!(
-                "{e}; see each run's scenarios with `casebook results {}` and `casebook results {}`",
-                summary_a.meta.run_id,
-                summary_b.meta.run_id
-            )
-        })?;
-        let comparison = casebook_runner::summary::compare_paired(&a, &b, pairs);
-        if comparison.pairs == 0 && comparison.errors.is_empty() && comparison.ungraded == 0 && !settings.quiet {
-            stderr!("{}", why_unpaired(&summary_a.meta, &summary_b.meta));
-        }
-        Ok(if settings.json {
-            format!("{}\n", serde_json::to_string(&comparison)?)
-        } else {
-            report::human_comparison(&comparison)
-        })
-    })
-}
-
-/// Why two runs have no case run in common: what each ran (scenarios, their targets when
-/// recorded, dataset), how scenarios pair, and how to choose the pairs.
-fn why_unpaired(a: &RunMeta, b: &RunMeta) -> String {
+/// Why two runs have no case run in common: what each ran, where the difference usually is.
+pub(super) fn why_unpaired(a: &RunMeta, b: &RunMeta) -> String {
     let side = |meta: &RunMeta| {
         let scenarios: Vec<String> = meta
             .scenarios
@@ -588,48 +525,6 @@ fn why_unpaired(a: &RunMeta, b: &RunMeta) -> String {
         side(a),
         side(b)
     )
-}
-
-/// A stored run's summary (as recorded, or computed again for a stopped run) and results.
-fn load_run(
-    runtime: &tokio::runtime::Runtime,
-    store: &RunStore,
-    reference: Option<&str>,
-) -> anyhow::Result<(Summary, Vec<RunResult>)> {
-    let run = runtime.block_on(store.run(reference))?;
-    let mut results: Vec<RunResult> = runtime
-        .block_on(store.run_results(&run.id))?
-        .iter()
-        .map(|text| serde_json::from_str(text))
-        .collect::<Result<_, _>>()
-        .context("a stored result cannot be read back")?;
-    // The agents' outputs are kept apart, by run hash.
-    let hashes: Vec<String> = results.iter().filter(|r| r.output.is_ok()).map(|r| r.hash.clone()).collect();
-    let mut outputs = runtime.block_on(store.outputs(&hashes))?.into_iter();
-    for result in results.iter_mut().filter(|r| r.output.is_ok()) {
-        if let (Ok(kept), Some(text)) = (&mut result.output, outputs.next().flatten()) {
-            let output: RunOutput = serde_json::from_str(&text).context("a stored output cannot be read back")?;
-            *kept = RunOutput { millis: kept.millis, ..output };
-        }
-    }
-    let summary = match &run.summary {
-        Some(text) => {
-            let kept: Summary = serde_json::from_str(text).context("a stored summary cannot be read back")?;
-            if kept.predates_pass_rate_of() {
-                // Kept when errors and ungraded results were left out of pass rates: counted
-                // again under the rule the threshold follows now (robustness is unchanged).
-                let Summary { threshold, meta, robustness, .. } = kept;
-                Summary { robustness, ..Summary::of(&results, threshold, meta) }
-            } else {
-                kept
-            }
-        }
-        None => {
-            let meta: RunMeta = serde_json::from_str(&run.meta).context("a stored run cannot be read back")?;
-            Summary::of(&results, 1.0, meta)
-        }
-    };
-    Ok((summary, results))
 }
 
 fn render(format: ReportFormat, summary: &Summary, results: &[RunResult]) -> String {
@@ -670,26 +565,43 @@ fn write_reports(reports: &[(ReportFormat, PathBuf)], summary: &Summary, listing
     for (format, path) in reports.iter().filter(|(f, _)| *f != ReportFormat::Jsonl) {
         let (output, mut out) = crate::output::Output::create(Some(path))?;
         match format {
-            ReportFormat::Junit | ReportFormat::Html => {
-                let mut results = listing.results()?;
-                if *format == ReportFormat::Junit {
-                    report::junit::write_listed(summary, &|s| listing.millis(s), &mut results, &mut out)?;
-                } else {
-                    report::html::write_listed(summary, listing.count(), &mut results, &mut out)?;
-                }
-                if let Some(err) = results.error() {
-                    anyhow::bail!("cannot read back the results for `{}`: {err}", path.display());
-                }
-            }
-            ReportFormat::Markdown => {
-                let ((failed, shown), (with_calls, calling)) = (listing.failing(), listing.calling());
-                report::markdown::write_listed(summary, (failed, &shown), (with_calls, &calling), &mut out)?;
+            ReportFormat::Junit | ReportFormat::Html | ReportFormat::Markdown => {
+                write_listed(*format, summary, listing, &mut out)
+                    .with_context(|| format!("cannot write `{}`", path.display()))?;
             }
             other => out.write_all(render(*other, summary, &[]).as_bytes())?,
         }
         out.flush()?;
         drop(out);
         output.keep()?;
+    }
+    Ok(())
+}
+
+/// Writes a Markdown, JUnit or HTML report of a run from its listing.
+fn write_listed(
+    format: ReportFormat,
+    summary: &Summary,
+    listing: &mut Listing,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    match format {
+        ReportFormat::Junit | ReportFormat::Html => {
+            let mut results = listing.results()?;
+            if format == ReportFormat::Junit {
+                report::junit::write_listed(summary, &|s| listing.millis(s), &mut results, out)?;
+            } else {
+                report::html::write_listed(summary, listing.count(), &mut results, out)?;
+            }
+            if let Some(err) = results.error() {
+                anyhow::bail!("cannot read back the results: {err}");
+            }
+        }
+        ReportFormat::Markdown => {
+            let ((failed, shown), (with_calls, calling)) = (listing.failing(), listing.calling());
+            report::markdown::write_listed(summary, (failed, &shown), (with_calls, &calling), out)?;
+        }
+        other => anyhow::bail!("the {other:?} report does not list results"),
     }
     Ok(())
 }

@@ -46,6 +46,7 @@ mod review;
 mod run;
 mod schema;
 mod store;
+mod stored_runs;
 mod terminal;
 mod threshold;
 mod typos;

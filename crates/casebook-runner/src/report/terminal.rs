@@ -14,7 +14,7 @@ use crate::summary::{CaseRun, Comparison, PairedDifference, Summary};
 pub const WIDTH: usize = 100;
 
 /// How many cases each list of a comparison names.
-const CASES_NAMED: usize = 10;
+pub(crate) const CASES_NAMED: usize = 10;
 
 /// Width of the name column of the scenario and grader tables.
 const NAME: usize = 32;
@@ -201,23 +201,59 @@ fn one_line(text: &str) -> String {
 
 /// A few lines saying how run B differs from run A.
 pub fn human_comparison(comparison: &Comparison) -> String {
+    let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
+    let errors: Vec<CaseRun> = comparison.errors.iter().map(|e| e.key.clone()).collect();
+    comparison_lines(
+        comparison.pairs,
+        (comparison.mean_difference, comparison.mean_difference_interval),
+        &comparison.paired_scenarios,
+        [
+            (comparison.pass_to_fail.len(), keys(&comparison.pass_to_fail)),
+            (comparison.fail_to_pass.len(), keys(&comparison.fail_to_pass)),
+            (comparison.only_in_a.len(), comparison.only_in_a.clone()),
+            (comparison.only_in_b.len(), comparison.only_in_b.clone()),
+            (errors.len(), errors),
+        ],
+    )
+}
+
+/// [`human_comparison`] of a comparison made from streams, which keeps the first cases of each
+/// list (as many as are named) and counts the rest.
+pub fn human_compared(compared: &crate::comparison::Compared) -> String {
+    let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
+    comparison_lines(
+        compared.pairs,
+        (compared.mean_difference, compared.mean_difference_interval),
+        &compared.paired_scenarios,
+        [
+            (compared.pass_to_fail.count, keys(&compared.pass_to_fail.first)),
+            (compared.fail_to_pass.count, keys(&compared.fail_to_pass.first)),
+            (compared.only_in_a.count, compared.only_in_a.first.clone()),
+            (compared.only_in_b.count, compared.only_in_b.first.clone()),
+            (compared.errors.count, compared.errors.first.iter().map(|e| e.key.clone()).collect()),
+        ],
+    )
+}
+
+/// The terminal's comparison: the pairs and mean difference, the size of each list (pass →
+/// fail, fail → pass, only in A, only in B, errors: each a count and its first cases).
+fn comparison_lines(
+    pairs: usize,
+    (mean, interval): (Option<f64>, Option<crate::summary::Interval>),
+    paired_scenarios: &[crate::pairing::ScenarioPair],
+    lists: [(usize, Vec<CaseRun>); 5],
+) -> String {
     let mut lines = vec![format!(
         "{} pairs · mean difference B − A {} (95 % CI {})",
-        comparison.pairs,
-        comparison.mean_difference.map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}")),
-        comparison
-            .mean_difference_interval
-            .map_or_else(|| "–".to_owned(), |i| format!("{:+.3} to {:+.3}", i.low, i.high)),
+        pairs,
+        mean.map_or_else(|| "–".to_owned(), |d| format!("{d:+.3}")),
+        interval.map_or_else(|| "–".to_owned(), |i| format!("{:+.3} to {:+.3}", i.low, i.high)),
     )];
     lines.push(format!(
         "pass → fail {} · fail → pass {} · only in A {} · only in B {} · errors {}",
-        comparison.pass_to_fail.len(),
-        comparison.fail_to_pass.len(),
-        comparison.only_in_a.len(),
-        comparison.only_in_b.len(),
-        comparison.errors.len(),
+        lists[0].0, lists[1].0, lists[2].0, lists[3].0, lists[4].0,
     ));
-    for pair in &comparison.paired_scenarios {
+    for pair in paired_scenarios {
         let why = match (pair.by, &pair.target) {
             (PairedBy::Choice, _) => format!("as `--scenario {}={}` asks", pair.a, pair.b),
             (PairedBy::Target, Some(target)) => format!("the same target, {target}"),
@@ -229,17 +265,17 @@ pub fn human_comparison(comparison: &Comparison) -> String {
             pair.b, pair.a
         ));
     }
-    let keys = |list: &[PairedDifference]| list.iter().map(|d| d.key.clone()).collect::<Vec<_>>();
-    name_cases(&mut lines, "pass → fail", &keys(&comparison.pass_to_fail));
-    name_cases(&mut lines, "fail → pass", &keys(&comparison.fail_to_pass));
-    name_cases(&mut lines, "only in A", &comparison.only_in_a);
-    name_cases(&mut lines, "only in B", &comparison.only_in_b);
-    name_cases(&mut lines, "errors", &comparison.errors.iter().map(|e| e.key.clone()).collect::<Vec<_>>());
+    for (title, (count, first)) in
+        ["pass → fail", "fail → pass", "only in A", "only in B", "errors"].into_iter().zip(lists)
+    {
+        name_cases(&mut lines, title, count, &first);
+    }
     finish(lines)
 }
 
-fn name_cases(lines: &mut Vec<String>, title: &str, cases: &[CaseRun]) {
-    if cases.is_empty() {
+/// The first of `count` cases (`cases` holds at least the first [`CASES_NAMED`]) under `title`.
+fn name_cases(lines: &mut Vec<String>, title: &str, count: usize, cases: &[CaseRun]) {
+    if count == 0 {
         return;
     }
     lines.push(String::new());
@@ -247,8 +283,8 @@ fn name_cases(lines: &mut Vec<String>, title: &str, cases: &[CaseRun]) {
     for case in cases.iter().take(CASES_NAMED) {
         lines.push(format!("  {} ({} #{})", case.case_id, case.scenario, case.run));
     }
-    if cases.len() > CASES_NAMED {
-        lines.push(format!("  …and {} more", cases.len() - CASES_NAMED));
+    if count > CASES_NAMED {
+        lines.push(format!("  …and {} more", count - CASES_NAMED));
     }
 }
 

@@ -8,7 +8,7 @@
 use std::marker::PhantomData;
 
 use crate::extract::Json;
-use crate::extract::Path;
+use crate::extract::{Path, Query};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
@@ -55,12 +55,61 @@ pub async fn one(reader: Reader, Path(path): Path<RunPath>) -> ApiResult<Json<Ru
     Ok(Json(run(reader.store.run(Some(&path.run)).await?)?))
 }
 
-/// A run's results in order: each case's grades, scores and errors, as the runner recorded them.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ResultsQuery {
+    /// Results a page holds (at most the server's page limit): with it (or `cursor`), the answer
+    /// is a [`ResultPage`](crate::api::ResultPage); without either, every result as one JSON array.
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the page before.
+    pub cursor: Option<String>,
+}
+
+/// A run's results in order: each case's grades, scores and errors, as the runner recorded them;
+/// a page at a time with `limit` (a run's results are read without the server holding them all).
 #[utoipa::path(get, path = "/api/v1/projects/{project}/runs/{run}/results", tag = "runs", security(("bearer" = [])),
-    params(RunPath), responses((status = 200, description = "The results, a JSON array", content_type = "application/json"),
-        (status = 404, body = ErrorBody)))]
-pub async fn results(reader: Reader, Path(path): Path<RunPath>) -> ApiResult<Response> {
+    params(RunPath, ResultsQuery), responses((status = 200, description = "The results, a JSON array; with `limit` or `cursor`, a `ResultPage`", content_type = "application/json"),
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn results(
+    State(state): State<AppState>,
+    reader: Reader,
+    Path(path): Path<RunPath>,
+    Query(query): Query<ResultsQuery>,
+) -> ApiResult<Response> {
     let run = reader.store.run(Some(&path.run)).await?;
+    if query.limit.is_some() || query.cursor.is_some() {
+        let size = query.limit.unwrap_or(1000);
+        if size == 0 || size > state.limits.max_page {
+            return Err(ApiError::bad_request(format!("`limit` must be 1 to {}", state.limits.max_page)));
+        }
+        // A cursor is the place of the next result (`r` and a number), opaque to clients.
+        let from = match query.cursor.as_deref() {
+            None => 0,
+            Some(text) => text.strip_prefix('r').and_then(|n| n.parse::<u64>().ok()).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "`cursor` `{text}` is not one this server gave: pass a page's `next_cursor`, or start without one"
+                ))
+            })?,
+        };
+        // One more than the page, to know whether another follows.
+        let mut rows = reader.store.run_results_from(&run.id, from, size + 1).await?;
+        let next = (rows.len() > size).then(|| format!("r{}", rows[size].0));
+        rows.truncate(size);
+        let mut out = String::with_capacity(64 + rows.iter().map(|(_, r)| r.len() + 1).sum::<usize>());
+        out.push_str("{\"results\":[");
+        for (i, (_, result)) in rows.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(result);
+        }
+        out.push(']');
+        if let Some(next) = next {
+            out.push_str(&format!(",\"next_cursor\":\"{next}\""));
+        }
+        out.push('}');
+        return Ok(([(CONTENT_TYPE, "application/json")], out).into_response());
+    }
     let results = reader.store.run_results(&run.id).await?;
     let mut out = String::with_capacity(2 + results.iter().map(|r| r.len() + 1).sum::<usize>());
     out.push('[');

@@ -173,6 +173,23 @@ impl PostgresStore {
             .await?;
         Ok(rows)
     }
+
+    /// See [`crate::AnyStore::run_results_from`].
+    pub async fn run_results_from(&self, id: &str, from: u64, limit: usize) -> Result<Vec<(u64, String)>, StoreError> {
+        let mut conn = self.pool().acquire().await?;
+        let base = run_key(&mut conn, self.project(), id).await?;
+        let start = base.saturating_add(i64::try_from(from).unwrap_or(RUN_SPAN).min(RUN_SPAN));
+        let rows: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT key - $1, result FROM run_results WHERE key >= $2 AND key < $3 ORDER BY key LIMIT $4",
+        )
+        .bind(base)
+        .bind(start)
+        .bind(base + RUN_SPAN)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(rows.into_iter().map(|(seq, result)| (seq as u64, result)).collect())
+    }
 }
 
 async fn run_key(conn: &mut sqlx::PgConnection, project: &str, run: &str) -> Result<i64, StoreError> {

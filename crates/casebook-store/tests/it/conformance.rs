@@ -38,6 +38,7 @@ macro_rules! suite {
             a_deleted_tag_names_nothing_and_is_logged);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
+            a_run_is_read_a_page_at_a_time,
             snapshot_files_are_kept_once,
             a_merge_takes_exceptions_for_what_the_input_started_from,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
@@ -834,6 +835,38 @@ pub async fn runs_keep_their_results_and_outputs_by_hash(store: AnyStore) {
     assert!(matches!(store.save_results("r-20261123-00", &bad).await, Err(StoreError::BadHash(_))));
     // Nothing of a refused batch was kept.
     assert_eq!(store.run_results("r-20261123-00").await.unwrap(), ["{}"]);
+}
+
+/// Pages of a run's results, each from the place after the last one read, are its results in
+/// order with their places, gaps kept; another run's results never show.
+pub async fn a_run_is_read_a_page_at_a_time(store: AnyStore) {
+    store.begin_run("r-a", "smoke", "2026-11-23T10:00:00Z", "{}").await.unwrap();
+    store.begin_run("r-b", "smoke", "2026-11-23T10:00:01Z", "{}").await.unwrap();
+    let rows = |seqs: &[u64], tag: &str| -> Vec<casebook_store::ResultRow> {
+        seqs.iter()
+            .map(|&seq| casebook_store::ResultRow { seq, result: format!("{{\"{tag}\":{seq}}}"), output: None })
+            .collect()
+    };
+    // Saved out of order, with a gap (a stopped run's unfinished job 3).
+    store.save_results("r-a", &rows(&[4, 0, 2, 1, 5, 6], "a")).await.unwrap();
+    store.save_results("r-b", &rows(&[0, 1, 2, 3], "b")).await.unwrap();
+    let mut read = Vec::new();
+    let mut from = 0;
+    loop {
+        let page = store.run_results_from("r-a", from, 2).await.unwrap();
+        assert!(page.len() <= 2);
+        let Some((last, _)) = page.last() else { break };
+        from = last + 1;
+        read.extend(page);
+    }
+    let seqs: Vec<u64> = read.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, [0, 1, 2, 4, 5, 6]);
+    assert_eq!(read[3].1, "{\"a\":4}");
+    let whole: Vec<String> = read.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(whole, store.run_results("r-a").await.unwrap());
+    assert!(store.run_results_from("r-a", 7, 10).await.unwrap().is_empty());
+    assert!(store.run_results_from("r-a", u64::MAX, 10).await.unwrap().is_empty());
+    assert!(matches!(store.run_results_from("r-c", 0, 10).await, Err(StoreError::NoRun(_))));
 }
 
 pub async fn outputs_are_found_by_their_whole_run_hash(store: AnyStore) {
