@@ -16,7 +16,7 @@ use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 
 /// One span, with the attributes casebook reads.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     /// 32 lowercase hex digits.
     pub trace_id: String,
@@ -37,14 +37,15 @@ pub struct Span {
     pub at: At,
 }
 
-#[derive(Debug, Clone)]
+/// A span event (GenAI events on spans), with the attributes casebook reads.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub name: String,
     pub attrs: Map,
 }
 
-/// A span's place in its file.
-#[derive(Debug, Clone)]
+/// A span's place in its file (line 0 for a protobuf body, which has no lines).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct At {
     pub file: String,
     pub line: u64,
@@ -66,7 +67,7 @@ impl At {
             path: None,
             hint,
             case: None,
-            line_offset: Some(self.line_offset),
+            line_offset: (self.line > 0).then_some(self.line_offset),
         }
     }
 }
@@ -86,7 +87,7 @@ const KEPT: &[&str] = &[
     "message",
 ];
 
-fn kept(key: &str) -> bool {
+pub(crate) fn kept(key: &str) -> bool {
     KEPT.iter().any(|p| key.starts_with(p)) || matches!(key, "tool_calls" | "role" | "index" | "finish_reason")
 }
 
