@@ -5,6 +5,7 @@ mod capture;
 mod cases;
 mod datasets;
 mod meta;
+mod otlp;
 mod runs;
 mod transfer;
 
@@ -35,6 +36,9 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(cases::one))
         .routes(routes!(transfer::import))
         .routes(routes!(capture::capture))
+        .routes(routes!(otlp::traces))
+        .routes(routes!(otlp::project_traces))
+        .routes(routes!(otlp::pending))
         .routes(routes!(transfer::export))
         .routes(routes!(runs::list))
         .routes(routes!(runs::one))
