@@ -14,6 +14,7 @@ mod import_preview;
 mod isolation;
 mod load;
 mod names;
+mod otel_python;
 mod otlp;
 mod reads;
 mod runs;
