@@ -437,7 +437,63 @@ async fn a_full_backlog_asks_exporters_to_retry_later(backend: Backend) {
     server.stop().await;
 }
 
+/// A trace whose root never comes (the application's outer span was lost) is captured after the
+/// maximum wait, and its spans are forgotten the same time after that.
+async fn a_trace_without_its_root_is_captured_after_the_maximum_wait(backend: Backend) {
+    let server =
+        Server::start_with(backend, casebook_server::Limits { capture_max_wait: Duration::from_secs(1), ..limits() })
+            .await;
+    // The agent span's parent (an HTTP server span, say) never comes.
+    let mut spans = invocation("What is the weather in Paris?", "It is rainy in Paris, 57°F.");
+    spans[3].parent_span_id = hex("ffffffffffffffff");
+    send_protobuf(&server, &spans, false).await;
+    let listed = pending(&server).await;
+    assert_eq!(listed[0]["root"], false);
+    let made = wait_for_cases(&server, "weather-service", 1).await;
+    assert_whole(&made[0]);
+    for _ in 0..60 {
+        if pending(&server).await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(pending(&server).await.is_empty(), "the captured trace's spans were kept past the maximum wait");
+    server.stop().await;
+}
+
+/// More requests at once than `max_receiving`: 429 with `Retry-After`.
+async fn too_many_requests_at_once_are_told_to_retry(backend: Backend) {
+    let server = Server::start_with(backend, casebook_server::Limits { max_receiving: 1, ..limits() }).await;
+    // A body that takes its time: the first request holds the one place while it is read.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(1);
+    let slow = server
+        .client
+        .post(format!("{}/v1/traces", server.url))
+        .bearer_auth(&server.keys.a_write)
+        .header("content-type", "application/x-protobuf")
+        .body(reqwest::Body::wrap_stream(tokio_stream(rx)))
+        .send();
+    let slow = tokio::spawn(slow);
+    tx.send(Ok(Vec::new())).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let body = request(&invocation("Q", "A"), "svc").encode_to_vec();
+    let response = post(&server, "/v1/traces", &server.keys.a_write, "application/x-protobuf", body, &[]).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "1");
+    drop(tx);
+    assert_eq!(slow.await.unwrap().unwrap().status(), 200);
+    server.stop().await;
+}
+
+fn tokio_stream(
+    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<u8>, std::io::Error>>,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
 crate::on_both!(
+    a_trace_without_its_root_is_captured_after_the_maximum_wait,
+    too_many_requests_at_once_are_told_to_retry,
     batches_of_one_invocation_make_one_whole_case,
     late_spans_rebuild_a_case_still_as_captured,
     bad_requests_get_the_answers_exporters_expect,
