@@ -29,6 +29,16 @@ if ! "$mcp_python" -c 'import mcp.client.streamable_http' 2>/dev/null; then
 fi
 export CASEBOOK_TEST_MCP_PYTHON="$PWD/$mcp_python"
 
+# The OTLP receiver's tests send traces with the OpenTelemetry Python SDK's OTLP/HTTP exporter,
+# from a virtual environment of their own (made as the MCP one is; kept when it works).
+otel_python=target/py-otel/bin/python
+if ! "$otel_python" -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http' 2>/dev/null; then
+  echo "installing the OpenTelemetry Python SDK and OTLP/HTTP exporter into target/py-otel" >&2
+  python3 -m venv target/py-otel >&2
+  "$otel_python" -m pip install --quiet 'opentelemetry-sdk>=1.30' 'opentelemetry-exporter-otlp-proto-http>=1.30' >&2
+fi
+export CASEBOOK_TEST_OTEL_PYTHON="$PWD/$otel_python"
+
 # The console's browser tests drive Debian's headless Chromium through its WebDriver server.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "installing Debian's chromium and chromium-driver for the console's browser tests" >&2

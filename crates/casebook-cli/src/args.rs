@@ -426,14 +426,19 @@ Examples:
   casebook capture traces.jsonl --dry-run --to letta"
 )]
 pub struct CaptureArgs {
-    /// OTLP JSON trace files (`-` for standard input): `ExportTraceServiceRequest` documents, or
-    /// JSON lines of them as the collector's file exporter writes; and OTLP JSON log files
-    /// (`ExportLogsServiceRequest`) whose GenAI events hold the messages the spans did not
-    #[arg(required = true, value_name = "TRACES")]
+    /// OTLP trace files (`-` for standard input): `ExportTraceServiceRequest` documents or JSON
+    /// lines of them as the collector's file exporter writes, or the protobuf bytes of one; and
+    /// OTLP log files (`ExportLogsServiceRequest`) whose GenAI events hold the messages the spans did not
+    #[arg(required_unless_present = "pending", value_name = "TRACES")]
     pub traces: Vec<PathBuf>,
     /// The dataset the cases are added to (made if it does not exist)
-    #[arg(long, env = "CASEBOOK_DATASET", required_unless_present = "dry_run")]
+    #[arg(long, env = "CASEBOOK_DATASET", required_unless_present_any = ["dry_run", "pending"])]
     pub dataset: Option<String>,
+    /// List the traces the server's OTLP receiver keeps (waiting to be complete, or captured and
+    /// kept for late spans) instead of capturing files: on the server `CASEBOOK_URL` names, else
+    /// in the store; `--format json` writes JSON lines
+    #[arg(long, conflicts_with_all = ["traces", "dry_run"])]
+    pub pending: bool,
     #[command(flatten)]
     pub select: SelectArgs,
     /// What this version is about (shown by `casebook log`)
@@ -705,6 +710,17 @@ pub struct ServeArgs {
     /// Connections one client address may hold open at once; more are closed when accepted
     #[arg(long, default_value_t = casebook_server::DEFAULT_MAX_CONNECTIONS_PER_CLIENT, value_name = "N")]
     pub max_connections_per_client: usize,
+    /// Seconds without a new span after which a received trace whose root span has come
+    /// becomes cases (the OTLP receiver, `/v1/traces`)
+    #[arg(long, default_value_t = casebook_server::DEFAULT_CAPTURE_QUIET, value_name = "SECS")]
+    pub capture_quiet: u64,
+    /// Seconds after its first span that a received trace without its root span becomes cases
+    /// anyway (with a warning); a captured trace's spans are kept as long for late spans
+    #[arg(long, default_value_t = casebook_server::DEFAULT_CAPTURE_MAX_WAIT, value_name = "SECS")]
+    pub capture_max_wait: u64,
+    /// Spans the OTLP receiver keeps waiting at most; past it exporters are told to retry later (503)
+    #[arg(long, default_value_t = casebook_server::DEFAULT_MAX_PENDING_SPANS, value_name = "N")]
+    pub max_pending_spans: u64,
 }
 
 #[derive(Debug, Subcommand)]

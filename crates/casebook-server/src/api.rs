@@ -352,3 +352,46 @@ pub struct ReviewReport {
     /// The number of the version the change was built on.
     pub base: u64,
 }
+
+/// The traces whose spans the OTLP receiver keeps (`GET …/capture/pending`), oldest first.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PendingList {
+    pub traces: Vec<PendingTrace>,
+}
+
+/// One trace whose spans the receiver keeps.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PendingTrace {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// The dataset its cases go to.
+    pub dataset: String,
+    /// Spans received.
+    pub spans: u64,
+    /// When its first and its last span came (RFC 3339, the server's clock).
+    pub first_received: String,
+    pub last_received: String,
+    /// Whether its root span (a span without a parent) has come: a trace becomes cases when
+    /// it has, and no span has come for `casebook serve --capture-quiet` seconds (or after
+    /// `--capture-max-wait` without it).
+    pub root: bool,
+    /// When it was made into cases (its spans are kept `--capture-max-wait` for late ones,
+    /// which rebuild its cases); absent while it waits.
+    pub captured: Option<String>,
+}
+
+impl From<casebook_store::PendingTrace> for PendingTrace {
+    fn from(t: casebook_store::PendingTrace) -> Self {
+        let time =
+            |ms: i64| jiff::Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| format!("{t:.3}"));
+        Self {
+            trace_id: t.trace_id,
+            dataset: t.dataset,
+            spans: t.spans,
+            first_received: time(t.first_received),
+            last_received: time(t.last_received),
+            root: t.root,
+            captured: t.captured.map(time),
+        }
+    }
+}

@@ -16,6 +16,7 @@ mod console;
 mod cursor;
 mod error;
 mod extract;
+mod pending;
 mod routes;
 mod spool;
 
@@ -97,7 +98,30 @@ pub struct Limits {
     /// Connections one client address may hold open at once; more are closed as soon as they
     /// are accepted, so one address cannot use up the server's files.
     pub max_connections_per_client: usize,
+    /// A received trace whose root span has come becomes cases when no span of it has come
+    /// for this long (`casebook serve --capture-quiet`).
+    pub capture_quiet: Duration,
+    /// A received trace without its root span becomes cases (with a warning logged) this long
+    /// after its first span; a captured trace's spans are kept this long for late spans, which
+    /// rebuild its cases (`casebook serve --capture-max-wait`).
+    pub capture_max_wait: Duration,
+    /// The largest OTLP request body, and the most bytes a gzip body may decompress to; more is
+    /// 413.
+    pub max_otlp: u64,
+    /// OTLP requests received at once; more get 429 with `Retry-After`.
+    pub max_receiving: usize,
+    /// Spans kept waiting for their traces to complete, in all projects; past it, OTLP
+    /// requests get 503 with `Retry-After` (`casebook serve --max-pending-spans`).
+    pub max_pending_spans: u64,
 }
+
+/// [`Limits::capture_quiet`] unless `casebook serve --capture-quiet` says otherwise, in seconds.
+pub const DEFAULT_CAPTURE_QUIET: u64 = 5;
+/// [`Limits::capture_max_wait`] unless `casebook serve --capture-max-wait` says otherwise, in
+/// seconds.
+pub const DEFAULT_CAPTURE_MAX_WAIT: u64 = 600;
+/// [`Limits::max_pending_spans`] unless `casebook serve --max-pending-spans` says otherwise.
+pub const DEFAULT_MAX_PENDING_SPANS: u64 = 1_000_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -110,6 +134,11 @@ impl Default for Limits {
             spool: None,
             header_read: Duration::from_secs(DEFAULT_HEADER_TIMEOUT),
             max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
+            capture_quiet: Duration::from_secs(DEFAULT_CAPTURE_QUIET),
+            capture_max_wait: Duration::from_secs(DEFAULT_CAPTURE_MAX_WAIT),
+            max_otlp: 32 << 20,
+            max_receiving: 16,
+            max_pending_spans: DEFAULT_MAX_PENDING_SPANS,
         }
     }
 }
@@ -125,6 +154,8 @@ pub struct AppState {
     console: Arc<console::ConsoleState>,
     /// Where uploaded bodies are kept while they are read.
     spool: Arc<spool::Spool>,
+    /// The OTLP receiver's counts.
+    receiver: Arc<pending::Receiver>,
 }
 
 #[derive(OpenApi)]
@@ -152,11 +183,18 @@ impl utoipa::Modify for BearerKey {
 
 /// The application: its router (state, limits and logging applied) and its OpenAPI document.
 /// The store is taken as a server's ([`AnyStore::shared`]): no commit keeps requests waiting.
+/// Called inside a Tokio runtime, it also starts the task that makes cases of the traces the
+/// OTLP receiver keeps (see `pending`); outside one, received traces wait for a server that runs.
 pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi) {
     let store = store.shared();
     let spool = Arc::new(spool::Spool::start(limits.spool.as_deref()));
+    let receiver = Arc::new(pending::Receiver::new(&limits));
+    let limits = Arc::new(limits);
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(pending::run(store.clone(), limits.clone(), Arc::downgrade(&receiver)));
+    }
     let state =
-        AppState { store, limits: Arc::new(limits.clone()), document: Arc::default(), console: Arc::default(), spool };
+        AppState { store, limits: limits.clone(), document: Arc::default(), console: Arc::default(), spool, receiver };
     let (router, document) = routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts();
     let text = document.to_pretty_json().unwrap_or_default();
     let _ = state.document.set(text);

@@ -78,3 +78,88 @@ pub async fn add_captured(
     let outcome = store.commit(commit, rx).await?;
     Ok(CaptureOutcome { commit: Some(outcome), added, present })
 }
+
+/// What [`recapture`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recaptured {
+    /// `None` when nothing was committed.
+    pub commit: Option<CommitOutcome>,
+    /// Ids of the cases added.
+    pub added: Vec<String>,
+    /// Ids of the cases replaced: the head had them exactly as captured before.
+    pub replaced: Vec<String>,
+    /// Ids of the cases the head had already, the same or changed since they were captured
+    /// (reviewed, edited): left as they are.
+    pub kept: Vec<String>,
+    /// The content id of each case given, as it is now made (case id -> content id), to record
+    /// for the next recapture.
+    pub content_ids: Vec<(String, String)>,
+}
+
+/// Adds cases made from a trace again (it got more spans since it was captured): a case the
+/// head does not have is added; one it has is replaced when its content id there is the one in
+/// `before` (it is still exactly as captured then), else left as it is (someone reviewed or
+/// edited it) and reported in `kept`. Never a duplicate: ids are the cases' own.
+pub async fn recapture(
+    store: &AnyStore,
+    request: CaptureRequest,
+    cases: Vec<Case>,
+    before: &std::collections::HashMap<String, String>,
+) -> Result<Recaptured, StoreError> {
+    let head = match store.resolve(&request.dataset, &Ref::Latest).await {
+        Ok(head) => Some(head.number),
+        Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    let mut out = Recaptured::default();
+    let mut prepared = Vec::new();
+    for case in cases {
+        let made = prepare(&case)?;
+        let made_cid = hex(&made.content_id);
+        out.content_ids.push((case.id.clone(), made_cid.clone()));
+        let there = match head {
+            Some(head) => store.case(&request.dataset, head, &case.id).await?,
+            None => None,
+        };
+        match there {
+            None => {
+                out.added.push(case.id);
+                prepared.push(made);
+            }
+            Some(there) => {
+                let there_cid = hex(&prepare(&there)?.content_id);
+                if there_cid == made_cid {
+                    out.kept.push(case.id);
+                } else if before.get(&case.id) == Some(&there_cid) {
+                    out.replaced.push(case.id);
+                    prepared.push(made);
+                } else {
+                    out.kept.push(case.id);
+                }
+            }
+        }
+    }
+    if prepared.is_empty() {
+        return Ok(out);
+    }
+    let header =
+        head.is_none().then(|| DatasetHeader { name: Some(request.dataset.clone()), ..DatasetHeader::default() });
+    let commit = CommitRequest {
+        dataset: request.dataset,
+        header,
+        mode: CommitMode::Upsert,
+        parent: Some(head.unwrap_or(0)),
+        author: request.author,
+        time: request.time,
+        message: request.message,
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tx.send(Ok(prepared)).await.map_err(|_| StoreError::Corrupt("the commit stopped before it began".into()))?;
+    drop(tx);
+    out.commit = Some(store.commit(commit, rx).await?);
+    Ok(out)
+}
+
+fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -6,6 +6,7 @@
 //! conformance suite in `tests/it/conformance.rs`. The embedded backend is [`SqliteStore`], the
 //! shared one [`PostgresStore`]; [`AnyStore`] is either, chosen by [`Location`].
 
+#[macro_use]
 mod any;
 mod capture;
 mod check;
@@ -15,6 +16,7 @@ mod ingest;
 mod keys;
 mod merge;
 pub mod names;
+mod pending;
 mod postgres;
 mod review;
 mod runs;
@@ -31,7 +33,7 @@ use casebook_model::{Case, DatasetHeader, Responses};
 use serde::Serialize;
 
 pub use any::{AnyStore, Location};
-pub use capture::{CaptureOutcome, CaptureRequest, add_captured};
+pub use capture::{CaptureOutcome, CaptureRequest, Recaptured, add_captured, recapture};
 pub use check::CheckReport;
 pub use copy::{CopyReport, OldName, copy};
 pub use diff::{FieldChange, field_changes};
@@ -39,6 +41,7 @@ pub use ingest::{IngestError, IngestEvent, IngestRequest, Ingested, Parent, inge
 pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use merge::{Changes, Choice, Exceptions, Merged, WholeMerge};
 pub use names::{NameError, Ref};
+pub use pending::{PendingSpan, PendingTrace};
 pub use postgres::{PostgresStore, redact};
 pub use review::{ReviewRequest, Reviewed, no_such_cases, review};
 pub use runs::{ResultRow, RunRow};

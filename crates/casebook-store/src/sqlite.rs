@@ -44,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0009_projects.sql"),
     include_str!("../migrations/sqlite/0010_run_ids_per_project.sql"),
     include_str!("../migrations/sqlite/0011_blob_cids.sql"),
+    include_str!("../migrations/sqlite/0012_pending_spans.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 pub(crate) const ROWS: usize = 1000;

@@ -18,6 +18,9 @@ use crate::settings::Global;
 use crate::stores;
 
 pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
+    if args.pending {
+        return pending(settings);
+    }
     let select = crate::settings::selection(&args.select)?;
     if let Some(out) = args.output.as_deref().filter(|_| args.dry_run) {
         let inputs: Vec<&std::path::Path> = args.traces.iter().map(std::path::PathBuf::as_path).collect();
@@ -243,5 +246,48 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
         let to = args.output.as_ref().map_or_else(String::new, |p| format!(" to `{}`", p.display()));
         stderr!("{} of {} captured cases written{to} (nothing was stored)", exported.written, cases.len());
     }
+    Ok(Outcome::Ok)
+}
+
+/// `casebook capture --pending`: the traces the OTLP receiver keeps, from the server
+/// `CASEBOOK_URL` names, else from the store (where a server on it keeps them).
+fn pending(settings: &Global) -> anyhow::Result<Outcome> {
+    use casebook_server::api::{PendingList, PendingTrace};
+    let runtime = stores::runtime()?;
+    let traces: Vec<PendingTrace> = if settings.on_server() {
+        runtime.block_on(async {
+            let remote = crate::remote::Remote::connect().await?;
+            let path = format!("/api/v1/projects/{}/capture/pending", crate::remote::segment(&remote.project));
+            let list: PendingList = remote.get_json(&path).await?;
+            Ok::<_, anyhow::Error>(list.traces)
+        })?
+    } else {
+        let store = stores::open(settings, &runtime)?;
+        let traces = runtime.block_on(store.pending_traces(false));
+        runtime.block_on(store.close());
+        traces?.into_iter().map(PendingTrace::from).collect()
+    };
+    let mut out = String::new();
+    if settings.json {
+        for t in &traces {
+            out.push_str(&serde_json::to_string(t)?);
+            out.push('\n');
+        }
+    } else if traces.is_empty() {
+        out.push_str("no pending traces: every trace received was made into cases, or none was received\n");
+    } else {
+        for t in &traces {
+            let state = match (&t.captured, t.root) {
+                (Some(at), _) => format!("captured {at}, kept for late spans"),
+                (None, true) => "root seen, waiting for quiet".to_owned(),
+                (None, false) => "waiting for its root span".to_owned(),
+            };
+            out.push_str(&format!(
+                "{}  {:<24} {:>5} spans  first {}  last {}  {state}\n",
+                t.trace_id, t.dataset, t.spans, t.first_received, t.last_received
+            ));
+        }
+    }
+    crate::write_stdout(&out)?;
     Ok(Outcome::Ok)
 }

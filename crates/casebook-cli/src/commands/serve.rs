@@ -22,9 +22,16 @@ pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
         body_idle: std::time::Duration::from_secs(args.body_timeout),
         header_read: std::time::Duration::from_secs(args.header_timeout.max(1)),
         max_connections_per_client: args.max_connections_per_client.max(1),
+        capture_quiet: std::time::Duration::from_secs(args.capture_quiet),
+        capture_max_wait: std::time::Duration::from_secs(args.capture_max_wait.max(1)),
+        max_pending_spans: args.max_pending_spans,
         ..casebook_server::Limits::default()
     };
-    let (router, _) = casebook_server::app(store.clone(), limits.clone());
+    // Inside the runtime: the app starts its task that makes cases of received traces.
+    let (router, _) = {
+        let _inside = runtime.enter();
+        casebook_server::app(store.clone(), limits.clone())
+    };
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&args.listen)
             .await

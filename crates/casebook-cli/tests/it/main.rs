@@ -34,6 +34,7 @@ mod memory;
 mod names;
 mod newcomer;
 mod openai_evals;
+mod otlp_serve;
 mod pipes;
 mod preview;
 mod promptfoo;

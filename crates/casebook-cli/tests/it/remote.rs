@@ -103,7 +103,7 @@ impl Server {
     }
 
     /// Serves the store that is there with `extra` arguments.
-    fn serve(b: &Backend, dir: &Folder, extra: &[&str]) -> Server {
+    pub(crate) fn serve(b: &Backend, dir: &Folder, extra: &[&str]) -> Server {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"));
         cmd.current_dir(dir.join(""))
             .env("NO_COLOR", "1")
@@ -139,7 +139,7 @@ impl Server {
     }
 
     /// Kills the server at once and returns its log.
-    fn stop_now(&mut self) -> String {
+    pub(crate) fn stop_now(&mut self) -> String {
         let _ = self.child.kill();
         let _ = self.child.wait();
         self.log.text()

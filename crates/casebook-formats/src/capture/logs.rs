@@ -12,12 +12,12 @@
 
 use casebook_model::{Code, Diagnostic, Map};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use prost::Message;
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 use super::otlp::{self, At, Event};
+use super::proto;
 use crate::node::Node;
 use crate::pointer::Ptr;
 use crate::source::Cx;
@@ -87,7 +87,7 @@ pub fn decode_json(name: &str, reader: impl std::io::BufRead) -> std::io::Result
 /// The GenAI event of a protobuf log record; `None` for other records, and for one without a
 /// span (with a warning).
 fn protobuf_record(record: &LogRecord, at: At, diags: &mut Vec<Diagnostic>) -> Option<Record> {
-    let attrs = attributes(&record.attributes);
+    let attrs = proto::attributes(&record.attributes, |k| k == "event.name" || otlp::kept(k));
     let name = match record.event_name.as_str() {
         "" => attrs.get("event.name").and_then(Value::as_str).unwrap_or_default(),
         name => name,
@@ -96,16 +96,15 @@ fn protobuf_record(record: &LogRecord, at: At, diags: &mut Vec<Diagnostic>) -> O
         return None;
     }
     let name = name.to_owned();
-    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
     if record.trace_id.len() != 16 || record.span_id.len() != 8 {
         diags.push(no_span(&name, &at));
         return None;
     }
     let mut kept: Map = attrs.into_iter().filter(|(k, _)| otlp::kept(k)).collect();
-    body_into(record.body.as_ref().map(any_value), &mut kept);
+    body_into(record.body.as_ref().map(|b| proto::any_value(Some(b))), &mut kept);
     Some(Record {
-        trace_id: hex(&record.trace_id),
-        span_id: hex(&record.span_id),
+        trace_id: proto::hex(&record.trace_id),
+        span_id: proto::hex(&record.span_id),
         time: if record.time_unix_nano > 0 { record.time_unix_nano } else { record.observed_time_unix_nano },
         event: Event { name, attrs: kept },
         at,
@@ -203,59 +202,4 @@ fn json_record(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Record> {
         return None;
     }
     Some(Record { trace_id: trace_id?, span_id: span_id?, time, event: Event { name, attrs }, at })
-}
-
-// TODO(lead): one copy, in proto.rs
-/// An OTLP `AnyValue` as JSON, as [`otlp`] reads it from OTLP JSON: strings, booleans and numbers
-/// as they are, arrays and key-value lists as arrays and objects, bytes as their base64 text.
-pub(crate) fn any_value(value: &AnyValue) -> Value {
-    match &value.value {
-        None => Value::Null,
-        Some(any_value::Value::StringValue(s)) => Value::String(s.clone()),
-        Some(any_value::Value::BoolValue(b)) => Value::Bool(*b),
-        Some(any_value::Value::IntValue(n)) => Value::Number((*n).into()),
-        Some(any_value::Value::DoubleValue(n)) => Number::from_f64(*n).map_or(Value::Null, Value::Number),
-        Some(any_value::Value::ArrayValue(list)) => Value::Array(list.values.iter().map(any_value).collect()),
-        Some(any_value::Value::KvlistValue(list)) => Value::Object(attributes(&list.values)),
-        Some(any_value::Value::BytesValue(bytes)) => Value::String(base64(bytes)),
-        // An index into a string table that only profiles have.
-        Some(any_value::Value::StringValueStrindex(_)) => Value::Null,
-    }
-}
-
-// TODO(lead): one copy, in proto.rs
-/// OTLP attributes as a JSON object (a key given twice keeps its last value).
-pub(crate) fn attributes(list: &[KeyValue]) -> Map {
-    list.iter().map(|kv| (kv.key.clone(), kv.value.as_ref().map_or(Value::Null, any_value))).collect()
-}
-
-/// Standard base64 with padding, as protobuf's JSON mapping writes bytes.
-fn base64(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(DIGITS[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_are_standard_base64() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
-    }
 }

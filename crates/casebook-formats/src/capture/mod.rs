@@ -39,6 +39,7 @@
 mod conventions;
 pub mod logs;
 mod otlp;
+mod proto;
 
 use std::collections::{HashMap, HashSet};
 
@@ -50,7 +51,8 @@ use serde_json::{Value, json};
 
 use conventions::{Call, Message, ToolResult, View};
 use logs::Record;
-use otlp::{At, Event, Span};
+pub use otlp::{At, Event, Span};
+pub use proto::Read;
 
 pub const FORMAT: &str = "otlp";
 
@@ -86,11 +88,41 @@ impl Capture {
         Self::default()
     }
 
-    /// Reads one file, `file` being its name as diagnostics show it: OTLP JSON traces, or OTLP
-    /// JSON logs (told apart by their content), whose GenAI events join their spans. Only the
-    /// attributes of the conventions read are kept; the file itself is not.
-    pub fn read(&mut self, file: &str, reader: impl std::io::BufRead) -> std::io::Result<()> {
-        otlp::read(file, reader, &mut self.spans, &mut self.records, &mut self.diagnostics)
+    /// Reads one file, `file` being its name as diagnostics show it: OTLP JSON (a document or
+    /// JSON lines, told by its first byte after any byte-order mark and white space: `{` or `[`)
+    /// of traces or of logs (told apart by their content: the GenAI events of log records join
+    /// their spans), or else the bytes of a protobuf `ExportTraceServiceRequest`, as the
+    /// server's receiver reads them. Only the spans' attributes of the conventions read are kept; the file itself
+    /// is not (a protobuf file is held whole while it is decoded, as protobuf needs).
+    pub fn read(&mut self, file: &str, mut reader: impl std::io::BufRead) -> std::io::Result<()> {
+        let head = reader.fill_buf()?;
+        let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+        let first = text.iter().find(|b| !b.is_ascii_whitespace());
+        if head.is_empty() || matches!(first, None | Some(b'{' | b'[')) {
+            let mut spans = Vec::new();
+            let mut records = Vec::new();
+            otlp::read(file, reader, &mut spans, &mut records, &mut self.diagnostics)?;
+            spans.into_iter().for_each(|s| self.push(s));
+            records.into_iter().for_each(|r| self.push_record(r));
+            return Ok(());
+        }
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes)?;
+        self.read_protobuf(file, &bytes);
+        Ok(())
+    }
+
+    /// Reads the bytes of a protobuf `ExportTraceServiceRequest`.
+    pub fn read_protobuf(&mut self, file: &str, bytes: &[u8]) -> Read {
+        let mut spans = Vec::new();
+        let read = proto::read(file, bytes, &mut spans, &mut self.diagnostics);
+        spans.into_iter().for_each(|s| self.push(s));
+        read
+    }
+
+    /// Adds one span, whatever it was read from (the one way spans enter a capture).
+    pub fn push(&mut self, span: Span) {
+        self.spans.push(span);
     }
 
     /// A GenAI event of a log record that belongs to span `span_id` of trace `trace_id` (ids in
@@ -212,6 +244,54 @@ fn attach_records(spans: &mut [Span], records: Vec<Record>, diags: &mut Vec<Diag
             Some("give the trace file beside the log file: `casebook capture traces.json logs.json`".into()),
         ));
     }
+}
+
+/// The spans of one request body, as the server's OTLP receiver reads it.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub spans: Vec<Span>,
+    /// The problems found (errors of spans left out; the error of an undecodable body).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Spans left out for errors in them.
+    pub rejected: u64,
+}
+
+impl Decoded {
+    /// Whether the body could not be read at all (it is not an OTLP trace request in the
+    /// encoding it claims), rather than some of its spans.
+    pub fn undecodable(&self) -> bool {
+        self.spans.is_empty() && self.rejected == 0 && self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Reads one request body: an `ExportTraceServiceRequest` in protobuf, or else in OTLP JSON.
+/// `file` names the body in diagnostics. A JSON span with errors is left out and counted in
+/// `rejected`, as a protobuf one is.
+pub fn decode(file: &str, bytes: &[u8], protobuf: bool) -> Decoded {
+    let mut out = Decoded::default();
+    if protobuf {
+        out.rejected = proto::read(file, bytes, &mut out.spans, &mut out.diagnostics).rejected;
+        return out;
+    }
+    // Reading from memory cannot fail; log records have no place in a trace request.
+    let _ = otlp::read(file, bytes, &mut out.spans, &mut Vec::new(), &mut out.diagnostics);
+    let mut bad: Vec<&str> = out
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .filter_map(|d| d.pointer.as_deref().and_then(span_of))
+        .collect();
+    bad.sort_unstable();
+    bad.dedup();
+    out.rejected = bad.len() as u64;
+    out
+}
+
+/// The pointer of the span a pointer is in (`/resourceSpans/0/scopeSpans/1/spans/2`), if any.
+fn span_of(pointer: &str) -> Option<&str> {
+    let at = pointer.find("/spans/")? + "/spans/".len();
+    let end = pointer[at..].find('/').map_or(pointer.len(), |e| at + e);
+    Some(&pointer[..end])
 }
 
 /// The invocations of one trace: `(span, the spans under it, itself first)`.

@@ -20,7 +20,7 @@ use crate::source::{Cx, Source};
 use super::logs::{self, Record};
 
 /// One span, with the attributes casebook reads.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     /// 32 lowercase hex digits.
     pub trace_id: String,
@@ -41,14 +41,15 @@ pub struct Span {
     pub at: At,
 }
 
-#[derive(Debug, Clone)]
+/// A span event (GenAI events on spans), with the attributes casebook reads.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub name: String,
     pub attrs: Map,
 }
 
-/// A span's place in its file.
-#[derive(Debug, Clone)]
+/// A span's place in its file (line 0 for a protobuf body, which has no lines).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct At {
     pub file: String,
     pub line: u64,
@@ -70,7 +71,7 @@ impl At {
             path: None,
             hint,
             case: None,
-            line_offset: Some(self.line_offset),
+            line_offset: (self.line > 0).then_some(self.line_offset),
         }
     }
 }
@@ -91,7 +92,7 @@ const KEPT: &[&str] = &[
     "pydantic_ai.",
 ];
 
-pub(super) fn kept(key: &str) -> bool {
+pub(crate) fn kept(key: &str) -> bool {
     KEPT.iter().any(|p| key.starts_with(p))
         || matches!(
             key,

@@ -5,6 +5,7 @@
 mod beside_limits;
 mod capture_libraries;
 mod capture_logs;
+mod capture_receiver;
 mod corpus;
 mod derived_ids;
 mod examples;

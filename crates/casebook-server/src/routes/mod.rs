@@ -5,6 +5,7 @@ mod capture;
 mod cases;
 mod datasets;
 mod meta;
+mod otlp;
 mod review;
 mod runs;
 mod transfer;
@@ -37,6 +38,9 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(transfer::import))
         .routes(routes!(capture::capture))
         .routes(routes!(review::review))
+        .routes(routes!(otlp::traces))
+        .routes(routes!(otlp::project_traces))
+        .routes(routes!(otlp::pending))
         .routes(routes!(transfer::export))
         .routes(routes!(runs::list))
         .routes(routes!(runs::one))

@@ -151,6 +151,25 @@ impl Server {
         answer(response).await
     }
 
+    /// Stops this server and starts another on the same store and address, with `limits`: what
+    /// a restart of `casebook serve` does.
+    pub async fn restart(&mut self, limits: casebook_server::Limits) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+        // On the same address, as exporters configured with it expect.
+        let (router, _) = casebook_server::app(self.store.clone(), limits.clone());
+        let listener = tokio::net::TcpListener::bind(self.url.trim_start_matches("http://")).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        self.task = Some(tokio::spawn(casebook_server::serve(listener, router, &limits, async move {
+            let _ = stopped.await;
+        })));
+        self.stop = Some(stop);
+    }
+
     /// Stops accepting, lets requests in flight finish, and waits for the server to end.
     pub async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {

@@ -15,6 +15,8 @@ mod import_preview;
 mod isolation;
 mod load;
 mod names;
+mod otel_python;
+mod otlp;
 mod reads;
 mod runs;
 mod transfer;

@@ -47,6 +47,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0004_page_index_no_row_checks.sql"),
     include_str!("../../migrations/postgres/0005_page_function.sql"),
     include_str!("../../migrations/postgres/0006_page_body_places.sql"),
+    include_str!("../../migrations/postgres/0007_pending_spans.sql"),
 ];
 
 /// Cases a batch statement carries.

@@ -3,5 +3,6 @@
 
 mod conformance;
 mod ingest;
+mod pending;
 mod postgres;
 mod sqlite;
