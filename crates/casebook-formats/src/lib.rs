@@ -28,6 +28,7 @@ mod read;
 mod snapshot;
 mod source;
 mod source_pointer;
+pub mod spill;
 pub mod synthetic;
 mod tabular;
 mod voltagent;

@@ -30,7 +30,7 @@ use casebook_model::{Case, DatasetHeader, Responses};
 use serde::Serialize;
 
 pub use any::{AnyStore, Location};
-pub use capture::{CaptureOutcome, CaptureRequest, add_captured};
+pub use capture::{CaptureOutcome, CaptureRequest, add_captured, add_captured_batches};
 pub use check::CheckReport;
 pub use copy::{CopyReport, OldName, copy};
 pub use diff::{FieldChange, field_changes};

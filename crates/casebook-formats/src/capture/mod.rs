@@ -25,9 +25,11 @@
 //! warning located at the span, and an invocation without any user message makes no case.
 
 mod conventions;
+mod document;
 mod otlp;
+pub mod stream;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use casebook_model::snapshot::{Response, When};
 use casebook_model::{
@@ -45,8 +47,11 @@ pub const FORMAT: &str = "otlp";
 pub struct Captured {
     /// One case per agent invocation with recorded messages, in the order the invocations started.
     pub cases: Vec<Case>,
-    /// Errors (the traces cannot be read as OTLP JSON) and warnings (content not recorded).
+    /// Errors (the traces cannot be read as OTLP JSON) and warnings (content not recorded): the
+    /// first [`stream::KEPT_PER_CODE`] of each code.
     pub diagnostics: Vec<Diagnostic>,
+    /// How many more diagnostics of each code were found than kept.
+    pub diagnostics_left_out: Vec<(Code, u64)>,
     pub spans: u64,
     pub invocations: u64,
 }
@@ -57,12 +62,14 @@ impl Captured {
     }
 }
 
-/// Reads trace files into cases: [`Capture::read`] each file, then [`Capture::finish`]. Spans
-/// of one trace may be spread over several files; a span met twice is read once.
-#[derive(Debug, Default)]
+/// Reads trace files into cases: [`Capture::read`] each file, then [`Capture::finish`] (or
+/// [`Capture::stream`]). Spans of one trace may be spread over several files; a span met twice
+/// is read once. Memory is bounded whatever the number of spans: spans are kept by trace in
+/// temporary files beyond a budget ([`stream`] says how).
+#[derive(Default)]
 pub struct Capture {
-    spans: Vec<Span>,
-    diagnostics: Vec<Diagnostic>,
+    spans: stream::Spans,
+    diagnostics: stream::Kept,
 }
 
 impl Capture {
@@ -76,46 +83,51 @@ impl Capture {
         otlp::read(file, reader, &mut self.spans, &mut self.diagnostics)
     }
 
-    /// The cases of the invocations read, or the errors that kept the files from being read.
-    pub fn finish(self) -> Captured {
-        let Capture { mut spans, diagnostics } = self;
-        let mut out = Captured { diagnostics, ..Captured::default() };
-        let mut seen = HashSet::new();
-        spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
-        drop(seen);
-        out.spans = spans.len() as u64;
-        if out.has_errors() {
-            return out;
-        }
-
-        let mut traces: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, span) in spans.iter().enumerate() {
-            traces.entry(&span.trace_id).or_default().push(i);
-        }
-        let mut invocations: Vec<(usize, Vec<usize>)> = Vec::new();
-        for members in traces.values() {
-            invocations.extend(trace_invocations(&spans, members));
-        }
-        drop(traces);
-        invocations.sort_by(|a, b| {
-            let (x, y) = (&spans[a.0], &spans[b.0]);
-            (x.start, &x.trace_id, &x.span_id).cmp(&(y.start, &y.trace_id, &y.span_id))
-        });
-        out.invocations = invocations.len() as u64;
-
-        let mut conversations: HashMap<String, Vec<Exchange>> = HashMap::new();
-        for (root, members) in invocations {
-            if let Some(case) = invocation_case(&spans, root, &members, &mut conversations, &mut out.diagnostics) {
-                out.cases.push(case);
-            }
-            // What the case took from them is in the case now: memory holds each message once.
-            for i in members {
-                spans[i].attrs = Map::new();
-                spans[i].events = Vec::new();
-            }
-        }
-        out
+    /// Adds one span, whatever it was read from (the one way spans enter a capture).
+    pub fn push(&mut self, span: Span) {
+        self.spans.extend([span]);
     }
+
+    /// The cases of the invocations read, or the errors that kept the files from being read:
+    /// [`Capture::stream`] collected. A temporary file that fails is an error diagnostic.
+    pub fn finish(self) -> Captured {
+        let mut stream = match self.stream() {
+            Ok(stream) => stream,
+            Err(e) => return Captured { diagnostics: vec![stream::failure(&e)], ..Captured::default() },
+        };
+        let mut cases = Vec::new();
+        for case in &mut stream {
+            match case {
+                Ok(case) => cases.push(case),
+                Err(e) => {
+                    return Captured { diagnostics: vec![stream::failure(&e)], ..Captured::default() };
+                }
+            }
+        }
+        Captured {
+            cases,
+            diagnostics: stream.diagnostics,
+            diagnostics_left_out: stream.diagnostics_left_out,
+            spans: stream.spans,
+            invocations: stream.invocations,
+        }
+    }
+
+    /// The cases of the invocations read, one at a time, in the order the invocations started
+    /// (then by trace and span id); every diagnostic and count is known before the first case.
+    /// With errors in the traces, no case comes.
+    pub fn stream(self) -> std::io::Result<stream::Cases> {
+        stream::cases(self.spans, self.diagnostics)
+    }
+}
+
+/// What joins invocations of different traces into one conversation: its id
+/// (`gen_ai.conversation.id`, OpenInference `session.id`), read on the invocation's spans in the
+/// order they started, as [`invocation_case`] reads it.
+fn join_key(spans: &[Span], members: &[usize]) -> Option<String> {
+    let mut ordered: Vec<usize> = members.to_vec();
+    ordered.sort_by_key(|&i| (spans[i].start, i));
+    ordered.iter().find_map(|&i| View::new(&spans[i]).conversation().map(str::to_owned))
 }
 
 /// The invocations of one trace: `(span, the spans under it, itself first)`.

@@ -11,12 +11,12 @@ use casebook_model::{Code, Diagnostic, Map};
 use serde_json::{Number, Value};
 
 use crate::json;
-use crate::node::{Node, NodeValue, Streamed};
+use crate::node::{Node, NodeValue};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 
 /// One span, with the attributes casebook reads.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Span {
     /// 32 lowercase hex digits.
     pub trace_id: String,
@@ -37,14 +37,14 @@ pub struct Span {
     pub at: At,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     pub name: String,
     pub attrs: Map,
 }
 
 /// A span's place in its file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct At {
     pub file: String,
     pub line: u64,
@@ -90,42 +90,54 @@ fn kept(key: &str) -> bool {
     KEPT.iter().any(|p| key.starts_with(p)) || matches!(key, "tool_calls" | "role" | "index" | "finish_reason")
 }
 
-/// Reads one trace file, adding its spans and the problems found in it. JSON lines are read a
-/// line at a time (the first line decides: a whole JSON value with more after it); a document
-/// is read whole, its `resourceSpans` mapped one by one as they are parsed.
+/// Reads one trace file, adding its spans and the problems found in it. A document is walked
+/// span by span ([`super::document`]): memory holds one span at a time, whatever the file's
+/// size. JSON lines (the first line is a whole JSON value with more after it) are read a line
+/// at a time.
 pub fn read(
     file: &str,
     mut reader: impl BufRead,
-    spans: &mut Vec<Span>,
-    diags: &mut Vec<Diagnostic>,
+    spans: &mut impl Extend<Span>,
+    diags: &mut impl Extend<Diagnostic>,
+) -> io::Result<()> {
+    let bom = reader.fill_buf()?.starts_with(b"\xef\xbb\xbf");
+    if bom {
+        reader.consume(3);
+    }
+    let mut out = super::document::Out { file, spans, diags };
+    super::document::read(reader, if bom { 3 } else { 0 }, &mut out)
+}
+
+/// The lines of a JSON-lines file from line `number`, at byte `offset`.
+pub(super) fn lines(
+    file: &str,
+    mut reader: impl BufRead,
+    mut number: u64,
+    mut offset: u64,
+    spans: &mut impl Extend<Span>,
+    diags: &mut impl Extend<Diagnostic>,
 ) -> io::Result<()> {
     let mut buffer = Vec::new();
-    reader.read_until(b'\n', &mut buffer)?;
-    let bom = if buffer.starts_with(b"\xef\xbb\xbf") { 3 } else { 0 };
-    let more = !reader.fill_buf()?.is_empty();
-    let first_is_value =
-        std::str::from_utf8(&buffer[bom..]).is_ok_and(|t| !t.trim().is_empty() && json::parse(t).is_ok());
-    if !(more && first_is_value) {
-        reader.read_to_end(&mut buffer)?;
-        document(file, &buffer, bom, spans, diags);
-        return Ok(());
-    }
-    let mut offset = 0;
-    let mut number = 1;
     loop {
-        let start = if number == 1 { bom } else { 0 };
-        line(file, &buffer[start..], number, (offset + start) as u64, spans, diags);
-        offset += buffer.len();
-        number += 1;
         buffer.clear();
         if reader.read_until(b'\n', &mut buffer)? == 0 {
             return Ok(());
         }
+        line(file, &buffer, number, offset, spans, diags);
+        offset += buffer.len() as u64;
+        number += 1;
     }
 }
 
 /// One line of a JSON-lines file: an `ExportTraceServiceRequest`.
-fn line(file: &str, bytes: &[u8], number: u64, offset: u64, spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
+fn line(
+    file: &str,
+    bytes: &[u8],
+    number: u64,
+    offset: u64,
+    spans: &mut impl Extend<Span>,
+    diags: &mut impl Extend<Diagnostic>,
+) {
     let Some(text) = utf8(file, bytes, number, offset, diags) else { return };
     let body = text.trim_end_matches(['\n', '\r']);
     if body.trim().is_empty() {
@@ -137,11 +149,17 @@ fn line(file: &str, bytes: &[u8], number: u64, offset: u64, spans: &mut Vec<Span
         Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans),
         Err(e) => syntax(&mut cx, e),
     }
-    diags.append(&mut cx.diags);
+    diags.extend(cx.diags);
 }
 
 /// The text of `bytes`, or an error at the first byte that is not UTF-8.
-fn utf8<'b>(file: &str, bytes: &'b [u8], line: u64, offset: u64, diags: &mut Vec<Diagnostic>) -> Option<&'b str> {
+fn utf8<'b>(
+    file: &str,
+    bytes: &'b [u8],
+    line: u64,
+    offset: u64,
+    diags: &mut impl Extend<Diagnostic>,
+) -> Option<&'b str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Some(text),
         Err(e) => {
@@ -150,47 +168,23 @@ fn utf8<'b>(file: &str, bytes: &'b [u8], line: u64, offset: u64, diags: &mut Vec
             let mut d =
                 src.diagnostic(Code::InvalidUtf8, valid.len(), String::new(), "the file is not UTF-8 text".into());
             d.hint = Some("OTLP JSON is UTF-8: export the traces again, or convert the file".into());
-            diags.push(d);
+            diags.extend([d]);
             None
         }
     }
 }
 
-/// A whole document (after a byte-order mark of `bom` bytes).
-fn document(file: &str, bytes: &[u8], bom: usize, spans: &mut Vec<Span>, diags: &mut Vec<Diagnostic>) {
-    let Some(text) = utf8(file, &bytes[bom..], 1, bom as u64, diags) else { return };
-    let src = Source::new(file, text, 1, bom as u64);
-    let mut cx = Cx::new(&src, None);
-    // Each `resourceSpans` item is mapped as soon as it is parsed, so a large file never
-    // becomes one tree.
-    let mut key = None;
-    let mut index = 0;
-    let parsed = json::parse_streaming(text, &[&["resourceSpans"], &["resource_spans"]], &mut |streamed| {
-        match streamed {
-            Streamed::Begin { path, .. } => key = path.first().copied(),
-            Streamed::Item(node) => {
-                let list = Ptr::ROOT.key(key.unwrap_or("resourceSpans"));
-                resource_spans(&mut cx, &node, &list.index(index), spans);
-                index += 1;
-            }
-        }
-        true
-    });
-    match parsed {
-        Ok(root) if key.is_none() => request(&mut cx, &root, &Ptr::ROOT, spans),
-        Ok(_) => {}
-        Err(e) => syntax(&mut cx, e),
-    }
-    diags.append(&mut cx.diags);
-}
+/// What a file that is not OTLP traces is told to be.
+pub(super) const NOT_TRACES_HINT: &str =
+    "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them";
 
-fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {
+pub(super) fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {
     let code = if e.too_deep { Code::TooDeep } else { Code::JsonSyntax };
     cx.report(code, e.offset, &Ptr::ROOT, e.message);
 }
 
 /// An `ExportTraceServiceRequest`.
-fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
+pub(super) fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut impl Extend<Span>) {
     if cx.object(root, ptr).is_none() {
         return;
     }
@@ -201,10 +195,7 @@ fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
             ptr,
             "missing `resourceSpans`: this is not an OTLP trace document",
         );
-        d.hint = Some(
-            "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them"
-                .into(),
-        );
+        d.hint = Some(NOT_TRACES_HINT.into());
         return;
     };
     let list_ptr = ptr.key(key);
@@ -214,18 +205,11 @@ fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
     }
 }
 
-fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
+fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut impl Extend<Span>) {
     if cx.object(node, ptr).is_none() {
         return;
     }
-    let service = node
-        .get("resource")
-        .and_then(|r| r.get("attributes"))
-        .and_then(|a| attributes(cx, a, &ptr.key("resource").key("attributes"), |k| k == "service.name"))
-        .and_then(|mut a| match a.remove("service.name") {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        });
+    let service = node.get("resource").and_then(|r| service(cx, r, &ptr.key("resource")));
     let Some((key, scopes)) = field(node, &["scopeSpans", "scope_spans", "instrumentationLibrarySpans"]) else {
         return;
     };
@@ -241,13 +225,23 @@ fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut Vec<S
         let Some(list) = cx.array(list, &list_ptr) else { continue };
         for (j, node) in list.iter().enumerate() {
             if let Some(span) = span(cx, node, &list_ptr.index(j), service.as_deref()) {
-                spans.push(span);
+                spans.extend([span]);
             }
         }
     }
 }
 
-fn span(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, service: Option<&str>) -> Option<Span> {
+/// The `service.name` of a resource.
+pub(super) fn service(cx: &mut Cx<'_>, resource: &Node, ptr: &Ptr<'_>) -> Option<String> {
+    let list = resource.get("attributes")?;
+    let mut found = attributes(cx, list, &ptr.key("attributes"), |k| k == "service.name")?;
+    match found.remove("service.name") {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+pub(super) fn span(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, service: Option<&str>) -> Option<Span> {
     cx.object(node, ptr)?;
     let errors = cx.diags.len();
     let trace_id = id(cx, node, ptr, &["traceId", "trace_id"], 16);
