@@ -77,6 +77,12 @@ impl Capture {
         Self::default()
     }
 
+    /// A capture that holds about `bytes` of spans, and as much of cases, in memory before it
+    /// uses temporary files (the default is [`stream::SPANS_IN_MEMORY`]).
+    pub fn with_memory(bytes: usize) -> Self {
+        Self { spans: stream::Spans::with_memory(bytes), diagnostics: stream::Kept::default() }
+    }
+
     /// Reads one file, `file` being its name as diagnostics show it. Only the spans' attributes
     /// of the conventions read are kept; the file itself is not.
     pub fn read(&mut self, file: &str, reader: impl std::io::BufRead) -> std::io::Result<()> {

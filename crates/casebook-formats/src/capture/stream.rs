@@ -40,11 +40,18 @@ type Key = (u64, String, String);
 pub struct Spans {
     parts: Partitions<Span>,
     failed: Option<io::Error>,
+    memory: usize,
 }
 
 impl Default for Spans {
     fn default() -> Self {
-        Self { parts: Partitions::new(PARTITIONS, SPANS_IN_MEMORY), failed: None }
+        Self::with_memory(SPANS_IN_MEMORY)
+    }
+}
+
+impl Spans {
+    pub(super) fn with_memory(bytes: usize) -> Self {
+        Self { parts: Partitions::new(PARTITIONS, bytes), failed: None, memory: bytes }
     }
 }
 
@@ -187,7 +194,7 @@ impl Iterator for Cases {
 
 /// Steps 2 to 4 of the module's comment.
 pub(super) fn cases(spans: Spans, mut kept: Kept) -> io::Result<Cases> {
-    let Spans { mut parts, failed } = spans;
+    let Spans { mut parts, failed, memory } = spans;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -199,8 +206,8 @@ pub(super) fn cases(spans: Spans, mut kept: Kept) -> io::Result<Cases> {
         cases: 0,
         sorted: None,
     };
-    let mut sorter: Sorter<Key, Case> = Sorter::new(CASES_IN_MEMORY);
-    let mut joined: Partitions<Joined> = Partitions::new(PARTITIONS, SPANS_IN_MEMORY / 2);
+    let mut sorter: Sorter<Key, Case> = Sorter::new(memory.min(CASES_IN_MEMORY));
+    let mut joined: Partitions<Joined> = Partitions::new(PARTITIONS, memory / 2);
     let errors = kept.has_errors();
     for part in 0..parts.count() {
         let mut spans = parts.take(part)?;

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod beside_limits;
+mod capture_bigcap;
 mod corpus;
 mod derived_ids;
 mod examples;
