@@ -462,7 +462,9 @@ mod tests {
         assert_eq!(src.locate(7), (11, 4, 103));
         // Backwards, then forwards again on one long line.
         assert_eq!(src.locate(1), (10, 2, 100));
-        assert_eq!(src.locate(5), (11, 3, 103));
+        assert_eq!(src.locate(6), (11, 3, 103));
+        // Within a character: at its start.
+        assert_eq!(src.locate(5), (11, 2, 103));
         // A text cut out of the middle of a line.
         let item = Source::within_line("f.json", "{\"a\": \"é\",\n \"b\": 1}", (3, 40), 500, 460);
         assert_eq!(item.locate(0), (3, 40, 460));
