@@ -9,6 +9,7 @@ mod cli;
 #[path = "../../src/args.rs"]
 mod args;
 mod capture;
+mod capture_bigcap;
 mod compare_pairs;
 
 mod convert;
