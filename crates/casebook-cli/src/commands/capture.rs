@@ -57,7 +57,7 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     let (made, spans, invocations) = (captured.cases, captured.spans, captured.invocations);
-    let limit = select.limit.map_or(u64::MAX, |l| l as u64);
+    let limit = select.limit.unwrap_or(u64::MAX);
     let filter = select.filter.as_ref();
     let mut taken = 0u64;
     let selected = std::iter::from_fn(move || {
