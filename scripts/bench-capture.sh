@@ -28,7 +28,7 @@ BIN=$TARGET/release/casebook
 timed() { # label invocations command…: one row of the table
   local label=$1 n=$2
   shift 2
-  flock /tmp/bench.lock /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null
+  flock /tmp/bench.lock /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >/dev/null 2>&1
   read -r secs kib <"$WORK/time"
   printf '| %s | %s | %s s | %s inv/s | %s MiB |\n' "$label" "$n" "$secs" \
     "$(awk -v s="$secs" -v n="$n" 'BEGIN { printf "%.0f", n / s }')" "$((kib / 1024))"
