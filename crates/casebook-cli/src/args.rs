@@ -977,8 +977,9 @@ pub struct SchemaArgs {}
 #[derive(Debug, Args)]
 pub struct GenerateArgs {
     /// What to generate: letta-jsonl (every row with an id), letta-realistic (JSONL like users'
-    /// files: rows without ids, repeated prompts, escapes), letta-csv, maslab-yaml, or otlp
-    /// (traces of agent invocations for `capture`, JSON lines; `--cases` invocations)
+    /// files: rows without ids, repeated prompts, escapes), letta-csv, maslab-yaml, otlp
+    /// (traces of agent invocations for `capture`, JSON lines; `--cases` invocations) or
+    /// otlp-document (the same traces as one document)
     #[arg(long, default_value = "letta-jsonl")]
     pub kind: String,
     /// Number of cases

@@ -29,6 +29,7 @@ mod shape;
 mod snapshot;
 mod source;
 mod source_pointer;
+pub mod spill;
 pub mod synthetic;
 mod tabular;
 mod voltagent;

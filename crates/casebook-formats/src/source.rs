@@ -21,30 +21,60 @@ pub struct Source<'a> {
     pub first_column: u64,
     /// Byte offset of `text` in the file.
     pub file_offset: u64,
-    /// A byte offset and the number of line breaks before it: locations are mostly asked for
-    /// in increasing order, so counting goes on from the last one.
-    cursor: Cell<(usize, u64)>,
+    /// Byte offset in the file of the line `text` starts on (`file_offset` unless `text`
+    /// starts within a line, as an item cut out of a long document does).
+    first_line_offset: u64,
+    /// The last place located: its byte offset, the line breaks before it, where its line
+    /// starts and its column there. Locations are mostly asked for in increasing order, so
+    /// counting goes on from the last one, and a document on one line costs no more than many.
+    cursor: Cell<(usize, u64, usize, u64)>,
 }
 
 impl<'a> Source<'a> {
     pub fn new(file: &'a str, text: &'a str, first_line: u64, file_offset: u64) -> Self {
-        Self { file, text, first_line, first_column: 1, file_offset, cursor: Cell::new((0, 0)) }
+        Self::within_line(file, text, (first_line, 1), file_offset, file_offset)
+    }
+
+    /// A text that starts at `(line, column)` of the file, at byte `file_offset`, on a line
+    /// that starts at byte `line_offset`.
+    pub fn within_line(file: &'a str, text: &'a str, at: (u64, u64), file_offset: u64, line_offset: u64) -> Self {
+        Self {
+            file,
+            text,
+            first_line: at.0,
+            first_column: at.1,
+            file_offset,
+            first_line_offset: line_offset,
+            cursor: Cell::new((0, 0, 0, 0)),
+        }
     }
 
     /// `(line, column, byte offset of the line in the file)` of a byte offset into `text`.
     pub fn locate(&self, offset: usize) -> (u64, u64, u64) {
-        let offset = offset.min(self.text.len());
-        let bytes = self.text.as_bytes();
-        let (mut at, mut lines) = self.cursor.get();
-        if offset < at {
-            (at, lines) = (0, 0);
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
         }
-        lines += memchr::memchr_iter(b'\n', &bytes[at..offset]).count() as u64;
-        self.cursor.set((offset, lines));
-        let line_start = memchr::memrchr(b'\n', &bytes[..offset]).map_or(0, |i| i + 1);
-        let chars = self.text.get(line_start..offset).unwrap_or("").chars().count() as u64;
-        let column = if lines == 0 { self.first_column + chars } else { chars + 1 };
-        (self.first_line + lines, column, self.file_offset + line_start as u64)
+        let bytes = self.text.as_bytes();
+        let (mut at, mut lines, mut line_start, mut chars) = self.cursor.get();
+        if offset < at {
+            (at, lines, line_start, chars) = (0, 0, 0, 0);
+        }
+        let skipped = &bytes[at..offset];
+        match memchr::memrchr(b'\n', skipped) {
+            Some(last) => {
+                lines += memchr::memchr_iter(b'\n', skipped).count() as u64;
+                line_start = at + last + 1;
+                chars = self.text[line_start..offset].chars().count() as u64;
+            }
+            None => chars += self.text[at..offset].chars().count() as u64,
+        }
+        self.cursor.set((offset, lines, line_start, chars));
+        if lines == 0 {
+            (self.first_line, self.first_column + chars, self.first_line_offset)
+        } else {
+            (self.first_line + lines, chars + 1, self.file_offset + line_start as u64)
+        }
     }
 
     pub fn diagnostic(&self, code: Code, offset: usize, pointer: String, message: String) -> Diagnostic {
@@ -430,6 +460,16 @@ mod tests {
         let src = Source::new("f.json", "ab\n é x\n", 10, 100);
         assert_eq!(src.locate(0), (10, 1, 100));
         assert_eq!(src.locate(7), (11, 4, 103));
+        // Backwards, then forwards again on one long line.
+        assert_eq!(src.locate(1), (10, 2, 100));
+        assert_eq!(src.locate(6), (11, 3, 103));
+        // Within a character: at its start.
+        assert_eq!(src.locate(5), (11, 2, 103));
+        // A text cut out of the middle of a line.
+        let item = Source::within_line("f.json", "{\"a\": \"é\",\n \"b\": 1}", (3, 40), 500, 460);
+        assert_eq!(item.locate(0), (3, 40, 460));
+        assert_eq!(item.locate(11), (3, 50, 460));
+        assert_eq!(item.locate(13), (4, 2, 512));
     }
 
     #[test]

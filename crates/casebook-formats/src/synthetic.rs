@@ -246,7 +246,8 @@ fn escape_non_ascii(out: &mut Vec<u8>, start: usize) {
 /// The spans of agent invocation `i` as OTLP JSON, in one of the conventions `casebook capture`
 /// reads: GenAI with an agent span, a model call asking for a tool, the tool and the final call
 /// (most); the flattened deprecated form without an agent span; OpenInference; a conversation
-/// with its history in the input; and, one in twenty, an invocation whose content was not
+/// with its history in the input; invocations of one conversation sending only the new message;
+/// and, one in twenty, an invocation whose content was not
 /// recorded. Prompts repeat (a fifth of them are drawn from a small set), and text is non-ASCII.
 pub fn otlp_invocation(rng: &mut Rng, i: u64) -> Vec<Value> {
     let trace = format!("{:016x}{:016x}", rng.next_u64(), i);
@@ -326,7 +327,22 @@ pub fn otlp_invocation(rng: &mut Rng, i: u64) -> Vec<Value> {
                 ],
             ),
         ],
-        7..=8 => {
+        8 => {
+            // A conversation of several invocations, each sending only the new message: capture
+            // joins them (every third invocation starts one).
+            vec![span(
+                0,
+                None,
+                "invoke_agent Support",
+                vec![
+                    attr("gen_ai.operation.name", "invoke_agent".into()),
+                    attr("gen_ai.conversation.id", format!("talk-{}", i / 3)),
+                    attr("gen_ai.input.messages", json!([text("user", &question)]).to_string()),
+                    attr("gen_ai.output.messages", json!([text("assistant", &answer)]).to_string()),
+                ],
+            )]
+        }
+        7 => {
             let history = json!([
                 text("system", system),
                 text("user", "Hello"),

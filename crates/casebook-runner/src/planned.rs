@@ -206,27 +206,7 @@ impl PlannedCases {
     }
 }
 
-/// Reads `bytes.len()` bytes of `file` from offset `at`, without moving a shared position (so
-/// that the file can be read from several places at once).
-#[cfg(unix)]
-pub fn read_exact_at(file: &std::fs::File, bytes: &mut [u8], at: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, bytes, at)
-}
-
-/// See the Unix version.
-#[cfg(windows)]
-pub fn read_exact_at(file: &std::fs::File, mut bytes: &mut [u8], mut at: u64) -> io::Result<()> {
-    while !bytes.is_empty() {
-        match std::os::windows::fs::FileExt::seek_read(file, bytes, at)? {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n => {
-                bytes = &mut bytes[n..];
-                at += n as u64;
-            }
-        }
-    }
-    Ok(())
-}
+pub use casebook_formats::spill::read_exact_at;
 
 #[cfg(test)]
 mod tests {

@@ -34,34 +34,37 @@ pub async fn add_captured(
     request: CaptureRequest,
     cases: Vec<Case>,
 ) -> Result<CaptureOutcome, StoreError> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    // The channel holds the one batch: sending cannot wait.
+    let _ = tx.try_send(cases);
+    drop(tx);
+    add_captured_batches(store, request, rx).await
+}
+
+/// [`add_captured`] for cases that come in batches (a capture of any size): each batch is
+/// checked against the head and its new cases are committed as they come, in one version.
+pub async fn add_captured_batches(
+    store: &AnyStore,
+    request: CaptureRequest,
+    mut batches: tokio::sync::mpsc::Receiver<Vec<Case>>,
+) -> Result<CaptureOutcome, StoreError> {
     let head = match store.resolve(&request.dataset, &Ref::Latest).await {
         Ok(head) => Some(head.number),
         Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => None,
         Err(err) => return Err(err),
     };
-    let held = match head {
-        Some(head) => {
-            let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
-            store.holding(&request.dataset, head, &ids).await?
+    let mut outcome = CaptureOutcome { commit: None, added: Vec::new(), present: Vec::new() };
+    // Until a batch has a new case, nothing is committed.
+    let first = loop {
+        let Some(batch) = batches.recv().await else { return Ok(outcome) };
+        let prepared = sort_out(store, &request.dataset, head, batch, &mut outcome).await?;
+        if !prepared.is_empty() {
+            break prepared;
         }
-        None => Default::default(),
     };
-    let mut added = Vec::new();
-    let mut present = Vec::new();
-    let mut prepared = Vec::new();
-    for case in cases {
-        if held.contains(&case.id) {
-            present.push(case.id);
-        } else {
-            prepared.push(prepare(&case)?);
-            added.push(case.id);
-        }
-    }
-    if prepared.is_empty() {
-        return Ok(CaptureOutcome { commit: None, added, present });
-    }
     let header =
         head.is_none().then(|| DatasetHeader { name: Some(request.dataset.clone()), ..DatasetHeader::default() });
+    let dataset = request.dataset.clone();
     let commit = CommitRequest {
         dataset: request.dataset,
         header,
@@ -71,12 +74,57 @@ pub async fn add_captured(
         time: request.time,
         message: request.message,
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    // One batch: captures are as large as the traces a user picked, not millions of cases.
-    tx.send(Ok(prepared)).await.map_err(|_| StoreError::Corrupt("the commit stopped before it began".into()))?;
-    drop(tx);
-    let outcome = store.commit(commit, rx).await?;
-    Ok(CaptureOutcome { commit: Some(outcome), added, present })
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let feed = async {
+        let stopped = || StoreError::Corrupt("the commit stopped before its cases were sent".into());
+        tx.send(Ok(first)).await.map_err(|_| stopped())?;
+        while let Some(batch) = batches.recv().await {
+            match sort_out(store, &dataset, head, batch, &mut outcome).await {
+                Ok(prepared) if prepared.is_empty() => {}
+                Ok(prepared) => tx.send(Ok(prepared)).await.map_err(|_| stopped())?,
+                Err(err) => {
+                    // The commit is abandoned: nothing is written.
+                    let _ = tx.send(Err(())).await;
+                    return Err(err);
+                }
+            }
+        }
+        drop(tx);
+        Ok::<_, StoreError>(())
+    };
+    let (committed, fed) = tokio::join!(store.commit(commit, rx), feed);
+    fed?;
+    let committed = committed?;
+    outcome.commit = Some(committed);
+    Ok(outcome)
+}
+
+/// The cases of `batch` the head does not have, prepared for the commit; the ids go to
+/// `added` or `present`.
+async fn sort_out(
+    store: &AnyStore,
+    dataset: &str,
+    head: Option<u64>,
+    batch: Vec<Case>,
+    outcome: &mut CaptureOutcome,
+) -> Result<Vec<crate::Prepared>, StoreError> {
+    let held = match head {
+        Some(head) => {
+            let ids: Vec<String> = batch.iter().map(|c| c.id.clone()).collect();
+            store.holding(dataset, head, &ids).await?
+        }
+        None => Default::default(),
+    };
+    let mut prepared = Vec::new();
+    for case in batch {
+        if held.contains(&case.id) {
+            outcome.present.push(case.id);
+        } else {
+            prepared.push(prepare(&case)?);
+            outcome.added.push(case.id);
+        }
+    }
+    Ok(prepared)
 }
 
 /// What [`recapture`] did.

@@ -33,7 +33,7 @@ use casebook_model::{Case, DatasetHeader, Responses};
 use serde::Serialize;
 
 pub use any::{AnyStore, Location};
-pub use capture::{CaptureOutcome, CaptureRequest, Recaptured, add_captured, recapture};
+pub use capture::{CaptureOutcome, CaptureRequest, Recaptured, add_captured, add_captured_batches, recapture};
 pub use check::CheckReport;
 pub use copy::{CopyReport, OldName, copy};
 pub use diff::{FieldChange, field_changes};

@@ -4,9 +4,9 @@
 //! format. Problems in the traces go to stderr; a trace file with errors writes nothing.
 
 use anyhow::Context;
-use casebook_formats::capture::{self, Captured};
+use casebook_formats::capture::{self, stream::KEPT_PER_CODE};
 use casebook_formats::{CsvColumns, ExportSettings, Exporter, Format, SeedFiles};
-use casebook_model::{Case, DatasetHeader};
+use casebook_model::{Case, Code, DatasetHeader, Diagnostic};
 use casebook_store::{CaptureOutcome, CaptureRequest, CommitOutcome, StoreError};
 use serde_json::json;
 
@@ -38,10 +38,10 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
         }
     }
-    let mut captured = capture.finish();
+    let mut captured = capture.stream().context("the capture's temporary files failed")?;
 
     let mut reporter = Reporter::new(settings, true);
-    report_diagnostics(settings, &captured, &mut reporter);
+    report_diagnostics(settings, &captured.diagnostics, &captured.diagnostics_left_out, &mut reporter);
     let errors = captured.diagnostics.iter().filter(|d| d.is_error()).count();
     if errors > 0 {
         if !settings.quiet {
@@ -49,7 +49,7 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Invalid);
     }
-    if captured.cases.is_empty() {
+    if captured.cases == 0 {
         if !settings.quiet {
             stderr!(
                 "nothing was captured: {} span{} hold no agent invocation with recorded messages",
@@ -59,21 +59,82 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Invalid);
     }
-    let made = captured.cases.len();
-    let mut cases = std::mem::take(&mut captured.cases);
-    if let Some(filter) = &select.filter {
-        cases.retain(|c| filter.matches(c));
-    }
-    if let Some(limit) = select.limit {
-        cases.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-    }
-    let left_out = made - cases.len();
+    let (made, spans, invocations) = (captured.cases, captured.spans, captured.invocations);
+    let limit = select.limit.unwrap_or(u64::MAX);
+    let filter = select.filter.as_ref();
+    let mut taken = 0u64;
+    let selected = std::iter::from_fn(move || {
+        loop {
+            if taken >= limit {
+                return None;
+            }
+            match captured.next()? {
+                Ok(case) if filter.is_some_and(|f| !f.matches(&case)) => continue,
+                Ok(case) => {
+                    taken += 1;
+                    return Some(Ok(case));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    });
 
     if args.dry_run {
-        return dry_run(settings, &args, &cases, &mut reporter);
+        return dry_run(settings, &args, selected, made, &mut reporter);
     }
     let dataset = args.dataset.clone().context("`--dataset` names the dataset the cases go to")?;
-    if cases.is_empty() {
+    let shown: Vec<String> = args.traces.iter().map(|p| p.display().to_string()).collect();
+    let request = CaptureRequest {
+        dataset: dataset.clone(),
+        author: settings.author.clone(),
+        time: settings.time.clone(),
+        message: args.message.clone().unwrap_or_else(|| format!("capture {}", shown.join(" "))),
+    };
+    let runtime = stores::runtime()?;
+    let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
+    // The cases go to the commit in batches as they come out of the capture's sort.
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let (outcome, produced) = std::thread::scope(|scope| {
+        let producer = scope.spawn(move || -> std::io::Result<u64> {
+            let mut selected = selected;
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut sent = 0;
+            for case in &mut selected {
+                batch.push(case?);
+                if batch.len() == BATCH {
+                    sent += batch.len() as u64;
+                    if tx.blocking_send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH))).is_err() {
+                        return Ok(sent);
+                    }
+                }
+            }
+            sent += batch.len() as u64;
+            if !batch.is_empty() {
+                let _ = tx.blocking_send(batch);
+            }
+            Ok(sent)
+        });
+        let outcome = runtime.block_on(casebook_store::add_captured_batches(&store, request, rx));
+        (outcome, producer.join())
+    });
+    runtime.block_on(store.close());
+    let kept = match produced {
+        Ok(Ok(kept)) => kept,
+        Ok(Err(e)) => {
+            return Err(anyhow::Error::new(e).context("the capture's temporary files failed: nothing was written"));
+        }
+        Err(_) => anyhow::bail!("the capture stopped unexpectedly: nothing was written"),
+    };
+    let left_out = made - kept;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(StoreError::Conflict { dataset, head, .. }) => anyhow::bail!(
+            "dataset `{dataset}` moved on to v{head} while the capture was added: nothing was written; capture again"
+        ),
+        Err(err) => return Err(err.into()),
+    };
+    if kept == 0 {
         say(
             settings,
             &json!({"dataset": dataset, "created": false, "added": [], "present": [], "left_out": left_out}),
@@ -85,62 +146,60 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         )?;
         return Ok(Outcome::Ok);
     }
-    let shown: Vec<String> = args.traces.iter().map(|p| p.display().to_string()).collect();
-    let request = CaptureRequest {
-        dataset: dataset.clone(),
-        author: settings.author.clone(),
-        time: settings.time.clone(),
-        message: args.message.clone().unwrap_or_else(|| format!("capture {}", shown.join(" "))),
-    };
-    let runtime = stores::runtime()?;
-    let store = stores::open_write(settings, &runtime)?;
-    let place = stores::described(&store);
-    let outcome = runtime.block_on(casebook_store::add_captured(&store, request, cases));
-    runtime.block_on(store.close());
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(StoreError::Conflict { dataset, head, .. }) => anyhow::bail!(
-            "dataset `{dataset}` moved on to v{head} while the capture was added: nothing was written; capture again"
-        ),
-        Err(err) => return Err(err.into()),
-    };
-    report(settings, &dataset, &captured, left_out, &outcome)?;
+    report(settings, &dataset, (spans, invocations), left_out, &outcome)?;
     if let Some(CommitOutcome::Created(v)) = &outcome.commit {
         stores::say_wrote(settings, &format!("{}@v{}", v.dataset, v.number), &place);
     }
     Ok(Outcome::Ok)
 }
 
+/// Cases sent to the store (or the writer) at a time.
+const BATCH: usize = 1000;
+
 /// Warnings shown per code on a terminal before the rest are counted; `--format json` lists all.
-const SHOWN_PER_CODE: usize = 20;
+const SHOWN_PER_CODE: u64 = 20;
 
 /// The problems found, on stderr: every one with `--format json`; for people, the first
 /// [`SHOWN_PER_CODE`] of each code and a count of the others (traces captured with content
 /// capture off give one warning per invocation).
-fn report_diagnostics(settings: &Global, captured: &Captured, reporter: &mut Reporter) {
-    let mut shown: std::collections::HashMap<_, usize> = std::collections::HashMap::new();
-    for d in &captured.diagnostics {
+fn report_diagnostics(
+    settings: &Global,
+    diagnostics: &[Diagnostic],
+    left_out: &[(Code, u64)],
+    reporter: &mut Reporter,
+) {
+    let mut shown: std::collections::HashMap<_, u64> = std::collections::HashMap::new();
+    for d in diagnostics {
         let count = shown.entry(d.code).or_default();
         *count += 1;
         if settings.json || d.is_error() || *count <= SHOWN_PER_CODE {
             reporter.emit(d);
         }
     }
-    if settings.quiet || settings.json {
+    for (code, n) in left_out {
+        *shown.entry(*code).or_default() += n;
+    }
+    if settings.quiet {
         return;
     }
     let mut more: Vec<_> = shown.into_iter().filter(|(_, n)| *n > SHOWN_PER_CODE).collect();
     more.sort_by_key(|(code, _)| code.as_str());
     for (code, n) in more {
-        stderr!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
+        if !settings.json {
+            stderr!("… and {} more {code} warnings (`--format json` lists every one)", n - SHOWN_PER_CODE);
+        }
+    }
+    // Beyond what a capture keeps, even `--format json` gives a count.
+    for (code, n) in left_out {
+        stderr!("… {n} more {code} diagnostics were found than a capture keeps ({KEPT_PER_CODE} of each code)");
     }
 }
 
 fn report(
     settings: &Global,
     dataset: &str,
-    captured: &Captured,
-    left_out: usize,
+    (spans, invocations): (u64, u64),
+    left_out: u64,
     outcome: &CaptureOutcome,
 ) -> anyhow::Result<()> {
     let version = match &outcome.commit {
@@ -154,8 +213,8 @@ fn report(
         "added": outcome.added,
         "present": outcome.present,
         "left_out": left_out,
-        "spans": captured.spans,
-        "invocations": captured.invocations,
+        "spans": spans,
+        "invocations": invocations,
     });
     say(settings, &value, || {
         let mut text = match version {
@@ -177,10 +236,10 @@ fn report(
         }
         text.push_str(&format!(
             "\n{} agent invocation{} in {} span{}; the expectations are drafts: confirm them with `casebook review`\n",
-            captured.invocations,
-            if captured.invocations == 1 { "" } else { "s" },
-            captured.spans,
-            if captured.spans == 1 { "" } else { "s" },
+            invocations,
+            if invocations == 1 { "" } else { "s" },
+            spans,
+            if spans == 1 { "" } else { "s" },
         ));
         text
     })
@@ -192,7 +251,13 @@ fn say(settings: &Global, value: &serde_json::Value, text: impl FnOnce() -> Stri
     Ok(())
 }
 
-fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut Reporter) -> anyhow::Result<Outcome> {
+fn dry_run(
+    settings: &Global,
+    args: &CaptureArgs,
+    cases: impl Iterator<Item = std::io::Result<Case>>,
+    made: u64,
+    reporter: &mut Reporter,
+) -> anyhow::Result<Outcome> {
     let format = args.to.unwrap_or(Format::Casebook);
     let syntax = args
         .syntax
@@ -214,12 +279,15 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
         name: Some(args.dataset.clone().unwrap_or_else(|| "captured".into())),
         ..DatasetHeader::default()
     };
-    let columns = if export.needs_columns() {
+    let failed = |e: std::io::Error| anyhow::Error::new(e).context("the capture's temporary files failed");
+    // CSV names its columns first: those formats take the cases in memory (the others stream).
+    let (columns, mut stream): (_, Box<dyn Iterator<Item = std::io::Result<Case>>>) = if export.needs_columns() {
+        let held = cases.collect::<Result<Vec<Case>, _>>().map_err(failed)?;
         let mut columns = CsvColumns::new(&export);
-        columns.add(cases);
-        columns.ordered(&header)
+        columns.add(&held);
+        (columns.ordered(&header), Box::new(held.into_iter().map(Ok)))
     } else {
-        Vec::new()
+        (Vec::new(), Box::new(cases))
     };
     // Through a temporary file, as `convert` does: a refused case leaves standard output (or
     // the file) as it was.
@@ -227,24 +295,30 @@ fn dry_run(settings: &Global, args: &CaptureArgs, cases: &[Case], reporter: &mut
     let (output, out) = Output::create(args.output.as_deref())?;
     let mut exporter = Exporter::new(export, &header, columns, out, None)?;
     exporter.begin()?;
-    let refused = exporter.cases(cases)?;
-    refused.iter().for_each(|d| reporter.emit(d));
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        batch.clear();
+        for case in stream.by_ref().take(BATCH) {
+            batch.push(case.map_err(failed)?);
+        }
+        if batch.is_empty() {
+            break;
+        }
+        let refused = exporter.cases(&batch)?;
+        refused.iter().for_each(|d| reporter.emit(d));
+    }
     let exported = exporter.finish()?;
     exported.diagnostics.iter().for_each(|d| reporter.emit(d));
     if exported.errors > 0 {
         if !settings.quiet && !settings.json {
-            stderr!(
-                "nothing was written: {} of {} captured cases refused",
-                exported.cases - exported.written,
-                cases.len()
-            );
+            stderr!("nothing was written: {} of {made} captured cases refused", exported.cases - exported.written);
         }
         return Ok(Outcome::Invalid);
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
         let to = args.output.as_ref().map_or_else(String::new, |p| format!(" to `{}`", p.display()));
-        stderr!("{} of {} captured cases written{to} (nothing was stored)", exported.written, cases.len());
+        stderr!("{} of {made} captured cases written{to} (nothing was stored)", exported.written);
     }
     Ok(Outcome::Ok)
 }

@@ -51,26 +51,49 @@ pub fn run(settings: &crate::settings::Global, args: GenerateArgs) -> anyhow::Re
                 writeln!(out, "{i},\"{input}\",{gt},\"{tags}\",\"{args_json}\",\"{vars}\"")?;
             }
         }
-        "otlp" => {
-            // JSON lines of 200 spans each, as a collector's file exporter cuts its batches:
-            // the spans of one trace may be on two lines.
+        "otlp" | "otlp-document" => {
+            // Batches of 200 spans, as a collector's file exporter cuts them: the spans of one
+            // trace may be in two batches, and the agent span of one invocation in seven comes
+            // three batches later (it ends last). JSON lines of one `ExportTraceServiceRequest`
+            // each, or one document of all the batches.
+            let document = args.kind == "otlp-document";
+            let mut batches = 0u64;
             let mut spans = Vec::with_capacity(256);
-            let flush = |spans: &mut Vec<serde_json::Value>, out: &mut BufWriter<Box<dyn Write>>| {
-                let batch = serde_json::json!({"resourceSpans": [{"resource": {"attributes": [
+            let mut later: std::collections::VecDeque<(u64, serde_json::Value)> = Default::default();
+            let flush = |spans: &mut Vec<serde_json::Value>, out: &mut BufWriter<Box<dyn Write>>, batches: &mut u64| {
+                let item = serde_json::json!({"resource": {"attributes": [
                     {"key": "service.name", "value": {"stringValue": "support"}}]},
-                    "scopeSpans": [{"scope": {"name": "generated"}, "spans": spans}]}]});
+                    "scopeSpans": [{"scope": {"name": "generated"}, "spans": spans}]});
                 spans.clear();
-                serde_json::to_writer(&mut *out, &batch)?;
-                out.write_all(b"\n")
+                let head: &[u8] = match (document, *batches) {
+                    (true, 0) => b"{\"resourceSpans\":[",
+                    (true, _) => b",",
+                    (false, _) => b"{\"resourceSpans\":[",
+                };
+                *batches += 1;
+                out.write_all(head)?;
+                serde_json::to_writer(&mut *out, &item)?;
+                out.write_all(if document { b"" } else { b"]}\n" })
             };
             for i in 0..args.cases {
-                spans.extend(otlp_invocation(&mut rng, i));
+                let mut invocation = otlp_invocation(&mut rng, i);
+                if i % 7 == 3 && invocation.len() > 1 {
+                    later.push_back((batches + 3, invocation.remove(0)));
+                }
+                spans.extend(invocation);
+                while later.front().is_some_and(|(due, _)| *due <= batches) {
+                    spans.extend(later.pop_front().map(|(_, span)| span));
+                }
                 if spans.len() >= 200 {
-                    flush(&mut spans, &mut out)?;
+                    flush(&mut spans, &mut out, &mut batches)?;
                 }
             }
+            spans.extend(later.drain(..).map(|(_, span)| span));
             if !spans.is_empty() {
-                flush(&mut spans, &mut out)?;
+                flush(&mut spans, &mut out, &mut batches)?;
+            }
+            if document {
+                out.write_all(if batches == 0 { b"{\"resourceSpans\":[]}\n" } else { b"]}\n" })?;
             }
         }
         "maslab-yaml" => {
@@ -90,7 +113,9 @@ pub fn run(settings: &crate::settings::Global, args: GenerateArgs) -> anyhow::Re
                 writeln!(out, "    tags:\n    - {}\n    group: k{}", rng.tag(), i % 4)?;
             }
         }
-        other => bail!("unknown kind `{other}`: use letta-jsonl, letta-realistic, letta-csv or maslab-yaml"),
+        other => bail!(
+            "unknown kind `{other}`: use letta-jsonl, letta-realistic, letta-csv, maslab-yaml, otlp or otlp-document"
+        ),
     }
     out.flush()?;
     drop(out);

@@ -198,7 +198,7 @@ fn errors_in_traces_are_located_and_nothing_is_written() {
     let out = run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&other));
     out.expect_status(1);
     assert_eq!(warnings(&out.stderr), [at("E-missing-field", 1, 1, "")]);
-    assert!(out.stderr.contains("not an OTLP trace document"), "{out:?}");
+    assert!(out.stderr.contains("not an OTLP trace or log document"), "{out:?}");
     // Not UTF-8.
     let binary = dir.file("binary.json", b"{\"resourceSpans\": [\"\xff\"]}");
     let out = run(cb(&dir).args(["--format", "json", "capture", "--dry-run"]).arg(&binary));

@@ -9,6 +9,7 @@ mod cli;
 #[path = "../../src/args.rs"]
 mod args;
 mod capture;
+mod capture_bigcap;
 mod capture_libraries;
 mod capture_logs;
 mod compare_pairs;

@@ -37,9 +37,11 @@
 //! ([`logs`]) and their events attached to their spans.
 
 mod conventions;
+mod document;
 pub mod logs;
 mod otlp;
 mod proto;
+pub mod stream;
 
 use std::collections::{HashMap, HashSet};
 
@@ -61,8 +63,11 @@ pub const FORMAT: &str = "otlp";
 pub struct Captured {
     /// One case per agent invocation with recorded messages, in the order the invocations started.
     pub cases: Vec<Case>,
-    /// Errors (the traces cannot be read as OTLP JSON) and warnings (content not recorded).
+    /// Errors (the traces cannot be read as OTLP JSON) and warnings (content not recorded): the
+    /// first [`stream::KEPT_PER_CODE`] of each code.
     pub diagnostics: Vec<Diagnostic>,
+    /// How many more diagnostics of each code were found than kept.
+    pub diagnostics_left_out: Vec<(Code, u64)>,
     pub spans: u64,
     pub invocations: u64,
 }
@@ -73,19 +78,27 @@ impl Captured {
     }
 }
 
-/// Reads trace files into cases: [`Capture::read`] each file, then [`Capture::finish`]. Spans
-/// of one trace may be spread over several files; a span met twice is read once.
-#[derive(Debug, Default)]
+/// Reads trace files into cases: [`Capture::read`] each file, then [`Capture::finish`] (or
+/// [`Capture::stream`]). Spans of one trace may be spread over several files; a span met twice
+/// is read once. Memory is bounded whatever the number of spans: spans are kept by trace in
+/// temporary files beyond a budget ([`stream`] says how).
+#[derive(Default)]
 pub struct Capture {
-    spans: Vec<Span>,
-    /// GenAI events of log records, attached to their spans in [`Capture::finish`].
+    spans: stream::Spans,
+    /// GenAI events of log records, attached to their spans when the cases are made.
     records: Vec<Record>,
-    diagnostics: Vec<Diagnostic>,
+    diagnostics: stream::Kept,
 }
 
 impl Capture {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A capture that holds about `bytes` of spans, and as much of cases, in memory before it
+    /// uses temporary files (the default is [`stream::SPANS_IN_MEMORY`]).
+    pub fn with_memory(bytes: usize) -> Self {
+        Self { spans: stream::Spans::with_memory(bytes), records: Vec::new(), diagnostics: stream::Kept::default() }
     }
 
     /// Reads one file, `file` being its name as diagnostics show it: OTLP JSON (a document or
@@ -99,12 +112,7 @@ impl Capture {
         let text = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
         let first = text.iter().find(|b| !b.is_ascii_whitespace());
         if head.is_empty() || matches!(first, None | Some(b'{' | b'[')) {
-            let mut spans = Vec::new();
-            let mut records = Vec::new();
-            otlp::read(file, reader, &mut spans, &mut records, &mut self.diagnostics)?;
-            spans.into_iter().for_each(|s| self.push(s));
-            records.into_iter().for_each(|r| self.push_record(r));
-            return Ok(());
+            return otlp::read(file, reader, &mut self.spans, &mut self.records, &mut self.diagnostics);
         }
         let mut bytes = Vec::new();
         reader.read_to_end(&mut bytes)?;
@@ -114,15 +122,16 @@ impl Capture {
 
     /// Reads the bytes of a protobuf `ExportTraceServiceRequest`.
     pub fn read_protobuf(&mut self, file: &str, bytes: &[u8]) -> Read {
-        let mut spans = Vec::new();
-        let read = proto::read(file, bytes, &mut spans, &mut self.diagnostics);
-        spans.into_iter().for_each(|s| self.push(s));
+        let (mut spans, mut diags) = (Vec::new(), Vec::new());
+        let read = proto::read(file, bytes, &mut spans, &mut diags);
+        self.spans.extend(spans);
+        self.diagnostics.extend(diags);
         read
     }
 
     /// Adds one span, whatever it was read from (the one way spans enter a capture).
     pub fn push(&mut self, span: Span) {
-        self.spans.push(span);
+        self.spans.extend([span]);
     }
 
     /// A GenAI event of a log record that belongs to span `span_id` of trace `trace_id` (ids in
@@ -133,53 +142,42 @@ impl Capture {
     }
 
     /// A GenAI event of a log record ([`logs::decode_protobuf`] decodes them from protobuf):
-    /// [`Capture::finish`] attaches it to its span, read earlier or later; a record whose span
+    /// the cases are made with it attached to its span, read earlier or later; a record whose span
     /// never comes is a warning at the record, and makes no case.
     pub fn push_record(&mut self, record: Record) {
         self.records.push(record);
     }
 
-    /// The cases of the invocations read, or the errors that kept the files from being read.
+    /// The cases of the invocations read, or the errors that kept the files from being read:
+    /// [`Capture::stream`] collected. A temporary file that fails is an error diagnostic.
     pub fn finish(self) -> Captured {
-        let Capture { mut spans, records, diagnostics } = self;
-        let mut out = Captured { diagnostics, ..Captured::default() };
-        let mut seen = HashSet::new();
-        spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
-        drop(seen);
-        out.spans = spans.len() as u64;
-        if out.has_errors() {
-            return out;
-        }
-        attach_records(&mut spans, records, &mut out.diagnostics);
-
-        let mut traces: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, span) in spans.iter().enumerate() {
-            traces.entry(&span.trace_id).or_default().push(i);
-        }
-        let mut invocations: Vec<(usize, Vec<usize>)> = Vec::new();
-        for members in traces.values() {
-            invocations.extend(trace_invocations(&spans, members));
-        }
-        drop(traces);
-        invocations.sort_by(|a, b| {
-            let (x, y) = (&spans[a.0], &spans[b.0]);
-            (x.start, &x.trace_id, &x.span_id).cmp(&(y.start, &y.trace_id, &y.span_id))
-        });
-        let invocations = join_model_calls(&spans, invocations);
-        out.invocations = invocations.len() as u64;
-
-        let mut conversations: HashMap<String, Vec<Exchange>> = HashMap::new();
-        for (root, members) in invocations {
-            if let Some(case) = invocation_case(&spans, root, &members, &mut conversations, &mut out.diagnostics) {
-                out.cases.push(case);
-            }
-            // What the case took from them is in the case now: memory holds each message once.
-            for i in members {
-                spans[i].attrs = Map::new();
-                spans[i].events = Vec::new();
+        let mut stream = match self.stream() {
+            Ok(stream) => stream,
+            Err(e) => return Captured { diagnostics: vec![stream::failure(&e)], ..Captured::default() },
+        };
+        let mut cases = Vec::new();
+        for case in &mut stream {
+            match case {
+                Ok(case) => cases.push(case),
+                Err(e) => {
+                    return Captured { diagnostics: vec![stream::failure(&e)], ..Captured::default() };
+                }
             }
         }
-        out
+        Captured {
+            cases,
+            diagnostics: stream.diagnostics,
+            diagnostics_left_out: stream.diagnostics_left_out,
+            spans: stream.spans,
+            invocations: stream.invocations,
+        }
+    }
+
+    /// The cases of the invocations read, one at a time, in the order the invocations started
+    /// (then by trace and span id); every diagnostic and count is known before the first case.
+    /// With errors in the traces, no case comes.
+    pub fn stream(self) -> std::io::Result<stream::Cases> {
+        stream::cases(self.spans, self.records, self.diagnostics)
     }
 }
 
@@ -188,7 +186,7 @@ impl Capture {
 /// recorded GenAI events itself keeps only its own (the same messages, sent both ways with
 /// `span_and_event`); a record met twice (a log file given twice) is attached once. Records of
 /// a span not read make one warning per span, at its first record.
-fn attach_records(spans: &mut [Span], records: Vec<Record>, diags: &mut Vec<Diagnostic>) {
+pub(super) fn attach_records(spans: &mut [Span], records: Vec<Record>, diags: &mut Vec<Diagnostic>) {
     if records.is_empty() {
         return;
     }
@@ -379,7 +377,7 @@ fn calls_key(root: &Span, input: &[Message]) -> String {
 }
 
 /// How the [`join_key`] of a rootless model call starts.
-const CALLS: &str = "calls\u{1f}";
+pub(super) const CALLS: &str = "calls\u{1f}";
 
 fn is_system(m: &Message) -> bool {
     m.role == "system" || m.role == "developer"
@@ -394,7 +392,7 @@ fn is_user(m: &Message) -> bool {
 /// previous call's input, then what the previous call answered and the results of the tools it
 /// asked for (no new user message), continues that call's invocation. The joined invocation is
 /// its first call's (its id, its place in the order); its spans are all the calls'.
-fn join_model_calls(spans: &[Span], invocations: Vec<(usize, Vec<usize>)>) -> Vec<(usize, Vec<usize>)> {
+pub(super) fn join_model_calls(spans: &[Span], invocations: Vec<(usize, Vec<usize>)>) -> Vec<(usize, Vec<usize>)> {
     // (the invocation's index, its last call's input and output), per key.
     let mut open: HashMap<String, (usize, Vec<Message>, Vec<Message>)> = HashMap::new();
     let mut out: Vec<Option<(usize, Vec<usize>)>> = Vec::with_capacity(invocations.len());

@@ -13,7 +13,7 @@ use casebook_model::{Code, Diagnostic, Map};
 use serde_json::{Number, Value};
 
 use crate::json;
-use crate::node::{Node, NodeValue, Streamed};
+use crate::node::{Node, NodeValue};
 use crate::pointer::Ptr;
 use crate::source::{Cx, Source};
 
@@ -108,39 +108,44 @@ pub(crate) fn kept(key: &str) -> bool {
         )
 }
 
-/// Reads one trace or log file, adding its spans, the GenAI events of its log records and the
-/// problems found in it. JSON lines are read a
-/// line at a time (the first line decides: a whole JSON value with more after it); a document
-/// is read whole, its `resourceSpans` mapped one by one as they are parsed.
+/// Reads one trace file, adding its spans and the problems found in it. A document is walked
+/// span by span ([`super::document`]): memory holds one span at a time, whatever the file's
+/// size. JSON lines (the first line is a whole JSON value with more after it) are read a line
+/// at a time.
 pub fn read(
     file: &str,
     mut reader: impl BufRead,
-    spans: &mut Vec<Span>,
+    spans: &mut impl Extend<Span>,
     records: &mut Vec<Record>,
-    diags: &mut Vec<Diagnostic>,
+    diags: &mut impl Extend<Diagnostic>,
+) -> io::Result<()> {
+    let bom = reader.fill_buf()?.starts_with(b"\xef\xbb\xbf");
+    if bom {
+        reader.consume(3);
+    }
+    let mut out = super::document::Out { file, spans, records, diags };
+    super::document::read(reader, if bom { 3 } else { 0 }, &mut out)
+}
+
+/// The lines of a JSON-lines file from line `number`, at byte `offset`.
+pub(super) fn lines(
+    file: &str,
+    mut reader: impl BufRead,
+    mut number: u64,
+    mut offset: u64,
+    spans: &mut impl Extend<Span>,
+    records: &mut Vec<Record>,
+    diags: &mut impl Extend<Diagnostic>,
 ) -> io::Result<()> {
     let mut buffer = Vec::new();
-    reader.read_until(b'\n', &mut buffer)?;
-    let bom = if buffer.starts_with(b"\xef\xbb\xbf") { 3 } else { 0 };
-    let more = !reader.fill_buf()?.is_empty();
-    let first_is_value =
-        std::str::from_utf8(&buffer[bom..]).is_ok_and(|t| !t.trim().is_empty() && json::parse(t).is_ok());
-    if !(more && first_is_value) {
-        reader.read_to_end(&mut buffer)?;
-        document(file, &buffer, bom, spans, records, diags);
-        return Ok(());
-    }
-    let mut offset = 0;
-    let mut number = 1;
     loop {
-        let start = if number == 1 { bom } else { 0 };
-        line(file, &buffer[start..], number, (offset + start) as u64, spans, records, diags);
-        offset += buffer.len();
-        number += 1;
         buffer.clear();
         if reader.read_until(b'\n', &mut buffer)? == 0 {
             return Ok(());
         }
+        line(file, &buffer, number, offset, spans, records, diags);
+        offset += buffer.len() as u64;
+        number += 1;
     }
 }
 
@@ -150,9 +155,9 @@ fn line(
     bytes: &[u8],
     number: u64,
     offset: u64,
-    spans: &mut Vec<Span>,
+    spans: &mut impl Extend<Span>,
     records: &mut Vec<Record>,
-    diags: &mut Vec<Diagnostic>,
+    diags: &mut impl Extend<Diagnostic>,
 ) {
     let Some(text) = utf8(file, bytes, number, offset, diags) else { return };
     let body = text.trim_end_matches(['\n', '\r']);
@@ -165,11 +170,17 @@ fn line(
         Ok(root) => request(&mut cx, &root, &Ptr::ROOT, spans, records),
         Err(e) => syntax(&mut cx, e),
     }
-    diags.append(&mut cx.diags);
+    diags.extend(cx.diags);
 }
 
 /// The text of `bytes`, or an error at the first byte that is not UTF-8.
-fn utf8<'b>(file: &str, bytes: &'b [u8], line: u64, offset: u64, diags: &mut Vec<Diagnostic>) -> Option<&'b str> {
+fn utf8<'b>(
+    file: &str,
+    bytes: &'b [u8],
+    line: u64,
+    offset: u64,
+    diags: &mut impl Extend<Diagnostic>,
+) -> Option<&'b str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Some(text),
         Err(e) => {
@@ -178,63 +189,28 @@ fn utf8<'b>(file: &str, bytes: &'b [u8], line: u64, offset: u64, diags: &mut Vec
             let mut d =
                 src.diagnostic(Code::InvalidUtf8, valid.len(), String::new(), "the file is not UTF-8 text".into());
             d.hint = Some("OTLP JSON is UTF-8: export the traces again, or convert the file".into());
-            diags.push(d);
+            diags.extend([d]);
             None
         }
     }
 }
 
-/// A whole document (after a byte-order mark of `bom` bytes).
-fn document(
-    file: &str,
-    bytes: &[u8],
-    bom: usize,
-    spans: &mut Vec<Span>,
-    records: &mut Vec<Record>,
-    diags: &mut Vec<Diagnostic>,
-) {
-    let Some(text) = utf8(file, &bytes[bom..], 1, bom as u64, diags) else { return };
-    let src = Source::new(file, text, 1, bom as u64);
-    let mut cx = Cx::new(&src, None);
-    // Each `resourceSpans` (`resourceLogs`) item is mapped as soon as it is parsed, so a large
-    // file never becomes one tree.
-    let mut key = None;
-    let mut index = 0;
-    let lists: &[&[&str]] = &[&["resourceSpans"], &["resource_spans"], &["resourceLogs"], &["resource_logs"]];
-    let parsed = json::parse_streaming(text, lists, &mut |streamed| {
-        match streamed {
-            Streamed::Begin { path, .. } => {
-                key = path.first().copied();
-                index = 0;
-            }
-            Streamed::Item(node) => {
-                let list = Ptr::ROOT.key(key.unwrap_or("resourceSpans"));
-                match key {
-                    Some("resourceLogs" | "resource_logs") => {
-                        logs::resource_logs(&mut cx, &node, &list.index(index), records);
-                    }
-                    _ => resource_spans(&mut cx, &node, &list.index(index), spans),
-                }
-                index += 1;
-            }
-        }
-        true
-    });
-    match parsed {
-        Ok(root) if key.is_none() => request(&mut cx, &root, &Ptr::ROOT, spans, records),
-        Ok(_) => {}
-        Err(e) => syntax(&mut cx, e),
-    }
-    diags.append(&mut cx.diags);
-}
+/// What a file that is not OTLP traces is told to be.
+pub(super) const NOT_TRACES_HINT: &str = "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them; logs carrying GenAI events: an `ExportLogsServiceRequest` (`{\"resourceLogs\": [...]}`)";
 
-fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {
+pub(super) fn syntax(cx: &mut Cx<'_>, e: json::SyntaxError) {
     let code = if e.too_deep { Code::TooDeep } else { Code::JsonSyntax };
     cx.report(code, e.offset, &Ptr::ROOT, e.message);
 }
 
 /// An `ExportTraceServiceRequest`, or an `ExportLogsServiceRequest`.
-fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>, records: &mut Vec<Record>) {
+pub(super) fn request(
+    cx: &mut Cx<'_>,
+    root: &Node,
+    ptr: &Ptr<'_>,
+    spans: &mut impl Extend<Span>,
+    records: &mut Vec<Record>,
+) {
     if cx.object(root, ptr).is_none() {
         return;
     }
@@ -251,12 +227,9 @@ fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>, r
             Code::MissingField,
             root.offset,
             ptr,
-            "missing `resourceSpans`: this is not an OTLP trace document",
+            "missing `resourceSpans` (or `resourceLogs`): this is not an OTLP trace or log document",
         );
-        d.hint = Some(
-            "give OTLP JSON traces: an `ExportTraceServiceRequest` (`{\"resourceSpans\": [...]}`), or JSON lines of them; logs carrying GenAI events: an `ExportLogsServiceRequest` (`{\"resourceLogs\": [...]}`)"
-                .into(),
-        );
+        d.hint = Some(NOT_TRACES_HINT.into());
         return;
     };
     let list_ptr = ptr.key(key);
@@ -266,18 +239,11 @@ fn request(cx: &mut Cx<'_>, root: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>, r
     }
 }
 
-fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut Vec<Span>) {
+fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut impl Extend<Span>) {
     if cx.object(node, ptr).is_none() {
         return;
     }
-    let service = node
-        .get("resource")
-        .and_then(|r| r.get("attributes"))
-        .and_then(|a| attributes(cx, a, &ptr.key("resource").key("attributes"), |k| k == "service.name"))
-        .and_then(|mut a| match a.remove("service.name") {
-            Some(Value::String(s)) => Some(s),
-            _ => None,
-        });
+    let service = node.get("resource").and_then(|r| service(cx, r, &ptr.key("resource")));
     let Some((key, scopes)) = field(node, &["scopeSpans", "scope_spans", "instrumentationLibrarySpans"]) else {
         return;
     };
@@ -293,13 +259,23 @@ fn resource_spans(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, spans: &mut Vec<S
         let Some(list) = cx.array(list, &list_ptr) else { continue };
         for (j, node) in list.iter().enumerate() {
             if let Some(span) = span(cx, node, &list_ptr.index(j), service.as_deref()) {
-                spans.push(span);
+                spans.extend([span]);
             }
         }
     }
 }
 
-fn span(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, service: Option<&str>) -> Option<Span> {
+/// The `service.name` of a resource.
+pub(super) fn service(cx: &mut Cx<'_>, resource: &Node, ptr: &Ptr<'_>) -> Option<String> {
+    let list = resource.get("attributes")?;
+    let mut found = attributes(cx, list, &ptr.key("attributes"), |k| k == "service.name")?;
+    match found.remove("service.name") {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+pub(super) fn span(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>, service: Option<&str>) -> Option<Span> {
     cx.object(node, ptr)?;
     let errors = cx.diags.len();
     let trace_id = id(cx, node, ptr, &["traceId", "trace_id"], 16);

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod beside_limits;
+mod capture_bigcap;
 mod capture_libraries;
 mod capture_logs;
 mod capture_receiver;
