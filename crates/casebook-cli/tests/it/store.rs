@@ -136,25 +136,24 @@ fn back_one_schema(b: &Backend, dir: &Folder) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         match b {
-            // Schema 10: bodies found through an index of their content ids.
+            // Schema 11: no spans kept for the OTLP receiver.
             Backend::Embedded => {
                 let file = dir.join(".casebook/store.db");
                 let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display())).await.unwrap();
                 sqlx::raw_sql(
-                    "DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
-                     DELETE FROM schema_version WHERE version = 11;",
+                    "DROP TABLE pending_spans; DROP TABLE captured_traces;
+                     DELETE FROM schema_version WHERE version = 12;",
                 )
                 .execute(&mut conn)
                 .await
                 .unwrap();
             }
-            // Schema 5: no places of bodies, and the page index of migration 0004.
+            // Schema 6: no spans kept for the OTLP receiver.
             Backend::Postgres(url) => {
                 let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
                 sqlx::raw_sql(
-                    "ALTER TABLE members DROP COLUMN blob_at;
-                     CREATE INDEX members_page ON members (dataset, ord, case_id) INCLUDE (from_v, to_v, blob);
-                     DELETE FROM casebook_schema WHERE version = 6;",
+                    "DROP TABLE pending_spans; DROP TABLE captured_traces;
+                     DELETE FROM casebook_schema WHERE version = 7;",
                 )
                 .execute(&mut conn)
                 .await
@@ -173,8 +172,8 @@ fn opening_a_store_of_an_older_schema_says_it_upgrades_it(b: &Backend) {
     let v1 = dir.file("qa.jsonl", V1);
     ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     let (from, to) = match b {
-        Backend::Embedded => (10, 11),
-        Backend::Postgres(_) => (5, 6),
+        Backend::Embedded => (11, 12),
+        Backend::Postgres(_) => (6, 7),
     };
     back_one_schema(b, &dir);
     let quiet = run(b.cb(&dir).args(["datasets", "-q"]));
