@@ -17,6 +17,23 @@ pub struct CaptureRequest {
     pub message: String,
 }
 
+impl CaptureRequest {
+    /// The commit of captured cases on `head` (a dataset that does not exist yet is made).
+    fn commit_on(self, head: Option<u64>) -> CommitRequest {
+        let header =
+            head.is_none().then(|| DatasetHeader { name: Some(self.dataset.clone()), ..DatasetHeader::default() });
+        CommitRequest {
+            dataset: self.dataset,
+            header,
+            mode: CommitMode::Upsert,
+            parent: Some(head.unwrap_or(0)),
+            author: self.author,
+            time: self.time,
+            message: self.message,
+        }
+    }
+}
+
 /// What was added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureOutcome {
@@ -62,18 +79,8 @@ pub async fn add_captured_batches(
             break prepared;
         }
     };
-    let header =
-        head.is_none().then(|| DatasetHeader { name: Some(request.dataset.clone()), ..DatasetHeader::default() });
     let dataset = request.dataset.clone();
-    let commit = CommitRequest {
-        dataset: request.dataset,
-        header,
-        mode: CommitMode::Upsert,
-        parent: Some(head.unwrap_or(0)),
-        author: request.author,
-        time: request.time,
-        message: request.message,
-    };
+    let commit = request.commit_on(head);
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     let feed = async {
         let stopped = || StoreError::Corrupt("the commit stopped before its cases were sent".into());
@@ -190,21 +197,7 @@ pub async fn recapture(
     if prepared.is_empty() {
         return Ok(out);
     }
-    let header =
-        head.is_none().then(|| DatasetHeader { name: Some(request.dataset.clone()), ..DatasetHeader::default() });
-    let commit = CommitRequest {
-        dataset: request.dataset,
-        header,
-        mode: CommitMode::Upsert,
-        parent: Some(head.unwrap_or(0)),
-        author: request.author,
-        time: request.time,
-        message: request.message,
-    };
-    let (tx, rx) = tokio::sync::mpsc::channel(1);
-    tx.send(Ok(prepared)).await.map_err(|_| StoreError::Corrupt("the commit stopped before it began".into()))?;
-    drop(tx);
-    out.commit = Some(store.commit(commit, rx).await?);
+    out.commit = Some(crate::commit_prepared(store, request.commit_on(head), prepared).await?);
     Ok(out)
 }
 

@@ -327,6 +327,26 @@ pub struct Prepared {
     pub facets: String,
 }
 
+/// Commits `prepared` as `request` says, handed to the store in batches of 4,096: the path of
+/// writes that have their cases in hand (review, freeze, recapture).
+pub async fn commit_prepared(
+    store: &AnyStore,
+    request: CommitRequest,
+    prepared: Vec<Prepared>,
+) -> Result<CommitOutcome, StoreError> {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let send = async move {
+        let mut prepared = prepared.into_iter().peekable();
+        while prepared.peek().is_some() {
+            let batch: Vec<_> = prepared.by_ref().take(4096).collect();
+            if tx.send(Ok(batch)).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(store.commit(request, rx), send).0
+}
+
 /// Prepares a case for [`Store::commit`].
 pub fn prepare(case: &Case) -> Result<Prepared, StoreError> {
     if let Some(casebook_model::MemorySeeds::Path(file)) = &case.task.memory_seeds {

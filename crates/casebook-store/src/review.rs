@@ -6,7 +6,10 @@ use std::collections::HashSet;
 
 use casebook_model::{Case, Review};
 
-use crate::{AnyStore, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, parse_body, prepare};
+use crate::{
+    AnyStore, CommitMode, CommitOutcome, CommitRequest, Ref, Select, Store, StoreError, commit_prepared, parse_body,
+    prepare,
+};
 
 /// Cases read, and handed to the commit, at a time.
 const BATCH: usize = 4096;
@@ -115,17 +118,7 @@ pub async fn review(store: &AnyStore, request: ReviewRequest) -> Result<Reviewed
         time: request.time,
         message,
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(2);
-    let send = async move {
-        let mut prepared = prepared.into_iter().peekable();
-        while prepared.peek().is_some() {
-            let batch: Vec<_> = prepared.by_ref().take(BATCH).collect();
-            if tx.send(Ok(batch)).await.is_err() {
-                break;
-            }
-        }
-    };
-    let outcome = tokio::join!(store.commit(commit, rx), send).0?;
+    let outcome = commit_prepared(store, commit, prepared).await?;
     Ok(Reviewed { outcome, cases: count, base: version.number })
 }
 

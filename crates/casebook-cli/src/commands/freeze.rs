@@ -88,17 +88,7 @@ async fn freeze_version(
         time: settings.time.clone(),
         message,
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(2);
-    let send = async move {
-        let mut prepared = prepared.into_iter().peekable();
-        while prepared.peek().is_some() {
-            let batch: Vec<_> = prepared.by_ref().take(BATCH).collect();
-            if tx.send(Ok(batch)).await.is_err() {
-                break;
-            }
-        }
-    };
-    let outcome = match tokio::join!(store.commit(request, rx), send).0 {
+    let outcome = match casebook_store::commit_prepared(store, request, prepared).await {
         Ok(outcome) => outcome,
         Err(StoreError::Conflict { dataset, parent, head }) => anyhow::bail!(
             "dataset `{dataset}` moved on while the queries ran: its head is v{head}, they were run for v{parent}; \

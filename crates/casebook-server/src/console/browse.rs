@@ -58,7 +58,7 @@ impl VersionRow {
     }
 }
 
-pub(super) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> Result<VersionInfo, Failure> {
+async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> Result<VersionInfo, Failure> {
     let reference: Ref = text.parse().map_err(Failure::bad_request)?;
     Ok(store.resolve(dataset, &reference).await?)
 }
@@ -416,17 +416,23 @@ fn changes(old: &Case, new: &Case) -> Vec<Change> {
     casebook_store::field_changes(&old, &new).iter().map(Change::from).collect()
 }
 
-pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
-    let store = &viewer.store;
+/// The version a case page names and the case in it, or the page's 404.
+pub(super) async fn case_at(store: &AnyStore, path: &CasePath) -> Result<(VersionInfo, Case), Failure> {
     let version = resolve(store, &path.dataset, &path.version).await?;
-    let Some(case) = store.case(&path.dataset, version.number, &path.case).await? else {
-        return Err(Failure::not_found(format!(
+    match store.case(&path.dataset, version.number, &path.case).await? {
+        Some(case) => Ok((version, case)),
+        None => Err(Failure::not_found(format!(
             "`{}` v{} has no case `{}`",
             path.dataset,
             version.number,
             casebook_model::excerpt(&path.case)
-        )));
-    };
+        ))),
+    }
+}
+
+pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
+    let store = &viewer.store;
+    let (version, case) = case_at(store, &path).await?;
     let revisions = store.history(&path.dataset, &path.case).await?;
     let older = revisions.len().saturating_sub(HISTORY_SHOWN);
     let mut history = Vec::new();

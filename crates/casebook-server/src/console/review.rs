@@ -4,7 +4,7 @@
 
 use axum::http::StatusCode;
 use casebook_model::{Case, Review};
-use casebook_store::{ReviewRequest, Store, StoreError};
+use casebook_store::{ReviewRequest, StoreError};
 use serde::Deserialize;
 
 use super::browse::CasePath;
@@ -97,15 +97,7 @@ pub async fn save(viewer: Viewer, Path(path): Path<CasePath>, Form(form): Form<R
         }
     }
     let store = &viewer.store;
-    let version = super::browse::resolve(store, &path.dataset, &path.version).await?;
-    let Some(case) = store.case(&path.dataset, version.number, &path.case).await? else {
-        return Err(Failure::not_found(format!(
-            "`{}` v{} has no case `{}`",
-            path.dataset,
-            version.number,
-            casebook_model::excerpt(&path.case)
-        )));
-    };
+    let (version, case) = super::browse::case_at(store, &path).await?;
     // Labels only when they change: the form always sends them.
     let labels = (labels != case.labels.clone().unwrap_or_default()).then_some(labels);
     if review.is_none() && confidence.is_none() && labels.is_none() {
