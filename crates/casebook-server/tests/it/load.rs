@@ -340,8 +340,18 @@ async fn healthz_answers_503_within_a_second_when_postgres_stops_answering() {
     let client = reqwest::Client::new();
     let healthz = format!("http://{address}/healthz");
 
-    let (status, body) = crate::harness::answer(client.get(&healthz).send().await.unwrap()).await;
-    assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+    // While the store answers: 200. The check gives the store about a second, which a machine
+    // loaded by other work can miss once; it must answer 200 within a few tries.
+    let mut healthy = (0, None);
+    for _ in 0..10 {
+        let (status, body) = crate::harness::answer(client.get(&healthz).send().await.unwrap()).await;
+        healthy = (status, body["status"].as_str().map(str::to_owned));
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!((healthy.0, healthy.1.as_deref()), (200, Some("ok")));
 
     proxy.stall();
     let started = Instant::now();
