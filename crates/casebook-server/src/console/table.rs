@@ -227,12 +227,9 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
     }
     if shown > 0 {
         page.position = match start {
-            Some(start) => format!(
-                "{}–{} of {}",
-                thousands(start + 1),
-                thousands((start + shown).min(page.selected.max(start + shown))),
-                thousands(page.selected)
-            ),
+            Some(start) => {
+                format!("{}–{} of {}", thousands(start + 1), thousands(start + shown), thousands(page.selected))
+            }
             None => format!("{} cases of {}", shown, thousands(page.selected)),
         };
     }
