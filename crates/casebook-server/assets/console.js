@@ -46,3 +46,11 @@ if (editor) {
   };
   editor.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(check, 250); });
 }
+
+// The cases table: "select all on this page" ticks (or clears) every row's box.
+const selectPage = document.getElementById("select-page");
+if (selectPage) {
+  selectPage.addEventListener("change", () => {
+    for (const box of document.querySelectorAll("input.pick")) box.checked = selectPage.checked;
+  });
+}

@@ -911,12 +911,49 @@ pub async fn pages_walk_a_fixed_version(store: impl Store) {
     let pages = walk(Select::all(), 5).await;
     assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [5, 5, 5, 5, 3]);
     assert_eq!(pages.concat(), ids(&store, 1).await);
-    // A page that ends exactly at the end has an empty one after it.
-    assert_eq!(walk(Select::all(), 23).await.iter().map(Vec::len).collect::<Vec<_>>(), [23, 0]);
+    // A page that ends exactly at the end is the last: no cursor to an empty page.
+    assert_eq!(walk(Select::all(), 23).await.iter().map(Vec::len).collect::<Vec<_>>(), [23]);
+    assert_eq!(walk(Select::all(), 1).await.len(), 23);
     let odd = casebook_filter::Filter::parse(r#"input contains "1" or input matches "7$""#).unwrap();
     let want: Vec<String> = many.iter().filter(|c| odd.matches(c)).map(|c| c.id.clone()).collect();
     let filtered = Select { filter: Some(odd), limit: None };
     assert_eq!(walk(filtered.clone(), 2).await.concat(), want);
+    // Backwards from the last page, by `previous`: the same pages as forwards, none empty.
+    let back = |select: Select, size: usize| {
+        let store = &store;
+        async move {
+            let mut page = store.page("support", 1, &select, None, size).await.unwrap();
+            assert_eq!(page.previous, None, "nothing before the first page");
+            while let Some(next) = page.next.clone() {
+                page = store.page("support", 1, &select, Some(&next), size).await.unwrap();
+                assert!(page.previous.is_some());
+            }
+            let mut pages = Vec::new();
+            loop {
+                let ids: Vec<String> =
+                    page.bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect();
+                assert!(!ids.is_empty() && ids.len() <= size);
+                pages.insert(0, ids);
+                match page.previous.clone() {
+                    Some(previous) => {
+                        page = store.page_before("support", 1, &select, &previous, size).await.unwrap();
+                        assert!(page.next.is_some(), "a page read backwards has cases after it");
+                    }
+                    None => return pages,
+                }
+            }
+        }
+    };
+    let pages = back(Select::all(), 5).await;
+    assert_eq!(pages.iter().map(Vec::len).collect::<Vec<_>>(), [5, 5, 5, 5, 3]);
+    assert_eq!(pages.concat(), ids(&store, 1).await);
+    assert_eq!(back(filtered.clone(), 3).await, walk(filtered.clone(), 3).await);
+    // Forwards again from a page read backwards (c05–c08, before c09): its `next` leads on.
+    let third = store.page("support", 1, &Select::all(), None, 10).await.unwrap().next.unwrap();
+    let back_from = store.page_before("support", 1, &Select::all(), &third, 4).await.unwrap();
+    let on = store.page("support", 1, &Select::all(), back_from.next.as_ref(), 4).await.unwrap();
+    let on_ids: Vec<String> = on.bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect();
+    assert_eq!(on_ids, ["c09", "c10", "c11", "c12"]);
     // The head moves on: v1's pages are what they were.
     let second = store.page("support", 1, &Select::all(), None, 5).await.unwrap().next.unwrap();
     let before = store.page("support", 1, &Select::all(), Some(&second), 5).await.unwrap();
