@@ -10,6 +10,7 @@ mod console;
 mod console_conflicts;
 mod console_review;
 mod console_runs;
+mod diffs;
 mod harness;
 mod import_preview;
 mod isolation;
