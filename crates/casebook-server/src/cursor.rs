@@ -68,3 +68,15 @@ pub fn decode_diff(text: &str) -> Result<(u64, u64, casebook_store::DiffList, St
     let token: DiffToken = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     Ok((token.f, token.t, token.l, token.i))
 }
+
+/// A cursor that names an entry of a list by its key (the console's compare pages: a case run).
+pub fn encode_key<T: Serialize>(key: &T) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(key).unwrap_or_default())
+}
+
+/// The key a cursor of [`encode_key`] names.
+pub fn decode_key<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    let bad = || ApiError::bad_request("`after` or `before` is not a cursor this server gave: start again without it");
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+    serde_json::from_slice(&bytes).map_err(|_| bad())
+}
