@@ -162,3 +162,29 @@ crate::on_both!(
     the_api_pages_a_diff_by_cursor_with_its_totals,
     the_console_pages_each_list_of_a_diff_with_its_position
 );
+
+/// A reader pages through a diff's added cases and back by clicking, then goes back to the
+/// whole diff.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_clicks_through_a_diff_list_and_back() {
+    let server = Server::start(Backend::Sqlite).await;
+    seed(&server).await;
+    let browser = crate::browser::Browser::start().await;
+    crate::console::sign_in(&browser, &server, &server.keys.a_read).await;
+    browser.goto(&format!("{}/projects/team-a/datasets/big/diff?from=v1&to=v2", server.url)).await;
+    let text = browser.wait_for_text("+210 added · −30 removed · ~120 modified").await;
+    browser.shot("diff-paged").await;
+    assert!(text.contains("1–100 of 210") && text.contains("1–30 of 30"), "{text}");
+    browser.submit("#added a.next").await;
+    assert_eq!(browser.text_of("#added .position").await, "101–200 of 210");
+    assert!(browser.text_of("#added ul.ids").await.starts_with("n100"));
+    browser.submit("#added a.next").await;
+    assert_eq!(browser.text_of("#added .position").await, "201–210 of 210");
+    assert!(browser.all("#added a.next").await.is_empty(), "no next link after the last page");
+    browser.submit("#added a.previous").await;
+    assert_eq!(browser.text_of("#added .position").await, "101–200 of 210");
+    browser.submit("#whole-diff").await;
+    assert_eq!(browser.text_of("#removed .position").await, "1–30 of 30");
+    browser.quit().await;
+    server.stop().await;
+}
