@@ -137,6 +137,97 @@ impl<T: Serialize> Listed<T> {
     }
 }
 
+/// An entry of a compared list: what it is ordered by (lists are in case run order).
+pub trait Keyed {
+    fn key(&self) -> &CaseRun;
+}
+
+impl Keyed for CaseRun {
+    fn key(&self) -> &CaseRun {
+        self
+    }
+}
+
+impl Keyed for PairedDifference {
+    fn key(&self) -> &CaseRun {
+        &self.key
+    }
+}
+
+impl Keyed for PairedError {
+    fn key(&self) -> &CaseRun {
+        &self.key
+    }
+}
+
+/// Where a page of a compared list is: from the start, just after a case run, or just before
+/// one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At<'a> {
+    Start,
+    After(&'a CaseRun),
+    Before(&'a CaseRun),
+}
+
+/// A page of a compared list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListPage<T> {
+    pub entries: Vec<T>,
+    /// The place of the first entry in the list (0-based).
+    pub first: usize,
+    pub more_before: bool,
+    pub more_after: bool,
+}
+
+impl<T: Serialize + serde::de::DeserializeOwned + Keyed> Listed<T> {
+    /// At most `size` entries of the list from `at`, read back from its file one line at a time
+    /// (memory holds the page).
+    pub fn page(&mut self, at: At<'_>, size: usize) -> io::Result<ListPage<T>> {
+        self.file.flush()?;
+        let file = self.file.get_mut();
+        file.rewind()?;
+        let mut lines = BufReader::with_capacity(64 * 1024, &*file);
+        let mut line = Vec::new();
+        let mut window: VecDeque<T> = VecDeque::new();
+        let (mut first, mut more_after) = (0, false);
+        for i in 0..self.count {
+            line.clear();
+            lines.read_until(b'\n', &mut line)?;
+            let item: T = serde_json::from_slice(&line)?;
+            match at {
+                At::After(key) if item.key() <= key => continue,
+                At::Before(key) if item.key() >= key => {
+                    more_after = true;
+                    break;
+                }
+                At::Before(_) => {
+                    window.push_back(item);
+                    if window.len() > size {
+                        window.pop_front();
+                    }
+                    first = i + 1 - window.len();
+                }
+                At::Start | At::After(_) => {
+                    if window.len() == size {
+                        more_after = true;
+                        break;
+                    }
+                    if window.is_empty() {
+                        first = i;
+                    }
+                    window.push_back(item);
+                }
+            }
+        }
+        drop(lines);
+        file.seek(io::SeekFrom::End(0))?;
+        if window.is_empty() {
+            first = 0;
+        }
+        Ok(ListPage { more_before: first > 0, entries: window.into(), first, more_after })
+    }
+}
+
 /// Run B against run A (see [`Comparison`], whose fields these are).
 pub struct Compared {
     pub pairs: usize,
@@ -428,6 +519,44 @@ mod tests {
             crate::report::terminal::human_compared(&compared),
             crate::report::terminal::human_comparison(&in_memory)
         );
+    }
+
+    /// A list read back a page at a time, forwards from each page's last entry and backwards
+    /// from each page's first, is the list in memory, with its places; the list can still be
+    /// written whole afterwards.
+    #[test]
+    fn a_list_pages_both_ways_from_its_file() {
+        let a: Vec<RunResult> = (0..230).map(|i| passing(&format!("c{i:03}"), "base", 0)).collect();
+        let b: Vec<RunResult> = (0..230).map(|i| failing(&format!("c{i:03}"), "base", 0)).collect();
+        let in_memory = compare(&a, &b);
+        let mut compared = streamed(&a, &b);
+        let mut forward = Vec::new();
+        let mut page = compared.pass_to_fail.page(At::Start, 100).unwrap();
+        let mut firsts = vec![page.first];
+        assert!(!page.more_before && page.more_after);
+        loop {
+            forward.extend(page.entries.clone());
+            if !page.more_after {
+                break;
+            }
+            let last = page.entries.last().unwrap().key.clone();
+            page = compared.pass_to_fail.page(At::After(&last), 100).unwrap();
+            firsts.push(page.first);
+        }
+        assert_eq!(firsts, [0, 100, 200]);
+        assert_eq!(page.entries.len(), 30);
+        assert_eq!(forward, in_memory.pass_to_fail);
+        // Back from the last page.
+        let first = page.entries[0].key.clone();
+        let back = compared.pass_to_fail.page(At::Before(&first), 100).unwrap();
+        assert_eq!((back.first, back.more_before, back.more_after), (100, true, true));
+        assert_eq!(back.entries, in_memory.pass_to_fail[100..200]);
+        let start = compared.pass_to_fail.page(At::Before(&back.entries[0].key), 100).unwrap();
+        assert_eq!((start.first, start.more_before), (0, false));
+        assert_eq!(start.entries, in_memory.pass_to_fail[..100]);
+        let empty = compared.fail_to_pass.page(At::Start, 100).unwrap();
+        assert!(empty.entries.is_empty() && !empty.more_after && !empty.more_before);
+        assert_eq!(json(&mut compared), serde_json::to_string(&in_memory).unwrap());
     }
 
     /// Runs of one scenario each, named differently, pair by case and run, in either order of

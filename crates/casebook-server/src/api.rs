@@ -151,6 +151,57 @@ pub struct DiffOut {
     pub modified: Vec<serde_json::Value>,
     /// Same content, new place in the order.
     pub moved: Vec<String>,
+    /// How many cases each list holds: on the whole diff and on the first page of a paged one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<DiffTotalsOut>,
+    /// A paged diff (`limit` or `cursor` given): the cursor of each list's next page, for the
+    /// lists that go on. Each cursor pages its list alone.
+    #[serde(default, skip_serializing_if = "DiffNext::is_empty")]
+    pub next: DiffNext,
+}
+
+/// How many cases each list of a diff holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DiffTotalsOut {
+    pub added: u64,
+    pub removed: u64,
+    pub modified: u64,
+    pub moved: u64,
+}
+
+impl From<casebook_store::DiffTotals> for DiffTotalsOut {
+    fn from(t: casebook_store::DiffTotals) -> Self {
+        Self { added: t.added, removed: t.removed, modified: t.modified, moved: t.moved }
+    }
+}
+
+/// The cursor of the next page of each list of a paged diff (absent: the list ends here).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DiffNext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<String>,
+}
+
+impl DiffNext {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The cursor slot of one list.
+    pub fn of(&mut self, list: casebook_store::DiffList) -> &mut Option<String> {
+        match list {
+            casebook_store::DiffList::Added => &mut self.added,
+            casebook_store::DiffList::Removed => &mut self.removed,
+            casebook_store::DiffList::Modified => &mut self.modified,
+            casebook_store::DiffList::Moved => &mut self.moved,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -65,6 +65,43 @@ pub async fn decode_place_for(store: &AnyStore, dataset: &str, text: &str) -> Re
     }
 }
 
+#[derive(Serialize, Deserialize)]
+struct DiffToken {
+    /// The two versions compared.
+    f: u64,
+    t: u64,
+    /// The list paged.
+    l: casebook_store::DiffList,
+    /// The last case id of the page before.
+    i: String,
+}
+
+/// The cursor of the page of a diff's list after the case `after`.
+pub fn encode_diff(from: u64, to: u64, list: casebook_store::DiffList, after: &str) -> String {
+    let token = DiffToken { f: from, t: to, l: list, i: after.to_owned() };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
+}
+
+/// The versions, list and case id a diff cursor names.
+pub fn decode_diff(text: &str) -> Result<(u64, u64, casebook_store::DiffList, String), ApiError> {
+    let bad = || ApiError::bad_request("`cursor` is not a diff cursor this server gave: start again without it");
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+    let token: DiffToken = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    Ok((token.f, token.t, token.l, token.i))
+}
+
+/// A cursor that names an entry of a list by its key (the console's compare pages: a case run).
+pub fn encode_key<T: Serialize>(key: &T) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(key).unwrap_or_default())
+}
+
+/// The key a cursor of [`encode_key`] names.
+pub fn decode_key<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ApiError> {
+    let bad = || ApiError::bad_request("`after` or `before` is not a cursor this server gave: start again without it");
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+    serde_json::from_slice(&bytes).map_err(|_| bad())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

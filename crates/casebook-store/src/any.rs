@@ -273,6 +273,20 @@ impl Store for AnyStore {
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
         each!(self, s => s.changed(dataset, from, to).await)
     }
+    async fn diff_totals(&self, dataset: &str, from: u64, to: u64) -> Result<crate::DiffTotals, StoreError> {
+        each!(self, s => s.diff_totals(dataset, from, to).await)
+    }
+    async fn diff_page(
+        &self,
+        dataset: &str,
+        from: u64,
+        to: u64,
+        list: crate::DiffList,
+        start: crate::DiffFrom<'_>,
+        size: usize,
+    ) -> Result<crate::DiffPage, StoreError> {
+        each!(self, s => s.diff_page(dataset, from, to, list, start, size).await)
+    }
     async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
         watched(self.probe(Some(dataset)), async { each!(self, s => s.tag(dataset, version, tag, author, time).await) })
             .await

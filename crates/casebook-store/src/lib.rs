@@ -36,7 +36,7 @@ pub use any::{AnyStore, Location};
 pub use capture::{CaptureOutcome, CaptureRequest, Recaptured, add_captured, add_captured_batches, recapture};
 pub use check::CheckReport;
 pub use copy::{CopyReport, OldName, copy};
-pub use diff::{FieldChange, field_changes};
+pub use diff::{DiffFrom, DiffList, DiffPage, DiffTotals, FieldChange, field_changes};
 pub use ingest::{IngestError, IngestEvent, IngestRequest, Ingested, Parent, ingest};
 pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use merge::{Changes, Choice, Exceptions, Merged, WholeMerge};
@@ -610,6 +610,21 @@ pub trait Store {
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError>;
     async fn history(&self, dataset: &str, id: &str) -> Result<Vec<Revision>, StoreError>;
     async fn diff(&self, dataset: &str, from: u64, to: u64) -> Result<Diff, StoreError>;
+    /// How many cases each list of the diff from `from` to `to` holds, counted in the database
+    /// over the rows [`Store::diff`] reads (only those that begin or end between the two).
+    async fn diff_totals(&self, dataset: &str, from: u64, to: u64) -> Result<DiffTotals, StoreError>;
+    /// A page of one list of the diff from `from` to `to`: at most `size` cases in id order
+    /// (bytes) from `start`, a modified case with its field changes. Reads the rows
+    /// [`Store::diff_totals`] reads and the bodies of the page's modified cases only.
+    async fn diff_page(
+        &self,
+        dataset: &str,
+        from: u64,
+        to: u64,
+        list: DiffList,
+        start: DiffFrom<'_>,
+        size: usize,
+    ) -> Result<DiffPage, StoreError>;
     /// The cases that differ between versions `from` and `to` (not those that only moved), in
     /// id order, each with its content id at `from` and its case at `to`: what a three-way
     /// merge needs ([`Changes`]), in one read of the rows [`Store::diff`] reads, without

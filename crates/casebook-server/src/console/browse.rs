@@ -14,8 +14,8 @@ use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, html, quer
 use super::session::Viewer;
 use super::view::{CaseView, show};
 
-/// Ids a diff page lists of each kind before saying how many more there are.
-const DIFF_SHOWN: usize = 500;
+/// Cases a diff page lists of each kind at a time.
+const DIFF_PAGE: usize = 100;
 /// Revisions of a case whose changes the case page shows.
 const HISTORY_SHOWN: usize = 50;
 
@@ -333,17 +333,39 @@ pub struct DiffQuery {
     /// from, which the page names.
     #[serde(default)]
     started: String,
-}
-
-pub struct Link {
-    pub text: String,
-    pub url: String,
+    /// One list paged alone (`added`, `removed`, `modified`, `moved`); all four, their first
+    /// pages, without it.
+    #[serde(default)]
+    list: String,
+    /// The list's page starts just after this case id …
+    #[serde(default)]
+    after: String,
+    /// … or ends just before this one.
+    #[serde(default)]
+    before: String,
+    /// The place of the page's first case in its list (0-based), for the position shown.
+    #[serde(default)]
+    at: u64,
 }
 
 pub struct Modified {
     pub id: String,
     pub url: String,
     pub changes: Vec<Change>,
+}
+
+/// One list of a diff as a page shows it: a page of its cases and the links around it.
+pub struct DiffSection {
+    /// `added`, `removed`, `modified`, `moved` (the HTML id and class of the list).
+    pub list: &'static str,
+    pub title: &'static str,
+    pub cases: Vec<Modified>,
+    /// "1–100 of 1,000".
+    pub position: String,
+    pub previous_url: String,
+    pub next_url: String,
+    /// The list paged alone, from its start (empty when the page shows it alone).
+    pub all_url: String,
 }
 
 #[derive(Template)]
@@ -354,18 +376,45 @@ struct DiffPage {
     from: u64,
     to: u64,
     numbers: Vec<u64>,
-    added: Vec<Link>,
-    removed: Vec<Link>,
-    modified: Vec<Modified>,
-    moved: Vec<Link>,
-    /// Added, removed, modified, moved: all of them, listed or not.
-    counts: (usize, usize, usize, usize),
-    more: Vec<String>,
+    /// "+500 added · −20 removed · ~1,000 modified" (and moved, when any).
+    totals: String,
+    sections: Vec<DiffSection>,
+    /// The whole diff's URL when the page shows one list alone.
+    whole_url: String,
+    same: bool,
     /// What a console edit applied on a newer head than it started from says (empty otherwise).
     applied: String,
 }
 
+/// A count with its thousands grouped (`1,000`).
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The totals of a diff in one line: `+500 added · −20 removed · ~1,000 modified`.
+pub fn diff_totals_text(totals: &casebook_store::DiffTotals) -> String {
+    let mut text = format!(
+        "+{} added · −{} removed · ~{} modified",
+        grouped(totals.added),
+        grouped(totals.removed),
+        grouped(totals.modified)
+    );
+    if totals.moved > 0 {
+        text.push_str(&format!(" · {} moved", grouped(totals.moved)));
+    }
+    text
+}
+
 pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query<DiffQuery>) -> PageResult {
+    use casebook_store::{DiffFrom, DiffList};
     let store = &viewer.store;
     let versions = store.versions(&path.dataset).await?;
     let head = versions.last().map_or(0, |v| v.number);
@@ -377,19 +426,84 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
         "" => to.saturating_sub(1).max(1),
         text => resolve(store, &path.dataset, text).await?.number,
     };
-    let diff = store.diff(&path.dataset, from, to).await?;
-    let link = |id: &String, v: u64| Link { text: id.clone(), url: case_url(&path.project, &path.dataset, v, id) };
-    let mut more = Vec::new();
-    let mut count = |what: &str, n: usize| {
-        if n > DIFF_SHOWN {
-            more.push(format!("{} more {what} cases are not listed", n - DIFF_SHOWN));
-        }
+    let alone = match q.list.trim() {
+        "" => None,
+        text => Some(DiffList::parse(text).ok_or_else(|| {
+            Failure::bad_request(format!(
+                "`list` is `{}`: say `added`, `removed`, `modified` or `moved`",
+                casebook_model::excerpt(text)
+            ))
+        })?),
     };
-    count("added", diff.added.len());
-    count("removed", diff.removed.len());
-    count("modified", diff.modified.len());
-    count("moved", diff.moved.len());
-    let counts = (diff.added.len(), diff.removed.len(), diff.modified.len(), diff.moved.len());
+    let totals = store.diff_totals(&path.dataset, from, to).await?;
+    let base = format!("{}/diff?from=v{from}&to=v{to}", dataset_url(&path.project, &path.dataset));
+    let mut sections = Vec::new();
+    for list in DiffList::ALL {
+        let total = totals.of(list);
+        if alone.is_some_and(|a| a != list) || total == 0 {
+            continue;
+        }
+        let (start, at) = match alone {
+            Some(_) if !q.after.is_empty() => (DiffFrom::After(q.after.as_str()), q.at),
+            Some(_) if !q.before.is_empty() => (DiffFrom::Before(q.before.as_str()), q.at),
+            _ => (DiffFrom::Start, 0),
+        };
+        let page = store.diff_page(&path.dataset, from, to, list, start, DIFF_PAGE).await?;
+        // A position sent back by a link is only shown; it cannot place the page beyond its list.
+        let at = match start {
+            DiffFrom::Start => 0,
+            // A page read backwards that reaches the list's start is its first page.
+            DiffFrom::Before(_) if page.more.is_none() => 0,
+            _ => at.min(total.saturating_sub(page.cases.len() as u64)),
+        };
+        let shown = page.cases.len() as u64;
+        let more_after = match start {
+            DiffFrom::Before(_) => at + shown < total,
+            _ => page.more.is_some(),
+        };
+        let more_before = match start {
+            DiffFrom::Start => false,
+            DiffFrom::After(_) => true,
+            DiffFrom::Before(_) => page.more.is_some(),
+        };
+        let version = if list == DiffList::Removed { from } else { to };
+        let list_url = format!("{base}&list={}", list.as_str());
+        let next_url = match page.cases.last() {
+            Some(last) if more_after => format!("{list_url}&after={}&at={}", query(&last.id), at + shown),
+            _ => String::new(),
+        };
+        let previous_url = match page.cases.first() {
+            Some(first) if more_before => {
+                format!("{list_url}&before={}&at={}", query(&first.id), at.saturating_sub(DIFF_PAGE as u64))
+            }
+            _ => String::new(),
+        };
+        sections.push(DiffSection {
+            list: list.as_str(),
+            title: match list {
+                DiffList::Added => "Added",
+                DiffList::Removed => "Removed",
+                DiffList::Modified => "Modified",
+                DiffList::Moved => "Moved",
+            },
+            position: match shown {
+                0 => format!("none of {}", grouped(total)),
+                _ => format!("{}–{} of {}", grouped(at + 1), grouped(at + shown), grouped(total)),
+            },
+            all_url: if alone.is_some() || total <= shown { String::new() } else { list_url },
+            previous_url,
+            next_url,
+            cases: page
+                .cases
+                .into_iter()
+                .map(|m| Modified {
+                    url: case_url(&path.project, &path.dataset, version, &m.id),
+                    changes: m.changes.iter().map(Change::from).collect(),
+                    id: m.id,
+                })
+                .collect(),
+        });
+    }
     let applied = match q.started.trim().strip_prefix('v').and_then(|n| n.parse::<u64>().ok()) {
         Some(started) if started < from => format!(
             "Your edit started from v{started}; v{from} was committed meanwhile and changed other cases only: \
@@ -399,31 +513,17 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
     };
     let page = DiffPage {
         applied,
-        counts,
+        same: totals == casebook_store::DiffTotals::default(),
+        totals: diff_totals_text(&totals),
+        whole_url: if alone.is_some() { base.clone() } else { String::new() },
         chrome: Chrome::new(&viewer, format!("{}: v{from} → v{to}", path.dataset))
             .at(path.dataset.clone(), dataset_url(&path.project, &path.dataset))
-            .at(
-                format!("v{from} → v{to}"),
-                format!("{}/diff?from=v{from}&to=v{to}", dataset_url(&path.project, &path.dataset)),
-            ),
-        added: diff.added.iter().take(DIFF_SHOWN).map(|id| link(id, to)).collect(),
-        removed: diff.removed.iter().take(DIFF_SHOWN).map(|id| link(id, from)).collect(),
-        moved: diff.moved.iter().take(DIFF_SHOWN).map(|id| link(id, to)).collect(),
-        modified: diff
-            .modified
-            .iter()
-            .take(DIFF_SHOWN)
-            .map(|m| Modified {
-                id: m.id.clone(),
-                url: case_url(&path.project, &path.dataset, to, &m.id),
-                changes: m.changes.iter().map(Change::from).collect(),
-            })
-            .collect(),
+            .at(format!("v{from} → v{to}"), base),
+        sections,
         numbers: versions.iter().rev().map(|v| v.number).collect(),
         dataset: path.dataset,
         from,
         to,
-        more,
     };
     Ok(html(&page))
 }

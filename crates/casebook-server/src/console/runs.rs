@@ -9,12 +9,11 @@ use std::collections::HashMap;
 
 use crate::extract::{Path, Query};
 use askama::Template;
-use casebook_runner::pairing::{Ran as Scenarios, pair_scenarios};
+use casebook_runner::comparison::{At, Keyed, ListPage, Listed, Side as ComparedSide, compare_sides};
+use casebook_runner::pairing::pair_scenarios;
 use casebook_runner::protocol::Step;
 use casebook_runner::record::{RunOutput, RunResult};
-use casebook_runner::summary::{
-    CaseRun, Comparison, Interval, PairedDifference, RunMeta, Summary, Verdict, compare_paired,
-};
+use casebook_runner::summary::{CaseRun, Interval, PairedDifference, PairedError, RunMeta, Summary, Verdict};
 use casebook_store::{AnyStore, Ref, RunRow, Store};
 use serde::Deserialize;
 use serde_json::Value;
@@ -25,8 +24,6 @@ use super::view::{preview, show};
 
 /// Results a run page lists at a time.
 const PAGE: usize = 200;
-/// Pairs a comparison page lists before saying how many more there are.
-const PAIRS_SHOWN: usize = 500;
 
 pub fn runs_url(project: &str) -> String {
     format!("{}/runs", project_url(project))
@@ -262,8 +259,17 @@ struct RunPage {
     labels: Vec<Row>,
     errors: Vec<Row>,
     results: Vec<ResultItem>,
+    /// All of the run's results.
     total: usize,
+    /// Those the filters choose.
+    shown: usize,
     from: usize,
+    facets: Vec<Facet>,
+    sort: String,
+    sorts: Vec<(&'static str, &'static str)>,
+    /// The run page without filters.
+    base: String,
+    filtered: bool,
     newer: String,
     older: String,
     compare_previous: String,
@@ -276,10 +282,164 @@ pub struct RunPath {
     pub run: String,
 }
 
-#[derive(Deserialize)]
+/// The run page's choice of results: filters, order and page.
+#[derive(Deserialize, Default)]
 pub struct Paging {
+    /// The place of the page's first result among those chosen.
     #[serde(default)]
     pub from: usize,
+    /// `pass`, `fail`, `error` or `ungraded`.
+    #[serde(default)]
+    pub verdict: String,
+    #[serde(default)]
+    pub scenario: String,
+    /// Results a grader of this name graded.
+    #[serde(default)]
+    pub grader: String,
+    /// Results whose case had this label.
+    #[serde(default)]
+    pub label: String,
+    /// `case`, `verdict`, `score`, `duration` (a leading `-`: largest first); the run's order
+    /// without it.
+    #[serde(default)]
+    pub sort: String,
+}
+
+/// The orders the run page offers: the `sort` value and what the page calls it.
+const SORTS: [(&str, &str); 8] = [
+    ("", "the run's order"),
+    ("case", "case id"),
+    ("verdict", "verdict"),
+    ("score", "score, lowest first"),
+    ("-score", "score, highest first"),
+    ("duration", "duration, shortest first"),
+    ("-duration", "duration, longest first"),
+    ("-case", "case id, last first"),
+];
+
+/// A filter of the run page: its values, each with how many results it would show with the
+/// other filters as they are.
+pub struct Facet {
+    /// `verdict`, `scenario`, `grader`, `label`: the query name and the select's id.
+    pub name: &'static str,
+    pub chosen: String,
+    pub values: Vec<(String, usize)>,
+}
+
+impl Paging {
+    fn chosen(&self) -> [&str; 4] {
+        [self.verdict.trim(), self.scenario.trim(), self.grader.trim(), self.label.trim()]
+    }
+
+    /// The page's URL with its filters and order, from the `from`-th result.
+    fn url(&self, base: &str, from: usize) -> String {
+        let mut parts = Vec::new();
+        for (name, value) in FACETS.iter().zip(self.chosen()) {
+            if !value.is_empty() {
+                parts.push(format!("{name}={}", query(value)));
+            }
+        }
+        if !self.sort.is_empty() {
+            parts.push(format!("sort={}", query(&self.sort)));
+        }
+        if from > 0 {
+            parts.push(format!("from={from}"));
+        }
+        if parts.is_empty() { base.to_owned() } else { format!("{base}?{}", parts.join("&")) }
+    }
+}
+
+const FACETS: [&str; 4] = ["verdict", "scenario", "grader", "label"];
+
+/// A result's values for each facet (a result has one verdict and scenario, and any number of
+/// graders and labels); an unreadable one has none.
+fn facet_values(result: &Result<RunResult, String>) -> [Vec<&str>; 4] {
+    match result {
+        Ok(r) => [
+            vec![Verdict::of(r).as_str()],
+            vec![r.scenario.as_str()],
+            r.grades.iter().map(|g| g.grader.as_str()).collect(),
+            r.labels.iter().map(String::as_str).collect(),
+        ],
+        Err(_) => [vec!["unreadable"], Vec::new(), Vec::new(), Vec::new()],
+    }
+}
+
+/// The places of the results the filters choose, in the order asked for, and each facet's
+/// values counted over the results the other filters choose.
+fn choose(all: &[Result<RunResult, String>], paging: &Paging) -> Result<(Vec<usize>, Vec<Facet>), Failure> {
+    let chosen = paging.chosen();
+    let mut counts: [std::collections::BTreeMap<String, usize>; 4] = Default::default();
+    let mut places = Vec::new();
+    for (place, result) in all.iter().enumerate() {
+        let values = facet_values(result);
+        let fits: Vec<bool> =
+            values.iter().zip(chosen).map(|(vs, want)| want.is_empty() || vs.contains(&want)).collect();
+        for (d, vs) in values.iter().enumerate() {
+            if fits.iter().enumerate().all(|(o, fit)| o == d || *fit) {
+                // A grader that graded a result twice counts it once.
+                let mut seen: Vec<&str> = Vec::new();
+                for v in vs {
+                    if !seen.contains(v) {
+                        seen.push(v);
+                        *counts[d].entry((*v).to_owned()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        if fits.iter().all(|f| *f) {
+            places.push(place);
+        }
+    }
+    let sort = paging.sort.trim();
+    let (key, descending) = match sort.strip_prefix('-') {
+        Some(key) => (key, true),
+        None => (sort, false),
+    };
+    let ok = |p: &usize| all[*p].as_ref().ok();
+    match key {
+        "" => {}
+        "case" => places.sort_by(|x, y| {
+            let k = |p: &usize| ok(p).map(|r| (r.case_id.clone(), r.scenario.clone(), r.run));
+            k(x).cmp(&k(y))
+        }),
+        "verdict" => places.sort_by_key(|p| ok(p).map(Verdict::of).map_or(4, |v| v as u8)),
+        "score" => places.sort_by(|x, y| {
+            let k = |p: &usize| ok(p).and_then(|r| r.score);
+            // Results without a score last, whichever way.
+            match (k(x), k(y)) {
+                (Some(a), Some(b)) if descending => b.total_cmp(&a),
+                (Some(a), Some(b)) => a.total_cmp(&b),
+                (a, b) => b.is_some().cmp(&a.is_some()),
+            }
+        }),
+        "duration" => places.sort_by(|x, y| {
+            let k = |p: &usize| ok(p).and_then(|r| r.output.as_ref().ok()).map(|o| o.millis);
+            match (k(x), k(y)) {
+                (Some(a), Some(b)) if descending => b.cmp(&a),
+                (Some(a), Some(b)) => a.cmp(&b),
+                (a, b) => b.is_some().cmp(&a.is_some()),
+            }
+        }),
+        _ => {
+            let known: Vec<&str> = SORTS.iter().map(|(v, _)| *v).filter(|v| !v.is_empty()).collect();
+            return Err(Failure::bad_request(format!(
+                "`sort` is `{}`: say one of {}",
+                casebook_model::excerpt(sort),
+                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+    }
+    if descending && matches!(key, "case" | "verdict") {
+        places.reverse();
+    }
+    let facets = FACETS
+        .into_iter()
+        .zip(counts)
+        .zip(chosen)
+        .map(|((name, values), chosen)| Facet { name, chosen: chosen.to_owned(), values: values.into_iter().collect() })
+        .collect();
+    Ok((places, facets))
 }
 
 fn item(project: &str, run: &str, ran: Option<&Ran>, place: usize, result: &Result<RunResult, String>) -> ResultItem {
@@ -409,9 +569,10 @@ pub async fn one(viewer: Viewer, Path(path): Path<RunPath>, Query(paging): Query
             ],
         })
         .collect();
-    let from = paging.from.min(all.len().saturating_sub(1));
-    let to = (from + PAGE).min(all.len());
-    let results = (from..to).filter_map(|i| all.get(i).map(|r| item(project, &id, ran.as_ref(), i, r))).collect();
+    let (places, facets) = choose(&all, &paging)?;
+    let from = paging.from.min(places.len().saturating_sub(1));
+    let to = (from + PAGE).min(places.len());
+    let results = places[from..to].iter().map(|&i| item(project, &id, ran.as_ref(), i, &all[i])).collect();
     let base = run_url(project, &id);
     // The run before this one, to compare with (runs come oldest first).
     let ids: Vec<String> = store.runs().await?.into_iter().map(|r| r.id).collect();
@@ -440,9 +601,15 @@ pub async fn one(viewer: Viewer, Path(path): Path<RunPath>, Query(paging): Query
         errors,
         results,
         total: all.len(),
+        shown: places.len(),
         from,
-        newer: if from > 0 { format!("{base}?from={}", from.saturating_sub(PAGE)) } else { String::new() },
-        older: if to < all.len() { format!("{base}?from={to}") } else { String::new() },
+        newer: if from > 0 { paging.url(&base, from.saturating_sub(PAGE)) } else { String::new() },
+        older: if to < places.len() { paging.url(&base, to) } else { String::new() },
+        facets,
+        sort: paging.sort.trim().to_owned(),
+        sorts: SORTS.to_vec(),
+        base,
+        filtered: paging.chosen().iter().any(|c| !c.is_empty()),
         id,
     }))
 }
@@ -562,26 +729,7 @@ pub async fn result(viewer: Viewer, Path(path): Path<ResultPath>) -> PageResult 
     page.content_id = result.case_content_id.clone();
     page.hash = result.hash.clone();
     page.failure = result.failure().map(|f| format!("{}: {}", f.kind, f.message)).unwrap_or_default();
-    page.grades = result
-        .grades
-        .iter()
-        .map(|g| match &g.outcome {
-            Ok(grade) => GradeItem {
-                grader: g.grader.clone(),
-                weight: format!("{}", g.weight),
-                score: score(Some(grade.score)),
-                verdict: if grade.pass { "pass" } else { "fail" },
-                text: grade.rationale.clone(),
-            },
-            Err(failure) => GradeItem {
-                grader: g.grader.clone(),
-                weight: format!("{}", g.weight),
-                score: String::new(),
-                verdict: "error",
-                text: format!("{}: {}", failure.kind, failure.message),
-            },
-        })
-        .collect();
+    page.grades = grade_items(&result);
     // The agent's output is kept apart, once per run hash.
     if result.output.is_ok() && !result.hash.is_empty() {
         let kept = store.outputs(std::slice::from_ref(&result.hash)).await.ok().and_then(|mut o| o.pop().flatten());
@@ -603,18 +751,57 @@ pub struct CompareQuery {
     pub a: String,
     #[serde(default)]
     pub b: String,
+    /// One list paged alone (`pass-to-fail`, `fail-to-pass`, `errored`, `only-a`, `only-b`,
+    /// `pairs`); the first page of each without it.
+    #[serde(default)]
+    pub list: String,
+    /// The list's page starts just after this case run (a cursor the page gave) …
+    #[serde(default)]
+    pub after: String,
+    /// … or ends just before this one.
+    #[serde(default)]
+    pub before: String,
+}
+
+/// One side of a pair: its result, the case version it ran, and for a flipped case its output
+/// and grades.
+pub struct PairSide {
+    /// Its verdict and score, or its error.
+    pub text: String,
+    pub url: String,
+    /// The case as that run ran it (`/versions/N/cases/ID`), and the version's name (`v3`).
+    pub case_url: String,
+    pub version: String,
+    pub output: String,
+    pub grades: Vec<GradeItem>,
 }
 
 pub struct PairItem {
     pub case_id: String,
-    pub case_url: String,
     pub scenario: String,
     pub run: u32,
-    pub a: String,
-    pub b: String,
+    pub a: PairSide,
+    pub b: PairSide,
     pub difference: String,
-    pub url_a: String,
-    pub url_b: String,
+    /// Both sides ran the same version of the case.
+    pub same_version: bool,
+}
+
+/// A list of a comparison as the page shows it: a page of its pairs and the links around it.
+pub struct PairList {
+    /// The list's name in URLs and its HTML class.
+    pub list: &'static str,
+    pub title: &'static str,
+    pub count: usize,
+    pub pairs: Vec<PairItem>,
+    /// "1–50 of 1,200".
+    pub position: String,
+    pub previous_url: String,
+    pub next_url: String,
+    /// The list paged alone (empty when the page shows it alone, or all of it fits).
+    pub all_url: String,
+    /// Its pairs show both outputs side by side.
+    pub outputs: bool,
 }
 
 pub struct Side {
@@ -638,57 +825,175 @@ struct ComparePage {
     pairs: usize,
     mean: String,
     interval: String,
-    pass_to_fail: Vec<PairItem>,
-    fail_to_pass: Vec<PairItem>,
-    only_in_a: Vec<PairItem>,
-    only_in_b: Vec<PairItem>,
-    errors: Vec<PairItem>,
-    ungraded: usize,
-    differences: Vec<PairItem>,
-    more: usize,
+    /// Pass → fail, fail → pass, unchanged, only in A, only in B, errors, ungraded.
+    counts: Vec<(&'static str, String)>,
+    lists: Vec<PairList>,
+    /// The whole comparison's URL when the page shows one list alone.
+    whole_url: String,
     /// Set when A and B ran different datasets or versions: a case's content may differ between them.
     versions_differ: Option<String>,
 }
 
-/// Where each case run of a run is in its results, for links to them.
-fn places(results: &[Result<RunResult, String>]) -> HashMap<CaseRun, usize> {
-    let mut map = HashMap::new();
-    for (i, r) in results.iter().enumerate() {
-        if let Ok(r) = r {
-            let key = CaseRun { case_id: r.case_id.clone(), scenario: r.scenario.clone(), run: r.run };
-            map.entry(key).or_insert(i);
-        }
-    }
-    map
-}
+/// Pairs a comparison page lists of each list at a time.
+const PAIRS_PAGE: usize = 50;
+/// Results read from the store at a time while a run is streamed into a comparison.
+const STREAM_BATCH: usize = 2000;
 
-type Loaded = (Side, HashMap<CaseRun, usize>, Option<Ran>, Vec<RunResult>, Option<RunMeta>);
+/// The lists of a comparison: name in URLs, title, whether its pairs show outputs.
+const PAIR_LISTS: [(&str, &str, bool); 6] = [
+    ("pass-to-fail", "Pass → fail", true),
+    ("fail-to-pass", "Fail → pass", true),
+    ("errored", "An error on a side", false),
+    ("only-a", "Only in A", false),
+    ("only-b", "Only in B", false),
+    ("pairs", "Every pair", false),
+];
 
-/// One side of a comparison: the run, where its results are, and those that can be read.
-async fn side(
+/// A run streamed into one side of a comparison, a page of results at a time: the side
+/// (sorted through temporary files), its page header, where it ran, and its meta.
+async fn stream_side(
     store: &AnyStore,
     project: &str,
     reference: &str,
     seen: &mut HashMap<(String, String), Ran>,
-) -> Result<Loaded, Failure> {
+) -> Result<(ComparedSide, Side, Option<Ran>, Option<RunMeta>), Failure> {
     let known = Known::new(store.run(Some(reference)).await?);
-    let all = results(store, &known.row.id).await?;
-    let (summary, _) = summary_of(&known, &all);
     let ran = ran(store, known.meta.as_ref(), seen).await;
-    let readable: Vec<RunResult> = all.iter().filter_map(|r| r.as_ref().ok().cloned()).collect();
-    let side = Side {
+    let mut side = ComparedSide::default();
+    let mut unreadable = 0;
+    let mut next = 0;
+    loop {
+        let page = store.run_results_from(&known.row.id, next, STREAM_BATCH).await?;
+        let Some((last, _)) = page.last() else { break };
+        next = last + 1;
+        for (_, text) in &page {
+            match serde_json::from_str::<RunResult>(text) {
+                Ok(result) => side.add(&result).map_err(Failure::internal)?,
+                Err(_) => unreadable += 1,
+            }
+        }
+        if page.len() < STREAM_BATCH {
+            break;
+        }
+    }
+    let header = Side {
         url: run_url(project, &known.row.id),
         id: known.row.id.clone(),
         experiment: known.row.experiment.clone(),
         dataset: ran.as_ref().map(Ran::label).unwrap_or_default(),
         started: known.row.started.clone(),
-        pass_rate: percent(summary.totals.pass_rate),
-        unreadable: all.len() - readable.len(),
+        pass_rate: known.summary.as_ref().map_or_else(|| "–".to_owned(), |s| percent(s.totals.pass_rate)),
+        unreadable,
     };
-    Ok((side, places(&all), ran, readable, known.meta))
+    Ok((side, header, ran, known.meta))
 }
 
-/// Two runs side by side, as `casebook compare A B` computes them: B against A.
+/// One page of a list of the comparison: its case runs with what the page shows of each.
+struct Listing {
+    name: &'static str,
+    count: usize,
+    page: ListPage<Entry>,
+}
+
+/// An entry of any list, as the page needs it.
+#[derive(Clone)]
+enum Entry {
+    Pair(PairedDifference),
+    Error(PairedError),
+    Only(CaseRun),
+}
+
+impl Entry {
+    fn key(&self) -> &CaseRun {
+        match self {
+            Entry::Pair(p) => &p.key,
+            Entry::Error(e) => &e.key,
+            Entry::Only(k) => k,
+        }
+    }
+}
+
+fn listed<T: Clone + serde::Serialize + serde::de::DeserializeOwned + Keyed>(
+    listed: &mut Listed<T>,
+    at: At<'_>,
+    wrap: fn(T) -> Entry,
+) -> std::io::Result<(usize, ListPage<Entry>)> {
+    let page = listed.page(at, PAIRS_PAGE)?;
+    Ok((
+        listed.count,
+        ListPage {
+            entries: page.entries.into_iter().map(wrap).collect(),
+            first: page.first,
+            more_before: page.more_before,
+            more_after: page.more_after,
+        },
+    ))
+}
+
+/// The results of a run at the case runs asked for (the first of each), with their places: one
+/// more pass over the run, keeping only those. `rename` names B's scenarios as A's.
+async fn results_at(
+    store: &AnyStore,
+    run: &str,
+    wanted: &std::collections::HashSet<CaseRun>,
+    rename: &HashMap<String, String>,
+) -> Result<HashMap<CaseRun, (u64, RunResult)>, Failure> {
+    let mut found = HashMap::new();
+    let mut next = 0;
+    while found.len() < wanted.len() {
+        let page = store.run_results_from(run, next, STREAM_BATCH).await?;
+        let Some((last, _)) = page.last() else { break };
+        next = last + 1;
+        for (place, text) in &page {
+            let Ok(result) = serde_json::from_str::<RunResult>(text) else { continue };
+            let scenario = rename.get(&result.scenario).cloned().unwrap_or_else(|| result.scenario.clone());
+            let key = CaseRun { case_id: result.case_id.clone(), scenario, run: result.run };
+            if wanted.contains(&key) && !found.contains_key(&key) {
+                found.insert(key, (*place, result));
+            }
+        }
+        if page.len() < STREAM_BATCH {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+fn grade_items(result: &RunResult) -> Vec<GradeItem> {
+    result
+        .grades
+        .iter()
+        .map(|g| match &g.outcome {
+            Ok(grade) => GradeItem {
+                grader: g.grader.clone(),
+                weight: format!("{}", g.weight),
+                score: score(Some(grade.score)),
+                verdict: if grade.pass { "pass" } else { "fail" },
+                text: grade.rationale.clone(),
+            },
+            Err(failure) => GradeItem {
+                grader: g.grader.clone(),
+                weight: format!("{}", g.weight),
+                score: String::new(),
+                verdict: "error",
+                text: format!("{}: {}", failure.kind, failure.message),
+            },
+        })
+        .collect()
+}
+
+/// The agent's output a result kept (apart, by run hash), as the result page shows it.
+async fn output_of(store: &AnyStore, result: &RunResult) -> String {
+    if result.output.is_err() || result.hash.is_empty() {
+        return String::new();
+    }
+    let kept = store.outputs(std::slice::from_ref(&result.hash)).await.ok().and_then(|mut o| o.pop().flatten());
+    kept.and_then(|text| serde_json::from_str::<RunOutput>(&text).ok()).map(|o| show(&o.output)).unwrap_or_default()
+}
+
+/// Two runs side by side, as `casebook compare A B` computes them (B against A), streamed: each
+/// run is read a page at a time into the runner's sorted sides, the comparison's lists go to
+/// temporary files, and the page reads back one page of each list.
 pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q): Query<CompareQuery>) -> PageResult {
     let store = &viewer.store;
     let rows = store.runs().await?;
@@ -705,14 +1010,9 @@ pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q):
         pairs: 0,
         mean: String::new(),
         interval: String::new(),
-        pass_to_fail: Vec::new(),
-        fail_to_pass: Vec::new(),
-        only_in_a: Vec::new(),
-        only_in_b: Vec::new(),
-        errors: Vec::new(),
-        ungraded: 0,
-        differences: Vec::new(),
-        more: 0,
+        counts: Vec::new(),
+        lists: Vec::new(),
+        whole_url: String::new(),
         versions_differ: None,
     };
     if q.a.is_empty() || q.b.is_empty() {
@@ -721,13 +1021,73 @@ pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q):
         }
         return Ok(html(&page));
     }
+    let alone = match q.list.trim() {
+        "" => None,
+        text => {
+            Some(PAIR_LISTS.iter().find(|(name, _, _)| *name == text).map(|(name, _, _)| *name).ok_or_else(|| {
+                Failure::bad_request(format!(
+                    "`list` is `{}`: say one of {}",
+                    casebook_model::excerpt(text),
+                    PAIR_LISTS.iter().map(|(n, _, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                ))
+            })?)
+        }
+    };
+    let cursor = |text: &str| -> Result<Option<CaseRun>, Failure> {
+        match text.trim() {
+            "" => Ok(None),
+            text => crate::cursor::decode_key(text).map(Some).map_err(Failure::from),
+        }
+    };
+    let (after, before) = (cursor(&q.after)?, cursor(&q.before)?);
     let mut seen = HashMap::new();
-    let (side_a, places_a, ran_a, a, meta_a) = side(store, &project, &q.a, &mut seen).await?;
-    let (side_b, places_b, ran_b, b, meta_b) = side(store, &project, &q.b, &mut seen).await?;
+    let (a, side_a, ran_a, meta_a) = stream_side(store, &project, &q.a, &mut seen).await?;
+    let (b, side_b, ran_b, meta_b) = stream_side(store, &project, &q.b, &mut seen).await?;
     // Scenarios pair as `casebook compare` pairs them: by name, else by the target they ran.
-    let (scenarios_a, scenarios_b) = (Scenarios::of(&a, meta_a.as_ref()), Scenarios::of(&b, meta_b.as_ref()));
-    let pairs = pair_scenarios(&scenarios_a, &scenarios_b, &[]).unwrap_or_default();
-    let comparison: Comparison = compare_paired(&a, &b, pairs);
+    let pairs = pair_scenarios(&a.ran(meta_a.as_ref()), &b.ran(meta_b.as_ref()), &[]).unwrap_or_default();
+    let rename: HashMap<String, String> = pairs.iter().map(|p| (p.b.clone(), p.a.clone())).collect();
+    let (compared, listings) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+        let mut c = compare_sides(a, b, pairs)?;
+        let at = match (&after, &before) {
+            (Some(key), _) => At::After(key),
+            (None, Some(key)) => At::Before(key),
+            (None, None) => At::Start,
+        };
+        let mut listings = Vec::new();
+        for (name, _, _) in PAIR_LISTS {
+            if alone.is_some_and(|a| a != name) {
+                continue;
+            }
+            let at = if alone.is_some() { at } else { At::Start };
+            let (count, page) = match name {
+                "pass-to-fail" => listed(&mut c.pass_to_fail, at, Entry::Pair)?,
+                "fail-to-pass" => listed(&mut c.fail_to_pass, at, Entry::Pair)?,
+                "errored" => listed(&mut c.errors, at, Entry::Error)?,
+                "only-a" => listed(&mut c.only_in_a, at, Entry::Only)?,
+                "only-b" => listed(&mut c.only_in_b, at, Entry::Only)?,
+                _ => listed(&mut c.differences, at, Entry::Pair)?,
+            };
+            listings.push(Listing { name, count, page });
+        }
+        let counts = (
+            c.pairs,
+            c.mean_difference,
+            c.mean_difference_interval,
+            [
+                c.pass_to_fail.count,
+                c.fail_to_pass.count,
+                c.only_in_a.count,
+                c.only_in_b.count,
+                c.errors.count,
+                c.ungraded,
+            ],
+        );
+        Ok((counts, listings))
+    })
+    .await
+    .map_err(Failure::internal)?
+    .map_err(Failure::internal)?;
+    let (pairs_count, mean, interval, [p2f, f2p, only_a, only_b, errors, ungraded]) = compared;
     page.a = side_a.id.clone();
     page.b = side_b.id.clone();
     if side_a.dataset != side_b.dataset {
@@ -740,44 +1100,103 @@ pub async fn compare_runs(viewer: Viewer, Path(project): Path<String>, Query(q):
             named(&side_b.dataset)
         ));
     }
-    let ran = ran_b.or(ran_a);
-    let link = |place: Option<&usize>, run: &str| place.map(|p| result_url(&project, run, *p)).unwrap_or_default();
-    let keyed = |key: &CaseRun, a: String, b: String, difference: String| PairItem {
-        case_url: ran.as_ref().map(|r| r.case_url(&project, &key.case_id)).unwrap_or_default(),
-        case_id: key.case_id.clone(),
-        scenario: key.scenario.clone(),
-        run: key.run,
-        url_a: link(places_a.get(key), &side_a.id),
-        url_b: link(places_b.get(key), &side_b.id),
-        a,
-        b,
-        difference,
-    };
-    let pair = |d: &PairedDifference| {
-        keyed(
-            &d.key,
-            format!("{} {}", d.verdict_a.as_str(), score(Some(d.score_a))),
-            format!("{} {}", d.verdict_b.as_str(), score(Some(d.score_b))),
-            signed(Some(d.difference)),
-        )
-    };
-    page.pairs = comparison.pairs;
-    page.mean = signed(comparison.mean_difference);
-    page.interval = signed_interval(comparison.mean_difference_interval);
-    page.pass_to_fail = comparison.pass_to_fail.iter().map(pair).collect();
-    page.fail_to_pass = comparison.fail_to_pass.iter().map(pair).collect();
-    page.only_in_a =
-        comparison.only_in_a.iter().map(|k| keyed(k, String::new(), String::new(), String::new())).collect();
-    page.only_in_b =
-        comparison.only_in_b.iter().map(|k| keyed(k, String::new(), String::new(), String::new())).collect();
+    // The results of the page's case runs on each side: places, and the flipped ones' outputs.
+    let wanted: std::collections::HashSet<CaseRun> =
+        listings.iter().flat_map(|l| l.page.entries.iter().map(|e| e.key().clone())).collect();
+    let found_a = results_at(store, &side_a.id, &wanted, &HashMap::new()).await?;
+    let found_b = results_at(store, &side_b.id, &wanted, &rename).await?;
+    let base = compare_url(&project, &side_a.id, &side_b.id);
     let failure = |f: &Option<casebook_runner::record::Failure>| {
         f.as_ref().map_or_else(|| "no error".to_owned(), |f| format!("{}: {}", f.kind, f.message))
     };
-    page.errors =
-        comparison.errors.iter().map(|e| keyed(&e.key, failure(&e.a), failure(&e.b), String::new())).collect();
-    page.ungraded = comparison.ungraded;
-    page.more = comparison.differences.len().saturating_sub(PAIRS_SHOWN);
-    page.differences = comparison.differences.iter().take(PAIRS_SHOWN).map(pair).collect();
+    for listing in listings {
+        let (name, title, outputs) =
+            PAIR_LISTS.iter().copied().find(|(n, _, _)| *n == listing.name).unwrap_or(("pairs", "Every pair", false));
+        let mut items = Vec::new();
+        for entry in &listing.page.entries {
+            let key = entry.key();
+            let side = |found: &HashMap<CaseRun, (u64, RunResult)>, run: &str, ran: &Option<Ran>, text: String| {
+                let hit = found.get(key);
+                PairSide {
+                    text,
+                    url: hit.map(|(p, _)| result_url(&project, run, *p as usize)).unwrap_or_default(),
+                    case_url: ran.as_ref().map(|r| r.case_url(&project, &key.case_id)).unwrap_or_default(),
+                    version: ran.as_ref().and_then(|r| r.version).map(|n| format!("v{n}")).unwrap_or_default(),
+                    output: String::new(),
+                    grades: if outputs { hit.map(|(_, r)| grade_items(r)).unwrap_or_default() } else { Vec::new() },
+                }
+            };
+            let (ta, tb, difference) = match entry {
+                Entry::Pair(d) => (
+                    format!("{} {}", d.verdict_a.as_str(), score(Some(d.score_a))),
+                    format!("{} {}", d.verdict_b.as_str(), score(Some(d.score_b))),
+                    signed(Some(d.difference)),
+                ),
+                Entry::Error(e) => (failure(&e.a), failure(&e.b), String::new()),
+                Entry::Only(_) => (String::new(), String::new(), String::new()),
+            };
+            let mut a = side(&found_a, &side_a.id, &ran_a, ta);
+            let mut b = side(&found_b, &side_b.id, &ran_b, tb);
+            if outputs {
+                if let Some((_, r)) = found_a.get(key) {
+                    a.output = output_of(store, r).await;
+                }
+                if let Some((_, r)) = found_b.get(key) {
+                    b.output = output_of(store, r).await;
+                }
+            }
+            items.push(PairItem {
+                case_id: key.case_id.clone(),
+                scenario: key.scenario.clone(),
+                run: key.run,
+                same_version: a.case_url == b.case_url,
+                a,
+                b,
+                difference,
+            });
+        }
+        let shown = items.len();
+        let list_url = format!("{base}&list={name}");
+        let ListPage { first, more_before, more_after, .. } = listing.page;
+        page.lists.push(PairList {
+            list: name,
+            title,
+            count: listing.count,
+            position: match shown {
+                0 => format!("none of {}", listing.count),
+                _ => format!("{}–{} of {}", first + 1, first + shown, listing.count),
+            },
+            previous_url: match items.first() {
+                Some(_) if more_before => {
+                    format!("{list_url}&before={}", query(&crate::cursor::encode_key(listing.page.entries[0].key())))
+                }
+                _ => String::new(),
+            },
+            next_url: match listing.page.entries.last() {
+                Some(last) if more_after => {
+                    format!("{list_url}&after={}", query(&crate::cursor::encode_key(last.key())))
+                }
+                _ => String::new(),
+            },
+            all_url: if alone.is_some() || !more_after { String::new() } else { list_url },
+            outputs,
+            pairs: items,
+        });
+    }
+    page.whole_url = if alone.is_some() { base } else { String::new() };
+    page.pairs = pairs_count;
+    page.mean = signed(mean);
+    page.interval = signed_interval(interval);
+    let unchanged = pairs_count.saturating_sub(p2f + f2p);
+    page.counts = vec![
+        ("pass → fail", p2f.to_string()),
+        ("fail → pass", f2p.to_string()),
+        ("unchanged (paired, same verdict)", unchanged.to_string()),
+        ("only in A", only_a.to_string()),
+        ("only in B", only_b.to_string()),
+        ("an error on a side (not paired)", errors.to_string()),
+        ("no score on a side (not paired)", ungraded.to_string()),
+    ];
     page.sides = Some((side_a, side_b));
     Ok(html(&page))
 }

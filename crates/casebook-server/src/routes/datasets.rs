@@ -7,7 +7,7 @@ use casebook_store::Store;
 use serde::Deserialize;
 
 use super::{DatasetPath, VersionPath, resolve};
-use crate::api::{Dataset, DiffOut, Event, History, Log, RevisionOut, Tag, TagRequest, Version};
+use crate::api::{Dataset, DiffOut, DiffTotalsOut, Event, History, Log, RevisionOut, Tag, TagRequest, Version};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
@@ -110,14 +110,26 @@ pub async fn delete_tag(writer: Writer, Path(path): Path<TagPath>) -> ApiResult<
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DiffQuery {
-    /// The older version (`v1`, a tag, …).
-    pub from: String,
+    /// The older version (`v1`, a tag, …); a `cursor` names it itself.
+    pub from: Option<String>,
     /// The newer version; the head if absent.
     pub to: Option<String>,
+    /// Pages the diff: at most this many cases of each list (at most 1,000), the totals, and a
+    /// cursor per list that goes on (`next`). Without `limit` or `cursor`, the whole diff.
+    pub limit: Option<usize>,
+    /// The next page of one list, from a `next` cursor of the page before.
+    pub cursor: Option<String>,
 }
 
+/// Cases of each list a page of a diff holds at most.
+const DIFF_LIMIT: usize = 1000;
+/// … unless `limit` says fewer; with a `cursor` and no `limit`.
+const DIFF_DEFAULT: usize = 100;
+
 /// What changed between two versions: added, removed, modified (with field changes) and moved
-/// cases.
+/// cases, with how many of each. Paged with `limit` and `cursor` (each list in case id order):
+/// the first page holds the totals and up to `limit` cases of each list; a list's `next`
+/// cursor gives its next page alone.
 #[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}/diff", tag = "versions",
     security(("bearer" = [])), params(DatasetPath, DiffQuery),
     responses((status = 200, body = DiffOut), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -126,18 +138,92 @@ pub async fn diff(
     Path(path): Path<DatasetPath>,
     Query(query): Query<DiffQuery>,
 ) -> ApiResult<Json<DiffOut>> {
-    let from = resolve(&reader.store, &path.dataset, &query.from).await?;
-    let to = resolve(&reader.store, &path.dataset, query.to.as_deref().unwrap_or("latest")).await?;
-    let diff = reader.store.diff(&path.dataset, from.number, to.number).await?;
-    let modified = diff.modified.iter().map(|m| serde_json::to_value(m).unwrap_or_default()).collect();
-    Ok(Json(DiffOut {
-        from: from.number,
-        to: to.number,
-        added: diff.added,
-        removed: diff.removed,
-        modified,
-        moved: diff.moved,
-    }))
+    use casebook_store::{DiffFrom, DiffList};
+    let store = &reader.store;
+    let limit = match query.limit {
+        Some(0) => return Err(ApiError::bad_request("`limit` is 0: give at least 1 (at most 1000)")),
+        Some(n) if n > DIFF_LIMIT => {
+            return Err(ApiError::bad_request(format!("`limit` is {n}: at most {DIFF_LIMIT} cases a list a page")));
+        }
+        Some(n) => n,
+        None => DIFF_DEFAULT,
+    };
+    let page = |list: DiffList, cases: Vec<casebook_store::ModifiedCase>, out: &mut DiffOut| match list {
+        DiffList::Added => out.added = cases.into_iter().map(|c| c.id).collect(),
+        DiffList::Removed => out.removed = cases.into_iter().map(|c| c.id).collect(),
+        DiffList::Moved => out.moved = cases.into_iter().map(|c| c.id).collect(),
+        DiffList::Modified => {
+            out.modified = cases.iter().map(|m| serde_json::to_value(m).unwrap_or_default()).collect()
+        }
+    };
+    let empty = |from: u64, to: u64| DiffOut {
+        from,
+        to,
+        added: Vec::new(),
+        removed: Vec::new(),
+        modified: Vec::new(),
+        moved: Vec::new(),
+        totals: None,
+        next: Default::default(),
+    };
+    if let Some(cursor) = query.cursor.as_deref() {
+        let (from, to, list, after) = crate::cursor::decode_diff(cursor)?;
+        for number in [from, to] {
+            resolve(store, &path.dataset, &format!("v{number}")).await.map_err(|_| {
+                ApiError::bad_request(format!(
+                    "`cursor` is not valid for `{}`: it names v{number}, which the dataset does not have; start again without a cursor",
+                    path.dataset
+                ))
+            })?;
+        }
+        let found = store.diff_page(&path.dataset, from, to, list, DiffFrom::After(&after), limit).await?;
+        let mut out = empty(from, to);
+        if let Some(last) = &found.more {
+            *out.next.of(list) = Some(crate::cursor::encode_diff(from, to, list, last));
+        }
+        page(list, found.cases, &mut out);
+        return Ok(Json(out));
+    }
+    let Some(from_text) = query.from.as_deref() else {
+        return Err(ApiError::bad_request("the query needs the parameter `from`"));
+    };
+    let from = resolve(store, &path.dataset, from_text).await?;
+    let to = resolve(store, &path.dataset, query.to.as_deref().unwrap_or("latest")).await?;
+    let (from, to) = (from.number, to.number);
+    if query.limit.is_none() {
+        let diff = store.diff(&path.dataset, from, to).await?;
+        let totals = DiffTotalsOut {
+            added: diff.added.len() as u64,
+            removed: diff.removed.len() as u64,
+            modified: diff.modified.len() as u64,
+            moved: diff.moved.len() as u64,
+        };
+        let modified = diff.modified.iter().map(|m| serde_json::to_value(m).unwrap_or_default()).collect();
+        return Ok(Json(DiffOut {
+            from,
+            to,
+            added: diff.added,
+            removed: diff.removed,
+            modified,
+            moved: diff.moved,
+            totals: Some(totals),
+            next: Default::default(),
+        }));
+    }
+    let totals = store.diff_totals(&path.dataset, from, to).await?;
+    let mut out = empty(from, to);
+    out.totals = Some(totals.into());
+    for list in DiffList::ALL {
+        if totals.of(list) == 0 {
+            continue;
+        }
+        let found = store.diff_page(&path.dataset, from, to, list, DiffFrom::Start, limit).await?;
+        if let Some(last) = &found.more {
+            *out.next.of(list) = Some(crate::cursor::encode_diff(from, to, list, last));
+        }
+        page(list, found.cases, &mut out);
+    }
+    Ok(Json(out))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

@@ -341,4 +341,157 @@ async fn run_pages_answer_over_http(backend: Backend) {
     server.stop().await;
 }
 
-crate::on_both!(run_pages_answer_over_http);
+/// A signed-in reader's GET of a console page: its status and HTML.
+async fn reader(server: &Server) -> impl AsyncFn(&str) -> (u16, String) {
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let response =
+        client.post(format!("{}/signin", server.url)).form(&[("key", &server.keys.a_read)]).send().await.unwrap();
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let url = server.url.clone();
+    async move |path: &str| {
+        let response = client.get(format!("{url}{path}")).header("cookie", &cookie).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    }
+}
+
+/// The places of the results a run page lists, in the page's order.
+fn places_listed(html: &str) -> Vec<usize> {
+    let table = &html[html.find("<table class=\"list results\">").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let mut places = Vec::new();
+    for part in table.split("/results/").skip(1) {
+        let n: usize = part[..part.find('"').unwrap()].parse().unwrap();
+        if places.last() != Some(&n) {
+            places.push(n);
+        }
+    }
+    places
+}
+
+/// The text of the element with `id` (up to its first tag inside).
+fn text_at(html: &str, id: &str) -> String {
+    let at = html.find(&format!("id=\"{id}\"")).unwrap();
+    let start = at + html[at..].find('>').unwrap() + 1;
+    html[start..start + html[start..].find('<').unwrap()].trim().to_owned()
+}
+
+async fn the_run_page_filters_sorts_and_counts_its_results(backend: Backend) {
+    let server = Server::start(backend).await;
+    seed(&server).await;
+    let get = reader(&server).await;
+    const B: &str = "/projects/team-a/runs/r-a-3";
+    // B: c1 passes twice, c2 fails twice, c3 passes then fails, c4 passes then a grader errs.
+    let (status, page) = get(&format!("{B}?verdict=fail")).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(places_listed(&page), [2, 3, 5]);
+    assert_eq!(text_at(&page, "results-position"), "1–3 of 3 (of 8 results)");
+    // Each filter's values are counted with the other filters as they are.
+    assert!(page.contains(">pass (4)<") && page.contains(">fail (3)<") && page.contains(">error (1)<"), "{page}");
+    assert!(page.contains(">tone:polite (3)<") && page.contains(">billing (1)<"), "{page}");
+    assert!(page.contains("<option value=\"fail\" selected>"), "{page}");
+    // Filters combine; each result links to the case as the run ran it.
+    let (_, page) = get(&format!("{B}?verdict=fail&label=billing")).await;
+    assert_eq!(places_listed(&page), [5]);
+    assert!(page.contains("href=\"/projects/team-a/datasets/support/versions/v3/cases/c3\""), "{page}");
+    let (_, page) = get(&format!("{B}?grader=judge&scenario=default&verdict=error")).await;
+    assert_eq!(places_listed(&page), [7]);
+    let (_, page) = get(&format!("{B}?label=nothing-has-this")).await;
+    assert_eq!(text_at(&page, "results-position"), "No result of the 8 fits these filters.");
+    // Sorted: by score, highest first, results without one last; by case id; by duration.
+    let (_, page) = get(&format!("{B}?sort=-score")).await;
+    assert_eq!(places_listed(&page), [0, 1, 4, 6, 5, 2, 3, 7]);
+    let (_, page) = get(&format!("{B}?sort=score")).await;
+    assert_eq!(places_listed(&page), [2, 3, 5, 0, 1, 4, 6, 7]);
+    let (_, page) = get(&format!("{B}?sort=-duration&verdict=pass")).await;
+    assert_eq!(places_listed(&page), [0, 1, 4, 6]);
+    let (_, page) = get(&format!("{B}?sort=verdict")).await;
+    assert_eq!(places_listed(&page), [0, 1, 4, 6, 2, 3, 5, 7]);
+    let (status, text) = get(&format!("{B}?sort=speed")).await;
+    assert_eq!(status, 400);
+    assert!(text.contains("`sort` is `speed`: say one of `case`, `verdict`"), "{text}");
+    drop(get);
+    server.stop().await;
+}
+
+/// Keeps two runs of `n` case runs each: every one passes in A and fails in B.
+async fn flipped_runs(server: &Server, n: usize) {
+    let store = server.store.in_project("team-a");
+    let a = (0..n).map(|i| pass(&format!("k{i:03}"), 0, &[])).collect();
+    let b = (0..n).map(|i| fail(&format!("k{i:03}"), 0, &[])).collect();
+    keep(&store, "r-a-4", "2026-11-24T10:00:00Z", a).await;
+    keep(&store, "r-a-5", "2026-11-24T11:00:00Z", b).await;
+}
+
+/// The `href` of the link of `class` inside the section `id` of a page.
+fn link_in(html: &str, section: &str, class: &str) -> Option<String> {
+    let start = html.find(&format!("id=\"{section}\""))?;
+    let part = &html[start..];
+    let part = &part[..part.find("</section>").unwrap_or(part.len())];
+    let at = part.find(&format!("class=\"{class}\" href=\""))? + class.len() + 15;
+    Some(part[at..at + part[at..].find('"')?].replace("&amp;", "&").replace("&#38;", "&"))
+}
+
+async fn a_comparison_pages_its_lists_and_shows_flipped_outputs_side_by_side(backend: Backend) {
+    let server = Server::start(backend).await;
+    seed(&server).await;
+    let get = reader(&server).await;
+    let (status, page) = get("/projects/team-a/compare?a=r-a-2&b=r-a-3").await;
+    assert_eq!(status, 200, "{page}");
+    // c2's first run flipped: both outputs and both sides' grades, each side linked to its
+    // result and to the case version it ran.
+    let flipped = &page[page.find("id=\"pass-to-fail\"").unwrap()..];
+    let flipped = &flipped[..flipped.find("</section>").unwrap()];
+    assert!(flipped.contains("<code>c2</code>") && !flipped.contains("<code>c3</code>"), "{flipped}");
+    assert!(flipped.contains("outputs and grades side by side"), "{flipped}");
+    let (a, b) = flipped.split_at(flipped.find("class=\"side-b\"").unwrap());
+    assert!(a.contains("the answer to c2, run 0") && a.contains("exact_match gave 1"), "{a}");
+    assert!(b.contains("the answer to c2, run 0") && b.contains("exact_match gave 0"), "{b}");
+    assert!(flipped.contains("class=\"result-a\" href=\"/projects/team-a/runs/r-a-2/results/2\""), "{flipped}");
+    assert!(flipped.contains("class=\"result-b\" href=\"/projects/team-a/runs/r-a-3/results/2\""), "{flipped}");
+    assert!(flipped.contains("href=\"/projects/team-a/datasets/support/versions/v3/cases/c2\">v3<"), "{flipped}");
+    assert!(page.contains("<th>unchanged (paired, same verdict)</th><td class=\"num\">4</td>"), "{page}");
+
+    // 120 flips: paged 50 at a time, both ways, with positions; no link to an empty page.
+    flipped_runs(&server, 120).await;
+    let (status, page) = get("/projects/team-a/compare?a=r-a-4&b=r-a-5").await;
+    assert_eq!(status, 200, "{page}");
+    let pos = |html: &str, list: &str| {
+        let at = html.find(&format!("id=\"{list}\"")).unwrap();
+        let part = &html[at..];
+        let s = part.find("class=\"position\">").unwrap() + 17;
+        part[s..s + part[s..].find('<').unwrap()].to_owned()
+    };
+    assert_eq!(pos(&page, "pass-to-fail"), "1–50 of 120");
+    assert_eq!(pos(&page, "pairs"), "1–50 of 120");
+    assert!(link_in(&page, "pass-to-fail", "previous").is_none());
+    let (_, second) = get(&link_in(&page, "pass-to-fail", "next").unwrap()).await;
+    assert_eq!(pos(&second, "pass-to-fail"), "51–100 of 120");
+    assert!(
+        second.contains("<code>k050</code>")
+            && second.contains("<code>k099</code>")
+            && !second.contains("<code>k100</code>")
+    );
+    assert!(!second.contains("id=\"pairs\"") && second.contains("id=\"whole-comparison\""), "one list alone");
+    let (_, last) = get(&link_in(&second, "pass-to-fail", "next").unwrap()).await;
+    assert_eq!(pos(&last, "pass-to-fail"), "101–120 of 120");
+    assert!(link_in(&last, "pass-to-fail", "next").is_none());
+    let (_, back) = get(&link_in(&last, "pass-to-fail", "previous").unwrap()).await;
+    assert_eq!(pos(&back, "pass-to-fail"), "51–100 of 120");
+    let (_, start) = get(&link_in(&back, "pass-to-fail", "previous").unwrap()).await;
+    assert_eq!(pos(&start, "pass-to-fail"), "1–50 of 120");
+    assert!(link_in(&start, "pass-to-fail", "previous").is_none());
+    // A list or cursor that is not one is refused.
+    let (status, text) = get("/projects/team-a/compare?a=r-a-4&b=r-a-5&list=flips").await;
+    assert_eq!(status, 400);
+    assert!(text.contains("`list` is `flips`: say one of `pass-to-fail`"), "{text}");
+    let (status, _) = get("/projects/team-a/compare?a=r-a-4&b=r-a-5&list=pairs&after=nonsense").await;
+    assert_eq!(status, 400);
+    drop(get);
+    server.stop().await;
+}
+
+crate::on_both!(
+    run_pages_answer_over_http,
+    the_run_page_filters_sorts_and_counts_its_results,
+    a_comparison_pages_its_lists_and_shows_flipped_outputs_side_by_side
+);

@@ -1032,6 +1032,67 @@ impl crate::Store for PostgresStore {
         Ok(diff)
     }
 
+    async fn diff_totals(&self, dataset: &str, from: u64, to: u64) -> Result<crate::DiffTotals, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let (lo, hi) = crate::span(dataset, from, to)?;
+        let (added, removed, modified, moved): (i64, i64, i64, i64) =
+            sqlx::query_as(AssertSqlSafe(crate::diff::totals_sql()))
+                .bind(id)
+                .bind(lo)
+                .bind(hi)
+                .bind(from as i64)
+                .bind(to as i64)
+                .fetch_one(&mut *self.conn().await?)
+                .await?;
+        Ok(crate::DiffTotals {
+            added: added as u64,
+            removed: removed as u64,
+            modified: modified as u64,
+            moved: moved as u64,
+        })
+    }
+
+    async fn diff_page(
+        &self,
+        dataset: &str,
+        from: u64,
+        to: u64,
+        list: crate::DiffList,
+        start: crate::DiffFrom<'_>,
+        size: usize,
+    ) -> Result<crate::DiffPage, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let (lo, hi) = crate::span(dataset, from, to)?;
+        let sql = crate::diff::page_sql(list, start);
+        let mut query = sqlx::query_as(AssertSqlSafe(sql)).bind(id).bind(lo).bind(hi).bind(from as i64).bind(to as i64);
+        if let crate::DiffFrom::After(at) | crate::DiffFrom::Before(at) = start {
+            query = query.bind(at.as_bytes().to_vec());
+        }
+        let mut conn = self.conn().await?;
+        let rows: Vec<(Vec<u8>, Option<i64>, Option<i64>)> =
+            query.bind(size.saturating_add(1) as i64).fetch_all(&mut *conn).await?;
+        let rows =
+            rows.into_iter().map(|(case, a, b)| Ok((case_id(case)?, a, b))).collect::<Result<Vec<_>, StoreError>>()?;
+        let (rows, more) = crate::diff::cut(rows, size, start, |r| r.0.clone());
+        let mut bodies = std::collections::HashMap::new();
+        let wanted: Vec<i64> = match list {
+            crate::DiffList::Modified => rows.iter().flat_map(|r| [r.1, r.2]).flatten().collect(),
+            _ => Vec::new(),
+        };
+        if !wanted.is_empty() {
+            let found: Vec<(i64, String)> = sqlx::query_as("SELECT id, body FROM blobs WHERE id = ANY($1)")
+                .bind(wanted)
+                .fetch_all(&mut *conn)
+                .await?;
+            drop(conn);
+            let (keys, mut texts): (Vec<i64>, Vec<String>) = found.into_iter().unzip();
+            self.expand_bodies(&mut SeedDocuments::new(), &mut texts).await?;
+            bodies.extend(keys.into_iter().zip(texts));
+        }
+        let cases = crate::diff::entries(rows, &bodies)?;
+        Ok(crate::DiffPage { cases, more })
+    }
+
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let (lo, hi) = crate::span(dataset, from, to)?;
