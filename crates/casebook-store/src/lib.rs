@@ -627,6 +627,10 @@ pub trait Store {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<Page, StoreError>;
+    /// Where case `id` is in the order of version `version`: the cursor a page just after it
+    /// starts from (so the case after it in any selection is a page of one from there); `None`
+    /// when the version does not hold it. One indexed read.
+    async fn place(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Cursor>, StoreError>;
     /// The tags of a dataset and the versions they name, by name.
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError>;
     /// [`Store::page`] with the bodies joined by commas (the inside of a JSON array), for a
