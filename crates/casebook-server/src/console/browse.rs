@@ -599,7 +599,8 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>, Query(q): Query<Ca
         revisions.last().filter(|r| r.to_version.is_none()).map(|r| r.content_id.clone()).unwrap_or_default();
     let restore = super::restore::RestoreForm::new(&viewer, &path, version.number, head, head_content);
     let view = CaseView::new(&case);
-    let review = super::review::ReviewForm::new(&viewer, &path, version.number, &case);
+    let review =
+        super::review::ReviewForm::new(&viewer, &path, version.number, &case, [q.filter.trim(), &q.pos, &q.of]);
     let json = serde_json::to_string_pretty(&case).unwrap_or_default();
     let title = format!("{} · {}", path.dataset, casebook_model::excerpt(&case.id));
     Ok(html(&CasePage {

@@ -23,10 +23,15 @@ pub struct ReviewForm {
     pub confidence: String,
     /// The labels, comma-separated.
     pub labels: String,
+    /// The filter the page was reached through and the case's place in it, which the page
+    /// after the review keeps (so "next unreviewed" goes on from there).
+    pub filter: String,
+    pub pos: String,
+    pub of: String,
 }
 
 impl ReviewForm {
-    pub fn new(viewer: &Viewer, path: &CasePath, version: u64, case: &Case) -> Option<Self> {
+    pub fn new(viewer: &Viewer, path: &CasePath, version: u64, case: &Case, nav: [&str; 3]) -> Option<Self> {
         viewer.can_write().then(|| Self {
             url: format!("{}/review", case_url(&path.project, &path.dataset, version, &case.id)),
             csrf: viewer.csrf.clone(),
@@ -34,6 +39,9 @@ impl ReviewForm {
             state: case.review.map(|r| state_name(r).to_owned()).unwrap_or_default(),
             confidence: case.confidence.map(|c| c.to_string()).unwrap_or_default(),
             labels: case.labels.as_deref().unwrap_or_default().join(", "),
+            filter: nav[0].to_owned(),
+            pos: nav[1].to_owned(),
+            of: nav[2].to_owned(),
         })
     }
 }
@@ -60,6 +68,12 @@ pub struct ReviewFields {
     labels: String,
     #[serde(default)]
     message: String,
+    #[serde(rename = "where", default)]
+    filter: String,
+    #[serde(default)]
+    pos: String,
+    #[serde(default)]
+    of: String,
 }
 
 /// Sets what the form says on the case, as a new version on the one the page showed, and goes
@@ -123,7 +137,13 @@ pub async fn save(viewer: Viewer, Path(path): Path<CasePath>, Form(form): Form<R
         casebook_store::CommitOutcome::Created(v) => v.number,
         casebook_store::CommitOutcome::Unchanged(v) => v.as_ref().map_or(version.number, |v| v.number),
     };
-    Ok(see_other(&case_url(&path.project, &path.dataset, number, &case.id)))
+    let to = super::browse::case_nav_url(
+        &case_url(&path.project, &path.dataset, number, &case.id),
+        form.filter.trim(),
+        form.pos.trim().parse().ok(),
+        form.of.trim().parse().ok(),
+    );
+    Ok(see_other(&to))
 }
 
 /// Where a write built on a version that may no longer be the head landed.

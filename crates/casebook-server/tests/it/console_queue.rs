@@ -185,6 +185,27 @@ async fn the_queue_marks_by_form_pages_and_applies_a_stale_page_only_where_the_c
     );
     assert_eq!(a.resolve("inbox", &Ref::Latest).await.unwrap().number, 3);
 
+    // The case page's review keeps the filter and place it was reached through.
+    let review = [
+        ("csrf", csrf.clone()),
+        ("state", "reviewed".to_owned()),
+        ("where", "labels contains \"billing\"".to_owned()),
+        ("pos", "2".to_owned()),
+        ("of", "2".to_owned()),
+    ];
+    let response = client
+        .post(format!("{}/projects/team-a/datasets/inbox/versions/v3/cases/q5/review", server.url))
+        .header("cookie", writer.clone())
+        .form(&review)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    assert_eq!(
+        response.headers()["location"],
+        "/projects/team-a/datasets/inbox/versions/v4/cases/q5?where=labels%20contains%20%22billing%22&pos=2&of=2"
+    );
+
     // A bad filter is shown where it is wrong.
     let (status, page) = get(format!("{queue}?where=id%20%3D%20%22x%22"), writer.clone()).await;
     assert_eq!(status, 400, "{page}");
