@@ -90,3 +90,11 @@ if (queue) {
   });
   items.forEach((item, n) => item.addEventListener("click", () => select(n)));
 }
+
+// The cases table: "select all on this page" ticks (or clears) every row's box.
+const selectPage = document.getElementById("select-page");
+if (selectPage) {
+  selectPage.addEventListener("change", () => {
+    for (const box of document.querySelectorAll("input.pick")) box.checked = selectPage.checked;
+  });
+}

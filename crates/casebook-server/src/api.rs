@@ -108,6 +108,9 @@ pub struct CasePage {
     /// Pass as `cursor` for the next page; absent after the last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// Pass as `cursor` for the page before; absent on the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

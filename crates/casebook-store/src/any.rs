@@ -290,6 +290,16 @@ impl Store for AnyStore {
     ) -> Result<Page, StoreError> {
         each!(self, s => s.page(dataset, version, select, after, size).await)
     }
+    async fn page_before(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        before: &Cursor,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        each!(self, s => s.page_before(dataset, version, select, before, size).await)
+    }
     async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
         watched(self.probe(Some(dataset)), async { each!(self, s => s.untag(dataset, tag, author, time).await) }).await
     }

@@ -524,11 +524,15 @@ pub struct Cursor {
 }
 
 /// A page of cases (their bodies, the native JSON as stored) and the cursor of the next page,
-/// `None` after the last.
+/// `None` after the last: a page is read one case longer than asked, so a cursor always leads
+/// to a page with cases in it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Page {
     pub bodies: Vec<String>,
     pub next: Option<Cursor>,
+    /// The cursor of the page before, for [`Store::page_before`] (the page's first case), `None`
+    /// when no selected case comes before the page.
+    pub previous: Option<Cursor>,
 }
 
 /// Batches of prepared cases for a commit; `Err(())` cancels it (its input had errors).
@@ -631,6 +635,17 @@ pub trait Store {
     /// starts from (so the case after it in any selection is a page of one from there); `None`
     /// when the version does not hold it. One indexed read.
     async fn place(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Cursor>, StoreError>;
+    /// The page of the cases `select` picks (its limit aside) that ends just before `before`:
+    /// at most `size`, in the version's order, read one case longer so that `previous` is given
+    /// only when a selected case comes before the page (`next` is its last case's).
+    async fn page_before(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        before: &Cursor,
+        size: usize,
+    ) -> Result<Page, StoreError>;
     /// The tags of a dataset and the versions they name, by name.
     async fn tags(&self, dataset: &str) -> Result<Vec<(String, u64)>, StoreError>;
     /// [`Store::page`] with the bodies joined by commas (the inside of a JSON array), for a
@@ -645,6 +660,20 @@ pub trait Store {
     ) -> Result<JsonPage, StoreError> {
         Ok(JsonPage::from(self.page(dataset, version, select, after, size).await?))
     }
+}
+
+/// `next` if a selected case follows it (a full page read in one piece, whose last case may be
+/// the version's last): a cursor is given only to a page with cases in it.
+pub(crate) async fn if_more<S: Store>(
+    store: &S,
+    dataset: &str,
+    version: u64,
+    select: &Select,
+    next: Option<Cursor>,
+) -> Result<Option<Cursor>, StoreError> {
+    let Some(next) = next else { return Ok(None) };
+    let after = store.page(dataset, version, select, Some(&next), 1).await?;
+    Ok(if after.bodies.is_empty() { None } else { Some(next) })
 }
 
 /// A page of cases as the inside of a JSON array (see [`Store::page_json`]): UTF-8 bytes, as

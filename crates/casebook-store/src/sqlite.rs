@@ -1024,16 +1024,49 @@ impl crate::Store for SqliteStore {
             sql.push_str(" AND m.ord >= ? AND (m.ord > ? OR m.case_id > ?)");
             params.extend([SqlParam::Real(after.ord), SqlParam::Real(after.ord), SqlParam::Text(after.id.clone())]);
         }
+        // One case more than the page: the next cursor only when there is a next page.
         sql.push_str(" ORDER BY m.ord, m.case_id LIMIT ?");
-        params.push(SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX)));
-        let rows = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await?;
-        let next = match rows.last() {
-            Some(last) if rows.len() == size => Some(Cursor { ord: last.get(1), id: last.get(2) }),
-            _ => None,
-        };
+        params.push(SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1)));
+        let mut rows = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await?;
+        let more = rows.len() > size;
+        rows.truncate(size);
+        let at = |r: &sqlx::sqlite::SqliteRow| Cursor { ord: r.get(1), id: r.get(2) };
+        let next = rows.last().filter(|_| more).map(at);
+        let previous = rows.first().filter(|_| after.is_some()).map(at);
         let mut bodies: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
         self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
-        Ok(Page { bodies, next })
+        Ok(Page { bodies, next, previous })
+    }
+
+    async fn page_before(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        before: &Cursor,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let unlimited = Select { filter: select.filter.clone(), limit: None };
+        let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        // The order index walked backwards from the cursor, one case more than the page.
+        sql.push_str(" AND m.ord <= ? AND (m.ord < ? OR m.case_id < ?) ORDER BY m.ord DESC, m.case_id DESC LIMIT ?");
+        params.extend([
+            SqlParam::Real(before.ord),
+            SqlParam::Real(before.ord),
+            SqlParam::Text(before.id.clone()),
+            SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1)),
+        ]);
+        let mut rows = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await?;
+        let more = rows.len() > size;
+        rows.truncate(size);
+        rows.reverse();
+        let at = |r: &sqlx::sqlite::SqliteRow| Cursor { ord: r.get(1), id: r.get(2) };
+        let previous = rows.first().filter(|_| more).map(at);
+        let next = rows.last().map(at);
+        let mut bodies: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
+        Ok(Page { bodies, next, previous })
     }
 
     /// One row: SQLite joins the bodies (a page row by row costs a message between threads and a
@@ -1076,6 +1109,7 @@ impl crate::Store for SqliteStore {
             (Some(ord), Some(id)) if count == size => Some(Cursor { ord, id }),
             _ => None,
         };
+        let next = crate::if_more(self, dataset, version, select, next).await?;
         Ok(crate::JsonPage { json, count, next })
     }
 

@@ -6,18 +6,14 @@ use crate::extract::Form;
 use crate::extract::{Path, Query};
 use askama::Template;
 use axum::response::{IntoResponse, Response};
-use casebook_filter::{FieldPath, Groups};
 use casebook_model::Case;
 use casebook_store::{AnyStore, FieldChange, Ref, Select, Store, VersionInfo};
 use serde::Deserialize;
 
 use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, html, query, see_other, version_url};
 use super::session::Viewer;
-use super::view::{CaseView, preview, show};
-use crate::cursor;
+use super::view::{CaseView, show};
 
-/// Cases a page of the console shows.
-const PAGE: usize = 50;
 /// Ids a diff page lists of each kind before saying how many more there are.
 const DIFF_SHOWN: usize = 500;
 /// Revisions of a case whose changes the case page shows.
@@ -40,7 +36,7 @@ pub struct VersionRow {
 }
 
 impl VersionRow {
-    fn new(project: &str, v: VersionInfo, tags: &[(String, u64)]) -> Self {
+    pub(super) fn new(project: &str, v: VersionInfo, tags: &[(String, u64)]) -> Self {
         Self {
             url: version_url(project, &v.dataset, v.number),
             short_id: v.id.chars().take(12).collect(),
@@ -58,7 +54,7 @@ impl VersionRow {
     }
 }
 
-async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> Result<VersionInfo, Failure> {
+pub(super) async fn resolve(store: &AnyStore, dataset: &str, text: &str) -> Result<VersionInfo, Failure> {
     let reference: Ref = text.parse().map_err(Failure::bad_request)?;
     Ok(store.resolve(dataset, &reference).await?)
 }
@@ -183,176 +179,6 @@ pub struct VersionPath {
     pub version: String,
 }
 
-#[derive(Deserialize, Default)]
-pub struct CasesQuery {
-    #[serde(rename = "where", default)]
-    filter: String,
-    #[serde(default)]
-    cursor: String,
-    #[serde(default)]
-    group_by: String,
-}
-
-pub struct CaseRow {
-    pub id: String,
-    pub url: String,
-    pub input: String,
-    pub labels: String,
-    pub review: String,
-}
-
-#[derive(Template)]
-#[template(path = "version.html")]
-struct VersionPage {
-    chrome: Chrome,
-    dataset: String,
-    version: VersionRow,
-    filter: String,
-    /// The filter's error, marked under the expression as the CLI shows it.
-    filter_error: String,
-    rows: Vec<CaseRow>,
-    /// Cases the filter selects (all of the version's without one).
-    selected: u64,
-    next_url: String,
-    first_url: String,
-    group_by: String,
-    group_error: String,
-    groups: Vec<(String, u64)>,
-    formats: Vec<&'static str>,
-    /// The dataset's review queue, with this page's filter.
-    queue_url: String,
-}
-
-fn cases_url(base: &str, filter: &str, cursor: &str, group_by: &str) -> String {
-    let mut parts = Vec::new();
-    if !filter.is_empty() {
-        parts.push(format!("where={}", query(filter)));
-    }
-    if !group_by.is_empty() {
-        parts.push(format!("group_by={}", query(group_by)));
-    }
-    if !cursor.is_empty() {
-        parts.push(format!("cursor={}", query(cursor)));
-    }
-    if parts.is_empty() { base.to_owned() } else { format!("{base}?{}", parts.join("&")) }
-}
-
-pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Query<CasesQuery>) -> PageResult {
-    let store = &viewer.store;
-    let (number, after) = match q.cursor.as_str() {
-        "" => (resolve(store, &path.dataset, &path.version).await?.number, None),
-        text => {
-            let (v, at) = cursor::decode_for(store, &path.dataset, text).await?;
-            (v, Some(at))
-        }
-    };
-    let info = resolve(store, &path.dataset, &format!("v{number}")).await?;
-    let tags = store.tags(&path.dataset).await?;
-    let version = VersionRow::new(&path.project, info, &tags);
-    let filter = q.filter.trim().to_owned();
-    let mut page = VersionPage {
-        chrome: Chrome::new(&viewer, format!("{} v{number}", path.dataset))
-            .at(path.dataset.clone(), dataset_url(&path.project, &path.dataset))
-            .at(format!("v{number}"), version.url.clone()),
-        dataset: path.dataset.clone(),
-        filter: filter.clone(),
-        filter_error: String::new(),
-        rows: Vec::new(),
-        selected: version.cases,
-        next_url: String::new(),
-        first_url: String::new(),
-        group_by: q.group_by.trim().to_owned(),
-        group_error: String::new(),
-        groups: Vec::new(),
-        formats: casebook_formats::Format::ALL.iter().map(|f| f.name()).collect(),
-        queue_url: match filter.as_str() {
-            "" => format!("{}/queue", dataset_url(&path.project, &path.dataset)),
-            text => format!("{}/queue?where={}", dataset_url(&path.project, &path.dataset), query(text)),
-        },
-        version,
-    };
-    let select = match filter.as_str() {
-        "" => Select::all(),
-        text => match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
-            Ok(filter) => Select { filter: Some(filter), limit: None },
-            Err(err) => {
-                page.filter_error = err.render(text);
-                let mut response = html(&page);
-                *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
-                return Ok(response);
-            }
-        },
-    };
-    if select.filter.is_some() {
-        page.selected = store.count(&path.dataset, number, &select).await?;
-    }
-    let found = store.page(&path.dataset, number, &select, after.as_ref(), PAGE).await?;
-    for (i, body) in found.bodies.iter().enumerate() {
-        let case: Case = serde_json::from_str(body).map_err(Failure::internal)?;
-        // The case page's navigation goes on through this filter (positions known on the first page).
-        let pos = after.is_none().then_some(i as u64 + 1);
-        page.rows.push(CaseRow {
-            url: case_nav_url(
-                &case_url(&path.project, &path.dataset, number, &case.id),
-                &filter,
-                pos,
-                Some(page.selected),
-            ),
-            input: preview(&case.task.input, 160),
-            labels: case.labels.as_deref().unwrap_or_default().join(", "),
-            review: case
-                .review
-                .as_ref()
-                .map(|r| show(&serde_json::to_value(r).unwrap_or_default()))
-                .unwrap_or_default(),
-            id: case.id,
-        });
-    }
-    let base = page.version.url.clone();
-    if let Some(next) = &found.next {
-        page.next_url = cases_url(&base, &filter, &cursor::encode(number, next), &page.group_by);
-    }
-    if after.is_some() {
-        page.first_url = cases_url(&base, &filter, "", &page.group_by);
-    }
-    if !page.group_by.is_empty() {
-        match FieldPath::parse(&page.group_by) {
-            Err(err) => page.group_error = err.render(&page.group_by),
-            Ok(path_of) => page.groups = group(store, &path.dataset, number, &select, path_of).await?,
-        }
-    }
-    Ok(html(&page))
-}
-
-/// Selected cases counted per value of a path, read page by page (a store's callback reads are
-/// not `Send`).
-async fn group(
-    store: &AnyStore,
-    dataset: &str,
-    version: u64,
-    select: &Select,
-    path: FieldPath,
-) -> Result<Vec<(String, u64)>, Failure> {
-    let name = path.to_string();
-    let mut groups = Groups::new(path);
-    let mut after = None;
-    loop {
-        let page = store.page(dataset, version, select, after.as_ref(), 2000).await?;
-        for body in &page.bodies {
-            groups.add(&serde_json::from_str::<Case>(body).map_err(Failure::internal)?);
-        }
-        match page.next {
-            Some(next) => after = Some(next),
-            None => break,
-        }
-    }
-    Ok(groups
-        .sorted()
-        .into_iter()
-        .map(|(value, n)| (value.as_ref().map_or_else(|| format!("(no {name})"), show), n))
-        .collect())
-}
-
 #[derive(Deserialize)]
 pub struct ExportQuery {
     format: Option<String>,
@@ -470,6 +296,7 @@ pub struct Nav {
     pub filter: String,
     /// "case 3 of 120", when known.
     pub position: String,
+    pub previous_url: String,
     pub next_url: String,
     pub next_unreviewed_url: String,
     /// The cases table with the filter.
@@ -510,12 +337,15 @@ async fn case_after(
     Ok(value.get("id").and_then(|id| id.as_str()).map(str::to_owned))
 }
 
-/// Next and next unreviewed through the filter, from the case's place in the version's order
+/// Previous, next and next unreviewed through the filter, from the case's place in the version's order
 /// (a page of one after it each: no scan from the start).
 async fn nav(store: &AnyStore, path: &CasePath, version: u64, q: &CaseQuery) -> Result<Nav, Failure> {
     let filter_text = q.filter.trim().to_owned();
     let mut nav = Nav {
-        list_url: cases_url(&version_url(&path.project, &path.dataset, version), &filter_text, "", ""),
+        list_url: match filter_text.as_str() {
+            "" => version_url(&path.project, &path.dataset, version),
+            text => format!("{}?where={}", version_url(&path.project, &path.dataset, version), query(text)),
+        },
         filter: filter_text.clone(),
         ..Nav::default()
     };
@@ -541,6 +371,13 @@ async fn nav(store: &AnyStore, path: &CasePath, version: u64, q: &CaseQuery) -> 
         case_nav_url(&case_url(&path.project, &path.dataset, version, id), &filter_text, pos, of)
     };
     let select = Select { filter: filter.clone(), limit: None };
+    let before = store.page_before(&path.dataset, version, &select, &at, 1).await?;
+    if let Some(body) = before.bodies.first() {
+        let value: serde_json::Value = serde_json::from_str(body).map_err(Failure::internal)?;
+        if let Some(id) = value.get("id").and_then(|id| id.as_str()) {
+            nav.previous_url = link(id, pos.and_then(|p| p.checked_sub(1)).filter(|p| *p > 0));
+        }
+    }
     if let Some(next) = case_after(store, &path.dataset, version, &select, &at).await? {
         nav.next_url = link(&next, pos.map(|p| p + 1));
     }

@@ -7,6 +7,7 @@
 //! and a key sees its own project only (another answers 404, as one that does not exist).
 
 mod browse;
+mod bulk;
 mod edit;
 mod import;
 mod page;
@@ -15,6 +16,7 @@ mod restore;
 mod review;
 mod runs;
 mod session;
+mod table;
 mod view;
 
 use crate::extract::Form;
@@ -59,8 +61,9 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/projects/{project}/datasets/{dataset}", get(browse::dataset))
         .route("/projects/{project}/datasets/{dataset}/tags", post(browse::tag))
         .route("/projects/{project}/datasets/{dataset}/diff", get(browse::diff))
-        .route("/projects/{project}/datasets/{dataset}/versions/{version}", get(browse::version))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}", get(table::version))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/export", get(browse::export))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}/bulk", post(bulk::apply))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}", get(browse::case))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/review", post(review::save))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/restore", post(restore::restore))

@@ -70,6 +70,19 @@ pub fn query(text: &str) -> String {
     seg(text)
 }
 
+/// A count with thousands separators: `100,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 pub fn project_url(project: &str) -> String {
     format!("/projects/{}", seg(project))
 }
@@ -167,6 +180,15 @@ pub type PageResult = Result<Response, Failure>;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_have_thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_451), "1,451");
+        assert_eq!(thousands(100_000), "100,000");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
 
     #[test]
     fn segments_keep_only_unreserved_characters() {

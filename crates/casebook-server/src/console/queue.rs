@@ -52,7 +52,7 @@ impl Place {
     fn parse(text: &str) -> Result<Self, Failure> {
         let bad =
             || Failure::bad_request("`cursor` is not a place in the queue this server gave: start again without it");
-        let token = |t: &str| cursor::decode(t).map(|(_, at)| at).map_err(|_| bad());
+        let token = |t: &str| cursor::decode_place(t).map(|place| place.at).map_err(|_| bad());
         match text.split_once('.') {
             _ if text.is_empty() => Ok(Place::Drafts(None)),
             _ if text == "u" => Ok(Place::Unreviewed(None)),
@@ -63,11 +63,14 @@ impl Place {
     }
 
     fn text(&self, version: u64) -> String {
+        let token = |at: &Cursor| {
+            cursor::encode_place(&cursor::Place { version, at: at.clone(), backward: false, position: None })
+        };
         match self {
             Place::Drafts(None) => String::new(),
-            Place::Drafts(Some(at)) => format!("d.{}", cursor::encode(version, at)),
+            Place::Drafts(Some(at)) => format!("d.{}", token(at)),
             Place::Unreviewed(None) => "u".into(),
-            Place::Unreviewed(Some(at)) => format!("u.{}", cursor::encode(version, at)),
+            Place::Unreviewed(Some(at)) => format!("u.{}", token(at)),
         }
     }
 }

@@ -4,7 +4,7 @@ use crate::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
-use casebook_store::Store;
+use casebook_store::{Cursor, Store};
 use serde::Deserialize;
 
 use super::{VersionPath, resolve, select};
@@ -23,12 +23,14 @@ pub struct PageQuery {
     pub filter: Option<String>,
     /// Cases a page holds (default 200, at most the server's limit).
     pub limit: Option<usize>,
-    /// The `next_cursor` of the page before.
+    /// The `next_cursor` of the page before, or the `prev_cursor` of the page after (to walk
+    /// backwards).
     pub cursor: Option<String>,
 }
 
 /// A page of a version's cases that the filter selects, in order. A cursor stays on the
 /// version it was made for (with `latest`, the version that was the head at the first page).
+/// `next_cursor` is given only when more cases follow, `prev_cursor` when some come before.
 #[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}/versions/{version}/cases", tag = "cases",
     security(("bearer" = [])), params(VersionPath, PageQuery),
     responses((status = 200, body = CasePage), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -43,10 +45,11 @@ pub async fn page(
     if size == 0 || size > state.limits.max_page {
         return Err(ApiError::bad_request(format!("`limit` must be 1 to {}", state.limits.max_page)));
     }
-    let (number, after) = match query.cursor.as_deref() {
+    let (number, place) = match query.cursor.as_deref() {
         None => (resolve(&reader.store, &path.dataset, &path.version).await?.number, None),
         Some(text) => {
-            let (v, at) = cursor::decode_for(&reader.store, &path.dataset, text).await?;
+            let place = cursor::decode_place_for(&reader.store, &path.dataset, text).await?;
+            let v = place.version;
             // No lookup of the path's version when it says the same as the cursor.
             if path.version != "latest" && path.version != format!("v{v}") {
                 let version = resolve(&reader.store, &path.dataset, &path.version).await?;
@@ -57,17 +60,38 @@ pub async fn page(
                     )));
                 }
             }
-            (v, Some(at))
+            (v, Some(place))
         }
     };
-    let page = reader.store.page_json(&path.dataset, number, &select, after.as_ref(), size).await?;
+    let at = |cursor: Cursor, backward: bool| {
+        cursor::encode_place(&cursor::Place { version: number, at: cursor, backward, position: None })
+    };
+    let (json, next, previous) = match place {
+        // Backwards (a `prev_cursor`): the page before the cursor's case.
+        Some(place) if place.backward => {
+            let page = reader.store.page_before(&path.dataset, number, &select, &place.at, size).await?;
+            (page.bodies.join(",").into_bytes(), page.next, page.previous)
+        }
+        place => {
+            let after = place.map(|p| p.at);
+            let page = reader.store.page_json(&path.dataset, number, &select, after.as_ref(), size).await?;
+            // The page before one that starts after a case ends with that case: it is the page
+            // before the first case after it, which is the cursor's case with the least longer
+            // id (`id` + U+0000; ids are compared as bytes, and none holds a U+0000).
+            let previous = after.filter(|_| page.count > 0).map(|a| Cursor { ord: a.ord, id: format!("{}\0", a.id) });
+            (page.json, page.next, previous)
+        }
+    };
     // The bodies are the stored native JSON: they go out as they are, not parsed and written again.
-    let mut out = Vec::with_capacity(256 + page.json.len());
+    let mut out = Vec::with_capacity(256 + json.len());
     out.extend_from_slice(format!("{{\"version\":{number},\"cases\":[").as_bytes());
-    out.extend_from_slice(&page.json);
+    out.extend_from_slice(&json);
     out.push(b']');
-    if let Some(next) = &page.next {
-        out.extend_from_slice(format!(",\"next_cursor\":\"{}\"", cursor::encode(number, next)).as_bytes());
+    if let Some(next) = next {
+        out.extend_from_slice(format!(",\"next_cursor\":\"{}\"", at(next, false)).as_bytes());
+    }
+    if let Some(previous) = previous {
+        out.extend_from_slice(format!(",\"prev_cursor\":\"{}\"", at(previous, true)).as_bytes());
     }
     out.push(b'}');
     Ok(([(CONTENT_TYPE, "application/json")], out).into_response())

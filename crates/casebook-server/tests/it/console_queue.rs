@@ -262,6 +262,16 @@ async fn the_case_page_leads_through_the_tables_filter(backend: Backend) {
     assert_eq!(browser.text_of("#case-position").await, "case 4 of 4");
     assert!(browser.all("#next-case").await.is_empty(), "the last case of the filter has no next");
     assert!(browser.all("#next-unreviewed").await.is_empty());
+    // Back through the filter: n4, then n3 (n2 is not in it).
+    browser.click_link("previous").await;
+    browser.wait_for_text("n4 in nav v1").await;
+    assert_eq!(browser.text_of("#case-position").await, "case 3 of 4");
+    browser.click_link("previous").await;
+    browser.wait_for_text("n3 in nav v1").await;
+    assert_eq!(browser.text_of("#case-position").await, "case 2 of 4");
+    browser.click_link("previous").await;
+    browser.wait_for_text("n1 in nav v1").await;
+    assert!(browser.all("#previous-case").await.is_empty(), "the first case of the filter has no previous");
     browser.click_link("the cases of this filter").await;
     browser.wait_for_text("4 of 5 cases match").await;
     browser.click_link("review queue").await;

@@ -11,6 +11,7 @@ mod console_conflicts;
 mod console_queue;
 mod console_review;
 mod console_runs;
+mod console_tables;
 mod harness;
 mod import_preview;
 mod isolation;

@@ -139,6 +139,45 @@ pub(crate) fn application_name() -> String {
 }
 
 impl PostgresStore {
+    /// A page of `size` cases from `seek` on (backwards for [`Seek::Before`]), read one case
+    /// longer so that a cursor is given only when more cases follow in that direction; the
+    /// bodies in the version's order either way.
+    async fn page_from(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        seek: Option<Seek<'_>>,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let select = Select { filter: select.filter.clone(), limit: Some(size as u64 + 1) };
+        let mut query = SelectQuery::new(&select, id, version, seek);
+        let mut conn = self.conn().await?;
+        let mut session = query.plan(&mut conn).await?;
+        let mut rows = query.rows(self, &mut session, query.rows_sql());
+        let mut found = Vec::new();
+        while let Some(row) = rows.next().await? {
+            found.push(row);
+        }
+        drop(rows);
+        session.end().await?;
+        let more = found.len() > size;
+        found.truncate(size);
+        if query.backward {
+            found.reverse();
+        }
+        let at = |row: Option<&(String, f64, Vec<u8>)>| -> Result<Option<Cursor>, StoreError> {
+            row.map(|(_, ord, case)| Ok(Cursor { ord: *ord, id: case_id(case.clone())? })).transpose()
+        };
+        // Forwards, a case comes before the page when it starts after one; backwards, one comes
+        // after it (the cursor's).
+        let (next, previous) = match query.backward {
+            false => (at(found.last().filter(|_| more))?, at(found.first().filter(|_| seek.is_some()))?),
+            true => (at(found.last())?, at(found.first().filter(|_| more))?),
+        };
+        Ok(Page { bodies: found.into_iter().map(|(body, _, _)| body).collect(), next, previous })
+    }
     /// Connects to the database at `url` and creates the store's schema in it (an empty
     /// database, made first if the server has none of that name) or brings it up to date.
     pub async fn create(url: &str) -> Result<Self, StoreError> {
@@ -863,26 +902,18 @@ impl crate::Store for PostgresStore {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<Page, StoreError> {
-        let id = self.dataset_id(dataset).await?;
-        let select = Select { filter: select.filter.clone(), limit: Some(size as u64) };
-        let mut query = SelectQuery::new(&select, id, version, after);
-        let mut conn = self.conn().await?;
-        let mut session = query.plan(&mut conn).await?;
-        let mut rows = query.rows(self, &mut session, query.rows_sql());
-        let mut page = Page::default();
-        let mut last = None;
-        while let Some((body, ord, case)) = rows.next().await? {
-            page.bodies.push(body);
-            last = Some((ord, case));
-        }
-        drop(rows);
-        session.end().await?;
-        if page.bodies.len() == size {
-            if let Some((ord, case)) = last {
-                page.next = Some(Cursor { ord, id: case_id(case)? });
-            }
-        }
-        Ok(page)
+        self.page_from(dataset, version, select, after.map(Seek::After), size).await
+    }
+
+    async fn page_before(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        before: &Cursor,
+        size: usize,
+    ) -> Result<Page, StoreError> {
+        self.page_from(dataset, version, select, Some(Seek::Before(before)), size).await
     }
 
     /// One row when the filter is all SQL (or there is none: `casebook_page`): PostgreSQL joins the
@@ -897,7 +928,12 @@ impl crate::Store for PostgresStore {
         size: usize,
     ) -> Result<crate::JsonPage, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let query = SelectQuery::new(&Select { filter: select.filter.clone(), limit: None }, id, version, after);
+        let query = SelectQuery::new(
+            &Select { filter: select.filter.clone(), limit: None },
+            id,
+            version,
+            after.map(Seek::After),
+        );
         if query.check != Check::Sql {
             return Ok(self.page(dataset, version, select, after, size).await?.into());
         }
@@ -938,6 +974,7 @@ impl crate::Store for PostgresStore {
             (Some(ord), Some(last)) if count == size => Some(Cursor { ord, id: case_id(last)? }),
             _ => None,
         };
+        let next = crate::if_more(self, dataset, version, select, next).await?;
         Ok(crate::JsonPage { json, count, next })
     }
 
@@ -1955,7 +1992,16 @@ async fn insert_version(conn: &mut PgConnection, dataset: i64, v: &VersionInfo) 
 /// with `matches` (PostgreSQL's regular expressions are not Rust's), every case; for a filter
 /// that reads the JSON, the cases holding a `\u0000`, which PostgreSQL's JSON functions refuse
 /// (`blob_facets.nul`).
+/// Where a page starts: just after a cursor, or (read backwards) just before one.
+#[derive(Clone, Copy)]
+enum Seek<'a> {
+    After(&'a Cursor),
+    Before(&'a Cursor),
+}
+
 struct SelectQuery {
+    /// Rows in the version's order, or (a page read backwards) in the reverse.
+    backward: bool,
     /// `FROM … WHERE …` for the version, without the filter.
     from: String,
     /// The filter's conjuncts that read no JSON, in SQL (see [`casebook_filter::PgParts`]).
@@ -2024,7 +2070,7 @@ impl std::ops::DerefMut for Session<'_> {
 }
 
 impl SelectQuery {
-    fn new(select: &Select, dataset: i64, version: u64, after: Option<&Cursor>) -> Self {
+    fn new(select: &Select, dataset: i64, version: u64, seek: Option<Seek<'_>>) -> Self {
         use casebook_filter::{PgContext, SqlParam};
         let version = i64::try_from(version).unwrap_or(i64::MAX);
         let mut params = vec![SqlParam::Integer(dataset), SqlParam::Integer(version)];
@@ -2032,9 +2078,13 @@ impl SelectQuery {
         let mut from = "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob
                     WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)"
             .to_owned();
-        if let Some(after) = after {
-            from.push_str(" AND m.ord >= $3 AND (m.ord > $3 OR m.case_id > $4)");
-            params.extend([SqlParam::Real(after.ord), SqlParam::Bytes(after.id.clone().into_bytes())]);
+        match seek {
+            Some(Seek::After(_)) => from.push_str(" AND m.ord >= $3 AND (m.ord > $3 OR m.case_id > $4)"),
+            Some(Seek::Before(_)) => from.push_str(" AND m.ord <= $3 AND (m.ord < $3 OR m.case_id < $4)"),
+            None => {}
+        }
+        if let Some(Seek::After(at) | Seek::Before(at)) = seek {
+            params.extend([SqlParam::Real(at.ord), SqlParam::Bytes(at.id.clone().into_bytes())]);
         }
         let base = params.len();
         let context = PgContext { body: "b.body", blob: "m.blob", facets: "f.facets" };
@@ -2055,6 +2105,7 @@ impl SelectQuery {
             from.push_str(&format!(" AND {plain}"));
         }
         Self {
+            backward: matches!(seek, Some(Seek::Before(_))),
             from,
             plain,
             json,
@@ -2140,13 +2191,14 @@ impl SelectQuery {
     /// The SQL of the rows to read: each case's body and whether to test it in memory.
     fn rows_sql(&self) -> String {
         let (from, cond) = (&self.from, self.json.as_deref().unwrap_or("true"));
+        let order = if self.backward { "ORDER BY m.ord DESC, m.case_id DESC" } else { "ORDER BY m.ord, m.case_id" };
         let mut sql = match self.check {
-            Check::Sql => format!("SELECT {ROW} false {from} ORDER BY m.ord, m.case_id"),
-            Check::Memory => format!("SELECT {ROW} true {from} ORDER BY m.ord, m.case_id"),
+            Check::Sql => format!("SELECT {ROW} false {from} {order}"),
+            Check::Memory => format!("SELECT {ROW} true {from} {order}"),
             // `CASE` so that PostgreSQL never reads the JSON of a case it cannot.
-            Check::Guarded => format!(
-                "SELECT {ROW} f.nul {from} AND CASE WHEN f.nul THEN true ELSE ({cond}) END ORDER BY m.ord, m.case_id"
-            ),
+            Check::Guarded => {
+                format!("SELECT {ROW} f.nul {from} AND CASE WHEN f.nul THEN true ELSE ({cond}) END {order}")
+            }
         };
         if let (Check::Sql, Some(limit)) = (self.check, self.limit) {
             sql.push_str(&format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)));
