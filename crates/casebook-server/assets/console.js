@@ -47,6 +47,50 @@ if (editor) {
   editor.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(check, 250); });
 }
 
+// The review queue's keys: j/k move, a/r mark the selected case, / the filter, ? the keys.
+const queue = document.getElementById("queue");
+if (queue) {
+  const items = [...queue.querySelectorAll("li.queue-item")];
+  const help = document.getElementById("queue-help");
+  // After a mark the page comes back without the case marked: the one that took its place is
+  // selected.
+  let at = Math.min(Number(sessionStorage.getItem("casebook-queue-at") || 0), Math.max(items.length - 1, 0));
+  sessionStorage.removeItem("casebook-queue-at");
+  const select = (i) => {
+    if (items.length === 0) return;
+    at = Math.max(0, Math.min(i, items.length - 1));
+    items.forEach((item, n) => item.classList.toggle("selected", n === at));
+    items[at].scrollIntoView({ block: "nearest" });
+  };
+  select(at);
+  const mark = (state) => {
+    const button = items[at] && items[at].querySelector(`button[name=state][value=${state}]`);
+    if (!button) return;
+    sessionStorage.setItem("casebook-queue-at", String(at));
+    button.click();
+  };
+  document.addEventListener("keydown", (event) => {
+    const typing = event.target.closest("input, textarea, select");
+    if (typing || event.ctrlKey || event.metaKey || event.altKey) {
+      if (event.key === "Escape" && typing) typing.blur();
+      return;
+    }
+    const keys = {
+      j: () => select(at + 1),
+      k: () => select(at - 1),
+      a: () => mark("reviewed"),
+      r: () => mark("rejected"),
+      "/": () => document.getElementById("where").focus(),
+      "?": () => { help.hidden = !help.hidden; },
+    };
+    if (keys[event.key]) {
+      event.preventDefault();
+      keys[event.key]();
+    }
+  });
+  items.forEach((item, n) => item.addEventListener("click", () => select(n)));
+}
+
 // The cases table: "select all on this page" ticks (or clears) every row's box.
 const selectPage = document.getElementById("select-page");
 if (selectPage) {

@@ -243,6 +243,9 @@ impl Store for AnyStore {
     async fn case(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Case>, StoreError> {
         each!(self, s => s.case(dataset, version, id).await)
     }
+    async fn place(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Cursor>, StoreError> {
+        each!(self, s => s.place(dataset, version, id).await)
+    }
     async fn holding(
         &self,
         dataset: &str,

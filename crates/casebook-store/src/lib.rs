@@ -646,6 +646,10 @@ pub trait Store {
         after: Option<&Cursor>,
         size: usize,
     ) -> Result<Page, StoreError>;
+    /// Where case `id` is in the order of version `version`: the cursor a page just after it
+    /// starts from (so the case after it in any selection is a page of one from there); `None`
+    /// when the version does not hold it. One indexed read.
+    async fn place(&self, dataset: &str, version: u64, id: &str) -> Result<Option<Cursor>, StoreError>;
     /// The page of the cases `select` picks (its limit aside) that ends just before `before`:
     /// at most `size`, in the version's order, read one case longer so that `previous` is given
     /// only when a selected case comes before the page (`next` is its last case's).

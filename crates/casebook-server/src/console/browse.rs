@@ -7,7 +7,7 @@ use crate::extract::{Path, Query};
 use askama::Template;
 use axum::response::{IntoResponse, Response};
 use casebook_model::Case;
-use casebook_store::{AnyStore, FieldChange, Ref, Store, VersionInfo};
+use casebook_store::{AnyStore, FieldChange, Ref, Select, Store, VersionInfo};
 use serde::Deserialize;
 
 use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, html, query, see_other, version_url};
@@ -219,6 +219,8 @@ pub struct RevisionRow {
     pub url: String,
     pub until: String,
     pub content_id: String,
+    /// The whole content id (which the restore button compares with the head's).
+    pub full_id: String,
     pub current: bool,
     /// `added`, `changed`, or `removed` (a revision after a gap).
     pub what: String,
@@ -241,6 +243,11 @@ struct CasePage {
     edit_url: String,
     /// Review state, confidence and labels in one action, for a write key.
     review: Option<super::review::ReviewForm>,
+    /// "Restore this content" on the history's other contents, for a write key.
+    restore: Option<super::restore::RestoreForm>,
+    /// The head's number.
+    head: u64,
+    nav: Nav,
 }
 
 impl From<&FieldChange> for Change {
@@ -269,9 +276,123 @@ pub(super) async fn case_at(store: &AnyStore, path: &CasePath) -> Result<(Versio
     }
 }
 
-pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
+/// Where a case page was reached from: the cases table's filter, and the case's place in it
+/// (the links of the table and of the case page carry them).
+#[derive(Deserialize, Default)]
+pub struct CaseQuery {
+    #[serde(rename = "where", default)]
+    filter: String,
+    /// The case's 1-based position among the cases the filter selects, when the link knew it.
+    #[serde(default)]
+    pos: String,
+    /// How many cases the filter selects.
+    #[serde(default)]
+    of: String,
+}
+
+/// The links from a case page through the filter it was reached from.
+#[derive(Default)]
+pub struct Nav {
+    pub filter: String,
+    /// "case 3 of 120", when known.
+    pub position: String,
+    pub previous_url: String,
+    pub next_url: String,
+    pub next_unreviewed_url: String,
+    /// The cases table with the filter.
+    pub list_url: String,
+    /// The filter's error, when it does not parse.
+    pub error: String,
+}
+
+/// The cases a review has still to look at (SPEC's review field: draft, or none).
+pub(super) const UNREVIEWED: &str = r#"review == "draft" or not exists(review)"#;
+
+/// A case page's address with the filter and place it is reached through.
+pub fn case_nav_url(case_url: &str, filter: &str, pos: Option<u64>, of: Option<u64>) -> String {
+    let mut parts = Vec::new();
+    if !filter.is_empty() {
+        parts.push(format!("where={}", query(filter)));
+    }
+    if let Some(pos) = pos {
+        parts.push(format!("pos={pos}"));
+    }
+    if let Some(of) = of {
+        parts.push(format!("of={of}"));
+    }
+    if parts.is_empty() { case_url.to_owned() } else { format!("{case_url}?{}", parts.join("&")) }
+}
+
+/// The case after `at` among those `select` picks in version `version`, by a page of one.
+async fn case_after(
+    store: &AnyStore,
+    dataset: &str,
+    version: u64,
+    select: &Select,
+    at: &casebook_store::Cursor,
+) -> Result<Option<String>, Failure> {
+    let page = store.page(dataset, version, select, Some(at), 1).await?;
+    let Some(body) = page.bodies.first() else { return Ok(None) };
+    let value: serde_json::Value = serde_json::from_str(body).map_err(Failure::internal)?;
+    Ok(value.get("id").and_then(|id| id.as_str()).map(str::to_owned))
+}
+
+/// Previous, next and next unreviewed through the filter, from the case's place in the version's order
+/// (a page of one after it each: no scan from the start).
+async fn nav(store: &AnyStore, path: &CasePath, version: u64, q: &CaseQuery) -> Result<Nav, Failure> {
+    let filter_text = q.filter.trim().to_owned();
+    let mut nav = Nav {
+        list_url: match filter_text.as_str() {
+            "" => version_url(&path.project, &path.dataset, version),
+            text => format!("{}?where={}", version_url(&path.project, &path.dataset, version), query(text)),
+        },
+        filter: filter_text.clone(),
+        ..Nav::default()
+    };
+    let filter = match filter_text.as_str() {
+        "" => None,
+        text => match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
+            Ok(filter) => Some(filter),
+            Err(err) => {
+                nav.error = err.render(text);
+                return Ok(nav);
+            }
+        },
+    };
+    let Some(at) = store.place(&path.dataset, version, &path.case).await? else { return Ok(nav) };
+    let pos = q.pos.trim().parse::<u64>().ok();
+    let of = q.of.trim().parse::<u64>().ok();
+    nav.position = match (pos, of) {
+        (Some(pos), Some(of)) => format!("case {pos} of {of}"),
+        (None, Some(of)) => format!("{of} cases"),
+        _ => String::new(),
+    };
+    let link = |id: &str, pos: Option<u64>| {
+        case_nav_url(&case_url(&path.project, &path.dataset, version, id), &filter_text, pos, of)
+    };
+    let select = Select { filter: filter.clone(), limit: None };
+    let before = store.page_before(&path.dataset, version, &select, &at, 1).await?;
+    if let Some(body) = before.bodies.first() {
+        let value: serde_json::Value = serde_json::from_str(body).map_err(Failure::internal)?;
+        if let Some(id) = value.get("id").and_then(|id| id.as_str()) {
+            nav.previous_url = link(id, pos.and_then(|p| p.checked_sub(1)).filter(|p| *p > 0));
+        }
+    }
+    if let Some(next) = case_after(store, &path.dataset, version, &select, &at).await? {
+        nav.next_url = link(&next, pos.map(|p| p + 1));
+    }
+    let unreviewed = casebook_filter::Filter::parse(UNREVIEWED).map_err(|e| Failure::internal(e.render(UNREVIEWED)))?;
+    let only = Select { filter: Some(filter.map_or(unreviewed.clone(), |f| f.and(unreviewed))), limit: None };
+    if let Some(next) = case_after(store, &path.dataset, version, &only, &at).await? {
+        nav.next_unreviewed_url = link(&next, None);
+    }
+    Ok(nav)
+}
+
+pub async fn case(viewer: Viewer, Path(path): Path<CasePath>, Query(q): Query<CaseQuery>) -> PageResult {
     let store = &viewer.store;
     let (version, case) = case_at(store, &path).await?;
+    let nav = nav(store, &path, version.number, &q).await?;
     let revisions = store.history(&path.dataset, &path.case).await?;
     let older = revisions.len().saturating_sub(HISTORY_SHOWN);
     let mut history = Vec::new();
@@ -288,6 +409,7 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
             url: case_url(&path.project, &path.dataset, revision.from_version, &path.case),
             until: revision.to_version.map_or_else(String::new, |t| format!("v{t}")),
             content_id: revision.content_id.chars().take(12).collect(),
+            full_id: revision.content_id.clone(),
             current: (revision.from_version..revision.to_version.unwrap_or(u64::MAX)).contains(&version.number),
             what: what.into(),
             changes,
@@ -297,12 +419,25 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
         }
     }
     history.reverse();
-    let edit_url = match viewer.can_write() {
-        true => format!("{}/edit?case={}", dataset_url(&path.project, &path.dataset), query(&path.case)),
-        false => String::new(),
+    let head = store.resolve(&path.dataset, &Ref::Latest).await?.number;
+    // An old version's page edits that version's content (saved onto the head by the editor's
+    // three-way rule).
+    let edit_url = match (viewer.can_write(), version.number == head) {
+        (false, _) => String::new(),
+        (true, true) => format!("{}/edit?case={}", dataset_url(&path.project, &path.dataset), query(&path.case)),
+        (true, false) => format!(
+            "{}/edit?case={}&from=v{}",
+            dataset_url(&path.project, &path.dataset),
+            query(&path.case),
+            version.number
+        ),
     };
+    let head_content =
+        revisions.last().filter(|r| r.to_version.is_none()).map(|r| r.content_id.clone()).unwrap_or_default();
+    let restore = super::restore::RestoreForm::new(&viewer, &path, version.number, head, head_content);
     let view = CaseView::new(&case);
-    let review = super::review::ReviewForm::new(&viewer, &path, version.number, &case);
+    let review =
+        super::review::ReviewForm::new(&viewer, &path, version.number, &case, [q.filter.trim(), &q.pos, &q.of]);
     let json = serde_json::to_string_pretty(&case).unwrap_or_default();
     let title = format!("{} · {}", path.dataset, casebook_model::excerpt(&case.id));
     Ok(html(&CasePage {
@@ -320,6 +455,9 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>) -> PageResult {
         older,
         edit_url,
         review,
+        restore,
+        head,
+        nav,
     }))
 }
 

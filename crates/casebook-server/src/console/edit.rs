@@ -144,27 +144,44 @@ struct EditPage {
     again_url: String,
     check_url: String,
     csrf: String,
+    /// When the editor opened an older version's content: the head then (`v5`), which saving
+    /// puts the content on.
+    head_then: String,
 }
 
 #[derive(Deserialize)]
 pub struct EditQuery {
     #[serde(default)]
     case: String,
+    /// The version whose content of the case the editor opens (`v2`); the head's by default.
+    /// Saving builds on that version, so the three-way rule decides against the head.
+    #[serde(default)]
+    from: String,
 }
 
 pub async fn editor(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query<EditQuery>) -> PageResult {
     viewer.require_write()?;
     let store = &viewer.store;
     let head = store.resolve(&path.dataset, &Ref::Latest).await?;
+    let from = match q.from.trim() {
+        "" => head.number,
+        _ if q.case.is_empty() => {
+            return Err(Failure::bad_request("`from` opens a case of a version: name the `case`"));
+        }
+        text => {
+            let reference: Ref = text.parse().map_err(Failure::bad_request)?;
+            store.resolve(&path.dataset, &reference).await?.number
+        }
+    };
     let text = match q.case.as_str() {
         "" => NEW_CASE.to_owned(),
-        id => match store.case(&path.dataset, head.number, id).await? {
+        id => match store.case(&path.dataset, from, id).await? {
             Some(case) => serde_json::to_string_pretty(&case).map_err(Failure::internal)?,
             None => {
                 return Err(Failure::not_found(format!(
                     "`{}` v{} has no case `{}`",
                     path.dataset,
-                    head.number,
+                    from,
                     casebook_model::excerpt(id)
                 )));
             }
@@ -178,7 +195,8 @@ pub async fn editor(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Que
             .at(title, ""),
         action: format!("{url}/edit"),
         new_dataset: false,
-        parent: format!("v{}", head.number),
+        parent: format!("v{from}"),
+        head_then: if from == head.number { String::new() } else { format!("v{}", head.number) },
         original: q.case,
         text,
         message: String::new(),
@@ -247,6 +265,7 @@ pub async fn save(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): For
         again_url: String::new(),
         check_url: format!("{}/check", project_url(&path.project)),
         csrf: viewer.csrf.clone(),
+        head_then: String::new(),
     };
     commit_edit(&viewer, &path.project, page, &form).await
 }
@@ -276,6 +295,7 @@ fn new_page(viewer: &Viewer, project: &str, dataset: String, text: String, messa
         again_url: String::new(),
         check_url: format!("{}/check", project_url(project)),
         csrf: viewer.csrf.clone(),
+        head_then: String::new(),
     }
 }
 

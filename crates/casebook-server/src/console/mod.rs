@@ -11,6 +11,8 @@ mod bulk;
 mod edit;
 mod import;
 mod page;
+mod queue;
+mod restore;
 mod review;
 mod runs;
 mod session;
@@ -64,6 +66,8 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/bulk", post(bulk::apply))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}", get(browse::case))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/review", post(review::save))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/restore", post(restore::restore))
+        .route("/projects/{project}/datasets/{dataset}/queue", get(queue::queue).post(queue::act))
 }
 
 /// A page of the console for a path no route serves (an API path gets the API's JSON error).

@@ -10,7 +10,7 @@ use casebook_store::{AnyStore, Cursor, Select, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::browse::{VersionPath, VersionRow, resolve};
+use super::browse::{VersionPath, VersionRow, case_nav_url, resolve};
 use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, html, query, thousands};
 use super::session::Viewer;
 use super::view::{preview, show};
@@ -91,6 +91,8 @@ struct VersionPage {
     column_error: String,
     formats: Vec<&'static str>,
     bulk: Option<BulkForm>,
+    /// The dataset's review queue, with this page's filter.
+    queue_url: String,
 }
 
 impl VersionPage {
@@ -164,6 +166,10 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
         column_names: Vec::new(),
         column_error: String::new(),
         formats: casebook_formats::Format::ALL.iter().map(|f| f.name()).collect(),
+        queue_url: match filter.as_str() {
+            "" => format!("{}/queue", dataset_url(&path.project, &path.dataset)),
+            text => format!("{}/queue?where={}", dataset_url(&path.project, &path.dataset), query(text)),
+        },
         bulk: viewer.can_write().then(|| BulkForm {
             url: format!("{}/bulk", version.url),
             csrf: viewer.csrf.clone(),
@@ -221,9 +227,17 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
     };
     // A page with nothing before it starts the selection, whatever the cursor said.
     let start = if found.previous.is_none() { Some(0) } else { start };
-    for body in &found.bodies {
+    // The case pages go on through what the table shows (a search as the filter it makes), with
+    // each case's position when the page's is known.
+    let nav_filter = match page.searched.is_empty() {
+        true => filter.clone(),
+        false => select.filter.as_ref().map(|f| f.to_string()).unwrap_or_default(),
+    };
+    for (i, body) in found.bodies.iter().enumerate() {
         let case: Case = serde_json::from_str(body).map_err(Failure::internal)?;
-        page.rows.push(row(&path, number, &case, &columns));
+        let mut row = row(&path, number, &case, &columns);
+        row.url = case_nav_url(&row.url, &nav_filter, start.map(|s| s + i as u64 + 1), Some(page.selected));
+        page.rows.push(row);
     }
     if shown > 0 {
         page.position = match start {

@@ -234,6 +234,25 @@ impl Browser {
         self.on_element(css, "value", Some(json!({"text": text}))).await;
     }
 
+    /// Types `keys` as a person does on the page (not into a field): each a key down and up.
+    pub async fn press(&self, keys: &str) {
+        let actions: Vec<Value> = keys
+            .chars()
+            .flat_map(|c| {
+                [json!({"type": "keyDown", "value": c.to_string()}), json!({"type": "keyUp", "value": c.to_string()})]
+            })
+            .collect();
+        let body = json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]});
+        self.command("POST", "/actions", Some(body)).await;
+    }
+
+    /// Presses `key`, which sends a form, and waits for the page that answers.
+    pub async fn press_to_submit(&self, key: &str) {
+        self.mark_page().await;
+        self.press(key).await;
+        self.wait_for_new_page().await;
+    }
+
     /// Saves a screenshot as `NAME.png` in `$CASEBOOK_SHOTS`, when it is set.
     pub async fn shot(&self, name: &str) {
         let Ok(dir) = std::env::var("CASEBOOK_SHOTS") else { return };

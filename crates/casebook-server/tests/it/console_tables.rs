@@ -42,7 +42,8 @@ fn rows(n: usize) -> Vec<Case> {
 
 /// The ids in a console page's table, in order (from the links to their cases).
 fn ids_in(html: &str) -> Vec<String> {
-    html.split("/cases/").skip(1).map(|s| s.split('"').next().unwrap().to_owned()).collect()
+    // (A link goes on with the filter and the case's position after `?`.)
+    html.split("/cases/").skip(1).map(|s| s.split(['"', '?']).next().unwrap().to_owned()).collect()
 }
 
 /// The address of a page's link with `rel`, unescaped (`&amp;` in the HTML).

@@ -825,6 +825,19 @@ impl crate::Store for PostgresStore {
         Ok(held)
     }
 
+    async fn place(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Cursor>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let ord: Option<f64> = sqlx::query_scalar(
+            "SELECT ord FROM members WHERE dataset = $1 AND case_id = $2 AND from_v <= $3 AND (to_v IS NULL OR to_v > $3)",
+        )
+        .bind(id)
+        .bind(case_id.as_bytes())
+        .bind(version as i64)
+        .fetch_optional(&mut *self.conn().await?)
+        .await?;
+        Ok(ord.map(|ord| Cursor { ord, id: case_id.to_owned() }))
+    }
+
     async fn case(&self, dataset: &str, version: u64, case_id: &str) -> Result<Option<Case>, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let body: Option<String> = sqlx::query_scalar(
