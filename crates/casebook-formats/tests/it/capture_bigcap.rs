@@ -109,6 +109,25 @@ fn partitions_worked_on_by_several_threads_give_what_one_thread_gives() {
     }
 }
 
+#[test]
+fn a_document_read_a_few_bytes_at_a_time_gives_what_it_gives_read_whole() {
+    // Values are cut out of the document by skipping strings to their next quote or backslash:
+    // escapes (`\"`, `\\`, `\n`, `\u…`) falling across the reader's buffers must not end a
+    // string or a value early. The generator's prompts hold quotes, backslashes and non-ASCII.
+    let items = batches(40, 13);
+    let document = json!({"resourceSpans": items}).to_string();
+    assert!(document.contains("\\\"") || document.contains("\\\\"), "escapes in the document");
+    let whole = capture(Capture::new(), &[("d.json", document.clone())]);
+    assert!(!whole.has_errors() && whole.cases.len() > 30, "{:#?}", whole.diagnostics);
+    for size in [1, 2, 3, 7, 64] {
+        let mut small = Capture::new();
+        small.read("d.json", std::io::BufReader::with_capacity(size, document.as_bytes())).unwrap();
+        let small = small.finish();
+        assert_eq!(small.cases, whole.cases, "buffers of {size} bytes");
+        assert_eq!(messages(&small), messages(&whole), "buffers of {size} bytes");
+    }
+}
+
 fn warnings(captured: &Captured) -> Vec<&Diagnostic> {
     captured.diagnostics.iter().filter(|d| !d.is_error()).collect()
 }
