@@ -179,10 +179,7 @@ impl<R: BufRead> Input<R> {
                         continue;
                     }
                     // Strings are most of a trace: skipped to their next quote or backslash.
-                    let Some(k) = memchr::memchr2(b'"', b'\\', &buffer[i..]) else {
-                        i = buffer.len();
-                        break;
-                    };
+                    let Some(k) = memchr::memchr2(b'"', b'\\', &buffer[i..]) else { break };
                     i += k;
                     if buffer[i] == b'\\' {
                         escaped = true;
