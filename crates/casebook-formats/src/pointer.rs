@@ -38,14 +38,16 @@ impl fmt::Display for Ptr<'_> {
             Segment::Index(i) => write!(f, "/{i}"),
             Segment::Key(key) => {
                 f.write_str("/")?;
-                for c in key.chars() {
-                    match c {
-                        '~' => f.write_str("~0")?,
-                        '/' => f.write_str("~1")?,
-                        c => fmt::Write::write_char(f, c)?,
-                    }
+                // Runs between the two bytes to escape are written whole (a character at a
+                // time through the formatter cost a tenth of a capture's time, each span's place
+                // being rendered).
+                let mut rest = key;
+                while let Some(at) = rest.find(['~', '/']) {
+                    f.write_str(&rest[..at])?;
+                    f.write_str(if rest.as_bytes()[at] == b'~' { "~0" } else { "~1" })?;
+                    rest = &rest[at + 1..];
                 }
-                Ok(())
+                f.write_str(rest)
             }
         }
     }
@@ -63,5 +65,9 @@ mod tests {
         let c = b.key("m~n");
         assert_eq!(c.to_string(), "/a~1b/3/m~0n");
         assert_eq!(Ptr::ROOT.to_string(), "");
+        let d = root.key("~/~x/");
+        assert_eq!(d.to_string(), "/~0~1~0x~1");
+        let e = root.key("é/ü~");
+        assert_eq!(e.to_string(), "/é~1ü~0");
     }
 }

@@ -89,17 +89,33 @@ impl<T: Serialize + DeserializeOwned> Partitions<T> {
 
     /// The items of `partition`, in the order they were pushed (its place is emptied).
     pub fn take(&mut self, partition: usize) -> io::Result<Vec<T>> {
-        let mut items = Vec::new();
-        let mut bytes = Vec::new();
-        for (at, len) in std::mem::take(&mut self.chunks[partition]) {
-            let file = self.file.as_ref().ok_or_else(|| io::Error::other("a chunk without its file"))?;
-            bytes.resize(len, 0);
-            read_exact_at(file, &mut bytes, at)?;
-            parse_lines(&bytes, &mut items)?;
-        }
+        Self::parse(&self.take_bytes(partition)?)
+    }
+
+    /// The items of `partition` as they are kept (JSON lines, in the order they were pushed; its
+    /// place is emptied), for [`Partitions::parse`] to read, on another thread if need be.
+    pub fn take_bytes(&mut self, partition: usize) -> io::Result<Vec<u8>> {
+        let chunks = std::mem::take(&mut self.chunks[partition]);
         let buffer = std::mem::take(&mut self.buffers[partition]);
         self.buffered -= buffer.len();
-        parse_lines(&buffer, &mut items)?;
+        if chunks.is_empty() {
+            return Ok(buffer);
+        }
+        let file = self.file.as_ref().ok_or_else(|| io::Error::other("a chunk without its file"))?;
+        let mut bytes = vec![0; chunks.iter().map(|(_, len)| len).sum::<usize>() + buffer.len()];
+        let mut from = 0;
+        for (at, len) in chunks {
+            read_exact_at(file, &mut bytes[from..from + len], at)?;
+            from += len;
+        }
+        bytes[from..].copy_from_slice(&buffer);
+        Ok(bytes)
+    }
+
+    /// The items of what [`Partitions::take_bytes`] gave.
+    pub fn parse(bytes: &[u8]) -> io::Result<Vec<T>> {
+        let mut items = Vec::new();
+        parse_lines(bytes, &mut items)?;
         Ok(items)
     }
 }
@@ -137,7 +153,12 @@ impl<K: Ord + Serialize + DeserializeOwned, T: Serialize + DeserializeOwned> Sor
     }
 
     pub fn push(&mut self, key: K, item: &T) -> io::Result<()> {
-        let bytes = serde_json::to_vec(item).map_err(io::Error::other)?;
+        self.push_json(key, serde_json::to_vec(item).map_err(io::Error::other)?)
+    }
+
+    /// [`Sorter::push`] of an item already written as JSON (`serde_json::to_vec` of a `T`), so
+    /// that the writing can be done on another thread.
+    pub fn push_json(&mut self, key: K, bytes: Vec<u8>) -> io::Result<()> {
         self.pending_bytes += bytes.len() + 64;
         self.pending.push((key, bytes));
         if self.pending_bytes > self.budget {

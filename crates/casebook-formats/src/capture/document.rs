@@ -170,35 +170,46 @@ impl<R: BufRead> Input<R> {
                 return Ok(if scalar { Ok(()) } else { Err("unexpected end of input inside a value") });
             }
             let mut end = None;
-            for (i, &b) in buffer.iter().enumerate() {
+            let mut i = 0;
+            while i < buffer.len() {
                 if in_string {
                     if escaped {
                         escaped = false;
-                    } else if b == b'\\' {
+                        i += 1;
+                        continue;
+                    }
+                    // Strings are most of a trace: skipped to their next quote or backslash.
+                    let Some(k) = memchr::memchr2(b'"', b'\\', &buffer[i..]) else { break };
+                    i += k;
+                    if buffer[i] == b'\\' {
                         escaped = true;
-                    } else if b == b'"' {
+                    } else {
                         in_string = false;
                         if depth == 0 {
                             end = Some(i + 1);
                             break;
                         }
                     }
+                    i += 1;
                     continue;
                 }
+                let b = buffer[i];
                 if scalar {
                     if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n') {
                         end = Some(i);
                         break;
                     }
+                    i += 1;
                     continue;
                 }
+                i += 1;
                 match b {
                     b'"' => in_string = true,
                     b'{' | b'[' => depth += 1,
                     b'}' | b']' => {
                         depth = depth.saturating_sub(1);
                         if depth == 0 {
-                            end = Some(i + 1);
+                            end = Some(i);
                             break;
                         }
                     }

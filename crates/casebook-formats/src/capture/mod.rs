@@ -45,6 +45,11 @@ pub mod stream;
 
 use std::collections::{HashMap, HashSet};
 
+/// Hash maps and sets keyed by what a capture reads (ids, keys): foldhash, seeded per map
+/// (SipHash, std's default, was a twelfth of a capture's instructions).
+pub(super) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+pub(super) type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
+
 use casebook_model::snapshot::{Response, When};
 use casebook_model::{
     Case, Code, ContextItem, Diagnostic, Expectations, Map, Provenance, Responses, Review, Role, Task, Tool, Turn,
@@ -99,6 +104,13 @@ impl Capture {
     /// uses temporary files (the default is [`stream::SPANS_IN_MEMORY`]).
     pub fn with_memory(bytes: usize) -> Self {
         Self { spans: stream::Spans::with_memory(bytes), records: Vec::new(), diagnostics: stream::Kept::default() }
+    }
+
+    /// The same capture, its partitions of spans worked on by `threads` threads at a time (by
+    /// default the cores there are, at most 4); what it makes is the same whatever the number.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.spans.workers = threads.max(1);
+        self
     }
 
     /// Reads one file, `file` being its name as diagnostics show it: OTLP JSON (a document or
@@ -194,9 +206,9 @@ pub(super) fn attach_records(spans: &mut [Span], records: Vec<Record>, diags: &m
     // Per span not read: its first record and how many it has, in the order they were read.
     let mut orphans: Vec<(Record, usize)> = Vec::new();
     {
-        let by_id: HashMap<(&str, &str), usize> =
+        let by_id: FastMap<(&str, &str), usize> =
             spans.iter().enumerate().map(|(i, s)| ((s.trace_id.as_str(), s.span_id.as_str()), i)).collect();
-        let mut orphan_at: HashMap<(String, String), usize> = HashMap::new();
+        let mut orphan_at: FastMap<(String, String), usize> = FastMap::default();
         for record in records {
             if let Some(&i) = by_id.get(&(record.trace_id.as_str(), record.span_id.as_str())) {
                 attached.push((i, record));
@@ -213,12 +225,12 @@ pub(super) fn attach_records(spans: &mut [Span], records: Vec<Record>, diags: &m
         }
     }
     attached.sort_by_key(|(_, r)| r.time);
-    let own: HashSet<usize> = attached
+    let own: FastSet<usize> = attached
         .iter()
         .map(|(i, _)| *i)
         .filter(|&i| spans[i].events.iter().any(|e| logs::EVENTS.contains(&e.name.as_str())))
         .collect();
-    let mut seen = HashSet::new();
+    let mut seen = FastSet::default();
     for (i, record) in attached {
         if own.contains(&i) {
             continue;
@@ -294,8 +306,8 @@ fn span_of(pointer: &str) -> Option<&str> {
 
 /// The invocations of one trace: `(span, the spans under it, itself first)`.
 fn trace_invocations(spans: &[Span], members: &[usize]) -> Vec<(usize, Vec<usize>)> {
-    let by_id: HashMap<&str, usize> = members.iter().map(|&i| (spans[i].span_id.as_str(), i)).collect();
-    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let by_id: FastMap<&str, usize> = members.iter().map(|&i| (spans[i].span_id.as_str(), i)).collect();
+    let mut children: FastMap<usize, Vec<usize>> = FastMap::default();
     let mut roots = Vec::new();
     for &i in members {
         match spans[i].parent_id.as_deref().and_then(|p| by_id.get(p)) {
@@ -394,7 +406,7 @@ fn is_user(m: &Message) -> bool {
 /// its first call's (its id, its place in the order); its spans are all the calls'.
 pub(super) fn join_model_calls(spans: &[Span], invocations: Vec<(usize, Vec<usize>)>) -> Vec<(usize, Vec<usize>)> {
     // (the invocation's index, its last call's input and output), per key.
-    let mut open: HashMap<String, (usize, Vec<Message>, Vec<Message>)> = HashMap::new();
+    let mut open: FastMap<String, (usize, Vec<Message>, Vec<Message>)> = FastMap::default();
     let mut out: Vec<Option<(usize, Vec<usize>)>> = Vec::with_capacity(invocations.len());
     for (top, members) in invocations {
         let Some(key) = join_key(spans, top, &members).filter(|k| k.starts_with(CALLS)) else {
@@ -445,7 +457,7 @@ fn invocation_case(
     spans: &[Span],
     top: usize,
     members: &[usize],
-    conversations: &mut HashMap<String, Vec<Exchange>>,
+    conversations: &mut FastMap<String, Vec<Exchange>>,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Case> {
     let root = &spans[top];

@@ -14,7 +14,7 @@
 //! of the reading in the order met, then those of the invocations in the order they started)
 //! and counts the others.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io;
 
 use casebook_model::{Case, Code, Diagnostic};
@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::logs::Record;
 use super::otlp::Span;
+use super::{FastMap, FastSet};
 use crate::spill::{Partitions, Sorted, Sorter};
 
 /// Bytes of spans (as JSON) held in memory before they go to a temporary file.
@@ -42,6 +43,8 @@ pub struct Spans {
     parts: Partitions<Span>,
     failed: Option<io::Error>,
     memory: usize,
+    /// Partitions worked on at once.
+    pub(super) workers: usize,
 }
 
 impl Default for Spans {
@@ -52,7 +55,7 @@ impl Default for Spans {
 
 impl Spans {
     pub(super) fn with_memory(bytes: usize) -> Self {
-        Self { parts: Partitions::new(PARTITIONS, bytes), failed: None, memory: bytes }
+        Self { parts: Partitions::new(PARTITIONS, bytes), failed: None, memory: bytes, workers: workers() }
     }
 }
 
@@ -195,9 +198,10 @@ impl Iterator for Cases {
 
 /// Steps 2 to 4 of the module's comment; the GenAI events of log records (`records`, held in
 /// memory: log files carry the events, not the bulk of a capture) join their spans as each
-/// partition is taken.
+/// partition is taken. Partitions are worked on by several threads at a time ([`workers`]), their
+/// findings taken in partition order, so what comes out is what one thread would make.
 pub(super) fn cases(spans: Spans, records: Vec<Record>, mut kept: Kept) -> io::Result<Cases> {
-    let Spans { mut parts, failed, memory } = spans;
+    let Spans { mut parts, failed, memory, workers } = spans;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -212,125 +216,220 @@ pub(super) fn cases(spans: Spans, records: Vec<Record>, mut kept: Kept) -> io::R
     let mut sorter: Sorter<Key, Case> = Sorter::new(memory.min(CASES_IN_MEMORY));
     let mut joined: Partitions<Joined> = Partitions::new(PARTITIONS, memory / 2);
     let errors = kept.has_errors();
-    // By trace, each with its place in the order read.
-    let mut records_of: HashMap<String, Vec<(usize, Record)>> = HashMap::new();
+    // By partition of their trace, each with its place in the order read.
+    let mut records_of: Vec<Vec<(usize, Record)>> = (0..parts.count()).map(|_| Vec::new()).collect();
     for (i, record) in records.into_iter().enumerate() {
-        records_of.entry(record.trace_id.clone()).or_default().push((i, record));
+        records_of[parts.of(&record.trace_id)].push((i, record));
     }
-    for part in 0..parts.count() {
-        let mut spans = parts.take(part)?;
-        let mut seen = HashSet::new();
-        spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
-        drop(seen);
-        out.spans += spans.len() as u64;
-        if errors {
-            continue;
+    // Records of traces not read.
+    let mut left: Vec<(usize, Record)> = Vec::new();
+    let mut part = 0;
+    while part < parts.count() {
+        let batch = part..parts.count().min(part + workers);
+        let mut taken = Vec::with_capacity(batch.len());
+        for p in batch.clone() {
+            taken.push((parts.take_bytes(p)?, std::mem::take(&mut records_of[p])));
         }
-        if !records_of.is_empty() {
-            let traces: HashSet<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
-            let mut these = Vec::new();
-            for trace in traces {
-                these.extend(records_of.remove(trace).unwrap_or_default());
-            }
-            // Records come in the order they were read, whatever the partition.
-            these.sort_by_key(|(i, _)| *i);
-            let mut diags = Vec::new();
-            super::attach_records(&mut spans, these.into_iter().map(|(_, r)| r).collect(), &mut diags);
-            kept.extend(diags);
-        }
-        let mut traces: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, span) in spans.iter().enumerate() {
-            traces.entry(&span.trace_id).or_default().push(i);
-        }
-        let mut invocations: Vec<(usize, Vec<usize>)> = Vec::new();
-        for members in traces.values() {
-            invocations.extend(super::trace_invocations(&spans, members));
-        }
-        drop(traces);
-        out.invocations += invocations.len() as u64;
-        for (root, mut members) in invocations {
-            match super::join_key(&spans, root, &members) {
-                None => {
-                    let mut diags = Vec::new();
-                    let case = super::invocation_case(&spans, root, &members, &mut HashMap::new(), &mut diags);
-                    let key = key_of(&spans[root]);
-                    diags.into_iter().for_each(|d| kept.found(&key, d));
-                    if let Some(case) = case {
-                        sorter.push(key, &case)?;
-                        out.cases += 1;
-                    }
-                }
-                Some(key) => {
-                    // In the order read, so spans that started together are taken as before.
-                    members.sort_unstable();
-                    let root = members.iter().position(|&i| i == root).unwrap_or(0);
-                    let kept_spans = members.iter().map(|&i| spans[i].clone()).collect();
-                    let p = joined.of(&key);
-                    joined.push(p, &Joined { key, root, spans: kept_spans })?;
-                }
+        for found in in_parallel(taken, |(bytes, records)| spans_found(&bytes, records, errors)) {
+            let found = found?;
+            out.spans += found.spans;
+            out.invocations += found.invocations;
+            kept.extend(found.read);
+            left.extend(found.left);
+            merge(&mut out, &mut kept, &mut sorter, found.cases)?;
+            for one in found.joined {
+                let p = joined.of(&one.key);
+                joined.push(p, &one)?;
             }
         }
+        part = batch.end;
     }
-    if !errors && !records_of.is_empty() {
+    if !errors && !left.is_empty() {
         // Records of traces not read: one warning per span, in the order they were read.
-        let mut left: Vec<(usize, Record)> = records_of.into_values().flatten().collect();
         left.sort_by_key(|(i, _)| *i);
         let mut diags = Vec::new();
         super::attach_records(&mut [], left.into_iter().map(|(_, r)| r).collect(), &mut diags);
         kept.extend(diags);
     }
-    for part in 0..joined.count() {
-        let list = joined.take(part)?;
-        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, one) in list.iter().enumerate() {
-            by_key.entry(&one.key).or_default().push(i);
+    let mut part = 0;
+    while part < joined.count() {
+        let batch = part..joined.count().min(part + workers);
+        let mut taken = Vec::with_capacity(batch.len());
+        for p in batch.clone() {
+            taken.push(joined.take_bytes(p)?);
         }
-        let mut conversations = HashMap::new();
-        for (key, mut members) in by_key {
-            members.sort_by_cached_key(|&i| key_of(&list[i].spans[list[i].root]));
-            if key.starts_with(super::CALLS) {
-                // The model calls of one question, each in a trace of its own: joined first.
-                let mut spans: Vec<Span> = Vec::new();
-                let mut invocations = Vec::new();
-                for &i in &members {
-                    let one = &list[i];
-                    let base = spans.len();
-                    spans.extend(one.spans.iter().cloned());
-                    invocations.push((base + one.root, (base..spans.len()).collect::<Vec<usize>>()));
-                }
-                let calls = invocations.len();
-                let joined = super::join_model_calls(&spans, invocations);
-                // The calls of one question are one invocation.
-                out.invocations -= (calls - joined.len()) as u64;
-                for (root, members) in joined {
-                    let mut diags = Vec::new();
-                    let case = super::invocation_case(&spans, root, &members, &mut conversations, &mut diags);
-                    let key = key_of(&spans[root]);
-                    diags.into_iter().for_each(|d| kept.found(&key, d));
-                    if let Some(case) = case {
-                        sorter.push(key, &case)?;
-                        out.cases += 1;
-                    }
-                }
-                continue;
-            }
-            for i in members {
-                let one = &list[i];
-                let all: Vec<usize> = (0..one.spans.len()).collect();
-                let mut diags = Vec::new();
-                let case = super::invocation_case(&one.spans, one.root, &all, &mut conversations, &mut diags);
-                let key = key_of(&one.spans[one.root]);
-                diags.into_iter().for_each(|d| kept.found(&key, d));
-                if let Some(case) = case {
-                    sorter.push(key, &case)?;
-                    out.cases += 1;
-                }
-            }
+        for found in in_parallel(taken, |bytes| conversations_found(&bytes)) {
+            let (merged, made) = found?;
+            // The calls of one question are one invocation.
+            out.invocations -= merged;
+            merge(&mut out, &mut kept, &mut sorter, made)?;
         }
+        part = batch.end;
     }
     (out.diagnostics, out.diagnostics_left_out) = kept.into_parts();
     out.sorted = Some(sorter.finish()?);
     Ok(out)
+}
+
+/// Threads that work on partitions at once: the cores there are, at most 4.
+fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+}
+
+/// `work` on each of `items`, each on a thread of its own but the last (on this one); the
+/// results in the order of `items`.
+fn in_parallel<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) -> Vec<R> {
+    if items.len() <= 1 {
+        return items.into_iter().map(work).collect();
+    }
+    std::thread::scope(|scope| {
+        let mut items = items;
+        let last = items.pop();
+        let work = &work;
+        let handles: Vec<_> = items.into_iter().map(|item| scope.spawn(move || work(item))).collect();
+        let last = last.map(work);
+        let mut results: Vec<R> =
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect();
+        results.extend(last);
+        results
+    })
+}
+
+/// An invocation's case (as JSON, for the [`Sorter`]) or the diagnostics that stopped it.
+struct Made {
+    key: Key,
+    case: Option<Vec<u8>>,
+    diags: Vec<Diagnostic>,
+}
+
+/// What one partition of spans gave (step 2).
+struct SpansFound {
+    spans: u64,
+    invocations: u64,
+    /// Diagnostics of the reading (of log records joining their spans).
+    read: Vec<Diagnostic>,
+    /// Log records whose trace is not among the spans.
+    left: Vec<(usize, Record)>,
+    cases: Vec<Made>,
+    joined: Vec<Joined>,
+}
+
+/// Takes what one partition made, in order: its diagnostics and its cases.
+fn merge(out: &mut Cases, kept: &mut Kept, sorter: &mut Sorter<Key, Case>, made: Vec<Made>) -> io::Result<()> {
+    for Made { key, case, diags } in made {
+        diags.into_iter().for_each(|d| kept.found(&key, d));
+        if let Some(case) = case {
+            sorter.push_json(key, case)?;
+            out.cases += 1;
+        }
+    }
+    Ok(())
+}
+
+fn made(key: Key, case: Option<Case>, diags: Vec<Diagnostic>) -> io::Result<Made> {
+    let case = case.map(|case| serde_json::to_vec(&case)).transpose().map_err(io::Error::other)?;
+    Ok(Made { key, case, diags })
+}
+
+/// Step 2 on one partition of spans (its bytes as [`Partitions::take_bytes`] gave them), with
+/// the log records of its traces.
+fn spans_found(bytes: &[u8], records: Vec<(usize, Record)>, errors: bool) -> io::Result<SpansFound> {
+    let mut spans = Partitions::<Span>::parse(bytes)?;
+    let mut seen = FastSet::default();
+    spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
+    drop(seen);
+    let mut found = SpansFound {
+        spans: spans.len() as u64,
+        invocations: 0,
+        read: Vec::new(),
+        left: Vec::new(),
+        cases: Vec::new(),
+        joined: Vec::new(),
+    };
+    if errors {
+        found.left = records;
+        return Ok(found);
+    }
+    if !records.is_empty() {
+        let traces: FastSet<&str> = spans.iter().map(|s| s.trace_id.as_str()).collect();
+        // Records come in the order they were read, whatever the partition.
+        let (these, left): (Vec<_>, Vec<_>) =
+            records.into_iter().partition(|(_, r)| traces.contains(r.trace_id.as_str()));
+        drop(traces);
+        found.left = left;
+        super::attach_records(&mut spans, these.into_iter().map(|(_, r)| r).collect(), &mut found.read);
+    }
+    let mut traces: FastMap<&str, Vec<usize>> = FastMap::default();
+    for (i, span) in spans.iter().enumerate() {
+        traces.entry(&span.trace_id).or_default().push(i);
+    }
+    let mut invocations: Vec<(usize, Vec<usize>)> = Vec::new();
+    for members in traces.values() {
+        invocations.extend(super::trace_invocations(&spans, members));
+    }
+    drop(traces);
+    found.invocations = invocations.len() as u64;
+    for (root, mut members) in invocations {
+        match super::join_key(&spans, root, &members) {
+            None => {
+                let mut diags = Vec::new();
+                let case = super::invocation_case(&spans, root, &members, &mut FastMap::default(), &mut diags);
+                found.cases.push(made(key_of(&spans[root]), case, diags)?);
+            }
+            Some(key) => {
+                // In the order read, so spans that started together are taken as before.
+                members.sort_unstable();
+                let root = members.iter().position(|&i| i == root).unwrap_or(0);
+                let kept_spans = members.iter().map(|&i| spans[i].clone()).collect();
+                found.joined.push(Joined { key, root, spans: kept_spans });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Step 3 on one partition of invocations kept for their conversation: how many model calls
+/// were merged into the invocation of their question, and the cases.
+fn conversations_found(bytes: &[u8]) -> io::Result<(u64, Vec<Made>)> {
+    let list = Partitions::<Joined>::parse(bytes)?;
+    let mut merged = 0u64;
+    let mut out = Vec::new();
+    let mut by_key: FastMap<&str, Vec<usize>> = FastMap::default();
+    for (i, one) in list.iter().enumerate() {
+        by_key.entry(&one.key).or_default().push(i);
+    }
+    let mut conversations = FastMap::default();
+    for (key, mut members) in by_key {
+        members.sort_by_cached_key(|&i| key_of(&list[i].spans[list[i].root]));
+        if key.starts_with(super::CALLS) {
+            // The model calls of one question, each in a trace of its own: joined first.
+            let mut spans: Vec<Span> = Vec::new();
+            let mut invocations = Vec::new();
+            for &i in &members {
+                let one = &list[i];
+                let base = spans.len();
+                spans.extend(one.spans.iter().cloned());
+                invocations.push((base + one.root, (base..spans.len()).collect::<Vec<usize>>()));
+            }
+            let calls = invocations.len();
+            let joined = super::join_model_calls(&spans, invocations);
+            merged += (calls - joined.len()) as u64;
+            for (root, members) in joined {
+                let mut diags = Vec::new();
+                let case = super::invocation_case(&spans, root, &members, &mut conversations, &mut diags);
+                out.push(made(key_of(&spans[root]), case, diags)?);
+            }
+            continue;
+        }
+        for i in members {
+            let one = &list[i];
+            let all: Vec<usize> = (0..one.spans.len()).collect();
+            let mut diags = Vec::new();
+            let case = super::invocation_case(&one.spans, one.root, &all, &mut conversations, &mut diags);
+            out.push(made(key_of(&one.spans[one.root]), case, diags)?);
+        }
+    }
+    Ok((merged, out))
 }
 
 fn key_of(span: &Span) -> Key {

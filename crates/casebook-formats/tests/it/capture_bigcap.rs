@@ -86,6 +86,48 @@ fn one_document_gives_the_cases_of_json_lines_in_memory_or_through_temporary_fil
     assert_eq!(ids(&twice.cases), ids(&as_lines.cases));
 }
 
+#[test]
+fn partitions_worked_on_by_several_threads_give_what_one_thread_gives() {
+    // Conversations, model calls joined per question, late agent spans and warnings (content not
+    // recorded) all come from partitions taken by different threads and merged back.
+    let items = batches(300, 41);
+    let text = lines(&items);
+    let all = |c: &Captured| {
+        (serde_json::to_string(&c.cases).unwrap(), messages(c), c.spans, c.invocations, c.diagnostics_left_out.clone())
+    };
+    for memory in [None, Some(4096)] {
+        let with = |threads| {
+            let made = memory.map_or_else(Capture::new, Capture::with_memory).with_threads(threads);
+            capture(made, &[("t.jsonl", text.clone())])
+        };
+        let one = with(1);
+        assert!(!one.has_errors(), "{:#?}", one.diagnostics);
+        assert!(one.cases.len() > 240 && !warnings(&one).is_empty(), "{} cases", one.cases.len());
+        for threads in [2, 3] {
+            assert!(all(&with(threads)) == all(&one), "{threads} threads, memory {memory:?}");
+        }
+    }
+}
+
+#[test]
+fn a_document_read_a_few_bytes_at_a_time_gives_what_it_gives_read_whole() {
+    // Values are cut out of the document by skipping strings to their next quote or backslash:
+    // escapes (`\"`, `\\`, `\n`, `\u…`) falling across the reader's buffers must not end a
+    // string or a value early. The generator's prompts hold quotes, backslashes and non-ASCII.
+    let items = batches(40, 13);
+    let document = json!({"resourceSpans": items}).to_string();
+    assert!(document.contains("\\\"") || document.contains("\\\\"), "escapes in the document");
+    let whole = capture(Capture::new(), &[("d.json", document.clone())]);
+    assert!(!whole.has_errors() && whole.cases.len() > 30, "{:#?}", whole.diagnostics);
+    for size in [1, 2, 3, 7, 64] {
+        let mut small = Capture::new();
+        small.read("d.json", std::io::BufReader::with_capacity(size, document.as_bytes())).unwrap();
+        let small = small.finish();
+        assert_eq!(small.cases, whole.cases, "buffers of {size} bytes");
+        assert_eq!(messages(&small), messages(&whole), "buffers of {size} bytes");
+    }
+}
+
 fn warnings(captured: &Captured) -> Vec<&Diagnostic> {
     captured.diagnostics.iter().filter(|d| !d.is_error()).collect()
 }
