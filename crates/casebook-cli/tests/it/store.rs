@@ -136,24 +136,24 @@ fn back_one_schema(b: &Backend, dir: &Folder) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         match b {
-            // Schema 11: no spans kept for the OTLP receiver.
+            // Schema 12: no log records kept with the spans, no capture warnings.
             Backend::Embedded => {
                 let file = dir.join(".casebook/store.db");
                 let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display())).await.unwrap();
                 sqlx::raw_sql(
-                    "DROP TABLE pending_spans; DROP TABLE captured_traces;
-                     DELETE FROM schema_version WHERE version = 12;",
+                    "ALTER TABLE pending_spans DROP COLUMN kind; DROP TABLE capture_warnings;
+                     DELETE FROM schema_version WHERE version = 13;",
                 )
                 .execute(&mut conn)
                 .await
                 .unwrap();
             }
-            // Schema 6: no spans kept for the OTLP receiver.
+            // Schema 7: no log records kept with the spans, no capture warnings.
             Backend::Postgres(url) => {
                 let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
                 sqlx::raw_sql(
-                    "DROP TABLE pending_spans; DROP TABLE captured_traces;
-                     DELETE FROM casebook_schema WHERE version = 7;",
+                    "ALTER TABLE pending_spans DROP COLUMN kind; DROP TABLE capture_warnings;
+                     DELETE FROM casebook_schema WHERE version = 8;",
                 )
                 .execute(&mut conn)
                 .await
