@@ -334,7 +334,8 @@ fn pending(settings: &Global) -> anyhow::Result<Outcome> {
         runtime.block_on(async {
             let remote = crate::remote::Remote::connect().await?;
             let path = format!("/api/v1/projects/{}/capture/pending", crate::remote::segment(&remote.project));
-            remote.get_json(&path).await
+            let list: PendingList = remote.get_json(&path).await?;
+            Ok::<_, anyhow::Error>(list)
         })?
     } else {
         let store = stores::open(settings, &runtime)?;

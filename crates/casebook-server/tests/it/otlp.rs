@@ -496,7 +496,7 @@ fn tokio_stream(
 fn capture_data(name: &str) -> Vec<u8> {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../casebook-formats/tests/data/capture").join(name);
-    std::fs::read(path).unwrap()
+    fs_err::read(path).unwrap()
 }
 
 /// The trace id of the `openai-v2-old-*` files.
