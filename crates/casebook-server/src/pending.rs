@@ -148,9 +148,6 @@ async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<
         .await
         .map_err(|e| StoreError::Corrupt(format!("making the cases of a trace failed: {e}")))?;
     let warnings = captured.diagnostics.len();
-    for d in &captured.diagnostics {
-        store.capture_warn(&trace.dataset, &trace.trace_id, now, &warning(d)).await?;
-    }
     let before: HashMap<String, String> =
         trace.cases.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
     let mut recorded = before.clone();
@@ -186,6 +183,10 @@ async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<
     } else {
         tracing::info!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans, warnings,
             "a trace with no agent invocation with recorded messages: no case (its spans are kept for late ones)");
+    }
+    // Kept once the cases are (a conflict above tries again at the next tick, warning again).
+    for d in &captured.diagnostics {
+        store.capture_warn(&trace.dataset, &trace.trace_id, now, &warning(d)).await?;
     }
     let cases = serde_json::to_string(&recorded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     store.trace_captured(&trace.trace_id, now.max(trace.last_received), &cases).await

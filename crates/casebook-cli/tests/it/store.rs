@@ -172,8 +172,8 @@ fn opening_a_store_of_an_older_schema_says_it_upgrades_it(b: &Backend) {
     let v1 = dir.file("qa.jsonl", V1);
     ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     let (from, to) = match b {
-        Backend::Embedded => (11, 12),
-        Backend::Postgres(_) => (6, 7),
+        Backend::Embedded => (12, 13),
+        Backend::Postgres(_) => (7, 8),
     };
     back_one_schema(b, &dir);
     let quiet = run(b.cb(&dir).args(["datasets", "-q"]));
