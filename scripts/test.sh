@@ -39,6 +39,17 @@ if ! "$otel_python" -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.pr
 fi
 export CASEBOOK_TEST_OTEL_PYTHON="$PWD/$otel_python"
 
+# And with the OpenTelemetry JS SDK's OTLP/HTTP protobuf exporter, from npm into target/node-otel
+# (kept when it works; skipped without Node.js: those tests then say they did not run).
+node_otel=target/node-otel
+if command -v npm >/dev/null && ! NODE_PATH="$node_otel/node_modules" node -e "require('@opentelemetry/sdk-trace-node'); require('@opentelemetry/exporter-trace-otlp-proto')" 2>/dev/null; then
+  echo "installing the OpenTelemetry JS SDK and OTLP/HTTP protobuf exporter into $node_otel" >&2
+  mkdir -p "$node_otel"
+  npm install --prefix "$node_otel" --no-audit --no-fund --silent @opentelemetry/api@1.9 \
+    @opentelemetry/sdk-trace-node@2 @opentelemetry/resources@2 @opentelemetry/exporter-trace-otlp-proto@0.223 >&2
+fi
+export CASEBOOK_TEST_OTEL_NODE_MODULES="$PWD/$node_otel/node_modules"
+
 # The console's browser tests drive Debian's headless Chromium through its WebDriver server.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "installing Debian's chromium and chromium-driver for the console's browser tests" >&2

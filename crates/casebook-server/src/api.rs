@@ -407,10 +407,37 @@ pub struct ReviewReport {
     pub base: u64,
 }
 
-/// The traces whose spans the OTLP receiver keeps (`GET …/capture/pending`), oldest first.
+/// The traces whose spans the OTLP receiver keeps (`GET …/capture/pending`), oldest first, and
+/// the most recent warnings of the captures it made (at most
+/// [`casebook_store::CAPTURE_WARNINGS_KEPT`] per dataset).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct PendingList {
     pub traces: Vec<PendingTrace>,
+    /// By dataset, the most recent first (absent from servers older than it).
+    #[serde(default)]
+    pub warnings: Vec<CaptureWarning>,
+}
+
+/// A warning of a capture the receiver made in the background.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CaptureWarning {
+    pub dataset: String,
+    /// The trace it concerns (32 lowercase hex digits).
+    pub trace_id: String,
+    /// When (RFC 3339, the server's clock).
+    pub at: String,
+    pub message: String,
+}
+
+impl From<casebook_store::CaptureWarning> for CaptureWarning {
+    fn from(w: casebook_store::CaptureWarning) -> Self {
+        Self { dataset: w.dataset, trace_id: w.trace_id, at: server_time(w.at), message: w.message }
+    }
+}
+
+/// Unix milliseconds of the server's clock as RFC 3339 (the number itself if out of range).
+fn server_time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| format!("{t:.3}"))
 }
 
 /// One trace whose spans the receiver keeps.
@@ -422,7 +449,10 @@ pub struct PendingTrace {
     pub dataset: String,
     /// Spans received.
     pub spans: u64,
-    /// When its first and its last span came (RFC 3339, the server's clock).
+    /// GenAI log records received for its spans (absent from servers older than them).
+    #[serde(default)]
+    pub records: u64,
+    /// When its first and its last span (or record) came (RFC 3339, the server's clock).
     pub first_received: String,
     pub last_received: String,
     /// Whether its root span (a span without a parent) has come: a trace becomes cases when
@@ -436,12 +466,12 @@ pub struct PendingTrace {
 
 impl From<casebook_store::PendingTrace> for PendingTrace {
     fn from(t: casebook_store::PendingTrace) -> Self {
-        let time =
-            |ms: i64| jiff::Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| format!("{t:.3}"));
+        let time = server_time;
         Self {
             trace_id: t.trace_id,
             dataset: t.dataset,
             spans: t.spans,
+            records: t.records,
             first_received: time(t.first_received),
             last_received: time(t.last_received),
             root: t.root,

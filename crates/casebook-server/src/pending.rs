@@ -4,12 +4,19 @@
 //! - makes the cases of a trace whose root span (a span without a parent: exporters send only
 //!   ended spans) has come and no span has come for [`crate::Limits::capture_quiet`]; or of one
 //!   without a root after [`crate::Limits::capture_max_wait`] since its first span (with a
-//!   warning logged: an abandoned partial trace is still captured);
+//!   warning: an abandoned partial trace is still captured); a trace of which only GenAI log
+//!   records came is dropped then, with a warning;
 //! - rebuilds the cases of a captured trace that got more spans since (quiet again), from all its
 //!   spans: a case still exactly as captured (same content id) is replaced, one reviewed or
 //!   edited since is left and the event logged ([`casebook_store::recapture`]);
 //! - forgets a captured trace's spans once no span has come for `capture_max_wait` after it
 //!   was captured.
+//!
+//! The GenAI log records kept with a trace's spans are attached to them when its cases are made
+//! (as `casebook capture traces.json logs.json` attaches them), and a record that comes later
+//! rebuilds them as a late span does. The warnings of these captures (the capture's own
+//! diagnostics, a trace without its root, records without their trace) are kept in the store per
+//! dataset ([`Store::capture_warn`]), so `casebook capture --pending` shows them, and logged.
 //!
 //! The spans are in the store, so a restart loses none: the next server's task carries on.
 
@@ -18,8 +25,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use casebook_formats::capture::logs::Record;
 use casebook_formats::capture::{Capture, Span};
-use casebook_store::{AnyStore, CaptureRequest, PendingTrace, StoreError};
+use casebook_model::Diagnostic;
+use casebook_store::{AnyStore, CaptureRequest, PendingTrace, Store, StoreError};
 
 use crate::Limits;
 
@@ -86,10 +95,22 @@ pub(crate) async fn step(store: &AnyStore, limits: &Limits, receiver: &Receiver)
             None => {
                 let complete = trace.root && now - trace.last_received >= quiet;
                 let abandoned = now - trace.first_received >= max_wait;
-                if complete || abandoned {
+                if abandoned && trace.spans == 0 {
+                    let message = format!(
+                        "{} GenAI log record(s) of trace {} were dropped: no span of the trace came within the maximum wait (`--capture-max-wait`); export the traces to the same server as the logs",
+                        trace.records, trace.trace_id
+                    );
+                    tracing::warn!(trace = %trace.trace_id, project = %trace.project, records = trace.records, "{message}");
+                    project.capture_warn(&trace.dataset, &trace.trace_id, now, &message).await?;
+                    project.forget_trace(&trace.trace_id).await?;
+                } else if complete || abandoned {
                     if !complete {
-                        tracing::warn!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans,
-                            "captured without its root span after the maximum wait (`--capture-max-wait`): its cases may be partial");
+                        let message = format!(
+                            "trace {} was captured without its root span after the maximum wait (`--capture-max-wait`): its cases may be partial",
+                            trace.trace_id
+                        );
+                        tracing::warn!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans, "{message}");
+                        project.capture_warn(&trace.dataset, &trace.trace_id, now, &message).await?;
                     }
                     make_cases(&project, &trace, now).await?;
                 }
@@ -111,14 +132,16 @@ pub(crate) async fn step(store: &AnyStore, limits: &Limits, receiver: &Receiver)
 
 /// Makes (again) the cases of one trace from all its kept spans, and records them.
 async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<(), StoreError> {
-    let texts = store.pending_spans(&trace.trace_id).await?;
+    let kept = store.pending_spans(&trace.trace_id).await?;
     let mut capture = Capture::new();
-    for text in &texts {
-        match serde_json::from_str::<Span>(text) {
-            Ok(span) => capture.push(span),
-            Err(e) => {
-                return Err(StoreError::Corrupt(format!("a kept span of trace {} is not one: {e}", trace.trace_id)));
-            }
+    let corrupt = |what: &str, e: serde_json::Error| {
+        StoreError::Corrupt(format!("a kept {what} of trace {} is not one: {e}", trace.trace_id))
+    };
+    for row in &kept {
+        if row.record {
+            capture.push_record(serde_json::from_str::<Record>(&row.json).map_err(|e| corrupt("log record", e))?);
+        } else {
+            capture.push(serde_json::from_str::<Span>(&row.json).map_err(|e| corrupt("span", e))?);
         }
     }
     let captured = tokio::task::spawn_blocking(move || capture.finish())
@@ -161,6 +184,18 @@ async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<
         tracing::info!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans, warnings,
             "a trace with no agent invocation with recorded messages: no case (its spans are kept for late ones)");
     }
+    // Kept once the cases are (a conflict above tries again at the next tick, warning again).
+    for d in &captured.diagnostics {
+        store.capture_warn(&trace.dataset, &trace.trace_id, now, &warning(d)).await?;
+    }
     let cases = serde_json::to_string(&recorded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     store.trace_captured(&trace.trace_id, now.max(trace.last_received), &cases).await
+}
+
+/// A capture's diagnostic as a kept warning: its code, message and place in the trace, and its
+/// hint.
+fn warning(d: &Diagnostic) -> String {
+    let at = d.pointer.as_deref().filter(|p| !p.is_empty()).map(|p| format!(" (at {p})")).unwrap_or_default();
+    let hint = d.hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default();
+    format!("{}: {}{at}{hint}", d.code, d.message)
 }

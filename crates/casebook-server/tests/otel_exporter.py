@@ -14,6 +14,13 @@ come in several requests. Modes:
 - `probe`: exports one span directly and prints the exporter's result (`SUCCESS`/`FAILURE`).
 - `json`: prints one whole invocation as JSON, as the SDK's own encoder makes the request
   (protobuf's JSON mapping of `ExportTraceServiceRequest`), without sending it.
+- `logs`: one question as `opentelemetry-instrumentation-openai-v2` 2.1b0 records it with
+  `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (the shape
+  `scripts/gen-traces/openai_v2_logs.py` shows): an application span around two `chat` spans
+  without content, the messages as GenAI event log records (`gen_ai.system.message`,
+  `gen_ai.user.message`, `gen_ai.assistant.message`, `gen_ai.tool.message`, `gen_ai.choice`)
+  emitted inside their span; spans by `OTLPSpanExporter`, records by `OTLPLogExporter` (the
+  shared endpoint, `/v1/logs` appended), both in small batches; prints `done`.
 """
 
 import json
@@ -65,6 +72,68 @@ def second_half(tracer, agent, context, question, i):
     agent.end()
 
 
+def send_logs(provider):
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(), schedule_delay_millis=50, max_export_batch_size=2))
+    logger_provider = LoggerProvider(resource=provider.resource)
+    logger_provider.add_log_record_processor(
+        BatchLogRecordProcessor(OTLPLogExporter(), schedule_delay_millis=50, max_export_batch_size=3)
+    )
+    tracer = provider.get_tracer("casebook.tests")
+    logger = logger_provider.get_logger("opentelemetry.instrumentation.openai_v2")
+    system = {"content": "You answer questions about the weather."}
+    user = {"content": "What is the weather in Paris?"}
+    call = {"id": "call_w1", "type": "function", "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'}}
+
+    def chat(parent, events):
+        with tracer.start_as_current_span("chat gpt-4o-mini", context=parent) as span:
+            span.set_attribute("gen_ai.operation.name", "chat")
+            span.set_attribute("gen_ai.system", "openai")
+            span.set_attribute("gen_ai.request.model", "gpt-4o-mini")
+            context = trace.set_span_in_context(span)
+            for name, body in events:
+                logger.emit(context=context, event_name=name, body=body, attributes={"gen_ai.system": "openai"})
+
+    with tracer.start_as_current_span("answer question") as app:
+        parent = trace.set_span_in_context(app)
+        chat(
+            parent,
+            [
+                ("gen_ai.system.message", system),
+                ("gen_ai.user.message", user),
+                (
+                    "gen_ai.choice",
+                    {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [call]}},
+                ),
+            ],
+        )
+        chat(
+            parent,
+            [
+                ("gen_ai.system.message", system),
+                ("gen_ai.user.message", user),
+                ("gen_ai.assistant.message", {"tool_calls": [call]}),
+                ("gen_ai.tool.message", {"content": "rainy, 57\u00b0F", "id": "call_w1"}),
+                (
+                    "gen_ai.choice",
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "It is rainy in Paris, 57\u00b0F."},
+                    },
+                ),
+            ],
+        )
+    provider.force_flush()
+    logger_provider.force_flush()
+    provider.shutdown()
+    logger_provider.shutdown()
+    print("done", flush=True)
+
+
 def main():
     mode = sys.argv[1]
     resource = Resource.create()  # reads OTEL_SERVICE_NAME
@@ -102,6 +171,8 @@ def main():
         agent, context, question = first_half(tracer, 7)
         second_half(tracer, agent, context, question, 7)
         print(MessageToJson(encode_spans(memory.get_finished_spans())), flush=True)
+    elif mode == "logs":
+        send_logs(provider)
     else:
         sys.exit(f"unknown mode {mode}")
 

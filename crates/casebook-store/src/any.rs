@@ -330,4 +330,28 @@ impl Store for AnyStore {
     ) -> Result<crate::JsonPage, StoreError> {
         each!(self, s => s.page_json(dataset, version, select, after, size).await)
     }
+    async fn pending_add(&self, dataset: &str, received: i64, spans: &[crate::PendingSpan]) -> Result<(), StoreError> {
+        each!(self, s => s.pending_add(dataset, received, spans).await)
+    }
+    async fn pending_traces(&self, every_project: bool) -> Result<Vec<crate::PendingTrace>, StoreError> {
+        each!(self, s => s.pending_traces(every_project).await)
+    }
+    async fn pending_spans(&self, trace_id: &str) -> Result<Vec<crate::PendingSpan>, StoreError> {
+        each!(self, s => s.pending_spans(trace_id).await)
+    }
+    async fn pending_count(&self) -> Result<u64, StoreError> {
+        each!(self, s => s.pending_count().await)
+    }
+    async fn trace_captured(&self, trace_id: &str, captured: i64, cases: &str) -> Result<(), StoreError> {
+        each!(self, s => s.trace_captured(trace_id, captured, cases).await)
+    }
+    async fn forget_trace(&self, trace_id: &str) -> Result<(), StoreError> {
+        each!(self, s => s.forget_trace(trace_id).await)
+    }
+    async fn capture_warn(&self, dataset: &str, trace_id: &str, at: i64, message: &str) -> Result<(), StoreError> {
+        each!(self, s => s.capture_warn(dataset, trace_id, at, message).await)
+    }
+    async fn capture_warnings(&self) -> Result<Vec<crate::CaptureWarning>, StoreError> {
+        each!(self, s => s.capture_warnings().await)
+    }
 }

@@ -41,7 +41,7 @@ pub use ingest::{IngestError, IngestEvent, IngestRequest, Ingested, Parent, inge
 pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use merge::{Changes, Choice, Exceptions, Merged, WholeMerge};
 pub use names::{NameError, Ref};
-pub use pending::{PendingSpan, PendingTrace};
+pub use pending::{CAPTURE_WARNINGS_KEPT, CaptureWarning, PendingSpan, PendingTrace};
 pub use postgres::{PostgresStore, redact};
 pub use review::{ReviewRequest, Reviewed, no_such_cases, review};
 pub use runs::{ResultRow, RunRow};
@@ -675,6 +675,27 @@ pub trait Store {
     ) -> Result<JsonPage, StoreError> {
         Ok(JsonPage::from(self.page(dataset, version, select, after, size).await?))
     }
+
+    /// Keeps spans (and GenAI log records) the OTLP receiver got at `received` for the
+    /// project's `dataset`; one kept already (same trace and span id) is replaced, so a batch sent
+    /// twice keeps each span once.
+    async fn pending_add(&self, dataset: &str, received: i64, spans: &[PendingSpan]) -> Result<(), StoreError>;
+    /// The traces with kept spans or records: the project's, or every project's (the server's
+    /// task that makes cases of them), oldest first.
+    async fn pending_traces(&self, every_project: bool) -> Result<Vec<PendingTrace>, StoreError>;
+    /// A trace's kept spans and records, in the order received.
+    async fn pending_spans(&self, trace_id: &str) -> Result<Vec<PendingSpan>, StoreError>;
+    /// How many spans and records are kept, in every project.
+    async fn pending_count(&self) -> Result<u64, StoreError>;
+    /// Records that a trace became cases at `captured` (`cases`: JSON, case id -> content id).
+    async fn trace_captured(&self, trace_id: &str, captured: i64, cases: &str) -> Result<(), StoreError>;
+    /// Deletes a trace's kept spans and records and its capture record.
+    async fn forget_trace(&self, trace_id: &str) -> Result<(), StoreError>;
+    /// Keeps a warning of a background capture of `trace_id` into `dataset`, made at `at`; a
+    /// dataset keeps its [`CAPTURE_WARNINGS_KEPT`] most recent.
+    async fn capture_warn(&self, dataset: &str, trace_id: &str, at: i64, message: &str) -> Result<(), StoreError>;
+    /// The project's kept capture warnings, by dataset, the most recent first.
+    async fn capture_warnings(&self) -> Result<Vec<CaptureWarning>, StoreError>;
 }
 
 /// `next` if a selected case follows it (a full page read in one piece, whose last case may be

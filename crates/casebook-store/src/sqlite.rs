@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0010_run_ids_per_project.sql"),
     include_str!("../migrations/sqlite/0011_blob_cids.sql"),
     include_str!("../migrations/sqlite/0012_pending_spans.sql"),
+    include_str!("../migrations/sqlite/0013_pending_records.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 pub(crate) const ROWS: usize = 1000;
@@ -661,6 +662,8 @@ async fn load(
 }
 
 impl crate::Store for SqliteStore {
+    crate::pending::pending_methods!("BEGIN IMMEDIATE");
+
     /// A number or `latest` in one query; tags and content-id prefixes (and misses, for their
     /// message) from the list of versions.
     async fn resolve(&self, dataset: &str, reference: &crate::Ref) -> Result<VersionInfo, StoreError> {

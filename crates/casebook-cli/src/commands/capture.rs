@@ -323,43 +323,66 @@ fn dry_run(
     Ok(Outcome::Ok)
 }
 
-/// `casebook capture --pending`: the traces the OTLP receiver keeps, from the server
-/// `CASEBOOK_URL` names, else from the store (where a server on it keeps them).
+/// `casebook capture --pending`: the traces the OTLP receiver keeps and the recent warnings of
+/// its captures, from the server `CASEBOOK_URL` names, else from the store (where a server on it
+/// keeps them).
 fn pending(settings: &Global) -> anyhow::Result<Outcome> {
-    use casebook_server::api::{PendingList, PendingTrace};
+    use casebook_server::api::{CaptureWarning, PendingList, PendingTrace};
+    use casebook_store::Store;
     let runtime = stores::runtime()?;
-    let traces: Vec<PendingTrace> = if settings.on_server() {
+    let list: PendingList = if settings.on_server() {
         runtime.block_on(async {
             let remote = crate::remote::Remote::connect().await?;
             let path = format!("/api/v1/projects/{}/capture/pending", crate::remote::segment(&remote.project));
             let list: PendingList = remote.get_json(&path).await?;
-            Ok::<_, anyhow::Error>(list.traces)
+            Ok::<_, anyhow::Error>(list)
         })?
     } else {
         let store = stores::open(settings, &runtime)?;
-        let traces = runtime.block_on(store.pending_traces(false));
+        let read = runtime.block_on(async {
+            Ok::<_, casebook_store::StoreError>((store.pending_traces(false).await?, store.capture_warnings().await?))
+        });
         runtime.block_on(store.close());
-        traces?.into_iter().map(PendingTrace::from).collect()
+        let (traces, warnings) = read?;
+        PendingList {
+            traces: traces.into_iter().map(PendingTrace::from).collect(),
+            warnings: warnings.into_iter().map(CaptureWarning::from).collect(),
+        }
     };
     let mut out = String::new();
     if settings.json {
-        for t in &traces {
+        for t in &list.traces {
             out.push_str(&serde_json::to_string(t)?);
             out.push('\n');
         }
-    } else if traces.is_empty() {
-        out.push_str("no pending traces: every trace received was made into cases, or none was received\n");
+        for w in &list.warnings {
+            let line =
+                serde_json::json!({"warning": w.message, "dataset": w.dataset, "trace_id": w.trace_id, "at": w.at});
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
     } else {
-        for t in &traces {
+        if list.traces.is_empty() {
+            out.push_str("no pending traces: every trace received was made into cases, or none was received\n");
+        }
+        for t in &list.traces {
             let state = match (&t.captured, t.root) {
                 (Some(at), _) => format!("captured {at}, kept for late spans"),
                 (None, true) => "root seen, waiting for quiet".to_owned(),
+                (None, false) if t.spans == 0 => "log records only, waiting for their spans".to_owned(),
                 (None, false) => "waiting for its root span".to_owned(),
             };
+            let records = if t.records > 0 { format!(" {:>5} log records", t.records) } else { String::new() };
             out.push_str(&format!(
-                "{}  {:<24} {:>5} spans  first {}  last {}  {state}\n",
+                "{}  {:<24} {:>5} spans{records}  first {}  last {}  {state}\n",
                 t.trace_id, t.dataset, t.spans, t.first_received, t.last_received
             ));
+        }
+        if !list.warnings.is_empty() {
+            out.push_str("\nwarnings of the receiver's captures (most recent first, per dataset):\n");
+        }
+        for w in &list.warnings {
+            out.push_str(&format!("{}  {}  trace {}  {}\n", w.at, w.dataset, w.trace_id, w.message));
         }
     }
     crate::write_stdout(&out)?;

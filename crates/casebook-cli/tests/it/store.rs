@@ -136,24 +136,24 @@ fn back_one_schema(b: &Backend, dir: &Folder) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         match b {
-            // Schema 11: no spans kept for the OTLP receiver.
+            // Schema 12: no log records kept with the spans, no capture warnings.
             Backend::Embedded => {
                 let file = dir.join(".casebook/store.db");
                 let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display())).await.unwrap();
                 sqlx::raw_sql(
-                    "DROP TABLE pending_spans; DROP TABLE captured_traces;
-                     DELETE FROM schema_version WHERE version = 12;",
+                    "ALTER TABLE pending_spans DROP COLUMN kind; DROP TABLE capture_warnings;
+                     DELETE FROM schema_version WHERE version = 13;",
                 )
                 .execute(&mut conn)
                 .await
                 .unwrap();
             }
-            // Schema 6: no spans kept for the OTLP receiver.
+            // Schema 7: no log records kept with the spans, no capture warnings.
             Backend::Postgres(url) => {
                 let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
                 sqlx::raw_sql(
-                    "DROP TABLE pending_spans; DROP TABLE captured_traces;
-                     DELETE FROM casebook_schema WHERE version = 7;",
+                    "ALTER TABLE pending_spans DROP COLUMN kind; DROP TABLE capture_warnings;
+                     DELETE FROM casebook_schema WHERE version = 8;",
                 )
                 .execute(&mut conn)
                 .await
@@ -172,8 +172,8 @@ fn opening_a_store_of_an_older_schema_says_it_upgrades_it(b: &Backend) {
     let v1 = dir.file("qa.jsonl", V1);
     ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     let (from, to) = match b {
-        Backend::Embedded => (11, 12),
-        Backend::Postgres(_) => (6, 7),
+        Backend::Embedded => (12, 13),
+        Backend::Postgres(_) => (7, 8),
     };
     back_one_schema(b, &dir);
     let quiet = run(b.cb(&dir).args(["datasets", "-q"]));

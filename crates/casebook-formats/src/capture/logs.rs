@@ -34,8 +34,9 @@ pub const EVENTS: &[&str] = &[
     "gen_ai.client.inference.operation.details",
 ];
 
-/// A GenAI event carried by a log record, with the span it belongs to and the record's place.
-#[derive(Debug, Clone)]
+/// A GenAI event carried by a log record, with the span it belongs to and the record's place
+/// (serialisable, so a receiver can keep it until its trace becomes cases).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     /// 32 lowercase hex digits.
     pub trace_id: String,
@@ -46,6 +47,66 @@ pub struct Record {
     pub event: Event,
     /// Where the record is: its file (or request), line and column (0 in protobuf) and pointer.
     pub at: At,
+}
+
+impl Record {
+    /// What tells this record from another of its span whatever request or file it came in: a
+    /// digest (16 hex digits) of its time and event, so a receiver keeps a record sent twice once.
+    pub fn key(&self) -> String {
+        let text = serde_json::to_string(&(self.time, &self.event)).unwrap_or_default();
+        blake3::hash(text.as_bytes()).to_hex()[..16].to_owned()
+    }
+}
+
+/// The GenAI events of one `/v1/logs` request body, as the server's OTLP receiver reads it.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    pub records: Vec<Record>,
+    /// The problems found: errors of records left out, warnings of GenAI records without a
+    /// span, the error of an undecodable body.
+    pub diagnostics: Vec<Diagnostic>,
+    /// GenAI records left out (errors in them, or no span to join); other records (the
+    /// application's own logs) are taken and not kept, so they are not counted.
+    pub rejected: u64,
+}
+
+impl Decoded {
+    /// Whether the body could not be read at all (it is not an OTLP logs request in the encoding
+    /// it claims), rather than some of its records.
+    pub fn undecodable(&self) -> bool {
+        self.records.is_empty()
+            && self.diagnostics.iter().any(|d| d.is_error() && d.pointer.as_deref().and_then(record_of).is_none())
+    }
+}
+
+/// Reads one request body: an `ExportLogsServiceRequest` in protobuf, or else in OTLP JSON.
+/// `file` names the body in diagnostics.
+pub fn decode(file: &str, bytes: &[u8], protobuf: bool) -> Decoded {
+    let (records, diagnostics) = if protobuf {
+        match decode_protobuf(file, bytes) {
+            Ok(read) => read,
+            Err(e) => return Decoded { diagnostics: vec![*e], ..Decoded::default() },
+        }
+    } else {
+        // Reading from memory cannot fail.
+        decode_json(file, bytes).unwrap_or_default()
+    };
+    let mut left_out: Vec<&str> = diagnostics
+        .iter()
+        .filter(|d| d.is_error() || d.code == Code::Dropped)
+        .filter_map(|d| d.pointer.as_deref().and_then(record_of))
+        .collect();
+    left_out.sort_unstable();
+    left_out.dedup();
+    let rejected = left_out.len() as u64;
+    Decoded { records, diagnostics, rejected }
+}
+
+/// The pointer of the log record a pointer is in (`/resourceLogs/0/scopeLogs/1/logRecords/2`).
+fn record_of(pointer: &str) -> Option<&str> {
+    let at = pointer.find("/logRecords/")? + "/logRecords/".len();
+    let end = pointer[at..].find('/').map_or(pointer.len(), |e| at + e);
+    Some(&pointer[..end])
 }
 
 /// The GenAI events of a protobuf `ExportLogsServiceRequest` (the body of an OTLP/HTTP

@@ -40,6 +40,8 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(review::review))
         .routes(routes!(otlp::traces))
         .routes(routes!(otlp::project_traces))
+        .routes(routes!(otlp::logs))
+        .routes(routes!(otlp::project_logs))
         .routes(routes!(otlp::pending))
         .routes(routes!(transfer::export))
         .routes(routes!(runs::list))

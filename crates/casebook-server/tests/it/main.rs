@@ -18,6 +18,7 @@ mod import_preview;
 mod isolation;
 mod load;
 mod names;
+mod otel_node;
 mod otel_python;
 mod otlp;
 mod reads;

@@ -2,7 +2,9 @@
 //! configured only by the environment variables a user sets (`tests/otel_exporter.py`): its
 //! batches of several agent invocations, through a restart of the server in the middle, make one
 //! whole case per invocation; a bad key and another project's route fail the export; a request
-//! the SDK's own encoder wrote as JSON is read. Not run (said on stderr) without a Python that
+//! the SDK's own encoder wrote as JSON is read; spans without content and the GenAI event log
+//! records of their messages, sent by the SDK's `OTLPSpanExporter` and `OTLPLogExporter` in
+//! batches however they fall, make one case with the messages. Not run (said on stderr) without a Python that
 //! has the SDK and exporter: `scripts/test.sh` makes one in `target/py-otel`, or set
 //! `CASEBOOK_TEST_OTEL_PYTHON`.
 
@@ -51,6 +53,7 @@ fn exporter(python: &Path, endpoint: &str, key: &str, gzip: bool) -> Command {
     command
         .arg(script())
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env("OTEL_EXPORTER_OTLP_HEADERS", format!("Authorization=Bearer%20{key}"))
         .env("OTEL_SERVICE_NAME", "weather-agent");
@@ -175,7 +178,37 @@ async fn json_the_sdk_encoded_is_read(backend: Backend) {
     server.stop().await;
 }
 
+/// Spans without content and their messages as GenAI event log records, each sent by the SDK's
+/// own exporter: one case with the conversation the records carry.
+async fn the_python_log_exporter_sends_the_messages_of_spans_without_content(backend: Backend) {
+    let Some(python) = python() else { return };
+    let server = Server::start_with(backend, limits()).await;
+    let mut command = exporter(&python, &server.url, &server.keys.a_write, false);
+    let out = tokio::task::spawn_blocking(move || command.arg("logs").output()).await.unwrap().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done");
+    let mut cases = Vec::new();
+    for _ in 0..100 {
+        cases = head_cases(&server, "weather-agent").await;
+        if !cases.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(cases.len(), 1, "{cases:#?}");
+    let case = &cases[0];
+    assert_eq!(case["input"], "What is the weather in Paris?");
+    assert_eq!(
+        case["expected"],
+        serde_json::json!({"output": "It is rainy in Paris, 57°F.",
+            "tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}]})
+    );
+    assert_eq!(case["provenance"]["convention"], "gen_ai-events");
+    server.stop().await;
+}
+
 crate::on_both!(
+    the_python_log_exporter_sends_the_messages_of_spans_without_content,
     the_python_exporter_sends_batches_that_make_one_case_per_invocation,
     the_python_exporter_with_gzip_does_the_same,
     a_bad_key_or_another_projects_route_fails_the_export,

@@ -3,6 +3,12 @@
 //! is complete, on both backends, through a restart; late spans rebuild a case still as captured
 //! and leave a reviewed one; bad requests get the answers of the OTLP/HTTP specification.
 //!
+//! `/v1/logs`: GenAI events in log records join their spans, whichever comes first, and a record
+//! whose trace never comes is dropped with a warning the pending list shows. Those tests send the
+//! files `scripts/gen-traces/openai_v2_logs.py` made with the real
+//! `opentelemetry-instrumentation-openai-v2` (2.1b0: a message per record; 2.4b0: a record per
+//! call), read from `casebook-formats`' test data as they are.
+//!
 //! The spans follow the shape the OpenTelemetry GenAI conventions give an agent (an
 //! `invoke_agent` span with a `chat` model call asking for a tool, the `execute_tool` span and
 //! the final `chat`), as the repository's `examples/traces/genai-agent.json` has them.
@@ -11,6 +17,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use casebook_store::{CommitMode, Store};
+use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsServiceRequest, ExportLogsServiceResponse};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -348,28 +355,22 @@ async fn bad_requests_get_the_answers_exporters_expect(backend: Backend) {
     let good = request(&invocation("Q", "A"), "svc").encode_to_vec();
     let key = server.keys.a_write.clone();
 
-    // 401 for a bad key, 404 for another project's route (as every other route answers).
+    // 401 for a bad key, 404 for another project's route (as every other route answers, with a
+    // `google.rpc.Status` body).
     let response =
         post(&server, "/v1/traces", "cb_000000000000_nonsense", "application/x-protobuf", good.clone(), &[]).await;
     assert_eq!(response.status(), 401);
     let response =
         post(&server, "/api/v1/projects/team-b/v1/traces", &key, "application/x-protobuf", good.clone(), &[]).await;
     assert_eq!(response.status(), 404);
-    let (_, body) = crate::harness::answer(response).await;
-    assert_eq!(body["error"]["message"], "no project `team-b`");
+    let status = RpcStatus::decode(response.bytes().await.unwrap()).unwrap();
+    assert_eq!((status.code, status.message.as_str()), (5, "no project `team-b`"));
     // The project's own route takes it.
     let response =
         post(&server, "/api/v1/projects/team-a/v1/traces", &key, "application/x-protobuf", good.clone(), &[]).await;
     assert_eq!(response.status(), 200);
 
     // 400 with a `google.rpc.Status` in the request's encoding for a body that is neither.
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct RpcStatus {
-        #[prost(int32, tag = "1")]
-        code: i32,
-        #[prost(string, tag = "2")]
-        message: String,
-    }
     let junk = b"\x07\xff\xfe this is neither protobuf nor JSON".to_vec();
     let response = post(&server, "/v1/traces", &key, "application/x-protobuf", junk.clone(), &[]).await;
     assert_eq!(response.status(), 400);
@@ -491,11 +492,209 @@ fn tokio_stream(
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
+/// A file of `casebook-formats`' capture test data.
+fn capture_data(name: &str) -> Vec<u8> {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../casebook-formats/tests/data/capture").join(name);
+    fs_err::read(path).unwrap()
+}
+
+/// The trace id of the `openai-v2-old-*` files.
+const OLD_TRACE: &str = "b695922b96500b11b765ace95dc09cd8";
+
+async fn pending_list(server: &Server) -> Value {
+    let (status, list) = server.get(&server.keys.a_read, "/api/v1/projects/team-a/capture/pending").await;
+    assert_eq!(status, 200, "{list}");
+    list
+}
+
+fn assert_weather_case(case: &Value) {
+    assert_eq!(case["input"], "What is the weather in Paris?");
+    assert_eq!(
+        case["expected"],
+        json!({"output": "It is rainy in Paris, 57°F.",
+            "tool_calls": [{"name": "get_weather", "arguments": {"location": "Paris"}}]})
+    );
+}
+
+/// Spans without content first (no case: the warning says where the content is), then their log
+/// records as protobuf, gzip: the records rebuild the trace into its case, with the messages they
+/// carried, as `casebook capture traces.json logs.json` makes it.
+async fn log_records_after_their_spans_make_the_case(backend: Backend) {
+    let server = Server::start_with(backend, limits()).await;
+    let key = server.keys.a_write.clone();
+    let traces = capture_data("openai-v2-old-traces.json");
+    let response = post(&server, "/v1/traces", &key, "application/json", traces, &[]).await;
+    assert_eq!(response.status(), 200);
+    // Captured, with no case: the spans hold no content; the warning is kept for the user.
+    let mut list = pending_list(&server).await;
+    for _ in 0..100 {
+        if list["traces"][0]["captured"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        list = pending_list(&server).await;
+    }
+    assert!(cases(&server, "weather-bot").await.is_empty());
+    let warnings = list["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["trace_id"] == OLD_TRACE
+            && w["dataset"] == "weather-bot"
+            && w["message"].as_str().unwrap().starts_with("W-no-content: ")),
+        "{list:#}"
+    );
+
+    let logs = gzip(&capture_data("openai-v2-old-logs.pb"));
+    let response =
+        post(&server, "/v1/logs", &key, "application/x-protobuf", logs, &[("content-encoding", "gzip")]).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/x-protobuf");
+    let answer = ExportLogsServiceResponse::decode(response.bytes().await.unwrap()).unwrap();
+    assert_eq!(answer.partial_success, None);
+    let listed = pending(&server).await;
+    assert_eq!((&listed[0]["spans"], &listed[0]["records"]), (&json!(3), &json!(8)), "{listed:?}");
+    let made = wait_for_cases(&server, "weather-bot", 1).await;
+    assert_eq!(made.len(), 1);
+    assert_weather_case(&made[0]);
+    assert_eq!(made[0]["provenance"]["convention"], "gen_ai-events");
+    server.stop().await;
+}
+
+/// Log records first, as JSON on the project's route (one record per model call, 2.4b0), then
+/// their spans: one case once the trace is complete.
+async fn log_records_before_their_spans_wait_for_them(backend: Backend) {
+    let server = Server::start_with(backend, limits()).await;
+    let key = server.keys.a_write.clone();
+    let logs = capture_data("openai-v2-new-logs.json");
+    let response = post(&server, "/api/v1/projects/team-a/v1/logs", &key, "application/json", logs, &[]).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.json::<Value>().await.unwrap(), json!({}));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let listed = pending(&server).await;
+    assert_eq!((&listed[0]["spans"], &listed[0]["records"], &listed[0]["root"]), (&json!(0), &json!(2), &json!(false)));
+    assert!(listed[0]["captured"].is_null());
+    let traces = capture_data("openai-v2-new-traces.json");
+    let response = post(&server, "/v1/traces", &key, "application/json", traces, &[]).await;
+    assert_eq!(response.status(), 200);
+    let made = wait_for_cases(&server, "weather-bot", 1).await;
+    assert_eq!(made.len(), 1);
+    assert_weather_case(&made[0]);
+    server.stop().await;
+}
+
+/// Records whose trace never comes are dropped after the maximum wait, with a warning naming the
+/// trace; a GenAI record without a span is left out and counted in the partial success.
+async fn log_records_without_their_trace_are_dropped_with_a_warning(backend: Backend) {
+    let server =
+        Server::start_with(backend, casebook_server::Limits { capture_max_wait: Duration::from_secs(1), ..limits() })
+            .await;
+    let key = server.keys.a_write.clone();
+    let response =
+        post(&server, "/v1/logs", &key, "application/x-protobuf", capture_data("openai-v2-old-logs.pb"), &[]).await;
+    assert_eq!(response.status(), 200);
+    let mut list = pending_list(&server).await;
+    assert_eq!(list["traces"][0]["records"], 8, "{list:#}");
+    for _ in 0..60 {
+        if list["traces"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        list = pending_list(&server).await;
+    }
+    assert_eq!(list["traces"], json!([]), "the records were kept past the maximum wait");
+    let warning = &list["warnings"][0];
+    assert_eq!((&warning["trace_id"], &warning["dataset"]), (&json!(OLD_TRACE), &json!("traces")), "{list:#}");
+    assert!(
+        warning["message"].as_str().unwrap().starts_with(&format!(
+            "8 GenAI log record(s) of trace {OLD_TRACE} were dropped: no span of the trace came within the maximum wait"
+        )),
+        "{warning}"
+    );
+
+    // A GenAI record without a span: left out, counted.
+    let mut request = ExportLogsServiceRequest::decode(capture_data("openai-v2-old-logs.pb").as_slice()).unwrap();
+    request.resource_logs[0].scope_logs[0].log_records[1].span_id.clear();
+    let response = post(&server, "/v1/logs", &key, "application/x-protobuf", request.encode_to_vec(), &[]).await;
+    assert_eq!(response.status(), 200);
+    let partial = ExportLogsServiceResponse::decode(response.bytes().await.unwrap()).unwrap().partial_success.unwrap();
+    assert_eq!(partial.rejected_log_records, 1);
+    assert!(
+        partial
+            .error_message
+            .starts_with("1 GenAI log record(s) left out: log record `gen_ai.user.message` names no span")
+            && partial.error_message.ends_with("(at /resourceLogs/0/scopeLogs/0/logRecords/1)"),
+        "{}",
+        partial.error_message
+    );
+    server.stop().await;
+}
+
+/// Every failure of the OTLP routes is a `google.rpc.Status`, in the request's encoding.
+async fn failures_of_the_otlp_routes_are_rpc_statuses(backend: Backend) {
+    let server = Server::start_with(backend, limits()).await;
+    let logs = capture_data("openai-v2-old-logs.pb");
+    let write = server.keys.a_write.clone();
+    for path in ["/v1/logs", "/v1/traces"] {
+        // 401, protobuf: the request was protobuf.
+        let response =
+            post(&server, path, "cb_000000000000_nonsense", "application/x-protobuf", logs.clone(), &[]).await;
+        assert_eq!(response.status(), 401);
+        assert_eq!(response.headers()["content-type"], "application/x-protobuf");
+        let status = RpcStatus::decode(response.bytes().await.unwrap()).unwrap();
+        assert_eq!(status.code, 16);
+        assert!(status.message.starts_with("the API key is unknown or revoked"), "{}", status.message);
+        // 403 for a read-only key, JSON: the request was JSON.
+        let response = post(&server, path, &server.keys.a_read, "application/json", b"{}".to_vec(), &[]).await;
+        assert_eq!(response.status(), 403);
+        let status: Value = response.json().await.unwrap();
+        assert_eq!(status["code"], 7, "{status}");
+    }
+    // 404 for another project's route, in JSON for a JSON request.
+    let response =
+        post(&server, "/api/v1/projects/team-b/v1/logs", &write, "application/json", b"{}".to_vec(), &[]).await;
+    assert_eq!(response.status(), 404);
+    let status: Value = response.json().await.unwrap();
+    assert_eq!(status, json!({"code": 5, "message": "no project `team-b`"}));
+    // 400 for a body that is not a logs request.
+    let junk = b"\x07\xff\xfe this is neither protobuf nor JSON".to_vec();
+    let response = post(&server, "/v1/logs", &write, "application/x-protobuf", junk.clone(), &[]).await;
+    assert_eq!(response.status(), 400);
+    let status = RpcStatus::decode(response.bytes().await.unwrap()).unwrap();
+    assert!(
+        status
+            .message
+            .starts_with("the body is not an OTLP protobuf `ExportLogsServiceRequest` (its content type says it is)"),
+        "{}",
+        status.message
+    );
+    let response = post(&server, "/v1/logs", &write, "application/json", junk, &[]).await;
+    assert_eq!(response.status(), 400);
+    let status: Value = response.json().await.unwrap();
+    assert_eq!(status["code"], 3);
+    // 415 for another content type.
+    let response = post(&server, "/v1/logs", &write, "text/plain", logs, &[]).await;
+    assert_eq!(response.status(), 415);
+    server.stop().await;
+}
+
+/// `google.rpc.Status`, as OTLP/HTTP failures carry it.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
 crate::on_both!(
     a_trace_without_its_root_is_captured_after_the_maximum_wait,
     too_many_requests_at_once_are_told_to_retry,
     batches_of_one_invocation_make_one_whole_case,
     late_spans_rebuild_a_case_still_as_captured,
     bad_requests_get_the_answers_exporters_expect,
-    a_full_backlog_asks_exporters_to_retry_later
+    a_full_backlog_asks_exporters_to_retry_later,
+    log_records_after_their_spans_make_the_case,
+    log_records_before_their_spans_wait_for_them,
+    log_records_without_their_trace_are_dropped_with_a_warning,
+    failures_of_the_otlp_routes_are_rpc_statuses
 );

@@ -48,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0005_page_function.sql"),
     include_str!("../../migrations/postgres/0006_page_body_places.sql"),
     include_str!("../../migrations/postgres/0007_pending_spans.sql"),
+    include_str!("../../migrations/postgres/0008_pending_records.sql"),
 ];
 
 /// Cases a batch statement carries.
@@ -702,6 +703,8 @@ fn case_id(bytes: Vec<u8>) -> Result<String, StoreError> {
 const VERSION_COLUMNS: &str = "number, cid, parent, author, time, message, added, removed, modified, cases";
 
 impl crate::Store for PostgresStore {
+    crate::pending::pending_methods!("BEGIN");
+
     /// A number or `latest` in one query; tags and content-id prefixes (and misses, for their
     /// message) from the list of versions.
     async fn resolve(&self, dataset: &str, reference: &crate::Ref) -> Result<VersionInfo, StoreError> {

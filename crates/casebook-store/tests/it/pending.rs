@@ -1,13 +1,31 @@
 //! Spans the OTLP receiver keeps (`pending_spans`, `captured_traces`) on both backends: kept per
-//! project and trace, a span sent twice kept once, listed with counts, times and root, recorded
-//! as captured, forgotten; and `recapture`, which replaces a case only while it is as captured.
+//! project and trace, a span sent twice kept once, GenAI log records kept beside them (a trace of
+//! records alone listed too, its dataset the spans' once they come), listed with counts, times
+//! and root, recorded as captured, forgotten; capture warnings kept per dataset, the most recent
+//! only; and `recapture`, which replaces a case only while it is as captured.
 
 use std::collections::HashMap;
 
 use casebook_store::{AnyStore, CaptureRequest, PendingSpan, PostgresStore, SqliteStore, Store};
 
 fn span(trace: &str, id: &str, root: bool) -> PendingSpan {
-    PendingSpan { trace_id: trace.into(), span_id: id.into(), root, json: format!("{{\"span\":\"{id}\"}}") }
+    PendingSpan {
+        trace_id: trace.into(),
+        span_id: id.into(),
+        root,
+        record: false,
+        json: format!("{{\"span\":\"{id}\"}}"),
+    }
+}
+
+fn record(trace: &str, id: &str) -> PendingSpan {
+    PendingSpan {
+        trace_id: trace.into(),
+        span_id: id.into(),
+        root: false,
+        record: true,
+        json: format!("{{\"record\":\"{id}\"}}"),
+    }
 }
 
 async fn pending_spans_are_kept_by_project_and_trace(store: AnyStore) {
@@ -33,7 +51,11 @@ async fn pending_spans_are_kept_by_project_and_trace(store: AnyStore) {
         ("team-a", "t1", "weather", 3, 1_000, 2_000, true)
     );
     assert_eq!((t.captured, t.cases.as_deref()), (None, None));
-    assert_eq!(a.pending_spans("t1").await.unwrap(), ["{\"span\":\"s1\"}", "{\"span\":\"s2\"}", "{\"span\":\"s3\"}"]);
+    let texts = |rows: Vec<PendingSpan>| rows.into_iter().map(|r| (r.record, r.json)).collect::<Vec<_>>();
+    assert_eq!(
+        texts(a.pending_spans("t1").await.unwrap()),
+        [(false, "{\"span\":\"s1\"}".into()), (false, "{\"span\":\"s2\"}".into()), (false, "{\"span\":\"s3\"}".into())]
+    );
     // Another project's handle sees its own only; the receiver's task sees all.
     assert!(b.pending_spans("t1").await.unwrap().is_empty());
     assert_eq!(b.pending_traces(false).await.unwrap().len(), 1);
@@ -44,12 +66,65 @@ async fn pending_spans_are_kept_by_project_and_trace(store: AnyStore) {
     );
     assert_eq!(store.pending_count().await.unwrap(), 4);
 
+    // Log records: kept beside the spans (one sent twice kept once), counted apart; a trace of
+    // records alone is listed, in the records' dataset until a span names its own.
+    a.pending_add("traces", 2_200, &[record("t1", "s1/aa"), record("t1", "s1/bb")]).await.unwrap();
+    a.pending_add("traces", 2_300, &[record("t1", "s1/aa"), record("t2", "s7/cc")]).await.unwrap();
+    let listed = a.pending_traces(false).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|t| (t.trace_id.as_str(), t.dataset.as_str(), t.spans, t.records, t.root, t.last_received))
+            .collect::<Vec<_>>(),
+        [("t1", "weather", 3, 2, true, 2_300), ("t2", "traces", 0, 1, false, 2_300)]
+    );
+    let rows = a.pending_spans("t1").await.unwrap();
+    assert_eq!(rows.iter().filter(|r| r.record).map(|r| r.span_id.as_str()).collect::<Vec<_>>(), ["s1/bb", "s1/aa"]);
+    assert_eq!(store.pending_count().await.unwrap(), 7);
+    a.forget_trace("t2").await.unwrap();
+
     a.trace_captured("t1", 2_500, "{\"trace-t1-s3\":\"abc\"}").await.unwrap();
     let t = a.pending_traces(false).await.unwrap().remove(0);
     assert_eq!((t.captured, t.cases.as_deref()), (Some(2_500), Some("{\"trace-t1-s3\":\"abc\"}")));
     a.forget_trace("t1").await.unwrap();
     assert!(a.pending_traces(false).await.unwrap().is_empty());
     assert_eq!(store.pending_count().await.unwrap(), 1);
+}
+
+async fn capture_warnings_keep_the_most_recent_per_dataset(store: AnyStore) {
+    let a = store.in_project("team-a");
+    let b = store.in_project("team-b");
+    let kept = casebook_store::CAPTURE_WARNINGS_KEPT;
+    for i in 0..kept + 5 {
+        a.capture_warn("weather", &format!("t{i}"), 1_000 + i, &format!("warning {i}")).await.unwrap();
+    }
+    a.capture_warn("other", "t0", 5, "elsewhere").await.unwrap();
+    b.capture_warn("weather", "t0", 5, "another project's").await.unwrap();
+    let got = a.capture_warnings().await.unwrap();
+    assert_eq!(got.len() as i64, kept + 1);
+    assert_eq!((got[0].dataset.as_str(), got[0].message.as_str()), ("other", "elsewhere"));
+    let newest = &got[1];
+    assert_eq!(
+        (newest.dataset.as_str(), newest.trace_id.as_str(), newest.at, newest.message.as_str()),
+        ("weather", format!("t{}", kept + 4).as_str(), 1_000 + kept + 4, format!("warning {}", kept + 4).as_str())
+    );
+    assert_eq!(got.last().unwrap().message, "warning 5");
+    assert_eq!(b.capture_warnings().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn sqlite_capture_warnings_keep_the_most_recent_per_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    capture_warnings_keep_the_most_recent_per_dataset(
+        SqliteStore::create(&dir.path().join("s.db")).await.unwrap().into(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn postgres_capture_warnings_keep_the_most_recent_per_dataset() {
+    let url = crate::postgres::fresh_database().await;
+    capture_warnings_keep_the_most_recent_per_dataset(PostgresStore::create(&url).await.unwrap().into()).await;
 }
 
 fn case(id: &str, output: &str) -> casebook_model::Case {
