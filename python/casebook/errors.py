@@ -62,11 +62,25 @@ class CommandError(Error):
         self.command = command
         self.stderr = stderr
         self.code = code
-        lines = [line for line in stderr.strip().splitlines() if line.strip()]
+        lines = [_said(line) for line in stderr.strip().splitlines() if line.strip()]
         text = "\n".join(lines) if lines else f"exit status {code}"
         if text.startswith("error: "):
             text = text[len("error: ") :]
         super().__init__(f"`casebook {command}` failed: {text}")
+
+
+def _said(line: str) -> str:
+    """A line of the command's standard error: its ``message`` when it is a JSON diagnostic."""
+    if line.startswith("{"):
+        try:
+            import json
+
+            said = json.loads(line)
+            if isinstance(said, dict) and isinstance(said.get("message"), str):
+                return str(said["message"])
+        except ValueError:
+            pass
+    return line
 
 
 class RecordError(Error):
