@@ -160,7 +160,7 @@ def command(backend: Backend, args: Sequence[str], stdin: Optional[str] = None) 
     argv = [binary(), *args, *extra]
     done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=backend.env())
     if done.returncode != 0:
-        raise CommandError(args[0], done.stderr, done.returncode)
+        raise CommandError(args[0], done.stderr, done.returncode, backend.describe())
     return done.stdout
 
 
@@ -186,7 +186,7 @@ def lines(backend: Backend, args: Sequence[str]) -> Iterator[str]:
         process.stdout.close()
         process.stderr.close()
     if code != 0:
-        raise CommandError(args[0], stderr, code)
+        raise CommandError(args[0], stderr, code, backend.describe())
 
 
 _cached: Dict[tuple, Server] = {}

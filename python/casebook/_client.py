@@ -286,7 +286,7 @@ class Run:
     def _failed(self) -> CommandError:
         code = self._process.wait()
         self._stderr.seek(0)
-        return CommandError("record", self._stderr.read(), code)
+        return CommandError("record", self._stderr.read(), code, self._backend.describe())
 
     def log(
         self,

@@ -58,15 +58,17 @@ class Unreachable(Error):
 class CommandError(Error):
     """The ``casebook`` command (the local store's side, and runs) failed; ``stderr`` is what it said."""
 
-    def __init__(self, command: str, stderr: str, code: Optional[int] = None) -> None:
+    def __init__(self, command: str, stderr: str, code: Optional[int] = None, where: str = "") -> None:
         self.command = command
+        self.where = where
         self.stderr = stderr
         self.code = code
         lines = [_said(line) for line in stderr.strip().splitlines() if line.strip()]
         text = "\n".join(lines) if lines else f"exit status {code}"
         if text.startswith("error: "):
             text = text[len("error: ") :]
-        super().__init__(f"`casebook {command}` failed: {text}")
+        on = f" on {where}" if where else ""
+        super().__init__(f"`casebook {command}`{on} failed: {text}")
 
 
 def _said(line: str) -> str:

@@ -102,10 +102,18 @@ def test_errors_name_the_server_and_its_reason(server: Server, monkeypatch: pyte
             run.log("c0", output="x", scores={"exact": 7})
         run.log("c0", output="x", scores={"exact": 1})
     assert run.summary is not None and run.summary.results == 1
+    # A pushed version is refused to a key that cannot write: the command's error, naming the server.
     monkeypatch.setenv("CASEBOOK_TOKEN", "cb_wrong")
     with pytest.raises(casebook.AuthError) as refused:
         casebook.dataset("support")
     assert server.url in str(refused.value) and "refused the key" in str(refused.value)
+    with pytest.raises(casebook.AuthError):
+        casebook.push("support", CASES)
+    monkeypatch.setenv("CASEBOOK_TOKEN", server.token)
+    with pytest.raises(casebook.CommandError) as unknown:
+        casebook.run("nothing-here", name="x")
+    assert server.url in str(unknown.value) and "nothing-here" in str(unknown.value)
+    monkeypatch.setenv("CASEBOOK_TOKEN", "cb_wrong")
     monkeypatch.setenv("CASEBOOK_URL", "http://127.0.0.1:9")
     with pytest.raises(casebook.Unreachable, match="127.0.0.1:9"):
         casebook.dataset("support")

@@ -163,7 +163,11 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
             Err(format!("line {number}: longer than {} MiB", MAX_LINE >> 20))
         } else {
             match serde_json::from_str::<Line>(text.trim_end()) {
-                Err(err) => Err(format!("line {number}, column {}: {err}", err.column())),
+                Err(err) => {
+                    let text = err.to_string();
+                    let at = format!(" at line {} column {}", err.line(), err.column());
+                    Err(format!("line {number}, column {}: {}", err.column(), text.strip_suffix(&at).unwrap_or(&text)))
+                }
                 Ok(line) if line.finish => {
                     finished = true;
                     break;
