@@ -84,7 +84,6 @@ def run(
     name: str,
     *,
     resume: bool = False,
-    scenario: str = "client",
     threshold: float = 1.0,
     url: Optional[str] = None,
     token: Optional[str] = None,
@@ -93,7 +92,7 @@ def run(
     """A run named ``name`` of dataset version ``spec``, recorded as ``casebook run`` records its
     runs; use it as ``with casebook.run(...) as run:``. ``resume=True`` goes on with the latest
     unfinished run of that name and version (``run.done`` has what it holds)."""
-    return Run(spec, name, resume=resume, scenario=scenario, threshold=threshold, backend=_backend.resolve(url, token, store))
+    return Run(spec, name, resume=resume, threshold=threshold, backend=_backend.resolve(url, token, store))
 
 
 def cases(spec: str, where: Optional[str] = None, **options: Any) -> Callable[[F], F]:

@@ -247,13 +247,12 @@ class Run:
         dataset: str,
         name: str,
         resume: bool = False,
-        scenario: str = "client",
         threshold: float = 1.0,
         backend: Optional[Backend] = None,
     ) -> None:
         self.name = name
         self._backend = backend or _backend.resolve()
-        args = ["record", dataset, "--name", name, "--scenario", scenario, "--threshold", str(threshold)]
+        args = ["record", dataset, "--experiment", name, "--threshold", str(threshold)]
         if resume:
             args.append("--resume")
         if isinstance(self._backend, Local):

@@ -260,10 +260,7 @@ pub struct RecordArgs {
     pub dataset: String,
     /// The run's experiment name (what `results --list` shows, and `--resume` looks for)
     #[arg(long)]
-    pub name: String,
-    /// The scenario the results are of
-    #[arg(long, default_value = "client")]
-    pub scenario: String,
+    pub experiment: String,
     /// The pass rate the run needs, 0..1
     #[arg(long, default_value_t = 1.0)]
     pub threshold: f64,

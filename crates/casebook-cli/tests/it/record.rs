@@ -30,7 +30,7 @@ fn a_run_from_result_lines_is_kept_refused_lines_named_and_resumed(b: &Backend) 
         "{\"case\": \"zz\", \"output\": \"?\"}\n",
         "{\"case\": \"b\", \"output\": \"x\", \"scores\": {\"exact\": 0.25}}\n",
     );
-    let out = run(b.cb(&dir).args(["record", "numbers@v1", "--name", "loop"]).write_stdin(lines));
+    let out = run(b.cb(&dir).args(["record", "numbers@v1", "--experiment", "loop"]).write_stdin(lines));
     // No `finish`: the loop died; what it sent is kept, the run is not finished.
     assert_eq!(out.status, Some(130), "{}", out.stderr);
     let said = jsonl(&out.stdout);
@@ -51,7 +51,7 @@ fn a_run_from_result_lines_is_kept_refused_lines_named_and_resumed(b: &Backend) 
         "{\"case\": \"c\", \"error\": \"the agent timed out\"}\n",
         "{\"finish\": true}\n",
     );
-    let out = run(b.cb(&dir).args(["record", "numbers", "--name", "loop", "--resume"]).write_stdin(lines));
+    let out = run(b.cb(&dir).args(["record", "numbers", "--experiment", "loop", "--resume"]).write_stdin(lines));
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     let said = jsonl(&out.stdout);
     assert_eq!(said[0]["run_id"], run_id.as_str());
@@ -81,6 +81,6 @@ fn a_run_from_result_lines_is_kept_refused_lines_named_and_resumed(b: &Backend) 
 
     // Without a store there is nowhere to keep the run.
     let bare = Folder::new();
-    let out = run(crate::cli::cb(&bare).args(["record", "numbers", "--name", "x"]).write_stdin(""));
+    let out = run(crate::cli::cb(&bare).args(["record", "numbers", "--experiment", "x"]).write_stdin(""));
     assert_eq!(out.status, Some(2), "{}", out.stderr);
 }

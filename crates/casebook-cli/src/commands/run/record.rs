@@ -36,6 +36,8 @@ use crate::stores;
 /// Results kept at a time: a client's loop is slow next to the store, so a small batch keeps
 /// what a crash of the recorder itself could lose small.
 const SAVE_EVERY: usize = 64;
+/// The scenario of a recorded run's results.
+const SCENARIO: &str = "client";
 /// A numeric score at or above this passes its grade, unless the line says `pass`.
 const PASS_SCORE: f64 = 0.5;
 /// Bytes of one line at most (a server takes 8 MiB of JSON a request by default).
@@ -73,7 +75,9 @@ struct Line {
 }
 
 pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Result<Outcome> {
-    let RecordArgs { dataset, name, scenario, threshold, resume } = args;
+    let RecordArgs { dataset, experiment: name, threshold, resume } = args;
+    // Every result is of one scenario, named for where it comes from.
+    let scenario = SCENARIO.to_owned();
     let runtime = stores::runtime()?;
     let Some(store) = RunStore::open_for_run(settings, &runtime)? else {
         anyhow::bail!("no store here and no server: run `casebook init`, or set `CASEBOOK_URL`, to keep the run");
