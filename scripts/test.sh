@@ -71,3 +71,12 @@ cargo test --doc --workspace --locked
 # `--status-level skip` names each test not run: those that need the real-file corpus when it
 # is not there (`CASEBOOK_CORPUS`, see the README).
 cargo nextest run --workspace --locked --no-fail-fast --status-level skip
+
+# The Python package: the wheel built from the debug build the Rust tests just made (maturin's
+# `--profile dev` into the same target folder), installed into a fresh virtual environment as a
+# user would, and its pytest suite against a real `casebook serve` (SQLite and the PostgreSQL above).
+wheel=$(scripts/wheel.sh --dev)
+rm -rf target/py-wheel
+python3 -m venv target/py-wheel >&2
+target/py-wheel/bin/python -m pip install --quiet "$wheel" pytest pandas >&2
+(cd python/tests && ../../target/py-wheel/bin/python -m pytest -q -p no:cacheprovider)

@@ -155,6 +155,10 @@ pub enum Command {
     Results(ResultsArgs),
     /// Paired per-case differences between two stored runs
     Compare(CompareArgs),
+    /// Keep a run made by your own code: results as JSON lines on standard input (what the
+    /// Python client's `casebook.run` sends)
+    #[command(hide = true)]
+    Record(RecordArgs),
     /// Name a version (`prod`); moving a tag is logged
     Tag(TagArgs),
     /// Look after the store itself: `casebook store check`
@@ -248,6 +252,21 @@ pub struct ResultsArgs {
     pub reports: Vec<(ReportFormat, PathBuf)>,
     #[command(flatten)]
     pub overwrite: OverwriteArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The dataset version the results are of: `NAME@REF`
+    pub dataset: String,
+    /// The run's experiment name (what `results --list` shows, and `--resume` looks for)
+    #[arg(long)]
+    pub experiment: String,
+    /// The pass rate the run needs, 0..1
+    #[arg(long, default_value_t = 1.0)]
+    pub threshold: f64,
+    /// Go on with the latest unfinished run of this name and version instead of beginning one
+    #[arg(long)]
+    pub resume: bool,
 }
 
 #[derive(Debug, Args)]

@@ -102,6 +102,7 @@ fn main() -> ExitCode {
         args::Command::Run(a) => commands::run::run(&settings, a),
         args::Command::Results(a) => commands::run::results(&settings, a),
         args::Command::Compare(a) => commands::run::compare(&settings, a),
+        args::Command::Record(a) => commands::run::record(&settings, a),
         args::Command::Generate(a) => commands::generate::run(&settings, a),
         args::Command::Help(a) => commands::help::help(&a),
         args::Command::Completions(a) => commands::help::completions(&a),

@@ -40,9 +40,11 @@ use crate::runs::RunStore;
 use crate::settings::Global;
 use crate::stores;
 
+mod record;
 mod stored;
 mod version_id;
 
+pub use record::record;
 pub use stored::{compare, results};
 use version_id::FirstVersion;
 

@@ -41,6 +41,7 @@ mod preview;
 mod promptfoo;
 mod push_merge;
 mod readme_tour;
+mod record;
 mod remote;
 mod remote_review;
 mod remote_runs;
