@@ -154,6 +154,9 @@ pub struct DiffOut {
 pub struct Tag {
     pub name: String,
     pub version: u64,
+    /// The tag already named this version: nothing changed and nothing was logged.
+    #[serde(default)]
+    pub unchanged: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -273,7 +273,14 @@ impl Store for AnyStore {
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<crate::ChangedCase>, StoreError> {
         each!(self, s => s.changed(dataset, from, to).await)
     }
-    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+    async fn tag(
+        &self,
+        dataset: &str,
+        version: u64,
+        tag: &str,
+        author: &str,
+        time: &str,
+    ) -> Result<crate::Tagged, StoreError> {
         watched(self.probe(Some(dataset)), async { each!(self, s => s.tag(dataset, version, tag, author, time).await) })
             .await
     }
