@@ -8,6 +8,7 @@ mod browser;
 mod capture;
 mod console;
 mod console_conflicts;
+mod console_frame;
 mod console_review;
 mod console_runs;
 mod harness;
