@@ -127,7 +127,15 @@ pub struct Exporter<'w> {
     writer: Writer<'w>,
     summary: Exported,
     drafts: Drafts,
+    /// Each field the format could not hold, with the cases that held it.
+    lost: std::collections::BTreeMap<String, u64>,
 }
+
+/// The distinct fields [`Exporter::lost_fields`] counts at most; others are counted under
+/// [`OTHER_FIELDS`].
+const LOST_FIELDS: usize = 200;
+/// Where [`Exporter::lost_fields`] counts the fields beyond the first [`LOST_FIELDS`].
+pub const OTHER_FIELDS: &str = "(other fields)";
 
 impl<'w> Exporter<'w> {
     /// `header` is the dataset's; `columns` the CSV columns ([`CsvColumns::ordered`], ignored
@@ -165,7 +173,14 @@ impl<'w> Exporter<'w> {
         if let Some(beside) = beside {
             writer = writer.with_beside(beside);
         }
-        Ok(Self { settings, encoder, writer, summary: Exported::default(), drafts: Drafts::default() })
+        Ok(Self {
+            settings,
+            encoder,
+            writer,
+            summary: Exported::default(),
+            drafts: Drafts::default(),
+            lost: Default::default(),
+        })
     }
 
     /// Whether the cases are best handed over as bodies ([`ExportSettings::takes_bodies`]).
@@ -208,6 +223,11 @@ impl<'w> Exporter<'w> {
         let (format, lossy) = (self.settings.format, self.settings.lossy);
         let mut diagnostics = Vec::with_capacity(encoded.lost.len() + encoded.missing.len());
         for (i, fields) in &encoded.lost {
+            for field in fields {
+                let known = self.lost.contains_key(field.as_ref()) || self.lost.len() < LOST_FIELDS;
+                let name = if known { field.as_ref() } else { OTHER_FIELDS };
+                *self.lost.entry(name.to_owned()).or_default() += 1;
+            }
             let code = if lossy { Code::Dropped } else { Code::Unrepresentable };
             diagnostics.push(Diagnostic {
                 severity: code.severity(),
@@ -245,6 +265,12 @@ impl<'w> Exporter<'w> {
         self.summary.written += encoded.written as u64;
         self.writer.write(&encoded)?;
         Ok(diagnostics)
+    }
+
+    /// The fields written so far that the format cannot hold (dropped with `lossy`, refused
+    /// without), each with how many cases held it: at most 200, then [`OTHER_FIELDS`].
+    pub fn lost_fields(&self) -> &std::collections::BTreeMap<String, u64> {
+        &self.lost
     }
 
     /// The error for the cases refused so far because their expectations are drafts the

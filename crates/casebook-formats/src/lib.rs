@@ -38,7 +38,7 @@ pub mod yaml;
 mod yaml_out;
 
 pub use convert::{ConvertSummary, Progress, Target, convert, csv_columns};
-pub use export::{CsvColumns, ExportError, ExportSettings, Exported, Exporter};
+pub use export::{CsvColumns, ExportError, ExportSettings, Exported, Exporter, OTHER_FIELDS};
 pub use format::{Format, Syntax};
 pub use read::{Batch, Consumer, Flow, Input, Loc, ReadError, ReadOptions, Start, Summary, read};
 pub use source_pointer::source_pointer;

@@ -98,3 +98,15 @@ if (selectPage) {
     for (const box of document.querySelectorAll("input.pick")) box.checked = selectPage.checked;
   });
 }
+
+// Times: the server writes UTC (`<time datetime>`); show the reader's own time zone, keeping UTC
+// in the title.
+for (const time of document.querySelectorAll("time[datetime]")) {
+  const when = new Date(time.getAttribute("datetime"));
+  if (Number.isNaN(when.getTime())) continue;
+  const utc = time.textContent;
+  time.textContent = when.toLocaleString(undefined, {
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", timeZoneName: "short",
+  });
+  time.title = utc;
+}

@@ -208,6 +208,10 @@ impl DiffNext {
 pub struct Tag {
     pub name: String,
     pub version: u64,
+    /// The tag already named this version: nothing changed and nothing was logged (absent when
+    /// false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

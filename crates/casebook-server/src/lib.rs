@@ -201,13 +201,14 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
     let router = console::mount(router)
         .fallback(routes::no_route)
         .method_not_allowed_fallback(routes::no_method)
-        .with_state(state)
+        .with_state(state.clone())
         // JSON bodies (tags, runs' results) are read whole: bounded. An import's body is a stream
         // with its own limit (`max_body`), which this does not touch.
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(limits.body_idle))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent.max(1)))
         .layer(axum::middleware::from_fn(extract::plain_errors))
+        .layer(axum::middleware::from_fn_with_state(state, console::framed))
         .layer(axum::middleware::from_fn(protective_headers))
         .layer(axum::middleware::from_fn(request_log));
     (router, document)

@@ -290,7 +290,14 @@ impl Store for AnyStore {
     ) -> Result<crate::DiffPage, StoreError> {
         each!(self, s => s.diff_page(dataset, from, to, list, start, size).await)
     }
-    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+    async fn tag(
+        &self,
+        dataset: &str,
+        version: u64,
+        tag: &str,
+        author: &str,
+        time: &str,
+    ) -> Result<crate::Tagged, StoreError> {
         watched(self.probe(Some(dataset)), async { each!(self, s => s.tag(dataset, version, tag, author, time).await) })
             .await
     }

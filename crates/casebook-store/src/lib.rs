@@ -188,6 +188,17 @@ pub struct ModifiedCase {
     pub changes: Vec<FieldChange>,
 }
 
+/// What [`Store::tag`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tagged {
+    /// The tag is new.
+    Set,
+    /// The tag named this other version before.
+    Moved { from: u64 },
+    /// The tag already named the version: nothing changed, nothing was logged.
+    Already,
+}
+
 /// A tag change, a header edit: what the log shows beside versions.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
@@ -630,7 +641,11 @@ pub trait Store {
     /// merge needs ([`Changes`]), in one read of the rows [`Store::diff`] reads, without
     /// reading a body twice nor comparing fields.
     async fn changed(&self, dataset: &str, from: u64, to: u64) -> Result<Vec<ChangedCase>, StoreError>;
-    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError>;
+    /// Names `version` by `tag` (NFC), moving the tag if it names another version; the change is
+    /// logged as a tag event (`prod: v1 → v2`). A tag that already names `version` is left as it
+    /// is and nothing is logged: [`Tagged::Already`].
+    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str)
+    -> Result<Tagged, StoreError>;
     /// Removes the tag `tag` of a dataset, logged as a tag event, and gives the version it named.
     /// A tag the dataset does not have is [`StoreError::NoVersion`] naming it, with the
     /// dataset's tags in the hint. Tags are compared in Unicode NFC, as [`Store::tag`] stores them.

@@ -227,16 +227,28 @@ pub fn tag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let store = stores::open_write(settings, &runtime)?;
     let (name, reference) = stores::target(&args.target)?;
     let version = runtime.block_on(store.resolve(&name, &reference))?;
-    runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
+    let tagged = runtime.block_on(store.tag(&name, version.number, &args.tag, &settings.author, &settings.time))?;
     let place = stores::described(&store);
     runtime.block_on(store.close());
-    crate::write_stdout(&if settings.json {
-        format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
-    } else {
-        format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12])
-    })?;
-    stores::say_wrote(settings, &format!("tag {name}@{}", args.tag), &place);
+    let unchanged = tagged == casebook_store::Tagged::Already;
+    say_tagged(settings, &name, &args.tag, version.number, &version.id, unchanged)?;
+    if !unchanged {
+        stores::say_wrote(settings, &format!("tag {name}@{}", args.tag), &place);
+    }
     Ok(Outcome::Ok)
+}
+
+/// What `casebook tag` prints: the version the tag names, and whether it named it already.
+fn say_tagged(settings: &Global, name: &str, tag: &str, number: u64, id: &str, unchanged: bool) -> anyhow::Result<()> {
+    let short = &id[..12.min(id.len())];
+    crate::write_stdout(&if settings.json {
+        format!("{}\n", json!({"dataset": name, "tag": tag, "version": number, "id": id, "unchanged": unchanged}))
+    } else if unchanged {
+        format!("{name}@{tag} is already v{number} ({short}): nothing changed\n")
+    } else {
+        format!("{name}@{tag} is v{number} ({short})\n")
+    })?;
+    Ok(())
 }
 
 /// `tag --delete NAME TAG`: removes the tag, here or on the server `CASEBOOK_URL` names
@@ -261,7 +273,8 @@ fn untag(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
         use crate::remote::{Remote, segment};
         let remote = runtime.block_on(Remote::connect())?;
         let request = remote
-            .request(reqwest::Method::DELETE, &remote.dataset_path(&name, &format!("/tags/{}", segment(&args.tag))));
+            .request(reqwest::Method::DELETE, &remote.dataset_path(&name, &format!("/tags/{}", segment(&args.tag))))
+            .header("x-casebook-author", &settings.author);
         let tag: casebook_server::api::Tag = runtime.block_on(remote.json(request))?;
         said(tag.version)?;
         if !settings.quiet && !settings.json {
@@ -287,15 +300,12 @@ fn tag_on_server(settings: &Global, args: TagArgs) -> anyhow::Result<Outcome> {
     let remote = runtime.block_on(Remote::connect())?;
     let request = remote
         .request(reqwest::Method::PUT, &remote.dataset_path(&name, &format!("/tags/{}", segment(&args.tag))))
+        .header("x-casebook-author", &settings.author)
         .json(&json!({"version": reference}));
     let tag: casebook_server::api::Tag = runtime.block_on(remote.json(request))?;
     let version: casebook_server::api::Version =
         runtime.block_on(remote.get_json(&remote.dataset_path(&name, &format!("/versions/v{}", tag.version))))?;
-    crate::write_stdout(&if settings.json {
-        format!("{}\n", json!({"dataset": name, "tag": args.tag, "version": version.number, "id": version.id}))
-    } else {
-        format!("{name}@{} is v{} ({})\n", args.tag, version.number, &version.id[..12.min(version.id.len())])
-    })?;
+    say_tagged(settings, &name, &args.tag, version.number, &version.id, tag.unchanged)?;
     if !settings.quiet && !settings.json {
         stderr!("(on the server at {}, project `{}`)", remote.url, remote.project);
     }

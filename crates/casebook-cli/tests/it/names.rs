@@ -105,6 +105,10 @@ fn a_tag_is_deleted_by_its_name_and_the_log_says_so(b: &Backend) {
     let file = dir.file("v1.jsonl", CASES);
     ok(b.cb(&dir).args(["import", "--dataset", "support"]).arg(&file));
     ok(b.cb(&dir).args(["tag", "support@v1", "pr\u{e9}"]));
+    // The same tag on the same version again: said, and nothing logged.
+    let out = ok(b.cb(&dir).args(["tag", "support@v1", "pr\u{e9}"]));
+    assert!(out.starts_with("support@pr\u{e9} is already v1 (") && out.ends_with("): nothing changed\n"), "{out}");
+    assert_eq!(ok(b.cb(&dir).args(["log", "support"])).matches("pr\u{e9}: v1").count(), 1);
     // Named in either normal form, as the tag was.
     let out = run(b.cb(&dir).args(["tag", "--delete", "support", "pre\u{301}"]));
     assert_eq!(

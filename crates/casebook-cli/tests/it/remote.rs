@@ -1163,6 +1163,13 @@ fn with_a_server_named_commands_act_there_not_on_a_store_found_here(b: &Backend)
     );
     assert!(ok(owner(b, &srv).args(["log", "support"])).contains("prod: v1 → deleted"), "the server's tag went");
     ok(user().args(["tag", "support@v1", "prod"]));
+    // Again on the version it names: the server says nothing changed.
+    let out = run(user().args(["tag", "support@v1", "prod"]));
+    out.expect_status(0);
+    assert!(
+        out.stdout.starts_with("support@prod is already v1 (") && out.stdout.ends_with("): nothing changed\n"),
+        "{out:?}"
+    );
 
     let out = run(user().args(["datasets", "--format", "json"]));
     out.expect_status(0);

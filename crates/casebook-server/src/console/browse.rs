@@ -1,16 +1,15 @@
 //! Reading pages: a project's datasets, a dataset's versions, the cases of a version (filter,
 //! paging, counts per value), one case with its history, the diff of two versions; tagging a
-//! version and exporting one.
+//! version (downloading one is [`super::download`]).
 
 use crate::extract::Form;
 use crate::extract::{Path, Query};
 use askama::Template;
-use axum::response::{IntoResponse, Response};
 use casebook_model::Case;
 use casebook_store::{AnyStore, FieldChange, Ref, Select, Store, VersionInfo};
 use serde::Deserialize;
 
-use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, html, query, see_other, version_url};
+use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, filters, html, query, see_other, version_url};
 use super::session::Viewer;
 use super::view::{CaseView, show};
 
@@ -43,7 +42,7 @@ impl VersionRow {
             tags: tags.iter().filter(|(_, n)| *n == v.number).map(|(t, _)| t.clone()).collect(),
             number: v.number,
             id: v.id,
-            author: v.author,
+            author: super::page::shown_author(&v.author),
             time: v.time,
             message: v.message,
             added: v.added,
@@ -118,25 +117,33 @@ struct DatasetPage {
     description: String,
     /// Newest first.
     versions: Vec<VersionRow>,
-    events: Vec<String>,
+    /// Newest first.
+    events: Vec<casebook_store::Event>,
+    /// What the last action changed, or that it changed nothing.
+    notice: String,
     can_write: bool,
     csrf: String,
 }
 
-pub async fn dataset(viewer: Viewer, Path(path): Path<DatasetPath>) -> PageResult {
+#[derive(Deserialize, Default)]
+pub struct DatasetQuery {
+    /// A tag just set again on the version it named (the tag form leads here with it).
+    #[serde(default)]
+    already: String,
+}
+
+pub async fn dataset(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query<DatasetQuery>) -> PageResult {
     let store = &viewer.store;
     let header = store.header(&path.dataset).await?;
     let tags = store.tags(&path.dataset).await?;
+    let notice = match tags.iter().find(|(t, _)| !q.already.is_empty() && *t == q.already) {
+        Some((t, n)) => format!("{t} is already v{n}: nothing changed"),
+        None => String::new(),
+    };
     let mut versions: Vec<VersionRow> =
         store.versions(&path.dataset).await?.into_iter().map(|v| VersionRow::new(&path.project, v, &tags)).collect();
     versions.reverse();
-    let events = store
-        .events(&path.dataset)
-        .await?
-        .into_iter()
-        .rev()
-        .map(|e| format!("{} · {} · {} {}", e.time, e.author, e.kind, e.detail))
-        .collect();
+    let events = store.events(&path.dataset).await?.into_iter().rev().collect();
     let url = dataset_url(&path.project, &path.dataset);
     Ok(html(&DatasetPage {
         chrome: Chrome::new(&viewer, path.dataset.clone()).at(path.dataset.clone(), url.clone()),
@@ -145,6 +152,7 @@ pub async fn dataset(viewer: Viewer, Path(path): Path<DatasetPath>) -> PageResul
         url,
         versions,
         events,
+        notice,
         can_write: viewer.can_write(),
         csrf: viewer.csrf.clone(),
     }))
@@ -167,9 +175,13 @@ pub async fn tag(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): Form
     // The name first: a refused tag is refused whatever version it would name.
     let tag = casebook_store::names::tag_name(tag).map_err(|err| Failure::bad_request(err.to_string()))?;
     let version = resolve(&viewer.store, &path.dataset, form.version.trim()).await?;
-    let author = format!("key:{}", viewer.access.key);
-    viewer.store.tag(&path.dataset, version.number, &tag, &author, &crate::routes::now()).await?;
-    Ok(see_other(&dataset_url(&path.project, &path.dataset)))
+    let author = crate::routes::author_of(None, &viewer.access.key);
+    let tagged = viewer.store.tag(&path.dataset, version.number, &tag, &author, &crate::routes::now()).await?;
+    let mut to = dataset_url(&path.project, &path.dataset);
+    if tagged == casebook_store::Tagged::Already {
+        to = format!("{to}?already={}", query(&tag));
+    }
+    Ok(see_other(&to))
 }
 
 #[derive(Deserialize)]
@@ -177,27 +189,6 @@ pub struct VersionPath {
     pub project: String,
     pub dataset: String,
     pub version: String,
-}
-
-#[derive(Deserialize)]
-pub struct ExportQuery {
-    format: Option<String>,
-    #[serde(rename = "where")]
-    filter: Option<String>,
-}
-
-pub async fn export(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Query<ExportQuery>) -> Response {
-    let settings = crate::routes::ExportQuery {
-        format: q.format.filter(|f| !f.is_empty()),
-        syntax: None,
-        filter: q.filter.filter(|f| !f.is_empty()),
-        lossy: None,
-        confirm_drafts: None,
-    };
-    match crate::routes::export_version(viewer.store, &path.dataset, &path.version, settings, true).await {
-        Ok(response) => response,
-        Err(err) => Failure::from(err).into_response(),
-    }
 }
 
 #[derive(Deserialize)]

@@ -357,7 +357,7 @@ async fn commit_edit(viewer: &Viewer, project: &str, mut page: EditPage, form: &
             header: page.new_dataset.then(|| DatasetHeader { name: Some(dataset.clone()), ..DatasetHeader::default() }),
             mode: CommitMode::Upsert,
             parent: Some(on),
-            author: format!("key:{}", viewer.access.key),
+            author: crate::routes::author_of(None, &viewer.access.key),
             time: crate::routes::now(),
             message: message.clone(),
         };

@@ -424,7 +424,7 @@ pub async fn confirm(
         dataset: Some(path.dataset.clone()),
         mode: if form.mode == "upsert" { CommitMode::Upsert } else { CommitMode::Replace },
         parent: Parent::Given(Ref::Number(form.head)),
-        author: format!("key:{}", viewer.access.key),
+        author: crate::routes::author_of(None, &viewer.access.key),
         time: crate::routes::now(),
         message: match form.message.trim() {
             "" => format!("import {}", upload.shown),

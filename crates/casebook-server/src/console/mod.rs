@@ -8,6 +8,7 @@
 
 mod browse;
 mod bulk;
+mod download;
 mod edit;
 mod import;
 mod page;
@@ -48,6 +49,8 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/signout", post(sign_out))
         .route("/console.css", get(|| asset("text/css; charset=utf-8", include_str!("../../assets/console.css"))))
         .route("/console.js", get(|| asset("text/javascript; charset=utf-8", include_str!("../../assets/console.js"))))
+        .route("/favicon.svg", get(favicon))
+        .route("/favicon.ico", get(favicon))
         .route("/projects/{project}", get(browse::project))
         .route("/projects/{project}/new", get(edit::new_dataset).post(edit::create))
         .route("/projects/{project}/check", post(edit::check_text))
@@ -62,12 +65,42 @@ pub(crate) fn mount(router: Router<AppState>) -> Router<AppState> {
         .route("/projects/{project}/datasets/{dataset}/tags", post(browse::tag))
         .route("/projects/{project}/datasets/{dataset}/diff", get(browse::diff))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}", get(table::version))
-        .route("/projects/{project}/datasets/{dataset}/versions/{version}/export", get(browse::export))
+        .route("/projects/{project}/datasets/{dataset}/versions/{version}/export", get(download::export))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/bulk", post(bulk::apply))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}", get(browse::case))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/review", post(review::save))
         .route("/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}/restore", post(restore::restore))
         .route("/projects/{project}/datasets/{dataset}/queue", get(queue::queue).post(queue::act))
+}
+
+/// Shows every console failure page in the frame of the key signed in (header, project links,
+/// sign-out), whichever handler, extractor or fallback made it; its status stays.
+pub(crate) async fn framed(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.uri().path().starts_with("/api/") {
+        return next.run(request).await;
+    }
+    let headers = request.headers().clone();
+    let response = next.run(request).await;
+    let Some(shown) = response.extensions().get::<page::Shown>() else {
+        return response;
+    };
+    match session::signed_in(&state, &headers).await {
+        Some((access, csrf)) => {
+            let mut framed = Failure::framed(shown, &access, &csrf);
+            // (Headers set on the way, such as `Retry-After`, are kept.)
+            for (name, value) in response.headers() {
+                if name != CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+                    framed.headers_mut().insert(name.clone(), value.clone());
+                }
+            }
+            framed
+        }
+        None => response,
+    }
 }
 
 /// A page of the console for a path no route serves (an API path gets the API's JSON error).
@@ -82,6 +115,11 @@ pub(crate) fn failure(err: crate::ApiError) -> Response {
 
 async fn asset(kind: &'static str, text: &'static str) -> Response {
     ([(CONTENT_TYPE, kind), (CACHE_CONTROL, "public, max-age=300")], text).into_response()
+}
+
+/// The console's icon, an SVG of its own; also at `/favicon.ico`, where browsers look unasked.
+async fn favicon() -> Response {
+    asset("image/svg+xml", include_str!("../../assets/favicon.svg")).await
 }
 
 async fn home(viewer: Result<Viewer, Failure>) -> Response {

@@ -5,7 +5,7 @@ use askama::Template;
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use axum::response::{IntoResponse, Response};
-use casebook_store::StoreError;
+use casebook_store::{Access, Scope, StoreError};
 
 use super::session::Viewer;
 /// One path segment, percent-encoded.
@@ -28,15 +28,21 @@ pub struct SignedIn {
 
 impl Chrome {
     pub fn new(viewer: &Viewer, title: impl Into<String>) -> Self {
-        let project = viewer.access.project.clone();
+        Self::signed_in(&viewer.access, &viewer.csrf, title)
+    }
+
+    /// The frame of a signed-in key's page, from what its session holds (an error page has no
+    /// [`Viewer`] yet still shows who is signed in).
+    pub fn signed_in(access: &Access, csrf: &str, title: impl Into<String>) -> Self {
+        let project = access.project.clone();
         Self {
             title: title.into(),
             trail: vec![(project.clone(), project_url(&project))],
             signed_in: Some(SignedIn {
                 project,
-                key: viewer.access.key.clone(),
-                scope: if viewer.can_write() { "write" } else { "read" },
-                csrf: viewer.csrf.clone(),
+                key: access.key.clone(),
+                scope: if access.scope == Scope::Write { "write" } else { "read" },
+                csrf: csrf.to_owned(),
             }),
         }
     }
@@ -97,6 +103,92 @@ pub fn version_url(project: &str, dataset: &str, version: u64) -> String {
 
 pub fn case_url(project: &str, dataset: &str, version: u64, case: &str) -> String {
     format!("{}/cases/{}", version_url(project, dataset, version), seg(case))
+}
+
+/// An author as stored, shown in the one form of [`crate::routes::author_of`] (older versions
+/// kept `key:ID`: it is shown as `key ID`).
+pub fn shown_author(stored: &str) -> String {
+    match stored.strip_prefix("key:") {
+        Some(key) if !key.is_empty() && !key.contains(char::is_whitespace) => crate::routes::author_of(None, key),
+        _ => stored.to_owned(),
+    }
+}
+
+/// A number as the console shows it: digits in groups of three (`100,000`; `0.25` stays).
+pub fn number(text: &str) -> String {
+    let (sign, rest) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits <= 3 {
+        return text.to_owned();
+    }
+    let (whole, tail) = rest.split_at(digits);
+    let mut out = String::with_capacity(text.len() + digits / 3);
+    out.push_str(sign);
+    for (i, c) in whole.chars().enumerate() {
+        if i > 0 && (digits - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out.push_str(tail);
+    out
+}
+
+/// An RFC 3339 time as the page shows it before (or without) the script: `2026-11-24 08:00 UTC`.
+/// A text that is not such a time is shown as it is.
+pub fn utc_text(time: &str) -> String {
+    match time.parse::<jiff::Timestamp>() {
+        Ok(t) => t.strftime("%Y-%m-%d %H:%M UTC").to_string(),
+        Err(_) => time.to_owned(),
+    }
+}
+
+/// Filters the console's templates share: a module that renders a template uses them with
+/// `use super::page::filters;`.
+pub mod filters {
+    use std::fmt::Display;
+
+    /// `{{ n|num }}`: a number with thousands separators (see [`super::number`]).
+    #[askama::filter_fn]
+    pub fn num<T: Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
+        Ok(super::number(&value.to_string()))
+    }
+
+    /// `{{ time|utc }}`: a `<time>` element, UTC in its `datetime` and text; `console.js` shows
+    /// the reader's local time instead and keeps the UTC text in its title. Empty for no time.
+    #[askama::filter_fn]
+    pub fn utc<T: Display>(value: T, _: &dyn askama::Values) -> askama::Result<askama::filters::Safe<String>> {
+        let time = value.to_string();
+        if time.is_empty() {
+            return Ok(askama::filters::Safe(String::new()));
+        }
+        let (attribute, text) = (escaped(&time), escaped(&super::utc_text(&time)));
+        Ok(askama::filters::Safe(format!(r#"<time datetime="{attribute}" title="{text}">{text}</time>"#)))
+    }
+
+    /// `{{ author|author }}`: an author as stored, in the one form (see [`super::shown_author`]).
+    #[askama::filter_fn]
+    pub fn author<T: Display>(value: T, _: &dyn askama::Values) -> askama::Result<String> {
+        Ok(super::shown_author(&value.to_string()))
+    }
+
+    fn escaped(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        for c in text.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                c => out.push(c),
+            }
+        }
+        out
+    }
 }
 
 /// A page that went wrong: a status and what to do about it, or a trip to the sign-in page.
@@ -164,14 +256,40 @@ impl IntoResponse for Failure {
         if let Some(next) = &self.sign_in {
             return see_other(&format!("/signin?next={}", query(next)));
         }
-        let page = FailurePage {
-            chrome: Chrome::anonymous(self.status.canonical_reason().unwrap_or("error")),
-            status: self.status.as_u16(),
-            reason: self.status.canonical_reason().unwrap_or("error"),
-            message: &self.message,
+        let mut response = self.render(None);
+        // Kept so that `console::framed` can render it again in the frame of who is signed in.
+        response.extensions_mut().insert(Shown { status: self.status, message: self.message });
+        response
+    }
+}
+
+/// A failure page's status and message, on its response, for [`Failure::framed`].
+#[derive(Clone)]
+pub struct Shown {
+    status: StatusCode,
+    message: String,
+}
+
+impl Failure {
+    /// The failure's page, in the frame of a signed-in key (`Some((access, csrf))`) or bare.
+    fn render(&self, signed_in: Option<(&Access, &str)>) -> Response {
+        let reason = self.status.canonical_reason().unwrap_or("error");
+        let chrome = match signed_in {
+            Some((access, csrf)) => Chrome::signed_in(access, csrf, reason),
+            None => Chrome::anonymous(reason),
         };
+        let page = FailurePage { chrome, status: self.status.as_u16(), reason, message: &self.message };
         let text = page.render().unwrap_or_else(|_| self.message.clone());
         (self.status, [(CONTENT_TYPE, "text/html; charset=utf-8"), (CACHE_CONTROL, "no-store")], text).into_response()
+    }
+
+    /// A failure page rendered again in the frame of the key signed in: its header, project
+    /// links and sign-out (a failure is made where no [`Viewer`] is at hand).
+    pub fn framed(shown: &Shown, access: &Access, csrf: &str) -> Response {
+        let failure = Failure::new(shown.status, shown.message.clone());
+        let mut response = failure.render(Some((access, csrf)));
+        response.extensions_mut().insert(shown.clone());
+        response
     }
 }
 
@@ -195,5 +313,36 @@ mod tests {
         assert_eq!(seg("support-v2_x.y~"), "support-v2_x.y~");
         assert_eq!(seg("a/b c?d#e%"), "a%2Fb%20c%3Fd%23e%25");
         assert_eq!(seg("café"), "caf%C3%A9");
+    }
+
+    #[test]
+    fn numbers_are_grouped_by_three() {
+        assert_eq!(number("0"), "0");
+        assert_eq!(number("999"), "999");
+        assert_eq!(number("1000"), "1,000");
+        assert_eq!(number("100000"), "100,000");
+        assert_eq!(number("1234567"), "1,234,567");
+        assert_eq!(number("-12345"), "-12,345");
+        assert_eq!(number("12345.678"), "12,345.678");
+        assert_eq!(number("0.25"), "0.25");
+        assert_eq!(number("v12"), "v12");
+    }
+
+    #[test]
+    fn authors_have_one_form() {
+        use crate::routes::author_of;
+        assert_eq!(author_of(Some("Ana Lima"), "037b1c2d3e4f"), "Ana Lima (key 037b1c2d3e4f)");
+        assert_eq!(author_of(Some("  "), "037b1c2d3e4f"), "key 037b1c2d3e4f");
+        assert_eq!(author_of(None, "037b1c2d3e4f"), "key 037b1c2d3e4f");
+        assert_eq!(shown_author("key:037b1c2d3e4f"), "key 037b1c2d3e4f");
+        assert_eq!(shown_author("root (key 037b1c2d3e4f)"), "root (key 037b1c2d3e4f)");
+        assert_eq!(shown_author("ana"), "ana");
+    }
+
+    #[test]
+    fn times_read_as_utc_without_the_script() {
+        assert_eq!(utc_text("2026-11-24T08:00:00Z"), "2026-11-24 08:00 UTC");
+        assert_eq!(utc_text("2026-11-24T09:30:00+01:00"), "2026-11-24 08:30 UTC");
+        assert_eq!(utc_text("yesterday"), "yesterday");
     }
 }

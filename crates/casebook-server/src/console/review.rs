@@ -114,7 +114,7 @@ pub async fn save(viewer: Viewer, Path(path): Path<CasePath>, Form(form): Form<R
         review,
         confidence,
         labels,
-        author: format!("key:{}", viewer.access.key),
+        author: crate::routes::author_of(None, &viewer.access.key),
         time: crate::routes::now(),
         message: Some(form.message.trim().to_owned()).filter(|m| !m.is_empty()),
     };

@@ -18,7 +18,7 @@ use casebook_store::{AnyStore, Ref, RunRow, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::page::{Chrome, Failure, PageResult, case_url, html, project_url, query, seg};
+use super::page::{Chrome, Failure, PageResult, case_url, filters, html, project_url, query, seg};
 use super::session::Viewer;
 use super::view::{preview, show};
 

@@ -220,6 +220,14 @@ impl Viewer {
     }
 }
 
+/// The key and form token of the session a request's cookie names, if it is open and its key
+/// still works (for pages made without a [`Viewer`], such as failures).
+pub(crate) async fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<(Access, String)> {
+    let (token, csrf) = cookie(headers).and_then(|id| state.console.sessions.get(id))?;
+    let access = state.store.authenticate(&token).await.ok()??;
+    Some((access, csrf))
+}
+
 impl FromRequestParts<AppState> for Viewer {
     type Rejection = Failure;
 

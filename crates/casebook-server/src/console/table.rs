@@ -27,7 +27,7 @@ const CELL: usize = 120;
 #[derive(Deserialize, Default)]
 pub struct CasesQuery {
     #[serde(rename = "where", default)]
-    filter: String,
+    pub(super) filter: String,
     #[serde(default)]
     cursor: String,
     #[serde(default)]

@@ -65,7 +65,7 @@ pub async fn version(reader: Reader, Path(path): Path<VersionPath>) -> ApiResult
     responses((status = 200, body = Vec<Tag>), (status = 404, body = ErrorBody)))]
 pub async fn tags(reader: Reader, Path(path): Path<DatasetPath>) -> ApiResult<Json<Vec<Tag>>> {
     let tags = reader.store.tags(&path.dataset).await?;
-    Ok(Json(tags.into_iter().map(|(name, version)| Tag { name, version }).collect()))
+    Ok(Json(tags.into_iter().map(|(name, version)| Tag { name, version, unchanged: false }).collect()))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -81,18 +81,24 @@ pub struct TagPath {
     pub tag: String,
 }
 
-/// Names a version (moving the tag if it names another); the move is logged.
+/// Names a version (moving the tag if it names another); the move is logged. A tag that already
+/// names the version is left as it is (`unchanged`), and nothing is logged.
 #[utoipa::path(put, path = "/api/v1/projects/{project}/datasets/{dataset}/tags/{tag}", tag = "versions",
     security(("bearer" = ["write"])), params(TagPath), request_body = TagRequest,
     responses((status = 200, body = Tag), (status = 400, body = ErrorBody, description = "The tag's name is not allowed"),
         (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn set_tag(writer: Writer, Path(path): Path<TagPath>, Json(body): Json<TagRequest>) -> ApiResult<Json<Tag>> {
+pub async fn set_tag(
+    writer: Writer,
+    headers: axum::http::HeaderMap,
+    Path(path): Path<TagPath>,
+    Json(body): Json<TagRequest>,
+) -> ApiResult<Json<Tag>> {
     // The name first: a refused tag is refused whatever version it would name.
     let name = casebook_store::names::tag_name(&path.tag).map_err(casebook_store::StoreError::from)?;
     let version = resolve(&writer.store, &path.dataset, &body.version).await?;
-    let author = format!("key:{}", writer.access.key);
-    writer.store.tag(&path.dataset, version.number, &name, &author, &crate::routes::now()).await?;
-    Ok(Json(Tag { name, version: version.number }))
+    let author = super::transfer::author(&headers, &writer);
+    let tagged = writer.store.tag(&path.dataset, version.number, &name, &author, &crate::routes::now()).await?;
+    Ok(Json(Tag { name, version: version.number, unchanged: tagged == casebook_store::Tagged::Already }))
 }
 
 /// Removes a tag; the removal is logged. Gives the tag and the version it named.
@@ -100,11 +106,15 @@ pub async fn set_tag(writer: Writer, Path(path): Path<TagPath>, Json(body): Json
     security(("bearer" = ["write"])), params(TagPath),
     responses((status = 200, body = Tag), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "No such dataset, or the dataset has no such tag")))]
-pub async fn delete_tag(writer: Writer, Path(path): Path<TagPath>) -> ApiResult<Json<Tag>> {
-    let author = format!("key:{}", writer.access.key);
+pub async fn delete_tag(
+    writer: Writer,
+    headers: axum::http::HeaderMap,
+    Path(path): Path<TagPath>,
+) -> ApiResult<Json<Tag>> {
+    let author = super::transfer::author(&headers, &writer);
     let version = writer.store.untag(&path.dataset, &path.tag, &author, &crate::routes::now()).await?;
     let name = casebook_store::names::nfc(&path.tag).into_owned();
-    Ok(Json(Tag { name, version }))
+    Ok(Json(Tag { name, version, unchanged: false }))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]

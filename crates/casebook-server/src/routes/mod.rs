@@ -54,6 +54,16 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
 }
 
 /// The time now (RFC 3339), as the server's clock says.
+/// How the API and the console name who wrote something, the one form: `NAME (key ID)` when
+/// the writer gave a name (the CLI's `CASEBOOK_AUTHOR`, sent as `x-casebook-author`), `key ID`
+/// when not (the console, a client without a name).
+pub(crate) fn author_of(name: Option<&str>, key: &str) -> String {
+    match name.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) => format!("{name} (key {key})"),
+        None => format!("key {key}"),
+    }
+}
+
 pub(crate) fn now() -> String {
     format!("{:.0}", jiff::Timestamp::now())
 }

@@ -268,8 +268,8 @@ pub(super) fn author(headers: &HeaderMap, writer: &Writer) -> String {
     headers
         .get("x-casebook-author")
         .and_then(|v| v.to_str().ok())
-        .filter(|a| !a.is_empty() && a.len() <= 200)
-        .map_or_else(|| format!("key {}", writer.access.key), |a| format!("{a} (key {})", writer.access.key))
+        .filter(|a| a.len() <= 200)
+        .map_or_else(|| super::author_of(None, &writer.access.key), |a| super::author_of(Some(a), &writer.access.key))
 }
 
 /// The answer to an import: its status and report, or the error.

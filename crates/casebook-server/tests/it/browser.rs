@@ -124,6 +124,17 @@ impl Browser {
         }
     }
 
+    /// Sends a Chrome DevTools command (`Emulation.…`) through chromedriver.
+    pub async fn devtools(&self, command: &str, params: Value) {
+        self.command("POST", "/goog/cdp/execute", Some(json!({"cmd": command, "params": params}))).await;
+    }
+
+    /// Shows pages as a phone or tablet of this width in CSS pixels would.
+    pub async fn set_width(&self, width: u32) {
+        let metrics = json!({"width": width, "height": 800, "deviceScaleFactor": 1, "mobile": true});
+        self.devtools("Emulation.setDeviceMetricsOverride", metrics).await;
+    }
+
     pub async fn goto(&self, url: &str) {
         self.command("POST", "/url", Some(json!({"url": url}))).await;
     }

@@ -238,7 +238,7 @@ async fn a_writer_edits_a_case_sees_problems_as_typed_and_the_new_version_diff()
     let v4 = server.store.in_project("team-a").versions("support").await.unwrap().pop().unwrap();
     assert_eq!(
         (v4.number, v4.message.as_str(), v4.author.as_str()),
-        (4, "c2 reads better", &*format!("key:{}", server.keys.a_write.split('_').nth(1).unwrap()))
+        (4, "c2 reads better", &*format!("key {}", server.keys.a_write.split('_').nth(1).unwrap()))
     );
     browser.quit().await;
     server.stop().await;

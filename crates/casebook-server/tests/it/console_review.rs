@@ -75,7 +75,7 @@ async fn a_case_is_reviewed_from_its_page(backend: Backend) {
     assert_eq!(store.case("support", 4, "c1").await.unwrap(), store.case("support", 3, "c1").await.unwrap());
     let head = store.resolve("support", &casebook_store::Ref::Latest).await.unwrap();
     assert_eq!(head.message, "review: 1 case reviewed (confidence 0.75), labels set");
-    assert!(head.author.starts_with("key:"), "{}", head.author);
+    assert!(head.author.starts_with("key "), "{}", head.author);
     let page = case_page(4, writer.clone()).await;
     assert!(page.contains("value=\"billing, urgent\"") && page.contains("value=\"0.75\""), "{page}");
 

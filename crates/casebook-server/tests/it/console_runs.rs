@@ -116,7 +116,7 @@ async fn keep(store: &AnyStore, id: &str, started: &str, mut results: Vec<RunRes
 
 /// Two runs of support@v3, two runs per case: c2 goes from pass to fail, c3 from fail to pass,
 /// c4 errs in each (the agent in A, a grader in B). B's first result has a trajectory.
-async fn seed(server: &Server) -> (Vec<RunResult>, Vec<RunResult>) {
+pub(crate) async fn seed(server: &Server) -> (Vec<RunResult>, Vec<RunResult>) {
     let store = server.store.in_project("team-a");
     let a = vec![
         pass("c1", 0, &["billing"]),

@@ -9,6 +9,7 @@ mod capture;
 mod console;
 mod console_conflicts;
 mod console_queue;
+mod console_frame;
 mod console_review;
 mod console_runs;
 mod console_tables;

@@ -1143,7 +1143,14 @@ impl crate::Store for PostgresStore {
         changed.cases()
     }
 
-    async fn tag(&self, dataset: &str, version: u64, tag: &str, author: &str, time: &str) -> Result<(), StoreError> {
+    async fn tag(
+        &self,
+        dataset: &str,
+        version: u64,
+        tag: &str,
+        author: &str,
+        time: &str,
+    ) -> Result<crate::Tagged, StoreError> {
         let tag = crate::names::tag_name(tag)?;
         let id = self.dataset_id(dataset).await?;
         let mut conn = self.conn().await?;
@@ -1161,8 +1168,16 @@ impl crate::Store for PostgresStore {
         // and from now on in NFC.
         let tags: Vec<(String, i64)> =
             sqlx::query_as("SELECT name, version FROM tags WHERE dataset = $1").bind(id).fetch_all(&mut *tx).await?;
+        let stored: Vec<&(String, i64)> =
+            tags.iter().filter(|(name, _)| crate::names::nfc(name) == tag.as_str()).collect();
+        // Already there, as it is: nothing to change, nothing to log.
+        if let [(name, v)] = stored.as_slice() {
+            if *name == tag && *v as u64 == version {
+                return Ok(crate::Tagged::Already);
+            }
+        }
         let mut before = None;
-        for (name, v) in tags.iter().filter(|(name, _)| crate::names::nfc(name) == tag.as_str()) {
+        for (name, v) in stored {
             before = Some(*v);
             sqlx::query("DELETE FROM tags WHERE dataset = $1 AND name = $2")
                 .bind(id)
@@ -1179,19 +1194,26 @@ impl crate::Store for PostgresStore {
         .bind(version as i64)
         .execute(&mut *tx)
         .await?;
-        let detail = match before {
-            Some(v) => format!("{tag}: v{v} → v{version}"),
-            None => format!("{tag}: v{version}"),
-        };
-        sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'tag', $4)")
-            .bind(id)
-            .bind(time)
-            .bind(author)
-            .bind(detail)
-            .execute(&mut *tx)
-            .await?;
+        // (A tag kept in another normal form that names this version is only rewritten in NFC.)
+        if before != Some(version as i64) {
+            let detail = match before {
+                Some(v) => format!("{tag}: v{v} → v{version}"),
+                None => format!("{tag}: v{version}"),
+            };
+            sqlx::query("INSERT INTO events (dataset, time, author, kind, detail) VALUES ($1, $2, $3, 'tag', $4)")
+                .bind(id)
+                .bind(time)
+                .bind(author)
+                .bind(detail)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
-        Ok(())
+        Ok(match before {
+            Some(from) if from as u64 == version => crate::Tagged::Already,
+            Some(from) => crate::Tagged::Moved { from: from as u64 },
+            None => crate::Tagged::Set,
+        })
     }
 
     async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {

@@ -300,10 +300,16 @@ pub async fn references_resolve(store: impl Store) {
     assert_eq!(store.resolve("support", &Ref::Latest).await.unwrap().number, 2);
     assert_eq!(store.resolve("support", &"v1".parse().unwrap()).await.unwrap(), v1);
     assert_eq!(store.resolve("support", &v2.id[..10].parse().unwrap()).await.unwrap().number, 2);
-    store.tag("support", 1, "prod", "tester", "2026-11-23T01:00:00Z").await.unwrap();
+    use casebook_store::Tagged;
+    assert_eq!(store.tag("support", 1, "prod", "tester", "2026-11-23T01:00:00Z").await.unwrap(), Tagged::Set);
     assert_eq!(store.resolve("support", &Ref::Name("prod".into())).await.unwrap().number, 1);
-    store.tag("support", 2, "prod", "tester", "2026-11-23T02:00:00Z").await.unwrap();
+    assert_eq!(
+        store.tag("support", 2, "prod", "tester", "2026-11-23T02:00:00Z").await.unwrap(),
+        Tagged::Moved { from: 1 }
+    );
     assert_eq!(store.resolve("support", &Ref::Name("prod".into())).await.unwrap().number, 2);
+    // Tagging the version the tag names already changes nothing and logs nothing.
+    assert_eq!(store.tag("support", 2, "prod", "tester", "2026-11-23T03:00:00Z").await.unwrap(), Tagged::Already);
     // Moving a tag is in the log.
     let events = store.events("support").await.unwrap();
     assert_eq!(events.iter().map(|e| e.detail.as_str()).collect::<Vec<_>>(), ["prod: v1", "prod: v1 → v2"]);
