@@ -9,7 +9,7 @@ use casebook_model::Case;
 use casebook_store::{AnyStore, FieldChange, Ref, Select, Store, VersionInfo};
 use serde::Deserialize;
 
-use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, filters, html, query, see_other, version_url};
+use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, filters, html, query, see_other, thousands, version_url};
 use super::session::Viewer;
 use super::view::{CaseView, show};
 
@@ -515,29 +515,16 @@ struct DiffPage {
     applied: String,
 }
 
-/// A count with its thousands grouped (`1,000`).
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The totals of a diff in one line: `+500 added · −20 removed · ~1,000 modified`.
 pub fn diff_totals_text(totals: &casebook_store::DiffTotals) -> String {
     let mut text = format!(
         "+{} added · −{} removed · ~{} modified",
-        grouped(totals.added),
-        grouped(totals.removed),
-        grouped(totals.modified)
+        thousands(totals.added),
+        thousands(totals.removed),
+        thousands(totals.modified)
     );
     if totals.moved > 0 {
-        text.push_str(&format!(" · {} moved", grouped(totals.moved)));
+        text.push_str(&format!(" · {} moved", thousands(totals.moved)));
     }
     text
 }

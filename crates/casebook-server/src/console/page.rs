@@ -76,17 +76,9 @@ pub fn query(text: &str) -> String {
     seg(text)
 }
 
-/// A count with thousands separators: `100,000`.
+/// A count with thousands separators: `100,000` (see [`number`]).
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
+    number(&n.to_string())
 }
 
 pub fn project_url(project: &str) -> String {
@@ -128,7 +120,7 @@ pub fn number(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + digits / 3);
     out.push_str(sign);
     for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (digits - i) % 3 == 0 {
+        if i > 0 && (digits - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
