@@ -721,6 +721,10 @@ pub struct ServeArgs {
     /// Spans the OTLP receiver keeps waiting at most; past it exporters are told to retry later (503)
     #[arg(long, default_value_t = casebook_server::DEFAULT_MAX_PENDING_SPANS, value_name = "N")]
     pub max_pending_spans: u64,
+    /// Print the API's OpenAPI document (as `/api/v1/openapi.json` serves it) and exit, without
+    /// opening the store; the npm package's build generates the TypeScript client's types from it
+    #[arg(long, hide = true)]
+    pub print_openapi: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -213,6 +213,12 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
     (router, document)
 }
 
+/// The OpenAPI document `/api/v1/openapi.json` serves, made without a store or a server (for
+/// `casebook serve --print-openapi`, from which the TypeScript client's types are generated).
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts().1
+}
+
 /// Serves `router` on `listener` with the connection limits of `limits` (header timeout,
 /// connections per client address) until `shutdown` resolves, then finishes the requests in
 /// flight and returns. Handlers can read the client's address as
