@@ -173,6 +173,8 @@ pub enum Command {
     Push(PushArgs),
     /// Fetch a version of a dataset from the server into a file
     Pull(PullArgs),
+    /// Serve the datasets to coding agents and IDEs over MCP (stdio): list, search, show, diff, lint; read only
+    Mcp(McpArgs),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -685,6 +687,11 @@ pub struct PullArgs {
     #[arg(long, group = "on_conflict")]
     pub cancel_on_conflict: bool,
 }
+
+/// `casebook mcp` takes no options of its own: it reads where the other commands read (the
+/// store, or the server `CASEBOOK_URL` names).
+#[derive(Debug, Args)]
+pub struct McpArgs {}
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {

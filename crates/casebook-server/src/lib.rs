@@ -282,3 +282,23 @@ async fn request_log(request: Request, next: Next) -> Response {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    /// Generated clients (the npm package's types) name each operation by its id: two alike
+    /// make two declarations of one name.
+    #[test]
+    fn every_operation_has_an_id_of_its_own() {
+        let document = serde_json::to_value(super::openapi_document()).unwrap();
+        let mut seen = std::collections::BTreeMap::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let Some(id) = operation.get("operationId").and_then(|id| id.as_str()) else { continue };
+                if let Some(before) = seen.insert(id.to_owned(), format!("{method} {path}")) {
+                    panic!("`{id}` names both {before} and {method} {path}");
+                }
+            }
+        }
+        assert!(seen.contains_key("datasets") && seen.contains_key("run"), "{seen:?}");
+    }
+}
