@@ -4,6 +4,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
+import { once } from "node:events";
+import { createServer } from "node:net";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,8 +46,13 @@ before(async () => {
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
 });
 
-after(() => {
-  server?.kill("SIGTERM");
+after(async () => {
+  if (!server || server.exitCode !== null) return;
+  const exited = once(server, "exit");
+  server.kill("SIGTERM");
+  const timer = setTimeout(() => server.kill("SIGKILL"), 5000);
+  await exited;
+  clearTimeout(timer);
 });
 
 test("push makes versions; dataset() reads a pinned version page by page with a filter", async () => {
@@ -149,11 +156,17 @@ test("errors are CasebookErrors naming the server and the reason", async () => {
   await assert.rejects(client.version("nosuch@v1"), (error) => error.code === "not-found" && /nosuch/.test(error.reason));
   await assert.rejects(client.push("support", rows(2)), (error) => error.status === 403 && error.code === "forbidden");
 
-  const nobody = new Casebook({ url: "http://127.0.0.1:9", token: readKey });
+  // A port nothing listens on: one just let go.
+  const probe = createServer().listen(0, "127.0.0.1");
+  await once(probe, "listening");
+  const closed = `http://127.0.0.1:${probe.address().port}`;
+  probe.close();
+  await once(probe, "close");
+  const nobody = new Casebook({ url: closed, token: readKey });
   await assert.rejects(nobody.datasets(), (error) => {
     assert.equal(error.code, "network");
     assert.equal(error.status, 0);
-    assert.match(error.message, /^casebook server http:\/\/127\.0\.0\.1:9: cannot reach the server \(ECONNREFUSED\)$/);
+    assert.equal(error.message, `casebook server ${closed}: cannot reach the server (ECONNREFUSED)`);
     return true;
   });
   assert.throws(() => new Casebook({ url, token: "" }), /no API key: pass `token` or set `CASEBOOK_TOKEN`/);
