@@ -33,7 +33,7 @@ trap 'kill "$server" 2>/dev/null; rm -rf "$folder"' EXIT
 for _ in $(seq 100); do [[ -s server.out ]] && break; sleep 0.1; done
 export CASEBOOK_URL=$(head -1 server.out) CASEBOOK_TOKEN=$key
 for k in 1 2 3 4 5; do echo "{\"id\": \"q$k\", \"input\": \"Question $k?\", \"ground_truth\": \"answer $k\", \"tags\": [\"$( ((k % 2)) && echo odd || echo even)\"]}"; done >support.jsonl
-"$casebook" push --name support --file support.jsonl >/dev/null
+"$casebook" push support.jsonl --dataset support >/dev/null 2>&1
 cp "$root"/npm/casebook/examples/vitest/*.ts .
 ln -s "$folder/node_modules" node_modules
 "$tools/node_modules/.bin/vitest" run --root . 2>&1 | tee vitest.out

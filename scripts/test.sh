@@ -60,3 +60,13 @@ cargo test --doc --workspace --locked
 # `--status-level skip` names each test not run: those that need the real-file corpus when it
 # is not there (`CASEBOOK_CORPUS`, see the README).
 cargo nextest run --workspace --locked --no-fail-fast --status-level skip
+
+# The npm packages, built from the debug binary the tests above used, installed into a fresh
+# folder as a user would, and the TypeScript client's tests against a real `casebook serve`.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  scripts/npm.sh "${CARGO_TARGET_DIR:-target}/debug/casebook" target/npm
+  scripts/npm-test.sh target/npm
+else
+  echo "error: the npm package's tests need Node.js 20 and npm (apt-get install nodejs npm)" >&2
+  exit 1
+fi
