@@ -171,3 +171,15 @@ test("errors are CasebookErrors naming the server and the reason", async () => {
   });
   assert.throws(() => new Casebook({ url, token: "" }), /no API key: pass `token` or set `CASEBOOK_TOKEN`/);
 });
+
+test("the launcher passes the binary's exit status and output through", () => {
+  let failed;
+  try {
+    execFileSync(bin, ["validate", "missing.jsonl"], { cwd: home, env, encoding: "utf8", stdio: "pipe" });
+  } catch (error) {
+    failed = error;
+  }
+  assert.equal(failed?.status, 2, "a missing file is exit 2");
+  assert.match(failed.stderr, /missing\.jsonl/);
+  assert.match(casebook("--version"), /^casebook \d+\.\d+\.\d+/);
+});
