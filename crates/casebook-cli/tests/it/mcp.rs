@@ -32,7 +32,7 @@ fn store_with_support() -> Folder {
     v2.push(row(7, "answer 7", "odd"));
     v2.push(json!({"id": "q8", "input": "Question 1?", "ground_truth": "answer 1", "tags": ["odd"]}).to_string());
     dir.file("v2.jsonl", v2.join("\n") + "\n");
-    run(cb(&dir).args(["commit", "v2.jsonl", "--dataset", "support"])).expect_status(0);
+    run(cb(&dir).args(["commit", "support", "v2.jsonl"])).expect_status(0);
     dir
 }
 
@@ -172,7 +172,7 @@ async def main():
             tools = [t.name for t in (await session.list_tools()).tools]
             found = await session.call_tool("search_cases", {"dataset": "support@v1", "where": 'labels contains "even"'})
             missing = await session.call_tool("show_case", {"dataset": "support", "id": "nope"})
-            print(json.dumps({"tools": tools, "found": found.content[0].text, "missing": [missing.isError, missing.content[0].text]}))
+            print(json.dumps({"tools": tools, "found": found.content[0].text, "missing": [missing.is_error, missing.content[0].text]}))
 
 asyncio.run(main())
 "#;
