@@ -40,13 +40,16 @@ async fn connect(dir: &Folder) -> RunningService<RoleClient, ClientConfig> {
     let mut command = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"));
     command.arg("mcp").current_dir(dir.join("")).env("NO_COLOR", "1");
     command.env_remove("CASEBOOK_STORE").env_remove("CASEBOOK_URL").env_remove("CASEBOOK_TOKEN");
-    ClientConfig::default().serve(TokioChildProcess::new(command).unwrap()).await.unwrap()
+    let transport = TokioChildProcess::new(command).expect("start `casebook mcp`");
+    ClientConfig::default().serve(transport).await.expect("an MCP session with `casebook mcp`")
 }
 
 async fn call(client: &RunningService<RoleClient, ClientConfig>, tool: &str, arguments: Value) -> (bool, String) {
     let Value::Object(arguments) = arguments else { panic!("arguments are an object") };
-    let result: CallToolResult =
-        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments)).await.unwrap();
+    let result: CallToolResult = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .expect("an answer");
     let text = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("");
     (result.is_error == Some(true), text)
 }
