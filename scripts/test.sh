@@ -80,3 +80,13 @@ rm -rf target/py-wheel
 python3 -m venv target/py-wheel >&2
 target/py-wheel/bin/python -m pip install --quiet "$wheel" pytest pandas >&2
 (cd python/tests && ../../target/py-wheel/bin/python -m pytest -q -p no:cacheprovider)
+
+# The npm packages, built from the debug binary the tests above used, installed into a fresh
+# folder as a user would, and the TypeScript client's tests against a real `casebook serve`.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  scripts/npm.sh "${CARGO_TARGET_DIR:-target}/debug/casebook" target/npm
+  scripts/npm-test.sh target/npm
+else
+  echo "error: the npm package's tests need Node.js 20 and npm (apt-get install nodejs npm)" >&2
+  exit 1
+fi

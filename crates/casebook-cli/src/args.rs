@@ -177,6 +177,8 @@ pub enum Command {
     Push(PushArgs),
     /// Fetch a version of a dataset from the server into a file
     Pull(PullArgs),
+    /// Serve the datasets to coding agents and IDEs over MCP (stdio): list, search, show, diff, lint; read only
+    Mcp(McpArgs),
     /// Generate a synthetic dataset for benchmarks
     #[command(hide = true)]
     Generate(GenerateArgs),
@@ -705,6 +707,11 @@ pub struct PullArgs {
     pub cancel_on_conflict: bool,
 }
 
+/// `casebook mcp` takes no options of its own: it reads where the other commands read (the
+/// store, or the server `CASEBOOK_URL` names).
+#[derive(Debug, Args)]
+pub struct McpArgs {}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The address to listen on
@@ -740,6 +747,10 @@ pub struct ServeArgs {
     /// Spans the OTLP receiver keeps waiting at most; past it exporters are told to retry later (503)
     #[arg(long, default_value_t = casebook_server::DEFAULT_MAX_PENDING_SPANS, value_name = "N")]
     pub max_pending_spans: u64,
+    /// Print the API's OpenAPI document (as `/api/v1/openapi.json` serves it) and exit, without
+    /// opening the store; the npm package's build generates the TypeScript client's types from it
+    #[arg(long, hide = true)]
+    pub print_openapi: bool,
 }
 
 #[derive(Debug, Subcommand)]

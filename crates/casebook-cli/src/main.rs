@@ -93,6 +93,7 @@ fn main() -> ExitCode {
         args::Command::Logout(a) => commands::remote::logout(&settings, a),
         args::Command::Push(a) => commands::remote::push(&settings, a),
         args::Command::Pull(a) => commands::remote::pull(&settings, a),
+        args::Command::Mcp(a) => commands::mcp::run(&settings, a),
         args::Command::Log(a) => commands::browse::log(&settings, a),
         args::Command::Show(a) => commands::browse::show(&settings, a),
         args::Command::History(a) => commands::browse::history(&settings, a),

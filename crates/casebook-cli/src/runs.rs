@@ -221,8 +221,11 @@ impl RunStore {
         match self {
             RunStore::Local(store) => store.finish_run(id, finished, summary).await?,
             RunStore::Remote(remote) => {
-                let body =
-                    FinishRun { finished: finished.to_owned(), summary: RawValue::from_string(summary.to_owned())? };
+                let body = FinishRun {
+                    finished: finished.to_owned(),
+                    summary: Some(RawValue::from_string(summary.to_owned())?),
+                    threshold: None,
+                };
                 let path = Self::runs_path(remote, &format!("/{}/finish", segment(id)));
                 remote.send(remote.request(reqwest::Method::PUT, &path).json(&body)).await?;
             }

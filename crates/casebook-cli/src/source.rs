@@ -4,7 +4,9 @@
 //! it reads.
 
 use casebook_model::{Case, DatasetHeader};
-use casebook_store::{AnyStore, Diff, FieldChange, ModifiedCase, Ref, Revision, Select, Store, VersionInfo};
+use casebook_store::{
+    AnyStore, DatasetInfo, Diff, FieldChange, ModifiedCase, Ref, Revision, Select, Store, VersionInfo,
+};
 
 use crate::remote::{Remote, RemoteError, segment};
 use crate::settings::Global;
@@ -41,6 +43,36 @@ impl Source {
     pub fn close(self, runtime: &tokio::runtime::Runtime) {
         if let Source::Store(store) = self {
             runtime.block_on(store.close());
+        }
+    }
+
+    /// The datasets, by name.
+    pub fn datasets(&self, runtime: &tokio::runtime::Runtime) -> anyhow::Result<Vec<DatasetInfo>> {
+        match self {
+            Source::Store(store) => Ok(runtime.block_on(store.datasets())?),
+            Source::Server(remote) => {
+                let path = format!("/api/v1/projects/{}/datasets", segment(&remote.project));
+                let list: Vec<casebook_server::api::Dataset> = runtime.block_on(remote.get_json(&path))?;
+                list.into_iter()
+                    .map(|d| {
+                        let header = serde_json::from_value(d.header)
+                            .map_err(|e| anyhow::anyhow!("the server's dataset header is not casebook's: {e}"))?;
+                        Ok(DatasetInfo { name: d.name, head: d.head, cases: d.cases, header })
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The versions of dataset `name`, oldest first.
+    pub fn versions(&self, runtime: &tokio::runtime::Runtime, name: &str) -> anyhow::Result<Vec<VersionInfo>> {
+        match self {
+            Source::Store(store) => Ok(runtime.block_on(store.versions(name))?),
+            Source::Server(remote) => {
+                let log: casebook_server::api::Log =
+                    runtime.block_on(remote.get_json(&remote.dataset_path(name, "/versions")))?;
+                Ok(log.versions.into_iter().map(|v| v.into_info(name)).collect())
+            }
         }
     }
 

@@ -288,9 +288,16 @@ pub struct OutputIn {
 pub struct FinishRun {
     /// RFC 3339.
     pub finished: String,
-    /// The run's summary, a JSON object kept as sent.
-    #[schema(value_type = Object)]
-    pub summary: Box<serde_json::value::RawValue>,
+    /// The run's summary, a JSON object kept as sent. Absent: the server counts it from the
+    /// run's stored results and settings (`meta`), as `casebook results` would (what clients
+    /// that log results from their own loop, the TypeScript and Python ones, do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub summary: Option<Box<serde_json::value::RawValue>>,
+    /// The pass rate the run must reach (0..1) when the server counts the summary; 1 when
+    /// absent. Ignored with `summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 /// A page of a run's results (`GET …/runs/{run}/results?limit=N`).

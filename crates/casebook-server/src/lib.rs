@@ -214,6 +214,12 @@ pub fn app(store: AnyStore, limits: Limits) -> (Router, utoipa::openapi::OpenApi
     (router, document)
 }
 
+/// The OpenAPI document `/api/v1/openapi.json` serves, made without a store or a server (for
+/// `casebook serve --print-openapi`, from which the TypeScript client's types are generated).
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    routes::all(OpenApiRouter::with_openapi(ApiDoc::openapi())).split_for_parts().1
+}
+
 /// Serves `router` on `listener` with the connection limits of `limits` (header timeout,
 /// connections per client address) until `shutdown` resolves, then finishes the requests in
 /// flight and returns. Handlers can read the client's address as
@@ -276,4 +282,24 @@ async fn request_log(request: Request, next: Next) -> Response {
         response.headers_mut().insert("x-request-id", value);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    /// Generated clients (the npm package's types) name each operation by its id: two alike
+    /// make two declarations of one name.
+    #[test]
+    fn every_operation_has_an_id_of_its_own() {
+        let document = serde_json::to_value(super::openapi_document()).unwrap();
+        let mut seen = std::collections::BTreeMap::new();
+        for (path, item) in document["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                let Some(id) = operation.get("operationId").and_then(|id| id.as_str()) else { continue };
+                if let Some(before) = seen.insert(id.to_owned(), format!("{method} {path}")) {
+                    panic!("`{id}` names both {before} and {method} {path}");
+                }
+            }
+        }
+        assert!(seen.contains_key("datasets") && seen.contains_key("run"), "{seen:?}");
+    }
 }

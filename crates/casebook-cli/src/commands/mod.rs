@@ -9,6 +9,7 @@ pub mod generate;
 pub mod help;
 pub mod inspect;
 pub mod lint;
+pub mod mcp;
 pub mod remote;
 pub mod run;
 pub mod schema;

@@ -10,6 +10,12 @@ use crate::settings::Global;
 use crate::stores;
 
 pub fn run(settings: &Global, args: ServeArgs) -> anyhow::Result<Outcome> {
+    if args.print_openapi {
+        let document =
+            casebook_server::openapi_document().to_pretty_json().context("cannot write the OpenAPI document")?;
+        crate::write_stdout(&format!("{document}\n"))?;
+        return Ok(Outcome::Ok);
+    }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().context("cannot start the async runtime")?;
     let store = stores::open_all(settings, &runtime)?;

@@ -31,6 +31,7 @@ mod interrupts;
 mod json_shapes;
 mod key_order;
 mod lint;
+mod mcp;
 mod memory;
 mod names;
 mod newcomer;

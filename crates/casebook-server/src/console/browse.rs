@@ -603,8 +603,8 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
                 DiffList::Moved => "Moved",
             },
             position: match shown {
-                0 => format!("none of {}", grouped(total)),
-                _ => format!("{}–{} of {}", grouped(at + 1), grouped(at + shown), grouped(total)),
+                0 => format!("none of {}", thousands(total)),
+                _ => format!("{}–{} of {}", thousands(at + 1), thousands(at + shown), thousands(total)),
             },
             all_url: if alone.is_some() || total <= shown { String::new() } else { list_url },
             previous_url,

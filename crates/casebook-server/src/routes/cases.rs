@@ -133,7 +133,7 @@ pub struct CaseInVersion {
 }
 
 /// One case as it is in a version (native casebook JSON).
-#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}",
+#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}/versions/{version}/cases/{case}", operation_id = "case",
     tag = "cases", security(("bearer" = [])), params(CaseInVersion),
     responses((status = 200, description = "The case, as native casebook JSON", content_type = "application/json"),
         (status = 404, body = ErrorBody)))]

@@ -12,7 +12,7 @@ use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, ApiResult, ErrorBody};
 
 /// The project's datasets, by name.
-#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets", tag = "datasets", security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets", operation_id = "datasets", tag = "datasets", security(("bearer" = [])),
     params(("project" = String, Path, description = "The project (the API key's)")),
     responses((status = 200, body = Vec<Dataset>), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn list(reader: Reader, Path(_project): Path<String>) -> ApiResult<Json<Vec<Dataset>>> {
@@ -20,7 +20,7 @@ pub async fn list(reader: Reader, Path(_project): Path<String>) -> ApiResult<Jso
 }
 
 /// One dataset: its head and header.
-#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}", tag = "datasets",
+#[utoipa::path(get, path = "/api/v1/projects/{project}/datasets/{dataset}", operation_id = "dataset", tag = "datasets",
     security(("bearer" = [])), params(DatasetPath),
     responses((status = 200, body = Dataset), (status = 404, body = ErrorBody)))]
 pub async fn one(reader: Reader, Path(path): Path<DatasetPath>) -> ApiResult<Json<Dataset>> {

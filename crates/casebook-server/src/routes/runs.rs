@@ -32,7 +32,7 @@ fn run(row: casebook_store::RunRow) -> ApiResult<Run> {
 }
 
 /// The project's runs, oldest first.
-#[utoipa::path(get, path = "/api/v1/projects/{project}/runs", tag = "runs", security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/projects/{project}/runs", operation_id = "runs", tag = "runs", security(("bearer" = [])),
     params(("project" = String, Path, description = "The project (the API key's)")),
     responses((status = 200, body = Vec<Run>), (status = 404, body = ErrorBody)))]
 pub async fn list(reader: Reader, Path(_project): Path<String>) -> ApiResult<Json<Vec<Run>>> {
@@ -49,7 +49,7 @@ pub struct RunPath {
 }
 
 /// One run: its settings and summary.
-#[utoipa::path(get, path = "/api/v1/projects/{project}/runs/{run}", tag = "runs", security(("bearer" = [])),
+#[utoipa::path(get, path = "/api/v1/projects/{project}/runs/{run}", operation_id = "run", tag = "runs", security(("bearer" = [])),
     params(RunPath), responses((status = 200, body = Run), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn one(reader: Reader, Path(path): Path<RunPath>) -> ApiResult<Json<Run>> {
     Ok(Json(run(reader.store.run(Some(&path.run)).await?)?))
@@ -383,9 +383,62 @@ pub async fn finish(
 ) -> ApiResult<StatusCode> {
     let end: FinishRun = json_body(&state, &headers, body, "a run's end (`finished`, `summary`)").await?;
     check_text(&end.finished, "finished", 64)?;
-    check_json(&end.summary, "/summary", true)?;
-    writer.store.finish_run(&path.run, &end.finished, end.summary.get()).await?;
+    let counted;
+    let summary = match &end.summary {
+        Some(summary) => {
+            check_json(summary, "/summary", true)?;
+            summary.get()
+        }
+        None => {
+            let threshold = end.threshold.unwrap_or(1.0);
+            if !(0.0..=1.0).contains(&threshold) {
+                return Err(ApiError::bad_request(format!("`threshold` must be from 0 to 1, not {threshold}")));
+            }
+            counted = count_summary(&writer.store, &path.run, &end.finished, threshold).await?;
+            counted.as_str()
+        }
+    };
+    writer.store.finish_run(&path.run, &end.finished, summary).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The summary of a run counted from its stored results, a page at a time (memory holds the
+/// summary's counts and the verdicts of its cases, never the results), with its meta as
+/// recorded and `finished` as its end.
+async fn count_summary(
+    store: &casebook_store::AnyStore,
+    run: &str,
+    finished: &str,
+    threshold: f64,
+) -> ApiResult<String> {
+    use casebook_runner::record::RunResult;
+    use casebook_runner::summary::{RunMeta, SummaryBuilder};
+    const PAGE: usize = 1000;
+    let row = store.run(Some(run)).await?;
+    let meta: RunMeta = serde_json::from_str(&row.meta).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the run's `meta` is not one casebook can count a summary for ({e}): send the run's `summary` with its end"
+        ))
+    })?;
+    let mut builder = SummaryBuilder::default();
+    let mut from = 0;
+    loop {
+        let rows = store.run_results_from(&row.id, from, PAGE).await?;
+        for (seq, text) in &rows {
+            let result: RunResult = serde_json::from_str(text).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the run's result {seq} is not a casebook result ({e}): send it again, or send the run's `summary` with its end"
+                ))
+            })?;
+            builder.add(&result);
+        }
+        match rows.last() {
+            Some((seq, _)) if rows.len() == PAGE => from = seq + 1,
+            _ => break,
+        }
+    }
+    let summary = builder.finish(threshold, RunMeta { finished: finished.to_owned(), ..meta });
+    serde_json::to_string(&summary).map_err(|e| ApiError::internal(format!("cannot write the run's summary: {e}")))
 }
 
 /// The project's stored output of each run hash (at most 10,000), in the same order: the

@@ -189,7 +189,68 @@ async fn writes_need_a_write_key_and_a_well_formed_body(backend: Backend) {
     server.stop().await;
 }
 
+/// A run logged from a client's own loop (the TypeScript and Python clients) ends without a
+/// summary: the server counts it from the results kept, as `casebook results` would.
+async fn a_run_finished_without_a_summary_is_counted_from_its_results(backend: Backend) {
+    let server = Server::start(backend).await;
+    let key = &server.keys.a_write;
+    let meta = json!({"run_id": "r-loop", "experiment": "nightly", "dataset": "support",
+        "dataset_version_id": "0a1b", "started": "2026-11-24T08:10:00Z", "finished": "",
+        "n_runs": 1, "scenarios": ["client"]});
+    let begin = json!({"id": "r-loop", "experiment": "nightly", "started": "2026-11-24T08:10:00Z", "meta": meta});
+    assert_eq!(post(&server, key, RUNS, &begin.to_string()).await.0, 201);
+    let result = |case: &str, score: f64| {
+        json!({"case_id": case, "case_content_id": "c0", "scenario": "client", "run": 0, "hash": hash('b'),
+            "output": {"millis": 3}, "grades": [{"grader": "exact", "weight": 1.0, "score": score,
+            "pass": score >= 0.5, "rationale": ""}], "score": score, "pass": score >= 0.5})
+    };
+    let error = json!({"case_id": "c3", "case_content_id": "c0", "scenario": "client", "run": 0,
+        "hash": hash('c'), "error": {"kind": "client", "message": "timed out"}});
+    let rows = json!([{"seq": 0, "result": result("c1", 1.0)}, {"seq": 1, "result": result("c2", 0.0)},
+        {"seq": 2, "result": error}]);
+    assert_eq!(post(&server, key, &format!("{RUNS}/r-loop/results"), &rows.to_string()).await.0, 204);
+
+    let finish = r#"{"finished": "2026-11-24T08:11:00Z", "threshold": 2}"#;
+    let (status, text) = send(&server, reqwest::Method::PUT, key, &format!("{RUNS}/r-loop/finish"), finish).await;
+    assert_eq!((status, error_code(&text)), (400, "bad-request".to_owned()), "{text}");
+    assert!(text.contains("`threshold` must be from 0 to 1, not 2"), "{text}");
+
+    let finish = r#"{"finished": "2026-11-24T08:11:00Z", "threshold": 0.3}"#;
+    let (status, text) = send(&server, reqwest::Method::PUT, key, &format!("{RUNS}/r-loop/finish"), finish).await;
+    assert_eq!(status, 204, "{text}");
+    let (status, run) = server.get(&server.keys.a_read, &format!("{RUNS}/r-loop")).await;
+    assert_eq!(status, 200);
+    let summary = &run["summary"];
+    assert_eq!(
+        (
+            &summary["totals"]["results"],
+            &summary["totals"]["passed"],
+            &summary["totals"]["failed"],
+            &summary["totals"]["errors"]
+        ),
+        (&json!(3), &json!(1), &json!(1), &json!(1)),
+        "{summary}"
+    );
+    assert_eq!((&summary["threshold"], &summary["threshold_met"]), (&json!(0.3), &json!(true)));
+    assert_eq!(summary["meta"]["finished"], "2026-11-24T08:11:00Z");
+    assert_eq!(summary["meta"]["dataset"], "support");
+
+    // A result that is not the runner's cannot be counted: the answer names it.
+    let begin = json!({"id": "r-odd", "experiment": "nightly", "started": "2026-11-24T08:10:00Z", "meta": meta});
+    assert_eq!(post(&server, key, RUNS, &begin.to_string()).await.0, 201);
+    let rows = json!([{"seq": 0, "result": result("c1", 1.0)}, {"seq": 1, "result": {"case_id": "c2"}}]);
+    assert_eq!(post(&server, key, &format!("{RUNS}/r-odd/results"), &rows.to_string()).await.0, 204);
+    let finish = r#"{"finished": "2026-11-24T08:11:00Z"}"#;
+    let (status, text) = send(&server, reqwest::Method::PUT, key, &format!("{RUNS}/r-odd/finish"), finish).await;
+    assert_eq!((status, error_code(&text)), (400, "bad-request".to_owned()), "{text}");
+    assert!(text.contains("the run's result 1 is not a casebook result"), "{text}");
+    let (_, run) = server.get(&server.keys.a_read, &format!("{RUNS}/r-odd")).await;
+    assert_eq!(run["finished"], serde_json::Value::Null, "nothing is written");
+    server.stop().await;
+}
+
 crate::on_both!(
+    a_run_finished_without_a_summary_is_counted_from_its_results,
     a_run_is_recorded_in_batches_and_read_back_as_sent,
     another_project_can_neither_read_nor_write_a_run,
     writes_need_a_write_key_and_a_well_formed_body,
