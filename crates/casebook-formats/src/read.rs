@@ -424,7 +424,7 @@ impl<W> Consumer<W> for Rows<'_, W> {
     }
 
     fn batch(&mut self, batch: &mut Batch, work: &mut W) -> Flow {
-        let row = |line: u64| if line > self.shift { line - self.shift } else { 0 };
+        let row = |line: u64| line.saturating_sub(self.shift);
         for d in &mut batch.diagnostics {
             (d.line, d.column, d.line_offset) = (row(d.line), 0, None);
             if d.line > 0 {

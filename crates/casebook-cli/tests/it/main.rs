@@ -36,6 +36,7 @@ mod names;
 mod newcomer;
 mod openai_evals;
 mod otlp_serve;
+mod parquet;
 mod pipes;
 mod preview;
 mod promptfoo;

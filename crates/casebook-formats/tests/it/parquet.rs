@@ -63,7 +63,7 @@ fn foreign_table(path: &std::path::Path, columns: &[(&str, Vec<Option<&str>>)], 
     }
     schema.push('}');
     let schema = Arc::new(parse_message_type(&schema).unwrap());
-    let file = std::fs::File::create(path).unwrap();
+    let file = fs_err::File::create(path).unwrap().into_parts().0;
     let kv = header.map(|h| vec![KeyValue::new("casebook.dataset".to_owned(), h.to_owned())]);
     let props = WriterProperties::builder().set_key_value_metadata(kv).build();
     let mut writer = SerializedFileWriter::new(file, schema, Arc::new(props)).unwrap();
