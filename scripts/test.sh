@@ -50,6 +50,16 @@ if command -v npm >/dev/null && ! NODE_PATH="$node_otel/node_modules" node -e "r
 fi
 export CASEBOOK_TEST_OTEL_NODE_MODULES="$PWD/$node_otel/node_modules"
 
+# pandas, pyarrow and Hugging Face `datasets`, for the tests that read casebook's Parquet tables
+# the way users do (and write tables casebook reads back).
+parquet_python=target/py-parquet/bin/python
+if ! "$parquet_python" -c 'import pandas, pyarrow, datasets' 2>/dev/null; then
+  echo "installing pandas, pyarrow and datasets into target/py-parquet for the Parquet tests" >&2
+  python3 -m venv target/py-parquet >&2
+  "$parquet_python" -m pip install --quiet pandas pyarrow datasets >&2
+fi
+export CASEBOOK_TEST_PARQUET_PYTHON="$PWD/$parquet_python"
+
 # The console's browser tests drive Debian's headless Chromium through its WebDriver server.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
   echo "installing Debian's chromium and chromium-driver for the console's browser tests" >&2

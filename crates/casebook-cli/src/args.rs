@@ -475,9 +475,9 @@ pub struct CaptureArgs {
     pub overwrite: OverwriteArgs,
     /// The format `--dry-run` writes (default: casebook JSONL)
     #[arg(long, value_parser = parse_format, requires = "dry_run")]
-    pub to: Option<Format>,
+    pub to: Option<FormatArg>,
     /// The syntax `--dry-run` writes, when the output's extension does not say it: jsonl, json,
-    /// yaml or csv
+    /// yaml, csv or parquet
     #[arg(long, value_parser = parse_syntax, requires = "dry_run")]
     pub syntax: Option<Syntax>,
     /// With `--dry-run --to`: drop fields the format cannot hold, with a warning, instead of failing
@@ -674,9 +674,10 @@ pub struct PullArgs {
     /// The file to write (default: `NAME.jsonl`, or the dataset's own format's extension)
     #[arg(long, short)]
     pub output: Option<PathBuf>,
-    /// The format to write (default: the format the dataset was imported from, else casebook)
+    /// The format to write (default: the format the dataset was imported from, else casebook);
+    /// `parquet` writes casebook's cases as a Parquet table
     #[arg(long, value_parser = parse_format)]
-    pub to: Option<Format>,
+    pub to: Option<FormatArg>,
     /// Column map for `--to csv`
     #[arg(long, value_parser = parse_map)]
     pub map: Option<ColumnMap>,
@@ -859,9 +860,10 @@ pub struct TagArgs {
 
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// The input format (default: detected from the file name and content)
+    /// The input format (default: detected from the file name and content; `parquet` for a
+    /// Parquet table of casebook's cases)
     #[arg(long, value_parser = parse_format)]
-    pub from: Option<Format>,
+    pub from: Option<FormatArg>,
     /// Column map for `--from csv`, e.g. `input=question,expected.output=answer`
     #[arg(long, value_parser = parse_map)]
     pub map: Option<ColumnMap>,
@@ -950,16 +952,16 @@ pub struct ConvertArgs {
 /// Where and how `convert` and `export` write.
 #[derive(Debug, Args)]
 pub struct WriteArgs {
-    /// The output format
+    /// The output format; `parquet` writes casebook's cases as a Parquet table (one row a case)
     #[arg(long, value_parser = parse_format)]
-    pub to: Format,
-    /// Output file (default: standard output); its extension picks JSON, JSONL, YAML or CSV
+    pub to: FormatArg,
+    /// Output file (default: standard output); its extension picks JSON, JSONL, YAML, CSV or Parquet
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub overwrite: OverwriteArgs,
     /// The output syntax, when the output's extension does not say it (standard output):
-    /// jsonl, json, yaml or csv
+    /// jsonl, json, yaml, csv or parquet (casebook's format only)
     #[arg(long, value_parser = parse_syntax)]
     pub syntax: Option<Syntax>,
     /// Drop fields the output format cannot hold, with a warning, instead of failing (never
@@ -980,15 +982,17 @@ pub struct WriteArgs {
 impl WriteArgs {
     /// The syntax to write: `--syntax`, else the output's extension, else the format's first.
     pub fn syntax(&self) -> Result<Syntax, String> {
+        let format = self.to.format;
         let syntax = self
             .syntax
+            .or(self.to.syntax)
             .or_else(|| self.output.as_deref().and_then(Syntax::from_path))
-            .unwrap_or_else(|| self.to.syntax_for(None));
-        if self.to.syntaxes().contains(&syntax) {
+            .unwrap_or_else(|| format.syntax_for(None));
+        if format.syntaxes().contains(&syntax) {
             Ok(syntax)
         } else {
-            let list = self.to.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
-            Err(format!("`{}` cannot be written as {}: it uses {list}", self.to, syntax.name()))
+            let list = format.syntaxes().iter().map(|s| s.name()).collect::<Vec<_>>().join(", ");
+            Err(format!("`{format}` cannot be written as {}: it uses {list}", syntax.name()))
         }
     }
 }
@@ -1025,13 +1029,29 @@ pub struct GenerateArgs {
     pub seed: u64,
 }
 
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse()
+/// A format as named on the command line: one of casebook's formats, or `parquet`, which is
+/// casebook's own cases in a Parquet table (the `casebook` format in the Parquet syntax).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormatArg {
+    pub format: Format,
+    /// The syntax the name says (`parquet`), before the output's extension.
+    pub syntax: Option<Syntax>,
+}
+
+impl FormatArg {
+    pub const CASEBOOK: FormatArg = FormatArg { format: Format::Casebook, syntax: None };
+}
+
+fn parse_format(s: &str) -> Result<FormatArg, String> {
+    if s.eq_ignore_ascii_case("parquet") {
+        return Ok(FormatArg { format: Format::Casebook, syntax: Some(Syntax::Parquet) });
+    }
+    s.parse().map(|format| FormatArg { format, syntax: None }).map_err(|e| format!("{e}, or `parquet`"))
 }
 
 fn parse_syntax(s: &str) -> Result<Syntax, String> {
     Syntax::from_path(std::path::Path::new(&format!("x.{s}")))
-        .ok_or_else(|| format!("unknown syntax `{s}`; use `jsonl`, `json`, `yaml` or `csv`"))
+        .ok_or_else(|| format!("unknown syntax `{s}`; use `jsonl`, `json`, `yaml`, `csv` or `parquet`"))
 }
 
 fn parse_map(s: &str) -> Result<ColumnMap, String> {

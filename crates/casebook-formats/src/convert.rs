@@ -78,7 +78,13 @@ impl Consumer<Encoded> for Converter<'_, '_> {
             .confirming_drafts(t.confirm_drafts)
         });
         let Some(out) = self.out.take() else { return Flow::Stop };
-        let mut writer = Writer::new(out, encoder, &start.header);
+        let mut writer = match Writer::new(out, encoder, &start.header) {
+            Ok(writer) => writer,
+            Err(e) => {
+                self.io_error = Some(e);
+                return Flow::Stop;
+            }
+        };
         if let Some(beside) = self.beside.take() {
             // Writing the input's own items file would lose it if the conversion changed anything.
             let own = self

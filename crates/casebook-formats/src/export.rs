@@ -169,7 +169,7 @@ impl<'w> Exporter<'w> {
         )
         .with_files(header, seed_files, beside.is_some())
         .confirming_drafts(settings.confirm_drafts);
-        let mut writer = Writer::new(out, &encoder, header);
+        let mut writer = Writer::new(out, &encoder, header)?;
         if let Some(beside) = beside {
             writer = writer.with_beside(beside);
         }

@@ -27,6 +27,8 @@ pub enum Syntax {
     Jsonl,
     Yaml,
     Csv,
+    /// A Parquet table of casebook's cases (binary; see `parquet.rs`).
+    Parquet,
 }
 
 impl Format {
@@ -59,7 +61,7 @@ impl Format {
     /// The syntaxes this format can be written in, the default first.
     pub fn syntaxes(self) -> &'static [Syntax] {
         match self {
-            Format::Casebook => &[Syntax::Jsonl, Syntax::Yaml, Syntax::Json],
+            Format::Casebook => &[Syntax::Jsonl, Syntax::Yaml, Syntax::Json, Syntax::Parquet],
             Format::AgentHealth | Format::Voltagent => &[Syntax::Json],
             Format::Maslab => &[Syntax::Yaml, Syntax::Json],
             Format::Letta => &[Syntax::Jsonl, Syntax::Csv],
@@ -132,6 +134,7 @@ impl Syntax {
             "jsonl" | "ndjson" => Syntax::Jsonl,
             "yaml" | "yml" => Syntax::Yaml,
             "csv" => Syntax::Csv,
+            "parquet" => Syntax::Parquet,
             _ => return None,
         })
     }
@@ -142,6 +145,7 @@ impl Syntax {
             Syntax::Jsonl => "jsonl",
             Syntax::Yaml => "yaml",
             Syntax::Csv => "csv",
+            Syntax::Parquet => "parquet",
         }
     }
 }

@@ -21,6 +21,7 @@ mod maslab;
 mod native;
 pub mod node;
 mod openai_evals;
+mod parquet;
 mod parts;
 pub mod pointer;
 pub mod promptfoo;

@@ -190,6 +190,17 @@ pub fn read<W: Send>(
     work: &(dyn Fn(&Batch) -> W + Sync),
     consumer: &mut dyn Consumer<W>,
 ) -> Result<Summary, ReadError> {
+    read_with(input, opts, work, consumer, Vec::new())
+}
+
+/// [`read`], with problems already found (`pending`) reported before the file's own.
+fn read_with<W: Send>(
+    input: &Input,
+    opts: &ReadOptions,
+    work: &(dyn Fn(&Batch) -> W + Sync),
+    consumer: &mut dyn Consumer<W>,
+    pending: Vec<Diagnostic>,
+) -> Result<Summary, ReadError> {
     let mut reader: Box<dyn Read + Send> = match &input.path {
         Some(path) => Box::new(fs_err::File::open(path)?),
         None => Box::new(std::io::stdin()),
@@ -200,8 +211,12 @@ pub fn read<W: Send>(
     let syntax = opts
         .syntax
         .or_else(|| input.path.as_deref().and_then(Syntax::from_path))
-        .unwrap_or_else(|| sniff_syntax(&head));
+        .unwrap_or_else(|| if head.starts_with(crate::parquet::MAGIC) { Syntax::Parquet } else { sniff_syntax(&head) });
+    if syntax == Syntax::Parquet {
+        return read_parquet(input, opts, reader, head, work, consumer);
+    }
     let mut state = State::new(input, consumer, work);
+    state.pending = pending;
     if bom {
         head.drain(..3);
         let src = Source::new(&input.display, "", 1, 0);
@@ -333,6 +348,8 @@ pub fn read<W: Send>(
                 &worker,
             )?;
         }
+        // Parquet went to `read_parquet` above.
+        Syntax::Parquet => unreachable!("a Parquet table is read by read_parquet"),
         Syntax::Json | Syntax::Yaml => {
             // Sized once: growing a 50 MB buffer by doubling would hold two copies at the peak.
             let size = input.path.as_deref().and_then(|p| fs_err::metadata(p).ok()).map_or(0, |m| m.len() as usize);
@@ -344,6 +361,85 @@ pub fn read<W: Send>(
         }
     }
     Ok(state.finish())
+}
+
+/// A Parquet table of cases, read as the native JSONL it is turned into (in a temporary
+/// file): line N of it is row N of the table, so the native reader's diagnostics name the row.
+fn read_parquet<W: Send>(
+    input: &Input,
+    opts: &ReadOptions,
+    mut reader: Box<dyn Read + Send>,
+    head: Vec<u8>,
+    work: &(dyn Fn(&Batch) -> W + Sync),
+    consumer: &mut dyn Consumer<W>,
+) -> Result<Summary, ReadError> {
+    if let Some(format) = opts.format.filter(|f| *f != Format::Casebook) {
+        return Err(incompatible(format, Syntax::Parquet));
+    }
+    // Parquet is read from its end: standard input is kept in a temporary file first.
+    let table = match &input.path {
+        Some(path) => fs_err::File::open(path)?.into_parts().0,
+        None => {
+            let mut spool = tempfile::tempfile()?;
+            std::io::Write::write_all(&mut spool, &head)?;
+            std::io::copy(&mut reader, &mut spool)?;
+            spool
+        }
+    };
+    let mut jsonl = tempfile::NamedTempFile::new()?;
+    let mut out = std::io::BufWriter::new(jsonl.as_file_mut());
+    let (pending, shift) = match crate::parquet::to_jsonl(table, &input.display, &mut out) {
+        Ok(converted) => (converted.diagnostics, converted.header_lines),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            let mut d =
+                Source::new(&input.display, "", 0, 0).diagnostic(Code::InvalidValue, 0, String::new(), e.to_string());
+            (d.line, d.column, d.line_offset) = (0, 0, None);
+            d.hint = Some(
+                "casebook reads the Parquet files it writes (`--to parquet`): one row per case, a column per field"
+                    .into(),
+            );
+            (vec![d], 0)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    std::io::Write::flush(&mut out)?;
+    drop(out);
+    let rows = Input { path: Some(jsonl.path().to_owned()), display: input.display.clone() };
+    let opts = ReadOptions { format: Some(Format::Casebook), syntax: Some(Syntax::Jsonl), ..opts.clone() };
+    read_with(&rows, &opts, work, &mut Rows { inner: consumer, shift }, pending)
+}
+
+/// Hands what the native reader makes of a Parquet table's rows on, located by row (a
+/// diagnostic's `line` is the row, and its message says so): a column within the JSON made of a
+/// row would mean nothing to the user.
+struct Rows<'c, W> {
+    inner: &'c mut dyn Consumer<W>,
+    /// Lines of the JSONL before its first row (its header record).
+    shift: u64,
+}
+
+impl<W> Consumer<W> for Rows<'_, W> {
+    fn start(&mut self, start: &Start) -> Flow {
+        self.inner.start(&Start { syntax: Syntax::Parquet, ..start.clone() })
+    }
+
+    fn batch(&mut self, batch: &mut Batch, work: &mut W) -> Flow {
+        let row = |line: u64| line.saturating_sub(self.shift);
+        for d in &mut batch.diagnostics {
+            (d.line, d.column, d.line_offset) = (row(d.line), 0, None);
+            if d.line > 0 {
+                d.message = format!("row {}: {}", d.line, d.message);
+            }
+        }
+        for loc in &mut batch.locs {
+            (loc.line, loc.column, loc.line_offset) = (row(loc.line), 0, 0);
+        }
+        self.inner.batch(batch, work)
+    }
+
+    fn header(&mut self, header: &DatasetHeader) {
+        self.inner.header(header);
+    }
 }
 
 fn incompatible(format: Format, syntax: Syntax) -> ReadError {

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::format::{Format, Syntax};
 use crate::layout::{self, Lost};
+use crate::parquet::ParquetSink;
 use crate::tabular::ColumnMap;
 use crate::{agenthealth, csvtext, inspect, letta, maslab, openai_evals, promptfoo, voltagent, yaml_out};
 
@@ -289,7 +290,7 @@ impl Encoder {
         for (i, case) in cases.iter().enumerate() {
             let written_before = out.written;
             let lost = match (self.format, self.syntax) {
-                (Format::Casebook, Syntax::Jsonl) => {
+                (Format::Casebook, Syntax::Jsonl | Syntax::Parquet) => {
                     if serde_json::to_writer(&mut out.bytes, case).is_ok() {
                         out.bytes.push(b'\n');
                     }
@@ -622,7 +623,7 @@ impl Encoder {
             }
         }
         let doc: Option<Value> = match self.format {
-            Format::Casebook if self.syntax == Syntax::Jsonl => {
+            Format::Casebook if matches!(self.syntax, Syntax::Jsonl | Syntax::Parquet) => {
                 if !trivial(header) {
                     let record = json!({ crate::native::HEADER_KEY: header });
                     self.prologue = format!("{record}\n");
@@ -899,6 +900,9 @@ fn maslab_document(
 /// next to it).
 pub struct Writer<'w> {
     out: Box<dyn Write + Send + 'w>,
+    /// The Parquet table the native JSONL encoding goes into, when the syntax is Parquet (it
+    /// owns the output then).
+    parquet: Option<ParquetSink<'w>>,
     beside: Option<Box<dyn Beside + Send + 'w>>,
     /// The items file of a manifest written apart, once begun.
     items: Option<Box<dyn Write + Send>>,
@@ -925,12 +929,17 @@ pub struct Writer<'w> {
 }
 
 impl<'w> Writer<'w> {
-    pub fn new(out: Box<dyn Write + Send + 'w>, encoder: &Encoder, header: &DatasetHeader) -> Self {
+    pub fn new(out: Box<dyn Write + Send + 'w>, encoder: &Encoder, header: &DatasetHeader) -> io::Result<Self> {
         let single_object = header.provenance.as_ref().is_some_and(|p| {
             p.format.as_deref() == Some(Format::AgentHealth.name()) && layout::flag(Some(&p.layout), "single_object")
         });
-        Self {
+        let (out, parquet): (Box<dyn Write + Send + 'w>, _) = match encoder.syntax {
+            Syntax::Parquet => (Box::new(io::sink()), Some(ParquetSink::new(out))),
+            _ => (out, None),
+        };
+        Ok(Self {
             out,
+            parquet: parquet.transpose()?,
             beside: None,
             items: None,
             apart: encoder.apart.as_ref().map(|(manifest, path, _)| (manifest.clone(), path.clone())),
@@ -946,7 +955,7 @@ impl<'w> Writer<'w> {
             written: 0,
             tests_list: (encoder.format == Format::Promptfoo && encoder.configuration).then_some(encoder.indent),
             refs_written: Vec::new(),
-        }
+        })
     }
 
     /// Where the files beside the output go (needed for an encoder made `with_files(.., true)`).
@@ -957,9 +966,10 @@ impl<'w> Writer<'w> {
 
     /// Where the list of cases goes: the output, or a manifest's items file.
     fn sink(&mut self) -> &mut dyn Write {
-        match &mut self.items {
-            Some(items) => items.as_mut(),
-            None => self.out.as_mut(),
+        match (&mut self.items, &mut self.parquet) {
+            (Some(items), _) => items.as_mut(),
+            (None, Some(parquet)) => parquet,
+            (None, None) => self.out.as_mut(),
         }
     }
 
@@ -1040,7 +1050,7 @@ impl<'w> Writer<'w> {
                 self.write(&Encoded { bytes: text.into_bytes(), written: unwritten.len(), ..Encoded::default() })?;
             }
         }
-        let native_jsonl = self.format == Format::Casebook && self.syntax == Syntax::Jsonl;
+        let native_jsonl = self.format == Format::Casebook && matches!(self.syntax, Syntax::Jsonl | Syntax::Parquet);
         if native_jsonl && self.written == 0 && self.prologue.is_empty() {
             // An empty file would read as nothing in particular: say what it is.
             self.epilogue = format!("{}\n", json!({ crate::native::HEADER_KEY: self.header }));
@@ -1080,6 +1090,9 @@ impl<'w> Writer<'w> {
         }
         if let Some(mut items) = self.items.take() {
             items.flush()?;
+        }
+        if let Some(parquet) = self.parquet.take() {
+            parquet.close()?;
         }
         self.out.flush()?;
         self.write_seed_files()?;

@@ -565,12 +565,12 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     if let Some(out) = &args.write.output {
         crate::output::may_write(settings, out, &[], args.write.overwrite.overwrite)?;
     }
-    if args.write.to == Format::Csv && args.map.is_none() {
+    if args.write.to.format == Format::Csv && args.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
     let place = format!("{name}@v{}", version.number);
     let export = ExportSettings {
-        format: args.write.to,
+        format: args.write.to.format,
         syntax,
         column_map: args.map.clone(),
         lossy: args.write.lossy,
@@ -634,7 +634,12 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     }
     output.keep()?;
     if !settings.quiet && !settings.json {
-        stderr!("exported {} of {place} as {} ({})", crate::plural(total as u64, "case"), args.write.to, syntax.name());
+        stderr!(
+            "exported {} of {place} as {} ({})",
+            crate::plural(total as u64, "case"),
+            args.write.to.format,
+            syntax.name()
+        );
     }
     Ok(Outcome::Ok)
 }

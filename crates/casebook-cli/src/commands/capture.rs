@@ -5,7 +5,7 @@
 
 use anyhow::Context;
 use casebook_formats::capture::{self, stream::KEPT_PER_CODE};
-use casebook_formats::{CsvColumns, ExportSettings, Exporter, Format, SeedFiles};
+use casebook_formats::{CsvColumns, ExportSettings, Exporter, SeedFiles};
 use casebook_model::{Case, Code, DatasetHeader, Diagnostic};
 use casebook_store::{CaptureOutcome, CaptureRequest, CommitOutcome, StoreError};
 use serde_json::json;
@@ -258,9 +258,11 @@ fn dry_run(
     made: u64,
     reporter: &mut Reporter,
 ) -> anyhow::Result<Outcome> {
-    let format = args.to.unwrap_or(Format::Casebook);
+    let to = args.to.unwrap_or(crate::args::FormatArg::CASEBOOK);
+    let format = to.format;
     let syntax = args
         .syntax
+        .or(to.syntax)
         .or_else(|| args.output.as_deref().and_then(casebook_formats::Syntax::from_path))
         .unwrap_or_else(|| format.syntax_for(None));
     if !format.syntaxes().contains(&syntax) {

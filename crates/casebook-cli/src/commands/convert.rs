@@ -21,7 +21,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
     if let Some(out) = &args.write.output {
         crate::output::may_write(settings, out, &[&args.file], args.write.overwrite.overwrite)?;
     }
-    if args.write.to == Format::Csv && args.read.map.is_none() {
+    if args.write.to.format == Format::Csv && args.read.map.is_none() {
         anyhow::bail!("writing the `csv` format needs a column map: `--map input=COLUMN,expected.output=COLUMN`");
     }
     let seed_files = if args.write.inline_seeds {
@@ -33,7 +33,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         SeedFiles::Relink { from: folder(&args.file), to: args.write.output.as_deref().map(folder).unwrap_or_default() }
     };
     let target = Target {
-        format: args.write.to,
+        format: args.write.to.format,
         syntax,
         lossy: args.write.lossy,
         column_map: args.read.map.clone(),
@@ -60,7 +60,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
             "warning: `{}` has dataset header keys after its cases, which `{}` writes before them: they were not kept; \
              move them above the cases, or convert to casebook JSONL",
             input.display,
-            args.write.to
+            args.write.to.format
         );
     }
     if summary.errors > 0 {
@@ -80,7 +80,7 @@ pub fn run(settings: &Global, args: ConvertArgs) -> anyhow::Result<Outcome> {
         stderr!(
             "converted {} to {} ({}) on {to}",
             crate::plural(summary.written as u64, "case"),
-            args.write.to,
+            args.write.to.format,
             syntax.name()
         );
     }

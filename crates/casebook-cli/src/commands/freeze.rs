@@ -172,7 +172,7 @@ fn freeze_on_server(settings: &Global, args: &FreezeArgs, name: &str, reference:
     {
         let out = std::io::BufWriter::new(spool.reopen().context("cannot make a temporary file for the freeze")?);
         let encoder = Encoder::new(Format::Casebook, Syntax::Jsonl, &header, Vec::new(), None, false);
-        let mut writer = Writer::new(Box::new(out), &encoder, &header);
+        let mut writer = Writer::new(Box::new(out), &encoder, &header)?;
         writer.begin()?;
         for chunk in changed.chunks(BATCH) {
             writer.write(&encoder.encode(chunk))?;
@@ -262,7 +262,7 @@ fn freeze_file(settings: &Global, args: &FreezeArgs, file: &Path) -> anyhow::Res
     freeze::apply(&mut cases, &plan, &ran.answers, &settings.time);
     let encoder = Encoder::new(Format::Casebook, syntax, &header, Vec::new(), None, false);
     let (output, out) = Output::create(args.output.as_deref())?;
-    let mut writer = Writer::new(out, &encoder, &header);
+    let mut writer = Writer::new(out, &encoder, &header)?;
     writer.begin()?;
     writer.write(&encoder.encode(&cases))?;
     writer.finish(None)?;

@@ -33,8 +33,8 @@ pub fn read_options(args: &ReadArgs) -> ReadOptions {
     ReadOptions {
         // A column map reads a CSV file as the generic `csv` format (the reader decides that
         // from the file's syntax); for any other input it only shapes the output.
-        format: args.from,
-        syntax: None,
+        format: args.from.map(|f| f.format),
+        syntax: args.from.and_then(|f| f.syntax),
         threads: args.threads,
         column_map: args.map.clone(),
         stream_from: None,

@@ -602,16 +602,20 @@ pub fn pull(settings: &Global, args: PullArgs) -> anyhow::Result<Outcome> {
     };
     let format = args
         .to
+        .map(|to| to.format)
         .or_else(|| header.provenance.as_ref()?.format.as_deref()?.parse().ok())
         .or_else(first_case_format)
         .unwrap_or(Format::Casebook);
-    let syntax = args.output.as_deref().and_then(Syntax::from_path).unwrap_or_else(|| {
-        let source = header.provenance.as_ref().and_then(|p| p.layout.get("syntax")).and_then(|s| s.as_str());
-        source
-            .and_then(|s| Syntax::from_path(std::path::Path::new(&format!("x.{s}"))))
-            .filter(|s| format.syntaxes().contains(s))
-            .unwrap_or_else(|| format.syntax_for(None))
-    });
+    let syntax =
+        args.to.and_then(|to| to.syntax).or_else(|| args.output.as_deref().and_then(Syntax::from_path)).unwrap_or_else(
+            || {
+                let source = header.provenance.as_ref().and_then(|p| p.layout.get("syntax")).and_then(|s| s.as_str());
+                source
+                    .and_then(|s| Syntax::from_path(std::path::Path::new(&format!("x.{s}"))))
+                    .filter(|s| format.syntaxes().contains(s))
+                    .unwrap_or_else(|| format.syntax_for(None))
+            },
+        );
     if !format.syntaxes().contains(&syntax) {
         return Err(anyhow::Error::msg(format!("`{format}` cannot be written as {}", syntax.name())));
     }

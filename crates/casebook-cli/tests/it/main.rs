@@ -37,6 +37,7 @@ mod names;
 mod newcomer;
 mod openai_evals;
 mod otlp_serve;
+mod parquet;
 mod pipes;
 mod preview;
 mod promptfoo;

@@ -261,6 +261,8 @@ fn draw(rng: &mut Rng, bytes: &[u8], syntax: Syntax) -> Mutation {
         Syntax::Json | Syntax::Jsonl => &[b"\": ", b"\":", b"[", b", "],
         Syntax::Yaml => &[b": ", b"- "],
         Syntax::Csv => &[b",", b"\n"],
+        // Binary: mutated anywhere.
+        Syntax::Parquet => &[],
     };
     let kind = rng.below(100);
     match (kind, syntax) {

@@ -67,9 +67,11 @@ fn letta_cell(column: &str, cell: &str) -> Value {
 /// The JSON value a file holds: a document, the rows of a JSONL file, or the records of a CSV
 /// file as objects (empty cells absent, letta's JSON cells decoded).
 pub fn value_of(bytes: &[u8], syntax: Syntax) -> Value {
+    assert!(syntax != Syntax::Parquet, "a Parquet table is not text: read it back with `read`");
     let text = std::str::from_utf8(bytes).expect("UTF-8");
     let text = text.trim_start_matches('\u{feff}');
     match syntax {
+        Syntax::Parquet => unreachable!(),
         Syntax::Json => serde_json::from_str(text).expect("valid JSON"),
         Syntax::Yaml => {
             yaml::parse(text).expect("valid YAML").to_value(&casebook_formats::pointer::Ptr::ROOT).expect("JSON value")

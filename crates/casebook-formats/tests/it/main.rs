@@ -14,6 +14,7 @@ mod export;
 mod fuzz;
 mod harness;
 mod own_shapes;
+mod parquet;
 mod promptfoo_files;
 mod roundtrip;
 mod snapshots;

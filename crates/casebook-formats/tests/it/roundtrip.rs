@@ -44,6 +44,7 @@ const TARGETS: &[(Format, Syntax)] = &[
     (Format::Casebook, Syntax::Jsonl),
     (Format::Casebook, Syntax::Yaml),
     (Format::Casebook, Syntax::Json),
+    (Format::Casebook, Syntax::Parquet),
     (Format::Letta, Syntax::Jsonl),
     (Format::Letta, Syntax::Csv),
     (Format::Maslab, Syntax::Yaml),
@@ -192,6 +193,36 @@ proptest! {
             case
         }).collect();
         let back = through(&cases, Format::Csv, Syntax::Csv, Some("id=qid,input=question,expected.output=answer"))?;
+        prop_assert_eq!(back, Value::Array(cases));
+    }
+
+    /// A Parquet table: any JSON as input (text in `input`, anything else in `input_json`, even
+    /// text that looks like JSON), expected answers, labels (none, empty, several), metadata of
+    /// any shape, confidence and review: all read back as they were.
+    #[test]
+    fn any_case_survives_a_parquet_table(
+        rows in proptest::collection::vec((
+            json_value(),
+            proptest::option::of(json_value()),
+            proptest::option::of(proptest::collection::vec(text(), 0..3)),
+            proptest::option::of(proptest::collection::btree_map("[a-z]{1,6}", json_value(), 0..4)),
+            proptest::option::of(0.0f64..1.0),
+            proptest::option::of(prop_oneof![Just("draft"), Just("reviewed"), Just("rejected")]),
+        ), 1..8),
+    ) {
+        let cases: Vec<Value> = rows.into_iter().enumerate().filter(|(_, (input, ..))| !input.is_null()).map(
+            |(i, (input, output, labels, metadata, confidence, review))| {
+                let mut case = json!({"id": format!("c-{i}"), "input": input});
+                if let Some(o) = output.filter(|o| !o.is_null()) { case["expected"] = json!({"output": o}); }
+                if let Some(l) = labels { case["labels"] = json!(l); }
+                if let Some(m) = metadata { case["metadata"] = Value::Object(m.into_iter().collect()); }
+                if let Some(c) = confidence { case["confidence"] = json!(c); }
+                if let Some(r) = review { case["review"] = json!(r); }
+                case
+            },
+        ).collect();
+        prop_assume!(!cases.is_empty());
+        let back = through(&cases, Format::Casebook, Syntax::Parquet, None)?;
         prop_assert_eq!(back, Value::Array(cases));
     }
 }

@@ -38,7 +38,7 @@ pub struct ImportQuery {
     /// The body's format (`casebook`, `letta`, `maslab`, `agenthealth`, `voltagent`,
     /// `openai-evals`, `inspect`, `promptfoo`, `csv`); detected when absent.
     pub format: Option<String>,
-    /// The body's syntax (`jsonl`, `json`, `yaml`, `csv`); from `filename` when absent.
+    /// The body's syntax (`jsonl`, `json`, `yaml`, `csv`, `parquet`); from `filename` when absent.
     pub syntax: Option<String>,
     /// The file's name, as diagnostics name it (default `body.jsonl`).
     pub filename: Option<String>,
@@ -71,7 +71,9 @@ fn parse_format(text: Option<&str>) -> ApiResult<Option<Format>> {
 fn parse_syntax(text: Option<&str>) -> ApiResult<Option<Syntax>> {
     text.map(|t| {
         Syntax::from_path(std::path::Path::new(&format!("x.{t}"))).ok_or_else(|| {
-            ApiError::bad_request(format!("`syntax`: unknown syntax `{t}`; use `jsonl`, `json`, `yaml` or `csv`"))
+            ApiError::bad_request(format!(
+                "`syntax`: unknown syntax `{t}`; use `jsonl`, `json`, `yaml`, `csv` or `parquet`"
+            ))
         })
     })
     .transpose()
@@ -369,7 +371,7 @@ fn import_streaming(store: casebook_store::AnyStore, request: IngestRequest, fol
 pub struct ExportQuery {
     /// The format to write (default `casebook`).
     pub format: Option<String>,
-    /// The syntax (`jsonl`, `json`, `yaml`, `csv`; default: the format's first).
+    /// The syntax (`jsonl`, `json`, `yaml`, `csv`, `parquet` for `casebook`; default: the format's first).
     pub syntax: Option<String>,
     /// Only the cases this filter selects.
     #[serde(rename = "where")]
@@ -498,6 +500,7 @@ pub(crate) async fn export_version(
         Syntax::Json => ("application/json", "json"),
         Syntax::Yaml => ("application/yaml", "yaml"),
         Syntax::Csv => ("text/csv", "csv"),
+        Syntax::Parquet => ("application/vnd.apache.parquet", "parquet"),
     };
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, header::HeaderValue::from_static(content_type));
