@@ -9,7 +9,9 @@ use casebook_model::Case;
 use casebook_store::{AnyStore, FieldChange, Ref, Select, Store, VersionInfo};
 use serde::Deserialize;
 
-use super::page::{Chrome, Failure, PageResult, case_url, dataset_url, filters, html, query, see_other, thousands, version_url};
+use super::page::{
+    Chrome, Failure, PageResult, case_url, dataset_url, filters, html, query, see_other, thousands, version_url,
+};
 use super::session::Viewer;
 use super::view::{CaseView, show};
 

@@ -16,9 +16,9 @@ use casebook_store::{AnyStore, Select, Store};
 use serde::Deserialize;
 
 use super::browse::VersionPath;
-use super::table::CasesQuery;
 use super::page::{Chrome, Failure, dataset_url, filters, html, query, version_url};
 use super::session::Viewer;
+use super::table::CasesQuery;
 
 /// Cases read at a time when looking for what the formats would drop.
 const PAGE: usize = 500;
