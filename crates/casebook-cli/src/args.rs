@@ -750,7 +750,7 @@ pub struct ServeArgs {
     pub max_pending_spans: u64,
     /// Print the API's OpenAPI document (as `/api/v1/openapi.json` serves it) and exit, without
     /// opening the store; the npm package's build generates the TypeScript client's types from it
-    #[arg(long, hide = true)]
+    #[arg(long)]
     pub print_openapi: bool,
 }
 

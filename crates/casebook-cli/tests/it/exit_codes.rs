@@ -50,9 +50,10 @@ fn missing_file_exits_2_and_names_it() {
 fn bad_flags_and_unknown_formats_exit_2() {
     let dir = Folder::new();
     let good = dir.file("good.jsonl", VALID);
-    let unknown_to = run(casebook().arg("convert").arg(&good).args(["--to", "parquet"]));
+    let unknown_to = run(casebook().arg("convert").arg(&good).args(["--to", "excel"]));
     unknown_to.expect_status(2);
-    assert!(unknown_to.stderr.contains("parquet"), "{unknown_to:?}");
+    assert!(unknown_to.stderr.contains("excel"), "{unknown_to:?}");
+    assert!(unknown_to.stderr.contains("`parquet`"), "the error names Parquet too:\n{unknown_to:?}");
     assert!(unknown_to.stderr.contains("letta"), "the error lists the formats:\n{unknown_to:?}");
 
     let cases: [&[&str]; 6] = [

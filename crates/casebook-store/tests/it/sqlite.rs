@@ -304,7 +304,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -651,7 +651,7 @@ async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
 
     let store = SqliteStore::open(&path).await.unwrap();
     let pool = raw_at(&path).await;
-    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 12);
+    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 13);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 2);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 0);
     let cids_after: Vec<Vec<u8>> =
