@@ -25,12 +25,12 @@ export CASEBOOK_AUTHOR=bench
 "$bin" import "$file" --dataset big -q
 # v2: one case changed.
 first=$(head -1 "$file" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r.get("id") or "")')
-"$bin" export big --format jsonl -q | head -1 |
+"$bin" export big --to casebook -q | head -1 |
   python3 -c 'import json,sys; c=json.load(sys.stdin); c["input"]=str(c.get("input"))+" (edited)"; print(json.dumps(c))' \
   >"$dir/one.jsonl"
 "$bin" put big "$dir/one.jsonl" -q
 # v3: every tenth case changed (the rest the same).
-"$bin" export big --format jsonl -q |
+"$bin" export big --to casebook -q |
   python3 -c '
 import json, sys
 for i, line in enumerate(sys.stdin):
