@@ -2,7 +2,7 @@
 //! in YAML or JSON, or JSONL with one case a line. Field names are those of SPEC §2; unknown
 //! fields are errors here (with a suggestion), since `metadata` is the place for extra data.
 
-use casebook_model::{Case, Code, DatasetHeader, Expectations, Provenance, Review, Task, excerpt};
+use casebook_model::{CASE_FIELDS, Case, Code, DatasetHeader, Expectations, Provenance, Review, Task, excerpt};
 use serde_json::Value;
 
 use crate::node::{Node, NodeValue};
@@ -10,24 +10,6 @@ use crate::parts;
 use crate::pointer::Ptr;
 use crate::source::{Cx, Fields, did_you_mean};
 
-const CASE_FIELDS: &[&str] = &[
-    "id",
-    "name",
-    "description",
-    "labels",
-    "input",
-    "turns",
-    "context",
-    "tools",
-    "memory_seeds",
-    "session_id",
-    "agent_args",
-    "expected",
-    "metadata",
-    "confidence",
-    "review",
-    "provenance",
-];
 const EXPECTED_FIELDS: &[&str] = &[
     "output",
     "per_turn",
@@ -96,7 +78,7 @@ pub fn read_case(cx: &mut Cx<'_>, node: &Node, ptr: &Ptr<'_>) -> Option<Case> {
     let confidence = f.take("confidence").and_then(|n| confidence(cx, n, &ptr.key("confidence")));
     let review = f.take("review").and_then(|n| review(cx, n, &ptr.key("review")));
     let provenance = f.take("provenance").and_then(|n| provenance(cx, n, &ptr.key("provenance")));
-    parts::unknown_fields(cx, &f, ptr, CASE_FIELDS);
+    parts::unknown_fields(cx, &f, ptr, &CASE_FIELDS);
 
     if cx.diags[errors_before..].iter().any(|d| d.is_error()) {
         return None;

@@ -67,26 +67,7 @@ message casebook_case {
 ";
 
 /// Every column's name, in schema order.
-const COLUMNS: [&str; 17] = [
-    "id",
-    "name",
-    "description",
-    "labels",
-    "input",
-    "input_json",
-    "turns",
-    "context",
-    "tools",
-    "memory_seeds",
-    "session_id",
-    "agent_args",
-    "expected",
-    "metadata",
-    "confidence",
-    "review",
-    "provenance",
-];
-/// The place of `confidence`, the one number column, among the columns.
+/// The place of `confidence`, the one number column, among the schema's columns.
 const CONFIDENCE: usize = 14;
 
 /// One native JSONL line: a case, or the dataset header record.
@@ -398,7 +379,7 @@ pub fn to_jsonl(file: std::fs::File, display: &str, out: &mut dyn Write) -> io::
     if let Some(header) = header {
         writeln!(out, "{{\"{}\":{header}}}", crate::native::HEADER_KEY)?;
     }
-    let known = |name: &str| COLUMNS.contains(&name);
+    let known = |name: &str| name == "input_json" || casebook_model::CASE_FIELDS.contains(&name);
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
     for field in &fields {
         let name = field.name();

@@ -9,6 +9,28 @@ use serde_json::Value;
 use crate::Map;
 use crate::snapshot::{Fallback, Responses};
 
+/// The top-level fields of a case, in the order SPEC §2 gives them: what readers of casebook's
+/// own format accept, what the console's search treats as a field path, and (with `input_json`)
+/// the columns of a Parquet table.
+pub const CASE_FIELDS: [&str; 16] = [
+    "id",
+    "name",
+    "description",
+    "labels",
+    "input",
+    "turns",
+    "context",
+    "tools",
+    "memory_seeds",
+    "session_id",
+    "agent_args",
+    "expected",
+    "metadata",
+    "confidence",
+    "review",
+    "provenance",
+];
+
 /// One evaluation scenario.
 ///
 /// Optional collections are `Option` so that "absent" and "empty" stay distinct: a source file
@@ -417,5 +439,22 @@ impl Provenance {
         provenance
             .as_ref()
             .is_none_or(|p| p.format.is_none() && !p.id_derived && p.layout.is_empty() && p.extra.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod fields_tests {
+    use super::{CASE_FIELDS, Case};
+
+    /// A field added to `Case` (or its flattened `Task`) and not to the list would be refused by
+    /// casebook's own reader: the schema the JSON Schema export describes must list the same.
+    #[test]
+    fn case_fields_are_the_schema_properties() {
+        let schema = serde_json::to_value(schemars::schema_for!(Case)).unwrap();
+        let mut properties: Vec<&str> = schema["properties"].as_object().unwrap().keys().map(String::as_str).collect();
+        properties.sort_unstable();
+        let mut listed = CASE_FIELDS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(properties, listed);
     }
 }

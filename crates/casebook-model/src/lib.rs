@@ -9,8 +9,8 @@ pub mod snapshot;
 mod suggest;
 
 pub use case::{
-    Case, ContextItem, Expectations, MemorySeeds, Outcome, OutcomeRole, Provenance, Review, Role, SEED_LIST_KEYS, Seed,
-    Task, Tool, Turn, seed_list,
+    CASE_FIELDS, Case, ContextItem, Expectations, MemorySeeds, Outcome, OutcomeRole, Provenance, Review, Role,
+    SEED_LIST_KEYS, Seed, Task, Tool, Turn, seed_list,
 };
 pub use dataset::DatasetHeader;
 pub use diagnostic::{Code, Diagnostic, Severity, excerpt};

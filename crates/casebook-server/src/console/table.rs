@@ -326,29 +326,11 @@ fn bare_words(text: &str) -> Option<String> {
     if text.is_empty() || text.contains(['=', '!', '<', '>', '(', ')', '[', ']', '"', '\'']) {
         return None;
     }
-    const ROOTS: [&str; 18] = [
-        "id",
-        "name",
-        "description",
-        "labels",
-        "input",
-        "turns",
-        "context",
-        "tools",
-        "memory_seeds",
-        "session_id",
-        "agent_args",
-        "expected",
-        "metadata",
-        "confidence",
-        "review",
-        "provenance",
-        "label",
-        "len",
-    ];
     let filter_like = text.split_whitespace().any(|word| {
         matches!(word, "contains" | "matches" | "exists")
-            || word.split_once('.').is_some_and(|(root, _)| ROOTS.contains(&root))
+            || word
+                .split_once('.')
+                .is_some_and(|(root, _)| casebook_model::CASE_FIELDS.contains(&root) || matches!(root, "label" | "len"))
     });
     (!filter_like).then(|| text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
