@@ -25,6 +25,7 @@
 //!   places built at its end ([`first_into_empty`]).
 
 mod check;
+mod gc;
 mod runs;
 
 use casebook_canon::VersionHasher;
@@ -130,6 +131,35 @@ impl Drop for Conn {
                     Some((conn, std::time::Instant::now()));
             }
         }
+    }
+}
+
+/// A connection holding [`crate::gc::GC_LOCK`] in share mode for a commit. Dropped without
+/// [`GcShare::release`] (the commit's future dropped half-way), the connection is closed, which
+/// frees the lock, instead of going back to be reused with it.
+struct GcShare(Conn);
+
+impl GcShare {
+    /// Frees the lock; the connection, to be used again.
+    async fn release(mut self) -> Result<Conn, StoreError> {
+        let freed =
+            sqlx::query("SELECT pg_advisory_unlock_shared($1)").bind(crate::gc::GC_LOCK).execute(&mut *self.0).await;
+        let mut conn = self.take();
+        if let Err(err) = freed {
+            conn.discard();
+            return Err(err.into());
+        }
+        Ok(conn)
+    }
+
+    fn take(&mut self) -> Conn {
+        std::mem::replace(&mut self.0, Conn::Spare(None, Spare::default()))
+    }
+}
+
+impl Drop for GcShare {
+    fn drop(&mut self) {
+        self.0.discard();
     }
 }
 
@@ -751,11 +781,22 @@ impl crate::Store for PostgresStore {
         let stored = self.stored(&request.dataset).await?.map(|(_, name)| name);
         request.dataset = crate::commit_name(stored, &request)?;
         let mut conn = self.conn().await?;
-        let outcome = self.commit_on(&mut conn, request, cases).await;
-        // A connection that failed in the middle of a commit is not reused.
-        if outcome.is_err() {
-            conn.discard();
-        }
+        // Held in share mode from before the first body is written or looked up to after the
+        // version names them, so that `gc` never deletes a body this commit is about to use
+        // (see `gc.rs`).
+        sqlx::query("SELECT pg_advisory_lock_shared($1)").bind(crate::gc::GC_LOCK).execute(&mut *conn).await?;
+        let mut conn = GcShare(conn);
+        let outcome = self.commit_on(&mut conn.0, request, cases).await;
+        // A connection that failed in the middle of a commit is not reused (closing it frees
+        // the lock).
+        let mut conn = match outcome {
+            Ok(_) => conn.release().await?,
+            Err(_) => {
+                let mut conn = conn.take();
+                conn.discard();
+                conn
+            }
+        };
         // After a large commit, fresh statistics for the planner at once (autovacuum's come
         // later): with a million new rows counted as a few hundred, a label filter walked the
         // whole version through the label index, 12 times slower than the hash join it takes.
