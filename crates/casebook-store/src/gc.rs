@@ -162,7 +162,7 @@ impl SqliteStore {
 }
 
 fn file_size(path: &std::path::Path) -> u64 {
-    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+    fs_err::metadata(path).map(|m| m.len()).unwrap_or(0)
 }
 
 type SqliteTx<'c> = sqlx::Transaction<'c, sqlx::Sqlite>;
