@@ -135,21 +135,17 @@ impl Drop for Conn {
 }
 
 /// A connection holding [`crate::gc::GC_LOCK`] in share mode for a commit. Dropped without
-/// [`GcShare::release`] (the commit's future dropped half-way), the connection is closed, which
-/// frees the lock, instead of going back to be reused with it.
+/// [`GcShare::release`] (a failed commit, or its future dropped half-way), the connection is
+/// closed, which frees the lock, instead of going back to be reused with it.
 struct GcShare(Conn);
 
 impl GcShare {
-    /// Frees the lock; the connection, to be used again.
-    async fn release(mut self) -> Result<Conn, StoreError> {
+    /// Frees the lock; the connection, to be used again (`None` if the lock could not be freed:
+    /// the connection is closed, which frees it, and the commit has happened all the same).
+    async fn release(mut self) -> Option<Conn> {
         let freed =
             sqlx::query("SELECT pg_advisory_unlock_shared($1)").bind(crate::gc::GC_LOCK).execute(&mut *self.0).await;
-        let mut conn = self.take();
-        if let Err(err) = freed {
-            conn.discard();
-            return Err(err.into());
-        }
-        Ok(conn)
+        freed.is_ok().then(|| self.take())
     }
 
     fn take(&mut self) -> Conn {
@@ -789,13 +785,9 @@ impl crate::Store for PostgresStore {
         let outcome = self.commit_on(&mut conn.0, request, cases).await;
         // A connection that failed in the middle of a commit is not reused (closing it frees
         // the lock).
-        let mut conn = match outcome {
-            Ok(_) => conn.release().await?,
-            Err(_) => {
-                let mut conn = conn.take();
-                conn.discard();
-                conn
-            }
+        let conn = match outcome {
+            Ok(_) => conn.release().await,
+            Err(_) => None,
         };
         // After a large commit, fresh statistics for the planner at once (autovacuum's come
         // later): with a million new rows counted as a few hundred, a label filter walked the
@@ -805,7 +797,7 @@ impl crate::Store for PostgresStore {
         // found in the index was looked up in the table: a label count over a million cases
         // took 0.19 s instead of 0.16 s). Not the bodies: they are read from the table anyway,
         // and they are most of the bytes.
-        if let Ok(CommitOutcome::Created(v)) = &outcome {
+        if let (Ok(CommitOutcome::Created(v)), Some(mut conn)) = (&outcome, conn) {
             if v.added + v.removed + v.modified >= 10_000 {
                 sqlx::query("VACUUM (ANALYZE) members, blob_facets, case_labels").execute(&mut *conn).await?;
                 sqlx::query("ANALYZE blobs").execute(&mut *conn).await?;
