@@ -10,7 +10,8 @@
 //!   ([`Bodies`], `write_bodies`). A body is immutable and content-addressed, so writing it early
 //!   changes nothing anyone can see; it keeps a long import from holding locks on the body index
 //!   that another import of overlapping content would wait on (or deadlock with). A commit that
-//!   fails leaves bodies that no version names.
+//!   fails leaves bodies that no version names (`store gc` removes them; every commit holds its
+//!   lock in share mode, see `gc.rs`).
 //! - The version itself is one transaction that locks the dataset's row (`FOR UPDATE`):
 //!   concurrent commits to one dataset queue on that row, so a commit on a parent that is no
 //!   longer the head is a conflict and no update is lost. Readers never wait. A later version
