@@ -612,6 +612,9 @@ pub enum StoreCommand {
     /// another, SQLite or PostgreSQL either way, content ids unchanged; only what the target
     /// lacks is copied, and a dataset whose versions differ there is left alone (exit 1)
     Copy(CopyArgs),
+    /// Remove the case bodies, seed documents and run outputs that nothing refers to (left by
+    /// failed commits and purges), in every project of the store; safe while others write
+    Gc(GcArgs),
 }
 
 #[derive(Debug, Args)]
@@ -795,6 +798,18 @@ pub struct CopyArgs {
     pub from: PathBuf,
     /// The store to copy into, made if it does not exist
     pub to: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Count what would be removed, and remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Give the freed space back at once: SQLite rewrites the store file (`VACUUM`: as long as
+    /// a copy of the store, and as much free disk; readers go on, writers wait), PostgreSQL
+    /// vacuums the tables instead of leaving them to autovacuum
+    #[arg(long, conflicts_with = "dry_run")]
+    pub vacuum: bool,
 }
 
 #[derive(Debug, Args)]

@@ -87,6 +87,7 @@ fn main() -> ExitCode {
         args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
         args::Command::Store(args::StoreCommand::Check) => commands::store::check(&settings),
         args::Command::Store(args::StoreCommand::Copy(a)) => commands::store::copy(&settings, a),
+        args::Command::Store(args::StoreCommand::Gc(a)) => commands::store::gc(&settings, a),
         args::Command::Serve(a) => commands::serve::run(&settings, a),
         args::Command::Keys(a) => commands::serve::keys(&settings, a),
         args::Command::Login(a) => commands::remote::login(&settings, a),

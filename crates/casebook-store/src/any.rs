@@ -160,6 +160,11 @@ impl AnyStore {
         each!(self, s => s.check().await)
     }
 
+    /// Removes what nothing refers to (see `gc.rs`), or counts it with `dry_run`.
+    pub async fn gc(&self, options: crate::GcOptions) -> Result<crate::GcReport, StoreError> {
+        each!(self, s => s.gc(options).await)
+    }
+
     pub async fn begin_run(&self, id: &str, experiment: &str, started: &str, meta: &str) -> Result<(), StoreError> {
         watched(self.probe(None), async { each!(self, s => s.begin_run(id, experiment, started, meta).await) }).await
     }

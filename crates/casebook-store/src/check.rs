@@ -35,6 +35,9 @@ pub struct CheckReport {
     /// more slowly.
     #[serde(skip_serializing_if = "is_zero")]
     pub moved: u64,
+    /// Case bodies, seed documents and run outputs that nothing refers to, which
+    /// `casebook store gc` removes. Not a problem: a failed commit or a purge leaves them.
+    pub unreferenced: crate::Unreferenced,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -215,6 +218,10 @@ impl SqliteStore {
                 }
                 parent = Some(stored);
             }
+        }
+        match self.unreferenced().await {
+            Ok(found) => report.unreferenced = found,
+            Err(err) => report.problem(format!("what nothing refers to cannot be counted: {err}")),
         }
         Ok(report)
     }

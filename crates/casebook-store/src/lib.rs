@@ -12,6 +12,7 @@ mod capture;
 mod check;
 mod copy;
 mod diff;
+mod gc;
 mod ingest;
 mod keys;
 mod merge;
@@ -37,6 +38,7 @@ pub use capture::{CaptureOutcome, CaptureRequest, Recaptured, add_captured, add_
 pub use check::CheckReport;
 pub use copy::{CopyReport, OldName, copy};
 pub use diff::{DiffFrom, DiffList, DiffPage, DiffTotals, FieldChange, field_changes};
+pub use gc::{GcOptions, GcReport, Unreferenced};
 pub use ingest::{IngestError, IngestEvent, IngestRequest, Ingested, Parent, ingest};
 pub use keys::{Access, ApiKey, KeyMaterial, NewKey, Scope, check_project};
 pub use merge::{Changes, Choice, Exceptions, Merged, WholeMerge};

@@ -570,7 +570,8 @@ fn store_file(path: &Path) -> Option<Arc<fs_err::File>> {
     Some(file)
 }
 
-/// About how many case bodies the store holds: the largest row id (bodies are never deleted).
+/// About how many case bodies the store holds: the largest row id (only `store gc` deletes
+/// bodies, those no version names).
 async fn stored_bodies(tx: &mut Transaction<'_, Sqlite>) -> Result<i64, StoreError> {
     Ok(sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM blobs").fetch_one(&mut **tx).await?)
 }

@@ -1,4 +1,5 @@
-//! `casebook store …`: looking after stores themselves: `check` one, `copy` one into another.
+//! `casebook store …`: looking after stores themselves: `check` one, `copy` one into another,
+//! `gc` what nothing refers to.
 
 use std::fmt::Write as _;
 
@@ -6,7 +7,7 @@ use anyhow::Context;
 use casebook_store::AnyStore;
 
 use crate::Outcome;
-use crate::args::CopyArgs;
+use crate::args::{CopyArgs, GcArgs};
 use crate::progress::Progress;
 use crate::settings::Global;
 use crate::stores;
@@ -44,6 +45,14 @@ pub fn check(settings: &Global) -> anyhow::Result<Outcome> {
             report.versions,
             if found == 1 { "" } else { "s" }
         );
+        let waste = &report.unreferenced;
+        if !waste.is_empty() {
+            stderr!(
+                "note: {} that nothing refers to ({}); `casebook store gc` removes them",
+                unreferenced_list(waste),
+                bytes(waste.bytes())
+            );
+        }
         if report.moved > 0 {
             stderr!(
                 "note: {} name an old place of their body (the table of bodies was rewritten): \
@@ -142,4 +151,73 @@ pub fn copy(settings: &Global, args: CopyArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     Ok(Outcome::Ok)
+}
+
+/// `casebook store gc`.
+pub fn gc(settings: &Global, args: GcArgs) -> anyhow::Result<Outcome> {
+    let runtime = stores::runtime()?;
+    // Every project: what is shared (bodies, seed documents) may be named from any of them.
+    let store =
+        if args.dry_run { stores::open_all(settings, &runtime)? } else { stores::open_write(settings, &runtime)? };
+    let progress = Progress::spinner(settings);
+    progress.message(
+        if args.dry_run { "counting what nothing refers to" } else { "removing what nothing refers to" }.to_owned(),
+    );
+    let report = runtime.block_on(store.gc(casebook_store::GcOptions { dry_run: args.dry_run, vacuum: args.vacuum }));
+    progress.finish();
+    runtime.block_on(store.close());
+    let report = report?;
+    let mut out = String::new();
+    if settings.json {
+        let _ = writeln!(out, "{}", serde_json::to_string(&report)?);
+    } else {
+        let removed = &report.removed;
+        let what = if removed.is_empty() { "nothing".to_owned() } else { unreferenced_list(removed) };
+        let verb = if report.dry_run { "would remove" } else { "removed" };
+        let _ = writeln!(out, "{verb} {what} ({})", bytes(removed.bytes()));
+        if let Some((before, after)) = report.file_bytes {
+            let _ = writeln!(out, "store file: {} before, {} after", bytes(before), bytes(after));
+        } else if let Some(free) = report.free_bytes.filter(|&free| free > 0 && !report.dry_run) {
+            let _ = writeln!(
+                out,
+                "{} free inside the store file for later commits (`--vacuum` gives them back to the file system)",
+                bytes(free)
+            );
+        }
+    }
+    crate::write_stdout(&out)?;
+    Ok(Outcome::Ok)
+}
+
+/// `3 case bodies, 1 seed document and 2 run outputs` (kinds with none left out).
+fn unreferenced_list(found: &casebook_store::Unreferenced) -> String {
+    let parts: Vec<String> = [
+        (found.bodies, "case body", "case bodies"),
+        (found.seed_documents, "seed document", "seed documents"),
+        (found.outputs, "run output", "run outputs"),
+    ]
+    .into_iter()
+    .filter(|(n, ..)| *n > 0)
+    .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+    .collect();
+    match parts.as_slice() {
+        [] => "nothing".to_owned(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// A size as people read it: `512 bytes`, `3.2 KiB`, `41.0 MiB`, `1.2 GiB`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if n < 1024 {
+        return crate::plural(n, "byte");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }

@@ -113,6 +113,7 @@ fn every_command_answers_one_object_or_one_object_a_line() {
     assert_eq!(json(&dir, One, &["compare", "previous", "latest"])[0]["pairs"], 3);
 
     assert_eq!(json(&dir, One, &["store", "check"])[0]["problems"], serde_json::json!([]));
+    assert_eq!(json(&dir, One, &["store", "gc", "--dry-run"])[0]["dry_run"], true);
     let traces = example("traces/genai-agent.json");
     let captured = json(&dir, One, &["capture", traces.to_str().unwrap(), "--dataset", "traces"]);
     assert_eq!(captured[0]["invocations"], 1);

@@ -51,6 +51,7 @@ mod review;
 mod run;
 mod schema;
 mod store;
+mod store_gc;
 mod stored_runs;
 mod terminal;
 mod threshold;

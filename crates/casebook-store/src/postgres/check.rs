@@ -1,7 +1,8 @@
 //! `casebook store check` on the shared store: every case body against its content id and
 //! every version's id recomputed from its rows, as on the embedded store (`src/check.rs`).
 //! PostgreSQL checks its own pages and references; bodies that no version names (left by a
-//! commit that failed after writing them, see `mod.rs`) are not a problem.
+//! commit that failed after writing them, see `mod.rs`) are not a problem: they are counted
+//! (`CheckReport::unreferenced`) for `casebook store gc`.
 
 use futures_util::TryStreamExt;
 use sqlx::Row;
@@ -107,6 +108,7 @@ impl PostgresStore {
         .fetch_one(pool)
         .await?;
         report.moved = moved as u64;
+        report.unreferenced = self.unreferenced().await?;
         Ok(report)
     }
 }

@@ -10,7 +10,8 @@
 //!   ([`Bodies`], `write_bodies`). A body is immutable and content-addressed, so writing it early
 //!   changes nothing anyone can see; it keeps a long import from holding locks on the body index
 //!   that another import of overlapping content would wait on (or deadlock with). A commit that
-//!   fails leaves bodies that no version names.
+//!   fails leaves bodies that no version names (`store gc` removes them; every commit holds its
+//!   lock in share mode, see `gc.rs`).
 //! - The version itself is one transaction that locks the dataset's row (`FOR UPDATE`):
 //!   concurrent commits to one dataset queue on that row, so a commit on a parent that is no
 //!   longer the head is a conflict and no update is lost. Readers never wait. A later version
@@ -25,6 +26,7 @@
 //!   places built at its end ([`first_into_empty`]).
 
 mod check;
+mod gc;
 mod runs;
 
 use casebook_canon::VersionHasher;
@@ -130,6 +132,31 @@ impl Drop for Conn {
                     Some((conn, std::time::Instant::now()));
             }
         }
+    }
+}
+
+/// A connection holding [`crate::gc::GC_LOCK`] in share mode for a commit. Dropped without
+/// [`GcShare::release`] (a failed commit, or its future dropped half-way), the connection is
+/// closed, which frees the lock, instead of going back to be reused with it.
+struct GcShare(Conn);
+
+impl GcShare {
+    /// Frees the lock; the connection, to be used again (`None` if the lock could not be freed:
+    /// the connection is closed, which frees it, and the commit has happened all the same).
+    async fn release(mut self) -> Option<Conn> {
+        let freed =
+            sqlx::query("SELECT pg_advisory_unlock_shared($1)").bind(crate::gc::GC_LOCK).execute(&mut *self.0).await;
+        freed.is_ok().then(|| self.take())
+    }
+
+    fn take(&mut self) -> Conn {
+        std::mem::replace(&mut self.0, Conn::Spare(None, Spare::default()))
+    }
+}
+
+impl Drop for GcShare {
+    fn drop(&mut self) {
+        self.0.discard();
     }
 }
 
@@ -751,11 +778,18 @@ impl crate::Store for PostgresStore {
         let stored = self.stored(&request.dataset).await?.map(|(_, name)| name);
         request.dataset = crate::commit_name(stored, &request)?;
         let mut conn = self.conn().await?;
-        let outcome = self.commit_on(&mut conn, request, cases).await;
-        // A connection that failed in the middle of a commit is not reused.
-        if outcome.is_err() {
-            conn.discard();
-        }
+        // Held in share mode from before the first body is written or looked up to after the
+        // version names them, so that `gc` never deletes a body this commit is about to use
+        // (see `gc.rs`).
+        sqlx::query("SELECT pg_advisory_lock_shared($1)").bind(crate::gc::GC_LOCK).execute(&mut *conn).await?;
+        let mut conn = GcShare(conn);
+        let outcome = self.commit_on(&mut conn.0, request, cases).await;
+        // A connection that failed in the middle of a commit is not reused (closing it frees
+        // the lock).
+        let conn = match outcome {
+            Ok(_) => conn.release().await,
+            Err(_) => None,
+        };
         // After a large commit, fresh statistics for the planner at once (autovacuum's come
         // later): with a million new rows counted as a few hundred, a label filter walked the
         // whole version through the label index, 12 times slower than the hash join it takes.
@@ -764,7 +798,7 @@ impl crate::Store for PostgresStore {
         // found in the index was looked up in the table: a label count over a million cases
         // took 0.19 s instead of 0.16 s). Not the bodies: they are read from the table anyway,
         // and they are most of the bytes.
-        if let Ok(CommitOutcome::Created(v)) = &outcome {
+        if let (Ok(CommitOutcome::Created(v)), Some(mut conn)) = (&outcome, conn) {
             if v.added + v.removed + v.modified >= 10_000 {
                 sqlx::query("VACUUM (ANALYZE) members, blob_facets, case_labels").execute(&mut *conn).await?;
                 sqlx::query("ANALYZE blobs").execute(&mut *conn).await?;

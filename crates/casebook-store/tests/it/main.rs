@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod conformance;
+mod gc;
 mod ingest;
 mod pending;
 mod postgres;
