@@ -780,6 +780,8 @@ pub enum KeyScope {
     Read,
     /// Read, and push versions, tags and runs
     Write,
+    /// Write, and purge cases from a dataset's history (`casebook purge`)
+    Admin,
 }
 
 #[derive(Debug, Args)]

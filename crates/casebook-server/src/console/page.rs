@@ -41,7 +41,7 @@ impl Chrome {
             signed_in: Some(SignedIn {
                 project,
                 key: access.key.clone(),
-                scope: if access.scope == Scope::Write { "write" } else { "read" },
+                scope: access.scope.as_str(),
                 csrf: csrf.to_owned(),
             }),
         }

@@ -188,7 +188,7 @@ pub struct Viewer {
 
 impl Viewer {
     pub fn can_write(&self) -> bool {
-        self.access.scope == Scope::Write
+        self.access.scope.may_write()
     }
 
     /// Refuses a form without this session's token.
