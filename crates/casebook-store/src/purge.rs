@@ -246,6 +246,72 @@ fn assemble(rows: Vec<(i64, String, String, String, i64, i64, i64)>, cases: Vec<
 
 const SPAN: i64 = crate::runs::RUN_SPAN;
 
+/// The content id a run's result names (`case_content_id`), if it is JSON that names one.
+fn result_content(result: &str) -> Option<[u8; 32]> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        case_content_id: Option<String>,
+    }
+    let named: Named = serde_json::from_str(result).ok()?;
+    casebook_canon::id_bytes(&named.case_content_id?.to_ascii_lowercase())
+}
+
+/// `rows` without the results of purged content (a run that was going when its cases were
+/// purged saves them after the purge): those whose content id a purge took and no body holds
+/// again. Costs one read when nothing was ever purged.
+pub(crate) async fn unpurged_sqlite(
+    tx: &mut sqlx::SqliteConnection,
+    rows: &[crate::ResultRow],
+) -> Result<Option<Vec<crate::ResultRow>>, StoreError> {
+    let any: Option<i64> = sqlx::query_scalar("SELECT 1 FROM purged_members LIMIT 1").fetch_optional(&mut *tx).await?;
+    if any.is_none() {
+        return Ok(None);
+    }
+    let mut kept = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(cid) = result_content(&row.result) {
+            let purged: Option<i64> = sqlx::query_scalar(
+                "SELECT 1 FROM purged_members WHERE cid = ?1 AND NOT EXISTS (SELECT 1 FROM blob_cids WHERE cid = ?1) LIMIT 1",
+            )
+            .bind(cid.to_vec())
+            .fetch_optional(&mut *tx)
+            .await?;
+            if purged.is_some() {
+                continue;
+            }
+        }
+        kept.push(row.clone());
+    }
+    Ok(Some(kept))
+}
+
+/// [`unpurged_sqlite`] on PostgreSQL.
+pub(crate) async fn unpurged_postgres(
+    tx: &mut sqlx::PgConnection,
+    rows: &[crate::ResultRow],
+) -> Result<Option<Vec<crate::ResultRow>>, StoreError> {
+    let any: Option<i32> = sqlx::query_scalar("SELECT 1 FROM purged_members LIMIT 1").fetch_optional(&mut *tx).await?;
+    if any.is_none() {
+        return Ok(None);
+    }
+    let cids: Vec<Option<[u8; 32]>> = rows.iter().map(|r| result_content(&r.result)).collect();
+    let named: Vec<Vec<u8>> = cids.iter().flatten().map(|c| c.to_vec()).collect();
+    let purged: Vec<Vec<u8>> = sqlx::query_scalar(
+        "SELECT DISTINCT p.cid FROM purged_members p WHERE p.cid = ANY($1)
+         AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.cid = p.cid)",
+    )
+    .bind(&named)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(Some(
+        rows.iter()
+            .zip(&cids)
+            .filter(|(_, cid)| !cid.is_some_and(|c| purged.iter().any(|p| p.as_slice() == c)))
+            .map(|(row, _)| row.clone())
+            .collect(),
+    ))
+}
+
 impl SqliteStore {
     async fn purge(&self, request: &PurgeRequest) -> Result<PurgeOutcome, StoreError> {
         let ids = wanted(request)?;
@@ -388,18 +454,20 @@ impl SqliteStore {
         }
 
         // Results of the dataset's runs on the purged content, and their outputs.
-        let runs: Vec<i64> =
-            sqlx::query_scalar("SELECT seq FROM runs WHERE project = ? AND json_extract(meta, '$.dataset') = ?")
-                .bind(self.project())
-                .bind(&request.dataset)
-                .fetch_all(&mut *tx)
-                .await?;
+        let runs: Vec<i64> = sqlx::query_scalar(
+            "SELECT seq FROM runs WHERE project = ? AND json_valid(meta) AND json_extract(meta, '$.dataset') = ?",
+        )
+        .bind(self.project())
+        .bind(&request.dataset)
+        .fetch_all(&mut *tx)
+        .await?;
         let mut results = 0u64;
         for run in runs {
             let base = run * SPAN;
             let gone: Vec<(i64, Option<String>)> = sqlx::query_as(
                 "DELETE FROM run_results WHERE key >= ?1 AND key < ?2
-                   AND unhex(json_extract(result, '$.case_content_id')) IN (SELECT cid FROM purged_members WHERE purge = ?3)
+                   AND unhex(CASE WHEN json_valid(result) THEN json_extract(result, '$.case_content_id') END)
+                       IN (SELECT cid FROM purged_members WHERE purge = ?3)
                  RETURNING key, json_extract(result, '$.hash')",
             )
             .bind(base)
@@ -640,17 +708,19 @@ impl PostgresStore {
             }
         }
 
-        let runs: Vec<i64> =
-            sqlx::query_scalar("SELECT seq FROM runs WHERE project = $1 AND meta::json ->> 'dataset' = $2")
-                .bind(self.project())
-                .bind(&request.dataset)
-                .fetch_all(&mut *tx)
-                .await?;
+        let runs: Vec<i64> = sqlx::query_scalar(
+            "SELECT seq FROM runs WHERE project = $1 AND meta LIKE '{%' AND meta::json ->> 'dataset' = $2 FOR UPDATE",
+        )
+        .bind(self.project())
+        .bind(&request.dataset)
+        .fetch_all(&mut *tx)
+        .await?;
         let mut results = 0u64;
         for run in runs {
             let base = run * SPAN;
             let gone: Vec<(i64, Option<String>)> = sqlx::query_as(
                 "DELETE FROM run_results WHERE key >= $1 AND key < $2
+                   AND result LIKE '%case_content_id%'
                    AND decode(result::json ->> 'case_content_id', 'hex') IN (SELECT cid FROM purged_members WHERE purge = $3)
                  RETURNING key, result::json ->> 'hash'",
             )

@@ -1480,6 +1480,11 @@ pub async fn a_purge_erases_a_case_and_every_version_still_verifies(store: AnySt
     assert!(results[0].contains(r#""case_id":"b""#));
     assert_eq!(store.outputs(&[H1.into()]).await.unwrap(), [None]);
     assert_eq!(store.datasets().await.unwrap()[0].cases, 3);
+    // A run that was going when the purge came saves its result of `a` afterwards: not kept.
+    let late = casebook_store::ResultRow { seq: 2, result: result(&a2), output: Some((H2.into(), "\"late\"".into())) };
+    store.save_results("r-1", &[late]).await.unwrap();
+    assert_eq!(store.run_results("r-1").await.unwrap(), results);
+    assert_eq!(store.outputs(&[H2.into()]).await.unwrap(), [None]);
 
     // Later commits build on the purged history; one adds `a` again with new content.
     created(&store, CommitMode::Upsert, vec![case("e", "5")]).await;

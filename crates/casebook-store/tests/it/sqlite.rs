@@ -228,11 +228,11 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
 }
 
-/// SQL that takes a store of schema 13 back to schema 8: no pending spans, the content-id index,
+/// SQL that takes a store of schema 13 back to schema 8: no purges, no pending spans, the content-id index,
 /// no projects, no API keys.
 macro_rules! undo_projects {
     () => {
-        "PRAGMA foreign_keys = OFF; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
+        "PRAGMA foreign_keys = OFF; DROP TABLE purged_members; DROP TABLE purges; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
          DROP TABLE api_keys; DROP TABLE secrets;
          CREATE TABLE runs_old (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
                                 started TEXT NOT NULL, finished TEXT, meta TEXT NOT NULL, summary TEXT);
