@@ -1523,3 +1523,42 @@ pub async fn purging_needs_an_admin_key(store: AnyStore) {
     }
     assert_eq!(store.keys(None).await.unwrap()[2].scope.as_str(), "admin");
 }
+
+/// Two versions of a case whose every part holds `marker`: its input (short, and long enough
+/// for SQLite's overflow pages and PostgreSQL's TOAST, in text that does not compress away), a
+/// label (`case_labels`) and its metadata (`blob_facets`); with a case `b` that stays.
+pub fn marked_cases(marker: &str) -> [Vec<Case>; 2] {
+    let mut noise = 0x9e37_79b9_7f4a_7c15u64;
+    let long: String = (0..4000)
+        .map(|i| {
+            noise ^= noise << 13;
+            noise ^= noise >> 7;
+            noise ^= noise << 17;
+            if i % 200 == 0 { format!(" {marker} ") } else { format!("{:x}", noise & 0xf) }
+        })
+        .collect();
+    let marked = |input: &str| {
+        let mut c = case("p", input);
+        c.labels = Some(vec![format!("label-{marker}")]);
+        c.metadata = Some(serde_json::from_value(json!({"note": format!("note {marker}")})).unwrap());
+        c
+    };
+    [vec![marked(&format!("short {marker}")), case("b", "stays")], vec![marked(&long)]]
+}
+
+/// The files under `paths` (folders walked) that hold `marker`.
+pub fn files_holding(paths: &[std::path::PathBuf], marker: &str) -> Vec<std::path::PathBuf> {
+    let finder = marker.as_bytes();
+    let mut found = Vec::new();
+    let mut todo: Vec<std::path::PathBuf> = paths.to_vec();
+    while let Some(path) = todo.pop() {
+        if path.is_dir() {
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            if bytes.windows(finder.len()).any(|w| w == finder) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}

@@ -796,3 +796,24 @@ async fn a_store_and_its_log_are_readable_by_their_owner_only_or_the_group_if_as
     SqliteStore::create(&db).await.unwrap().close().await;
     assert_eq!(mode(&db), 0o640);
 }
+
+/// After a purge, no byte of the purged case's text is left in the store's files: the database,
+/// its write-ahead log and the shared-memory file (SQLite's `secure_delete`, then a truncating
+/// checkpoint).
+#[tokio::test]
+async fn a_purged_case_leaves_no_bytes_in_the_files() {
+    let marker = "PURGE-ME-5f1c9a";
+    let (dir, store) = fresh().await;
+    let [v1, v2] = conformance::marked_cases(marker);
+    created(&store, CommitMode::Replace, v1).await;
+    created(&store, CommitMode::Upsert, v2).await;
+    let folder = vec![dir.path().join(".casebook")];
+    assert!(!conformance::files_holding(&folder, marker).is_empty(), "the text is stored before the purge");
+    let any = casebook_store::AnyStore::from(store.clone());
+    let done = any.purge(&conformance::purge_request(&["p"])).await.unwrap();
+    assert!(done.erased, "{done:?}");
+    assert_eq!(conformance::files_holding(&folder, marker), Vec::<std::path::PathBuf>::new());
+    let report = store.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(conformance::ids(&store, 2).await, ["b"]);
+}
