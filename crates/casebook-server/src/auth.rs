@@ -7,7 +7,7 @@
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use casebook_store::{Access, AnyStore, Scope};
+use casebook_store::{Access, AnyStore};
 
 use crate::AppState;
 use crate::error::ApiError;

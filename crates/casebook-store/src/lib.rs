@@ -44,7 +44,7 @@ pub use merge::{Changes, Choice, Exceptions, Merged, WholeMerge};
 pub use names::{NameError, Ref};
 pub use pending::{CAPTURE_WARNINGS_KEPT, CaptureWarning, PendingSpan, PendingTrace};
 pub use postgres::{PostgresStore, redact};
-pub use purge::{PurgeInfo, PurgeOutcome, PurgeRequest, PurgedCase, purged_warning};
+pub use purge::{PurgeInfo, PurgeOutcome, PurgeRequest, PurgedCase, purge_choice, purged_warning};
 pub use review::{ReviewRequest, Reviewed, no_such_cases, review};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};

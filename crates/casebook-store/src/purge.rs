@@ -197,6 +197,49 @@ impl AnyStore {
     }
 }
 
+/// The case ids a purge takes: `ids`, and those `select` picks in the head (its limit applies),
+/// each once. A selection of nothing with no ids is [`StoreError::NoneSelected`].
+pub async fn purge_choice(
+    store: &AnyStore,
+    dataset: &str,
+    ids: &[String],
+    select: Option<&crate::Select>,
+) -> Result<Vec<String>, StoreError> {
+    use crate::Store;
+    let mut chosen: Vec<String> = ids.to_vec();
+    if let Some(select) = select {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            id: String,
+        }
+        let head = store.resolve(dataset, &crate::Ref::Latest).await?;
+        let limit = select.limit.unwrap_or(u64::MAX);
+        let all = crate::Select { filter: select.filter.clone(), limit: None };
+        let (mut after, mut taken) = (None, 0u64);
+        'pages: loop {
+            let page = store.page(dataset, head.number, &all, after.as_ref(), 1000).await?;
+            for body in &page.bodies {
+                if taken >= limit {
+                    break 'pages;
+                }
+                let id: Id = serde_json::from_str(body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                chosen.push(id.id);
+                taken += 1;
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        if taken == 0 && ids.is_empty() {
+            return Err(StoreError::NoneSelected { dataset: dataset.to_owned(), number: head.number });
+        }
+    }
+    chosen.sort();
+    chosen.dedup();
+    Ok(chosen)
+}
+
 /// What a warning about purged cases of a version says: how many, which purges (time, author,
 /// reason), a few ids.
 pub fn purged_warning(dataset: &str, version: u64, purged: &[PurgedCase]) -> Option<String> {
