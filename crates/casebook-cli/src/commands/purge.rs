@@ -106,7 +106,7 @@ fn say(settings: &Global, name: &str, report: &PurgeReport) -> anyhow::Result<()
         listed(&p.cases),
         crate::plural(p.versions, "version"),
         crate::plural(p.results, "result"),
-        crate::plural(report.bodies, "case body"),
+        crate::plural(report.bodies, "stored body"),
         p.id,
     ))?;
     if !settings.quiet {
