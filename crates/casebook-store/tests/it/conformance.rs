@@ -42,7 +42,8 @@ macro_rules! suite {
             snapshot_files_are_kept_once,
             a_merge_takes_exceptions_for_what_the_input_started_from,
             projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked,
-            a_purge_erases_a_case_and_every_version_still_verifies, purging_needs_an_admin_key);
+            a_purge_erases_a_case_and_every_version_still_verifies, purging_needs_an_admin_key,
+            a_purge_racing_a_commit_of_the_case_takes_it_or_leaves_the_new_content);
     };
     (@each $fresh:path; |$store:ident| $wrap:expr; $($name:ident),* $(,)?) => {$(
         #[tokio::test]
@@ -1561,4 +1562,40 @@ pub fn files_holding(paths: &[std::path::PathBuf], marker: &str) -> Vec<std::pat
         }
     }
     found
+}
+
+/// A purge of `a` racing a commit that gives `a` new content: the two queue on the dataset,
+/// so either the commit lands first and its content is purged too (`a` is not in the head,
+/// which held it: the head says it was purged), or it lands after and keeps its new content.
+/// Every version verifies either way.
+pub async fn a_purge_racing_a_commit_of_the_case_takes_it_or_leaves_the_new_content(store: AnyStore) {
+    created(&store, CommitMode::Replace, vec![case("a", "secret"), case("b", "2")]).await;
+    let (mut purged_after, mut kept_after) = (0, 0);
+    for round in 0..6 {
+        if round > 0 {
+            // `a` back in the head, so the purge has something to take whichever lands first.
+            created(&store, CommitMode::Upsert, vec![case("a", &format!("back {round}"))]).await;
+        }
+        let fresh = case("a", &format!("new {round}"));
+        let purge = purge_request(&["a"]);
+        let (committed, purged) =
+            tokio::join!(commit(&store, CommitMode::Upsert, vec![fresh.clone()]), store.purge(&purge));
+        committed.unwrap();
+        purged.unwrap();
+        let head = store.versions("support").await.unwrap().pop().unwrap();
+        match store.case("support", head.number, "a").await.unwrap() {
+            Some(held) => {
+                assert_eq!(held.task, fresh.task, "round {round}");
+                kept_after += 1;
+            }
+            None => {
+                let purged = store.purged_in("support", head.number).await.unwrap();
+                assert!(purged.iter().any(|p| p.id == "a"), "round {round}: {purged:?}");
+                purged_after += 1;
+            }
+        }
+        let report = store.check().await.unwrap();
+        assert!(report.problems.is_empty(), "round {round}: {:?}", report.problems);
+    }
+    assert_eq!(purged_after + kept_after, 6);
 }
