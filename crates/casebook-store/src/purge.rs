@@ -85,6 +85,8 @@ pub struct PurgedCase {
 
 /// A membership row of a purged case: `(case id, from, to, body row, content id)`.
 type Row_ = (String, i64, Option<i64>, i64, Vec<u8>);
+/// [`Row_`] as PostgreSQL gives it (case ids are bytes there).
+type PgRow_ = (Vec<u8>, i64, Option<i64>, i64, Vec<u8>);
 
 /// How many versions up to `head` the rows cover (a row open at the purge covers up to it).
 fn versions_held(rows: &[Row_], head: i64) -> u64 {
@@ -647,7 +649,7 @@ impl PostgresStore {
             .bind(dataset)
             .fetch_one(&mut *tx)
             .await?;
-        let raw: Vec<(Vec<u8>, i64, Option<i64>, i64, Vec<u8>)> = sqlx::query_as(
+        let raw: Vec<PgRow_> = sqlx::query_as(
             "SELECT m.case_id, m.from_v, m.to_v, m.blob, b.cid FROM members m JOIN blobs b ON b.id = m.blob
              WHERE m.dataset = $1 AND m.case_id = ANY($2) ORDER BY m.case_id, m.from_v",
         )

@@ -1554,8 +1554,8 @@ pub fn files_holding(paths: &[std::path::PathBuf], marker: &str) -> Vec<std::pat
     let mut todo: Vec<std::path::PathBuf> = paths.to_vec();
     while let Some(path) = todo.pop() {
         if path.is_dir() {
-            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
-        } else if let Ok(bytes) = std::fs::read(&path) {
+            todo.extend(fs_err::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(bytes) = fs_err::read(&path) {
             if bytes.windows(finder.len()).any(|w| w == finder) {
                 found.push(path);
             }
