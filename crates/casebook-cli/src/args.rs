@@ -161,6 +161,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Name a version (`prod`); moving a tag is logged
     Tag(TagArgs),
+    /// Erase cases from every version of a dataset (personal data); cannot be undone
+    Purge(PurgeArgs),
     /// Look after the store itself: `casebook store check`
     #[command(subcommand)]
     Store(StoreCommand),
@@ -783,6 +785,8 @@ pub enum KeyScope {
     Read,
     /// Read, and push versions, tags and runs
     Write,
+    /// Write, and purge cases from a dataset's history (`casebook purge`)
+    Admin,
 }
 
 #[derive(Debug, Args)]
@@ -1079,4 +1083,39 @@ mod tests {
     fn cli_definition_is_consistent() {
         super::Cli::definition().debug_assert();
     }
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "Removes the content of the cases from every version of the dataset: their \
+bodies, the seed documents only they use, the results of runs of the dataset on them and their stored \
+outputs, and pending capture spans of the traces they came from. Each body's content id stays as a \
+tombstone, so every version id still verifies (`casebook store check`). The purge is logged (`casebook \
+log`: time, author, reason, case ids); `show`, `export`, `pull` and `run` of an old version leave the \
+cases out with a warning that names the purge. It cannot be undone.
+
+On the embedded store, whoever can write the store file may purge; through `CASEBOOK_URL`, only a key \
+of the `admin` scope (`casebook keys create --scope admin`). Without `--yes`, a terminal asks first; \
+anything else is refused.
+
+Examples:
+  casebook purge support tc-017 --reason 'erasure request #12'
+  casebook purge support --where 'metadata.user == \"u-881\"' --reason 'GDPR art. 17' --yes")]
+pub struct PurgeArgs {
+    /// The dataset
+    pub name: String,
+    /// Ids of the cases to purge (with `--where` or `--tag`, these and the cases they select in
+    /// the head)
+    pub ids: Vec<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Why (logged with the purge)
+    #[arg(long, required = true)]
+    pub reason: String,
+    /// Do not ask for confirmation
+    #[arg(long)]
+    pub yes: bool,
+    /// PostgreSQL: do not rewrite the touched tables (`VACUUM FULL`) after the purge; faster on
+    /// a large store, but the deleted bytes stay in the tables' free space until reused
+    #[arg(long)]
+    pub no_rewrite: bool,
 }

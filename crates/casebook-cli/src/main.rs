@@ -84,6 +84,7 @@ fn main() -> ExitCode {
         args::Command::Review(a) => commands::versions::review(&settings, a),
         args::Command::Freeze(a) => commands::freeze::run(&settings, a),
         args::Command::Tag(a) => commands::versions::tag(&settings, a),
+        args::Command::Purge(a) => commands::purge::purge(&settings, a),
         args::Command::Datasets(a) => commands::browse::datasets(&settings, a),
         args::Command::Store(args::StoreCommand::Check) => commands::store::check(&settings),
         args::Command::Store(args::StoreCommand::Copy(a)) => commands::store::copy(&settings, a),

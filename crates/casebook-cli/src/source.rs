@@ -64,6 +64,40 @@ impl Source {
         }
     }
 
+    /// The purged cases version `version` of `name` held (see `casebook purge`), which reads of
+    /// it leave out. The server does not say yet: none there.
+    pub fn purged_in(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        name: &str,
+        version: u64,
+    ) -> anyhow::Result<Vec<casebook_store::PurgedCase>> {
+        match self {
+            Source::Store(store) => Ok(runtime.block_on(store.purged_in(name, version))?),
+            Source::Server(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// Warns on stderr (a JSON line with `--format json`) that version `version` of `name` held
+    /// purged cases, which a read of it leaves out.
+    pub fn warn_purged(
+        &self,
+        settings: &Global,
+        runtime: &tokio::runtime::Runtime,
+        name: &str,
+        version: u64,
+    ) -> anyhow::Result<Vec<casebook_store::PurgedCase>> {
+        let purged = self.purged_in(runtime, name, version)?;
+        if let (Some(text), false) = (casebook_store::purged_warning(name, version, &purged), settings.quiet) {
+            if settings.json {
+                stderr!("{}", serde_json::json!({"level": "warning", "code": "W-purged", "message": text}));
+            } else {
+                stderr!("warning: {text}");
+            }
+        }
+        Ok(purged)
+    }
+
     /// The versions of dataset `name`, oldest first.
     pub fn versions(&self, runtime: &tokio::runtime::Runtime, name: &str) -> anyhow::Result<Vec<VersionInfo>> {
         match self {

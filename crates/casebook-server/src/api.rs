@@ -490,3 +490,78 @@ impl From<casebook_store::PendingTrace> for PendingTrace {
         }
     }
 }
+
+/// What to purge (`casebook purge` through the server): the cases named by id and those the
+/// filter selects in the head, erased from every version of the dataset.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct PurgeBody {
+    /// Ids of cases to purge; each must be held by some version of the dataset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    /// Also the cases this filter selects in the head (`casebook help filter`).
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// At most this many of the cases the filter selects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// Why (logged with the purge; required).
+    pub reason: String,
+    /// PostgreSQL: rewrite the touched tables (`VACUUM FULL`) so no byte of the cases is left
+    /// in the data files (default true; false is faster and leaves them in free space).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite: Option<bool>,
+}
+
+/// A purge as logged: when, who, why, which cases, how many versions held them and how many
+/// results of runs went with them.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PurgeEvent {
+    pub id: u64,
+    pub time: String,
+    pub author: String,
+    pub reason: String,
+    /// The dataset's head when the purge ran.
+    pub head: u64,
+    pub cases: Vec<String>,
+    pub versions: u64,
+    pub results: u64,
+}
+
+/// What a purge did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PurgeReport {
+    pub purge: PurgeEvent,
+    /// Case bodies deleted.
+    pub bodies: u64,
+    /// Seed documents deleted.
+    pub seed_documents: u64,
+    /// Pending capture spans deleted.
+    pub pending_spans: u64,
+    /// Cases whose content another dataset holds too (that body stays).
+    pub kept_shared: Vec<String>,
+    /// Whether the freed space is known to be overwritten in the store's files.
+    pub erased: bool,
+}
+
+impl From<casebook_store::PurgeOutcome> for PurgeReport {
+    fn from(o: casebook_store::PurgeOutcome) -> Self {
+        let p = o.purge;
+        PurgeReport {
+            purge: PurgeEvent {
+                id: p.id,
+                time: p.time,
+                author: p.author,
+                reason: p.reason,
+                head: p.head,
+                cases: p.cases,
+                versions: p.versions,
+                results: p.results,
+            },
+            bodies: o.bodies,
+            seed_documents: o.seed_documents,
+            pending_spans: o.pending_spans,
+            kept_shared: o.kept_shared,
+            erased: o.erased,
+        }
+    }
+}

@@ -7,7 +7,7 @@
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use casebook_store::{Access, AnyStore, Scope};
+use casebook_store::{Access, AnyStore};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -75,7 +75,7 @@ impl FromRequestParts<AppState> for Writer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let (store, access) = authorise(parts, state).await?;
-        if access.scope != Scope::Write {
+        if !access.scope.may_write() {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
@@ -83,5 +83,31 @@ impl FromRequestParts<AppState> for Writer {
             ));
         }
         Ok(Writer { store, access })
+    }
+}
+
+/// A request whose key may purge cases in the project in its path (the `admin` scope).
+pub struct Admin {
+    pub store: AnyStore,
+    pub access: Access,
+}
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (store, access) = authorise(parts, state).await?;
+        if !access.scope.may_purge() {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "the API key `{}` has the scope `{}`: purging needs a key made with `--scope admin`",
+                    access.key,
+                    access.scope.as_str()
+                ),
+            ));
+        }
+        Ok(Admin { store, access })
     }
 }

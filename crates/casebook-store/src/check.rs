@@ -237,10 +237,14 @@ impl SqliteStore {
         parent: Option<&str>,
     ) -> Result<Vec<String>, StoreError> {
         let pool = self.pool();
-        // Rows that open at the version and rows that close there, by case.
+        // Rows that open at the version and rows that close there, by case; a purged case's rows
+        // keep its content id (its tombstone: see `purge.rs`).
         let rows = sqlx::query(
             "SELECT m.case_id, lower(hex(b.cid)), m.from_v = ?2 FROM members m JOIN blobs b ON b.id = m.blob
-             WHERE m.dataset = ?1 AND (m.from_v = ?2 OR m.to_v = ?2) ORDER BY m.case_id",
+             WHERE m.dataset = ?1 AND (m.from_v = ?2 OR m.to_v = ?2)
+             UNION ALL
+             SELECT case_id, lower(hex(cid)), from_v = ?2 FROM purged_members
+             WHERE dataset = ?1 AND (from_v = ?2 OR to_v = ?2) ORDER BY 1",
         )
         .bind(dataset)
         .bind(number)
@@ -250,7 +254,10 @@ impl SqliteStore {
             rows.iter().map(|r| VersionRow { case_id: r.get(0), content_id: r.get(1), opens: r.get(2) }).collect();
         let mut order = order_hasher(name)?;
         let mut ids = sqlx::query_scalar::<_, String>(
-            "SELECT case_id FROM members WHERE dataset = ? AND from_v <= ?2 AND (to_v IS NULL OR to_v > ?2) ORDER BY ord",
+            "SELECT case_id, ord FROM members WHERE dataset = ?1 AND from_v <= ?2 AND (to_v IS NULL OR to_v > ?2)
+             UNION ALL
+             SELECT p.case_id, p.ord FROM purged_members p JOIN purges u ON u.id = p.purge
+             WHERE p.dataset = ?1 AND p.from_v <= ?2 AND coalesce(p.to_v, u.head + 1) > ?2 ORDER BY 2",
         )
         .bind(dataset)
         .bind(number)

@@ -1,4 +1,5 @@
-//! API keys for the shared server: each opens one project, to read or to read and write.
+//! API keys for the shared server: each opens one project, to read, to read and write, or (the
+//! `admin` scope) also to purge cases (`casebook purge`).
 //!
 //! A token is `cb_<id>_<secret>`: the id (12 hex digits) finds the key's row, and only a keyed
 //! BLAKE3 hash of the whole token is kept, under a key the store makes with its first API key
@@ -20,6 +21,8 @@ type KeyRow = (String, String, String, String, String, String, Option<String>);
 pub enum Scope {
     Read,
     Write,
+    /// Write, and purge cases from a dataset's history (which cannot be undone).
+    Admin,
 }
 
 impl Scope {
@@ -27,13 +30,25 @@ impl Scope {
         match self {
             Scope::Read => "read",
             Scope::Write => "write",
+            Scope::Admin => "admin",
         }
+    }
+
+    /// Whether a key of this scope may write (push versions, tags, runs).
+    pub fn may_write(self) -> bool {
+        matches!(self, Scope::Write | Scope::Admin)
+    }
+
+    /// Whether a key of this scope may purge cases.
+    pub fn may_purge(self) -> bool {
+        self == Scope::Admin
     }
 
     fn parse(text: &str) -> Result<Self, StoreError> {
         match text {
             "read" => Ok(Scope::Read),
             "write" => Ok(Scope::Write),
+            "admin" => Ok(Scope::Admin),
             other => Err(StoreError::Damaged(format!("an API key has the scope `{other}`"))),
         }
     }

@@ -64,6 +64,9 @@ impl SqliteStore {
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin_with("BEGIN IMMEDIATE").await?;
         let base = run_key(&mut tx, self.project(), run).await?;
+        // Results of cases purged while the run went are not kept (see `purge.rs`).
+        let kept = crate::purge::unpurged_sqlite(&mut tx, rows).await?;
+        let rows = kept.as_deref().unwrap_or(rows);
         for chunk in statement_chunks(rows) {
             let values = vec!["(?, ?)"; chunk.len()].join(", ");
             let mut query =

@@ -46,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0011_blob_cids.sql"),
     include_str!("../migrations/sqlite/0012_pending_spans.sql"),
     include_str!("../migrations/sqlite/0013_pending_records.sql"),
+    include_str!("../migrations/sqlite/0015_purges.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 pub(crate) const ROWS: usize = 1000;
@@ -333,7 +334,7 @@ impl SqliteStore {
     }
 
     /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
-    async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
+    pub(crate) async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
         match self.stored(name).await? {
             Some((id, _)) => Ok(id),
             None => Err(self.no_dataset(name).await),

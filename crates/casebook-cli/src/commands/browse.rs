@@ -156,13 +156,29 @@ pub fn show(settings: &Global, args: ShowArgs) -> anyhow::Result<Outcome> {
     let (name, reference) = stores::target(&args.target)?;
     print(settings, |runtime, source| {
         let version = source.resolve(runtime, &name, &reference)?;
+        let purged = source.warn_purged(settings, runtime, &name, version.number)?;
         let text = match &args.case {
+            Some(id) if purged.iter().any(|p| &p.id == id) => {
+                let p = &purged.iter().find(|p| &p.id == id).expect("found above").purge;
+                anyhow::bail!(
+                    "`{name}` v{}'s case `{id}` was purged on {} by {} ({}): its content is gone",
+                    version.number,
+                    p.time,
+                    p.author,
+                    p.reason
+                )
+            }
             Some(id) => match source.case(runtime, &name, version.number, id)? {
                 // People read the case indented; programs get it on one line.
                 Some(case) if settings.json => serde_json::to_string(&case)? + "\n",
                 Some(case) => serde_json::to_string_pretty(&case)? + "\n",
                 None => anyhow::bail!("`{name}` v{} has no case `{id}`", version.number),
             },
+            None if settings.json && !purged.is_empty() => {
+                let mut shown = json!(version);
+                shown["purged"] = json!(purged);
+                format!("{shown}\n")
+            }
             None if settings.json => format!("{}\n", json!(version)),
             None => format!(
                 "{name} v{}\nid       {}\nparent   {}\nauthor   {}\ntime     {}\ncases    {} (+{} -{} ~{})\nmessage  {}\n",
@@ -261,11 +277,27 @@ pub fn diff(settings: &Global, args: DiffArgs) -> anyhow::Result<Outcome> {
         let a = source.resolve(runtime, &name_a, &ref_a)?;
         let b = source.resolve(runtime, &name_b, &ref_b)?;
         let diff = source.diff(runtime, &name_a, a.number, b.number)?;
-        Ok(if settings.json {
+        // Purged cases are in neither side's rows: said as purged, not as removed or changed.
+        let mut purged = source.purged_in(runtime, &name_a, a.number)?;
+        for p in source.purged_in(runtime, &name_a, b.number)? {
+            if !purged.iter().any(|q| q.id == p.id) {
+                purged.push(p);
+            }
+        }
+        let mut out = if settings.json {
             diff_json(json!(name_a), json!(a.number), json!(b.number), &diff)
         } else {
             diff_text(&format!("{name_a} v{} → v{}", a.number, b.number), &diff)
-        })
+        };
+        for p in &purged {
+            let (q, id) = (&p.purge, &p.id);
+            let _ = if settings.json {
+                writeln!(out, "{}", json!({"change": "purged", "id": id, "purge": q}))
+            } else {
+                writeln!(out, "! {id} (purged on {} by {}: {})", q.time, q.author, q.reason)
+            };
+        }
+        Ok(out)
     })
 }
 
@@ -559,6 +591,7 @@ pub fn export(settings: &Global, args: ExportArgs) -> anyhow::Result<Outcome> {
     let runtime = stores::runtime()?;
     let source = Source::open(settings, &runtime)?;
     let version = source.resolve(&runtime, &name, &reference)?;
+    source.warn_purged(settings, &runtime, &name, version.number)?;
     let header = source.header(&runtime, &name)?;
     let syntax = args.write.syntax().map_err(anyhow::Error::msg)?;
     let select = crate::settings::selection(&args.select)?;

@@ -10,6 +10,7 @@ pub mod help;
 pub mod inspect;
 pub mod lint;
 pub mod mcp;
+pub mod purge;
 pub mod remote;
 pub mod run;
 pub mod schema;

@@ -752,6 +752,13 @@ fn load_dataset(
         };
         let (name, reference) = stores::target(&experiment.dataset)?;
         let version = runtime.block_on(store.resolve(&name, &reference))?;
+        if let (RunStore::Local(local), false) = (store, settings.quiet) {
+            // Cases purged from this version are not run: say which, and which purge took them.
+            let purged = runtime.block_on(local.purged_in(&name, version.number))?;
+            if let Some(text) = casebook_store::purged_warning(&name, version.number, &purged) {
+                stderr!("warning: {text}");
+            }
+        }
         // Each batch of bodies is planned as it comes, into the plan's files.
         let mut failed = None::<anyhow::Error>;
         let pushed = select.pushed();

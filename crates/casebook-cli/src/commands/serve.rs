@@ -113,6 +113,7 @@ pub fn keys(settings: &Global, command: KeysCommand) -> anyhow::Result<Outcome> 
             let scope = match args.scope {
                 KeyScope::Read => Scope::Read,
                 KeyScope::Write => Scope::Write,
+                KeyScope::Admin => Scope::Admin,
             };
             let mut material = KeyMaterial { id: [0; 6], secret: [0; 32], store_secret: [0; 32] };
             for bytes in [&mut material.id[..], &mut material.secret[..], &mut material.store_secret[..]] {

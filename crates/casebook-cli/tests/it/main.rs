@@ -41,6 +41,7 @@ mod parquet;
 mod pipes;
 mod preview;
 mod promptfoo;
+mod purge;
 mod push_merge;
 mod readme_tour;
 mod record;

@@ -5,7 +5,7 @@ use askama::Template;
 use axum::http::StatusCode;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use axum::response::{IntoResponse, Response};
-use casebook_store::{Access, Scope, StoreError};
+use casebook_store::{Access, StoreError};
 
 use super::session::Viewer;
 /// One path segment, percent-encoded.
@@ -41,7 +41,7 @@ impl Chrome {
             signed_in: Some(SignedIn {
                 project,
                 key: access.key.clone(),
-                scope: if access.scope == Scope::Write { "write" } else { "read" },
+                scope: access.scope.as_str(),
                 csrf: csrf.to_owned(),
             }),
         }

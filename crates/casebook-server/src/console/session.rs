@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
-use casebook_store::{Access, AnyStore, Scope};
+use casebook_store::{Access, AnyStore};
 
 use super::page::Failure;
 use crate::AppState;
@@ -188,7 +188,7 @@ pub struct Viewer {
 
 impl Viewer {
     pub fn can_write(&self) -> bool {
-        self.access.scope == Scope::Write
+        self.access.scope.may_write()
     }
 
     /// Refuses a form without this session's token.
@@ -310,7 +310,7 @@ mod tests {
     }
 
     fn access(key: &str, project: &str) -> Access {
-        Access { key: key.into(), project: project.into(), scope: Scope::Read }
+        Access { key: key.into(), project: project.into(), scope: casebook_store::Scope::Read }
     }
 
     /// 10,000 sign-ins with project b's key signed out project a's user: now they only

@@ -6,6 +6,7 @@ mod cases;
 mod datasets;
 mod meta;
 mod otlp;
+mod purge;
 mod review;
 mod runs;
 mod transfer;
@@ -51,6 +52,7 @@ pub(crate) fn all(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
         .routes(routes!(runs::save_results))
         .routes(routes!(runs::finish))
         .routes(routes!(runs::outputs))
+        .routes(routes!(purge::purge))
 }
 
 /// The time now (RFC 3339), as the server's clock says.

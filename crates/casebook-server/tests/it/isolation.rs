@@ -19,7 +19,8 @@ async fn documented(server: &Server) -> Vec<(String, String, bool)> {
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
             let roles = operation["security"].as_array().into_iter().flatten().filter_map(|s| s["bearer"].as_array());
-            let write = roles.flatten().any(|role| role == "write");
+            // An operation for admin keys (a purge) is a write too.
+            let write = roles.flatten().any(|role| role == "write" || role == "admin");
             out.push((method.to_uppercase(), path.clone(), write));
         }
     }

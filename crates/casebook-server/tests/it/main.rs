@@ -22,6 +22,7 @@ mod names;
 mod otel_node;
 mod otel_python;
 mod otlp;
+mod purge;
 mod reads;
 mod runs;
 mod transfer;

@@ -68,7 +68,10 @@ impl PostgresStore {
                 };
                 let rows = sqlx::query(
                     "SELECT m.case_id, encode(b.cid, 'hex'), m.from_v = $2 FROM members m JOIN blobs b ON b.id = m.blob
-                     WHERE m.dataset = $1 AND (m.from_v = $2 OR m.to_v = $2) ORDER BY m.case_id",
+                     WHERE m.dataset = $1 AND (m.from_v = $2 OR m.to_v = $2)
+                     UNION ALL
+                     SELECT case_id, encode(cid, 'hex'), from_v = $2 FROM purged_members
+                     WHERE dataset = $1 AND (from_v = $2 OR to_v = $2) ORDER BY 1",
                 )
                 .bind(dataset)
                 .bind(number)
@@ -81,8 +84,12 @@ impl PostgresStore {
                 let mut order = order_hasher(&name)?;
                 {
                     let mut ids = sqlx::query_scalar::<_, Vec<u8>>(
-                        "SELECT case_id FROM members WHERE dataset = $1 AND from_v <= $2 AND (to_v IS NULL OR to_v > $2)
-                         ORDER BY ord",
+                        "SELECT case_id FROM (
+                             SELECT case_id, ord FROM members WHERE dataset = $1 AND from_v <= $2 AND (to_v IS NULL OR to_v > $2)
+                             UNION ALL
+                             SELECT p.case_id, p.ord FROM purged_members p JOIN purges u ON u.id = p.purge
+                             WHERE p.dataset = $1 AND p.from_v <= $2 AND coalesce(p.to_v, u.head + 1) > $2
+                         ) AS v ORDER BY ord",
                     )
                     .bind(dataset)
                     .bind(number)

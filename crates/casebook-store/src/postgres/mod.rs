@@ -51,6 +51,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0006_page_body_places.sql"),
     include_str!("../../migrations/postgres/0007_pending_spans.sql"),
     include_str!("../../migrations/postgres/0008_pending_records.sql"),
+    include_str!("../../migrations/postgres/0010_purges.sql"),
 ];
 
 /// Cases a batch statement carries.
@@ -403,7 +404,7 @@ impl PostgresStore {
     }
 
     /// A dataset's row id (remembered: see [`crate::DatasetIds`]).
-    async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
+    pub(crate) async fn dataset_id(&self, name: &str) -> Result<i64, StoreError> {
         match self.stored(name).await? {
             Some((id, _)) => Ok(id),
             None => Err(self.no_dataset(name).await),

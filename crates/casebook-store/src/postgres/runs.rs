@@ -29,6 +29,11 @@ impl PostgresStore {
     pub async fn save_results(&self, run: &str, rows: &[ResultRow]) -> Result<(), StoreError> {
         let mut tx = self.pool().begin().await?;
         let base = run_key(&mut tx, self.project(), run).await?;
+        // A purge holds the run's row while it deletes results; after it, results of cases it
+        // purged are not kept (see `purge.rs`).
+        sqlx::query("SELECT 1 FROM runs WHERE seq = $1 FOR SHARE").bind(base >> 32).execute(&mut *tx).await?;
+        let kept = crate::purge::unpurged_postgres(&mut tx, rows).await?;
+        let rows = kept.as_deref().unwrap_or(rows);
         let keys: Vec<i64> = rows.iter().map(|r| base + r.seq as i64).collect();
         let results: Vec<&str> = rows.iter().map(|r| r.result.as_str()).collect();
         sqlx::query(

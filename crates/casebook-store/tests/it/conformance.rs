@@ -41,7 +41,9 @@ macro_rules! suite {
             a_run_is_read_a_page_at_a_time,
             snapshot_files_are_kept_once,
             a_merge_takes_exceptions_for_what_the_input_started_from,
-            projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked);
+            projects_keep_datasets_and_runs_apart, api_keys_open_one_project_until_revoked,
+            a_purge_erases_a_case_and_every_version_still_verifies, purging_needs_an_admin_key,
+            a_purge_racing_a_commit_of_the_case_takes_it_or_leaves_the_new_content);
     };
     (@each $fresh:path; |$store:ident| $wrap:expr; $($name:ident),* $(,)?) => {$(
         #[tokio::test]
@@ -1415,4 +1417,185 @@ pub async fn legacy_names_stay_usable(store: impl Store) {
     assert!(tags.contains(&("pr\u{e9}".to_owned(), 2)), "{tags:?}");
     assert!(!tags.iter().any(|(t, _)| t == "pre\u{301}"), "{tags:?}");
     assert_eq!(tags.len(), 3, "{tags:?}");
+}
+
+/// The content id of a case as a run records it (`case_content_id`: lowercase hex).
+fn content_hex(case: &Case) -> String {
+    casebook_store::prepare(case).unwrap().content_id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A request to purge `cases` of `support`.
+pub fn purge_request(cases: &[&str]) -> casebook_store::PurgeRequest {
+    casebook_store::PurgeRequest {
+        dataset: "support".into(),
+        cases: cases.iter().map(|c| (*c).to_owned()).collect(),
+        author: "dpo".into(),
+        time: "2026-11-29T12:00:00Z".into(),
+        reason: "erasure request #12".into(),
+        full: true,
+    }
+}
+
+/// A case purged from three versions (two contents of it): every version id still verifies,
+/// old versions read without it and say which purge took it, its run results and outputs are
+/// gone, and later commits (one adding the id again) build on the purged history.
+pub async fn a_purge_erases_a_case_and_every_version_still_verifies(store: AnyStore) {
+    let (a1, a2) = (case("a", "secret-a-one"), case("a", "secret-a-two"));
+    created(&store, CommitMode::Replace, vec![a1.clone(), case("b", "2")]).await;
+    created(&store, CommitMode::Upsert, vec![a2.clone(), case("c", "3")]).await;
+    created(&store, CommitMode::Upsert, vec![case("d", "4")]).await;
+    let before = store.versions("support").await.unwrap();
+    // A run of the dataset on a's second content and on b.
+    store.begin_run("r-1", "smoke", "2026-11-29T10:00:00Z", r#"{"dataset":"support"}"#).await.unwrap();
+    let result =
+        |c: &Case| format!(r#"{{"case_id":"{}","case_content_id":"{}","hash":"{}"}}"#, c.id, content_hex(c), H1);
+    let rows = [
+        casebook_store::ResultRow { seq: 0, result: result(&a2), output: Some((H1.into(), "\"secret-out\"".into())) },
+        casebook_store::ResultRow { seq: 1, result: r#"{"case_id":"b","case_content_id":"00"}"#.into(), output: None },
+    ];
+    store.save_results("r-1", &rows).await.unwrap();
+
+    let done = store.purge(&purge_request(&["a"])).await.unwrap();
+    assert_eq!((done.purge.versions, done.purge.results, done.bodies), (3, 1, 2), "{done:?}");
+    assert!(done.kept_shared.is_empty());
+
+    let report = store.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(report.versions, 3);
+    assert_eq!(store.versions("support").await.unwrap(), before, "version ids and counts never change");
+    for (version, want) in [(1, vec!["b"]), (2, vec!["b", "c"]), (3, vec!["b", "c", "d"])] {
+        assert_eq!(ids(&store, version).await, want, "v{version}");
+        let purged = store.purged_in("support", version).await.unwrap();
+        assert_eq!(purged.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(), ["a"]);
+        let warning = casebook_store::purged_warning("support", version, &purged).unwrap();
+        assert!(warning.contains("purge #1 on 2026-11-29T12:00:00Z by dpo (erasure request #12)"), "{warning}");
+    }
+    assert_eq!(store.case("support", 2, "a").await.unwrap(), None);
+    assert!(store.history("support", "a").await.unwrap().is_empty());
+    let event = store.events("support").await.unwrap().pop().unwrap();
+    assert_eq!((event.kind.as_str(), event.author.as_str()), ("purge", "dpo"));
+    assert!(event.detail.contains("`a`") && event.detail.contains("erasure request #12"), "{}", event.detail);
+    assert!(!event.detail.contains("secret"), "{}", event.detail);
+    let results = store.run_results("r-1").await.unwrap();
+    assert_eq!(results.len(), 1);
+    assert!(results[0].contains(r#""case_id":"b""#));
+    assert_eq!(store.outputs(&[H1.into()]).await.unwrap(), [None]);
+    assert_eq!(store.datasets().await.unwrap()[0].cases, 3);
+    // A run that was going when the purge came saves its result of `a` afterwards: not kept.
+    let late = casebook_store::ResultRow { seq: 2, result: result(&a2), output: Some((H2.into(), "\"late\"".into())) };
+    store.save_results("r-1", &[late]).await.unwrap();
+    assert_eq!(store.run_results("r-1").await.unwrap(), results);
+    assert_eq!(store.outputs(&[H2.into()]).await.unwrap(), [None]);
+
+    // Later commits build on the purged history; one adds `a` again with new content.
+    created(&store, CommitMode::Upsert, vec![case("e", "5")]).await;
+    let v5 = created(&store, CommitMode::Upsert, vec![case("a", "a again")]).await;
+    assert_eq!(ids(&store, 5).await, ["b", "c", "d", "e", "a"]);
+    assert!(store.purged_in("support", 4).await.unwrap().is_empty());
+    assert_eq!(store.case("support", 5, "a").await.unwrap().unwrap().task, case("a", "a again").task);
+    let report = store.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!((report.versions, v5.number), (5, 5));
+
+    // Ids never held are refused by name, and nothing is written.
+    let err = store.purge(&purge_request(&["a", "zz"])).await.unwrap_err();
+    assert_eq!(err.to_string(), "support v5 has no case `zz` in any version: nothing was written");
+    assert_eq!(store.purges("support").await.unwrap().len(), 1);
+    // A purge a second time takes the new content; a purged id is said to be purged.
+    store.purge(&purge_request(&["a"])).await.unwrap();
+    let err = store.purge(&purge_request(&["a"])).await.unwrap_err();
+    assert!(err.to_string().contains("it was purged already"), "{err}");
+    assert_eq!(store.purges("support").await.unwrap()[1].cases, ["a"]);
+    let report = store.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+/// Keys of the `admin` scope may purge; read and write keys may not.
+pub async fn purging_needs_an_admin_key(store: AnyStore) {
+    use casebook_store::{KeyMaterial, Scope};
+    let material = |n: u8| KeyMaterial { id: [n; 6], secret: [n; 32], store_secret: [7; 32] };
+    let time = "2026-11-29T08:00:00Z";
+    for (n, scope) in [(1, Scope::Read), (2, Scope::Write), (3, Scope::Admin)] {
+        let key = store.create_key("default", scope, "", "ana", time, &material(n)).await.unwrap();
+        let access = store.authenticate(&key.token).await.unwrap().unwrap();
+        assert_eq!(access.scope, scope);
+        assert_eq!(access.scope.may_purge(), scope == Scope::Admin);
+        assert_eq!(access.scope.may_write(), scope != Scope::Read);
+    }
+    assert_eq!(store.keys(None).await.unwrap()[2].scope.as_str(), "admin");
+}
+
+/// Two versions of a case whose every part holds `marker`: its input (short, and long enough
+/// for SQLite's overflow pages and PostgreSQL's TOAST, in text that does not compress away), a
+/// label (`case_labels`) and its metadata (`blob_facets`); with a case `b` that stays.
+pub fn marked_cases(marker: &str) -> [Vec<Case>; 2] {
+    let mut noise = 0x9e37_79b9_7f4a_7c15u64;
+    let long: String = (0..4000)
+        .map(|i| {
+            noise ^= noise << 13;
+            noise ^= noise >> 7;
+            noise ^= noise << 17;
+            if i % 200 == 0 { format!(" {marker} ") } else { format!("{:x}", noise & 0xf) }
+        })
+        .collect();
+    let marked = |input: &str| {
+        let mut c = case("p", input);
+        c.labels = Some(vec![format!("label-{marker}")]);
+        c.metadata = Some(serde_json::from_value(json!({"note": format!("note {marker}")})).unwrap());
+        c
+    };
+    [vec![marked(&format!("short {marker}")), case("b", "stays")], vec![marked(&long)]]
+}
+
+/// The files under `paths` (folders walked) that hold `marker`.
+pub fn files_holding(paths: &[std::path::PathBuf], marker: &str) -> Vec<std::path::PathBuf> {
+    let finder = marker.as_bytes();
+    let mut found = Vec::new();
+    let mut todo: Vec<std::path::PathBuf> = paths.to_vec();
+    while let Some(path) = todo.pop() {
+        if path.is_dir() {
+            todo.extend(fs_err::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(bytes) = fs_err::read(&path) {
+            if bytes.windows(finder.len()).any(|w| w == finder) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// A purge of `a` racing a commit that gives `a` new content: the two queue on the dataset,
+/// so either the commit lands first and its content is purged too (`a` is not in the head,
+/// which held it: the head says it was purged), or it lands after and keeps its new content.
+/// Every version verifies either way.
+pub async fn a_purge_racing_a_commit_of_the_case_takes_it_or_leaves_the_new_content(store: AnyStore) {
+    created(&store, CommitMode::Replace, vec![case("a", "secret"), case("b", "2")]).await;
+    let (mut purged_after, mut kept_after) = (0, 0);
+    for round in 0..6 {
+        if round > 0 {
+            // `a` back in the head, so the purge has something to take whichever lands first.
+            created(&store, CommitMode::Upsert, vec![case("a", &format!("back {round}"))]).await;
+        }
+        let fresh = case("a", &format!("new {round}"));
+        let purge = purge_request(&["a"]);
+        let (committed, purged) =
+            tokio::join!(commit(&store, CommitMode::Upsert, vec![fresh.clone()]), store.purge(&purge));
+        committed.unwrap();
+        purged.unwrap();
+        let head = store.versions("support").await.unwrap().pop().unwrap();
+        match store.case("support", head.number, "a").await.unwrap() {
+            Some(held) => {
+                assert_eq!(held.task, fresh.task, "round {round}");
+                kept_after += 1;
+            }
+            None => {
+                let purged = store.purged_in("support", head.number).await.unwrap();
+                assert!(purged.iter().any(|p| p.id == "a"), "round {round}: {purged:?}");
+                purged_after += 1;
+            }
+        }
+        let report = store.check().await.unwrap();
+        assert!(report.problems.is_empty(), "round {round}: {:?}", report.problems);
+    }
+    assert_eq!(purged_after + kept_after, 6);
 }

@@ -228,11 +228,11 @@ async fn a_store_from_a_newer_casebook_is_refused() {
     assert!(matches!(SqliteStore::open(&dir.path().join("nothing.db")).await, Err(StoreError::Missing(_))));
 }
 
-/// SQL that takes a store of schema 13 back to schema 8: no pending spans, the content-id index,
+/// SQL that takes a store of schema 13 back to schema 8: no purges, no pending spans, the content-id index,
 /// no projects, no API keys.
 macro_rules! undo_projects {
     () => {
-        "PRAGMA foreign_keys = OFF; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
+        "PRAGMA foreign_keys = OFF; DROP TABLE purged_members; DROP TABLE purges; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
          DROP TABLE api_keys; DROP TABLE secrets;
          CREATE TABLE runs_old (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
                                 started TEXT NOT NULL, finished TEXT, meta TEXT NOT NULL, summary TEXT);
@@ -795,4 +795,25 @@ async fn a_store_and_its_log_are_readable_by_their_owner_only_or_the_group_if_as
     }
     SqliteStore::create(&db).await.unwrap().close().await;
     assert_eq!(mode(&db), 0o640);
+}
+
+/// After a purge, no byte of the purged case's text is left in the store's files: the database,
+/// its write-ahead log and the shared-memory file (SQLite's `secure_delete`, then a truncating
+/// checkpoint).
+#[tokio::test]
+async fn a_purged_case_leaves_no_bytes_in_the_files() {
+    let marker = "PURGE-ME-5f1c9a";
+    let (dir, store) = fresh().await;
+    let [v1, v2] = conformance::marked_cases(marker);
+    created(&store, CommitMode::Replace, v1).await;
+    created(&store, CommitMode::Upsert, v2).await;
+    let folder = vec![dir.path().join(".casebook")];
+    assert!(!conformance::files_holding(&folder, marker).is_empty(), "the text is stored before the purge");
+    let any = casebook_store::AnyStore::from(store.clone());
+    let done = any.purge(&conformance::purge_request(&["p"])).await.unwrap();
+    assert!(done.erased, "{done:?}");
+    assert_eq!(conformance::files_holding(&folder, marker), Vec::<std::path::PathBuf>::new());
+    let report = store.check().await.unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert_eq!(conformance::ids(&store, 2).await, ["b"]);
 }
