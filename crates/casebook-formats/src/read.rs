@@ -2,8 +2,8 @@
 //! into chunks at record boundaries and parsed on several threads; the batches come back to the
 //! caller in file order, so results never depend on the thread count. Whole-document files
 //! (JSON, YAML) are parsed in one piece. Duplicate ids are checked here, in file order, keeping
-//! 12 bytes a case (a 64-bit hash of the id and the line it was first seen on), and ids made for
-//! rows without one are made unique (12 bytes more for each such row: a hash of its content).
+//! 16 bytes a case (a 64-bit hash of the id and the line it was first seen on), and ids made for
+//! rows without one are made unique (16 bytes more for each such row: a hash of its content).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -487,7 +487,13 @@ struct State<'c, W> {
     /// Rows without an id are named by their 1-based place, as Inspect names them (its eval
     /// numbers samples without an id 1..n in dataset order, and its logs use those ids).
     positional: bool,
+    /// The input's size in bytes, when it is a file: with the first batch's bytes per case, it
+    /// says how many ids to make room for at once.
+    size: Option<u64>,
 }
+
+/// The most ids room is made for ahead (32 MiB of table); more grow the table as they come.
+const IDS_RESERVED: usize = 1 << 21;
 
 impl<'c, W> State<'c, W> {
     fn new(input: &Input, consumer: &'c mut dyn Consumer<W>, work: &'c (dyn Fn(&Batch) -> W + Sync)) -> Self {
@@ -504,6 +510,7 @@ impl<'c, W> State<'c, W> {
             stopped: false,
             needs_cases: true,
             positional: false,
+            size: input.path.as_deref().and_then(|p| fs_err::metadata(p).ok()).map(|m| m.len()),
         }
     }
 
@@ -533,6 +540,13 @@ impl<'c, W> State<'c, W> {
     /// duplicate id are reported and dropped. Whatever `work` makes of the batch is made after
     /// this, so it sees the final ids.
     fn check(&mut self, batch: &mut Batch) {
+        if self.rows == 0 && batch.end_offset > 0 {
+            if let Some(size) = self.size {
+                // The cases to come if the rows go on as they began.
+                let expected = u128::from(size) * batch.cases.len() as u128 / u128::from(batch.end_offset);
+                self.ids.reserve(usize::try_from(expected).unwrap_or(usize::MAX).min(IDS_RESERVED));
+            }
+        }
         let mut keep = vec![true; batch.cases.len()];
         for (i, case) in batch.cases.iter_mut().enumerate() {
             case.provenance.get_or_insert_with(Default::default).row = Some(self.rows);

@@ -9,6 +9,7 @@ mod capture_logs;
 mod capture_receiver;
 mod corpus;
 mod derived_ids;
+mod escapes;
 mod examples;
 mod export;
 mod fuzz;
