@@ -217,6 +217,8 @@ pub struct RevisionRow {
     pub current: bool,
     /// `added`, `changed`, or `removed` (a revision after a gap).
     pub what: String,
+    /// Who made the version that made this content, in the one form of an author.
+    pub author: String,
     pub changes: Vec<Change>,
 }
 
@@ -405,6 +407,9 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>, Query(q): Query<Ca
             full_id: revision.content_id.clone(),
             current: (revision.from_version..revision.to_version.unwrap_or(u64::MAX)).contains(&version.number),
             what: what.into(),
+            author: super::page::shown_author(
+                &store.resolve(&path.dataset, &Ref::Number(revision.from_version)).await?.author,
+            ),
             changes,
         });
         if let Some(content) = content {
