@@ -190,25 +190,17 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
             }
         }
     }
-    let select = match filter.as_str() {
-        "" => Select::all(),
-        text => match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
-            Ok(filter) => Select { filter: Some(filter), limit: None },
-            Err(err) => match bare_words(text) {
-                Some(words) => {
-                    let search = search_filter(&words);
-                    let parsed = crate::routes::parse_filter(search).await.map_err(Failure::internal)?;
-                    page.searched = words;
-                    Select { filter: Some(parsed.map_err(Failure::internal)?), limit: None }
-                }
-                None => {
-                    page.filter_error = err.render(text);
-                    let mut response = html(&page);
-                    *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
-                    return Ok(response);
-                }
-            },
-        },
+    let select = match selection(&filter).await? {
+        Ok((select, words)) => {
+            page.searched = words;
+            select
+        }
+        Err(rendered) => {
+            page.filter_error = rendered;
+            let mut response = html(&page);
+            *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
+            return Ok(response);
+        }
     };
     if select.filter.is_some() {
         page.selected = store.count(&path.dataset, number, &select).await?;
@@ -280,6 +272,27 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
         }
     }
     Ok(html(&page))
+}
+
+/// What the table's filter text selects: every case (empty), the filter, or the search of the
+/// input that bare words make (with the words searched); `Err` holds the filter's error as the
+/// CLI shows it. The table and the bulk actions over the whole filter read a text alike.
+pub(super) async fn selection(text: &str) -> Result<Result<(Select, String), String>, Failure> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Ok((Select::all(), String::new())));
+    }
+    match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
+        Ok(filter) => Ok(Ok((Select { filter: Some(filter), limit: None }, String::new()))),
+        Err(err) => match bare_words(text) {
+            Some(words) => {
+                let search = search_filter(&words);
+                let parsed = crate::routes::parse_filter(search).await.map_err(Failure::internal)?;
+                Ok(Ok((Select { filter: Some(parsed.map_err(Failure::internal)?), limit: None }, words)))
+            }
+            None => Ok(Err(err.render(text))),
+        },
+    }
 }
 
 fn row(path: &VersionPath, number: u64, case: &Case, columns: &[FieldPath]) -> CaseRow {
