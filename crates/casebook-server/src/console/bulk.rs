@@ -49,6 +49,7 @@ struct BulkFields {
     filter: String,
     group_by: String,
     columns: String,
+    sort: String,
 }
 
 impl BulkFields {
@@ -70,6 +71,7 @@ impl BulkFields {
                 "confirm" => out.confirm = value,
                 "group_by" => out.group_by = value,
                 "columns" => out.columns = value,
+                "sort" => out.sort = value,
                 _ => {}
             }
         }
@@ -295,12 +297,16 @@ pub async fn apply(
         Err(err) => return Err(err.into()),
     };
     let mut back = version_url(&path.project, dataset, number);
-    let settings: Vec<String> =
-        [("where", &fields.filter), ("group_by", &fields.group_by), ("columns", &fields.columns)]
-            .into_iter()
-            .filter(|(_, v)| !v.trim().is_empty())
-            .map(|(name, value)| format!("{name}={}", query(value.trim())))
-            .collect();
+    let settings: Vec<String> = [
+        ("where", &fields.filter),
+        ("group_by", &fields.group_by),
+        ("columns", &fields.columns),
+        ("sort", &fields.sort),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.trim().is_empty())
+    .map(|(name, value)| format!("{name}={}", query(value.trim())))
+    .collect();
     if !settings.is_empty() {
         back = format!("{back}?{}", settings.join("&"));
     }

@@ -51,7 +51,7 @@ fn ids_in(html: &str) -> Vec<String> {
 fn link(html: &str, rel: &str) -> Option<String> {
     let at = html.find(&format!("rel=\"{rel}\""))?;
     let start = html[..at].rfind("href=\"")? + 6;
-    Some(html[start..].split('"').next()?.replace("&amp;", "&"))
+    Some(html[start..].split('"').next()?.replace("&amp;", "&").replace("&#38;", "&"))
 }
 
 fn position(html: &str) -> String {
@@ -393,7 +393,121 @@ async fn a_bulk_action_applies_to_all_the_cases_a_filter_selects_once_confirmed(
     server.stop().await;
 }
 
+/// `n` cases like [`rows`], with `metadata.score` = (i × 7) mod 10 but none on every fifth case.
+fn scored(n: usize) -> Vec<Case> {
+    rows(n)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut case)| {
+            let team = if i % 2 == 0 { "north" } else { "south" };
+            let metadata =
+                if i % 5 == 4 { json!({"team": team}) } else { json!({"team": team, "score": (i * 7) % 10}) };
+            case.metadata = Some(serde_json::from_value(metadata).unwrap());
+            case
+        })
+        .collect()
+}
+
+/// The ids `scored(n)` gives in the order `-metadata.score` (ties by id, descending too; the
+/// cases without a score last, by id descending).
+fn by_score_down(n: usize) -> Vec<String> {
+    let mut keyed: Vec<(Option<usize>, String)> =
+        (0..n).map(|i| ((i % 5 != 4).then_some((i * 7) % 10), format!("row-{i:03}"))).collect();
+    keyed.sort_by(|a, b| match (a.0, b.0) {
+        (Some(x), Some(y)) => (y, &b.1).cmp(&(x, &a.1)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => b.1.cmp(&a.1),
+    });
+    keyed.into_iter().map(|(_, id)| id).collect()
+}
+
+async fn the_table_the_api_and_the_case_pages_walk_a_sort_both_ways(backend: Backend) {
+    let server = Server::start(backend).await;
+    let a = server.store.in_project("team-a");
+    commit(&a, "scored", CommitMode::Replace, scored(120)).await;
+    let want = by_score_down(120);
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let reader = cookie(&server, &server.keys.a_read).await;
+    let get = async |path: &str| {
+        let response = client.get(format!("{}{path}", server.url)).header("cookie", &reader).send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    // The console: 50 a page, position kept, next to the end and previous back to the start.
+    let first = "/projects/team-a/datasets/scored/versions/v1?sort=-metadata.score&columns=metadata.score";
+    let (status, html) = get(first).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("id=\"sort\" name=\"sort\" value=\"-metadata.score\""), "{html}");
+    let mut pages = vec![ids_in(&html)];
+    assert_eq!(position(&html), "1–50 of 120");
+    let mut html = html;
+    while let Some(next) = link(&html, "next") {
+        assert!(next.contains("sort=-metadata.score") && next.contains("columns=metadata.score"), "{next}");
+        html = get(&next).await.1;
+        pages.push(ids_in(&html));
+    }
+    assert_eq!(position(&html), "101–120 of 120");
+    assert_eq!(pages.concat(), want);
+    let mut back = Vec::new();
+    while let Some(previous) = link(&html, "prev") {
+        html = get(&previous).await.1;
+        back.insert(0, ids_in(&html));
+    }
+    assert_eq!(position(&html), "1–50 of 120");
+    assert_eq!(back.concat(), want[..100]);
+    // With a filter: the south team, by id descending; a group count's link keeps the sort.
+    let (_, html) = get(
+        "/projects/team-a/datasets/scored/versions/v1?sort=-id&where=metadata.team%20%3D%3D%20%22south%22&group_by=label.kind",
+    )
+    .await;
+    let south: Vec<String> = (0..120).rev().filter(|i| i % 2 == 1).map(|i| format!("row-{i:03}")).collect();
+    assert_eq!(ids_in(&html), south[..50]);
+    assert!(html.contains("sort=-id"), "{html}");
+    // A bad sort, and a cursor of another sort, are refused saying why.
+    let (status, html) = get("/projects/team-a/datasets/scored/versions/v1?sort=label.kind").await;
+    assert_eq!(status, 400, "{html}");
+    assert!(html.contains("labels hold several values"), "{html}");
+
+    // The case page goes on through the sort: the 50th case's next is the 51st.
+    let (_, html) = get(first).await;
+    let fiftieth = html.split("href=\"").filter(|h| h.contains("/cases/")).nth(49).unwrap().split('"').next().unwrap();
+    let fiftieth = fiftieth.replace("&amp;", "&").replace("&#38;", "&");
+    assert!(fiftieth.contains("sort=-metadata.score") && fiftieth.contains("pos=50"), "{fiftieth}");
+    let (status, case_page) = get(&fiftieth).await;
+    assert_eq!(status, 200, "{case_page}");
+    let next = link(&case_page, "next").unwrap();
+    assert!(next.contains(&format!("/cases/{}?", want[50])) && next.contains("pos=51"), "{next}");
+    let previous = link(&case_page, "prev").unwrap();
+    assert!(previous.contains(&format!("/cases/{}?", want[48])), "{previous}");
+
+    // The API: pages of 40 by `next_cursor`, and back by `prev_cursor`.
+    let key = server.keys.a_read.clone();
+    let base = "/api/v1/projects/team-a/datasets/scored/versions/v1/cases?sort=-metadata.score&limit=40";
+    let ids = |page: &Value| {
+        page["cases"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let (status, mut page) = server.get(&key, base).await;
+    assert_eq!(status, 200, "{page}");
+    let mut walked = ids(&page);
+    while let Some(next) = page["next_cursor"].as_str().map(str::to_owned) {
+        page = server.get(&key, &format!("{base}&cursor={next}")).await.1;
+        walked.extend(ids(&page));
+    }
+    assert_eq!(walked, want);
+    let previous = page["prev_cursor"].as_str().unwrap().to_owned();
+    let (_, before) = server.get(&key, &format!("{base}&cursor={previous}")).await;
+    assert_eq!(ids(&before), want[40..80]);
+    // A cursor keeps its sort.
+    let (status, body) = server
+        .get(&key, &format!("/api/v1/projects/team-a/datasets/scored/versions/v1/cases?sort=id&cursor={previous}"))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("walks `sort=-metadata.score`, not `sort=id`"), "{body}");
+    server.stop().await;
+}
+
 on_both!(
+    the_table_the_api_and_the_case_pages_walk_a_sort_both_ways,
     the_api_pages_both_ways_without_an_empty_last_page,
     console_pages_show_their_place_at_depth_and_walk_back,
     a_bulk_action_on_a_stale_page_is_refused_only_if_the_head_touched_its_cases,
