@@ -160,6 +160,29 @@ async fn a_reviewer_pages_both_ways_searches_picks_columns_follows_a_count_and_a
     let v4 = a.resolve("big", &Ref::Latest).await.unwrap();
     assert_eq!((v4.number, v4.removed, v4.cases), (4, 1, 119));
     assert!(a.case("big", 4, "row-001").await.unwrap().is_none());
+
+    // Sorted by id, descending, from the form; the next page keeps the sort and its position.
+    browser.goto(&format!("{}/projects/team-a/datasets/big/versions/v4", server.url)).await;
+    browser.fill("#sort", "-id").await;
+    browser.submit("#filter-form button").await;
+    assert_eq!(browser.text_of("#position").await, "1–50 of 119");
+    let first = browser.run("return document.querySelector('table.cases tbody td a').textContent", json!([])).await;
+    assert_eq!(first, "row-119");
+    browser.click_link("next page").await;
+    assert_eq!(browser.text_of("#position").await, "51–100 of 119");
+    let first = browser.run("return document.querySelector('table.cases tbody td a').textContent", json!([])).await;
+    assert_eq!(first, "row-069");
+    // Every refund (a search), labelled at once once confirmed: one version of 40 cases.
+    browser.goto(&format!("{}/projects/team-a/datasets/big/versions/v4?where=refund&sort=-id", server.url)).await;
+    let text = browser.text().await;
+    assert!(text.contains("yes, all 40 cases matching refund"), "{text}");
+    browser.run("document.getElementById('bulk-action').value = 'label'", json!([])).await;
+    browser.fill("#bulk-label", "checked:all").await;
+    browser.click("#bulk-confirm-all").await;
+    browser.submit("#bulk-apply-all").await;
+    assert!(browser.url().await.contains("/versions/v5?where=refund&sort=-id"), "{}", browser.url().await);
+    let v5 = a.resolve("big", &Ref::Latest).await.unwrap();
+    assert_eq!((v5.number, v5.modified, v5.message.as_str()), (5, 40, "label `checked:all` added to 40 cases"));
     browser.quit().await;
     server.stop().await;
 }
