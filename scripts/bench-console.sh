@@ -83,6 +83,22 @@ EOF
   row "$backend" "count by \`label.kind\` under \`labels contains \"math\"\`" "$v?where=labels%20contains%20%22math%22&group_by=label.kind"
   row "$backend" "one case with its history" "$v$id"
   row "$backend" "dataset page" /projects/default/datasets/big
+  # Sorted (issue 37): by id and by a field, first page and half way (a cursor of the sort made
+  # here from the case half way: by id its id; by \`-metadata.batch\` the batch half way).
+  sorted_deep() { # sort, rank, number, text: the console's cursor of that key, position rows/2
+    python3 - "$1" "$2" "$3" "$4" "$((rows / 2))" <<'EOF2'
+import base64, json, sys
+sort, rank, num, text, n = sys.argv[1:]
+token = {"v": 1, "s": sort, "r": int(rank), "x": float(num), "t": text, "i": text, "n": int(n)}
+print(base64.urlsafe_b64encode(json.dumps(token, separators=(",", ":")).encode()).decode().rstrip("="))
+EOF2
+  }
+  mid=$(python3 -c 'import base64,json,sys; t=sys.argv[1]; print(json.loads(base64.urlsafe_b64decode(t+"="*(-len(t)%4)))["i"])' "$cursor")
+  row "$backend" "sorted by \`id\`, first 50" "$v?sort=id"
+  row "$backend" "sorted by \`id\`, a page half way (cursor)" "$v?sort=id&cursor=$(sorted_deep id 0 0 "$mid")"
+  row "$backend" "sorted by \`-metadata.batch\`, first 50" "$v?sort=-metadata.batch"
+  row "$backend" "sorted by \`-metadata.batch\`, a page half way (cursor)" "$v?sort=-metadata.batch&cursor=$(sorted_deep -metadata.batch 0 $((rows / 2000)) '')"
+  row "$backend" "sorted by \`-metadata.batch\` under \`labels contains \"math\"\`" "$v?sort=-metadata.batch&where=labels%20contains%20%22math%22"
   kill "$server"
   wait "$server" 2>/dev/null || true
   if [[ $backend == postgres ]]; then scripts/postgres.sh stop "$CASEBOOK_TEST_PGDATA"; fi

@@ -50,6 +50,43 @@ impl FieldPath {
     }
 }
 
+/// Where a store reads the value at a path in its SQL (a sort by a field): the facets or the
+/// body, and the path within that JSON.
+impl FieldPath {
+    /// Whether the path names a case's id (`id`), which stores read from their own column.
+    pub fn is_id(&self) -> bool {
+        self.path.root == Root::Id && self.path.segs.is_empty()
+    }
+
+    /// Whether the path reads labels (`labels`, `label.KEY`): stores keep them apart from the
+    /// JSON, so no single value is found at the path.
+    pub fn reads_labels(&self) -> bool {
+        matches!(self.path.root, Root::Labels | Root::Label(_))
+    }
+
+    /// Whether the value is in the case's facets ([`crate::facets_json`]) rather than only in
+    /// its body.
+    pub fn in_facets(&self) -> bool {
+        crate::facets::in_facets(&self.path.root)
+    }
+
+    /// The SQLite JSON path of the value, keys quoted (`$."metadata"."difficulty"`).
+    pub fn sqlite_json_path(&self) -> String {
+        crate::sql::json_path(&self.path)
+    }
+
+    /// The steps of the path as PostgreSQL's `#>` takes them (a `text[]`: keys, and indexes as
+    /// their digits).
+    pub fn pg_steps(&self) -> Vec<String> {
+        let mut steps = vec![self.path.root.json_key().to_owned()];
+        steps.extend(self.path.segs.iter().map(|seg| match seg {
+            Seg::Key(key) => key.clone(),
+            Seg::Index(i) => i.to_string(),
+        }));
+        steps
+    }
+}
+
 /// Cases counted per value of a path (`casebook cases --group-by`, the console's counts): a
 /// case with several values counts in each, a case without the field in the missing group.
 #[derive(Debug)]

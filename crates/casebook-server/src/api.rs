@@ -70,7 +70,7 @@ impl From<VersionInfo> for Version {
             number: v.number,
             id: v.id,
             parent: v.parent,
-            author: v.author,
+            author: crate::routes::shown_author(&v.author),
             time: v.time,
             message: v.message,
             added: v.added,

@@ -66,6 +66,89 @@ pub async fn decode_place_for(store: &AnyStore, dataset: &str, text: &str) -> Re
 }
 
 #[derive(Serialize, Deserialize)]
+struct SortToken {
+    v: u64,
+    /// The sort walked (`-confidence`), which a cursor is good for only.
+    s: String,
+    /// The key of the case the page starts after (or, backwards, ends before).
+    r: i64,
+    x: f64,
+    t: String,
+    i: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    b: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    n: Option<u64>,
+}
+
+/// Where a cursor of a sorted walk leads: which version, in which sort, from which case's key,
+/// which way; and the position, as [`Place`] has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortedPlace {
+    pub version: u64,
+    pub sort: String,
+    pub seek: casebook_store::SortSeek,
+    pub position: Option<u64>,
+}
+
+/// The opaque text of a sorted walk's cursor.
+pub fn encode_sorted(place: &SortedPlace) -> String {
+    let key = &place.seek.key;
+    let token = SortToken {
+        v: place.version,
+        s: place.sort.clone(),
+        r: key.rank,
+        x: key.num,
+        t: key.text.clone(),
+        i: key.id.clone(),
+        b: place.seek.backward,
+        n: place.position,
+    };
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
+}
+
+/// Where a sorted walk's cursor leads, for `dataset` and the sort `sort` (its text): a cursor
+/// of another sort, of the version's order, or of a version the dataset does not have is
+/// refused.
+pub async fn decode_sorted_for(
+    store: &AnyStore,
+    dataset: &str,
+    sort: &str,
+    text: &str,
+) -> Result<SortedPlace, ApiError> {
+    let bad = || ApiError::bad_request("`cursor` is not a cursor this server gave: start again without it");
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| bad())?;
+    let token: SortToken = serde_json::from_slice(&bytes).map_err(|_| {
+        ApiError::bad_request(format!(
+            "`cursor` is not a cursor of `sort={sort}`: start again without it (a cursor keeps the sort it was made for)"
+        ))
+    })?;
+    if token.s != sort {
+        return Err(ApiError::bad_request(format!(
+            "`cursor` walks `sort={}`, not `sort={sort}`: start again without it",
+            token.s
+        )));
+    }
+    // The version must be the dataset's, as for any cursor.
+    if let Err(err) = store.resolve(dataset, &Ref::Number(token.v)).await {
+        return Err(match err {
+            StoreError::NoVersion { .. } => ApiError::bad_request(format!(
+                "`cursor` is not valid for `{dataset}`: it names v{}, which the dataset does not have; start again without a cursor",
+                token.v
+            )),
+            err => err.into(),
+        });
+    }
+    let key = casebook_store::SortKey { rank: token.r, num: token.x, text: token.t, id: token.i };
+    Ok(SortedPlace {
+        version: token.v,
+        sort: token.s,
+        seek: casebook_store::SortSeek { key, backward: token.b },
+        position: token.n,
+    })
+}
+
+#[derive(Serialize, Deserialize)]
 struct DiffToken {
     /// The two versions compared.
     f: u64,

@@ -366,4 +366,26 @@ impl Store for AnyStore {
     async fn capture_warnings(&self) -> Result<Vec<crate::CaptureWarning>, StoreError> {
         each!(self, s => s.capture_warnings().await)
     }
+
+    async fn page_sorted(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        sort: &crate::Sort,
+        seek: Option<&crate::SortSeek>,
+        size: usize,
+    ) -> Result<crate::SortedPage, StoreError> {
+        each!(self, s => s.page_sorted(dataset, version, select, sort, seek, size).await)
+    }
+
+    async fn sort_key(
+        &self,
+        dataset: &str,
+        version: u64,
+        sort: &crate::Sort,
+        id: &str,
+    ) -> Result<Option<crate::SortKey>, StoreError> {
+        each!(self, s => s.sort_key(dataset, version, sort, id).await)
+    }
 }

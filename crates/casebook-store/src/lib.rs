@@ -23,6 +23,7 @@ mod purge;
 mod review;
 mod runs;
 pub mod seeds;
+mod sort;
 mod sqlite;
 mod sqlite_bodies;
 mod sqlite_seeds;
@@ -50,6 +51,7 @@ pub use purge::{PurgeInfo, PurgeOutcome, PurgeRequest, PurgedCase, purge_choice,
 pub use review::{ReviewRequest, Reviewed, no_such_cases, review};
 pub use runs::{ResultRow, RunRow};
 pub use seeds::{SeedDocument, SeedDocuments};
+pub use sort::{Sort, SortBy, SortKey, SortSeek, SortedPage};
 pub use sqlite::{FileSharing, SqliteStore};
 pub use waits::{Holder, PATIENCE, Wait, on_wait};
 
@@ -715,6 +717,24 @@ pub trait Store {
     async fn capture_warn(&self, dataset: &str, trace_id: &str, at: i64, message: &str) -> Result<(), StoreError>;
     /// The project's kept capture warnings, by dataset, the most recent first.
     async fn capture_warnings(&self) -> Result<Vec<CaptureWarning>, StoreError>;
+    /// A page of the cases of a version that `select` picks (its limit aside), in the order of
+    /// `sort` (see [`sort`] for the order of kinds of values; missing values last): at most
+    /// `size`, from just after `seek`'s key, or ending just before it when it reads backwards.
+    /// A top-N in the database over the selection, keyed on (value, case id): `next` is given
+    /// only when a selected case follows the page, `previous` only when one comes before it.
+    async fn page_sorted(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        sort: &Sort,
+        seek: Option<&SortSeek>,
+        size: usize,
+    ) -> Result<SortedPage, StoreError>;
+    /// The key of case `id` in `sort` in version `version` (where a walk just after it starts),
+    /// or `None` when the version does not hold it. One read.
+    async fn sort_key(&self, dataset: &str, version: u64, sort: &Sort, id: &str)
+    -> Result<Option<SortKey>, StoreError>;
 }
 
 /// `next` if a selected case follows it (a full page read in one piece, whose last case may be

@@ -1232,6 +1232,84 @@ impl crate::Store for SqliteStore {
             .await?;
         Ok(rows.into_iter().map(|(name, v)| (name, v as u64)).collect())
     }
+
+    /// Two steps: the page's ids in the sort's order (a top-N over the selection's members,
+    /// reading the facets, or the bodies for a field only they hold), then their bodies.
+    async fn page_sorted(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        sort: &crate::Sort,
+        seek: Option<&crate::SortSeek>,
+        size: usize,
+    ) -> Result<crate::SortedPage, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let backward = seek.is_some_and(|s| s.backward);
+        let ascending = sort.ascending(backward);
+        let key = crate::sort::sqlite_key(sort);
+        let unlimited = Select { filter: select.filter.clone(), limit: None };
+        let columns = format!("m.case_id AS case_id, m.blob AS blob, {}", key.columns);
+        let (inner, selected) = select_sql(&columns, &unlimited, false, id, version);
+        let mut params = key.params;
+        params.extend(selected);
+        let mut sql = format!("SELECT case_id, blob, k_rank, k_num, k_text FROM ({inner}) AS s");
+        if let Some(seek) = seek {
+            let op = if ascending { ">" } else { "<" };
+            sql.push_str(&format!(" WHERE (k_rank, k_num, k_text, case_id) {op} (?, ?, ?, ?)"));
+            params.extend([
+                SqlParam::Integer(seek.key.rank),
+                SqlParam::Real(seek.key.num),
+                SqlParam::Text(seek.key.text.clone()),
+                SqlParam::Text(seek.key.id.clone()),
+            ]);
+        }
+        // One case more than the page: the cursor onwards only when there is more.
+        let order = crate::sort::order_by("case_id", ascending);
+        let sql = format!(
+            "SELECT b.body, p.case_id, p.k_rank, p.k_num, p.k_text FROM ({sql} {order} LIMIT ?) AS p
+             JOIN blobs b ON b.id = p.blob {order}"
+        );
+        params.push(SqlParam::Integer(i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1)));
+        let mut rows = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await?;
+        let more = rows.len() > size;
+        rows.truncate(size);
+        if backward {
+            rows.reverse();
+        }
+        let at = |r: &sqlx::sqlite::SqliteRow| crate::SortKey {
+            rank: r.get(2),
+            num: r.get(3),
+            text: r.get(4),
+            id: r.get(1),
+        };
+        let (next, previous) = match backward {
+            false => (rows.last().filter(|_| more).map(at), rows.first().filter(|_| seek.is_some()).map(at)),
+            true => (rows.last().map(at), rows.first().filter(|_| more).map(at)),
+        };
+        let mut bodies: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        self.expand_bodies(&mut SeedDocuments::new(), &mut bodies).await?;
+        Ok(crate::SortedPage { bodies, next, previous })
+    }
+
+    async fn sort_key(
+        &self,
+        dataset: &str,
+        version: u64,
+        sort: &crate::Sort,
+        case_id: &str,
+    ) -> Result<Option<crate::SortKey>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let key = crate::sort::sqlite_key(sort);
+        let columns = format!("m.case_id AS case_id, {}", key.columns);
+        let (mut sql, selected) = select_sql(&columns, &Select::all(), false, id, version);
+        let mut params = key.params;
+        params.extend(selected);
+        sql.push_str(" AND m.case_id = ?");
+        params.push(SqlParam::Text(case_id.to_owned()));
+        let row = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_optional(&self.pool).await?;
+        Ok(row.map(|r| crate::SortKey { rank: r.get(1), num: r.get(2), text: r.get(3), id: r.get(0) }))
+    }
 }
 
 impl SqliteStore {

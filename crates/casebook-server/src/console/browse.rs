@@ -217,6 +217,8 @@ pub struct RevisionRow {
     pub current: bool,
     /// `added`, `changed`, or `removed` (a revision after a gap).
     pub what: String,
+    /// Who made the version that made this content, in the one form of an author.
+    pub author: String,
     pub changes: Vec<Change>,
 }
 
@@ -281,6 +283,9 @@ pub struct CaseQuery {
     /// How many cases the filter selects.
     #[serde(default)]
     of: String,
+    /// The sort of the table the page was reached from (see [`casebook_store::Sort`]).
+    #[serde(default)]
+    sort: String,
 }
 
 /// The links from a case page through the filter it was reached from.
@@ -352,6 +357,10 @@ async fn nav(store: &AnyStore, path: &CasePath, version: u64, q: &CaseQuery) -> 
             }
         },
     };
+    let sort = casebook_store::Sort::parse(&q.sort).map_err(Failure::bad_request)?;
+    if let Some(sort) = sort {
+        return sorted_nav(store, path, version, q, nav, filter, &sort).await;
+    }
     let Some(at) = store.place(&path.dataset, version, &path.case).await? else { return Ok(nav) };
     let pos = q.pos.trim().parse::<u64>().ok();
     let of = q.of.trim().parse::<u64>().ok();
@@ -382,6 +391,61 @@ async fn nav(store: &AnyStore, path: &CasePath, version: u64, q: &CaseQuery) -> 
     Ok(nav)
 }
 
+/// [`nav`] through the filter in the order of `sort`: the cases just before and after the
+/// case's key (a sorted page of one each way), the links keeping the sort.
+async fn sorted_nav(
+    store: &AnyStore,
+    path: &CasePath,
+    version: u64,
+    q: &CaseQuery,
+    mut nav: Nav,
+    filter: Option<casebook_filter::Filter>,
+    sort: &casebook_store::Sort,
+) -> Result<Nav, Failure> {
+    use casebook_store::SortSeek;
+    let sort_text = sort.text();
+    let with_sort = |url: String| {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}sort={}", query(&sort_text))
+    };
+    nav.list_url = with_sort(nav.list_url);
+    let Some(key) = store.sort_key(&path.dataset, version, sort, &path.case).await? else { return Ok(nav) };
+    let pos = q.pos.trim().parse::<u64>().ok();
+    let of = q.of.trim().parse::<u64>().ok();
+    nav.position = match (pos, of) {
+        (Some(pos), Some(of)) => format!("case {pos} of {of}"),
+        (None, Some(of)) => format!("{of} cases"),
+        _ => String::new(),
+    };
+    let filter_text = nav.filter.clone();
+    let link = |id: &str, pos: Option<u64>| {
+        with_sort(case_nav_url(&case_url(&path.project, &path.dataset, version, id), &filter_text, pos, of))
+    };
+    let first_id = |bodies: &[String]| -> Result<Option<String>, Failure> {
+        let Some(body) = bodies.first() else { return Ok(None) };
+        let value: serde_json::Value = serde_json::from_str(body).map_err(Failure::internal)?;
+        Ok(value.get("id").and_then(|id| id.as_str()).map(str::to_owned))
+    };
+    let select = Select { filter: filter.clone(), limit: None };
+    let before = SortSeek { key: key.clone(), backward: true };
+    let page = store.page_sorted(&path.dataset, version, &select, sort, Some(&before), 1).await?;
+    if let Some(id) = first_id(&page.bodies)? {
+        nav.previous_url = link(&id, pos.and_then(|p| p.checked_sub(1)).filter(|p| *p > 0));
+    }
+    let after = SortSeek { key, backward: false };
+    let page = store.page_sorted(&path.dataset, version, &select, sort, Some(&after), 1).await?;
+    if let Some(id) = first_id(&page.bodies)? {
+        nav.next_url = link(&id, pos.map(|p| p + 1));
+    }
+    let unreviewed = casebook_filter::Filter::parse(UNREVIEWED).map_err(|e| Failure::internal(e.render(UNREVIEWED)))?;
+    let only = Select { filter: Some(filter.map_or(unreviewed.clone(), |f| f.and(unreviewed))), limit: None };
+    let page = store.page_sorted(&path.dataset, version, &only, sort, Some(&after), 1).await?;
+    if let Some(id) = first_id(&page.bodies)? {
+        nav.next_unreviewed_url = link(&id, None);
+    }
+    Ok(nav)
+}
+
 pub async fn case(viewer: Viewer, Path(path): Path<CasePath>, Query(q): Query<CaseQuery>) -> PageResult {
     let store = &viewer.store;
     let (version, case) = case_at(store, &path).await?;
@@ -405,6 +469,9 @@ pub async fn case(viewer: Viewer, Path(path): Path<CasePath>, Query(q): Query<Ca
             full_id: revision.content_id.clone(),
             current: (revision.from_version..revision.to_version.unwrap_or(u64::MAX)).contains(&version.number),
             what: what.into(),
+            author: super::page::shown_author(
+                &store.resolve(&path.dataset, &Ref::Number(revision.from_version)).await?.author,
+            ),
             changes,
         });
         if let Some(content) = content {

@@ -1,17 +1,18 @@
-//! Bulk actions on the cases ticked in a version page's table: set their review state, add or
-//! remove a label, or remove them, as one new version with the author and a message. The
+//! Bulk actions on the cases ticked in a version page's table, or on all the cases its filter
+//! selects (confirmed by the count and the filter the page showed): set their review state, add
+//! or remove a label, or remove them, as one new version with the author and a message. The
 //! review goes through `casebook_store::review`, labels and removal through
 //! `casebook_store::commit_prepared` (the store's path for cases in hand), each with the version
 //! it builds on as parent, so a commit made meanwhile is refused rather than overwritten.
 //!
 //! A page shows a version; when the head has moved since, the action is refused if the versions
-//! between changed any of the ticked cases (the page showed them otherwise than they are), and
-//! applied on the head if not.
+//! between changed any of the ticked (or matching) cases (the page showed them otherwise than
+//! they are), and applied on the head if not.
 
 use std::collections::HashSet;
 
 use axum::http::StatusCode;
-use casebook_model::Review;
+use casebook_model::{Case, Review};
 use casebook_store::{CommitMode, CommitOutcome, CommitRequest, Ref, ReviewRequest, Store, StoreError};
 
 use super::browse::VersionPath;
@@ -21,6 +22,11 @@ use crate::extract::{Form, Path};
 
 /// Cases one action may name (a page shows 50; a form of more was not made by the console).
 const MOST: usize = 1000;
+/// Cases one action over the whole filter may change: they are held in memory until the commit,
+/// as `casebook review --where` holds them.
+const MOST_MATCHING: u64 = 100_000;
+/// Cases read from the store at a time for an action over the whole filter.
+const READ: usize = 2000;
 
 /// The fields of the bulk form, read from its pairs (`id` is repeated, one per ticked case).
 #[derive(Default)]
@@ -32,10 +38,18 @@ struct BulkFields {
     label: String,
     message: String,
     ids: Vec<String>,
+    /// `all`: the action is on every case the filter selects in the base version, not on the
+    /// ticked ones.
+    scope: String,
+    /// For `scope=all`: the number of cases the page said the filter selects, and `yes` when
+    /// the user confirmed the action on all of them.
+    count: String,
+    confirm: String,
     /// The table's settings, kept in the address the action returns to.
     filter: String,
     group_by: String,
     columns: String,
+    sort: String,
 }
 
 impl BulkFields {
@@ -52,8 +66,12 @@ impl BulkFields {
                 "label" => out.label = value.trim().to_owned(),
                 "message" => out.message = value.trim().to_owned(),
                 "where" => out.filter = value,
+                "scope" => out.scope = value,
+                "count" => out.count = value,
+                "confirm" => out.confirm = value,
                 "group_by" => out.group_by = value,
                 "columns" => out.columns = value,
+                "sort" => out.sort = value,
                 _ => {}
             }
         }
@@ -94,6 +112,28 @@ impl Action {
         }
     }
 
+    /// Sets what the action sets on `case` (a review state or a label; nothing for a removal).
+    fn apply(&self, case: &mut Case) {
+        match self {
+            Action::Review(state) => case.review = Some(*state),
+            Action::Label(label) => {
+                let labels = case.labels.get_or_insert_with(Vec::new);
+                if !labels.contains(label) {
+                    labels.push(label.clone());
+                }
+            }
+            Action::Unlabel(label) => {
+                if let Some(labels) = &mut case.labels {
+                    labels.retain(|l| l != label);
+                }
+                if case.labels.as_ref().is_some_and(Vec::is_empty) {
+                    case.labels = None;
+                }
+            }
+            Action::Remove => {}
+        }
+    }
+
     /// The version's message when the form gives none.
     fn message(&self, count: usize) -> String {
         let cases = if count == 1 { "1 case".to_owned() } else { format!("{count} cases") };
@@ -123,27 +163,41 @@ pub async fn apply(
     let fields = BulkFields::read(pairs);
     viewer.check_write(&fields.csrf)?;
     let action = Action::of(&fields)?;
-    if fields.ids.is_empty() {
-        return Err(Failure::bad_request("no case is selected: tick the cases to change, then apply"));
-    }
-    if fields.ids.len() > MOST {
-        return Err(Failure::bad_request(format!("at most {MOST} cases at a time; {} were sent", fields.ids.len())));
-    }
     let base: u64 =
         fields.base.trim().parse().map_err(|_| {
             Failure::bad_request("the form does not say which version it showed (`base`): reload the page")
         })?;
     let store = &viewer.store;
     let dataset = &path.dataset;
+    // The cases acted on: those ticked, or all the filter selects in the base version (read
+    // here, whole, so that they are what the page counted).
+    let (ids, matching) = match fields.scope.as_str() {
+        "all" => {
+            let cases = matching(store, dataset, base, &fields).await?;
+            (cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>(), Some(cases))
+        }
+        _ if fields.ids.is_empty() => {
+            return Err(Failure::bad_request(
+                "no case is selected: tick the cases to change, or apply to all the matching cases, then apply",
+            ));
+        }
+        _ if fields.ids.len() > MOST => {
+            return Err(Failure::bad_request(format!(
+                "at most {MOST} cases at a time; {} were sent",
+                fields.ids.len()
+            )));
+        }
+        _ => (fields.ids.clone(), None),
+    };
     let head = store.resolve(dataset, &Ref::Latest).await?.number;
     if head != base {
-        // The versions since the page: do they change a ticked case?
-        let ticked: HashSet<&str> = fields.ids.iter().map(String::as_str).collect();
+        // The versions since the page: do they change a case acted on?
+        let chosen: HashSet<&str> = ids.iter().map(String::as_str).collect();
         let touched: Vec<String> = store
             .changed(dataset, base, head)
             .await?
             .into_iter()
-            .filter(|c| ticked.contains(c.id.as_str()))
+            .filter(|c| chosen.contains(c.id.as_str()))
             .map(|c| format!("`{}`", casebook_model::excerpt(&c.id)))
             .collect();
         if !touched.is_empty() {
@@ -151,17 +205,17 @@ pub async fn apply(
         }
     }
     let message = match fields.message.as_str() {
-        "" => action.message(fields.ids.len()),
+        "" => action.message(ids.len()),
         text => text.to_owned(),
     };
-    let author = format!("key:{}", viewer.access.key);
+    let author = crate::routes::author_of(None, &viewer.access.key);
     let time = crate::routes::now();
-    let outcome = match &action {
-        Action::Review(state) => {
+    let outcome = match (&action, matching) {
+        (Action::Review(state), None) => {
             let request = ReviewRequest {
                 dataset: dataset.clone(),
                 base: Ref::Number(head),
-                ids: fields.ids.clone(),
+                ids: ids.clone(),
                 select: None,
                 review: Some(*state),
                 confidence: None,
@@ -172,25 +226,47 @@ pub async fn apply(
             };
             casebook_store::review(store, request).await.map(|r| r.outcome)
         }
-        Action::Label(_) | Action::Unlabel(_) => {
-            let mut prepared = Vec::with_capacity(fields.ids.len());
-            let mut missing = Vec::new();
-            for id in &fields.ids {
-                let Some(mut case) = store.case(dataset, head, id).await? else {
-                    missing.push(id.clone());
-                    continue;
-                };
-                let mut labels = case.labels.take().unwrap_or_default();
-                match &action {
-                    Action::Label(label) if !labels.contains(label) => labels.push(label.clone()),
-                    Action::Unlabel(label) => labels.retain(|l| l != label),
-                    _ => {}
-                }
-                case.labels = (!labels.is_empty()).then_some(labels);
-                prepared.push(casebook_store::prepare(&case)?);
-            }
+        (Action::Remove, _) => {
+            let known = store.holding(dataset, head, &ids).await?;
+            let missing: Vec<String> = ids.iter().filter(|id| !known.contains(*id)).cloned().collect();
             if !missing.is_empty() {
                 return Err(casebook_store::no_such_cases(store, dataset, head, &missing).await.into());
+            }
+            let request = CommitRequest {
+                dataset: dataset.clone(),
+                header: None,
+                mode: CommitMode::Remove(ids.clone()),
+                parent: Some(head),
+                author,
+                time,
+                message,
+            };
+            casebook_store::commit_prepared(store, request, Vec::new()).await
+        }
+        (_, matching) => {
+            // The cases as they are on the head: those read for the filter (no version since
+            // the base changed them), or the ticked ones read again.
+            let cases = match matching {
+                Some(cases) => cases,
+                None => {
+                    let mut cases = Vec::with_capacity(ids.len());
+                    let mut missing = Vec::new();
+                    for id in &ids {
+                        match store.case(dataset, head, id).await? {
+                            Some(case) => cases.push(case),
+                            None => missing.push(id.clone()),
+                        }
+                    }
+                    if !missing.is_empty() {
+                        return Err(casebook_store::no_such_cases(store, dataset, head, &missing).await.into());
+                    }
+                    cases
+                }
+            };
+            let mut prepared = Vec::with_capacity(cases.len());
+            for mut case in cases {
+                action.apply(&mut case);
+                prepared.push(casebook_store::prepare(&case)?);
             }
             let request = CommitRequest {
                 dataset: dataset.clone(),
@@ -202,23 +278,6 @@ pub async fn apply(
                 message,
             };
             casebook_store::commit_prepared(store, request, prepared).await
-        }
-        Action::Remove => {
-            let known = store.holding(dataset, head, &fields.ids).await?;
-            let missing: Vec<String> = fields.ids.iter().filter(|id| !known.contains(*id)).cloned().collect();
-            if !missing.is_empty() {
-                return Err(casebook_store::no_such_cases(store, dataset, head, &missing).await.into());
-            }
-            let request = CommitRequest {
-                dataset: dataset.clone(),
-                header: None,
-                mode: CommitMode::Remove(fields.ids.clone()),
-                parent: Some(head),
-                author,
-                time,
-                message,
-            };
-            casebook_store::commit_prepared(store, request, Vec::new()).await
         }
     };
     let number = match outcome {
@@ -238,16 +297,71 @@ pub async fn apply(
         Err(err) => return Err(err.into()),
     };
     let mut back = version_url(&path.project, dataset, number);
-    let settings: Vec<String> =
-        [("where", &fields.filter), ("group_by", &fields.group_by), ("columns", &fields.columns)]
-            .into_iter()
-            .filter(|(_, v)| !v.trim().is_empty())
-            .map(|(name, value)| format!("{name}={}", query(value.trim())))
-            .collect();
+    let settings: Vec<String> = [
+        ("where", &fields.filter),
+        ("group_by", &fields.group_by),
+        ("columns", &fields.columns),
+        ("sort", &fields.sort),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.trim().is_empty())
+    .map(|(name, value)| format!("{name}={}", query(value.trim())))
+    .collect();
     if !settings.is_empty() {
         back = format!("{back}?{}", settings.join("&"));
     }
     Ok(see_other(&back))
+}
+
+/// Every case the form's filter selects in version `base`, once the form confirmed the action on
+/// as many as there are: the count the page showed, with `confirm=yes`.
+async fn matching(
+    store: &casebook_store::AnyStore,
+    dataset: &str,
+    base: u64,
+    fields: &BulkFields,
+) -> Result<Vec<Case>, Failure> {
+    let filter = fields.filter.trim();
+    let select = match super::table::selection(filter).await? {
+        Ok((select, _)) => select,
+        Err(rendered) => return Err(Failure::bad_request(format!("the filter is not one:\n{rendered}"))),
+    };
+    let named = match filter {
+        "" => format!("of v{base}"),
+        text => format!("matching `{}` in v{base}", casebook_model::excerpt(text)),
+    };
+    let n = store.count(dataset, base, &select).await?;
+    if n == 0 {
+        return Err(Failure::bad_request(format!("no case {named}: nothing to apply the action to")));
+    }
+    if fields.confirm.trim() != "yes" || fields.count.trim().parse::<u64>().ok() != Some(n) {
+        return Err(Failure::bad_request(format!(
+            "confirm the action on all {} cases {named}: tick \"yes, all {}\" beside the button, then apply",
+            super::page::thousands(n),
+            super::page::thousands(n)
+        )));
+    }
+    if n > MOST_MATCHING {
+        return Err(Failure::bad_request(format!(
+            "{} cases {named}: at most {} at a time from the console; narrow the filter, or use `casebook review \
+             --where` for more",
+            super::page::thousands(n),
+            super::page::thousands(MOST_MATCHING)
+        )));
+    }
+    let mut cases = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.page(dataset, base, &select, after.as_ref(), READ).await?;
+        for body in &page.bodies {
+            cases.push(serde_json::from_str::<Case>(body).map_err(Failure::internal)?);
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    Ok(cases)
 }
 
 /// The refusal of an action on a page that the head has moved past, in ways that touch the

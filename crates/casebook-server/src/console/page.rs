@@ -97,14 +97,7 @@ pub fn case_url(project: &str, dataset: &str, version: u64, case: &str) -> Strin
     format!("{}/cases/{}", version_url(project, dataset, version), seg(case))
 }
 
-/// An author as stored, shown in the one form of [`crate::routes::author_of`] (older versions
-/// kept `key:ID`: it is shown as `key ID`).
-pub fn shown_author(stored: &str) -> String {
-    match stored.strip_prefix("key:") {
-        Some(key) if !key.is_empty() && !key.contains(char::is_whitespace) => crate::routes::author_of(None, key),
-        _ => stored.to_owned(),
-    }
-}
+pub(crate) use crate::routes::shown_author;
 
 /// A number as the console shows it: digits in groups of three (`100,000`; `0.25` stays).
 pub fn number(text: &str) -> String {

@@ -257,7 +257,7 @@ pub async fn act(viewer: Viewer, Path(path): Path<DatasetPath>, Form(form): Form
     }
     Place::parse(form.cursor.trim())?;
     let store = &viewer.store;
-    let author = format!("key:{}", viewer.access.key);
+    let author = crate::routes::author_of(None, &viewer.access.key);
     let time = crate::routes::now();
     let message = Some(form.message.trim().to_owned()).filter(|m| !m.is_empty());
     let applied = on_head(store, &path.dataset, id, base, |on| {

@@ -82,7 +82,7 @@ pub async fn restore(viewer: Viewer, Path(path): Path<CasePath>, Form(form): For
         "" => format!("restore `{}` as it was in v{content}", case.id),
         text => text.to_owned(),
     };
-    let author = format!("key:{}", viewer.access.key);
+    let author = crate::routes::author_of(None, &viewer.access.key);
     let time = crate::routes::now();
     let applied = on_head(store, &path.dataset, &case.id, base, |on| {
         let request = CommitRequest {

@@ -1,6 +1,8 @@
 //! Reviewing a case from its page: review state, label confidence and labels set in one action,
 //! as a new version built on the version the page shows (`casebook_store::review`, as
-//! `casebook review` does), so a commit made meanwhile is refused, not overwritten.
+//! `casebook review` does). A page made stale by a later commit is applied on the new head when
+//! the case itself did not change since (as the queue does), and refused naming the version that
+//! changed it when it did.
 
 use axum::http::StatusCode;
 use casebook_model::{Case, Review};
@@ -106,36 +108,44 @@ pub async fn save(viewer: Viewer, Path(path): Path<CasePath>, Form(form): Form<R
     if review.is_none() && confidence.is_none() && labels.is_none() {
         return Err(Failure::bad_request("nothing to change: pick a review state, a confidence or labels"));
     }
-    let request = ReviewRequest {
-        dataset: path.dataset.clone(),
-        base: casebook_store::Ref::Number(version.number),
-        ids: vec![case.id.clone()],
-        select: None,
-        review,
-        confidence,
-        labels,
-        author: crate::routes::author_of(None, &viewer.access.key),
-        time: crate::routes::now(),
-        message: Some(form.message.trim().to_owned()).filter(|m| !m.is_empty()),
-    };
-    let reviewed = match casebook_store::review(store, request).await {
-        Ok(reviewed) => reviewed,
-        Err(StoreError::Conflict { head, .. }) => {
+    let author = crate::routes::author_of(None, &viewer.access.key);
+    let time = crate::routes::now();
+    let message = Some(form.message.trim().to_owned()).filter(|m| !m.is_empty());
+    // A page made stale by a later commit is applied on the head when the case did not change
+    // since, as the queue does; otherwise it is refused naming the version that changed it.
+    let applied = on_head(store, &path.dataset, &case.id, version.number, |on| {
+        let request = ReviewRequest {
+            dataset: path.dataset.clone(),
+            base: casebook_store::Ref::Number(on),
+            ids: vec![case.id.clone()],
+            select: None,
+            review,
+            confidence,
+            labels: labels.clone(),
+            author: author.clone(),
+            time: time.clone(),
+            message: message.clone(),
+        };
+        casebook_store::review(store, request)
+    })
+    .await?;
+    let number = match applied {
+        Applied::Done { value, on } => match &value.outcome {
+            casebook_store::CommitOutcome::Created(v) => v.number,
+            casebook_store::CommitOutcome::Unchanged(v) => v.as_ref().map_or(on, |v| v.number),
+        },
+        Applied::Changed { by, head } => {
             let head_url = case_url(&path.project, &path.dataset, head, &case.id);
             return Err(Failure::new(
                 StatusCode::CONFLICT,
                 format!(
-                    "{} moved on: this page showed v{}, the head is v{head}; nothing was written. \
-                     Review the case again on the head: {head_url}",
-                    path.dataset, version.number
+                    "v{by} changed `{}` after this page was shown (it showed v{}; the head is v{head}): nothing was \
+                     written. Review the case again on the head: {head_url}",
+                    casebook_model::excerpt(&case.id),
+                    version.number
                 ),
             ));
         }
-        Err(err) => return Err(err.into()),
-    };
-    let number = match &reviewed.outcome {
-        casebook_store::CommitOutcome::Created(v) => v.number,
-        casebook_store::CommitOutcome::Unchanged(v) => v.as_ref().map_or(version.number, |v| v.number),
     };
     let to = super::browse::case_nav_url(
         &case_url(&path.project, &path.dataset, number, &case.id),

@@ -82,6 +82,8 @@ impl Known {
 struct Ran {
     dataset: String,
     version: Option<u64>,
+    /// Who made that version, in the one form of an author (empty when it is not found).
+    author: String,
 }
 
 impl Ran {
@@ -120,9 +122,12 @@ async fn ran(store: &AnyStore, meta: Option<&RunMeta>, seen: &mut HashMap<(Strin
             .ok()
             // Only that version (a damaged or foreign id could be a tag in an older store).
             .filter(|v| v.id == meta.dataset_version_id)
-            .map(|v| v.number)
     };
-    let found = Ran { dataset: name.to_owned(), version };
+    let found = Ran {
+        dataset: name.to_owned(),
+        author: version.as_ref().map(|v| super::page::shown_author(&v.author)).unwrap_or_default(),
+        version: version.map(|v| v.number),
+    };
     seen.insert(key, found.clone());
     Some(found)
 }
@@ -246,6 +251,8 @@ struct RunPage {
     experiment: String,
     dataset: String,
     dataset_url: String,
+    /// Who made the dataset version the run ran, in the one form of an author.
+    dataset_author: String,
     started: String,
     finished: String,
     recorded: bool,
@@ -586,6 +593,7 @@ pub async fn one(viewer: Viewer, Path(path): Path<RunPath>, Query(paging): Query
             Some((r, n)) => super::page::version_url(project, &r.dataset, n),
             None => String::new(),
         },
+        dataset_author: ran.as_ref().map(|r| r.author.clone()).unwrap_or_default(),
         experiment: known.row.experiment.clone(),
         started: known.row.started.clone(),
         finished: known.row.finished.clone().unwrap_or_default(),

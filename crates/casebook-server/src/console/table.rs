@@ -6,7 +6,7 @@
 use askama::Template;
 use casebook_filter::{FieldPath, Groups};
 use casebook_model::Case;
-use casebook_store::{AnyStore, Cursor, Select, Store};
+use casebook_store::{AnyStore, Cursor, Select, Sort, Store};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -35,6 +35,10 @@ pub struct CasesQuery {
     /// Paths shown as columns besides the usual ones, comma-separated (`metadata.team,review`).
     #[serde(default)]
     columns: String,
+    /// The order of the table: `id`, a path (`metadata.difficulty`), `-` before for descending;
+    /// empty for the version's order.
+    #[serde(default)]
+    sort: String,
 }
 
 pub struct CaseRow {
@@ -89,6 +93,8 @@ struct VersionPage {
     columns: String,
     column_names: Vec<String>,
     column_error: String,
+    /// The sort the table is in (empty: the version's order).
+    sort: String,
     formats: Vec<&'static str>,
     bulk: Option<BulkForm>,
     /// The dataset's review queue, with this page's filter.
@@ -111,14 +117,19 @@ struct Links<'a> {
     filter: &'a str,
     group_by: &'a str,
     columns: &'a str,
+    sort: &'a str,
 }
 
 impl Links<'_> {
     fn at(&self, filter: &str, cursor: &str) -> String {
         let mut parts = Vec::new();
-        for (name, value) in
-            [("where", filter), ("group_by", self.group_by), ("columns", self.columns), ("cursor", cursor)]
-        {
+        for (name, value) in [
+            ("where", filter),
+            ("group_by", self.group_by),
+            ("columns", self.columns),
+            ("sort", self.sort),
+            ("cursor", cursor),
+        ] {
             if !value.is_empty() {
                 parts.push(format!("{name}={}", query(value)));
             }
@@ -133,13 +144,17 @@ impl Links<'_> {
 
 pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Query<CasesQuery>) -> PageResult {
     let store = &viewer.store;
-    let place = match q.cursor.as_str() {
-        "" => None,
-        text => Some(cursor::decode_place_for(store, &path.dataset, text).await?),
+    let sort = Sort::parse(&q.sort).map_err(Failure::bad_request)?;
+    let sort_text = sort.as_ref().map(Sort::text).unwrap_or_default();
+    let (place, sorted_place) = match (q.cursor.as_str(), &sort) {
+        ("", _) => (None, None),
+        (text, None) => (Some(cursor::decode_place_for(store, &path.dataset, text).await?), None),
+        (text, Some(_)) => (None, Some(cursor::decode_sorted_for(store, &path.dataset, &sort_text, text).await?)),
     };
-    let number = match &place {
-        Some(place) => place.version,
-        None => resolve(store, &path.dataset, &path.version).await?.number,
+    let number = match (&place, &sorted_place) {
+        (Some(place), _) => place.version,
+        (_, Some(place)) => place.version,
+        _ => resolve(store, &path.dataset, &path.version).await?.number,
     };
     let info = resolve(store, &path.dataset, &format!("v{number}")).await?;
     let tags = store.tags(&path.dataset).await?;
@@ -165,6 +180,7 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
         columns: q.columns.trim().to_owned(),
         column_names: Vec::new(),
         column_error: String::new(),
+        sort: sort_text.clone(),
         formats: casebook_formats::Format::ALL.iter().map(|f| f.name()).collect(),
         queue_url: match filter.as_str() {
             "" => format!("{}/queue", dataset_url(&path.project, &path.dataset)),
@@ -190,53 +206,99 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
             }
         }
     }
-    let select = match filter.as_str() {
-        "" => Select::all(),
-        text => match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
-            Ok(filter) => Select { filter: Some(filter), limit: None },
-            Err(err) => match bare_words(text) {
-                Some(words) => {
-                    let search = search_filter(&words);
-                    let parsed = crate::routes::parse_filter(search).await.map_err(Failure::internal)?;
-                    page.searched = words;
-                    Select { filter: Some(parsed.map_err(Failure::internal)?), limit: None }
-                }
-                None => {
-                    page.filter_error = err.render(text);
-                    let mut response = html(&page);
-                    *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
-                    return Ok(response);
-                }
-            },
-        },
+    let select = match selection(&filter).await? {
+        Ok((select, words)) => {
+            page.searched = words;
+            select
+        }
+        Err(rendered) => {
+            page.filter_error = rendered;
+            let mut response = html(&page);
+            *response.status_mut() = axum::http::StatusCode::BAD_REQUEST;
+            return Ok(response);
+        }
     };
     if select.filter.is_some() {
         page.selected = store.count(&path.dataset, number, &select).await?;
     }
-    let found = match &place {
-        Some(Place { backward: true, at, .. }) => store.page_before(&path.dataset, number, &select, at, PAGE).await?,
-        Some(Place { at, .. }) => store.page(&path.dataset, number, &select, Some(at), PAGE).await?,
-        None => store.page(&path.dataset, number, &select, None, PAGE).await?,
+    let links = Links {
+        base: &page.version.url,
+        filter: &filter,
+        group_by: &page.group_by,
+        columns: &page.columns,
+        sort: &sort_text,
     };
-    // Cases of the selection before the page: a cursor this console made says.
-    let shown = found.bodies.len() as u64;
-    let start = match &place {
-        None => Some(0),
-        Some(Place { backward: true, position, .. }) => position.map(|n| n.saturating_sub(shown)),
-        Some(Place { position, .. }) => *position,
+    let (bodies, start) = match &sort {
+        Some(sort) => {
+            let seek = sorted_place.as_ref().map(|p| &p.seek);
+            let found = store.page_sorted(&path.dataset, number, &select, sort, seek, PAGE).await?;
+            let shown = found.bodies.len() as u64;
+            let start = match &sorted_place {
+                None => Some(0),
+                Some(p) if p.seek.backward => p.position.map(|n| n.saturating_sub(shown)),
+                Some(p) => p.position,
+            };
+            let start = if found.previous.is_none() { Some(0) } else { start };
+            let at = |key: &casebook_store::SortKey, backward: bool, position: Option<u64>| {
+                let seek = casebook_store::SortSeek { key: key.clone(), backward };
+                let place = cursor::SortedPlace { version: number, sort: sort_text.clone(), seek, position };
+                links.page(&cursor::encode_sorted(&place))
+            };
+            if let Some(next) = &found.next {
+                page.next_url = at(next, false, start.map(|s| s + shown));
+            }
+            if let Some(previous) = &found.previous {
+                page.previous_url = at(previous, true, start);
+                page.first_url = links.page("");
+            }
+            (found.bodies, start)
+        }
+        None => {
+            let found = match &place {
+                Some(Place { backward: true, at, .. }) => {
+                    store.page_before(&path.dataset, number, &select, at, PAGE).await?
+                }
+                Some(Place { at, .. }) => store.page(&path.dataset, number, &select, Some(at), PAGE).await?,
+                None => store.page(&path.dataset, number, &select, None, PAGE).await?,
+            };
+            // Cases of the selection before the page: a cursor this console made says.
+            let shown = found.bodies.len() as u64;
+            let start = match &place {
+                None => Some(0),
+                Some(Place { backward: true, position, .. }) => position.map(|n| n.saturating_sub(shown)),
+                Some(Place { position, .. }) => *position,
+            };
+            // A page with nothing before it starts the selection, whatever the cursor said.
+            let start = if found.previous.is_none() { Some(0) } else { start };
+            if let Some(next) = &found.next {
+                let place =
+                    Place { version: number, at: next.clone(), backward: false, position: start.map(|s| s + shown) };
+                page.next_url = links.page(&cursor::encode_place(&place));
+            }
+            if let Some(previous) = &found.previous {
+                let place = Place { version: number, at: previous.clone(), backward: true, position: start };
+                page.previous_url = links.page(&cursor::encode_place(&place));
+                page.first_url = links.page("");
+            }
+            (found.bodies, start)
+        }
     };
-    // A page with nothing before it starts the selection, whatever the cursor said.
-    let start = if found.previous.is_none() { Some(0) } else { start };
+    let shown = bodies.len() as u64;
     // The case pages go on through what the table shows (a search as the filter it makes), with
     // each case's position when the page's is known.
     let nav_filter = match page.searched.is_empty() {
         true => filter.clone(),
         false => select.filter.as_ref().map(|f| f.to_string()).unwrap_or_default(),
     };
-    for (i, body) in found.bodies.iter().enumerate() {
+    for (i, body) in bodies.iter().enumerate() {
         let case: Case = serde_json::from_str(body).map_err(Failure::internal)?;
         let mut row = row(&path, number, &case, &columns);
         row.url = case_nav_url(&row.url, &nav_filter, start.map(|s| s + i as u64 + 1), Some(page.selected));
+        if !sort_text.is_empty() {
+            // The case page goes on through the table in its sort.
+            let sep = if row.url.contains('?') { '&' } else { '?' };
+            row.url = format!("{}{sep}sort={}", row.url, query(&sort_text));
+        }
         page.rows.push(row);
     }
     if shown > 0 {
@@ -246,16 +308,6 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
             }
             None => format!("{} cases of {}", shown, thousands(page.selected)),
         };
-    }
-    let links = Links { base: &page.version.url, filter: &filter, group_by: &page.group_by, columns: &page.columns };
-    if let Some(next) = &found.next {
-        let place = Place { version: number, at: next.clone(), backward: false, position: start.map(|s| s + shown) };
-        page.next_url = links.page(&cursor::encode_place(&place));
-    }
-    if let Some(previous) = &found.previous {
-        let place = Place { version: number, at: previous.clone(), backward: true, position: start };
-        page.previous_url = links.page(&cursor::encode_place(&place));
-        page.first_url = links.page("");
     }
     if !page.group_by.is_empty() {
         match FieldPath::parse(&page.group_by) {
@@ -280,6 +332,27 @@ pub async fn version(viewer: Viewer, Path(path): Path<VersionPath>, Query(q): Qu
         }
     }
     Ok(html(&page))
+}
+
+/// What the table's filter text selects: every case (empty), the filter, or the search of the
+/// input that bare words make (with the words searched); `Err` holds the filter's error as the
+/// CLI shows it. The table and the bulk actions over the whole filter read a text alike.
+pub(super) async fn selection(text: &str) -> Result<Result<(Select, String), String>, Failure> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(Ok((Select::all(), String::new())));
+    }
+    match crate::routes::parse_filter(text.to_owned()).await.map_err(Failure::internal)? {
+        Ok(filter) => Ok(Ok((Select { filter: Some(filter), limit: None }, String::new()))),
+        Err(err) => match bare_words(text) {
+            Some(words) => {
+                let search = search_filter(&words);
+                let parsed = crate::routes::parse_filter(search).await.map_err(Failure::internal)?;
+                Ok(Ok((Select { filter: Some(parsed.map_err(Failure::internal)?), limit: None }, words)))
+            }
+            None => Ok(Err(err.render(text))),
+        },
+    }
 }
 
 fn row(path: &VersionPath, number: u64, case: &Case, columns: &[FieldPath]) -> CaseRow {

@@ -26,6 +26,11 @@ pub struct PageQuery {
     /// The `next_cursor` of the page before, or the `prev_cursor` of the page after (to walk
     /// backwards).
     pub cursor: Option<String>,
+    /// The order of the pages: `id`, or a field (`metadata.difficulty`), with `-` before it for
+    /// descending (`-confidence`); by default the version's order. Numbers come first, then
+    /// strings (by their UTF-8 bytes), booleans, null, lists and objects; cases without the
+    /// field last, either way; ties by id. A cursor keeps its sort.
+    pub sort: Option<String>,
 }
 
 /// A page of a version's cases that the filter selects, in order. A cursor stays on the
@@ -44,6 +49,10 @@ pub async fn page(
     let size = query.limit.unwrap_or(200);
     if size == 0 || size > state.limits.max_page {
         return Err(ApiError::bad_request(format!("`limit` must be 1 to {}", state.limits.max_page)));
+    }
+    let sort = casebook_store::Sort::parse(query.sort.as_deref().unwrap_or_default()).map_err(ApiError::bad_request)?;
+    if let Some(sort) = sort {
+        return sorted_page(&reader, &path, &select, &sort, query.cursor.as_deref(), size).await;
     }
     let (number, place) = match query.cursor.as_deref() {
         None => (resolve(&reader.store, &path.dataset, &path.version).await?.number, None),
@@ -148,4 +157,55 @@ pub async fn one(reader: Reader, Path(path): Path<CaseInVersion>) -> ApiResult<a
             casebook_model::excerpt(&path.case)
         ))),
     }
+}
+
+/// [`page`] in the order of `sort`, by keyset cursors that keep it.
+async fn sorted_page(
+    reader: &Reader,
+    path: &VersionPath,
+    select: &casebook_store::Select,
+    sort: &casebook_store::Sort,
+    cursor_text: Option<&str>,
+    size: usize,
+) -> ApiResult<Response> {
+    let sort_text = sort.text();
+    let place = match cursor_text {
+        Some(text) => Some(cursor::decode_sorted_for(&reader.store, &path.dataset, &sort_text, text).await?),
+        None => None,
+    };
+    let number = match &place {
+        Some(place) => {
+            let v = place.version;
+            if path.version != "latest" && path.version != format!("v{v}") {
+                let version = resolve(&reader.store, &path.dataset, &path.version).await?;
+                if version.number != v {
+                    return Err(ApiError::bad_request(format!(
+                        "`cursor` walks v{v}, not `{}`: continue at versions/v{v}, or start again without a cursor",
+                        path.version
+                    )));
+                }
+            }
+            v
+        }
+        None => resolve(&reader.store, &path.dataset, &path.version).await?.number,
+    };
+    let seek = place.as_ref().map(|p| &p.seek);
+    let page = reader.store.page_sorted(&path.dataset, number, select, sort, seek, size).await?;
+    let at = |key: casebook_store::SortKey, backward: bool| {
+        let seek = casebook_store::SortSeek { key, backward };
+        cursor::encode_sorted(&cursor::SortedPlace { version: number, sort: sort_text.clone(), seek, position: None })
+    };
+    let json = page.bodies.join(",");
+    let mut out = Vec::with_capacity(256 + json.len());
+    out.extend_from_slice(format!("{{\"version\":{number},\"cases\":[").as_bytes());
+    out.extend_from_slice(json.as_bytes());
+    out.push(b']');
+    if let Some(next) = page.next {
+        out.extend_from_slice(format!(",\"next_cursor\":\"{}\"", at(next, false)).as_bytes());
+    }
+    if let Some(previous) = page.previous {
+        out.extend_from_slice(format!(",\"prev_cursor\":\"{}\"", at(previous, true)).as_bytes());
+    }
+    out.push(b'}');
+    Ok(([(CONTENT_TYPE, "application/json")], out).into_response())
 }

@@ -46,7 +46,7 @@ pub async fn log(reader: Reader, Path(path): Path<DatasetPath>) -> ApiResult<Jso
         .events(&path.dataset)
         .await?
         .into_iter()
-        .map(|e| Event { time: e.time, author: e.author, kind: e.kind, detail: e.detail })
+        .map(|e| Event { time: e.time, author: super::shown_author(&e.author), kind: e.kind, detail: e.detail })
         .collect();
     Ok(Json(Log { versions, events }))
 }

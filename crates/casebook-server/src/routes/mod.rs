@@ -66,6 +66,16 @@ pub(crate) fn author_of(name: Option<&str>, key: &str) -> String {
     }
 }
 
+/// An author as stored, in the one form of [`author_of`]: versions written before it kept
+/// `key:ID`, which is shown as `key ID`; every other text is shown as it is. What the console
+/// and the API's answers (log, versions, events) print.
+pub(crate) fn shown_author(stored: &str) -> String {
+    match stored.strip_prefix("key:") {
+        Some(key) if !key.is_empty() && !key.contains(char::is_whitespace) => author_of(None, key),
+        _ => stored.to_owned(),
+    }
+}
+
 pub(crate) fn now() -> String {
     format!("{:.0}", jiff::Timestamp::now())
 }

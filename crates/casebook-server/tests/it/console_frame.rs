@@ -85,7 +85,7 @@ async fn errors_keep_the_frame_and_their_status(backend: Backend) {
     // 409: a review made on a version that is no longer the head.
     let (_, case_page) = get(&server, &writer, "/projects/team-a/datasets/support/versions/v3/cases/c1").await;
     let response = client()
-        .post(format!("{}/projects/team-a/datasets/support/versions/v2/cases/c2/review", server.url))
+        .post(format!("{}/projects/team-a/datasets/support/versions/v1/cases/c2/review", server.url))
         .header("cookie", &writer)
         .form(&[("csrf", csrf_of(&case_page)), ("state", "reviewed".into()), ("labels", "x".into())])
         .send()

@@ -86,7 +86,7 @@ async fn a_reviewer_works_through_the_queue_with_the_keyboard(backend: Backend) 
     assert_eq!(review_of(&a, 2, "q5").await, Some(Review::Reviewed));
     let head = a.resolve("inbox", &Ref::Latest).await.unwrap();
     assert_eq!(head.message, "review: 1 case reviewed");
-    assert!(head.author.starts_with("key:"), "{}", head.author);
+    assert!(head.author.starts_with("key "), "{}", head.author);
     // The queue moved on: q5 left it, and the case that took its place is selected.
     assert_eq!(queue_order(&browser).await, ["q2", "q1", "q4"]);
     assert_eq!(browser.run("return document.querySelector('li.selected').dataset.case", json!([])).await, "q1");

@@ -1,6 +1,7 @@
 //! Reviewing a case from its console page: review state, confidence and labels in one action,
 //! a new version on the version the page showed, refused for a read key, a bad value, nothing
-//! to change, or a page made stale by a later commit.
+//! to change; a page made stale by a later commit is applied on the head when the case did not
+//! change since, and refused naming the version when it did.
 #![allow(clippy::unwrap_used)]
 
 use casebook_store::Store;
@@ -79,10 +80,34 @@ async fn a_case_is_reviewed_from_its_page(backend: Backend) {
     let page = case_page(4, writer.clone()).await;
     assert!(page.contains("value=\"billing, urgent\"") && page.contains("value=\"0.75\""), "{page}");
 
-    // The page of v3 is stale now: its review is refused and names the head.
+    // The page of v3 is stale now. For c2, which v4 changed, the review is refused and names
+    // the version that changed it.
     let (status, _, text) = post(3, writer.clone(), fields("rejected", "", "billing, urgent")).await;
     assert_eq!(status, 409, "{text}");
-    assert!(text.contains("support moved on: this page showed v3, the head is v4; nothing was written"), "{text}");
+    assert!(
+        text.contains(
+            "v4 changed `c2` after this page was shown (it showed v3; the head is v4): nothing was written. \
+             Review the case again on the head: /projects/team-a/datasets/support/versions/v4/cases/c2"
+        ),
+        "{text}"
+    );
     assert_eq!(store.case("support", 4, "c2").await.unwrap().unwrap().review, Some(casebook_model::Review::Reviewed));
+    assert_eq!(store.resolve("support", &casebook_store::Ref::Latest).await.unwrap().number, 4);
+
+    // For c1, which no version since v3 changed, the review from the page of v3 is applied on
+    // the head: v5, with c2's review of v4 kept.
+    let url = format!("{}/projects/team-a/datasets/support/versions/v3/cases/c1/review", server.url);
+    let response = client
+        .post(url)
+        .header("cookie", writer.clone())
+        .form(&[("csrf", csrf.as_str()), ("state", "rejected"), ("labels", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let location = response.headers().get("location").unwrap().to_str().unwrap().to_owned();
+    assert_eq!(location, "/projects/team-a/datasets/support/versions/v5/cases/c1");
+    assert_eq!(store.case("support", 5, "c1").await.unwrap().unwrap().review, Some(casebook_model::Review::Rejected));
+    assert_eq!(store.case("support", 5, "c2").await.unwrap().unwrap().review, Some(casebook_model::Review::Reviewed));
     server.stop().await;
 }

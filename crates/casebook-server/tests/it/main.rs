@@ -7,6 +7,7 @@ mod bad_requests;
 mod browser;
 mod capture;
 mod console;
+mod console_authors;
 mod console_conflicts;
 mod console_frame;
 mod console_queue;

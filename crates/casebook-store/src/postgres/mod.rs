@@ -1287,6 +1287,140 @@ impl crate::Store for PostgresStore {
                 .await?;
         Ok(rows.into_iter().map(|(name, v)| (name, v as u64)).collect())
     }
+
+    /// The selection's members keyed in SQL and cut to the page there (a top-N), then the
+    /// page's bodies; a filter part tested in memory (`matches`, or a case with a `\u0000`)
+    /// makes the rows stream in order until the page is full instead.
+    async fn page_sorted(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        sort: &crate::Sort,
+        seek: Option<&crate::SortSeek>,
+        size: usize,
+    ) -> Result<crate::SortedPage, StoreError> {
+        use casebook_filter::SqlParam;
+        let id = self.dataset_id(dataset).await?;
+        let backward = seek.is_some_and(|s| s.backward);
+        let ascending = sort.ascending(backward);
+        let query = SelectQuery::new(&Select { filter: select.filter.clone(), limit: None }, id, version, None);
+        // The parameters: the selection's, the path's (a field), the seek's.
+        let mut n = query.params.len() + 1;
+        let steps = match &sort.by {
+            crate::SortBy::Field(path) => Some(path.pg_steps()),
+            crate::SortBy::Id => None,
+        };
+        let key = crate::sort::pg_key(sort, n);
+        if steps.is_some() {
+            n += 1;
+        }
+        let (flag, guard) = match (query.check, &query.json) {
+            (Check::Memory, _) => ("true", String::new()),
+            (Check::Guarded, Some(json)) => ("f.nul", format!(" AND CASE WHEN f.nul THEN true ELSE ({json}) END")),
+            _ => ("false", String::new()),
+        };
+        let from = &query.from;
+        let mut inner = format!(
+            "SELECT * FROM (SELECT m.blob AS blob, m.case_id AS case_id, {key}, {flag} AS mem {from}{guard}) AS s"
+        );
+        if seek.is_some() {
+            let op = if ascending { ">" } else { "<" };
+            inner.push_str(&format!(
+                " WHERE (k_rank, k_num, k_text, case_id) {op} (${n}::int8, ${}::float8, ${}::bytea, ${}::bytea)",
+                n + 1,
+                n + 2,
+                n + 3
+            ));
+        }
+        let order = crate::sort::order_by("case_id", ascending);
+        // All in SQL: one case more than the page, to know whether more follow.
+        let limit = match query.check {
+            Check::Sql => format!(" LIMIT {}", i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1)),
+            _ => String::new(),
+        };
+        let sql = format!(
+            "SELECT b.body, p.case_id, p.k_rank, p.k_num, p.k_text, p.mem FROM ({inner} {order}{limit}) AS p
+             JOIN blobs b ON b.id = p.blob {order}"
+        );
+        let mut statement = sqlx::query_as::<_, (String, Vec<u8>, i64, f64, Vec<u8>, bool)>(AssertSqlSafe(sql));
+        for param in &query.params {
+            statement = match param {
+                SqlParam::Integer(n) => statement.bind(*n),
+                SqlParam::Real(x) => statement.bind(*x),
+                SqlParam::Text(text) => statement.bind(text.clone()),
+                SqlParam::Bytes(bytes) => statement.bind(bytes.clone()),
+            };
+        }
+        if let Some(steps) = steps {
+            statement = statement.bind(steps);
+        }
+        if let Some(seek) = seek {
+            statement = statement
+                .bind(seek.key.rank)
+                .bind(seek.key.num)
+                .bind(seek.key.text.clone().into_bytes())
+                .bind(seek.key.id.clone().into_bytes());
+        }
+        let mut conn = self.conn().await?;
+        let mut stream = statement.fetch(&mut *conn);
+        let mut documents = SeedDocuments::new();
+        let mut rows = Vec::new();
+        while let Some((body, case, rank, num, text, in_memory)) = stream.try_next().await? {
+            let mut body = [body];
+            self.expand_bodies(&mut documents, &mut body).await?;
+            let [body] = body;
+            if in_memory {
+                let value: Value = serde_json::from_str(&body).map_err(crate::damaged_body)?;
+                if !query.filter.as_ref().is_none_or(|f| f.matches_json(&value)) {
+                    continue;
+                }
+            }
+            let text = String::from_utf8(text).map_err(|_| StoreError::Corrupt("a sort key is not UTF-8".into()))?;
+            rows.push((body, crate::SortKey { rank, num, text, id: case_id(case)? }));
+            if rows.len() > size {
+                break;
+            }
+        }
+        drop(stream);
+        let more = rows.len() > size;
+        rows.truncate(size);
+        if backward {
+            rows.reverse();
+        }
+        let key = |row: Option<&(String, crate::SortKey)>| row.map(|(_, key)| key.clone());
+        let (next, previous) = match backward {
+            false => (key(rows.last().filter(|_| more)), key(rows.first().filter(|_| seek.is_some()))),
+            true => (key(rows.last()), key(rows.first().filter(|_| more))),
+        };
+        Ok(crate::SortedPage { bodies: rows.into_iter().map(|(body, _)| body).collect(), next, previous })
+    }
+
+    async fn sort_key(
+        &self,
+        dataset: &str,
+        version: u64,
+        sort: &crate::Sort,
+        case: &str,
+    ) -> Result<Option<crate::SortKey>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let query = SelectQuery::new(&Select::all(), id, version, None);
+        let key = crate::sort::pg_key(sort, 4);
+        let from = &query.from;
+        let sql = format!("SELECT m.case_id, {key} {from} AND m.case_id = $3");
+        let mut statement = sqlx::query_as::<_, (Vec<u8>, i64, f64, Vec<u8>)>(AssertSqlSafe(sql))
+            .bind(id)
+            .bind(i64::try_from(version).unwrap_or(i64::MAX))
+            .bind(case.as_bytes().to_vec());
+        if let crate::SortBy::Field(path) = &sort.by {
+            statement = statement.bind(path.pg_steps());
+        }
+        let Some((case, rank, num, text)) = statement.fetch_optional(&mut *self.conn().await?).await? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(text).map_err(|_| StoreError::Corrupt("a sort key is not UTF-8".into()))?;
+        Ok(Some(crate::SortKey { rank, num, text, id: case_id(case)? }))
+    }
 }
 
 impl PostgresStore {

@@ -35,7 +35,8 @@ macro_rules! suite {
             new_names_and_tags_follow_the_rules,
             names_in_other_normal_forms_are_the_same_name,
             references_are_numbers_and_ids_before_tags,
-            a_deleted_tag_names_nothing_and_is_logged);
+            a_deleted_tag_names_nothing_and_is_logged,
+            sorted_pages_walk_by_value_both_ways_with_missing_last);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             a_run_is_read_a_page_at_a_time,
@@ -1598,4 +1599,96 @@ pub async fn a_purge_racing_a_commit_of_the_case_takes_it_or_leaves_the_new_cont
         assert!(report.problems.is_empty(), "round {round}: {:?}", report.problems);
     }
     assert_eq!(purged_after + kept_after, 6);
+}
+
+/// A version sorted by a field: numbers, then strings (by bytes), then booleans, then null, then
+/// lists and objects, the missing last in both directions; ties by id; walked forwards and
+/// backwards by keyset cursors, with a filter, from a case's key, and by id.
+pub async fn sorted_pages_walk_by_value_both_ways_with_missing_last(store: impl Store) {
+    use casebook_store::{Sort, SortSeek};
+    let with = |id: &str, difficulty: Option<serde_json::Value>| {
+        let mut case = case(id, &format!("question {id}"));
+        case.metadata = difficulty.map(|d| serde_json::from_value(json!({"difficulty": d})).unwrap());
+        case
+    };
+    let cases = vec![
+        with("a", Some(json!(3))),
+        with("b", Some(json!("hard"))),
+        with("c", None),
+        with("d", Some(json!(1.5))),
+        with("e", Some(json!(true))),
+        with("f", Some(json!("easy"))),
+        with("g", Some(json!(null))),
+        with("h", Some(json!(3))),
+        with("i", Some(json!({"level": 2}))),
+        with("j", Some(json!(-10))),
+        with("k", Some(json!(false))),
+        with("l", None),
+        with("m", Some(json!("Hard"))),
+    ];
+    created(&store, CommitMode::Replace, cases).await;
+    let page_ids = |bodies: &[String]| -> Vec<String> {
+        bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect()
+    };
+    // Every page forwards, then every page backwards from the last.
+    let walk = |sort: Sort, select: Select, size: usize| {
+        let store = &store;
+        async move {
+            let mut forwards = Vec::new();
+            let mut seek: Option<SortSeek> = None;
+            let last = loop {
+                let page = store.page_sorted("support", 1, &select, &sort, seek.as_ref(), size).await.unwrap();
+                assert!(!page.bodies.is_empty() && page.bodies.len() <= size);
+                assert_eq!(page.previous.is_some(), seek.is_some(), "a page after another has one before it");
+                forwards.extend(page_ids(&page.bodies));
+                match page.next.clone() {
+                    Some(key) => seek = Some(SortSeek { key, backward: false }),
+                    None => break page,
+                }
+            };
+            let mut backwards = page_ids(&last.bodies);
+            let mut previous = last.previous;
+            while let Some(key) = previous {
+                let page = store
+                    .page_sorted("support", 1, &select, &sort, Some(&SortSeek { key, backward: true }), size)
+                    .await;
+                let page = page.unwrap();
+                assert!(page.next.is_some(), "a page read backwards has cases after it");
+                let mut ids = page_ids(&page.bodies);
+                ids.extend(backwards);
+                backwards = ids;
+                previous = page.previous;
+            }
+            assert_eq!(forwards, backwards, "{sort:?}");
+            forwards
+        }
+    };
+    let by = |text: &str| Sort::parse(text).unwrap().unwrap();
+    let up = ["j", "d", "a", "h", "m", "f", "b", "k", "e", "g", "i", "c", "l"];
+    assert_eq!(walk(by("metadata.difficulty"), Select::all(), 2).await, up);
+    assert_eq!(walk(by("metadata.difficulty"), Select::all(), 13).await, up);
+    // Descending: the values' order reversed (ties by id reversed too), the missing still last.
+    let down = ["i", "g", "e", "k", "b", "f", "m", "h", "a", "d", "j", "l", "c"];
+    assert_eq!(walk(by("-metadata.difficulty"), Select::all(), 3).await, down);
+    // With a filter.
+    let odd = casebook_filter::Filter::parse(r#"id in ["a", "b", "c", "d", "e", "j"]"#).unwrap();
+    let filtered = Select { filter: Some(odd), limit: None };
+    assert_eq!(walk(by("metadata.difficulty"), filtered, 2).await, ["j", "d", "a", "b", "e", "c"]);
+    // By id, both ways; by a field of the body.
+    let mut all: Vec<String> = up.iter().map(|s| (*s).to_owned()).collect();
+    all.sort();
+    assert_eq!(walk(by("id"), Select::all(), 4).await, all);
+    all.reverse();
+    assert_eq!(walk(by("-id"), Select::all(), 5).await, all);
+    assert_eq!(walk(by("-input"), Select::all(), 6).await, all, "`question m` … `question a`");
+    // From one case's key: the cases after it, and the one before it.
+    let sort = by("metadata.difficulty");
+    let key = store.sort_key("support", 1, &sort, "h").await.unwrap().unwrap();
+    let after = SortSeek { key: key.clone(), backward: false };
+    let page = store.page_sorted("support", 1, &Select::all(), &sort, Some(&after), 2).await.unwrap();
+    assert_eq!(page_ids(&page.bodies), ["m", "f"]);
+    let before = SortSeek { key, backward: true };
+    let page = store.page_sorted("support", 1, &Select::all(), &sort, Some(&before), 1).await.unwrap();
+    assert_eq!(page_ids(&page.bodies), ["a"]);
+    assert_eq!(store.sort_key("support", 1, &sort, "zz").await.unwrap(), None);
 }
