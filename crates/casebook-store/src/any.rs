@@ -361,4 +361,7 @@ impl Store for AnyStore {
     async fn capture_warnings(&self) -> Result<Vec<crate::CaptureWarning>, StoreError> {
         each!(self, s => s.capture_warnings().await)
     }
+    async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError> {
+        each!(self, s => s.capture_warnings_clear(trace_id).await)
+    }
 }

@@ -711,6 +711,9 @@ pub trait Store {
     async fn capture_warn(&self, dataset: &str, trace_id: &str, at: i64, message: &str) -> Result<(), StoreError>;
     /// The project's kept capture warnings, by dataset, the most recent first.
     async fn capture_warnings(&self) -> Result<Vec<CaptureWarning>, StoreError>;
+    /// Deletes the kept warnings of `trace_id`: a capture of the trace made again replaces
+    /// them with its own, so a warning a later capture no longer has is not listed as current.
+    async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError>;
 }
 
 /// `next` if a selected case follows it (a full page read in one piece, whose last case may be
