@@ -189,7 +189,15 @@ impl Capture {
     /// (then by trace and span id); every diagnostic and count is known before the first case.
     /// With errors in the traces, no case comes.
     pub fn stream(self) -> std::io::Result<stream::Cases> {
-        stream::cases(self.spans, self.records, self.diagnostics)
+        self.stream_encoded(&stream::json)
+    }
+
+    /// [`Capture::stream`] with each case kept for the sort as `encode` makes it, on the threads
+    /// that make the cases (a store prepares its rows there): read them with
+    /// [`stream::Cases::next_encoded`]. The order and the diagnostics are those of
+    /// [`Capture::stream`].
+    pub fn stream_encoded(self, encode: stream::Encode) -> std::io::Result<stream::Cases> {
+        stream::cases(self.spans, self.records, self.diagnostics, encode)
     }
 }
 
