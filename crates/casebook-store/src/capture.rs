@@ -226,3 +226,29 @@ pub async fn recapture(
 fn hex(bytes: &[u8; 32]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Prepared, SeedDocument, StoreError};
+
+    /// What a capture keeps through its sort reads back as it was, and a cut one is refused.
+    #[test]
+    fn prepared_cases_read_back_from_their_bytes() {
+        let prepared = Prepared {
+            id: "trace-é-1".into(),
+            content_id: [7; 32],
+            body: r#"{"id":"trace-é-1","input":"hi"}"#.into(),
+            seeds: vec![SeedDocument { content_id: [9; 32], document: "{}".into() }],
+            labels: vec!["a".into(), "k:v".into()],
+            facets: r#"{"id":"trace-é-1"}"#.into(),
+        };
+        let bytes = prepared.to_bytes();
+        assert_eq!(Prepared::from_bytes(&bytes).unwrap(), prepared);
+        let plain = Prepared { seeds: Vec::new(), labels: Vec::new(), ..prepared };
+        assert_eq!(Prepared::from_bytes(&plain.to_bytes()).unwrap(), plain);
+        assert!(matches!(Prepared::from_bytes(&bytes[..bytes.len() - 1]), Err(StoreError::Corrupt(_))));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(Prepared::from_bytes(&longer), Err(StoreError::Corrupt(_))));
+    }
+}
