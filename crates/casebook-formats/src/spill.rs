@@ -257,7 +257,8 @@ pub struct Sorted<K, T> {
 }
 
 impl<K: Ord + DeserializeOwned, T: DeserializeOwned> Sorted<K, T> {
-    fn next_bytes(&mut self) -> io::Result<Option<(K, Vec<u8>)>> {
+    /// The next item as the bytes it was pushed as ([`Sorter::push_json`]), not parsed.
+    pub fn next_bytes(&mut self) -> io::Result<Option<(K, Vec<u8>)>> {
         if let Some(memory) = &mut self.memory {
             return Ok(memory.next());
         }

@@ -104,20 +104,21 @@ pub(crate) async fn step(store: &AnyStore, limits: &Limits, receiver: &Receiver)
                     project.capture_warn(&trace.dataset, &trace.trace_id, now, &message).await?;
                     project.forget_trace(&trace.trace_id).await?;
                 } else if complete || abandoned {
+                    let mut warnings = Vec::new();
                     if !complete {
                         let message = format!(
                             "trace {} was captured without its root span after the maximum wait (`--capture-max-wait`): its cases may be partial",
                             trace.trace_id
                         );
                         tracing::warn!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans, "{message}");
-                        project.capture_warn(&trace.dataset, &trace.trace_id, now, &message).await?;
+                        warnings.push(message);
                     }
-                    make_cases(&project, &trace, now).await?;
+                    make_cases(&project, &trace, now, warnings).await?;
                 }
             }
             Some(captured) if trace.last_received > captured => {
                 if now - trace.last_received >= quiet {
-                    make_cases(&project, &trace, now).await?;
+                    make_cases(&project, &trace, now, Vec::new()).await?;
                 }
             }
             Some(captured) => {
@@ -130,8 +131,10 @@ pub(crate) async fn step(store: &AnyStore, limits: &Limits, receiver: &Receiver)
     Ok(())
 }
 
-/// Makes (again) the cases of one trace from all its kept spans, and records them.
-async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<(), StoreError> {
+/// Makes (again) the cases of one trace from all its kept spans, and records them; the trace's
+/// kept warnings become this capture's (`warnings`, then its diagnostics): one that a capture
+/// made with more spans no longer has is not listed as current.
+async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64, warnings: Vec<String>) -> Result<(), StoreError> {
     let kept = store.pending_spans(&trace.trace_id).await?;
     let mut capture = Capture::new();
     let corrupt = |what: &str, e: serde_json::Error| {
@@ -147,7 +150,7 @@ async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<
     let captured = tokio::task::spawn_blocking(move || capture.finish())
         .await
         .map_err(|e| StoreError::Corrupt(format!("making the cases of a trace failed: {e}")))?;
-    let warnings = captured.diagnostics.len();
+    let warned = captured.diagnostics.len();
     let before: HashMap<String, String> =
         trace.cases.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
     let mut recorded = before.clone();
@@ -172,7 +175,7 @@ async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<
             }
         }
         tracing::info!(trace = %trace.trace_id, project = %trace.project, dataset = %trace.dataset,
-            added = done.added.len(), replaced = done.replaced.len(), spans = trace.spans, warnings,
+            added = done.added.len(), replaced = done.replaced.len(), spans = trace.spans, warnings = warned,
             "captured a trace");
         for (id, cid) in done.content_ids {
             // A case left as changed keeps its old record: it is never replaced later either.
@@ -181,12 +184,14 @@ async fn make_cases(store: &AnyStore, trace: &PendingTrace, now: i64) -> Result<
             }
         }
     } else {
-        tracing::info!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans, warnings,
+        tracing::info!(trace = %trace.trace_id, project = %trace.project, spans = trace.spans, warnings = warned,
             "a trace with no agent invocation with recorded messages: no case (its spans are kept for late ones)");
     }
-    // Kept once the cases are (a conflict above tries again at the next tick, warning again).
-    for d in &captured.diagnostics {
-        store.capture_warn(&trace.dataset, &trace.trace_id, now, &warning(d)).await?;
+    // Kept once the cases are (a conflict above tries again at the next tick, warning again),
+    // in place of those of the trace's earlier capture.
+    store.capture_warnings_clear(&trace.trace_id).await?;
+    for message in warnings.into_iter().chain(captured.diagnostics.iter().map(warning)) {
+        store.capture_warn(&trace.dataset, &trace.trace_id, now, &message).await?;
     }
     let cases = serde_json::to_string(&recorded).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     store.trace_captured(&trace.trace_id, now.max(trace.last_received), &cases).await

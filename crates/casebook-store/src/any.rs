@@ -388,4 +388,8 @@ impl Store for AnyStore {
     ) -> Result<Option<crate::SortKey>, StoreError> {
         each!(self, s => s.sort_key(dataset, version, sort, id).await)
     }
+
+    async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError> {
+        each!(self, s => s.capture_warnings_clear(trace_id).await)
+    }
 }

@@ -65,6 +65,24 @@ pub async fn add_captured_batches(
     request: CaptureRequest,
     mut batches: tokio::sync::mpsc::Receiver<Vec<Case>>,
 ) -> Result<CaptureOutcome, StoreError> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let convert = async move {
+        while let Some(batch) = batches.recv().await {
+            if tx.send(batch.iter().map(prepare).collect()).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(add_captured_prepared(store, request, rx), convert).0
+}
+
+/// [`add_captured_batches`] for cases prepared already ([`prepare`], on the threads that made
+/// them): an `Err` batch (the producer failed) abandons the commit, and nothing is written.
+pub async fn add_captured_prepared(
+    store: &AnyStore,
+    request: CaptureRequest,
+    mut batches: tokio::sync::mpsc::Receiver<Result<Vec<crate::Prepared>, StoreError>>,
+) -> Result<CaptureOutcome, StoreError> {
     let head = match store.resolve(&request.dataset, &Ref::Latest).await {
         Ok(head) => Some(head.number),
         Err(StoreError::NoDataset(..) | StoreError::NoVersion { .. }) => None,
@@ -74,7 +92,7 @@ pub async fn add_captured_batches(
     // Until a batch has a new case, nothing is committed.
     let first = loop {
         let Some(batch) = batches.recv().await else { return Ok(outcome) };
-        let prepared = sort_out(store, &request.dataset, head, batch, &mut outcome).await?;
+        let prepared = sort_out(store, &request.dataset, head, batch?, &mut outcome).await?;
         if !prepared.is_empty() {
             break prepared;
         }
@@ -86,7 +104,11 @@ pub async fn add_captured_batches(
         let stopped = || StoreError::Corrupt("the commit stopped before its cases were sent".into());
         tx.send(Ok(first)).await.map_err(|_| stopped())?;
         while let Some(batch) = batches.recv().await {
-            match sort_out(store, &dataset, head, batch, &mut outcome).await {
+            let sorted = match batch {
+                Ok(batch) => sort_out(store, &dataset, head, batch, &mut outcome).await,
+                Err(err) => Err(err),
+            };
+            match sorted {
                 Ok(prepared) if prepared.is_empty() => {}
                 Ok(prepared) => tx.send(Ok(prepared)).await.map_err(|_| stopped())?,
                 Err(err) => {
@@ -106,13 +128,13 @@ pub async fn add_captured_batches(
     Ok(outcome)
 }
 
-/// The cases of `batch` the head does not have, prepared for the commit; the ids go to
-/// `added` or `present`.
+/// The cases of `batch` the head does not have, ready for the commit; the ids go to `added` or
+/// `present`.
 async fn sort_out(
     store: &AnyStore,
     dataset: &str,
     head: Option<u64>,
-    batch: Vec<Case>,
+    batch: Vec<crate::Prepared>,
     outcome: &mut CaptureOutcome,
 ) -> Result<Vec<crate::Prepared>, StoreError> {
     let held = match head {
@@ -122,13 +144,13 @@ async fn sort_out(
         }
         None => Default::default(),
     };
-    let mut prepared = Vec::new();
+    let mut prepared = Vec::with_capacity(batch.len());
     for case in batch {
         if held.contains(&case.id) {
             outcome.present.push(case.id);
         } else {
-            prepared.push(prepare(&case)?);
-            outcome.added.push(case.id);
+            outcome.added.push(case.id.clone());
+            prepared.push(case);
         }
     }
     Ok(prepared)
@@ -203,4 +225,30 @@ pub async fn recapture(
 
 fn hex(bytes: &[u8; 32]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Prepared, SeedDocument, StoreError};
+
+    /// What a capture keeps through its sort reads back as it was, and a cut one is refused.
+    #[test]
+    fn prepared_cases_read_back_from_their_bytes() {
+        let prepared = Prepared {
+            id: "trace-é-1".into(),
+            content_id: [7; 32],
+            body: r#"{"id":"trace-é-1","input":"hi"}"#.into(),
+            seeds: vec![SeedDocument { content_id: [9; 32], document: "{}".into() }],
+            labels: vec!["a".into(), "k:v".into()],
+            facets: r#"{"id":"trace-é-1"}"#.into(),
+        };
+        let bytes = prepared.to_bytes();
+        assert_eq!(Prepared::from_bytes(&bytes).unwrap(), prepared);
+        let plain = Prepared { seeds: Vec::new(), labels: Vec::new(), ..prepared };
+        assert_eq!(Prepared::from_bytes(&plain.to_bytes()).unwrap(), plain);
+        assert!(matches!(Prepared::from_bytes(&bytes[..bytes.len() - 1]), Err(StoreError::Corrupt(_))));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(Prepared::from_bytes(&longer), Err(StoreError::Corrupt(_))));
+    }
 }

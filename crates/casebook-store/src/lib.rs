@@ -36,7 +36,9 @@ use casebook_model::{Case, DatasetHeader, Responses};
 use serde::Serialize;
 
 pub use any::{AnyStore, Location};
-pub use capture::{CaptureOutcome, CaptureRequest, Recaptured, add_captured, add_captured_batches, recapture};
+pub use capture::{
+    CaptureOutcome, CaptureRequest, Recaptured, add_captured, add_captured_batches, add_captured_prepared, recapture,
+};
 pub use check::CheckReport;
 pub use copy::{CopyReport, OldName, copy};
 pub use diff::{DiffFrom, DiffList, DiffPage, DiffTotals, FieldChange, field_changes};
@@ -342,6 +344,73 @@ pub struct Prepared {
     pub labels: Vec<String>,
     /// The case's facets (`casebook_filter::facets_json`), which filters read.
     pub facets: String,
+}
+
+impl Prepared {
+    /// The case as bytes that [`Prepared::from_bytes`] reads back: for a caller that keeps
+    /// prepared cases a while (a capture sorts them) without preparing them again.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let texts = 3 + self.labels.len() + self.seeds.len();
+        let mut out = Vec::with_capacity(self.body.len() + self.facets.len() + self.id.len() + 32 + 8 * texts);
+        let text = |out: &mut Vec<u8>, s: &str| {
+            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        };
+        text(&mut out, &self.id);
+        out.extend_from_slice(&self.content_id);
+        text(&mut out, &self.body);
+        text(&mut out, &self.facets);
+        out.extend_from_slice(&(self.labels.len() as u64).to_le_bytes());
+        for label in &self.labels {
+            text(&mut out, label);
+        }
+        out.extend_from_slice(&(self.seeds.len() as u64).to_le_bytes());
+        for seed in &self.seeds {
+            out.extend_from_slice(&seed.content_id);
+            text(&mut out, &seed.document);
+        }
+        out
+    }
+
+    /// Reads back what [`Prepared::to_bytes`] wrote; anything else is [`StoreError::Corrupt`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Prepared, StoreError> {
+        struct Reader<'a>(&'a [u8]);
+        impl Reader<'_> {
+            fn take(&mut self, n: usize) -> Result<&[u8], StoreError> {
+                if self.0.len() < n {
+                    return Err(StoreError::Corrupt("a prepared case is cut short".into()));
+                }
+                let (head, rest) = self.0.split_at(n);
+                self.0 = rest;
+                Ok(head)
+            }
+            fn count(&mut self) -> Result<usize, StoreError> {
+                let n = u64::from_le_bytes(self.take(8)?.try_into().unwrap_or_default());
+                usize::try_from(n).map_err(|_| StoreError::Corrupt("a prepared case is cut short".into()))
+            }
+            fn id(&mut self) -> Result<[u8; 32], StoreError> {
+                Ok(self.take(32)?.try_into().unwrap_or([0; 32]))
+            }
+            fn text(&mut self) -> Result<String, StoreError> {
+                let n = self.count()?;
+                String::from_utf8(self.take(n)?.to_vec())
+                    .map_err(|_| StoreError::Corrupt("a prepared case holds text that is not UTF-8".into()))
+            }
+        }
+        let mut r = Reader(bytes);
+        let id = r.text()?;
+        let content_id = r.id()?;
+        let body = r.text()?;
+        let facets = r.text()?;
+        let labels = (0..r.count()?).map(|_| r.text()).collect::<Result<Vec<_>, _>>()?;
+        let seeds = (0..r.count()?)
+            .map(|_| Ok(SeedDocument { content_id: r.id()?, document: r.text()? }))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        if !r.0.is_empty() {
+            return Err(StoreError::Corrupt("a prepared case is followed by more bytes".into()));
+        }
+        Ok(Prepared { id, content_id, body, seeds, labels, facets })
+    }
 }
 
 /// Commits `prepared` as `request` says, handed to the store in batches of 4,096: the path of
@@ -735,6 +804,9 @@ pub trait Store {
     /// or `None` when the version does not hold it. One read.
     async fn sort_key(&self, dataset: &str, version: u64, sort: &Sort, id: &str)
     -> Result<Option<SortKey>, StoreError>;
+    /// Deletes the kept warnings of `trace_id`: a capture of the trace made again replaces
+    /// them with its own, so a warning a later capture no longer has is not listed as current.
+    async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError>;
 }
 
 /// `next` if a selected case follows it (a full page read in one piece, whose last case may be

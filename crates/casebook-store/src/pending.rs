@@ -96,6 +96,7 @@ pub(crate) const WARN: &str =
 /// Deletes a dataset's warnings older than the [`CAPTURE_WARNINGS_KEPT`] most recent.
 pub(crate) const PRUNE: &str = "DELETE FROM capture_warnings WHERE project = $1 AND dataset = $2 AND id <= (
     SELECT id FROM capture_warnings WHERE project = $1 AND dataset = $2 ORDER BY id DESC LIMIT 1 OFFSET $3)";
+pub(crate) const CLEAR_WARNINGS: &str = "DELETE FROM capture_warnings WHERE project = $1 AND trace_id = $2";
 pub(crate) const WARNINGS: &str =
     "SELECT dataset, trace_id, at, message FROM capture_warnings WHERE project = $1 ORDER BY dataset, id DESC";
 
@@ -235,6 +236,15 @@ macro_rules! pending_methods {
                     message: row.get(3),
                 })
                 .collect())
+        }
+
+        async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError> {
+            sqlx::query($crate::pending::CLEAR_WARNINGS)
+                .bind(self.project())
+                .bind(trace_id)
+                .execute(self.pool())
+                .await?;
+            Ok(())
         }
     };
 }

@@ -38,7 +38,15 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
         }
     }
-    let mut captured = capture.stream().context("the capture's temporary files failed")?;
+    // Into a store without `--where`: the cases are prepared for the commit (serialised, hashed,
+    // their facets made) on the threads that make them, and go to the store as they come out of
+    // the sort, never parsed again.
+    let prepared = !args.dry_run && select.filter.is_none();
+    let prepare = |case: &Case| {
+        casebook_store::prepare(case).map(|p| p.to_bytes()).map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    let mut captured = if prepared { capture.stream_encoded(&prepare) } else { capture.stream() }
+        .context("the capture's temporary files failed")?;
 
     let mut reporter = Reporter::new(settings, true);
     report_diagnostics(settings, &captured.diagnostics, &captured.diagnostics_left_out, &mut reporter);
@@ -60,6 +68,9 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Invalid);
     }
     let (made, spans, invocations) = (captured.cases, captured.spans, captured.invocations);
+    if prepared {
+        return into_store(settings, &args, captured, (made, spans, invocations), select.limit);
+    }
     let limit = select.limit.unwrap_or(u64::MAX);
     let filter = select.filter.as_ref();
     let mut taken = 0u64;
@@ -83,13 +94,7 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         return dry_run(settings, &args, selected, made, &mut reporter);
     }
     let dataset = args.dataset.clone().context("`--dataset` names the dataset the cases go to")?;
-    let shown: Vec<String> = args.traces.iter().map(|p| p.display().to_string()).collect();
-    let request = CaptureRequest {
-        dataset: dataset.clone(),
-        author: settings.author.clone(),
-        time: settings.time.clone(),
-        message: args.message.clone().unwrap_or_else(|| format!("capture {}", shown.join(" "))),
-    };
+    let request = capture_request(settings, &args, &dataset);
     let runtime = stores::runtime()?;
     let store = stores::open_write(settings, &runtime)?;
     let place = stores::described(&store);
@@ -151,6 +156,87 @@ pub fn run(settings: &Global, args: CaptureArgs) -> anyhow::Result<Outcome> {
         stores::say_wrote(settings, &format!("{}@v{}", v.dataset, v.number), &place);
     }
     Ok(Outcome::Ok)
+}
+
+/// The capture into the store, its cases prepared already (see [`run`]): the commit takes them
+/// in batches as they come out of the sort.
+fn into_store(
+    settings: &Global,
+    args: &CaptureArgs,
+    mut captured: capture::stream::Cases,
+    (made, spans, invocations): (u64, u64, u64),
+    limit: Option<u64>,
+) -> anyhow::Result<Outcome> {
+    let dataset = args.dataset.clone().context("`--dataset` names the dataset the cases go to")?;
+    let request = capture_request(settings, args, &dataset);
+    let runtime = stores::runtime()?;
+    let store = stores::open_write(settings, &runtime)?;
+    let place = stores::described(&store);
+    let limit = limit.unwrap_or(u64::MAX);
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let (outcome, kept) = std::thread::scope(|scope| {
+        let producer = scope.spawn(move || -> u64 {
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut sent = 0u64;
+            while sent + (batch.len() as u64) < limit {
+                let Some(next) = captured.next_encoded() else { break };
+                let case = next
+                    .map_err(|e| {
+                        casebook_store::StoreError::Corrupt(format!("the capture's temporary files failed: {e}"))
+                    })
+                    .and_then(|bytes| casebook_store::Prepared::from_bytes(&bytes));
+                match case {
+                    Ok(case) => batch.push(case),
+                    Err(e) => {
+                        // The commit is abandoned: nothing is written.
+                        let _ = tx.blocking_send(Err(e));
+                        return sent;
+                    }
+                }
+                if batch.len() == BATCH {
+                    sent += batch.len() as u64;
+                    if tx.blocking_send(Ok(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)))).is_err() {
+                        return sent;
+                    }
+                }
+            }
+            sent += batch.len() as u64;
+            if !batch.is_empty() {
+                let _ = tx.blocking_send(Ok(batch));
+            }
+            sent
+        });
+        let outcome = runtime.block_on(casebook_store::add_captured_prepared(&store, request, rx));
+        (outcome, producer.join())
+    });
+    runtime.block_on(store.close());
+    let Ok(kept) = kept else { anyhow::bail!("the capture stopped unexpectedly: nothing was written") };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(StoreError::Conflict { dataset, head, .. }) => anyhow::bail!(
+            "dataset `{dataset}` moved on to v{head} while the capture was added: nothing was written; capture again"
+        ),
+        Err(StoreError::Corrupt(e)) if e.starts_with("the capture's temporary files failed") => {
+            anyhow::bail!("{e}: nothing was written")
+        }
+        Err(err) => return Err(err.into()),
+    };
+    report(settings, &dataset, (spans, invocations), made - kept, &outcome)?;
+    if let Some(CommitOutcome::Created(v)) = &outcome.commit {
+        stores::say_wrote(settings, &format!("{}@v{}", v.dataset, v.number), &place);
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The version a capture makes: who, when, and the message (`--message`, else the files).
+fn capture_request(settings: &Global, args: &CaptureArgs, dataset: &str) -> CaptureRequest {
+    let shown: Vec<String> = args.traces.iter().map(|p| p.display().to_string()).collect();
+    CaptureRequest {
+        dataset: dataset.to_owned(),
+        author: settings.author.clone(),
+        time: settings.time.clone(),
+        message: args.message.clone().unwrap_or_else(|| format!("capture {}", shown.join(" "))),
+    }
 }
 
 /// Cases sent to the store (or the writer) at a time.

@@ -337,6 +337,14 @@ fn captures_add_only_new_cases(store: &str, dir: &Folder) {
     assert_eq!(case["provenance"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
     let log = run(cb(dir).args(["log", "prod", "--format", "json"]));
     assert_eq!(crate::cli::log_versions(&log.stdout).len(), 3, "{log:?}");
+    // `--limit` into a store (the cases go to it prepared, in the order the invocations
+    // started): the first ones are added, the others counted as left out.
+    let limited =
+        run(cb(dir).args(["--format", "json", "capture", "--dataset", "limited", "--limit", "2"]).arg(&conversation));
+    limited.expect_status(0);
+    let report: Value = serde_json::from_str(&limited.stdout).unwrap();
+    assert_eq!((report["added"].as_array().map(Vec::len), report["left_out"].as_u64()), (Some(2), Some(1)), "{report}");
+    assert_eq!(report["version"]["cases"], 2, "{report}");
 }
 
 #[test]

@@ -12,6 +12,7 @@
 
 use casebook_model::{Code, Diagnostic, Map};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use prost::Message;
 use serde_json::Value;
@@ -68,6 +69,10 @@ pub struct Decoded {
     /// GenAI records left out (errors in them, or no span to join); other records (the
     /// application's own logs) are taken and not kept, so they are not counted.
     pub rejected: u64,
+    /// The body holds no log record but is the request of another signal
+    /// ([`super::Signal::Traces`]: an `ExportTraceServiceRequest` with spans), sent to the wrong
+    /// route.
+    pub other_signal: Option<super::Signal>,
 }
 
 impl Decoded {
@@ -85,11 +90,21 @@ pub fn decode(file: &str, bytes: &[u8], protobuf: bool) -> Decoded {
     let (records, diagnostics) = if protobuf {
         match decode_protobuf(file, bytes) {
             Ok(read) => read,
-            Err(e) => return Decoded { diagnostics: vec![*e], ..Decoded::default() },
+            Err(e) => {
+                let traces = ExportTraceServiceRequest::decode(bytes)
+                    .is_ok_and(|r| r.resource_spans.iter().flat_map(|r| &r.scope_spans).any(|s| !s.spans.is_empty()));
+                let other_signal = traces.then_some(super::Signal::Traces);
+                return Decoded { diagnostics: vec![*e], other_signal, ..Decoded::default() };
+            }
         }
     } else {
+        let (mut spans, mut records, mut diags) = (Vec::new(), Vec::new(), Vec::new());
         // Reading from memory cannot fail.
-        decode_json(file, bytes).unwrap_or_default()
+        let _ = otlp::read(file, bytes, &mut spans, &mut records, &mut diags);
+        if records.is_empty() && !spans.is_empty() {
+            return Decoded { other_signal: Some(super::Signal::Traces), ..Decoded::default() };
+        }
+        (records, diags)
     };
     let mut left_out: Vec<&str> = diagnostics
         .iter()
@@ -99,7 +114,13 @@ pub fn decode(file: &str, bytes: &[u8], protobuf: bool) -> Decoded {
     left_out.sort_unstable();
     left_out.dedup();
     let rejected = left_out.len() as u64;
-    Decoded { records, diagnostics, rejected }
+    Decoded { records, diagnostics, rejected, other_signal: None }
+}
+
+/// Whether `bytes` are a protobuf `ExportLogsServiceRequest` holding log records (of any kind).
+pub(super) fn holds_records(bytes: &[u8]) -> bool {
+    ExportLogsServiceRequest::decode(bytes)
+        .is_ok_and(|r| r.resource_logs.iter().flat_map(|r| &r.scope_logs).any(|s| !s.log_records.is_empty()))
 }
 
 /// The pointer of the log record a pointer is in (`/resourceLogs/0/scopeLogs/1/logRecords/2`).

@@ -189,7 +189,15 @@ impl Capture {
     /// (then by trace and span id); every diagnostic and count is known before the first case.
     /// With errors in the traces, no case comes.
     pub fn stream(self) -> std::io::Result<stream::Cases> {
-        stream::cases(self.spans, self.records, self.diagnostics)
+        self.stream_encoded(&stream::json)
+    }
+
+    /// [`Capture::stream`] with each case kept for the sort as `encode` makes it, on the threads
+    /// that make the cases (a store prepares its rows there): read them with
+    /// [`stream::Cases::next_encoded`]. The order and the diagnostics are those of
+    /// [`Capture::stream`].
+    pub fn stream_encoded(self, encode: stream::Encode) -> std::io::Result<stream::Cases> {
+        stream::cases(self.spans, self.records, self.diagnostics, encode)
     }
 }
 
@@ -264,6 +272,42 @@ pub struct Decoded {
     pub diagnostics: Vec<Diagnostic>,
     /// Spans left out for errors in them.
     pub rejected: u64,
+    /// The body holds no span but is the request of another signal ([`Signal::Logs`]: an
+    /// `ExportLogsServiceRequest` with records), sent to the wrong route.
+    pub other_signal: Option<Signal>,
+}
+
+/// What an OTLP request carries, for a body sent to the other signal's route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Traces,
+    Logs,
+}
+
+impl Signal {
+    /// The request message of the signal.
+    pub fn request(self) -> &'static str {
+        match self {
+            Signal::Traces => "ExportTraceServiceRequest",
+            Signal::Logs => "ExportLogsServiceRequest",
+        }
+    }
+
+    /// What the signal's request holds.
+    pub fn items(self) -> &'static str {
+        match self {
+            Signal::Traces => "spans",
+            Signal::Logs => "log records",
+        }
+    }
+
+    /// The path an exporter sends the signal to (appended to `OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub fn path(self) -> &'static str {
+        match self {
+            Signal::Traces => "/v1/traces",
+            Signal::Logs => "/v1/logs",
+        }
+    }
 }
 
 impl Decoded {
@@ -281,10 +325,17 @@ pub fn decode(file: &str, bytes: &[u8], protobuf: bool) -> Decoded {
     let mut out = Decoded::default();
     if protobuf {
         out.rejected = proto::read(file, bytes, &mut out.spans, &mut out.diagnostics).rejected;
+        if out.undecodable() && logs::holds_records(bytes) {
+            out.other_signal = Some(Signal::Logs);
+        }
         return out;
     }
     // Reading from memory cannot fail; log records have no place in a trace request.
-    let _ = otlp::read(file, bytes, &mut out.spans, &mut Vec::new(), &mut out.diagnostics);
+    let mut records = Vec::new();
+    let _ = otlp::read(file, bytes, &mut out.spans, &mut records, &mut out.diagnostics);
+    if out.spans.is_empty() && !records.is_empty() {
+        out.other_signal = Some(Signal::Logs);
+    }
     let mut bad: Vec<&str> = out
         .diagnostics
         .iter()

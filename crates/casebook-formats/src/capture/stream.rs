@@ -38,6 +38,16 @@ pub const KEPT_PER_CODE: usize = 10_000;
 /// The order of the cases: when the invocation started, its trace id and span id.
 type Key = (u64, String, String);
 
+/// How each case is kept for the sort, on the threads that make the cases: its JSON by
+/// default ([`json`]); a caller that wants the cases in another form (a store's prepared
+/// rows) gives its own and reads them back with [`Cases::next_encoded`].
+pub type Encode<'a> = &'a (dyn Fn(&Case) -> io::Result<Vec<u8>> + Sync);
+
+/// The default [`Encode`]: the case's JSON, which [`Cases`] parses back.
+pub fn json(case: &Case) -> io::Result<Vec<u8>> {
+    serde_json::to_vec(case).map_err(io::Error::other)
+}
+
 /// A capture's spans, kept by trace (see the module's comment).
 pub struct Spans {
     parts: Partitions<Span>,
@@ -188,6 +198,15 @@ impl Cases {
     }
 }
 
+impl Cases {
+    /// The next case as its [`Encode`] made it (its JSON, unless the capture was streamed with
+    /// another), without parsing it.
+    pub fn next_encoded(&mut self) -> Option<io::Result<Vec<u8>>> {
+        self.sorted.as_mut()?.next_bytes().map(|next| next.map(|(_, bytes)| bytes)).transpose()
+    }
+}
+
+/// The cases, for a capture streamed with the default [`Encode`] ([`json`]).
 impl Iterator for Cases {
     type Item = io::Result<Case>;
 
@@ -200,7 +219,7 @@ impl Iterator for Cases {
 /// memory: log files carry the events, not the bulk of a capture) join their spans as each
 /// partition is taken. Partitions are worked on by several threads at a time ([`workers`]), their
 /// findings taken in partition order, so what comes out is what one thread would make.
-pub(super) fn cases(spans: Spans, records: Vec<Record>, mut kept: Kept) -> io::Result<Cases> {
+pub(super) fn cases(spans: Spans, records: Vec<Record>, mut kept: Kept, encode: Encode) -> io::Result<Cases> {
     let Spans { mut parts, failed, memory, workers } = spans;
     if let Some(e) = failed {
         return Err(e);
@@ -230,7 +249,7 @@ pub(super) fn cases(spans: Spans, records: Vec<Record>, mut kept: Kept) -> io::R
         for p in batch.clone() {
             taken.push((parts.take_bytes(p)?, std::mem::take(&mut records_of[p])));
         }
-        for found in in_parallel(taken, |(bytes, records)| spans_found(&bytes, records, errors)) {
+        for found in in_parallel(taken, |(bytes, records)| spans_found(&bytes, records, errors, encode)) {
             let found = found?;
             out.spans += found.spans;
             out.invocations += found.invocations;
@@ -258,7 +277,7 @@ pub(super) fn cases(spans: Spans, records: Vec<Record>, mut kept: Kept) -> io::R
         for p in batch.clone() {
             taken.push(joined.take_bytes(p)?);
         }
-        for found in in_parallel(taken, |bytes| conversations_found(&bytes)) {
+        for found in in_parallel(taken, |bytes| conversations_found(&bytes, encode)) {
             let (merged, made) = found?;
             // The calls of one question are one invocation.
             out.invocations -= merged;
@@ -295,7 +314,8 @@ fn in_parallel<I: Send, R: Send>(items: Vec<I>, work: impl Fn(I) -> R + Sync) ->
     })
 }
 
-/// An invocation's case (as JSON, for the [`Sorter`]) or the diagnostics that stopped it.
+/// An invocation's case (as its [`Encode`] made it, for the [`Sorter`]) or the diagnostics that
+/// stopped it.
 struct Made {
     key: Key,
     case: Option<Vec<u8>>,
@@ -326,14 +346,14 @@ fn merge(out: &mut Cases, kept: &mut Kept, sorter: &mut Sorter<Key, Case>, made:
     Ok(())
 }
 
-fn made(key: Key, case: Option<Case>, diags: Vec<Diagnostic>) -> io::Result<Made> {
-    let case = case.map(|case| serde_json::to_vec(&case)).transpose().map_err(io::Error::other)?;
+fn made(key: Key, case: Option<Case>, diags: Vec<Diagnostic>, encode: Encode) -> io::Result<Made> {
+    let case = case.map(|case| encode(&case)).transpose()?;
     Ok(Made { key, case, diags })
 }
 
 /// Step 2 on one partition of spans (its bytes as [`Partitions::take_bytes`] gave them), with
 /// the log records of its traces.
-fn spans_found(bytes: &[u8], records: Vec<(usize, Record)>, errors: bool) -> io::Result<SpansFound> {
+fn spans_found(bytes: &[u8], records: Vec<(usize, Record)>, errors: bool, encode: Encode) -> io::Result<SpansFound> {
     let mut spans = Partitions::<Span>::parse(bytes)?;
     let mut seen = FastSet::default();
     spans.retain(|s| seen.insert((s.trace_id.clone(), s.span_id.clone())));
@@ -374,7 +394,7 @@ fn spans_found(bytes: &[u8], records: Vec<(usize, Record)>, errors: bool) -> io:
             None => {
                 let mut diags = Vec::new();
                 let case = super::invocation_case(&spans, root, &members, &mut FastMap::default(), &mut diags);
-                found.cases.push(made(key_of(&spans[root]), case, diags)?);
+                found.cases.push(made(key_of(&spans[root]), case, diags, encode)?);
             }
             Some(key) => {
                 // In the order read, so spans that started together are taken as before.
@@ -390,7 +410,7 @@ fn spans_found(bytes: &[u8], records: Vec<(usize, Record)>, errors: bool) -> io:
 
 /// Step 3 on one partition of invocations kept for their conversation: how many model calls
 /// were merged into the invocation of their question, and the cases.
-fn conversations_found(bytes: &[u8]) -> io::Result<(u64, Vec<Made>)> {
+fn conversations_found(bytes: &[u8], encode: Encode) -> io::Result<(u64, Vec<Made>)> {
     let list = Partitions::<Joined>::parse(bytes)?;
     let mut merged = 0u64;
     let mut out = Vec::new();
@@ -417,7 +437,7 @@ fn conversations_found(bytes: &[u8]) -> io::Result<(u64, Vec<Made>)> {
             for (root, members) in joined {
                 let mut diags = Vec::new();
                 let case = super::invocation_case(&spans, root, &members, &mut conversations, &mut diags);
-                out.push(made(key_of(&spans[root]), case, diags)?);
+                out.push(made(key_of(&spans[root]), case, diags, encode)?);
             }
             continue;
         }
@@ -426,7 +446,7 @@ fn conversations_found(bytes: &[u8]) -> io::Result<(u64, Vec<Made>)> {
             let all: Vec<usize> = (0..one.spans.len()).collect();
             let mut diags = Vec::new();
             let case = super::invocation_case(&one.spans, one.root, &all, &mut conversations, &mut diags);
-            out.push(made(key_of(&one.spans[one.root]), case, diags)?);
+            out.push(made(key_of(&one.spans[one.root]), case, diags, encode)?);
         }
     }
     Ok((merged, out))

@@ -31,7 +31,7 @@ use axum::http::header::{CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, RETRY_A
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use casebook_formats::capture::logs::Record;
-use casebook_formats::capture::{self, Span};
+use casebook_formats::capture::{self, Signal, Span};
 use casebook_store::{PendingSpan, Store};
 use futures_util::StreamExt;
 use prost::Message;
@@ -189,22 +189,6 @@ pub async fn pending(reader: Reader, Path(_path): Path<ProjectPath>) -> ApiResul
     }))
 }
 
-/// What a request carries.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Signal {
-    Traces,
-    Logs,
-}
-
-impl Signal {
-    fn request(self) -> &'static str {
-        match self {
-            Signal::Traces => "ExportTraceServiceRequest",
-            Signal::Logs => "ExportLogsServiceRequest",
-        }
-    }
-}
-
 /// The encoding of a request (and so of its answer).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Encoding {
@@ -327,7 +311,7 @@ async fn receive(
             UNAVAILABLE,
             crate::pending::BACKLOG_RETRY_SECONDS,
             format!(
-                "{} spans wait to be made into cases already (`casebook serve --max-pending-spans`): retry later",
+                "{} spans and log records wait to be made into cases already (`casebook serve --max-pending-spans`): retry later",
                 limits.max_pending_spans
             ),
         );
@@ -401,10 +385,26 @@ async fn receive(
         }
         Err(e) => return api_status(encoding, ApiError::internal(e)),
     };
-    let (undecodable, diagnostics) = match &decoded {
-        Decoded::Traces(d) => (d.undecodable(), &d.diagnostics),
-        Decoded::Logs(d) => (d.undecodable(), &d.diagnostics),
+    let (undecodable, diagnostics, other_signal) = match &decoded {
+        Decoded::Traces(d) => (d.undecodable(), &d.diagnostics, d.other_signal),
+        Decoded::Logs(d) => (d.undecodable(), &d.diagnostics, d.other_signal),
     };
+    if let Some(other) = other_signal {
+        // Taking it would lose what it holds: the exporter is told where it goes.
+        return status(
+            encoding,
+            StatusCode::BAD_REQUEST,
+            INVALID_ARGUMENT,
+            format!(
+                "the body is an OTLP `{}` ({}), not an `{}`: send it to `{}`, not `{}`",
+                other.request(),
+                other.items(),
+                signal.request(),
+                other.path(),
+                signal.path()
+            ),
+        );
+    }
     if undecodable {
         let first = diagnostics.iter().find(|d| d.is_error());
         let what = match encoding {

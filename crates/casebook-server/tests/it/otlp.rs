@@ -557,6 +557,13 @@ async fn log_records_after_their_spans_make_the_case(backend: Backend) {
     assert_eq!(made.len(), 1);
     assert_weather_case(&made[0]);
     assert_eq!(made[0]["provenance"]["convention"], "gen_ai-events");
+    // The capture with the records has the content: its `W-no-content` is no longer listed.
+    let list = pending_list(&server).await;
+    let warnings = list["warnings"].as_array().unwrap();
+    assert!(
+        !warnings.iter().any(|w| w["message"].as_str().unwrap().starts_with("W-no-content: ")),
+        "a warning the later capture fixed is still listed: {list:#}"
+    );
     server.stop().await;
 }
 
@@ -677,6 +684,80 @@ async fn failures_of_the_otlp_routes_are_rpc_statuses(backend: Backend) {
     server.stop().await;
 }
 
+/// A traces request sent to `/v1/logs` (and a logs request to `/v1/traces`), as an exporter
+/// configured with the wrong endpoint sends it: 400, saying what the body is and where it goes,
+/// and nothing kept.
+async fn a_body_of_the_other_signal_is_refused_with_where_it_goes(backend: Backend) {
+    let server = Server::start_with(backend, limits()).await;
+    let write = server.keys.a_write.clone();
+    let traces_json = capture_data("openai-v2-old-traces.json");
+    let response = post(&server, "/v1/logs", &write, "application/json", traces_json, &[]).await;
+    assert_eq!(response.status(), 400);
+    let status: Value = response.json().await.unwrap();
+    assert_eq!(
+        status,
+        json!({"code": 3, "message": "the body is an OTLP `ExportTraceServiceRequest` (spans), not an `ExportLogsServiceRequest`: send it to `/v1/traces`, not `/v1/logs`"})
+    );
+    let traces_protobuf = gzip(&request(&invocation("Q", "A"), "svc").encode_to_vec());
+    let response = post(
+        &server,
+        "/api/v1/projects/team-a/v1/logs",
+        &write,
+        "application/x-protobuf",
+        traces_protobuf,
+        &[("content-encoding", "gzip")],
+    )
+    .await;
+    assert_eq!(response.status(), 400);
+    assert_eq!(response.headers()["content-type"], "application/x-protobuf");
+    let status = RpcStatus::decode(response.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        (status.code, status.message.as_str()),
+        (
+            3,
+            "the body is an OTLP `ExportTraceServiceRequest` (spans), not an `ExportLogsServiceRequest`: send it to `/v1/traces`, not `/v1/logs`"
+        )
+    );
+    let logs_protobuf = capture_data("openai-v2-old-logs.pb");
+    let response = post(&server, "/v1/traces", &write, "application/x-protobuf", logs_protobuf, &[]).await;
+    assert_eq!(response.status(), 400);
+    let status = RpcStatus::decode(response.bytes().await.unwrap()).unwrap();
+    assert_eq!(
+        status.message,
+        "the body is an OTLP `ExportLogsServiceRequest` (log records), not an `ExportTraceServiceRequest`: send it to `/v1/logs`, not `/v1/traces`"
+    );
+    let logs_json = capture_data("openai-v2-new-logs.json");
+    let response = post(&server, "/v1/traces", &write, "application/json", logs_json, &[]).await;
+    assert_eq!(response.status(), 400);
+    let status: Value = response.json().await.unwrap();
+    assert_eq!(
+        status["message"],
+        "the body is an OTLP `ExportLogsServiceRequest` (log records), not an `ExportTraceServiceRequest`: send it to `/v1/logs`, not `/v1/traces`"
+    );
+    assert_eq!(pending(&server).await, Vec::<Value>::new(), "a refused body kept something");
+    server.stop().await;
+}
+
+/// Log records wait like spans: past `max_pending_spans` kept, a logs request gets the answer a
+/// traces request gets (503 with `Retry-After`), and records fill the backlog for spans too.
+async fn log_records_count_toward_the_backlog(backend: Backend) {
+    let server = Server::start_with(backend, casebook_server::Limits { max_pending_spans: 3, ..limits() }).await;
+    let write = server.keys.a_write.clone();
+    let logs = capture_data("openai-v2-old-logs.pb");
+    let response = post(&server, "/v1/logs", &write, "application/x-protobuf", logs.clone(), &[]).await;
+    assert_eq!(response.status(), 200);
+    let response = post(&server, "/v1/logs", &write, "application/x-protobuf", logs, &[]).await;
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let status = RpcStatus::decode(response.bytes().await.unwrap()).unwrap();
+    assert_eq!(status.code, 14);
+    assert!(status.message.starts_with("3 spans and log records wait"), "{}", status.message);
+    let body = request(&invocation("Q", "A"), "svc").encode_to_vec();
+    let response = post(&server, "/v1/traces", &write, "application/x-protobuf", body, &[]).await;
+    assert_eq!(response.status(), 503);
+    server.stop().await;
+}
+
 /// `google.rpc.Status`, as OTLP/HTTP failures carry it.
 #[derive(Clone, PartialEq, prost::Message)]
 struct RpcStatus {
@@ -696,5 +777,7 @@ crate::on_both!(
     log_records_after_their_spans_make_the_case,
     log_records_before_their_spans_wait_for_them,
     log_records_without_their_trace_are_dropped_with_a_warning,
-    failures_of_the_otlp_routes_are_rpc_statuses
+    failures_of_the_otlp_routes_are_rpc_statuses,
+    a_body_of_the_other_signal_is_refused_with_where_it_goes,
+    log_records_count_toward_the_backlog
 );
