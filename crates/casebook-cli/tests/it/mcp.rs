@@ -9,21 +9,20 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, cb, run};
+use std::path::PathBuf;
 
-/// Two versions of `support`: v2 drops q5, changes q2's answer and adds q7 and q8 (q8 a
-/// duplicate of q1's question, which `lint_version` reports).
-fn store_with_support() -> Folder {
-    let dir = Folder::new();
-    run(cb(&dir).arg("init")).expect_status(0);
+use crate::cli::{Backend, Folder, cb, run};
+use crate::remote::{PROJECT, Server, push};
+
+/// The two files of `support`'s versions: v2 drops q5, changes q2's answer and adds q7 and q8
+/// (q8 a duplicate of q1's question, which `lint_version` reports).
+fn support_files(dir: &Folder) -> (PathBuf, PathBuf) {
     let row = |k: u32, answer: &str, tag: &str| {
         json!({"id": format!("q{k}"), "input": format!("Question {k}?"), "ground_truth": answer, "tags": [tag]})
             .to_string()
     };
     let v1: Vec<String> =
         (1..=6).map(|k| row(k, &format!("answer {k}"), if k % 2 == 0 { "even" } else { "odd" })).collect();
-    dir.file("v1.jsonl", v1.join("\n") + "\n");
-    run(cb(&dir).args(["import", "v1.jsonl", "--dataset", "support"])).expect_status(0);
     let mut v2: Vec<String> = [1, 2, 3, 4, 6]
         .iter()
         .map(|&k| row(k, &format!("answer {k}"), if k % 2 == 0 { "even" } else { "odd" }))
@@ -31,15 +30,30 @@ fn store_with_support() -> Folder {
     v2[1] = row(2, "a better answer", "even");
     v2.push(row(7, "answer 7", "odd"));
     v2.push(json!({"id": "q8", "input": "Question 1?", "ground_truth": "answer 1", "tags": ["odd"]}).to_string());
-    dir.file("v2.jsonl", v2.join("\n") + "\n");
-    run(cb(&dir).args(["commit", "support", "v2.jsonl"])).expect_status(0);
+    (dir.file("v1.jsonl", v1.join("\n") + "\n"), dir.file("v2.jsonl", v2.join("\n") + "\n"))
+}
+
+/// A store here holding both versions of `support`.
+fn store_with_support() -> Folder {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    let (v1, v2) = support_files(&dir);
+    run(cb(&dir).arg("import").arg(&v1).args(["--dataset", "support"])).expect_status(0);
+    run(cb(&dir).args(["commit", "support"]).arg(&v2)).expect_status(0);
     dir
 }
 
 async fn connect(dir: &Folder) -> RunningService<RoleClient, ClientConfig> {
+    connect_with(dir, &[]).await
+}
+
+/// `casebook mcp` in `dir` with the environment `env` (and no store, server or key of the test's own).
+async fn connect_with(dir: &Folder, env: &[(&str, &str)]) -> RunningService<RoleClient, ClientConfig> {
     let mut command = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"));
     command.arg("mcp").current_dir(dir.join("")).env("NO_COLOR", "1");
     command.env_remove("CASEBOOK_STORE").env_remove("CASEBOOK_URL").env_remove("CASEBOOK_TOKEN");
+    command.env_remove("CASEBOOK_PROJECT").env_remove("XDG_CONFIG_HOME").env("HOME", dir.join("home"));
+    command.envs(env.iter().copied());
     let transport = TokioChildProcess::new(command).expect("start `casebook mcp`");
     ClientConfig::default().serve(transport).await.expect("an MCP session with `casebook mcp`")
 }
@@ -58,6 +72,51 @@ async fn call(client: &RunningService<RoleClient, ClientConfig>, tool: &str, arg
 async fn an_agent_lists_searches_shows_diffs_and_lints_over_stdio() {
     let dir = store_with_support();
     let client = connect(&dir).await;
+    every_tool_on_support(&client).await;
+    client.cancel().await.unwrap();
+}
+
+/// With `CASEBOOK_URL` and a key, the tools read the server's datasets through its API (from a
+/// folder without a store), answering as they do on the store; a key the server refuses, or a
+/// server that is not there, makes each call a tool error naming the server and the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_reads_a_servers_datasets_and_is_told_when_the_server_refuses() {
+    let b = Backend::Embedded;
+    let dir = Folder::new();
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "read");
+    let writer = Server::key(&b, &dir, PROJECT, "write");
+    let (v1, v2) = support_files(&dir);
+    push(&server, &dir, &writer, "support", &v1);
+    push(&server, &dir, &writer, "support", &v2);
+    let elsewhere = Folder::new();
+    let client = connect_with(&elsewhere, &[("CASEBOOK_URL", &server.url), ("CASEBOOK_TOKEN", &token)]).await;
+    every_tool_on_support(&client).await;
+    client.cancel().await.unwrap();
+
+    let refused =
+        connect_with(&elsewhere, &[("CASEBOOK_URL", &server.url), ("CASEBOOK_TOKEN", "cb_000000000000_nope")]).await;
+    // The tools are listed without the server; each call says why it cannot be answered.
+    assert_eq!(refused.list_all_tools().await.unwrap().len(), 6);
+    for (tool, arguments) in [("list_datasets", json!({})), ("show_case", json!({"dataset": "support", "id": "q1"}))] {
+        let (error, text) = call(&refused, tool, arguments).await;
+        assert!(error, "{text}");
+        assert!(
+            text.starts_with(&format!("the server at {}: the server refused the key (", server.url)),
+            "{tool}: {text}"
+        );
+    }
+    refused.cancel().await.unwrap();
+
+    let gone = connect_with(&elsewhere, &[("CASEBOOK_URL", "http://127.0.0.1:9"), ("CASEBOOK_TOKEN", &token)]).await;
+    let (error, text) = call(&gone, "list_datasets", json!({})).await;
+    assert!(error);
+    assert!(text.starts_with("cannot reach the server at http://127.0.0.1:9: "), "{text}");
+    gone.cancel().await.unwrap();
+}
+
+/// Every tool on the two versions of `support` ([`support_files`]), mistakes included.
+async fn every_tool_on_support(client: &RunningService<RoleClient, ClientConfig>) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["list_datasets", "list_versions", "search_cases", "show_case", "diff_versions", "lint_version"]);
@@ -125,7 +184,6 @@ async fn an_agent_lists_searches_shows_diffs_and_lints_over_stdio() {
     let (error, text) = call(&client, "show_case", json!({"dataset": "support", "id": "q5"})).await;
     assert!(error);
     assert_eq!(text, "support@v2 has no case `q5`: find ids with `search_cases`");
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
