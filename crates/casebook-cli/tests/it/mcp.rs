@@ -2,6 +2,8 @@
 //! rmcp's client (as an agent's would) and by the official Python SDK's stdio client; answers
 //! bounded, mistakes answered as tool errors saying what to do. The datasets are written here in
 //! letta's JSON-lines shape (as `examples/tour/data.jsonl`).
+// Helpers of the tests (`every_tool_on_support`) unwrap as the tests do.
+#![allow(clippy::unwrap_used)]
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
@@ -121,14 +123,14 @@ async fn every_tool_on_support(client: &RunningService<RoleClient, ClientConfig>
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["list_datasets", "list_versions", "search_cases", "show_case", "diff_versions", "lint_version"]);
 
-    let (error, text) = call(&client, "list_datasets", json!({})).await;
+    let (error, text) = call(client, "list_datasets", json!({})).await;
     assert!(!error);
     assert_eq!(
         serde_json::from_str::<Value>(text.trim()).unwrap(),
         json!({"name": "support", "head": "v2", "cases": 7, "description": null})
     );
 
-    let (_, text) = call(&client, "list_versions", json!({"dataset": "support"})).await;
+    let (_, text) = call(client, "list_versions", json!({"dataset": "support"})).await;
     let versions: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(versions.iter().map(|v| v["version"].as_str().unwrap()).collect::<Vec<_>>(), ["v2", "v1"]);
     assert_eq!(
@@ -138,7 +140,7 @@ async fn every_tool_on_support(client: &RunningService<RoleClient, ClientConfig>
 
     // A page of two odd cases, then the next from where it said.
     let (_, text) =
-        call(&client, "search_cases", json!({"dataset": "support", "where": "labels contains \"odd\"", "limit": 2}))
+        call(client, "search_cases", json!({"dataset": "support", "where": "labels contains \"odd\"", "limit": 2}))
             .await;
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("support@v2: 4 cases selected; 2 shown from 1; next page: skip 2"));
@@ -146,7 +148,7 @@ async fn every_tool_on_support(client: &RunningService<RoleClient, ClientConfig>
         lines.map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect();
     assert_eq!(ids, ["q1", "q3"]);
     let (_, text) = call(
-        &client,
+        client,
         "search_cases",
         json!({"dataset": "support@v1", "where": "labels contains \"odd\"", "limit": 2, "skip": 2}),
     )
@@ -154,34 +156,34 @@ async fn every_tool_on_support(client: &RunningService<RoleClient, ClientConfig>
     assert!(text.starts_with("support@v1: 3 cases selected; 1 shown from 3\n"), "{text}");
     assert!(text.contains(r#""id":"q5""#), "{text}");
 
-    let (_, text) = call(&client, "show_case", json!({"dataset": "support@v1", "id": "q2"})).await;
+    let (_, text) = call(client, "show_case", json!({"dataset": "support@v1", "id": "q2"})).await;
     let case: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(case["expected"]["output"], "answer 2");
 
-    let (_, text) = call(&client, "diff_versions", json!({"dataset": "support", "from": "v1"})).await;
+    let (_, text) = call(client, "diff_versions", json!({"dataset": "support", "from": "v1"})).await;
     let diff: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(diff["counts"], json!({"added": 2, "removed": 1, "modified": 1, "moved": 0}));
     assert_eq!((&diff["added"], &diff["removed"]), (&json!(["q7", "q8"]), &json!(["q5"])));
     assert_eq!(diff["modified"], json!([{"id": "q2", "fields": ["/expected/output"]}]));
 
-    let (_, text) = call(&client, "lint_version", json!({"dataset": "support"})).await;
+    let (_, text) = call(client, "lint_version", json!({"dataset": "support"})).await;
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("support@v2: 7 cases, "), "{text}");
     assert!(text.contains("W-duplicate-input") && text.contains("\"q8\""), "{text}");
 
     // Mistakes are tool errors that say what to do.
-    let (error, text) = call(&client, "search_cases", json!({"dataset": "suport"})).await;
+    let (error, text) = call(client, "search_cases", json!({"dataset": "suport"})).await;
     assert!(error);
     assert!(text.contains("did you mean `support`?"), "{text}");
     let (error, text) =
-        call(&client, "search_cases", json!({"dataset": "support", "where": "labels contain \"odd\""})).await;
+        call(client, "search_cases", json!({"dataset": "support", "where": "labels contain \"odd\""})).await;
     assert!(error);
     assert!(text.starts_with("invalid `where`: "), "{text}");
     assert!(text.contains("found `contain` at column 8\n  labels contain \"odd\"\n         ^^^^^^^"), "{text}");
-    let (error, text) = call(&client, "search_cases", json!({"dataset": "support", "limit": 1000})).await;
+    let (error, text) = call(client, "search_cases", json!({"dataset": "support", "limit": 1000})).await;
     assert!(error);
     assert_eq!(text, "`limit` must be 1 to 100, not 1000");
-    let (error, text) = call(&client, "show_case", json!({"dataset": "support", "id": "q5"})).await;
+    let (error, text) = call(client, "show_case", json!({"dataset": "support", "id": "q5"})).await;
     assert!(error);
     assert_eq!(text, "support@v2 has no case `q5`: find ids with `search_cases`");
 }

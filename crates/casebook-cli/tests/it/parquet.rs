@@ -238,7 +238,8 @@ pq.write_table(pa.table({
         (
             &json!("E-missing-field"),
             &json!("qa.parquet"),
-            &json!(0),
+            // The whole file: no row.
+            &Value::Null,
             &json!("`--map expected.output=response` names column `response`, which the table does not have"),
             &json!("the table's columns: `qid`, `question`, `answer`, `tags`, `chat`, `difficulty`"),
         ),
