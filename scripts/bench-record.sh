@@ -21,7 +21,7 @@ mkdir -p "$DATA"
 if [[ -z ${NO_BUILD:-} ]]; then # NO_BUILD=1: use the binary already built
   flock /tmp/release.lock nice -n 5 cargo build --release -q -p casebook-cli
 fi
-BIN=$TARGET/release/casebook
+BIN=${BIN:-$TARGET/release/casebook} # BIN=…: another build (a figure from before a change)
 
 echo "| version | results logged | wall | peak RSS |"
 echo "|---|---|---|---|"
