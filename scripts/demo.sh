@@ -2,9 +2,10 @@
 # The README's first command: builds casebook and runs it on the bundled examples — validates
 # every dataset, lints two, summarises and converts a mas-lab manifest, keeps versions of a
 # dataset in an embedded store (in a temporary folder), shows their log and diff, reviews a case
-# and lints the stored version, captures production traces as cases, filters cases, runs the
-# example experiment against the built-in agents, and lets two agents investigate incidents with
-# tools whose answers come from each case's recorded telemetry.
+# and lints the stored version, captures production traces as cases, filters cases (and reads
+# them from Python, through the `casebook` module), runs the example experiment against the
+# built-in agents, and lets two agents investigate incidents with tools whose answers come from
+# each case's recorded telemetry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +46,11 @@ echo; echo "== choosing cases: the same filter on the store (in SQL) and on the 
 casebook cases support --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases examples/letta/support.jsonl --where 'labels contains "refunds" or len(turns) >= 1'
 casebook cases support --group-by label.category
+echo; echo "== from Python: the casebook module (python/casebook, the standard library only) on the same store"
+CASEBOOK_BIN=$bin PYTHONPATH=python python3 -c '
+import casebook
+ds = casebook.dataset("support@latest", where="labels contains \"refunds\"")
+print(f"{ds.version} ({ds.version.id[:12]}): {len(ds)} of {ds.version.cases} cases about refunds:", [case.id for case in ds])'
 echo; echo "== running the dataset against built-in agents, graded; results kept in the store"
 casebook run examples/experiments/support.yaml --report markdown="$store/report.md" --overwrite || true
 casebook results --list

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the npm tarballs that scripts/npm.sh built into a fresh folder, offline, as a user
 # would (`npm install ./casebook-*.tgz ./casebook-cli-linux-x64-*.tgz`), runs `npx casebook
-# --version`, the client's `node --test` suite against a real `casebook serve`, and the vitest
-# example. Called by scripts/test.sh.
+# --version`, the client's `node --test` suite against a real `casebook serve` (over SQLite, and
+# over PostgreSQL too when `CASEBOOK_TEST_POSTGRES` is set), and the vitest example. Called by
+# scripts/test.sh.
 #
 #   scripts/npm-test.sh [OUT]   # the tarballs' folder (default target/npm)
 set -euo pipefail
@@ -20,6 +21,12 @@ npx --offline casebook --version
 
 cp "$root"/npm/casebook/test/*.test.mjs .
 node --test --test-reporter=spec ./*.test.mjs
+# Again on PostgreSQL when the test command's server is there (`CASEBOOK_TEST_POSTGRES`, as the
+# Python suite reads it): the server on a database of its own, which `casebook init` creates.
+if [[ -n ${CASEBOOK_TEST_POSTGRES:-} ]]; then
+  database="npm_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+  CASEBOOK_TEST_STORE="${CASEBOOK_TEST_POSTGRES%/*}/$database" node --test --test-reporter=spec ./*.test.mjs
+fi
 
 # The vitest example, with the vitest of target/node-tools, against a server of its own.
 mkdir example && cd example

@@ -84,12 +84,13 @@ cargo nextest run --workspace --locked --no-fail-fast --status-level skip
 
 # The Python package: the wheel built from the debug build the Rust tests just made (maturin's
 # `--profile dev` into the same target folder), installed into a fresh virtual environment as a
-# user would, and its pytest suite against a real `casebook serve` (SQLite and the PostgreSQL above).
-wheel=$(scripts/wheel.sh --dev)
+# user would, and its pytest suite against a real `casebook serve` (SQLite and the PostgreSQL above);
+# with `datasets` for `to_hf()`, and uv for `uvx --from WHEEL casebook …` (offline, a fresh cache).
+wheel=$(realpath "$(scripts/wheel.sh --dev)")
 rm -rf target/py-wheel
 python3 -m venv target/py-wheel >&2
-target/py-wheel/bin/python -m pip install --quiet "$wheel" pytest pandas >&2
-(cd python/tests && ../../target/py-wheel/bin/python -m pytest -q -p no:cacheprovider)
+target/py-wheel/bin/python -m pip install --quiet "$wheel" pytest pandas datasets uv >&2
+(cd python/tests && CASEBOOK_TEST_WHEEL=$wheel ../../target/py-wheel/bin/python -m pytest -q -p no:cacheprovider)
 
 # The npm packages, built from the debug binary the tests above used, installed into a fresh
 # folder as a user would, and the TypeScript client's tests against a real `casebook serve`.

@@ -169,3 +169,31 @@ def test_the_local_store_without_a_server(store: Path, tmp_path: Path) -> None:
         casebook.dataset("nope")
     with pytest.raises(casebook.CommandError, match="invalid `--where`"):
         casebook.dataset("support", where="labels ==")
+
+
+def test_to_hf_is_a_datasets_dataset_with_the_cases_columns_and_types(server: Server) -> None:
+    datasets = pytest.importorskip("datasets", reason="scripts/test.sh installs `datasets` into the wheel's environment")
+    conversation = [{"role": "user", "content": "où est ma commande ?"}, {"role": "assistant", "content": "en route"}]
+    cases = CASES[:2] + [
+        # Shapes that differ from case to case: a conversation, no expectations, nested metadata.
+        {"id": "chat", "input": conversation, "labels": [], "metadata": {"tags": ["a", 2, None]}},
+    ]
+    casebook.push("support", cases)
+    hf = casebook.dataset("support").to_hf()
+    assert isinstance(hf, datasets.Dataset)
+    assert hf.num_rows == 3
+    assert hf.column_names == ["id", "input", "expected", "labels", "metadata"]
+    features = hf.features
+    assert {name: features[name].dtype for name in ("id", "input", "expected", "metadata")} == {
+        "id": "string", "input": "string", "expected": "string", "metadata": "string"}
+    # A list of strings, read as one by Hugging Face (`List` in datasets 4, `Sequence` before).
+    assert getattr(features["labels"], "feature", None) == datasets.Value("string"), features["labels"]
+    assert hf["id"] == ["c0", "c1", "chat"]
+    assert hf[0]["input"] == "question 0" and json.loads(hf[0]["expected"]) == {"output": "answer 0"}
+    assert hf[0]["labels"] == ["billing"] and json.loads(hf[0]["metadata"]) == {"n": 0}
+    # Nested values are JSON text, whole.
+    assert json.loads(hf[2]["input"]) == conversation
+    assert hf[2]["expected"] is None and hf[2]["labels"] == []
+    assert json.loads(hf[2]["metadata"]) == {"tags": ["a", 2, None]}
+    # The filter applies as to pages.
+    assert casebook.dataset("support", where='labels contains "billing"').to_hf()["id"] == ["c0"]

@@ -883,7 +883,8 @@ pub struct ReadArgs {
     /// Parquet table of casebook's cases)
     #[arg(long, value_parser = parse_format)]
     pub from: Option<FormatArg>,
-    /// Column map for `--from csv`, e.g. `input=question,expected.output=answer`
+    /// Column map for `--from csv` or a Parquet table of another tool's, e.g.
+    /// `input=question,expected.output=answer`
     #[arg(long, value_parser = parse_map)]
     pub map: Option<ColumnMap>,
     /// Worker threads (default: one per core)

@@ -104,6 +104,11 @@ pub enum RemoteError {
     Garbled(u16, String),
 }
 
+/// The server [`Remote::connect`] connects to: `CASEBOOK_URL`, else the one `saved` names.
+pub fn configured_url(saved: Option<&Credentials>) -> Option<String> {
+    std::env::var("CASEBOOK_URL").ok().filter(|u| !u.is_empty()).or_else(|| saved.map(|c| c.url.clone()))
+}
+
 /// The root cause of a transport error, for a one-line message.
 fn why(err: &reqwest::Error) -> String {
     let mut source: Option<&dyn std::error::Error> = Some(err);
@@ -120,10 +125,7 @@ impl Remote {
     /// the server which project the key opens.
     pub async fn connect() -> anyhow::Result<Self> {
         let saved = saved_credentials();
-        let url = std::env::var("CASEBOOK_URL")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .or_else(|| saved.as_ref().map(|c| c.url.clone()));
+        let url = configured_url(saved.as_ref());
         let token = std::env::var("CASEBOOK_TOKEN")
             .ok()
             .filter(|t| !t.is_empty())

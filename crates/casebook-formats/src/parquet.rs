@@ -30,6 +30,8 @@ use parquet::schema::parser::parse_message_type;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::tabular::ColumnMap;
+
 /// The first (and last) bytes of every Parquet file.
 pub const MAGIC: &[u8] = b"PAR1";
 /// The key of the dataset header in the file's key-value metadata.
@@ -358,8 +360,15 @@ fn row_diagnostic(
     }
 }
 
-/// Reads the Parquet file `file` (shown as `display`) into native JSONL on `out`.
-pub fn to_jsonl(file: std::fs::File, display: &str, out: &mut dyn Write) -> io::Result<Converted> {
+/// Reads the Parquet file `file` (shown as `display`) into native JSONL on `out`: casebook's own
+/// columns, or with `map` (`--map`, as for a CSV file) any table's, each column to the case path
+/// the map gives it and the others to `metadata.<column>`.
+pub fn to_jsonl(
+    file: std::fs::File,
+    display: &str,
+    map: Option<&ColumnMap>,
+    out: &mut dyn Write,
+) -> io::Result<Converted> {
     let reader = SerializedFileReader::new(file).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -381,7 +390,32 @@ pub fn to_jsonl(file: std::fs::File, display: &str, out: &mut dyn Write) -> io::
     }
     let known = |name: &str| name == "input_json" || casebook_model::CASE_FIELDS.contains(&name);
     let fields = reader.metadata().file_metadata().schema_descr().root_schema().get_fields().to_vec();
-    for field in &fields {
+    if let Some(map) = map {
+        let names: Vec<&str> = fields.iter().map(|f| f.name()).filter(|n| !n.starts_with("__")).collect();
+        for (target, column) in &map.entries {
+            if !names.contains(&column.as_str()) {
+                // A few columns, each cut short: the table is the user's, of any width.
+                const SHOWN: usize = 8;
+                let mut shown: Vec<String> =
+                    names.iter().take(SHOWN).map(|c| format!("`{}`", casebook_model::excerpt(c))).collect();
+                if names.len() > SHOWN {
+                    shown.push(format!("… ({} columns)", names.len()));
+                }
+                converted.diagnostics.push(row_diagnostic(
+                    display,
+                    0,
+                    "",
+                    Code::MissingField,
+                    format!("`--map {target}={column}` names column `{column}`, which the table does not have"),
+                    Some(format!("the table's columns: {}", shown.join(", "))),
+                ));
+            }
+        }
+        if !converted.diagnostics.is_empty() {
+            return Ok(converted);
+        }
+    }
+    for field in fields.iter().filter(|_| map.is_none()) {
         let name = field.name();
         // pandas keeps its index as `__index_level_0__`: not data.
         if !known(name) && !name.starts_with("__") {
@@ -402,7 +436,11 @@ pub fn to_jsonl(file: std::fs::File, display: &str, out: &mut dyn Write) -> io::
             io::Error::new(io::ErrorKind::InvalidData, format!("`{display}`: row {number} cannot be read: {e}"))
         })?;
         line.clear();
-        match row_line(&row, &mut line) {
+        let made = match map {
+            Some(map) => mapped_line(&row, map, &mut line),
+            None => row_line(&row, &mut line),
+        };
+        match made {
             Ok(()) => out.write_all(line.as_bytes())?,
             Err((column, message)) => converted.diagnostics.push(row_diagnostic(
                 display,
@@ -486,6 +524,117 @@ fn row_line(row: &parquet::record::Row, line: &mut String) -> Result<(), (String
     }
     line.push('}');
     Ok(())
+}
+
+/// The native JSON of one row of a table read with a column map (see `tabular::mapped_record`,
+/// its CSV counterpart): text stays text, a list of text in a `labels` column is the labels (a
+/// cell of text is split at commas and semicolons), the fields that hold JSON take JSON text,
+/// and lists, structs and maps are JSON arrays and objects (a list of `{role, content}` structs
+/// is a conversation).
+fn mapped_line(row: &parquet::record::Row, map: &ColumnMap, line: &mut String) -> Result<(), (String, String)> {
+    use serde_json::{Map, Value};
+    let (mut top, mut expected, mut metadata) = (Map::new(), Map::new(), Map::new());
+    for (name, value) in row.get_column_iter() {
+        let name = name.as_str();
+        if matches!(value, Field::Null) || name.starts_with("__") {
+            continue;
+        }
+        let target = map.target_of(name).map_or_else(|| format!("metadata.{name}"), str::to_owned);
+        let wrong = |what: &str| {
+            (name.to_owned(), format!("column `{name}`, read as `{target}`, holds {what}: {}", describe(value)))
+        };
+        let json = match target.as_str() {
+            "agent_args" | "expected.rubric_vars" | "expected.acceptable" | "expected.outcomes" => match value {
+                Field::Str(text) => serde_json::from_str(text)
+                    .map_err(|e| (name.to_owned(), format!("column `{name}`, read as `{target}`, is not JSON: {e}")))?,
+                other => field_json(other),
+            },
+            "labels" => match value {
+                Field::Str(text) if text.trim_start().starts_with('[') => serde_json::from_str(text)
+                    .map_err(|e| (name.to_owned(), format!("column `{name}`, read as `labels`, is not JSON: {e}")))?,
+                Field::Str(text) => Value::Array(
+                    text.split([',', ';'])
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(|s| Value::String(s.to_owned()))
+                        .collect(),
+                ),
+                Field::ListInternal(_) => field_json(value),
+                _ => return Err(wrong("neither text nor a list")),
+            },
+            "confidence" => match field_json(value) {
+                number @ Value::Number(_) => number,
+                _ => return Err(wrong("no number")),
+            },
+            // Ids written by other tools as numbers read as their text.
+            "id" => match value {
+                Field::Str(text) => Value::String(text.clone()),
+                Field::Byte(_) | Field::Short(_) | Field::Int(_) | Field::Long(_) => {
+                    Value::String(field_json(value).to_string())
+                }
+                Field::UByte(_) | Field::UShort(_) | Field::UInt(_) | Field::ULong(_) => {
+                    Value::String(field_json(value).to_string())
+                }
+                _ => return Err(wrong("neither text nor a whole number")),
+            },
+            _ => field_json(value),
+        };
+        if let Some(key) = target.strip_prefix("expected.") {
+            expected.insert(key.to_owned(), json);
+        } else if let Some(key) = target.strip_prefix("metadata.") {
+            metadata.insert(key.to_owned(), json);
+        } else {
+            top.insert(target, json);
+        }
+    }
+    if !expected.is_empty() {
+        top.insert("expected".into(), Value::Object(expected));
+    }
+    if !metadata.is_empty() {
+        top.insert("metadata".into(), Value::Object(metadata));
+    }
+    line.push_str(&Value::Object(top).to_string());
+    Ok(())
+}
+
+/// A Parquet value as JSON: lists as arrays, structs and maps as objects (a map's keys as their
+/// text), binary data as lossy UTF-8 text, times and decimals as the text the crate prints.
+fn field_json(value: &Field) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Field::Null => Value::Null,
+        Field::Bool(b) => Value::Bool(*b),
+        Field::Byte(n) => Value::from(*n),
+        Field::Short(n) => Value::from(*n),
+        Field::Int(n) => Value::from(*n),
+        Field::Long(n) => Value::from(*n),
+        Field::UByte(n) => Value::from(*n),
+        Field::UShort(n) => Value::from(*n),
+        Field::UInt(n) => Value::from(*n),
+        Field::ULong(n) => Value::from(*n),
+        Field::Float(x) => Value::from(f64::from(*x)),
+        Field::Double(x) => Value::from(*x),
+        Field::Str(text) => Value::String(text.clone()),
+        Field::Bytes(bytes) => Value::String(String::from_utf8_lossy(bytes.data()).into_owned()),
+        Field::ListInternal(list) => Value::Array(list.elements().iter().map(field_json).collect()),
+        Field::Group(group) => {
+            Value::Object(group.get_column_iter().map(|(k, v)| (k.clone(), field_json(v))).collect())
+        }
+        Field::MapInternal(entries) => Value::Object(
+            entries
+                .entries()
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Field::Str(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    (key, field_json(v))
+                })
+                .collect(),
+        ),
+        other => Value::String(other.to_string()),
+    }
 }
 
 /// What a value of another type is, for a message.

@@ -388,7 +388,7 @@ fn read_parquet<W: Send>(
     };
     let mut jsonl = tempfile::NamedTempFile::new()?;
     let mut out = std::io::BufWriter::new(jsonl.as_file_mut());
-    let (pending, shift) = match crate::parquet::to_jsonl(table, &input.display, &mut out) {
+    let (pending, shift) = match crate::parquet::to_jsonl(table, &input.display, opts.column_map.as_ref(), &mut out) {
         Ok(converted) => (converted.diagnostics, converted.header_lines),
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
             let mut d =

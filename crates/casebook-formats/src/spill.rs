@@ -2,6 +2,8 @@
 //! by partition (in memory up to a budget, then in chunks of one unnamed temporary file) so that
 //! each partition can be worked on alone; [`Sorter`] sorts items by a key, in memory up to a
 //! budget, else as sorted runs in a temporary file merged back at the end (an external sort).
+//! [`Lookup`] finds items by a string key in a temporary file (an open-addressing hash table
+//! on disk), for indexes of a whole dataset version that memory should not hold.
 //! Items are kept as JSON, so anything serde can write round-trips.
 
 use std::cmp::Reverse;
@@ -335,6 +337,194 @@ impl Run {
     }
 }
 
+/// Bytes of new records kept in memory before they are written to the records file.
+const LOOKUP_BUFFER: usize = 1 << 20;
+/// Bytes of one slot of a [`Lookup`]'s table: the key's hash (never 0: 0 is an empty slot) and
+/// where its record is.
+const SLOT: usize = 16;
+
+/// Items of type `T` by a string key, on disk: a table of slots (hash, record offset) in one
+/// unnamed temporary file, probed linearly and kept at most half full, and the records (key and
+/// item as JSON, each length-prefixed) appended to another. Memory holds the write buffer only,
+/// whatever the number of items; a lookup reads a slot or two and one record. A key inserted
+/// again replaces its item.
+pub struct Lookup<T> {
+    table: std::fs::File,
+    slots: u64,
+    len: u64,
+    records: std::fs::File,
+    /// Records not yet written, which begin at offset `flushed`.
+    buffer: Vec<u8>,
+    flushed: u64,
+    _items: PhantomData<T>,
+}
+
+impl<T: Serialize + DeserializeOwned> Lookup<T> {
+    /// An empty lookup sized for about `capacity` items (it grows past that).
+    pub fn new(capacity: u64) -> io::Result<Self> {
+        let slots = capacity.saturating_mul(2).max(16).next_power_of_two();
+        let table = tempfile::tempfile()?;
+        table.set_len(slots * SLOT as u64)?;
+        let records = tempfile::tempfile()?;
+        Ok(Self { table, slots, len: 0, records, buffer: Vec::new(), flushed: 0, _items: PhantomData })
+    }
+
+    /// Items held.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A 64-bit hash of `key` that is never 0 (its low bit set; slots are chosen by the others).
+    fn hash(key: &str) -> u64 {
+        foldhash::quality::FixedState::with_seed(0x100c).hash_one(key) | 1
+    }
+
+    fn slot(&self, at: u64) -> io::Result<(u64, u64)> {
+        let mut bytes = [0u8; SLOT];
+        read_exact_at(&self.table, &mut bytes, at * SLOT as u64)?;
+        let (hash, offset) = bytes.split_at(8);
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        Ok((word(hash), word(offset)))
+    }
+
+    fn set_slot(&self, at: u64, hash: u64, offset: u64) -> io::Result<()> {
+        let mut bytes = [0u8; SLOT];
+        bytes[..8].copy_from_slice(&hash.to_le_bytes());
+        bytes[8..].copy_from_slice(&offset.to_le_bytes());
+        write_all_at(&self.table, &bytes, at * SLOT as u64)
+    }
+
+    /// The key and item JSON of the record at `offset`.
+    fn record(&self, offset: u64) -> io::Result<(Vec<u8>, Vec<u8>)> {
+        let mut lengths = [0u8; 8];
+        self.read(&mut lengths, offset)?;
+        let key_len = u32::from_le_bytes([lengths[0], lengths[1], lengths[2], lengths[3]]) as usize;
+        let item_len = u32::from_le_bytes([lengths[4], lengths[5], lengths[6], lengths[7]]) as usize;
+        let mut bytes = vec![0u8; key_len + item_len];
+        self.read(&mut bytes, offset + 8)?;
+        let item = bytes.split_off(key_len);
+        Ok((bytes, item))
+    }
+
+    /// Reads from the records, written or still in the buffer.
+    fn read(&self, bytes: &mut [u8], at: u64) -> io::Result<()> {
+        if at >= self.flushed {
+            let start = (at - self.flushed) as usize;
+            let held = self.buffer.get(start..start + bytes.len()).ok_or(io::ErrorKind::UnexpectedEof)?;
+            bytes.copy_from_slice(held);
+            Ok(())
+        } else {
+            read_exact_at(&self.records, bytes, at)
+        }
+    }
+
+    /// Where `key` is in the table: its slot and record offset, or the empty slot it would take.
+    fn find(&self, key: &str, hash: u64) -> io::Result<(u64, Option<u64>)> {
+        let mask = self.slots - 1;
+        let mut at = (hash >> 1) & mask;
+        loop {
+            let (held, offset) = self.slot(at)?;
+            if held == 0 {
+                return Ok((at, None));
+            }
+            if held == hash && self.record(offset)?.0 == key.as_bytes() {
+                return Ok((at, Some(offset)));
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    pub fn insert(&mut self, key: &str, item: &T) -> io::Result<()> {
+        if (self.len + 1) * 2 > self.slots {
+            self.grow()?;
+        }
+        let hash = Self::hash(key);
+        let (at, found) = self.find(key, hash)?;
+        let item = serde_json::to_vec(item).map_err(io::Error::other)?;
+        let too_long = || io::Error::new(io::ErrorKind::InvalidInput, "a key or item over 4 GiB");
+        let offset = self.flushed + self.buffer.len() as u64;
+        self.buffer.extend_from_slice(&u32::try_from(key.len()).map_err(|_| too_long())?.to_le_bytes());
+        self.buffer.extend_from_slice(&u32::try_from(item.len()).map_err(|_| too_long())?.to_le_bytes());
+        self.buffer.extend_from_slice(key.as_bytes());
+        self.buffer.extend_from_slice(&item);
+        self.set_slot(at, hash, offset)?;
+        if found.is_none() {
+            self.len += 1;
+        }
+        if self.buffer.len() >= LOOKUP_BUFFER {
+            write_all_at(&self.records, &self.buffer, self.flushed)?;
+            self.flushed += self.buffer.len() as u64;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+
+    /// The item of `key`, if there is one.
+    pub fn get(&self, key: &str) -> io::Result<Option<T>> {
+        match self.find(key, Self::hash(key))? {
+            (_, Some(offset)) => {
+                let item = self.record(offset)?.1;
+                serde_json::from_slice(&item).map(Some).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+            }
+            (_, None) => Ok(None),
+        }
+    }
+
+    /// Twice the slots: every slot moved to a new table, read a block at a time.
+    fn grow(&mut self) -> io::Result<()> {
+        let old = std::mem::replace(&mut self.table, tempfile::tempfile()?);
+        let old_slots = self.slots;
+        self.slots *= 2;
+        self.table.set_len(self.slots * SLOT as u64)?;
+        let mask = self.slots - 1;
+        let mut block = vec![0u8; 4096 * SLOT];
+        let mut first = 0u64;
+        while first < old_slots {
+            let n = (old_slots - first).min(4096) as usize;
+            read_exact_at(&old, &mut block[..n * SLOT], first * SLOT as u64)?;
+            for slot in block[..n * SLOT].chunks_exact(SLOT) {
+                let hash = u64::from_le_bytes(slot[..8].try_into().unwrap_or_default());
+                if hash == 0 {
+                    continue;
+                }
+                let offset = u64::from_le_bytes(slot[8..].try_into().unwrap_or_default());
+                let mut at = (hash >> 1) & mask;
+                while self.slot(at)?.0 != 0 {
+                    at = (at + 1) & mask;
+                }
+                self.set_slot(at, hash, offset)?;
+            }
+            first += n as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `file` at offset `at`, without moving a shared position.
+#[cfg(unix)]
+pub fn write_all_at(file: &std::fs::File, bytes: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, at)
+}
+
+/// See the Unix version.
+#[cfg(windows)]
+pub fn write_all_at(file: &std::fs::File, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match std::os::windows::fs::FileExt::seek_write(file, bytes, at)? {
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            n => {
+                bytes = &bytes[n..];
+                at += n as u64;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads `bytes.len()` bytes of `file` from offset `at`, without moving a shared position (so
 /// that the file can be read from several places at once).
 #[cfg(unix)]
@@ -360,6 +550,26 @@ pub fn read_exact_at(file: &std::fs::File, mut bytes: &mut [u8], mut at: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lookup_finds_every_key_past_its_capacity_and_its_buffer() {
+        // A capacity far too small (the table grows) and items past the write buffer.
+        let mut lookup: Lookup<(u64, String)> = Lookup::new(10).unwrap();
+        let long = "x".repeat(600);
+        for i in 0..5000u64 {
+            lookup.insert(&format!("case-{i}-é"), &(i, format!("{i}{long}"))).unwrap();
+        }
+        assert_eq!(lookup.len(), 5000);
+        assert!(lookup.flushed > 0, "records were written to the file");
+        for i in (0..5000u64).step_by(7) {
+            assert_eq!(lookup.get(&format!("case-{i}-é")).unwrap(), Some((i, format!("{i}{long}"))));
+        }
+        assert_eq!(lookup.get("case-5000-é").unwrap(), None);
+        assert_eq!(lookup.get("").unwrap(), None);
+        // Inserted again: replaced, not counted twice.
+        lookup.insert("case-3-é", &(33, String::new())).unwrap();
+        assert_eq!((lookup.len(), lookup.get("case-3-é").unwrap()), (5000, Some((33, String::new()))));
+    }
 
     #[test]
     fn partitions_give_back_what_was_pushed_in_memory_or_spilled() {

@@ -105,6 +105,9 @@ pub struct CasePage {
     /// The cases, in the version's order, as native casebook JSON.
     #[schema(value_type = Vec<Object>)]
     pub cases: Vec<Box<serde_json::value::RawValue>>,
+    /// Each case's content id, in the same order: given when asked for (`content_ids=true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_ids: Option<Vec<String>>,
     /// Pass as `cursor` for the next page; absent after the last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,

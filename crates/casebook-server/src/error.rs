@@ -20,12 +20,19 @@ tokio::task_local! {
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
-    pub body: ErrorBody,
+    pub body: ErrorDetail,
 }
 
-/// What an error answer says.
+/// The body of every error answer, `{"error": {…}}`: what the routes' OpenAPI operations name,
+/// so that the document describes the answer as sent.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What an error answer says (inside [`ErrorBody`]).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
     /// Stable: `not-found`, `no-route`, `method-not-allowed`, `unauthorized`, `forbidden`,
     /// `bad-request`, `invalid-filter`, `invalid-input`, `conflict`, `merge-conflict`,
     /// `too-large`, `timeout`, `unavailable`, `internal`.
@@ -52,9 +59,10 @@ fn no_ids(ids: &Box<Vec<String>>) -> bool {
     ids.is_empty()
 }
 
+/// [`ErrorBody`] without taking the detail out of the error.
 #[derive(Serialize)]
 struct Envelope<'a> {
-    error: &'a ErrorBody,
+    error: &'a ErrorDetail,
 }
 
 impl ApiError {
@@ -62,7 +70,7 @@ impl ApiError {
         let request_id = REQUEST_ID.try_with(Clone::clone).unwrap_or_default();
         Self {
             status,
-            body: ErrorBody {
+            body: ErrorDetail {
                 code,
                 message: message.into(),
                 diagnostics: Vec::new(),

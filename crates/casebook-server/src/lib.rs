@@ -35,7 +35,7 @@ use tracing::Instrument;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
-pub use error::{ApiError, ErrorBody};
+pub use error::{ApiError, ErrorBody, ErrorDetail};
 
 /// The largest form or JSON body read by axum's extractors (the console's forms and uploads,
 /// tags); the API's run routes read theirs with [`Limits::max_json`].
@@ -162,7 +162,7 @@ pub struct AppState {
 #[openapi(
     info(title = "casebook", description = "Versioned agent-evaluation datasets: projects, datasets, versions, cases, runs."),
     modifiers(&BearerKey),
-    components(schemas(ErrorBody))
+    components(schemas(ErrorBody, ErrorDetail))
 )]
 struct ApiDoc;
 

@@ -16,8 +16,10 @@ export type Version = Schemas["Version"];
 export type ImportReport = Schemas["ImportReport"];
 /** A stored run: its settings (`meta`) and, once finished, its summary. */
 export type StoredRun = Schemas["Run"];
-/** The body of every error answer of the API. */
+/** The body of every error answer of the API: `{"error": ErrorDetail}`. */
 export type ErrorBody = Schemas["ErrorBody"];
+/** What an error answer says: its stable code, message, located diagnostics and request id. */
+export type ErrorDetail = Schemas["ErrorDetail"];
 
 /** A case as native casebook JSON (`id`, `input`, `expected`, `labels`, `metadata`, …). */
 export interface Case {
@@ -48,8 +50,8 @@ export class CasebookError extends Error {
     readonly status: number,
     /** The API's stable error code (`not-found`, `unauthorized`, `invalid-filter`, …), or `network`. */
     readonly code: string,
-    /** The error body, when the server sent one: its diagnostics locate problems in the input. */
-    readonly body?: ErrorBody,
+    /** What the error answer said, when the server sent one: its diagnostics locate problems in the input. */
+    readonly body?: ErrorDetail,
   ) {
     super(`casebook server ${server}: ${reason}`);
   }
@@ -95,10 +97,9 @@ export class Casebook {
     }
     if (response.ok) return response;
     const text = await response.text();
-    let body: ErrorBody | undefined;
+    let body: ErrorDetail | undefined;
     try {
-      // Error answers are `{"error": ErrorBody}`.
-      const parsed = JSON.parse(text) as { error?: ErrorBody };
+      const parsed = JSON.parse(text) as Partial<ErrorBody>;
       body = parsed.error;
     } catch {
       body = undefined;
@@ -151,9 +152,15 @@ export class Casebook {
     return new DatasetCases(this, reference, options.where, options.pageSize ?? 200);
   }
 
-  /** Reads one page of the cases of `name`'s version `version` (used by `DatasetCases`). */
-  async page(name: string, version: string, query: { where?: string; limit: number; cursor?: string }): Promise<Schemas["CasePage"]> {
-    return this.#json("GET", await this.#datasetPath(name, `/versions/${encodeURIComponent(version)}/cases`), { query });
+  /**
+   * Reads one page of the cases of `name`'s version `version` (used by `DatasetCases`);
+   * `content_ids: true` asks for each case's content id too.
+   */
+  async page(name: string, version: string, query: { where?: string; limit: number; cursor?: string; content_ids?: boolean }): Promise<Schemas["CasePage"]> {
+    const { content_ids, ...rest } = query;
+    return this.#json("GET", await this.#datasetPath(name, `/versions/${encodeURIComponent(version)}/cases`), {
+      query: { ...rest, content_ids: content_ids ? "true" : undefined },
+    });
   }
 
   /**
@@ -246,6 +253,19 @@ export class Casebook {
 export interface Page {
   version: number;
   cases: Case[];
+  /** Each case's content id, in the same order (what `Run.log` records with a result). */
+  contentIds: string[];
+}
+
+/** The content id of each case read by `DatasetCases`, kept beside the case, not in it. */
+const contentIds = new WeakMap<Case, string>();
+
+/**
+ * The content id of a case read from a server (`dataset()`): the id of its content in the
+ * version it was read from, which a run's results carry. `undefined` for a case made here.
+ */
+export function contentId(c: Case): string | undefined {
+  return contentIds.get(c) ?? (typeof c.content_id === "string" ? c.content_id : undefined);
 }
 
 /** The cases of one version, read a page at a time (`Casebook.dataset`). */
@@ -271,8 +291,14 @@ export class DatasetCases implements AsyncIterable<Case> {
     const pinned = `v${(await this.version()).number}`;
     let cursor: string | undefined;
     do {
-      const page = await this.client.page(name, pinned, { where: this.where, limit: this.pageSize, cursor });
-      yield { version: page.version, cases: page.cases as unknown as Case[] };
+      const page = await this.client.page(name, pinned, { where: this.where, limit: this.pageSize, cursor, content_ids: true });
+      const cases = page.cases as unknown as Case[];
+      const ids = page.content_ids ?? [];
+      cases.forEach((c, i) => {
+        const id = ids[i];
+        if (id !== undefined) contentIds.set(c, id);
+      });
+      yield { version: page.version, cases, contentIds: ids };
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
   }
@@ -343,9 +369,9 @@ export class Run {
     const error = logged.error === undefined ? undefined : toFailure(logged.error);
     const result: Record<string, unknown> = {
       case_id: c.id,
-      // The server's pages carry no content ids, and casebook's (BLAKE3 of canonical JSON) is
-      // not computed here: empty unless the case says, as in results kept without it.
-      case_content_id: typeof c.content_id === "string" ? c.content_id : "",
+      // The content id the server gave with the case (`dataset()`), as `casebook run` and the
+      // Python client record it; empty for a case made here.
+      case_content_id: contentId(c) ?? "",
       scenario: this.scenario,
       run: 0,
       // A hash of the run and case: the output is kept under it, never mistaken for another's.

@@ -11,11 +11,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-import { Casebook, CasebookError, dataset } from "casebook";
+import { Casebook, CasebookError, contentId, dataset } from "casebook";
 
 const bin = join(process.cwd(), "node_modules", ".bin", "casebook");
 const home = mkdtempSync(join(tmpdir(), "casebook-npm-"));
 const env = { ...process.env, HOME: home, NO_COLOR: "1", CASEBOOK_AUTHOR: "npm-test", CASEBOOK_URL: "", CASEBOOK_TOKEN: "" };
+delete env.CASEBOOK_STORE;
+// The server's store: a fresh SQLite store in `home`, or the PostgreSQL database
+// `CASEBOOK_TEST_STORE` names (scripts/npm-test.sh runs the suite on both when the test
+// command's PostgreSQL is there); the clients only ever see the server.
+const serverEnv = process.env.CASEBOOK_TEST_STORE ? { ...env, CASEBOOK_STORE: process.env.CASEBOOK_TEST_STORE } : env;
 let server;
 let url;
 let writeKey;
@@ -28,8 +33,9 @@ const rows = (n, from = 1) =>
     return JSON.stringify({ id: `q${k}`, input: `Question ${k}?`, ground_truth: `answer ${k}`, tags });
   }).join("\n") + "\n";
 
+/** The command on the server's store (`init`, `keys create`). */
 function casebook(...args) {
-  return execFileSync(bin, args, { cwd: home, env, encoding: "utf8" });
+  return execFileSync(bin, args, { cwd: home, env: serverEnv, encoding: "utf8" });
 }
 
 before(async () => {
@@ -37,7 +43,7 @@ before(async () => {
   writeKey = casebook("keys", "create", "--project", "evals", "--scope", "write").trim().split(/\s+/).find((w) => w.startsWith("cb_"));
   readKey = casebook("keys", "create", "--project", "evals", "--scope", "read").trim().split(/\s+/).find((w) => w.startsWith("cb_"));
   assert.ok(writeKey && readKey, "keys were made");
-  server = spawn(bin, ["serve", "--listen", "127.0.0.1:0", "--quiet"], { cwd: home, env, stdio: ["ignore", "pipe", "inherit"] });
+  server = spawn(bin, ["serve", "--listen", "127.0.0.1:0", "--quiet"], { cwd: home, env: serverEnv, stdio: ["ignore", "pipe", "inherit"] });
   const lines = createInterface({ input: server.stdout });
   url = await new Promise((resolve, reject) => {
     lines.once("line", (line) => resolve(line.trim()));
@@ -134,6 +140,33 @@ test("a run logged from the user's loop is a casebook run: casebook results read
   assert.equal(shown.threshold_met, true);
 
   await assert.rejects(run.log({ id: "q1" }, { output: "late" }), /is finished/);
+
+  // Each result carries its case's content id in the version run, as the server's history of
+  // the case gives it (and `casebook run` and the Python client record it).
+  const results = execFileSync(bin, ["results", run.id, "--format", "jsonl"], {
+    cwd: home,
+    env: { ...env, CASEBOOK_URL: url, CASEBOOK_TOKEN: readKey },
+    encoding: "utf8",
+  })
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  assert.equal(results.length, 25);
+  const q2 = results.find((r) => r.case_id === "q2");
+  const history = await (
+    await client.request("GET", `/api/v1/projects/evals/datasets/support/cases/q2/history`)
+  ).json();
+  const inV1 = history.revisions.find((r) => r.from_version <= 1 && (r.to_version ?? Infinity) > 1);
+  assert.match(q2.case_content_id, /^[0-9a-f]{64}$/);
+  assert.equal(q2.case_content_id, inV1.content_id);
+  assert.ok(results.every((r) => /^[0-9a-f]{64}$/.test(r.case_content_id)), "every result has its case's content id");
+  // The pages say them too, and `contentId` reads them off a case.
+  const [page] = await (async () => {
+    for await (const p of client.dataset("support@v1", { pageSize: 3 }).pages()) return [p];
+  })();
+  assert.equal(page.contentIds.length, 3);
+  assert.equal(contentId(page.cases[1]), page.contentIds[1]);
+  assert.equal(contentId({ id: "made-here" }), undefined);
 });
 
 test("errors are CasebookErrors naming the server and the reason", async () => {

@@ -4,12 +4,16 @@
 //! reads where the other commands read (`Source`: the store here, or the server `CASEBOOK_URL`
 //! names).
 //!
+//! The source is opened at the first call, and again after a failure: a server that is down or
+//! refuses the key makes each call a tool error naming the server and its reason (an IDE shows
+//! tool errors; it hides a server's standard error), and the session goes on once it is fixed.
+//!
 //! Every answer is bounded ([`MAX_ANSWER`]): lists are cut with a count of what was left out and
 //! how to see it. A caller's mistake (an unknown dataset, a bad filter) is a tool error the agent
 //! reads, never a protocol error.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Context;
 use casebook_filter::Filter;
@@ -25,6 +29,7 @@ use serde_json::{Value, json};
 
 use crate::Outcome;
 use crate::args::McpArgs;
+use crate::remote::{RemoteError, configured_url, saved_credentials};
 use crate::settings::Global;
 use crate::source::Source;
 use crate::stores;
@@ -41,8 +46,8 @@ const LISTED: usize = 100;
 
 pub fn run(settings: &Global, _args: McpArgs) -> anyhow::Result<Outcome> {
     let runtime = Arc::new(stores::runtime()?);
-    let source = Arc::new(Source::open(settings, &runtime)?);
-    let tools = DatasetTools { source: source.clone(), runtime: runtime.clone() };
+    let source = Arc::new(Mutex::new(None));
+    let tools = DatasetTools { settings: Arc::new(settings.clone()), source: source.clone(), runtime: runtime.clone() };
     // The protocol runs on a runtime of its own; each call reads the source on a blocking
     // thread, through the source's runtime (its calls block).
     let protocol = tokio::runtime::Builder::new_multi_thread()
@@ -56,16 +61,18 @@ pub fn run(settings: &Global, _args: McpArgs) -> anyhow::Result<Outcome> {
         Ok::<_, anyhow::Error>(())
     })?;
     protocol.shutdown_background();
-    if let Ok(source) = Arc::try_unwrap(source) {
+    let opened = source.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(source) = opened.and_then(|source| Arc::try_unwrap(source).ok()) {
         source.close(&runtime);
     }
     Ok(Outcome::Ok)
 }
 
-/// The tools, over one source.
+/// The tools, over one source, opened at the first call that finds it missing.
 #[derive(Clone)]
 struct DatasetTools {
-    source: Arc<Source>,
+    settings: Arc<Global>,
+    source: Arc<Mutex<Option<Arc<Source>>>>,
     runtime: Arc<tokio::runtime::Runtime>,
 }
 
@@ -161,8 +168,33 @@ impl ServerHandler for DatasetTools {
 }
 
 impl DatasetTools {
+    /// The source, opened now if it is not yet; a failure names the server it was to be.
+    fn source(&self) -> anyhow::Result<Arc<Source>> {
+        let mut slot = self.source.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(source) = &*slot {
+            return Ok(source.clone());
+        }
+        let opened = Source::open(&self.settings, &self.runtime).map_err(|err| {
+            match configured_url(saved_credentials().as_ref()).filter(|_| self.settings.on_server()) {
+                Some(url) => naming_server(err, &url),
+                None => err,
+            }
+        })?;
+        let opened = Arc::new(opened);
+        *slot = Some(opened.clone());
+        Ok(opened)
+    }
+
     fn call(&self, name: &str, arguments: &JsonObject) -> anyhow::Result<String> {
-        let (runtime, source) = (&*self.runtime, &*self.source);
+        let source = self.source()?;
+        self.answer(&source, name, arguments).map_err(|err| match &*source {
+            Source::Server(remote) => naming_server(err, &remote.url),
+            Source::Store(_) => err,
+        })
+    }
+
+    fn answer(&self, source: &Source, name: &str, arguments: &JsonObject) -> anyhow::Result<String> {
+        let runtime = &*self.runtime;
         match name {
             "list_datasets" => {
                 let list = source.datasets(runtime)?;
@@ -182,7 +214,7 @@ impl DatasetTools {
                         "added": v.added, "removed": v.removed, "modified": v.modified})
                 })))
             }
-            "search_cases" => self.search(arguments),
+            "search_cases" => self.search(source, arguments),
             "show_case" => {
                 let (dataset, reference) = target(arguments)?;
                 let id = text(arguments, "id")?.context("`id` is required")?;
@@ -214,15 +246,15 @@ impl DatasetTools {
                     "note": format!("each list shows at most {LISTED} ids; `casebook diff {dataset}@v{} {dataset}@v{}` shows all", a.number, b.number),
                 }))?)
             }
-            "lint_version" => self.lint(arguments),
+            "lint_version" => self.lint(source, arguments),
             other => anyhow::bail!(
                 "no tool `{other}`: the tools are list_datasets, list_versions, search_cases, show_case, diff_versions, lint_version"
             ),
         }
     }
 
-    fn search(&self, arguments: &JsonObject) -> anyhow::Result<String> {
-        let (runtime, source) = (&*self.runtime, &*self.source);
+    fn search(&self, source: &Source, arguments: &JsonObject) -> anyhow::Result<String> {
+        let runtime = &*self.runtime;
         let (dataset, reference) = target(arguments)?;
         let filter = match text(arguments, "where")? {
             Some(text) => Some(Filter::parse(text).map_err(|err| {
@@ -270,8 +302,8 @@ impl DatasetTools {
         Ok(out)
     }
 
-    fn lint(&self, arguments: &JsonObject) -> anyhow::Result<String> {
-        let (runtime, source) = (&*self.runtime, &*self.source);
+    fn lint(&self, source: &Source, arguments: &JsonObject) -> anyhow::Result<String> {
+        let runtime = &*self.runtime;
         let (dataset, reference) = target(arguments)?;
         let version = source.resolve(runtime, &dataset, &reference)?;
         let shown_as = format!("{dataset}@v{}", version.number);
@@ -315,6 +347,17 @@ impl DatasetTools {
         }
         Ok(out)
     }
+}
+
+/// A failure to talk to the server at `url` (its refusal of the key, an answer that is not
+/// casebook's) said with the server's address, which the command's own message leaves to the
+/// shell's context; the server's answers to the call itself (a missing dataset) are left as
+/// they are.
+fn naming_server(err: anyhow::Error, url: &str) -> anyhow::Error {
+    let about_server = err
+        .downcast_ref::<RemoteError>()
+        .is_some_and(|e| matches!(e, RemoteError::Unauthorized { .. } | RemoteError::Garbled(..)));
+    if about_server && !format!("{err:#}").contains(url) { err.context(format!("the server at {url}")) } else { err }
 }
 
 fn plural(n: u64) -> &'static str {

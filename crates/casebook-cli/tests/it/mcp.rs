@@ -2,6 +2,8 @@
 //! rmcp's client (as an agent's would) and by the official Python SDK's stdio client; answers
 //! bounded, mistakes answered as tool errors saying what to do. The datasets are written here in
 //! letta's JSON-lines shape (as `examples/tour/data.jsonl`).
+// Helpers of the tests (`every_tool_on_support`) unwrap as the tests do.
+#![allow(clippy::unwrap_used)]
 
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
@@ -9,21 +11,20 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
-use crate::cli::{Folder, cb, run};
+use std::path::PathBuf;
 
-/// Two versions of `support`: v2 drops q5, changes q2's answer and adds q7 and q8 (q8 a
-/// duplicate of q1's question, which `lint_version` reports).
-fn store_with_support() -> Folder {
-    let dir = Folder::new();
-    run(cb(&dir).arg("init")).expect_status(0);
+use crate::cli::{Backend, Folder, cb, run};
+use crate::remote::{PROJECT, Server, push};
+
+/// The two files of `support`'s versions: v2 drops q5, changes q2's answer and adds q7 and q8
+/// (q8 a duplicate of q1's question, which `lint_version` reports).
+fn support_files(dir: &Folder) -> (PathBuf, PathBuf) {
     let row = |k: u32, answer: &str, tag: &str| {
         json!({"id": format!("q{k}"), "input": format!("Question {k}?"), "ground_truth": answer, "tags": [tag]})
             .to_string()
     };
     let v1: Vec<String> =
         (1..=6).map(|k| row(k, &format!("answer {k}"), if k % 2 == 0 { "even" } else { "odd" })).collect();
-    dir.file("v1.jsonl", v1.join("\n") + "\n");
-    run(cb(&dir).args(["import", "v1.jsonl", "--dataset", "support"])).expect_status(0);
     let mut v2: Vec<String> = [1, 2, 3, 4, 6]
         .iter()
         .map(|&k| row(k, &format!("answer {k}"), if k % 2 == 0 { "even" } else { "odd" }))
@@ -31,15 +32,30 @@ fn store_with_support() -> Folder {
     v2[1] = row(2, "a better answer", "even");
     v2.push(row(7, "answer 7", "odd"));
     v2.push(json!({"id": "q8", "input": "Question 1?", "ground_truth": "answer 1", "tags": ["odd"]}).to_string());
-    dir.file("v2.jsonl", v2.join("\n") + "\n");
-    run(cb(&dir).args(["commit", "support", "v2.jsonl"])).expect_status(0);
+    (dir.file("v1.jsonl", v1.join("\n") + "\n"), dir.file("v2.jsonl", v2.join("\n") + "\n"))
+}
+
+/// A store here holding both versions of `support`.
+fn store_with_support() -> Folder {
+    let dir = Folder::new();
+    run(cb(&dir).arg("init")).expect_status(0);
+    let (v1, v2) = support_files(&dir);
+    run(cb(&dir).arg("import").arg(&v1).args(["--dataset", "support"])).expect_status(0);
+    run(cb(&dir).args(["commit", "support"]).arg(&v2)).expect_status(0);
     dir
 }
 
 async fn connect(dir: &Folder) -> RunningService<RoleClient, ClientConfig> {
+    connect_with(dir, &[]).await
+}
+
+/// `casebook mcp` in `dir` with the environment `env` (and no store, server or key of the test's own).
+async fn connect_with(dir: &Folder, env: &[(&str, &str)]) -> RunningService<RoleClient, ClientConfig> {
     let mut command = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("casebook"));
     command.arg("mcp").current_dir(dir.join("")).env("NO_COLOR", "1");
     command.env_remove("CASEBOOK_STORE").env_remove("CASEBOOK_URL").env_remove("CASEBOOK_TOKEN");
+    command.env_remove("CASEBOOK_PROJECT").env_remove("XDG_CONFIG_HOME").env("HOME", dir.join("home"));
+    command.envs(env.iter().copied());
     let transport = TokioChildProcess::new(command).expect("start `casebook mcp`");
     ClientConfig::default().serve(transport).await.expect("an MCP session with `casebook mcp`")
 }
@@ -58,18 +74,63 @@ async fn call(client: &RunningService<RoleClient, ClientConfig>, tool: &str, arg
 async fn an_agent_lists_searches_shows_diffs_and_lints_over_stdio() {
     let dir = store_with_support();
     let client = connect(&dir).await;
+    every_tool_on_support(&client).await;
+    client.cancel().await.unwrap();
+}
+
+/// With `CASEBOOK_URL` and a key, the tools read the server's datasets through its API (from a
+/// folder without a store), answering as they do on the store; a key the server refuses, or a
+/// server that is not there, makes each call a tool error naming the server and the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_reads_a_servers_datasets_and_is_told_when_the_server_refuses() {
+    let b = Backend::Embedded;
+    let dir = Folder::new();
+    let server = Server::start(&b, &dir, &[]);
+    let token = Server::key(&b, &dir, PROJECT, "read");
+    let writer = Server::key(&b, &dir, PROJECT, "write");
+    let (v1, v2) = support_files(&dir);
+    push(&server, &dir, &writer, "support", &v1);
+    push(&server, &dir, &writer, "support", &v2);
+    let elsewhere = Folder::new();
+    let client = connect_with(&elsewhere, &[("CASEBOOK_URL", &server.url), ("CASEBOOK_TOKEN", &token)]).await;
+    every_tool_on_support(&client).await;
+    client.cancel().await.unwrap();
+
+    let refused =
+        connect_with(&elsewhere, &[("CASEBOOK_URL", &server.url), ("CASEBOOK_TOKEN", "cb_000000000000_nope")]).await;
+    // The tools are listed without the server; each call says why it cannot be answered.
+    assert_eq!(refused.list_all_tools().await.unwrap().len(), 6);
+    for (tool, arguments) in [("list_datasets", json!({})), ("show_case", json!({"dataset": "support", "id": "q1"}))] {
+        let (error, text) = call(&refused, tool, arguments).await;
+        assert!(error, "{text}");
+        assert!(
+            text.starts_with(&format!("the server at {}: the server refused the key (", server.url)),
+            "{tool}: {text}"
+        );
+    }
+    refused.cancel().await.unwrap();
+
+    let gone = connect_with(&elsewhere, &[("CASEBOOK_URL", "http://127.0.0.1:9"), ("CASEBOOK_TOKEN", &token)]).await;
+    let (error, text) = call(&gone, "list_datasets", json!({})).await;
+    assert!(error);
+    assert!(text.starts_with("cannot reach the server at http://127.0.0.1:9: "), "{text}");
+    gone.cancel().await.unwrap();
+}
+
+/// Every tool on the two versions of `support` ([`support_files`]), mistakes included.
+async fn every_tool_on_support(client: &RunningService<RoleClient, ClientConfig>) {
     let tools = client.list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(names, ["list_datasets", "list_versions", "search_cases", "show_case", "diff_versions", "lint_version"]);
 
-    let (error, text) = call(&client, "list_datasets", json!({})).await;
+    let (error, text) = call(client, "list_datasets", json!({})).await;
     assert!(!error);
     assert_eq!(
         serde_json::from_str::<Value>(text.trim()).unwrap(),
         json!({"name": "support", "head": "v2", "cases": 7, "description": null})
     );
 
-    let (_, text) = call(&client, "list_versions", json!({"dataset": "support"})).await;
+    let (_, text) = call(client, "list_versions", json!({"dataset": "support"})).await;
     let versions: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(versions.iter().map(|v| v["version"].as_str().unwrap()).collect::<Vec<_>>(), ["v2", "v1"]);
     assert_eq!(
@@ -79,7 +140,7 @@ async fn an_agent_lists_searches_shows_diffs_and_lints_over_stdio() {
 
     // A page of two odd cases, then the next from where it said.
     let (_, text) =
-        call(&client, "search_cases", json!({"dataset": "support", "where": "labels contains \"odd\"", "limit": 2}))
+        call(client, "search_cases", json!({"dataset": "support", "where": "labels contains \"odd\"", "limit": 2}))
             .await;
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("support@v2: 4 cases selected; 2 shown from 1; next page: skip 2"));
@@ -87,7 +148,7 @@ async fn an_agent_lists_searches_shows_diffs_and_lints_over_stdio() {
         lines.map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].as_str().unwrap().to_owned()).collect();
     assert_eq!(ids, ["q1", "q3"]);
     let (_, text) = call(
-        &client,
+        client,
         "search_cases",
         json!({"dataset": "support@v1", "where": "labels contains \"odd\"", "limit": 2, "skip": 2}),
     )
@@ -95,37 +156,36 @@ async fn an_agent_lists_searches_shows_diffs_and_lints_over_stdio() {
     assert!(text.starts_with("support@v1: 3 cases selected; 1 shown from 3\n"), "{text}");
     assert!(text.contains(r#""id":"q5""#), "{text}");
 
-    let (_, text) = call(&client, "show_case", json!({"dataset": "support@v1", "id": "q2"})).await;
+    let (_, text) = call(client, "show_case", json!({"dataset": "support@v1", "id": "q2"})).await;
     let case: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(case["expected"]["output"], "answer 2");
 
-    let (_, text) = call(&client, "diff_versions", json!({"dataset": "support", "from": "v1"})).await;
+    let (_, text) = call(client, "diff_versions", json!({"dataset": "support", "from": "v1"})).await;
     let diff: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(diff["counts"], json!({"added": 2, "removed": 1, "modified": 1, "moved": 0}));
     assert_eq!((&diff["added"], &diff["removed"]), (&json!(["q7", "q8"]), &json!(["q5"])));
     assert_eq!(diff["modified"], json!([{"id": "q2", "fields": ["/expected/output"]}]));
 
-    let (_, text) = call(&client, "lint_version", json!({"dataset": "support"})).await;
+    let (_, text) = call(client, "lint_version", json!({"dataset": "support"})).await;
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("support@v2: 7 cases, "), "{text}");
     assert!(text.contains("W-duplicate-input") && text.contains("\"q8\""), "{text}");
 
     // Mistakes are tool errors that say what to do.
-    let (error, text) = call(&client, "search_cases", json!({"dataset": "suport"})).await;
+    let (error, text) = call(client, "search_cases", json!({"dataset": "suport"})).await;
     assert!(error);
     assert!(text.contains("did you mean `support`?"), "{text}");
     let (error, text) =
-        call(&client, "search_cases", json!({"dataset": "support", "where": "labels contain \"odd\""})).await;
+        call(client, "search_cases", json!({"dataset": "support", "where": "labels contain \"odd\""})).await;
     assert!(error);
     assert!(text.starts_with("invalid `where`: "), "{text}");
     assert!(text.contains("found `contain` at column 8\n  labels contain \"odd\"\n         ^^^^^^^"), "{text}");
-    let (error, text) = call(&client, "search_cases", json!({"dataset": "support", "limit": 1000})).await;
+    let (error, text) = call(client, "search_cases", json!({"dataset": "support", "limit": 1000})).await;
     assert!(error);
     assert_eq!(text, "`limit` must be 1 to 100, not 1000");
-    let (error, text) = call(&client, "show_case", json!({"dataset": "support", "id": "q5"})).await;
+    let (error, text) = call(client, "show_case", json!({"dataset": "support", "id": "q5"})).await;
     assert!(error);
     assert_eq!(text, "support@v2 has no case `q5`: find ids with `search_cases`");
-    client.cancel().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

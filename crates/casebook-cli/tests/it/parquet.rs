@@ -175,3 +175,74 @@ fn a_table_is_pushed_and_pulled() {
     assert!(fs_err::read(&pulled).unwrap().starts_with(b"PAR1"));
     assert_eq!(native(&dir, &pulled), want);
 }
+
+/// A table of another tool's (written by pyarrow, in the shape of a Hugging Face QA dataset's
+/// Parquet files: `question`, `answer`, `tags`, a conversation as a list of structs, a number)
+/// read with `--map`, the CSV reader's syntax: each mapped column to its case path, the others
+/// to `metadata`; and a mapped column the table lacks, told with the columns it has.
+#[test]
+fn a_foreign_table_is_read_through_a_column_map() {
+    let Some(python) = python() else { return };
+    let dir = Folder::new();
+    python_run(
+        &python,
+        &dir,
+        r#"
+import pyarrow as pa, pyarrow.parquet as pq
+pq.write_table(pa.table({
+    "qid": [7, 8],
+    "question": ["What is 2+2?", "Capital of France?"],
+    "answer": ["4", "Paris"],
+    "tags": [["math", "easy"], ["geo"]],
+    "chat": [[{"role": "user", "content": "hi"}], None],
+    "difficulty": [0.5, None],
+}), "qa.parquet")
+"#,
+    );
+    let map = "id=qid,input=question,expected.output=answer,labels=tags";
+    let out = run(cb(&dir).args(["convert", "qa.parquet", "--map", map, "--to", "casebook", "-q"]));
+    out.expect_status(0);
+    let cases: Vec<Value> = jsonl(&out.stdout).into_iter().filter(|r| r.get("$dataset").is_none()).collect();
+    assert_eq!(
+        cases,
+        [
+            json!({"id": "7", "input": "What is 2+2?", "expected": {"output": "4"}, "labels": ["math", "easy"],
+                "metadata": {"chat": [{"content": "hi", "role": "user"}], "difficulty": 0.5}}),
+            json!({"id": "8", "input": "Capital of France?", "expected": {"output": "Paris"}, "labels": ["geo"]}),
+        ]
+    );
+    // The same map imports it into a store.
+    ok(cb(&dir).arg("init"));
+    ok(cb(&dir).args(["import", "qa.parquet", "--dataset", "qa", "--map", map]));
+    let counted: Value =
+        serde_json::from_str(&ok(cb(&dir).args(["cases", "qa", "--count", "--format", "json"]))).unwrap();
+    assert_eq!(counted["count"], 2);
+
+    // Without the map, the columns are not casebook's: each is named, and no case has an input.
+    let r = run(cb(&dir).args(["validate", "qa.parquet", "--format", "json"]));
+    r.expect_status(1);
+    // A mapped column that is not there.
+    let r = run(cb(&dir).args([
+        "validate",
+        "qa.parquet",
+        "--map",
+        "input=question,expected.output=response",
+        "--format",
+        "json",
+    ]));
+    r.expect_status(1);
+    let found: Vec<Value> = r.diagnostics().into_iter().filter(|d| d.get("code").is_some()).collect();
+    assert_eq!(found.len(), 1, "{r:?}");
+    assert_eq!(
+        (&found[0]["code"], &found[0]["file"], &found[0]["line"], &found[0]["message"], &found[0]["hint"]),
+        (
+            &json!("E-missing-field"),
+            &json!("qa.parquet"),
+            // The whole file: no row.
+            &Value::Null,
+            &json!("`--map expected.output=response` names column `response`, which the table does not have"),
+            &json!("the table's columns: `qid`, `question`, `answer`, `tags`, `chat`, `difficulty`"),
+        ),
+        "{r:?}"
+    );
+}

@@ -31,6 +31,10 @@ pub struct PageQuery {
     /// strings (by their UTF-8 bytes), booleans, null, lists and objects; cases without the
     /// field last, either way; ties by id. A cursor keeps its sort.
     pub sort: Option<String>,
+    /// `true`: the page also gives each case's content id (`content_ids`), which a client that
+    /// records results of the cases sends with them.
+    #[serde(default)]
+    pub content_ids: bool,
 }
 
 /// A page of a version's cases that the filter selects, in order. A cursor stays on the
@@ -75,19 +79,41 @@ pub async fn page(
     let at = |cursor: Cursor, backward: bool| {
         cursor::encode_place(&cursor::Place { version: number, at: cursor, backward, position: None })
     };
+    // The page before one that starts after a case ends with that case: it is the page
+    // before the first case after it, which is the cursor's case with the least longer
+    // id (`id` + U+0000; ids are compared as bytes, and none holds a U+0000).
+    let before = |after: Option<Cursor>, count: usize| {
+        after.filter(|_| count > 0).map(|a| Cursor { ord: a.ord, id: format!("{}\0", a.id) })
+    };
+    let mut content_ids: Option<Vec<String>> = None;
+    let ids_of = |bodies: &[String]| -> ApiResult<Vec<String>> {
+        bodies
+            .iter()
+            .map(|body| casebook_canon::content_id_of_json(casebook_canon::Kind::Case, body))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ApiError::internal(format!("a stored case is not JSON: {e}")))
+    };
     let (json, next, previous) = match place {
         // Backwards (a `prev_cursor`): the page before the cursor's case.
         Some(place) if place.backward => {
             let page = reader.store.page_before(&path.dataset, number, &select, &place.at, size).await?;
+            if query.content_ids {
+                content_ids = Some(ids_of(&page.bodies)?);
+            }
             (page.bodies.join(",").into_bytes(), page.next, page.previous)
+        }
+        // With content ids: the bodies one by one, each hashed.
+        place if query.content_ids => {
+            let after = place.map(|p| p.at);
+            let page = reader.store.page(&path.dataset, number, &select, after.as_ref(), size).await?;
+            content_ids = Some(ids_of(&page.bodies)?);
+            let previous = before(after, page.bodies.len());
+            (page.bodies.join(",").into_bytes(), page.next, previous)
         }
         place => {
             let after = place.map(|p| p.at);
             let page = reader.store.page_json(&path.dataset, number, &select, after.as_ref(), size).await?;
-            // The page before one that starts after a case ends with that case: it is the page
-            // before the first case after it, which is the cursor's case with the least longer
-            // id (`id` + U+0000; ids are compared as bytes, and none holds a U+0000).
-            let previous = after.filter(|_| page.count > 0).map(|a| Cursor { ord: a.ord, id: format!("{}\0", a.id) });
+            let previous = before(after, page.count);
             (page.json, page.next, previous)
         }
     };
@@ -96,6 +122,10 @@ pub async fn page(
     out.extend_from_slice(format!("{{\"version\":{number},\"cases\":[").as_bytes());
     out.extend_from_slice(&json);
     out.push(b']');
+    if let Some(ids) = content_ids {
+        out.extend_from_slice(b",\"content_ids\":");
+        out.extend_from_slice(&serde_json::to_vec(&ids).unwrap_or_default());
+    }
     if let Some(next) = next {
         out.extend_from_slice(format!(",\"next_cursor\":\"{}\"", at(next, false)).as_bytes());
     }

@@ -15,6 +15,7 @@ mod console_review;
 mod console_runs;
 mod console_tables;
 mod diffs;
+mod error_schema;
 mod harness;
 mod import_preview;
 mod isolation;

@@ -13,11 +13,17 @@
 //! The first line on standard output, before any result is read, says which run this is:
 //! `{"run_id", "dataset", "version", "version_id", "cases", "done": [[case, run], …]}`, `done`
 //! being the case runs a resumed run has already.
+//!
+//! Memory does not grow with the version: its cases are looked up by id in a temporary file
+//! (`spill::Lookup`, made in one pass over the version), the case runs already recorded are a
+//! bit per case and run number, and the summary is counted at the end from the stored results,
+//! sorted by case (`spill::Sorter`) so that each case is closed as its results are counted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 
 use anyhow::Context;
+use casebook_formats::spill::{Lookup, Sorter};
 use casebook_model::Case;
 use casebook_runner::hash::CaseKey;
 use casebook_runner::protocol::Step;
@@ -43,14 +49,30 @@ const PASS_SCORE: f64 = 0.5;
 /// Bytes of one line at most (a server takes 8 MiB of JSON a request by default).
 const MAX_LINE: usize = 8 << 20;
 
-/// What the run needs of one case of the version.
-struct Indexed {
-    row: u64,
-    content_id: String,
-    key: CaseKey,
-    labels: Vec<String>,
-    review: Option<casebook_model::Review>,
-    confidence: Option<f64>,
+/// Bytes of results the summary's sort keeps in memory before it writes sorted runs out.
+const SORT_BUDGET: usize = 16 << 20;
+
+/// A case of the version, as the run's lookup keeps it: its row and its native JSON body.
+type Indexed = (u64, String);
+
+/// The case runs a run has results of: a bit per case (by row) and run number.
+#[derive(Default)]
+struct Done {
+    runs: BTreeMap<u32, Vec<u64>>,
+}
+
+impl Done {
+    /// Notes case `row`'s run `run`; `false` when it was noted already.
+    fn insert(&mut self, row: u64, run: u32) -> bool {
+        let bits = self.runs.entry(run).or_default();
+        let (word, bit) = ((row / 64) as usize, 1u64 << (row % 64));
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
+        }
+        let new = bits[word] & bit == 0;
+        bits[word] |= bit;
+        new
+    }
 }
 
 /// One line of standard input.
@@ -84,11 +106,12 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
     };
     let (dataset_name, reference) = stores::target(&dataset)?;
     let version = runtime.block_on(store.resolve(&dataset_name, &reference))?;
-    let index = runtime.block_on(index(&store, &dataset_name, version.number))?;
+    let index = runtime.block_on(index(&store, &dataset_name, version.number, version.cases))?;
     let target = json!({"kind": "client", "scenario": scenario});
 
-    let mut summary = SummaryBuilder::default();
-    let mut done: HashSet<(String, u32)> = HashSet::new();
+    let mut done = Done::default();
+    // What a resumed run has, for the first line.
+    let mut done_list: Vec<(String, u32)> = Vec::new();
     let mut seq = 0u64;
     let mut n_runs = 1u32;
     let (run_id, started) = match resume.then(|| runtime.block_on(unfinished(&store, &name, &version.id))) {
@@ -106,8 +129,14 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
                     let result: RunResult = serde_json::from_str(&text)
                         .with_context(|| format!("cannot read a result of run {}", run.id))?;
                     n_runs = n_runs.max(result.run + 1);
-                    summary.add(&result);
-                    done.insert((result.case_id, result.run));
+                    let row = match result.row {
+                        Some(row) => Some(row),
+                        None => index.get(&result.case_id)?.map(|(row, _)| row),
+                    };
+                    if let Some(row) = row {
+                        done.insert(row, result.run);
+                    }
+                    done_list.push((result.case_id, result.run));
                     seq += 1;
                 }
             }
@@ -130,7 +159,6 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
     if !resume {
         runtime.block_on(store.begin_run(&run_id, &name, &started, &serde_json::to_string(&meta)?))?;
     }
-    let mut done_list: Vec<(&String, &u32)> = done.iter().map(|(c, r)| (c, r)).collect();
     done_list.sort();
     let mut out = std::io::stdout().lock();
     let start = json!({
@@ -184,7 +212,6 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
         let reply = match answer {
             Ok((result, output)) => {
                 n_runs = n_runs.max(result.run + 1);
-                summary.add(&result);
                 pending.push(ResultRow {
                     seq,
                     result: serde_json::to_string(&result)?,
@@ -212,7 +239,7 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
     let finished = crate::settings::now();
     meta.finished = finished.clone();
     meta.n_runs = n_runs;
-    let summary = summary.finish(threshold, meta);
+    let summary = runtime.block_on(summarise(&store, &run_id, n_runs))?.finish(threshold, meta);
     runtime.block_on(store.finish_run(&run_id, &finished, &serde_json::to_string(&summary)?))?;
     runtime.block_on(store.close());
     writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -220,49 +247,59 @@ pub fn record(settings: &Global, args: crate::args::RecordArgs) -> anyhow::Resul
     Ok(Outcome::Ok)
 }
 
-/// Every case of version `number` of `dataset`, by id.
-async fn index(store: &RunStore, dataset: &str, number: u64) -> anyhow::Result<HashMap<String, Indexed>> {
-    let mut index = HashMap::new();
+/// Every case of version `number` of `dataset` (`cases` of them), by id, in a temporary file.
+async fn index(store: &RunStore, dataset: &str, number: u64, cases: u64) -> anyhow::Result<Lookup<Indexed>> {
+    let mut index = Lookup::new(cases).context("cannot make the temporary file of the version's cases")?;
     let mut failed = None;
     let mut row = 0u64;
     store
         .bodies(dataset, number, &Select::default(), &mut |batch| {
             for body in batch {
-                let indexed = (|| -> anyhow::Result<(String, Indexed)> {
-                    let case: Case = serde_json::from_str(&body)?;
-                    let content_id = casebook_canon::id_hex(&casebook_canon::content_id_bytes_of_json(
-                        casebook_canon::Kind::Case,
-                        &body,
-                    )?);
-                    let key = CaseKey::new(&[], &case.task, &case.id).map_err(anyhow::Error::msg)?;
-                    Ok((
-                        case.id.clone(),
-                        Indexed {
-                            row,
-                            content_id,
-                            key,
-                            labels: case.labels.clone().unwrap_or_default(),
-                            review: case.review,
-                            confidence: case.confidence,
-                        },
-                    ))
-                })();
-                row += 1;
-                match indexed {
-                    Ok((id, indexed)) => {
-                        index.insert(id, indexed);
-                    }
-                    Err(err) => {
-                        failed.get_or_insert(err);
-                    }
+                // The id alone is read now; the rest of the case when a result names it.
+                #[derive(serde::Deserialize)]
+                struct Id {
+                    id: String,
                 }
+                let kept = serde_json::from_str::<Id>(&body)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|case| Ok(index.insert(&case.id, &(row, body))?));
+                if let Err(err) = kept {
+                    failed.get_or_insert(err);
+                }
+                row += 1;
             }
         })
         .await?;
     match failed {
-        Some(err) => Err(err.context(format!("cannot read a case of {dataset}@v{number}"))),
+        Some(err) => Err(err.context(format!("cannot index the cases of {dataset}@v{number}"))),
         None => Ok(index),
     }
+}
+
+/// The summary of run `run_id`'s stored results, counted case by case: the results sorted by
+/// case and run, so each case closes once its `n_runs` runs are counted.
+async fn summarise(store: &RunStore, run_id: &str, n_runs: u32) -> anyhow::Result<SummaryBuilder> {
+    let mut sorter: Sorter<(String, u32), RunResult> = Sorter::new(SORT_BUDGET);
+    let mut pages = ResultPages::of(run_id);
+    while let Some(page) = store.next_results(&mut pages).await? {
+        for text in page {
+            #[derive(serde::Deserialize)]
+            struct Key {
+                case_id: String,
+                #[serde(default)]
+                run: u32,
+            }
+            let key: Key =
+                serde_json::from_str(&text).with_context(|| format!("cannot read a result of run {run_id}"))?;
+            sorter.push_json((key.case_id, key.run), text.into_bytes())?;
+        }
+    }
+    let mut summary = SummaryBuilder::default().closing_cases(1, n_runs);
+    for sorted in sorter.finish()? {
+        let (_, result) = sorted.with_context(|| format!("cannot read a result of run {run_id} back"))?;
+        summary.add(&result);
+    }
+    Ok(summary)
 }
 
 /// The latest unfinished run named `name` of the version whose content id is `version_id`.
@@ -278,17 +315,25 @@ async fn unfinished(store: &RunStore, name: &str, version_id: &str) -> anyhow::R
 /// The result a line records, and the agent's output to keep by run hash; or why it is refused.
 fn result_of(
     line: Line,
-    index: &HashMap<String, Indexed>,
+    index: &Lookup<Indexed>,
     target: &Value,
     scenario: &str,
-    done: &mut HashSet<(String, u32)>,
+    done: &mut Done,
 ) -> Result<(RunResult, Option<String>), String> {
     let Some(case_id) = line.case else {
         return Err("no `case`: name the case id the result is of".into());
     };
-    let Some(indexed) = index.get(&case_id) else {
+    let found =
+        index.get(&case_id).map_err(|e| format!("cannot read the temporary file of the version's cases: {e}"))?;
+    let Some((row, body)) = found else {
         return Err(format!("no case `{case_id}` in the run's dataset version"));
     };
+    let unreadable = |e: String| format!("case `{case_id}` of the run's dataset version cannot be read: {e}");
+    let case: Case = serde_json::from_str(&body).map_err(|e| unreadable(e.to_string()))?;
+    let content_id = casebook_canon::content_id_bytes_of_json(casebook_canon::Kind::Case, &body)
+        .map(|id| casebook_canon::id_hex(&id))
+        .map_err(|e| unreadable(e.to_string()))?;
+    let key = CaseKey::new(&[], &case.task, &case.id).map_err(|e| unreadable(e.to_string()))?;
     let mut grades = Vec::new();
     for (grader, value) in &line.scores {
         let grade = match value {
@@ -309,14 +354,14 @@ fn result_of(
             grades.push(GraderResult { grader: "pass".into(), weight: 1.0, outcome: Ok(grade) });
         }
     }
-    if !done.insert((case_id.clone(), line.run)) {
+    if !done.insert(row, line.run) {
         return Err(format!(
             "case `{case_id}` has a result in this run already (run {}); give `run=` a new number to run it again",
             line.run
         ));
     }
     let target = casebook_runner::hash::target_key(target).map_err(|e| e.to_string())?;
-    let hash = casebook_runner::hash::run_hash_of(&indexed.key, &target, line.run);
+    let hash = casebook_runner::hash::run_hash_of(&key, &target, line.run);
     let (output, kept, score, pass) = match line.error {
         Some(message) => (Err(Failure::new("client", message)), None, None, None),
         None => {
@@ -341,11 +386,11 @@ fn result_of(
     };
     let result = RunResult {
         case_id,
-        row: Some(indexed.row),
-        case_content_id: indexed.content_id.clone(),
-        labels: indexed.labels.clone(),
-        review: indexed.review,
-        confidence: indexed.confidence,
+        row: Some(row),
+        case_content_id: content_id,
+        labels: case.labels.unwrap_or_default(),
+        review: case.review,
+        confidence: case.confidence,
         scenario: scenario.to_owned(),
         run: line.run,
         hash,
