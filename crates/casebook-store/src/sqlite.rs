@@ -46,9 +46,13 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0011_blob_cids.sql"),
     include_str!("../migrations/sqlite/0012_pending_spans.sql"),
     include_str!("../migrations/sqlite/0013_pending_records.sql"),
+    include_str!("../migrations/sqlite/0014_review_index.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 pub(crate) const ROWS: usize = 1000;
+/// The most bodies in the review states a filter requires for the store to find its cases
+/// through the review index ([`SqliteStore::review_plan`]); PostgreSQL's store uses it too.
+pub(crate) const REVIEW_INDEX_ROWS: i64 = 20_000;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -834,7 +838,8 @@ impl crate::Store for SqliteStore {
     ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
         let id = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("b.body", select, true, id, version);
+        let review = self.review_plan(select).await?;
+        let (sql, params) = select_sql("b.body", select, true, id, version, review.as_deref());
         let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let mut rows = query.fetch(&self.pool);
         let mut out = Vec::with_capacity(batch);
@@ -859,7 +864,8 @@ impl crate::Store for SqliteStore {
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("1", select, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (sql, params) = select_sql("1", select, false, id, version, review.as_deref());
         let sql = format!("SELECT count(*) FROM ({sql})");
         let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let n: i64 = query.fetch_one(&self.pool).await?.get(0);
@@ -1103,7 +1109,9 @@ impl crate::Store for SqliteStore {
     ) -> Result<Page, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
-        let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (mut sql, mut params) =
+            select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version, review.as_deref());
         if let Some(after) = after {
             sql.push_str(" AND m.ord >= ? AND (m.ord > ? OR m.case_id > ?)");
             params.extend([SqlParam::Real(after.ord), SqlParam::Real(after.ord), SqlParam::Text(after.id.clone())]);
@@ -1132,7 +1140,9 @@ impl crate::Store for SqliteStore {
     ) -> Result<Page, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
-        let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (mut sql, mut params) =
+            select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version, review.as_deref());
         // The order index walked backwards from the cursor, one case more than the page.
         sql.push_str(" AND m.ord <= ? AND (m.ord < ? OR m.case_id < ?) ORDER BY m.ord DESC, m.case_id DESC LIMIT ?");
         params.extend([
@@ -1165,7 +1175,9 @@ impl crate::Store for SqliteStore {
     ) -> Result<crate::JsonPage, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
-        let (inner, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (inner, mut params) =
+            select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version, review.as_deref());
         // One pass over the page's rows, in the subquery's order: SQLite cannot flatten a
         // subquery with a `LIMIT` into an aggregate, so it hands the rows over as it makes them,
         // and the aggregates see them in that order (an `ORDER BY` inside them would sort the
@@ -1649,10 +1661,29 @@ impl SqliteStore {
     /// PLAN`), one step a line: what shows that a filter uses the label table and the facets.
     pub async fn query_plan(&self, dataset: &str, version: u64, select: &Select) -> Result<Vec<String>, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("1", select, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (sql, params) = select_sql("1", select, false, id, version, review.as_deref());
         let query = bind_select(sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}"))), params);
         let rows = query.fetch_all(&self.pool).await?;
         Ok(rows.iter().map(|r| r.get::<String, _>("detail")).collect())
+    }
+
+    /// The review states to find a selection's cases by (through `blob_facets_review`, see
+    /// migration 0014), when its filter requires one and few bodies of the store are in it:
+    /// at most [`REVIEW_INDEX_ROWS`], counted in the index (a bounded read). More than that, and
+    /// the version's order finds a page's cases sooner than sorting them all would.
+    async fn review_plan(&self, select: &Select) -> Result<Option<Vec<String>>, StoreError> {
+        let Some(states) = select.filter.as_ref().and_then(|f| f.review_states()) else { return Ok(None) };
+        let sql = format!(
+            "SELECT count(*) FROM (SELECT 1 FROM blob_facets WHERE facets ->> '$.review' IN ({}) LIMIT ?)",
+            vec!["?"; states.len()].join(", ")
+        );
+        let mut query = sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql));
+        for state in &states {
+            query = query.bind(state);
+        }
+        let n = query.bind(REVIEW_INDEX_ROWS + 1).fetch_one(&self.pool).await?;
+        Ok((n <= REVIEW_INDEX_ROWS).then_some(states))
     }
 
     async fn version_row_tx(
@@ -1678,7 +1709,17 @@ impl SqliteStore {
 /// version that `select` picks. Its parameters are the dataset, the version twice (see
 /// [`bind_select`]), then those returned: the filter's values and the limit, bound, never
 /// spliced. (All are plain `?`: sqlx numbers those apart from any `?NNN`.)
-fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, version: u64) -> (String, Vec<SqlParam>) {
+///
+/// With `review` (see [`SqliteStore::review_plan`]), the bodies in those review states are read
+/// first, through their index, and their members in the version looked up by body.
+fn select_sql(
+    columns: &str,
+    select: &Select,
+    ordered: bool,
+    dataset: i64,
+    version: u64,
+    review: Option<&[String]>,
+) -> (String, Vec<SqlParam>) {
     let mut params = Vec::new();
     // Without a filter, the order index lists the version (and holds all the query needs); with
     // one, the planner may rather start from the labels a filter names.
@@ -1698,13 +1739,26 @@ fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, versi
     if reads("b.body") {
         joins.push_str(" JOIN blobs b ON b.id = m.blob");
     }
-    if reads("f.facets") {
-        joins.push_str(" JOIN blob_facets f ON f.blob = m.blob");
-    }
-    let mut sql = format!(
-        "SELECT {columns} FROM members m {hint}{joins}
-         WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
-    );
+    let mut sql = match review {
+        // `CROSS JOIN`: SQLite keeps the tables in the order written, the review index first.
+        Some(states) => {
+            params.extend(states.iter().map(|s| SqlParam::Text(s.clone())));
+            format!(
+                "SELECT {columns} FROM blob_facets f CROSS JOIN members m ON m.blob = f.blob{joins}
+                 WHERE f.facets ->> '$.review' IN ({}) AND m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)",
+                vec!["?"; states.len()].join(", ")
+            )
+        }
+        None => {
+            if reads("f.facets") {
+                joins.push_str(" JOIN blob_facets f ON f.blob = m.blob");
+            }
+            format!(
+                "SELECT {columns} FROM members m {hint}{joins}
+                 WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
+            )
+        }
+    };
     let version = i64::try_from(version).unwrap_or(i64::MAX);
     params.extend([SqlParam::Integer(dataset), SqlParam::Integer(version), SqlParam::Integer(version)]);
     if let Some(fragment) = fragment {

@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0006_page_body_places.sql"),
     include_str!("../../migrations/postgres/0007_pending_spans.sql"),
     include_str!("../../migrations/postgres/0008_pending_records.sql"),
+    include_str!("../../migrations/postgres/0009_review_index.sql"),
 ];
 
 /// Cases a batch statement carries.

@@ -796,3 +796,26 @@ async fn a_store_and_its_log_are_readable_by_their_owner_only_or_the_group_if_as
     SqliteStore::create(&db).await.unwrap().close().await;
     assert_eq!(mode(&db), 0o640);
 }
+
+#[tokio::test]
+async fn a_filter_on_a_rare_review_state_reads_the_review_index() {
+    let (_dir, store) = fresh().await;
+    let mut a = case("a", "1");
+    a.review = Some(casebook_model::Review::Draft);
+    created(&store, CommitMode::Replace, vec![a, case("b", "2"), case("c", "3")]).await;
+    let plan_of = |source: &str| {
+        let filter = casebook_filter::Filter::parse(source).unwrap();
+        let store = &store;
+        async move {
+            store.query_plan("support", 1, &Select { filter: Some(filter), limit: None }).await.unwrap().join("\n")
+        }
+    };
+    // The bodies in the state, by the review index; their rows in the version, by body.
+    let plan = plan_of(r#"review == "draft" and metadata.difficulty == "hard""#).await;
+    assert!(plan.contains("USING INDEX blob_facets_review"), "{plan}");
+    assert!(plan.contains("INDEX members_blob (blob=? AND dataset=? AND from_v<?)"), "{plan}");
+    assert!(!plan.contains("SCAN m"), "{plan}");
+    // A filter that does not require a state reads the version as before.
+    let plan = plan_of(r#"review == "draft" or metadata.difficulty == "hard""#).await;
+    assert!(!plan.contains("blob_facets_review"), "{plan}");
+}
