@@ -2162,9 +2162,8 @@ impl SelectQuery {
         let version = i64::try_from(version).unwrap_or(i64::MAX);
         let mut params = vec![SqlParam::Integer(dataset), SqlParam::Integer(version)];
         // Left joins, which PostgreSQL drops when nothing reads them (every member has both).
-        let mut from = "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob
-                    WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)"
-            .to_owned();
+        let mut from =
+            format!("{MEMBERS_FROM} WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)");
         match seek {
             Some(Seek::After(_)) => from.push_str(" AND m.ord >= $3 AND (m.ord > $3 OR m.case_id > $4)"),
             Some(Seek::Before(_)) => from.push_str(" AND m.ord <= $3 AND (m.ord < $3 OR m.case_id < $4)"),
@@ -2219,6 +2218,9 @@ impl SelectQuery {
     /// facets are an inner join, which lets them come before the version's members. A label on
     /// more cases keeps PostgreSQL's own plan, which is the better one then.
     async fn plan<'c>(&mut self, conn: &'c mut PgConnection) -> Result<Session<'c>, StoreError> {
+        if let Some(states) = self.review_states(conn).await? {
+            return self.walk_a_review_state(conn, &states).await;
+        }
         if !self.walks_a_label(conn).await? {
             return Ok(Session::Plain(conn));
         }
@@ -2240,6 +2242,52 @@ impl SelectQuery {
             );
             self.walk = Some(walked);
         }
+        Ok(Session::Planned(tx))
+    }
+
+    /// The review states to find the cases by (see [`SelectQuery::walk_a_review_state`]): those
+    /// the filter requires, when few bodies of the store are in them, at most
+    /// [`crate::sqlite::REVIEW_INDEX_ROWS`] (counted in the index, a bounded read). More than
+    /// that, and the version's order finds a page's cases sooner than sorting them all would.
+    async fn review_states(&self, conn: &mut PgConnection) -> Result<Option<Vec<String>>, StoreError> {
+        let Some(states) = self.filter.as_ref().and_then(|f| f.review_states()) else { return Ok(None) };
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT count(*) FROM (SELECT 1 FROM blob_facets WHERE {REVIEW} = ANY($1::text[]) LIMIT $2) AS r"
+        )))
+        .bind(&states)
+        .bind(crate::sqlite::REVIEW_INDEX_ROWS + 1)
+        .fetch_one(&mut *conn)
+        .await?;
+        Ok((n <= crate::sqlite::REVIEW_INDEX_ROWS).then_some(states))
+    }
+
+    /// Finds the cases through the index of the review state (migration 0009): the bodies in
+    /// `states` (and those with a `\u0000`, which the filter tests in memory) first, in a
+    /// subquery PostgreSQL plans on its own (`OFFSET 0`), then their members in the version by
+    /// body, without hashing or merging (which would read every member of the version); the
+    /// page is sorted from those. Left to itself, PostgreSQL walks the version's order and tests
+    /// each case until the page is full, which reads the whole version when the state's cases
+    /// are deep in it, as a queue's drafts are. The states are written into the SQL text: a
+    /// filter's review states are one of the three names the parser accepts (`[a-z]+`, checked).
+    async fn walk_a_review_state<'c>(
+        &mut self,
+        conn: &'c mut PgConnection,
+        states: &[String],
+    ) -> Result<Session<'c>, StoreError> {
+        if !states.iter().all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase())) {
+            return Ok(Session::Plain(conn));
+        }
+        let list = states.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+        let mut tx = conn.begin().await?;
+        sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off").execute(&mut *tx).await?;
+        self.from = self.from.replacen(
+            MEMBERS_FROM,
+            &format!(
+                "FROM (SELECT blob, facets, nul FROM blob_facets WHERE nul OR {REVIEW} IN ({list}) OFFSET 0) AS f
+                 JOIN members m ON m.blob = f.blob LEFT JOIN blobs b ON b.id = m.blob"
+            ),
+            1,
+        );
         Ok(Session::Planned(tx))
     }
 
@@ -2360,6 +2408,13 @@ impl SelectQuery {
         Ok(self.limit.map_or(total, |limit| total.min(limit)))
     }
 }
+
+/// The tables a selection reads: the members, with their bodies and facets.
+const MEMBERS_FROM: &str =
+    "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob";
+/// A body's review state, as the index of migration 0009 holds it (NULL for a body with a
+/// `\u0000`, which PostgreSQL's JSON functions refuse).
+const REVIEW: &str = "(CASE WHEN nul THEN NULL ELSE facets ->> 'review' END)";
 
 /// What [`Rows`] reads of each case: its body, its place, its id; and whether to test it in
 /// memory.
