@@ -50,6 +50,43 @@ impl FieldPath {
     }
 }
 
+impl FieldPath {
+    /// The key of a `label.KEY` path: its values are those of the case's `KEY:value` labels.
+    pub fn label_key(&self) -> Option<&str> {
+        match &self.path.root {
+            Root::Label(key) => Some(key),
+            _ => None,
+        }
+    }
+
+    /// Whether the path is in a case's facets ([`crate::facets_json`]) rather than only in its
+    /// body.
+    pub fn in_facets(&self) -> bool {
+        crate::facets::in_facets(&self.path.root)
+    }
+
+    /// Whether a store's body holds the path's value as the case's JSON form does: not for a
+    /// label path, nor in `memory_seeds` and `tools`, whose files' documents stores keep apart.
+    pub fn in_stored_body(&self) -> bool {
+        !matches!(self.path.root, Root::Label(_) | Root::MemorySeeds | Root::Tools)
+    }
+
+    /// The path as an SQLite JSON path, keys quoted: `$."metadata"."team"`.
+    pub fn sqlite_path(&self) -> String {
+        crate::sql::json_path(&self.path)
+    }
+
+    /// The path's steps for PostgreSQL's `#>` (a `text[]`): keys, and indexes as decimal text.
+    pub fn pg_steps(&self) -> Vec<String> {
+        let mut steps = vec![self.path.root.json_key().to_owned()];
+        steps.extend(self.path.segs.iter().map(|seg| match seg {
+            Seg::Key(key) => key.clone(),
+            Seg::Index(i) => i.to_string(),
+        }));
+        steps
+    }
+}
+
 /// Cases counted per value of a path (`casebook cases --group-by`, the console's counts): a
 /// case with several values counts in each, a case without the field in the missing group.
 #[derive(Debug)]
@@ -83,6 +120,13 @@ impl Groups {
         for value in values {
             *self.counts.entry(Some(value.to_string())).or_default() += 1;
         }
+    }
+
+    /// Counts `n` cases with `value` at the path (`None`: without the field), as a store
+    /// counted them in SQL; values are told apart as [`Groups::add`] tells them.
+    pub fn add_counted(&mut self, value: Option<Value>, n: u64) {
+        self.cases += n;
+        *self.counts.entry(value.map(|v| v.to_string())).or_default() += n;
     }
 
     /// The groups, most frequent first (ties by value), the cases without the field last.

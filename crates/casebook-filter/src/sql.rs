@@ -76,7 +76,7 @@ pub(crate) fn to_sqlite(expr: &Expr, ctx: &SqlContext<'_>) -> SqlFragment {
 }
 
 /// The JSON path of a filter path, keys always quoted (`$."metadata"."odd key"[0]`).
-fn json_path(path: &Path) -> String {
+pub(crate) fn json_path(path: &Path) -> String {
     let mut out = String::from("$");
     push_key(&mut out, path.root.json_key());
     for seg in &path.segs {

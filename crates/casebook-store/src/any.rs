@@ -361,4 +361,13 @@ impl Store for AnyStore {
     async fn capture_warnings(&self) -> Result<Vec<crate::CaptureWarning>, StoreError> {
         each!(self, s => s.capture_warnings().await)
     }
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<serde_json::Value>, u64)>>, StoreError> {
+        each!(self, s => s.group_counts(dataset, version, select, path).await)
+    }
 }

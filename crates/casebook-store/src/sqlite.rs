@@ -1209,6 +1209,64 @@ impl crate::Store for SqliteStore {
         Ok(crate::JsonPage { json, count, next })
     }
 
+    /// `GROUP BY` the JSON text at the path (in the facets when the path is there), or the
+    /// values of the `KEY:` labels in `case_labels`; the texts are read as JSON and merged as
+    /// [`casebook_filter::Groups`] tells values apart.
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<serde_json::Value>, u64)>>, StoreError> {
+        let label_key = path.label_key();
+        // A key with a colon names no label (a label's key ends at its first colon).
+        if label_key.is_some_and(|key| key.contains(':')) || (label_key.is_none() && !path.in_stored_body()) {
+            return Ok(None);
+        }
+        let id = self.dataset_id(dataset).await?;
+        let review = self.review_plan(select).await?;
+        let unlimited = Select { filter: select.filter.clone(), limit: None };
+        let mut groups = casebook_filter::Groups::new(path.clone());
+        if let Some(key) = label_key {
+            // The labels from `KEY:` up to (not including) `KEY;`: those whose text starts with
+            // `KEY:`; the value is what follows (`substr` counts characters, as the key is).
+            let (low, high) = (format!("{key}:"), format!("{key};"));
+            let (inner, inner_params) = select_sql("m.blob", &unlimited, false, id, version, review.as_deref());
+            let mut params = vec![SqlParam::Integer(key.chars().count() as i64 + 2)];
+            params.extend(inner_params.iter().cloned());
+            params.extend([SqlParam::Text(low.clone()), SqlParam::Text(high.clone())]);
+            let sql = format!(
+                "SELECT substr(l.label, ?), count(*) FROM ({inner}) AS s JOIN case_labels l ON l.blob = s.blob
+                 WHERE l.label >= ? AND l.label < ? GROUP BY 1"
+            );
+            for row in bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await? {
+                groups.add_counted(Some(serde_json::Value::String(row.get(0))), row.get::<i64, _>(1) as u64);
+            }
+            let mut params = inner_params;
+            params.extend([SqlParam::Text(low), SqlParam::Text(high)]);
+            let sql = format!(
+                "SELECT count(*) FROM ({inner}) AS s
+                 WHERE NOT EXISTS (SELECT 1 FROM case_labels l WHERE l.blob = s.blob AND l.label >= ? AND l.label < ?)"
+            );
+            let missing: i64 = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_one(&self.pool).await?.get(0);
+            if missing > 0 {
+                groups.add_counted(None, missing as u64);
+            }
+        } else {
+            let source = if path.in_facets() { "f.facets" } else { "b.body" };
+            let (inner, inner_params) =
+                select_sql(&format!("{source} -> ? AS v"), &unlimited, false, id, version, review.as_deref());
+            let mut params = vec![SqlParam::Text(path.sqlite_path())];
+            params.extend(inner_params);
+            let sql = format!("SELECT v, count(*) FROM ({inner}) GROUP BY v");
+            for row in bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await? {
+                groups.add_counted(crate::group_value(row.get(0)), row.get::<i64, _>(1) as u64);
+            }
+        }
+        Ok(Some(groups.sorted()))
+    }
+
     async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;

@@ -1217,6 +1217,22 @@ impl crate::Store for PostgresStore {
         })
     }
 
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<Value>, u64)>>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let mut query = SelectQuery::new(&Select { filter: select.filter.clone(), limit: None }, id, version, None);
+        let mut conn = self.conn().await?;
+        let mut session = query.plan(&mut conn).await?;
+        let groups = query.groups(self, &mut session, path).await?;
+        session.end().await?;
+        Ok(groups.map(casebook_filter::Groups::sorted))
+    }
+
     async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let mut conn = self.conn().await?;
@@ -2349,13 +2365,7 @@ impl SelectQuery {
         mut query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
         use casebook_filter::SqlParam;
-        let in_sql = |part: &Option<String>| part.as_deref().is_some_and(|part| sql.contains(part));
-        let named = match (in_sql(&self.plain), in_sql(&self.json)) {
-            (_, true) => self.params.len(),
-            (true, false) => self.base + self.plain_params,
-            (false, false) => self.base,
-        };
-        for param in &self.params[..named] {
+        for param in &self.params[..self.named(sql)] {
             query = match param {
                 SqlParam::Integer(n) => query.bind(*n),
                 SqlParam::Real(x) => query.bind(*x),
@@ -2364,6 +2374,91 @@ impl SelectQuery {
             };
         }
         query
+    }
+
+    /// How many of the parameters `sql` names (see [`SelectQuery::bind`]).
+    fn named(&self, sql: &str) -> usize {
+        let in_sql = |part: &Option<String>| part.as_deref().is_some_and(|part| sql.contains(part));
+        match (in_sql(&self.plain), in_sql(&self.json)) {
+            (_, true) => self.params.len(),
+            (true, false) => self.base + self.plain_params,
+            (false, false) => self.base,
+        }
+    }
+
+    /// The selection counted per value at `path` (see [`crate::Store::group_counts`]): in SQL,
+    /// but the cases with a `\u0000` (which PostgreSQL's JSON functions refuse) read and counted
+    /// in memory, as the filter tests them. `None` for a filter tested in memory (`matches`),
+    /// and for a path the body does not hold as the case's JSON form does.
+    async fn groups(
+        &self,
+        store: &PostgresStore,
+        conn: &mut PgConnection,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<casebook_filter::Groups>, StoreError> {
+        let label_key = path.label_key();
+        if self.check == Check::Memory
+            || label_key.is_some_and(|key| key.contains(':'))
+            || (label_key.is_none() && !path.in_stored_body())
+        {
+            return Ok(None);
+        }
+        let mut groups = casebook_filter::Groups::new(path.clone());
+        let cond = self.json.as_deref().unwrap_or("true");
+        let picked = format!("{} AND NOT f.nul AND CASE WHEN f.nul THEN false ELSE ({cond}) END", self.from);
+        let k = self.named(&picked) + 1;
+        if let Some(key) = label_key {
+            // The labels from `KEY:` up to (not including) `KEY;`, as bytes: those that start
+            // with `KEY:`; the value is what follows.
+            let (low, high) = (format!("{key}:").into_bytes(), format!("{key};").into_bytes());
+            let sql = format!(
+                "SELECT substring(l.label from ${k}), count(*) FROM case_labels l JOIN (SELECT m.blob {picked}) AS s
+                 ON s.blob = l.blob WHERE l.label >= ${} AND l.label < ${} GROUP BY 1",
+                k + 1,
+                k + 2
+            );
+            let rows: Vec<(Vec<u8>, i64)> = self
+                .bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone())))
+                .bind(low.len() as i32 + 1)
+                .bind(&low)
+                .bind(&high)
+                .fetch_all(&mut *conn)
+                .await?;
+            for (value, n) in rows {
+                let value = String::from_utf8(value).map_err(|e| StoreError::Corrupt(format!("a label: {e}")))?;
+                groups.add_counted(Some(Value::String(value)), n as u64);
+            }
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT m.blob {picked}) AS s
+                 WHERE NOT EXISTS (SELECT 1 FROM case_labels l WHERE l.blob = s.blob AND l.label >= ${k} AND l.label < ${})",
+                k + 1
+            );
+            let (missing,): (i64,) = self
+                .bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone())))
+                .bind(&low)
+                .bind(&high)
+                .fetch_one(&mut *conn)
+                .await?;
+            if missing > 0 {
+                groups.add_counted(None, missing as u64);
+            }
+        } else {
+            let source = if path.in_facets() { "f.facets" } else { "b.body::json" };
+            let sql = format!("SELECT ({source} #> ${k}::text[])::text, count(*) {picked} GROUP BY 1");
+            let rows: Vec<(Option<String>, i64)> = self
+                .bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone())))
+                .bind(path.pg_steps())
+                .fetch_all(&mut *conn)
+                .await?;
+            for (value, n) in rows {
+                groups.add_counted(crate::group_value(value), n as u64);
+            }
+        }
+        let mut rows = self.rows(store, conn, format!("SELECT {ROW} true {} AND f.nul", self.from));
+        while let Some((body, _, _)) = rows.next().await? {
+            groups.add(&crate::parse_body(&body)?);
+        }
+        Ok(Some(groups))
     }
 
     fn rows<'c>(&'c self, store: &'c PostgresStore, conn: &'c mut PgConnection, sql: String) -> Rows<'c> {

@@ -36,7 +36,8 @@ macro_rules! suite {
             names_in_other_normal_forms_are_the_same_name,
             references_are_numbers_and_ids_before_tags,
             a_deleted_tag_names_nothing_and_is_logged,
-            review_filters_select_what_they_select_in_memory);
+            review_filters_select_what_they_select_in_memory,
+            group_counts_count_what_memory_counts);
         $crate::suite!(@each $fresh; |store| casebook_store::AnyStore::from(store);
             runs_keep_their_results_and_outputs_by_hash, outputs_are_found_by_their_whole_run_hash,
             a_run_is_read_a_page_at_a_time,
@@ -1487,6 +1488,69 @@ pub async fn review_filters_select_what_they_select_in_memory(store: impl Store)
                     before.bodies.iter().map(|b| serde_json::from_str::<Case>(b).unwrap().id).collect();
                 let at = want.iter().position(|id| *id == last.id).unwrap();
                 assert_eq!(ids, want[at.saturating_sub(2)..at], "v{version} {source}");
+            }
+        }
+    }
+}
+
+/// A count by a path made in the database (the console's group-by) gives the groups and counts
+/// that counting the cases in memory gives: a missing field, `null`, integers and reals (`1`
+/// and `1.0` apart, as memory tells them), strings with non-ASCII letters, lists and objects,
+/// `label.KEY` with several values in a case and none, an input with a NUL (read in memory by
+/// PostgreSQL); under no filter, a label filter, a metadata filter, a review filter, and a
+/// `matches` filter (which a backend may leave to the caller: `None`).
+pub async fn group_counts_count_what_memory_counts(store: impl Store) {
+    use casebook_model::Review;
+    let values = [
+        json!(null),
+        json!(1),
+        json!(1.0),
+        json!(2.5),
+        json!(-12345678901234_i64),
+        json!("é"),
+        json!("日本"),
+        json!("1"),
+        json!([1, "a"]),
+        json!({"b": 1, "a": [true]}),
+        json!(true),
+    ];
+    let cases: Vec<Case> = (0..40)
+        .map(|i| {
+            let input = if i == 13 { format!("q{i}\u{0}") } else { format!("q{i}") };
+            let mut c = case(&format!("g{i:02}"), &input);
+            if i % 12 != 11 {
+                c.metadata = Some(json!({"x": values[i % values.len()].clone()}).as_object().unwrap().clone());
+            }
+            c.labels = Some(match i % 4 {
+                0 => vec!["kind:a".into(), "math".into()],
+                1 => vec!["kind:b".into(), "kind:é:c".into()],
+                2 => vec!["kinder".into(), "kind:".into()],
+                _ => vec!["math".into()],
+            });
+            c.review = (i % 5 == 0).then_some(Review::Draft);
+            c
+        })
+        .collect();
+    created(&store, CommitMode::Replace, cases.clone()).await;
+    for filter in [
+        None,
+        Some(r#"labels contains "math""#),
+        Some(r#"metadata.x != 1"#),
+        Some(r#"review == "draft""#),
+        Some(r#"input matches "1""#),
+    ] {
+        let filter = filter.map(|f| casebook_filter::Filter::parse(f).unwrap());
+        for path in ["metadata.x", "label.kind", "review", "input", "expected.output", "metadata", "name"] {
+            let path = casebook_filter::FieldPath::parse(path).unwrap();
+            let mut groups = casebook_filter::Groups::new(path.clone());
+            for c in cases.iter().filter(|c| filter.as_ref().is_none_or(|f| f.matches(c))) {
+                groups.add(c);
+            }
+            let want = groups.sorted();
+            let select = Select { filter: filter.clone(), limit: Some(3) };
+            match store.group_counts("support", 1, &select, &path).await.unwrap() {
+                Some(got) => assert_eq!(got, want, "{path} under {filter:?}"),
+                None => assert!(filter.as_ref().is_some_and(|f| f.to_string().contains("matches")), "{path}"),
             }
         }
     }
