@@ -263,7 +263,6 @@ mod tests {
         assert_eq!(states(r#"review == "draft" or metadata.x == 1"#), None);
         assert_eq!(states(r#"not (review == "draft")"#), None);
         assert_eq!(states(r#"review != "draft""#), None);
-        assert_eq!(states(r#"review in ["draft", null]"#), None);
         assert_eq!(states("exists(review)"), None);
         assert_eq!(states("true"), None);
     }
