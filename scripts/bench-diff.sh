@@ -15,7 +15,7 @@ if [[ -z ${NO_BUILD:-} ]]; then
 fi
 bin=${BIN:-$(scripts/release-binary.sh)}
 file=$data/letta-realistic-$rows.jsonl
-[[ -f $file ]] || "$bin" generate --kind letta-realistic --rows "$rows" -o "$file" -q
+[[ -f $file ]] || "$bin" generate --kind letta-realistic --cases "$rows" -o "$file" -q
 dir=$data/diff-$rows
 rm -rf "$dir" && mkdir -p "$dir"
 if [[ -n ${CASEBOOK_BENCH_POSTGRES:-} ]]; then

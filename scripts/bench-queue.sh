@@ -16,7 +16,7 @@ if [[ -z $bin ]]; then
   bin=$(scripts/release-binary.sh)
 fi
 file=$data/letta-realistic-$rows.jsonl
-[[ -f $file ]] || "$bin" generate --kind letta-realistic --rows "$rows" -o "$file" -q
+[[ -f $file ]] || "$bin" generate --kind letta-realistic --cases "$rows" -o "$file" -q
 dir=${QUEUE_DIR:-$data/queue}
 rm -rf "$dir" && mkdir -p "$dir"
 export CASEBOOK_STORE=${CASEBOOK_BENCH_POSTGRES:-$dir/.casebook} CASEBOOK_AUTHOR=bench
