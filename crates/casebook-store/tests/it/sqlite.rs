@@ -232,7 +232,7 @@ async fn a_store_from_a_newer_casebook_is_refused() {
 /// no projects, no API keys.
 macro_rules! undo_projects {
     () => {
-        "PRAGMA foreign_keys = OFF; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
+        "PRAGMA foreign_keys = OFF; DROP INDEX blob_facets_review; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
          DROP TABLE api_keys; DROP TABLE secrets;
          CREATE TABLE runs_old (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
                                 started TEXT NOT NULL, finished TEXT, meta TEXT NOT NULL, summary TEXT);
