@@ -23,7 +23,7 @@ export CASEBOOK_STORE=${CASEBOOK_BENCH_POSTGRES:-$dir/.casebook} CASEBOOK_AUTHOR
 "$bin" init -q
 "$bin" import "$file" --dataset big -q
 "$bin" import "$file" --dataset drafts -q
-"$bin" review drafts --state draft --where 'metadata.batch >= 990' -q
+"$bin" review drafts --state draft --where "metadata.batch >= $((rows / 1000 - 10))" -q
 key=$("$bin" keys create --project default --scope read 2>/dev/null)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$bin" serve --listen "127.0.0.1:$port" -q &
