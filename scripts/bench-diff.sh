@@ -63,7 +63,7 @@ d=/projects/default/datasets/big/diff
 printf '%-46s %s\n' "page ($rows cases)" "status first-byte total bytes (median of 5)"
 printf '%-46s %s\n' "diff page, one case changed (v1 → v2)" "$(median "$d?from=v1&to=v2")"
 printf '%-46s %s\n' "diff page, $((rows / 10)) changed (v2 → v3)" "$(median "$d?from=v2&to=v3")"
-next=$(curl -s -b "$cookie" "$base$d?from=v2&to=v3" | grep -o 'href="[^"]*list=modified&amp;after=[^"]*' | head -1 |
+next=$(curl -s -b "$cookie" "$base$d?from=v2&to=v3" | grep -o 'href="[^"]*list=modified&amp;[^"]*after=[^"]*' | head -1 |
   sed 's/^href="//; s/&amp;/\&/g')
 printf '%-46s %s\n' "its modified list, second page (cursor)" "$(median "$next")"
 printf '%-46s %s\n' "API diff, one case, limit=100" \
