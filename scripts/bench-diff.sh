@@ -5,14 +5,17 @@
 # fetched 5 times with a signed-in session; the median of curl's time to first byte and total
 # is printed, and the server's peak memory (VmHWM) after all of them.
 #   ROWS=100000 scripts/bench-diff.sh      ROWS=1000000 scripts/bench-diff.sh
+#   NO_BUILD=1 BIN=path scripts/bench-diff.sh   # a release binary already built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${ROWS:-100000}
 data=${BENCH_DATA:-target/bench-data}
-flock /tmp/release.lock nice -n 5 cargo build --release -q -p casebook-cli
-bin=$(scripts/release-binary.sh)
+if [[ -z ${NO_BUILD:-} ]]; then
+  flock /tmp/release.lock nice -n 5 cargo build --release -q -p casebook-cli
+fi
+bin=${BIN:-$(scripts/release-binary.sh)}
 file=$data/letta-realistic-$rows.jsonl
-[[ -f $file ]] || "$bin" generate --kind letta-realistic --rows "$rows" -o "$file" -q
+[[ -f $file ]] || "$bin" generate --kind letta-realistic --cases "$rows" -o "$file" -q
 dir=$data/diff-$rows
 rm -rf "$dir" && mkdir -p "$dir"
 if [[ -n ${CASEBOOK_BENCH_POSTGRES:-} ]]; then
@@ -51,7 +54,7 @@ cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" "$base/si
 median() {
   local url=$1 times=()
   for _ in 1 2 3 4 5; do
-    times+=("$(curl -s -o /dev/null -w '%{http_code} %{time_starttransfer} %{time_total} %{size_download}' \
+    times+=("$(flock /tmp/bench.lock curl -s -o /dev/null -w '%{http_code} %{time_starttransfer} %{time_total} %{size_download}' \
       -b "$cookie" -H "authorization: Bearer $key" "$base$url")")
   done
   printf '%s\n' "${times[@]}" | sort -k2 -n | sed -n 3p
@@ -60,7 +63,7 @@ d=/projects/default/datasets/big/diff
 printf '%-46s %s\n' "page ($rows cases)" "status first-byte total bytes (median of 5)"
 printf '%-46s %s\n' "diff page, one case changed (v1 → v2)" "$(median "$d?from=v1&to=v2")"
 printf '%-46s %s\n' "diff page, $((rows / 10)) changed (v2 → v3)" "$(median "$d?from=v2&to=v3")"
-next=$(curl -s -b "$cookie" "$base$d?from=v2&to=v3" | grep -o 'href="[^"]*list=modified&amp;after=[^"]*' | head -1 |
+next=$(curl -s -b "$cookie" "$base$d?from=v2&to=v3" | grep -o 'href="[^"]*list=modified&amp;[^"]*after=[^"]*' | head -1 |
   sed 's/^href="//; s/&amp;/\&/g')
 printf '%-46s %s\n' "its modified list, second page (cursor)" "$(median "$next")"
 printf '%-46s %s\n' "API diff, one case, limit=100" \

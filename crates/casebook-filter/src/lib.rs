@@ -201,6 +201,37 @@ impl Filter {
     pub fn to_postgres_parts(&self, ctx: &PgContext<'_>, first: usize) -> Option<PgParts> {
         pg::to_postgres_parts(&self.expr, ctx, first)
     }
+
+    /// The review states of which every case the filter selects has one, when the filter says
+    /// so by a `review == "…"` or `review in [...]` (strings) test that must hold (one of its
+    /// top-level `and`): a store may then find the cases through an index of the review state
+    /// instead of reading the version. `None` when the filter does not require a state.
+    pub fn review_states(&self) -> Option<Vec<String>> {
+        review_states(&self.expr)
+    }
+}
+
+/// See [`Filter::review_states`].
+fn review_states(expr: &ast::Expr) -> Option<Vec<String>> {
+    use ast::{CmpOp, Expr, Lit, Root, Subject, Test};
+    match expr {
+        Expr::And(items) => items.iter().find_map(review_states),
+        Expr::Atom(atom) => {
+            let Subject::Path(path) = &atom.subject else { return None };
+            if path.root != Root::Review || !path.segs.is_empty() {
+                return None;
+            }
+            let strings = |lits: &[Lit]| -> Option<Vec<String>> {
+                lits.iter().map(|l| if let Lit::Str(s) = l { Some(s.clone()) } else { None }).collect()
+            };
+            match &atom.test {
+                Test::Cmp(CmpOp::Eq, lit) => strings(std::slice::from_ref(lit)),
+                Test::In(list) => strings(list),
+                _ => None,
+            }
+        }
+        Expr::Const(_) | Expr::Not(_) | Expr::Or(_) => None,
+    }
 }
 
 impl fmt::Display for Filter {
@@ -219,6 +250,22 @@ impl FromStr for Filter {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_review_states_a_filter_requires() {
+        let states = |src: &str| super::Filter::parse(src).unwrap().review_states();
+        let strings = |list: &[&str]| Some(list.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(states(r#"review == "draft""#), strings(&["draft"]));
+        assert_eq!(
+            states(r#"metadata.x == 1 and (labels contains "a" and review in ["draft", "rejected"])"#),
+            strings(&["draft", "rejected"])
+        );
+        assert_eq!(states(r#"review == "draft" or metadata.x == 1"#), None);
+        assert_eq!(states(r#"not (review == "draft")"#), None);
+        assert_eq!(states(r#"review != "draft""#), None);
+        assert_eq!(states("exists(review)"), None);
+        assert_eq!(states("true"), None);
+    }
 
     #[test]
     fn a_filter_can_be_shared_between_threads() {

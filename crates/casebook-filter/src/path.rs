@@ -50,8 +50,8 @@ impl FieldPath {
     }
 }
 
-/// Where a store reads the value at a path in its SQL (a sort by a field): the facets or the
-/// body, and the path within that JSON.
+/// Where a store reads the value at a path in its SQL (a sort by a field, a count by the path):
+/// the facets or the body, and the path within that JSON.
 impl FieldPath {
     /// Whether the path names a case's id (`id`), which stores read from their own column.
     pub fn is_id(&self) -> bool {
@@ -64,10 +64,24 @@ impl FieldPath {
         matches!(self.path.root, Root::Labels | Root::Label(_))
     }
 
+    /// The key of a `label.KEY` path: its values are those of the case's `KEY:value` labels.
+    pub fn label_key(&self) -> Option<&str> {
+        match &self.path.root {
+            Root::Label(key) => Some(key),
+            _ => None,
+        }
+    }
+
     /// Whether the value is in the case's facets ([`crate::facets_json`]) rather than only in
     /// its body.
     pub fn in_facets(&self) -> bool {
         crate::facets::in_facets(&self.path.root)
+    }
+
+    /// Whether a store's body holds the path's value as the case's JSON form does: not for a
+    /// label path, nor in `memory_seeds` and `tools`, whose files' documents stores keep apart.
+    pub fn in_stored_body(&self) -> bool {
+        !matches!(self.path.root, Root::Label(_) | Root::MemorySeeds | Root::Tools)
     }
 
     /// The SQLite JSON path of the value, keys quoted (`$."metadata"."difficulty"`).
@@ -120,6 +134,13 @@ impl Groups {
         for value in values {
             *self.counts.entry(Some(value.to_string())).or_default() += 1;
         }
+    }
+
+    /// Counts `n` cases with `value` at the path (`None`: without the field), as a store
+    /// counted them in SQL; values are told apart as [`Groups::add`] tells them.
+    pub fn add_counted(&mut self, value: Option<Value>, n: u64) {
+        self.cases += n;
+        *self.counts.entry(value.map(|v| v.to_string())).or_default() += n;
     }
 
     /// The groups, most frequent first (ties by value), the cases without the field last.

@@ -392,4 +392,14 @@ impl Store for AnyStore {
     async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError> {
         each!(self, s => s.capture_warnings_clear(trace_id).await)
     }
+
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<serde_json::Value>, u64)>>, StoreError> {
+        each!(self, s => s.group_counts(dataset, version, select, path).await)
+    }
 }

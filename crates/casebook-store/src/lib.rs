@@ -807,6 +807,28 @@ pub trait Store {
     /// Deletes the kept warnings of `trace_id`: a capture of the trace made again replaces
     /// them with its own, so a warning a later capture no longer has is not listed as current.
     async fn capture_warnings_clear(&self, trace_id: &str) -> Result<(), StoreError>;
+    /// The cases of a version that `select` picks (its limit aside) counted per value at `path`
+    /// in the database, as [`casebook_filter::Groups`] counts them ([`Groups::sorted`]'s order);
+    /// `None` when the backend cannot for this path or filter, and the caller counts the cases
+    /// it reads.
+    ///
+    /// [`Groups::sorted`]: casebook_filter::Groups::sorted
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<serde_json::Value>, u64)>>, StoreError> {
+        let _ = (dataset, version, select, path);
+        Ok(None)
+    }
+}
+
+/// A group's value as a store's SQL gives it: the JSON text at the path (`None`: missing), read
+/// as JSON (text that is not JSON is kept as a string, as [`casebook_filter::Groups`] keeps it).
+pub(crate) fn group_value(text: Option<String>) -> Option<serde_json::Value> {
+    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
 }
 
 /// `next` if a selected case follows it (a full page read in one piece, whose last case may be

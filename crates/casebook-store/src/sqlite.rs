@@ -46,10 +46,14 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0011_blob_cids.sql"),
     include_str!("../migrations/sqlite/0012_pending_spans.sql"),
     include_str!("../migrations/sqlite/0013_pending_records.sql"),
+    include_str!("../migrations/sqlite/0014_review_index.sql"),
     include_str!("../migrations/sqlite/0015_purges.sql"),
 ];
 /// Rows a multi-row `INSERT` carries.
 pub(crate) const ROWS: usize = 1000;
+/// The most bodies in the review states a filter requires for the store to find its cases
+/// through the review index ([`SqliteStore::review_plan`]); PostgreSQL's store uses it too.
+pub(crate) const REVIEW_INDEX_ROWS: i64 = 20_000;
 
 #[derive(Clone)]
 pub struct SqliteStore {
@@ -836,7 +840,8 @@ impl crate::Store for SqliteStore {
     ) -> Result<u64, StoreError> {
         use futures_util::TryStreamExt;
         let id = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("b.body", select, true, id, version);
+        let review = self.review_plan(select).await?;
+        let (sql, params) = select_sql("b.body", select, true, id, version, review.as_deref());
         let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let mut rows = query.fetch(&self.pool);
         let mut out = Vec::with_capacity(batch);
@@ -861,7 +866,8 @@ impl crate::Store for SqliteStore {
 
     async fn count(&self, dataset: &str, version: u64, select: &Select) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("1", select, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (sql, params) = select_sql("1", select, false, id, version, review.as_deref());
         let sql = format!("SELECT count(*) FROM ({sql})");
         let query = bind_select(sqlx::query(AssertSqlSafe(sql)), params);
         let n: i64 = query.fetch_one(&self.pool).await?.get(0);
@@ -1105,7 +1111,9 @@ impl crate::Store for SqliteStore {
     ) -> Result<Page, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
-        let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (mut sql, mut params) =
+            select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version, review.as_deref());
         if let Some(after) = after {
             sql.push_str(" AND m.ord >= ? AND (m.ord > ? OR m.case_id > ?)");
             params.extend([SqlParam::Real(after.ord), SqlParam::Real(after.ord), SqlParam::Text(after.id.clone())]);
@@ -1134,7 +1142,9 @@ impl crate::Store for SqliteStore {
     ) -> Result<Page, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
-        let (mut sql, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (mut sql, mut params) =
+            select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version, review.as_deref());
         // The order index walked backwards from the cursor, one case more than the page.
         sql.push_str(" AND m.ord <= ? AND (m.ord < ? OR m.case_id < ?) ORDER BY m.ord DESC, m.case_id DESC LIMIT ?");
         params.extend([
@@ -1167,7 +1177,9 @@ impl crate::Store for SqliteStore {
     ) -> Result<crate::JsonPage, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let unlimited = Select { filter: select.filter.clone(), limit: None };
-        let (inner, mut params) = select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (inner, mut params) =
+            select_sql("b.body, m.ord, m.case_id", &unlimited, false, id, version, review.as_deref());
         // One pass over the page's rows, in the subquery's order: SQLite cannot flatten a
         // subquery with a `LIMIT` into an aggregate, so it hands the rows over as it makes them,
         // and the aggregates see them in that order (an `ORDER BY` inside them would sort the
@@ -1197,6 +1209,64 @@ impl crate::Store for SqliteStore {
         };
         let next = crate::if_more(self, dataset, version, select, next).await?;
         Ok(crate::JsonPage { json, count, next })
+    }
+
+    /// `GROUP BY` the JSON text at the path (in the facets when the path is there), or the
+    /// values of the `KEY:` labels in `case_labels`; the texts are read as JSON and merged as
+    /// [`casebook_filter::Groups`] tells values apart.
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<serde_json::Value>, u64)>>, StoreError> {
+        let label_key = path.label_key();
+        // A key with a colon names no label (a label's key ends at its first colon).
+        if label_key.is_some_and(|key| key.contains(':')) || (label_key.is_none() && !path.in_stored_body()) {
+            return Ok(None);
+        }
+        let id = self.dataset_id(dataset).await?;
+        let review = self.review_plan(select).await?;
+        let unlimited = Select { filter: select.filter.clone(), limit: None };
+        let mut groups = casebook_filter::Groups::new(path.clone());
+        if let Some(key) = label_key {
+            // The labels from `KEY:` up to (not including) `KEY;`: those whose text starts with
+            // `KEY:`; the value is what follows (`substr` counts characters, as the key is).
+            let (low, high) = (format!("{key}:"), format!("{key};"));
+            let (inner, inner_params) = select_sql("m.blob", &unlimited, false, id, version, review.as_deref());
+            let mut params = vec![SqlParam::Integer(key.chars().count() as i64 + 2)];
+            params.extend(inner_params.iter().cloned());
+            params.extend([SqlParam::Text(low.clone()), SqlParam::Text(high.clone())]);
+            let sql = format!(
+                "SELECT substr(l.label, ?), count(*) FROM ({inner}) AS s JOIN case_labels l ON l.blob = s.blob
+                 WHERE l.label >= ? AND l.label < ? GROUP BY 1"
+            );
+            for row in bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await? {
+                groups.add_counted(Some(serde_json::Value::String(row.get(0))), row.get::<i64, _>(1) as u64);
+            }
+            let mut params = inner_params;
+            params.extend([SqlParam::Text(low), SqlParam::Text(high)]);
+            let sql = format!(
+                "SELECT count(*) FROM ({inner}) AS s
+                 WHERE NOT EXISTS (SELECT 1 FROM case_labels l WHERE l.blob = s.blob AND l.label >= ? AND l.label < ?)"
+            );
+            let missing: i64 = bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_one(&self.pool).await?.get(0);
+            if missing > 0 {
+                groups.add_counted(None, missing as u64);
+            }
+        } else {
+            let source = if path.in_facets() { "f.facets" } else { "b.body" };
+            let (inner, inner_params) =
+                select_sql(&format!("{source} -> ? AS v"), &unlimited, false, id, version, review.as_deref());
+            let mut params = vec![SqlParam::Text(path.sqlite_json_path())];
+            params.extend(inner_params);
+            let sql = format!("SELECT v, count(*) FROM ({inner}) GROUP BY v");
+            for row in bind_select(sqlx::query(AssertSqlSafe(sql)), params).fetch_all(&self.pool).await? {
+                groups.add_counted(crate::group_value(row.get(0)), row.get::<i64, _>(1) as u64);
+            }
+        }
+        Ok(Some(groups.sorted()))
     }
 
     async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
@@ -1729,10 +1799,29 @@ impl SqliteStore {
     /// PLAN`), one step a line: what shows that a filter uses the label table and the facets.
     pub async fn query_plan(&self, dataset: &str, version: u64, select: &Select) -> Result<Vec<String>, StoreError> {
         let id = self.dataset_id(dataset).await?;
-        let (sql, params) = select_sql("1", select, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (sql, params) = select_sql("1", select, false, id, version, review.as_deref());
         let query = bind_select(sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}"))), params);
         let rows = query.fetch_all(&self.pool).await?;
         Ok(rows.iter().map(|r| r.get::<String, _>("detail")).collect())
+    }
+
+    /// The review states to find a selection's cases by (through `blob_facets_review`, see
+    /// migration 0014), when its filter requires one and few bodies of the store are in it:
+    /// at most [`REVIEW_INDEX_ROWS`], counted in the index (a bounded read). More than that, and
+    /// the version's order finds a page's cases sooner than sorting them all would.
+    async fn review_plan(&self, select: &Select) -> Result<Option<Vec<String>>, StoreError> {
+        let Some(states) = select.filter.as_ref().and_then(|f| f.review_states()) else { return Ok(None) };
+        let sql = format!(
+            "SELECT count(*) FROM (SELECT 1 FROM blob_facets WHERE facets ->> '$.review' IN ({}) LIMIT ?)",
+            vec!["?"; states.len()].join(", ")
+        );
+        let mut query = sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql));
+        for state in &states {
+            query = query.bind(state);
+        }
+        let n = query.bind(REVIEW_INDEX_ROWS + 1).fetch_one(&self.pool).await?;
+        Ok((n <= REVIEW_INDEX_ROWS).then_some(states))
     }
 
     async fn version_row_tx(
@@ -1758,7 +1847,17 @@ impl SqliteStore {
 /// version that `select` picks. Its parameters are the dataset, the version twice (see
 /// [`bind_select`]), then those returned: the filter's values and the limit, bound, never
 /// spliced. (All are plain `?`: sqlx numbers those apart from any `?NNN`.)
-fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, version: u64) -> (String, Vec<SqlParam>) {
+///
+/// With `review` (see [`SqliteStore::review_plan`]), the bodies in those review states are read
+/// first, through their index, and their members in the version looked up by body.
+fn select_sql(
+    columns: &str,
+    select: &Select,
+    ordered: bool,
+    dataset: i64,
+    version: u64,
+    review: Option<&[String]>,
+) -> (String, Vec<SqlParam>) {
     let mut params = Vec::new();
     // Without a filter, the order index lists the version (and holds all the query needs); with
     // one, the planner may rather start from the labels a filter names.
@@ -1778,13 +1877,26 @@ fn select_sql(columns: &str, select: &Select, ordered: bool, dataset: i64, versi
     if reads("b.body") {
         joins.push_str(" JOIN blobs b ON b.id = m.blob");
     }
-    if reads("f.facets") {
-        joins.push_str(" JOIN blob_facets f ON f.blob = m.blob");
-    }
-    let mut sql = format!(
-        "SELECT {columns} FROM members m {hint}{joins}
-         WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
-    );
+    let mut sql = match review {
+        // `CROSS JOIN`: SQLite keeps the tables in the order written, the review index first.
+        Some(states) => {
+            params.extend(states.iter().map(|s| SqlParam::Text(s.clone())));
+            format!(
+                "SELECT {columns} FROM blob_facets f CROSS JOIN members m ON m.blob = f.blob{joins}
+                 WHERE f.facets ->> '$.review' IN ({}) AND m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)",
+                vec!["?"; states.len()].join(", ")
+            )
+        }
+        None => {
+            if reads("f.facets") {
+                joins.push_str(" JOIN blob_facets f ON f.blob = m.blob");
+            }
+            format!(
+                "SELECT {columns} FROM members m {hint}{joins}
+                 WHERE m.dataset = ? AND m.from_v <= ? AND (m.to_v IS NULL OR m.to_v > ?)"
+            )
+        }
+    };
     let version = i64::try_from(version).unwrap_or(i64::MAX);
     params.extend([SqlParam::Integer(dataset), SqlParam::Integer(version), SqlParam::Integer(version)]);
     if let Some(fragment) = fragment {

@@ -136,24 +136,22 @@ fn back_one_schema(b: &Backend, dir: &Folder) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         match b {
-            // Schema 12: no log records kept with the spans, no capture warnings.
+            // Schema 14: no purges (the `admin` scope left allowed: migrating again allows it).
             Backend::Embedded => {
                 let file = dir.join(".casebook/store.db");
                 let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.display())).await.unwrap();
                 sqlx::raw_sql(
-                    "ALTER TABLE pending_spans DROP COLUMN kind; DROP TABLE capture_warnings;
-                     DELETE FROM schema_version WHERE version = 13;",
+                    "DROP TABLE purged_members; DROP TABLE purges; DELETE FROM schema_version WHERE version = 15;",
                 )
                 .execute(&mut conn)
                 .await
                 .unwrap();
             }
-            // Schema 7: no log records kept with the spans, no capture warnings.
+            // Schema 9: no purges.
             Backend::Postgres(url) => {
                 let mut conn = sqlx::PgConnection::connect(url).await.unwrap();
                 sqlx::raw_sql(
-                    "ALTER TABLE pending_spans DROP COLUMN kind; DROP TABLE capture_warnings;
-                     DELETE FROM casebook_schema WHERE version = 8;",
+                    "DROP TABLE purged_members; DROP TABLE purges; DELETE FROM casebook_schema WHERE version = 10;",
                 )
                 .execute(&mut conn)
                 .await
@@ -172,8 +170,8 @@ fn opening_a_store_of_an_older_schema_says_it_upgrades_it(b: &Backend) {
     let v1 = dir.file("qa.jsonl", V1);
     ok(b.cb(&dir).args(["import", "--dataset", "qa"]).arg(&v1));
     let (from, to) = match b {
-        Backend::Embedded => (12, 13),
-        Backend::Postgres(_) => (7, 8),
+        Backend::Embedded => (14, 15),
+        Backend::Postgres(_) => (9, 10),
     };
     back_one_schema(b, &dir);
     let quiet = run(b.cb(&dir).args(["datasets", "-q"]));

@@ -544,6 +544,24 @@ pub struct DiffQuery {
     /// The place of the page's first case in its list (0-based), for the position shown.
     #[serde(default)]
     at: u64,
+    /// The diff's totals as the page that links here counted them, `added.removed.modified.moved`:
+    /// the versions of a diff never change, so a list's later pages do not count them again (a
+    /// total sent back is only shown, as `at` is).
+    #[serde(default)]
+    totals: String,
+}
+
+/// The totals a link carries (see [`DiffQuery::totals`]); `None` when it carries none or
+/// something else.
+fn carried_totals(text: &str) -> Option<casebook_store::DiffTotals> {
+    let mut numbers = text.split('.').map(|n| n.parse::<u64>().ok());
+    let totals = casebook_store::DiffTotals {
+        added: numbers.next()??,
+        removed: numbers.next()??,
+        modified: numbers.next()??,
+        moved: numbers.next()??,
+    };
+    numbers.next().is_none().then_some(totals)
 }
 
 pub struct Modified {
@@ -620,7 +638,11 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
             ))
         })?),
     };
-    let totals = store.diff_totals(&path.dataset, from, to).await?;
+    let totals = match carried_totals(&q.totals) {
+        Some(totals) if alone.is_some() => totals,
+        _ => store.diff_totals(&path.dataset, from, to).await?,
+    };
+    let carried = format!("{}.{}.{}.{}", totals.added, totals.removed, totals.modified, totals.moved);
     let base = format!("{}/diff?from=v{from}&to=v{to}", dataset_url(&path.project, &path.dataset));
     let mut sections = Vec::new();
     for list in DiffList::ALL {
@@ -652,7 +674,7 @@ pub async fn diff(viewer: Viewer, Path(path): Path<DatasetPath>, Query(q): Query
             DiffFrom::Before(_) => page.more.is_some(),
         };
         let version = if list == DiffList::Removed { from } else { to };
-        let list_url = format!("{base}&list={}", list.as_str());
+        let list_url = format!("{base}&list={}&totals={carried}", list.as_str());
         let next_url = match page.cases.last() {
             Some(last) if more_after => format!("{list_url}&after={}&at={}", query(&last.id), at + shown),
             _ => String::new(),

@@ -439,8 +439,8 @@ fn group_test(path: &str, value: Option<&Value>) -> Option<String> {
     }
 }
 
-/// Selected cases counted per value of a path, read page by page (a store's callback reads are
-/// not `Send`).
+/// Selected cases counted per value of a path: in the database where the store can
+/// (`Store::group_counts`), else read page by page (a store's callback reads are not `Send`).
 async fn group(
     store: &AnyStore,
     dataset: &str,
@@ -448,6 +448,9 @@ async fn group(
     select: &Select,
     path: FieldPath,
 ) -> Result<Vec<(Option<Value>, u64)>, Failure> {
+    if let Some(groups) = store.group_counts(dataset, version, select, &path).await? {
+        return Ok(groups);
+    }
     let mut groups = Groups::new(path);
     let mut after: Option<Cursor> = None;
     loop {

@@ -51,6 +51,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0006_page_body_places.sql"),
     include_str!("../../migrations/postgres/0007_pending_spans.sql"),
     include_str!("../../migrations/postgres/0008_pending_records.sql"),
+    include_str!("../../migrations/postgres/0009_review_index.sql"),
     include_str!("../../migrations/postgres/0010_purges.sql"),
 ];
 
@@ -1251,6 +1252,22 @@ impl crate::Store for PostgresStore {
         })
     }
 
+    async fn group_counts(
+        &self,
+        dataset: &str,
+        version: u64,
+        select: &Select,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<Vec<(Option<Value>, u64)>>, StoreError> {
+        let id = self.dataset_id(dataset).await?;
+        let mut query = SelectQuery::new(&Select { filter: select.filter.clone(), limit: None }, id, version, None);
+        let mut conn = self.conn().await?;
+        let mut session = query.plan(&mut conn).await?;
+        let groups = query.groups(self, &mut session, path).await?;
+        session.end().await?;
+        Ok(groups.map(casebook_filter::Groups::sorted))
+    }
+
     async fn untag(&self, dataset: &str, tag: &str, author: &str, time: &str) -> Result<u64, StoreError> {
         let id = self.dataset_id(dataset).await?;
         let mut conn = self.conn().await?;
@@ -2330,9 +2347,8 @@ impl SelectQuery {
         let version = i64::try_from(version).unwrap_or(i64::MAX);
         let mut params = vec![SqlParam::Integer(dataset), SqlParam::Integer(version)];
         // Left joins, which PostgreSQL drops when nothing reads them (every member has both).
-        let mut from = "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob
-                    WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)"
-            .to_owned();
+        let mut from =
+            format!("{MEMBERS_FROM} WHERE m.dataset = $1 AND m.from_v <= $2 AND (m.to_v IS NULL OR m.to_v > $2)");
         match seek {
             Some(Seek::After(_)) => from.push_str(" AND m.ord >= $3 AND (m.ord > $3 OR m.case_id > $4)"),
             Some(Seek::Before(_)) => from.push_str(" AND m.ord <= $3 AND (m.ord < $3 OR m.case_id < $4)"),
@@ -2387,6 +2403,9 @@ impl SelectQuery {
     /// facets are an inner join, which lets them come before the version's members. A label on
     /// more cases keeps PostgreSQL's own plan, which is the better one then.
     async fn plan<'c>(&mut self, conn: &'c mut PgConnection) -> Result<Session<'c>, StoreError> {
+        if let Some(states) = self.review_states(conn).await? {
+            return self.walk_a_review_state(conn, &states).await;
+        }
         if !self.walks_a_label(conn).await? {
             return Ok(Session::Plain(conn));
         }
@@ -2408,6 +2427,52 @@ impl SelectQuery {
             );
             self.walk = Some(walked);
         }
+        Ok(Session::Planned(tx))
+    }
+
+    /// The review states to find the cases by (see [`SelectQuery::walk_a_review_state`]): those
+    /// the filter requires, when few bodies of the store are in them, at most
+    /// [`crate::sqlite::REVIEW_INDEX_ROWS`] (counted in the index, a bounded read). More than
+    /// that, and the version's order finds a page's cases sooner than sorting them all would.
+    async fn review_states(&self, conn: &mut PgConnection) -> Result<Option<Vec<String>>, StoreError> {
+        let Some(states) = self.filter.as_ref().and_then(|f| f.review_states()) else { return Ok(None) };
+        let n: i64 = sqlx::query_scalar(AssertSqlSafe(format!(
+            "SELECT count(*) FROM (SELECT 1 FROM blob_facets WHERE {REVIEW} = ANY($1::text[]) LIMIT $2) AS r"
+        )))
+        .bind(&states)
+        .bind(crate::sqlite::REVIEW_INDEX_ROWS + 1)
+        .fetch_one(&mut *conn)
+        .await?;
+        Ok((n <= crate::sqlite::REVIEW_INDEX_ROWS).then_some(states))
+    }
+
+    /// Finds the cases through the index of the review state (migration 0009): the bodies in
+    /// `states` (and those with a `\u0000`, which the filter tests in memory) first, in a
+    /// subquery PostgreSQL plans on its own (`OFFSET 0`), then their members in the version by
+    /// body, without hashing or merging (which would read every member of the version); the
+    /// page is sorted from those. Left to itself, PostgreSQL walks the version's order and tests
+    /// each case until the page is full, which reads the whole version when the state's cases
+    /// are deep in it, as a queue's drafts are. The states are written into the SQL text: a
+    /// filter's review states are one of the three names the parser accepts (`[a-z]+`, checked).
+    async fn walk_a_review_state<'c>(
+        &mut self,
+        conn: &'c mut PgConnection,
+        states: &[String],
+    ) -> Result<Session<'c>, StoreError> {
+        if !states.iter().all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase())) {
+            return Ok(Session::Plain(conn));
+        }
+        let list = states.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+        let mut tx = conn.begin().await?;
+        sqlx::raw_sql("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off").execute(&mut *tx).await?;
+        self.from = self.from.replacen(
+            MEMBERS_FROM,
+            &format!(
+                "FROM (SELECT blob, facets, nul FROM blob_facets WHERE nul OR {REVIEW} IN ({list}) OFFSET 0) AS f
+                 JOIN members m ON m.blob = f.blob LEFT JOIN blobs b ON b.id = m.blob"
+            ),
+            1,
+        );
         Ok(Session::Planned(tx))
     }
 
@@ -2469,13 +2534,7 @@ impl SelectQuery {
         mut query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
         use casebook_filter::SqlParam;
-        let in_sql = |part: &Option<String>| part.as_deref().is_some_and(|part| sql.contains(part));
-        let named = match (in_sql(&self.plain), in_sql(&self.json)) {
-            (_, true) => self.params.len(),
-            (true, false) => self.base + self.plain_params,
-            (false, false) => self.base,
-        };
-        for param in &self.params[..named] {
+        for param in &self.params[..self.named(sql)] {
             query = match param {
                 SqlParam::Integer(n) => query.bind(*n),
                 SqlParam::Real(x) => query.bind(*x),
@@ -2484,6 +2543,91 @@ impl SelectQuery {
             };
         }
         query
+    }
+
+    /// How many of the parameters `sql` names (see [`SelectQuery::bind`]).
+    fn named(&self, sql: &str) -> usize {
+        let in_sql = |part: &Option<String>| part.as_deref().is_some_and(|part| sql.contains(part));
+        match (in_sql(&self.plain), in_sql(&self.json)) {
+            (_, true) => self.params.len(),
+            (true, false) => self.base + self.plain_params,
+            (false, false) => self.base,
+        }
+    }
+
+    /// The selection counted per value at `path` (see [`crate::Store::group_counts`]): in SQL,
+    /// but the cases with a `\u0000` (which PostgreSQL's JSON functions refuse) read and counted
+    /// in memory, as the filter tests them. `None` for a filter tested in memory (`matches`),
+    /// and for a path the body does not hold as the case's JSON form does.
+    async fn groups(
+        &self,
+        store: &PostgresStore,
+        conn: &mut PgConnection,
+        path: &casebook_filter::FieldPath,
+    ) -> Result<Option<casebook_filter::Groups>, StoreError> {
+        let label_key = path.label_key();
+        if self.check == Check::Memory
+            || label_key.is_some_and(|key| key.contains(':'))
+            || (label_key.is_none() && !path.in_stored_body())
+        {
+            return Ok(None);
+        }
+        let mut groups = casebook_filter::Groups::new(path.clone());
+        let cond = self.json.as_deref().unwrap_or("true");
+        let picked = format!("{} AND NOT f.nul AND CASE WHEN f.nul THEN false ELSE ({cond}) END", self.from);
+        let k = self.named(&picked) + 1;
+        if let Some(key) = label_key {
+            // The labels from `KEY:` up to (not including) `KEY;`, as bytes: those that start
+            // with `KEY:`; the value is what follows.
+            let (low, high) = (format!("{key}:").into_bytes(), format!("{key};").into_bytes());
+            let sql = format!(
+                "SELECT substring(l.label from ${k}), count(*) FROM case_labels l JOIN (SELECT m.blob {picked}) AS s
+                 ON s.blob = l.blob WHERE l.label >= ${} AND l.label < ${} GROUP BY 1",
+                k + 1,
+                k + 2
+            );
+            let rows: Vec<(Vec<u8>, i64)> = self
+                .bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone())))
+                .bind(low.len() as i32 + 1)
+                .bind(&low)
+                .bind(&high)
+                .fetch_all(&mut *conn)
+                .await?;
+            for (value, n) in rows {
+                let value = String::from_utf8(value).map_err(|e| StoreError::Corrupt(format!("a label: {e}")))?;
+                groups.add_counted(Some(Value::String(value)), n as u64);
+            }
+            let sql = format!(
+                "SELECT count(*) FROM (SELECT m.blob {picked}) AS s
+                 WHERE NOT EXISTS (SELECT 1 FROM case_labels l WHERE l.blob = s.blob AND l.label >= ${k} AND l.label < ${})",
+                k + 1
+            );
+            let (missing,): (i64,) = self
+                .bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone())))
+                .bind(&low)
+                .bind(&high)
+                .fetch_one(&mut *conn)
+                .await?;
+            if missing > 0 {
+                groups.add_counted(None, missing as u64);
+            }
+        } else {
+            let source = if path.in_facets() { "f.facets" } else { "b.body::json" };
+            let sql = format!("SELECT ({source} #> ${k}::text[])::text, count(*) {picked} GROUP BY 1");
+            let rows: Vec<(Option<String>, i64)> = self
+                .bind(&sql, sqlx::query_as(AssertSqlSafe(sql.clone())))
+                .bind(path.pg_steps())
+                .fetch_all(&mut *conn)
+                .await?;
+            for (value, n) in rows {
+                groups.add_counted(crate::group_value(value), n as u64);
+            }
+        }
+        let mut rows = self.rows(store, conn, format!("SELECT {ROW} true {} AND f.nul", self.from));
+        while let Some((body, _, _)) = rows.next().await? {
+            groups.add(&crate::parse_body(&body)?);
+        }
+        Ok(Some(groups))
     }
 
     fn rows<'c>(&'c self, store: &'c PostgresStore, conn: &'c mut PgConnection, sql: String) -> Rows<'c> {
@@ -2528,6 +2672,13 @@ impl SelectQuery {
         Ok(self.limit.map_or(total, |limit| total.min(limit)))
     }
 }
+
+/// The tables a selection reads: the members, with their bodies and facets.
+const MEMBERS_FROM: &str =
+    "FROM members m LEFT JOIN blobs b ON b.id = m.blob LEFT JOIN blob_facets f ON f.blob = m.blob";
+/// A body's review state, as the index of migration 0009 holds it (NULL for a body with a
+/// `\u0000`, which PostgreSQL's JSON functions refuse).
+const REVIEW: &str = "(CASE WHEN nul THEN NULL ELSE facets ->> 'review' END)";
 
 /// What [`Rows`] reads of each case: its body, its place, its id; and whether to test it in
 /// memory.

@@ -666,7 +666,7 @@ async fn a_store_of_schema_5_gets_its_bodies_places() {
     let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
     // Back to schema 5: no places, and the page index of migration 0004 (and no pending spans).
     sqlx::raw_sql(
-        "DROP TABLE purged_members; DROP TABLE purges; DELETE FROM casebook_schema WHERE version > 8;
+        "DROP TABLE purged_members; DROP TABLE purges; DROP INDEX blob_facets_review; DELETE FROM casebook_schema WHERE version > 8;
          DROP TABLE capture_warnings; DELETE FROM casebook_schema WHERE version = 8;
          DROP TABLE pending_spans; DROP TABLE captured_traces; DELETE FROM casebook_schema WHERE version = 7;
          ALTER TABLE members DROP COLUMN blob_at;

@@ -232,7 +232,7 @@ async fn a_store_from_a_newer_casebook_is_refused() {
 /// no projects, no API keys.
 macro_rules! undo_projects {
     () => {
-        "PRAGMA foreign_keys = OFF; DROP TABLE purged_members; DROP TABLE purges; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
+        "PRAGMA foreign_keys = OFF; DROP TABLE purged_members; DROP TABLE purges; DROP INDEX blob_facets_review; DROP TABLE capture_warnings; DROP TABLE pending_spans; DROP TABLE captured_traces; DROP TABLE blob_cids; CREATE UNIQUE INDEX blobs_cid ON blobs (cid);
          DROP TABLE api_keys; DROP TABLE secrets;
          CREATE TABLE runs_old (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
                                 started TEXT NOT NULL, finished TEXT, meta TEXT NOT NULL, summary TEXT);
@@ -304,7 +304,7 @@ async fn a_store_of_the_first_schema_is_migrated_with_its_data() {
     store.close().await;
     let pool = raw_at(&path).await;
     let version: i64 = sqlx::query_scalar("SELECT max(version) FROM schema_version").fetch_one(&pool).await.unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, 15);
     let partial: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM sqlite_master WHERE name IN ('members_from', 'members_to') AND sql LIKE '%WHERE%'",
     )
@@ -651,7 +651,7 @@ async fn bodies_of_schema_7_with_seed_files_are_migrated_and_read_the_same() {
 
     let store = SqliteStore::open(&path).await.unwrap();
     let pool = raw_at(&path).await;
-    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 13);
+    assert_eq!(scalar(&pool, "SELECT max(version) FROM schema_version").await, 15);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM seed_documents").await, 2);
     assert_eq!(scalar(&pool, "SELECT count(*) FROM blobs WHERE body LIKE '%night trains%'").await, 0);
     let cids_after: Vec<Vec<u8>> =
@@ -816,4 +816,27 @@ async fn a_purged_case_leaves_no_bytes_in_the_files() {
     let report = store.check().await.unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
     assert_eq!(conformance::ids(&store, 2).await, ["b"]);
+}
+
+#[tokio::test]
+async fn a_filter_on_a_rare_review_state_reads_the_review_index() {
+    let (_dir, store) = fresh().await;
+    let mut a = case("a", "1");
+    a.review = Some(casebook_model::Review::Draft);
+    created(&store, CommitMode::Replace, vec![a, case("b", "2"), case("c", "3")]).await;
+    let plan_of = |source: &str| {
+        let filter = casebook_filter::Filter::parse(source).unwrap();
+        let store = &store;
+        async move {
+            store.query_plan("support", 1, &Select { filter: Some(filter), limit: None }).await.unwrap().join("\n")
+        }
+    };
+    // The bodies in the state, by the review index; their rows in the version, by body.
+    let plan = plan_of(r#"review == "draft" and metadata.difficulty == "hard""#).await;
+    assert!(plan.contains("USING INDEX blob_facets_review"), "{plan}");
+    assert!(plan.contains("INDEX members_blob (blob=? AND dataset=? AND from_v<?)"), "{plan}");
+    assert!(!plan.contains("SCAN m"), "{plan}");
+    // A filter that does not require a state reads the version as before.
+    let plan = plan_of(r#"review == "draft" or metadata.difficulty == "hard""#).await;
+    assert!(!plan.contains("blob_facets_review"), "{plan}");
 }
