@@ -1320,7 +1320,8 @@ impl crate::Store for SqliteStore {
         let key = crate::sort::sqlite_key(sort);
         let unlimited = Select { filter: select.filter.clone(), limit: None };
         let columns = format!("m.case_id AS case_id, m.blob AS blob, {}", key.columns);
-        let (inner, selected) = select_sql(&columns, &unlimited, false, id, version);
+        let review = self.review_plan(select).await?;
+        let (inner, selected) = select_sql(&columns, &unlimited, false, id, version, review.as_deref());
         let mut params = key.params;
         params.extend(selected);
         let mut sql = format!("SELECT case_id, blob, k_rank, k_num, k_text FROM ({inner}) AS s");
@@ -1372,7 +1373,7 @@ impl crate::Store for SqliteStore {
         let id = self.dataset_id(dataset).await?;
         let key = crate::sort::sqlite_key(sort);
         let columns = format!("m.case_id AS case_id, {}", key.columns);
-        let (mut sql, selected) = select_sql(&columns, &Select::all(), false, id, version);
+        let (mut sql, selected) = select_sql(&columns, &Select::all(), false, id, version, None);
         let mut params = key.params;
         params.extend(selected);
         sql.push_str(" AND m.case_id = ?");
