@@ -349,7 +349,7 @@ async fn a_label_and_metadata_filter_reads_only_the_labelled_rows() {
     a.labels = Some(vec!["math".into()]);
     created(&store, CommitMode::Replace, vec![a, case("b", "2")]).await;
     let filter = casebook_filter::Filter::parse(r#"labels contains "math" and metadata.difficulty == "hard""#).unwrap();
-    let plan = store.query_plan("support", 1, &Select { filter: Some(filter), limit: None }).await.unwrap();
+    let plan = store.query_plan("support", 1, &Select { filter: Some(filter), limit: None }, None).await.unwrap();
     let plan = plan.join("\n");
     // The bodies with the label, by the label table's key; their rows in the version, by body;
     // metadata from the facets. No walk over the version's rows.
@@ -828,9 +828,21 @@ async fn a_filter_on_a_rare_review_state_reads_the_review_index() {
         let filter = casebook_filter::Filter::parse(source).unwrap();
         let store = &store;
         async move {
-            store.query_plan("support", 1, &Select { filter: Some(filter), limit: None }).await.unwrap().join("\n")
+            store
+                .query_plan("support", 1, &Select { filter: Some(filter), limit: None }, None)
+                .await
+                .unwrap()
+                .join("\n")
         }
     };
+    // A page after a case: still each body's rows by body, not a range of the order index per
+    // body (which read the rest of a 1M-case version once per draft).
+    let filter = casebook_filter::Filter::parse(r#"review == "draft""#).unwrap();
+    let after = store.place("support", 1, "a").await.unwrap().unwrap();
+    let select = Select { filter: Some(filter), limit: None };
+    let plan = store.query_plan("support", 1, &select, Some(&after)).await.unwrap().join("\n");
+    assert!(plan.contains("INDEX members_blob (blob=? AND dataset=?"), "{plan}");
+    assert!(!plan.contains("members_ord"), "{plan}");
     // The bodies in the state, by the review index; their rows in the version, by body.
     let plan = plan_of(r#"review == "draft" and metadata.difficulty == "hard""#).await;
     assert!(plan.contains("USING INDEX blob_facets_review"), "{plan}");
