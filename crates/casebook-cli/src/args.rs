@@ -1118,5 +1118,5 @@ pub struct PurgeArgs {
     /// PostgreSQL: do not rewrite the touched tables (`VACUUM FULL`) after the purge; faster on
     /// a large store, but the deleted bytes stay in the tables' free space until reused
     #[arg(long)]
-    pub no_rewrite: bool,
+    pub no_vacuum: bool,
 }

@@ -38,7 +38,7 @@ pub fn purge(settings: &Global, args: PurgeArgs) -> anyhow::Result<Outcome> {
             filter: select.as_ref().and_then(|s| s.filter.as_ref().map(ToString::to_string)),
             limit: select.as_ref().and_then(|s| s.limit),
             reason: args.reason.clone(),
-            rewrite: Some(!args.no_rewrite),
+            rewrite: Some(!args.no_vacuum),
         };
         let request = remote
             .request(reqwest::Method::POST, &remote.dataset_path(&args.name, "/purge"))
@@ -58,7 +58,7 @@ pub fn purge(settings: &Global, args: PurgeArgs) -> anyhow::Result<Outcome> {
                 author: settings.author.clone(),
                 time: settings.time.clone(),
                 reason: args.reason.clone(),
-                full: !args.no_rewrite,
+                full: !args.no_vacuum,
             };
             Ok::<_, anyhow::Error>(runtime.block_on(store.purge(&request))?)
         })();
@@ -118,7 +118,7 @@ fn say(settings: &Global, name: &str, report: &PurgeReport) -> anyhow::Result<()
         }
         if !report.erased {
             stderr!(
-                "warning: the deleted text may stay in the store's free space until it is reused (SQLite: the log could not be checkpointed while others read; PostgreSQL: `--no-rewrite`)"
+                "warning: the deleted text may stay in the store's free space until it is reused (SQLite: the log could not be checkpointed while others read; PostgreSQL: `--no-vacuum`)"
             );
         }
     }
