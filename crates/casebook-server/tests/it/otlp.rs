@@ -266,7 +266,16 @@ async fn batches_of_one_invocation_make_one_whole_case(backend: Backend) {
     let made = wait_for_cases(&server, "weather-service", 1).await;
     assert_eq!(made.len(), 1, "{made:?}");
     assert_whole(&made[0]);
-    let listed = pending(&server).await;
+    // The trace is marked captured just after its cases are committed (a separate write): wait
+    // for the mark, a bounded while.
+    let mut listed = pending(&server).await;
+    for _ in 0..50 {
+        if listed[0]["captured"].is_string() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        listed = pending(&server).await;
+    }
     assert_eq!((&listed[0]["spans"], &listed[0]["root"]), (&json!(4), &json!(true)));
     assert!(listed[0]["captured"].is_string(), "{listed:?}");
     // The same batches sent again change nothing: never a duplicate, never a new version.
