@@ -59,6 +59,22 @@ pub struct PurgeInfo {
     pub results: u64,
 }
 
+impl PurgeInfo {
+    /// The purge `request` made as purge `id` at `head`, as both backends log it.
+    fn of(request: &PurgeRequest, id: i64, head: i64, ids: &[String], versions: u64, results: u64) -> Self {
+        PurgeInfo {
+            id: id as u64,
+            time: request.time.clone(),
+            author: request.author.clone(),
+            reason: request.reason.clone(),
+            head: head as u64,
+            cases: ids.to_vec(),
+            versions,
+            results,
+        }
+    }
+}
+
 /// What [`AnyStore::purge`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PurgeOutcome {
@@ -559,16 +575,7 @@ impl SqliteStore {
             .await?;
         tx.commit().await?;
         Ok(PurgeOutcome {
-            purge: PurgeInfo {
-                id: purge as u64,
-                time: request.time.clone(),
-                author: request.author.clone(),
-                reason: request.reason.clone(),
-                head: head as u64,
-                cases: ids.to_vec(),
-                versions,
-                results,
-            },
+            purge: PurgeInfo::of(request, purge, head, ids, versions, results),
             bodies,
             seed_documents,
             pending_spans,
@@ -812,16 +819,7 @@ impl PostgresStore {
             .await?;
         tx.commit().await?;
         Ok(PurgeOutcome {
-            purge: PurgeInfo {
-                id: purge as u64,
-                time: request.time.clone(),
-                author: request.author.clone(),
-                reason: request.reason.clone(),
-                head: head as u64,
-                cases: ids.to_vec(),
-                versions,
-                results,
-            },
+            purge: PurgeInfo::of(request, purge, head, ids, versions, results),
             bodies,
             seed_documents,
             pending_spans,
